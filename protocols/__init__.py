@@ -1,0 +1,1 @@
+"""Pure codecs and state machines: bytes in, values out; no sockets, no gevent, no Locust."""

@@ -1,0 +1,1 @@
+"""LoadTestShape classes: step ramps, soaks, open-model arrival rates, bursts, churn, and stage plans."""

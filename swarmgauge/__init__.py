@@ -1,0 +1,1 @@
+"""The swarmgauge command line: a thin dispatcher into the packages."""

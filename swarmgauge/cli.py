@@ -1,0 +1,67 @@
+"""``swarmgauge``: dispatches each subcommand to a ``main(argv) -> int`` in the package that owns it.
+
+Subcommands are imported lazily, so ``swarmgauge target mark`` never imports pandas and ``swarmgauge report``
+never imports aioquic.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# subcommand -> module whose main(argv) handles it; "target NAME" and "drill NAME" add one level.
+COMMANDS = {
+    "demo": "swarmgauge.demo",
+    "report": "reports.cli",
+    "mark": "swarmgauge.mark_cli",
+    "drill": "targets.mdk.drills",
+}
+TARGETS = {
+    "mark": "targets.mark.cli",
+    "mcp": "targets.mcp_gateway",
+    "kneo": "targets.kneo",
+    "postgres": "targets.postgres",
+    "mdk": "targets.mdk.cli",
+    "brain": "targets.brain",
+}
+
+USAGE = (
+    "usage: swarmgauge {demo,report,mark,target,drill} ...\n"
+    "  swarmgauge demo                 run the main job against the embedded default target\n"
+    "  swarmgauge report DIR           render report.md / report.html from a run directory\n"
+    "  swarmgauge mark VERB URL        a curl for mark:// (FETCH, LIST, VERSIONS, LOOKUP, PUBLISH, ..., raw)\n"
+    "  swarmgauge target NAME ...      start an embedded target: " + ", ".join(TARGETS) + "\n"
+    "  swarmgauge drill NAME ...       run an MDK failure drill\n"
+)
+
+
+def _run(module_name: str, argv: list[str]) -> int:
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            print(f"swarmgauge: {module_name} is not available in this installation", file=sys.stderr)
+            return 2
+        raise
+    return int(module.main(argv) or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        sys.stdout.write(USAGE)
+        return 0 if args else 2
+    command, rest = args[0], args[1:]
+    if command == "target":
+        if not rest or rest[0] not in TARGETS:
+            print(f"swarmgauge target: choose one of {', '.join(TARGETS)}", file=sys.stderr)
+            return 2
+        return _run(TARGETS[rest[0]], rest[1:])
+    if command not in COMMANDS:
+        print(f"swarmgauge: unknown command {command!r}\n{USAGE}", file=sys.stderr, end="")
+        return 2
+    return _run(COMMANDS[command], rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

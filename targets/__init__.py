@@ -1,0 +1,1 @@
+"""Embedded reference targets for the default run, the tests and calibration."""

@@ -1,0 +1,1 @@
+"""Locust User classes and the gevent clients under them."""

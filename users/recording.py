@@ -1,0 +1,113 @@
+"""The one place that fires Locust ``request`` events.
+
+Every client in ``users/`` wraps each operation in :func:`measure`; protocol code never touches Locust events.
+Latency is taken around the whole operation, in the calling greenlet. When an open-model scheduler hands a user a
+ticket (``set_intended_start``), the next measured request is timed from the ticket's intended start instead, so a
+stalled target shows in the percentiles (no coordinated omission).
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import gevent.local
+
+_local = gevent.local.local()
+
+
+def set_intended_start(perf_time: float | None) -> None:
+    """Time the next request of this greenlet from ``perf_time`` (a ``time.perf_counter()`` value)."""
+    _local.intended_start = perf_time
+
+
+def _take_intended_start() -> float | None:
+    value = getattr(_local, "intended_start", None)
+    _local.intended_start = None
+    return value
+
+
+@dataclass
+class Outcome:
+    """What a measured operation reports: set ``response_length`` (and ``context``) inside the block."""
+
+    request_type: str
+    name: str
+    response_length: int = 0
+    context: dict[str, Any] = field(default_factory=dict)
+    exception: BaseException | None = None
+    response_time: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.exception is None
+
+
+def fire(
+    events: Any,
+    *,
+    request_type: str,
+    name: str,
+    response_time: float,
+    response_length: int = 0,
+    exception: BaseException | None = None,
+    context: dict[str, Any] | None = None,
+    start_time: float | None = None,
+    url: str | None = None,
+) -> None:
+    """Fire one ``request`` event with every keyword Locust and its plugins read."""
+    events.request.fire(
+        request_type=request_type,
+        name=name,
+        response_time=response_time,
+        response_length=response_length,
+        exception=exception,
+        context=context if context is not None else {},
+        start_time=start_time if start_time is not None else time.time(),
+        url=url,
+        response=None,
+    )
+
+
+@contextmanager
+def measure(
+    events: Any,
+    request_type: str,
+    name: str,
+    *,
+    context: dict[str, Any] | None = None,
+    reraise: bool = False,
+) -> Iterator[Outcome]:
+    """Time the block and fire one event; an ``Exception`` inside becomes the recorded failure.
+
+    The exception is swallowed (the user greenlet goes on) unless ``reraise`` is set; either way it is
+    available as ``outcome.exception`` afterwards.
+    """
+    outcome = Outcome(request_type, name, context=dict(context or {}))
+    intended = _take_intended_start()
+    wall_start = time.time()
+    started = time.perf_counter()
+    if intended is not None and intended < started:
+        wall_start -= started - intended
+        started = intended
+    try:
+        yield outcome
+    except Exception as exc:  # noqa: BLE001 - every failure is recorded with its class
+        outcome.exception = exc
+    finally:
+        outcome.response_time = (time.perf_counter() - started) * 1000.0
+        if events is not None:
+            fire(
+                events,
+                request_type=outcome.request_type,
+                name=outcome.name,
+                response_time=outcome.response_time,
+                response_length=outcome.response_length,
+                exception=outcome.exception,
+                context=outcome.context,
+                start_time=wall_start,
+            )
+    if reraise and outcome.exception is not None:
+        raise outcome.exception
