@@ -13,6 +13,7 @@ LISTENER_MODULES = (
     "listeners.slo",
     "listeners.resources",
     "listeners.webui",
+    "listeners.workers",
 )
 
 for _name in LISTENER_MODULES:

@@ -1,0 +1,104 @@
+"""Worker loss: which worker went missing mid-run, when, and in which step.
+
+Locust's master marks a worker *missing* after a few silent heartbeats and carries on with the rest, but fires no
+event for it. This listener watches the master's worker table once a second, records each loss (worker id, the
+last time the worker was heard from, when the master noticed, the step it was in) and puts the list into
+``run.json`` as ``lost_workers``; the report's workers section reads it from there. What a lost worker reported
+before it died stays in the stats and in the per-step histograms, because both are merged on arrival.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from typing import Any
+
+import gevent
+from locust import events
+from locust.runners import STATE_MISSING, MasterRunner
+
+log = logging.getLogger(__name__)
+
+POLL_INTERVAL_S = 1.0
+
+
+def _optional(module: str, name: str):
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+class WorkerLossWatcher:
+    """Polls the master's worker table; bounded by the run (stopped at test_stop / quitting)."""
+
+    def __init__(self, environment: Any):
+        self.environment = environment
+        self.last_seen: dict[str, float] = {}
+        self.lost: list[dict[str, Any]] = []
+        self._greenlet: gevent.Greenlet | None = None
+
+    def heard_from(self, client_id: str) -> None:
+        self.last_seen[client_id] = time.time()
+
+    def start(self) -> None:
+        if self._greenlet is None or self._greenlet.dead:
+            self._greenlet = gevent.spawn(self._watch)
+
+    def stop(self) -> None:
+        if self._greenlet is not None:
+            self._greenlet.kill(block=False)
+        self.check()
+        self._publish()
+
+    def _watch(self) -> None:
+        while True:
+            self.check()
+            gevent.sleep(POLL_INTERVAL_S)
+
+    def check(self) -> None:
+        runner = self.environment.runner
+        known = {entry["worker"] for entry in self.lost}
+        for client in list(runner.clients.values()):
+            if client.state == STATE_MISSING and client.id not in known:
+                self._record(client.id)
+
+    def _record(self, client_id: str) -> None:
+        step_of = _optional("listeners.steps", "current_step")
+        step = step_of(self.environment) if step_of else None
+        entry = {
+            "worker": client_id,
+            "last_seen": self.last_seen.get(client_id),
+            "noticed_at": time.time(),
+            "step": getattr(step, "index", None),
+            "step_label": getattr(step, "label", None),
+        }
+        self.lost.append(entry)
+        log.warning("worker %s lost (last heard from %.1f s ago); the run goes on with the others",
+                    client_id, entry["noticed_at"] - (entry["last_seen"] or entry["noticed_at"]))
+        self._publish()
+
+    def _publish(self) -> None:
+        add_run_info = _optional("listeners.rundir", "add_run_info")
+        if add_run_info is not None:
+            add_run_info(self.environment, "lost_workers", list(self.lost))
+
+
+_watchers: dict[int, WorkerLossWatcher] = {}
+
+
+def watcher_for(environment: Any) -> WorkerLossWatcher | None:
+    return _watchers.get(id(environment))
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_kwargs: Any) -> None:
+    if not isinstance(environment.runner, MasterRunner):
+        return
+    watcher = WorkerLossWatcher(environment)
+    _watchers[id(environment)] = watcher
+    environment.events.heartbeat_received.add_listener(lambda client_id, **_: watcher.heard_from(client_id))
+    environment.events.worker_report.add_listener(lambda client_id, **_: watcher.heard_from(client_id))
+    environment.events.test_start.add_listener(lambda **_: watcher.start())
+    environment.events.test_stop.add_listener(lambda **_: watcher.stop())
