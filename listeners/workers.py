@@ -98,7 +98,7 @@ def _on_init(environment: Any, **_kwargs: Any) -> None:
         return
     watcher = WorkerLossWatcher(environment)
     _watchers[id(environment)] = watcher
-    environment.events.heartbeat_received.add_listener(lambda client_id, **_: watcher.heard_from(client_id))
+    environment.events.heartbeat_sent.add_listener(lambda client_id, **_: watcher.heard_from(client_id))
     environment.events.worker_report.add_listener(lambda client_id, **_: watcher.heard_from(client_id))
     environment.events.test_start.add_listener(lambda **_: watcher.start())
     environment.events.test_stop.add_listener(lambda **_: watcher.stop())
