@@ -1,0 +1,369 @@
+"""A gevent driver for aioquic's sans-IO ``QuicConnection``: one greenlet per connection, no asyncio.
+
+Why not ``aioquic.asyncio``: Locust users are greenlets, and an asyncio loop inside gevent means two schedulers and
+blocked hubs (locust-notes §2, option A). Here one driver greenlet owns the connection: it drains datagrams, runs
+``handle_timer`` when ``get_timer()`` says so, routes stream events to per-stream ``AsyncResult`` s and flushes
+``datagrams_to_send`` after every call. A request is one bidirectional stream: the whole request with FIN, then
+everything up to the peer's FIN (the Mark Protocol's framing). The network sits behind ``DatagramTransport``
+(``users/quic_transport.py``) so the same driver runs over UDP or over an in-memory pair.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import time
+from dataclasses import dataclass
+
+import gevent
+import gevent.event
+import gevent.lock
+
+from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.connection import QuicConnection
+from aioquic.quic.events import (
+    ConnectionTerminated,
+    HandshakeCompleted,
+    StreamDataReceived,
+    StreamReset as QuicStreamResetEvent,
+)
+from aioquic.quic.packet import QuicErrorCode
+from aioquic.tls import AlertDescription
+
+from swarmgauge.errors import SwarmgaugeError
+from users.quic_transport import DatagramTransport, TransportFactory, UdpTransport
+
+log = logging.getLogger(__name__)
+
+MAX_RESPONSE = 4 << 20
+DEFAULT_MAX_STREAMS = 10
+ABORT_ERROR_CODE = 0x10  # application code sent with RESET_STREAM / STOP_SENDING when we give up on a stream
+_TLS_VERIFY_ALERTS = frozenset(
+    {
+        AlertDescription.bad_certificate,
+        AlertDescription.unsupported_certificate,
+        AlertDescription.certificate_revoked,
+        AlertDescription.certificate_expired,
+        AlertDescription.certificate_unknown,
+        AlertDescription.unknown_ca,
+    }
+)
+
+
+class QuicError(SwarmgaugeError):
+    """A transport failure below the Mark Protocol."""
+
+
+class ConnectFailed(QuicError):
+    """The connection could not be set up (resolution, socket, refused, or a handshake the peer aborted)."""
+
+
+class HandshakeTimeout(ConnectFailed):
+    """The QUIC/TLS handshake did not finish within the connect timeout."""
+
+
+class TLSVerificationFailed(ConnectFailed):
+    """The server's certificate was not trusted (verification is on unless ``insecure``)."""
+
+
+class ALPNMismatch(ConnectFailed):
+    """The peer did not agree on the ALPN protocol (``mark``)."""
+
+
+class StreamReset(QuicError):
+    """The peer reset the request's stream before its FIN."""
+
+    def __init__(self, message: str, error_code: int | None = None):
+        super().__init__(message)
+        self.error_code = error_code
+
+
+class RequestTimeout(QuicError):
+    """No complete response within the request timeout; the stream is abandoned, the connection kept."""
+
+
+class ConnectionLost(QuicError):
+    """The connection ended (peer close, idle timeout, network error, or closed locally) with streams pending."""
+
+
+class ResponseTooLarge(QuicError):
+    """The response grew past the cap while being read; the stream was stopped."""
+
+
+@dataclass
+class QuicStats:
+    """Counters shared by every connection a client makes, for the User to report."""
+
+    handshakes: int = 0
+    streams_opened: int = 0
+    reconnects: int = 0
+    connections_lost: int = 0
+
+
+def client_configuration(
+    *,
+    alpn: str = "mark",
+    insecure: bool = False,
+    ca_file: str | None = None,
+    server_name: str | None = None,
+    idle_timeout: float = 30.0,
+) -> QuicConfiguration:
+    """Client TLS/QUIC settings: verification on unless ``insecure``; ``server_name`` is checked and sent as SNI."""
+    configuration = QuicConfiguration(
+        is_client=True,
+        alpn_protocols=[alpn],
+        idle_timeout=idle_timeout,
+        server_name=server_name,
+        verify_mode=ssl.CERT_NONE if insecure else ssl.CERT_REQUIRED,
+    )
+    if ca_file is not None:
+        configuration.load_verify_locations(cafile=ca_file)
+    return configuration
+
+
+class _PendingStream:
+    __slots__ = ("result", "chunks", "size")
+
+    def __init__(self) -> None:
+        self.result = gevent.event.AsyncResult()
+        self.chunks: list[bytes] = []
+        self.size = 0
+
+
+class QuicDriver:
+    """One client QUIC connection: ``connect()`` once, then ``request()`` from any number of greenlets.
+
+    In-flight streams are bounded by a semaphore (``max_streams``), so request 11 waits for a free stream instead of
+    failing. After ``ConnectionLost`` (or ``close()``) the driver is dead (``alive`` is False): make a new one.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        configuration: QuicConfiguration,
+        *,
+        transport_factory: TransportFactory | None = None,
+        max_streams: int = DEFAULT_MAX_STREAMS,
+        max_response: int = MAX_RESPONSE,
+        stats: QuicStats | None = None,
+    ):
+        self.host, self.port = host, port
+        self._configuration = configuration
+        self._alpn = (configuration.alpn_protocols or [None])[0]
+        self._transport_factory = transport_factory or UdpTransport.open
+        self._slots = gevent.lock.BoundedSemaphore(max_streams)
+        self.max_response = max_response
+        self.stats = stats if stats is not None else QuicStats()
+        self.handshake_seconds: float | None = None
+        self._quic: QuicConnection | None = None
+        self._transport: DatagramTransport | None = None
+        self._loop: gevent.Greenlet | None = None
+        self._wakeup = gevent.event.Event()
+        self._handshake = gevent.event.AsyncResult()
+        self._streams: dict[int, _PendingStream] = {}
+        self._error: QuicError | None = None
+        self._connected = False
+
+    def __repr__(self) -> str:
+        state = "alive" if self.alive else ("new" if self._quic is None else "closed")
+        return f"<QuicDriver {self.host}:{self.port} {state} streams={len(self._streams)}>"
+
+    @property
+    def alive(self) -> bool:
+        return self._connected and self._error is None
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._streams)
+
+    def connect(self, timeout: float = 10.0) -> float:
+        """Open the connection; return the handshake duration in seconds (also kept as ``handshake_seconds``)."""
+        if self._quic is not None:
+            raise RuntimeError("connect() is called once per driver")
+        started = time.perf_counter()
+        try:
+            self._transport = self._transport_factory(self.host, self.port)
+        except OSError as exc:
+            raise ConnectFailed(f"cannot reach {self.host}:{self.port}: {exc}") from exc
+        self._quic = QuicConnection(configuration=self._configuration)
+        self._quic.connect(self._transport.peer, now=time.monotonic())
+        self._transport.set_on_readable(self._wakeup.set)
+        self._loop = gevent.spawn(self._run)
+        self._flush()
+        try:
+            self._handshake.get(timeout=timeout)
+        except gevent.Timeout:
+            self._fail(HandshakeTimeout(f"no QUIC handshake with {self.host}:{self.port} within {timeout:g} s"))
+            self._shutdown()
+            raise self._error from None
+        except QuicError:
+            self._shutdown()
+            raise
+        self.handshake_seconds = time.perf_counter() - started
+        self._connected = True
+        self.stats.handshakes += 1
+        return self.handshake_seconds
+
+    def request(self, data: bytes, timeout: float = 10.0) -> bytes:
+        """Send ``data`` on a new stream with FIN; return everything the peer sends up to its FIN."""
+        deadline = time.monotonic() + timeout
+        self._check_usable()
+        if not self._slots.acquire(timeout=timeout):
+            raise RequestTimeout(f"no free stream on {self.host}:{self.port} within {timeout:g} s")
+        stream_id = None
+        try:
+            self._check_usable()
+            stream_id = self._quic.get_next_available_stream_id()
+            pending = self._streams[stream_id] = _PendingStream()
+            self._quic.send_stream_data(stream_id, data, end_stream=True)
+            self.stats.streams_opened += 1
+            self._flush()
+            self._wakeup.set()
+            try:
+                return pending.result.get(timeout=max(0.0, deadline - time.monotonic()))
+            except gevent.Timeout:
+                self._abort_stream(stream_id)
+                raise RequestTimeout(f"no complete response within {timeout:g} s") from None
+        finally:
+            if stream_id is not None:
+                self._streams.pop(stream_id, None)
+            self._slots.release()
+
+    def close(self) -> None:
+        """Close cleanly (CONNECTION_CLOSE sent); pending requests fail with ``ConnectionLost``."""
+        if self._quic is None or self._loop is None:
+            return
+        if self._error is None:
+            self._quic.close(error_code=QuicErrorCode.NO_ERROR, reason_phrase="client closed")
+            self._flush()
+            self._fail(ConnectionLost("connection closed by the client"))
+        self._shutdown()
+
+    def _check_usable(self) -> None:
+        if self._error is not None:
+            raise type(self._error)(str(self._error))
+        if not self._connected:
+            raise ConnectionLost("not connected")
+
+    def _run(self) -> None:
+        """The connection's greenlet: receive, timers, events, flush; until the connection ends."""
+        quic = self._quic
+        try:
+            while self._error is None:
+                for data in self._transport.drain():
+                    quic.receive_datagram(data, self._transport.peer, time.monotonic())
+                timer_at = quic.get_timer()
+                if timer_at is not None and time.monotonic() >= timer_at:
+                    quic.handle_timer(time.monotonic())
+                self._process_events()
+                self._flush()
+                if self._error is not None:
+                    break
+                timer_at = quic.get_timer()
+                timeout = None if timer_at is None else max(0.0005, timer_at - time.monotonic())
+                self._wakeup.wait(timeout)
+                self._wakeup.clear()
+        except OSError as exc:
+            self._fail(self._lost_or_failed(f"network error: {exc}"))
+        except Exception as exc:  # noqa: BLE001 - a dead driver must fail its streams, never hang them
+            log.exception("QUIC driver for %s:%s crashed", self.host, self.port)
+            self._fail(ConnectionLost(f"driver error: {type(exc).__name__}: {exc}"))
+        finally:
+            self._transport.close()
+
+    def _process_events(self) -> None:
+        quic = self._quic
+        event = quic.next_event()
+        while event is not None:
+            if isinstance(event, StreamDataReceived):
+                self._on_stream_data(event)
+            elif isinstance(event, QuicStreamResetEvent):
+                pending = self._streams.get(event.stream_id)
+                if pending is not None and not pending.result.ready():
+                    pending.result.set_exception(
+                        StreamReset(f"stream reset by peer (code {event.error_code})", event.error_code)
+                    )
+            elif isinstance(event, HandshakeCompleted):
+                if event.alpn_protocol != self._alpn:
+                    quic.close(error_code=QuicErrorCode.CRYPTO_ERROR + AlertDescription.no_application_protocol)
+                    self._fail(ALPNMismatch(f"server chose ALPN {event.alpn_protocol!r}, not {self._alpn!r}"))
+                elif not self._handshake.ready():
+                    self._handshake.set(True)
+            elif isinstance(event, ConnectionTerminated):
+                self._fail(self._termination_error(event))
+            event = quic.next_event()
+        close_event = getattr(quic, "_close_event", None)  # set at once; the event itself waits out 3 PTOs
+        if close_event is not None and self._error is None:
+            self._fail(self._termination_error(close_event))
+
+    def _on_stream_data(self, event: StreamDataReceived) -> None:
+        pending = self._streams.get(event.stream_id)
+        if pending is None or pending.result.ready():
+            return
+        pending.size += len(event.data)
+        if pending.size > self.max_response:
+            self._abort_stream(event.stream_id)
+            pending.result.set_exception(ResponseTooLarge(f"response exceeds {self.max_response} bytes"))
+            return
+        pending.chunks.append(event.data)
+        if event.end_stream:
+            pending.result.set(b"".join(pending.chunks))
+
+    def _abort_stream(self, stream_id: int) -> None:
+        """Give up on a stream: stop the peer sending and reset our side, so its slot frees on both ends."""
+        for action in (self._quic.stop_stream, self._quic.reset_stream):
+            try:
+                action(stream_id, ABORT_ERROR_CODE)
+            except ValueError:
+                pass  # already finished or discarded
+        self._flush()
+        self._wakeup.set()
+
+    def _termination_error(self, event: ConnectionTerminated) -> QuicError:
+        reason = event.reason_phrase or "no reason given"
+        code = event.error_code
+        if QuicErrorCode.CRYPTO_ERROR <= code < QuicErrorCode.CRYPTO_ERROR + 256:
+            alert = code - QuicErrorCode.CRYPTO_ERROR
+            if alert == AlertDescription.no_application_protocol:
+                return ALPNMismatch(f"no common ALPN protocol with the server ({reason})")
+            if alert in _TLS_VERIFY_ALERTS and not self._handshake.ready():
+                return TLSVerificationFailed(f"server certificate not trusted: {reason}")
+        return self._lost_or_failed(f"connection terminated (code 0x{code:x}): {reason}")
+
+    def _lost_or_failed(self, message: str) -> QuicError:
+        if self._handshake.ready() and self._handshake.exception is None:
+            return ConnectionLost(message)
+        return ConnectFailed(f"{self.host}:{self.port}: {message}")
+
+    def _fail(self, error: QuicError) -> None:
+        """Record the first fatal error and hand it to the handshake and to every pending stream."""
+        if self._error is not None:
+            return
+        self._error = error
+        if self._connected:
+            self.stats.connections_lost += 1
+        if not self._handshake.ready():
+            self._handshake.set_exception(error)
+        for pending in list(self._streams.values()):
+            if not pending.result.ready():
+                pending.result.set_exception(type(error)(str(error)))
+        self._wakeup.set()
+
+    def _flush(self) -> None:
+        if self._transport is None:
+            return
+        for data, _ in self._quic.datagrams_to_send(time.monotonic()):
+            try:
+                self._transport.send(data)
+            except OSError as exc:
+                self._fail(self._lost_or_failed(f"network error: {exc}"))
+                return
+
+    def _shutdown(self) -> None:
+        """Stop the greenlet and release the transport (after a failure or a close)."""
+        loop, self._loop = self._loop, None
+        if loop is not None and loop is not gevent.getcurrent():
+            loop.kill(block=False)
+        if self._transport is not None:
+            self._transport.close()

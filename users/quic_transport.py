@@ -1,0 +1,260 @@
+"""Datagram transports under the QUIC driver: a gevent UDP socket, and an in-memory pair with no sockets.
+
+The driver only needs four things from a transport (``DatagramTransport``): send one datagram, drain what has
+arrived without blocking, tell it when more arrives, and close. Keeping that seam small lets a test, or the issue-3
+benchmark's "aioquic itself" lower bound, run the very same driver against a server ``QuicConnection`` held in memory.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import time
+from collections import deque
+from typing import Callable, Protocol
+
+import gevent
+import gevent.event
+from gevent import socket as gsocket
+
+from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.connection import QuicConnection
+from aioquic.quic.events import ConnectionTerminated, StreamDataReceived
+
+NetworkAddress = tuple
+MAX_DATAGRAMS_PER_DRAIN = 256
+
+
+class DatagramTransport(Protocol):
+    """What the driver needs from the network: datagrams to and from one peer."""
+
+    peer: NetworkAddress
+
+    def send(self, data: bytes) -> None: ...
+
+    def drain(self) -> list[bytes]:
+        """Return the datagrams that have arrived, without blocking (may raise ``OSError``)."""
+
+    def set_on_readable(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback`` (from the hub, so it must not block) whenever datagrams arrive."""
+
+    def close(self) -> None: ...
+
+
+TransportFactory = Callable[[str, int], DatagramTransport]
+
+
+class UdpTransport:
+    """A connected, non-blocking gevent UDP socket; an ICMP "port unreachable" surfaces as ``OSError``."""
+
+    def __init__(self, sock: gsocket.socket, peer: NetworkAddress):
+        self._sock = sock
+        self.peer = peer
+        self._watcher = None
+
+    @classmethod
+    def open(cls, host: str, port: int) -> "UdpTransport":
+        """Resolve ``host`` through gevent and connect a UDP socket to it (``OSError`` if that fails)."""
+        family, _, _, _, sockaddr = gsocket.getaddrinfo(host, port, 0, gsocket.SOCK_DGRAM)[0]
+        sock = gsocket.socket(family, gsocket.SOCK_DGRAM)
+        try:
+            sock.setblocking(False)
+            sock.connect(sockaddr)
+        except OSError:
+            sock.close()
+            raise
+        return cls(sock, sockaddr)
+
+    def send(self, data: bytes) -> None:
+        try:
+            self._sock.send(data)
+        except BlockingIOError:
+            pass  # a full socket buffer is packet loss; QUIC's loss recovery resends
+
+    def drain(self) -> list[bytes]:
+        received = []
+        while len(received) < MAX_DATAGRAMS_PER_DRAIN:
+            try:
+                received.append(self._sock.recv(65536))
+            except BlockingIOError:
+                break
+        return received
+
+    def set_on_readable(self, callback: Callable[[], None] | None) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+        if callback is not None:
+            self._watcher = gevent.get_hub().loop.io(self._sock.fileno(), 1)
+            self._watcher.start(callback)
+
+    def close(self) -> None:
+        self.set_on_readable(None)
+        self._sock.close()
+
+
+def self_signed_certificate(names: tuple[str, ...] = ("localhost", "127.0.0.1", "::1"), *, days: int = 1):
+    """An EC P-256 certificate and key for ``names`` (DNS names or IP literals), made in memory."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    sans = []
+    for name in names:
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            sans.append(x509.DNSName(name))
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return cert, key
+
+
+class MemoryServer:
+    """Server side of a :class:`MemoryPair`: one sans-IO server ``QuicConnection`` answering whole-stream requests.
+
+    ``handler(request_bytes) -> response_bytes`` answers each bidirectional stream once its FIN arrives. The CPU it
+    spends is added to ``cpu_seconds`` so a benchmark can subtract it and keep the client side only.
+    """
+
+    CLIENT_ADDR = ("127.0.0.2", 40000)
+
+    def __init__(self, configuration: QuicConfiguration, original_cid: bytes, handler: Callable[[bytes], bytes]):
+        self.quic = QuicConnection(configuration=configuration, original_destination_connection_id=original_cid)
+        self.handler = handler
+        self.cpu_seconds = 0.0
+        self._buffers: dict[int, list[bytes]] = {}
+        self._timer: gevent.Greenlet | None = None
+        self.to_client: Callable[[bytes], None] = lambda data: None
+
+    def receive(self, data: bytes) -> None:
+        started = time.process_time()
+        now = time.monotonic()
+        self.quic.receive_datagram(data, self.CLIENT_ADDR, now)
+        self._pump(now)
+        self.cpu_seconds += time.process_time() - started
+
+    def _on_timer(self) -> None:
+        started = time.process_time()
+        self._timer = None
+        now = time.monotonic()
+        self.quic.handle_timer(now)
+        self._pump(now)
+        self.cpu_seconds += time.process_time() - started
+
+    def _pump(self, now: float) -> None:
+        event = self.quic.next_event()
+        while event is not None:
+            if isinstance(event, StreamDataReceived):
+                self._buffers.setdefault(event.stream_id, []).append(event.data)
+                if event.end_stream:
+                    request = b"".join(self._buffers.pop(event.stream_id))
+                    self.quic.send_stream_data(event.stream_id, self.handler(request), end_stream=True)
+            elif isinstance(event, ConnectionTerminated):
+                self._buffers.clear()
+            event = self.quic.next_event()
+        for data, _ in self.quic.datagrams_to_send(now):
+            self.to_client(data)
+        self._arm_timer(now)
+
+    def _arm_timer(self, now: float) -> None:
+        if self._timer is not None:
+            self._timer.kill(block=False)
+            self._timer = None
+        at = self.quic.get_timer()
+        if at is not None:
+            self._timer = gevent.spawn_later(max(0.0, at - now), self._on_timer)
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.kill(block=False)
+            self._timer = None
+
+
+class MemoryTransport:
+    """Client side of a :class:`MemoryPair`: datagrams go straight into the server connection, no sockets."""
+
+    def __init__(self, pair: "MemoryPair"):
+        self._pair = pair
+        self.peer = ("127.0.0.1", 4433)
+        self._inbox: deque[bytes] = deque()
+        self._on_readable: Callable[[], None] | None = None
+        self.server: MemoryServer | None = None
+        self._closed = False
+
+    def _deliver(self, data: bytes) -> None:
+        if self._closed:
+            return
+        self._inbox.append(data)
+        if self._on_readable is not None:
+            self._on_readable()
+
+    def send(self, data: bytes) -> None:
+        if self._closed:
+            return
+        if self.server is None:
+            self.server = self._pair.accept(data)
+            self.server.to_client = self._deliver
+        self.server.receive(data)
+
+    def drain(self) -> list[bytes]:
+        received = list(self._inbox)
+        self._inbox.clear()
+        return received
+
+    def set_on_readable(self, callback: Callable[[], None] | None) -> None:
+        self._on_readable = callback
+
+    def close(self) -> None:
+        self._closed = True
+        self._on_readable = None
+        if self.server is not None:
+            self.server.stop()
+
+
+class MemoryPair:
+    """Two ``QuicConnection`` s exchanging datagrams in memory: the driver's transport factory with no sockets.
+
+    This is the floor of what aioquic itself costs per request (issue 3): real QUIC and TLS on both sides, no
+    kernel. ``server_cpu_seconds`` is the server side's share, to subtract when measuring the client alone.
+    """
+
+    def __init__(self, handler: Callable[[bytes], bytes], *, alpn: str = "mark"):
+        from aioquic.buffer import Buffer
+        from aioquic.quic.packet import pull_quic_header
+
+        self._pull_header = lambda data: pull_quic_header(Buffer(data=data), host_cid_length=8)
+        cert, key = self_signed_certificate()
+        self.certificate = cert
+        self._configuration = QuicConfiguration(
+            is_client=False, alpn_protocols=[alpn], certificate=cert, private_key=key, idle_timeout=30.0
+        )
+        self.handler = handler
+        self.servers: list[MemoryServer] = []
+
+    def accept(self, first_datagram: bytes) -> MemoryServer:
+        header = self._pull_header(first_datagram)
+        server = MemoryServer(self._configuration, header.destination_cid, self.handler)
+        self.servers.append(server)
+        return server
+
+    @property
+    def server_cpu_seconds(self) -> float:
+        return sum(server.cpu_seconds for server in self.servers)
+
+    def transport_factory(self, host: str, port: int) -> MemoryTransport:
+        return MemoryTransport(self)
