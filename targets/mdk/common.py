@@ -1,0 +1,111 @@
+"""The stand-in stack's on-disk layout and settings, shared by the launcher, every component and the drills.
+
+``<root>/stack.json`` is the device plan (ports, Workers, device ids, knobs), written once by the launcher; each
+component reads it at start, so a restarted process comes back with the same ports and device identities.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from swarmgauge.errors import SwarmgaugeError, UsageError
+
+HOST = "127.0.0.1"
+READY_MARK = "MDK_READY"
+
+
+class StackError(SwarmgaugeError):
+    """A stand-in component did not start, or its state on disk is unreadable."""
+
+
+@dataclass
+class WorkerPlan:
+    id: str
+    port: int
+    mock_port: int
+    devices: list[str]
+
+
+@dataclass
+class StackPlan:
+    """Everything a component needs; the defaults are the MDK benchmark page's operating parameters."""
+
+    gateway_port: int
+    kernel_port: int
+    workers: list[WorkerPlan]
+    host: str = HOST
+    read_cost_ms: tuple[float, float] = (220.0, 390.0)
+    read_cost_scale: float = 1.0
+    cache_s: float = 5.0
+    collect_interval_s: float = 10.0
+    query_concurrency: int = 100
+    health_ping_s: float = 5.0
+    health_timeout_s: float = 3.0
+    device_timeout_s: float = 10.0
+    rate_limit_per_min: int = 0
+    scan_s: float = 0.25
+    extra: dict = field(default_factory=dict)
+
+    def worker(self, worker_id: str) -> WorkerPlan:
+        for plan in self.workers:
+            if plan.id == worker_id:
+                return plan
+        raise StackError(f"no worker {worker_id!r} in the plan")
+
+    @property
+    def device_count(self) -> int:
+        return sum(len(w.devices) for w in self.workers)
+
+    def save(self, root: Path) -> None:
+        data = json.dumps(asdict(self), indent=1)
+        tmp = root / "stack.json.tmp"
+        tmp.write_text(data)
+        os.replace(tmp, root / "stack.json")
+
+    @classmethod
+    def load(cls, root: Path) -> "StackPlan":
+        try:
+            data = json.loads((Path(root) / "stack.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise StackError(f"cannot read {root}/stack.json: {exc}") from exc
+        data["workers"] = [WorkerPlan(**w) for w in data["workers"]]
+        data["read_cost_ms"] = tuple(data["read_cost_ms"])
+        return cls(**data)
+
+
+def parse_cost(text: str) -> tuple[float, float]:
+    """``"220-390"`` or ``"300"`` (ms) -> (low, high)."""
+    try:
+        low, _, high = text.partition("-")
+        pair = (float(low), float(high or low))
+    except ValueError as exc:
+        raise UsageError(f"--read-cost-ms wants LOW-HIGH in ms, got {text!r}") from exc
+    if pair[0] < 0 or pair[1] < pair[0]:
+        raise UsageError(f"--read-cost-ms wants 0 <= LOW <= HIGH, got {text!r}")
+    return pair
+
+
+def pid_path(root: Path, component: str) -> Path:
+    return Path(root) / "pids" / f"{component}.pid"
+
+
+def log_path(root: Path, component: str) -> Path:
+    return Path(root) / "logs" / f"{component}.log"
+
+
+def announce_ready(root: Path, component: str, detail: str = "") -> None:
+    """Write the pid file and print the ready line the launcher and drills wait for."""
+    path = pid_path(root, component)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(str(os.getpid()))
+    print(f"{READY_MARK} {component} pid={os.getpid()} {detail}".rstrip(), flush=True)
+    sys.stdout.flush()
+
+
+def process_cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system

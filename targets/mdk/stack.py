@@ -1,0 +1,189 @@
+"""Launch, inspect, kill and restart the MDK stand-in's processes (mocks, Kernel, Workers, Gateway).
+
+``MDKStack`` is what the CLI, the tests' fixtures, the locustfile and the drills use. Every component is a child
+process spawned from ``<root>/stack.json``; pids and logs live under the root, so ``MDKStack.attach(root)`` from
+another process (``swarmgauge drill``) can kill and restart them by pid.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import targets.mdk as mdk_package
+from targets.mdk import rpc
+from targets.mdk.common import (HOST, READY_MARK, StackError, StackPlan, WorkerPlan, log_path, pid_path)
+
+REPO_ROOT = Path(mdk_package.__file__).resolve().parents[2]
+STOP_GRACE_S = 2.0
+
+
+def free_port(host: str = HOST) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def make_plan(devices: int = 20, workers: int = 1, gateway_port: int = 0, **knobs) -> StackPlan:
+    """A device plan with UUIDv4 device ids (as MDK provisioning makes) split evenly over the Workers."""
+    if devices < 1 or workers < 1 or workers > devices:
+        raise StackError(f"need 1 <= workers <= devices, got {workers} workers for {devices} devices")
+    ids = [str(uuid.uuid4()) for _ in range(devices)]
+    plans = [WorkerPlan(id=f"worker-{i}", port=free_port(), mock_port=free_port(), devices=ids[i::workers])
+             for i in range(workers)]
+    return StackPlan(gateway_port=gateway_port or free_port(), kernel_port=free_port(), workers=plans, **knobs)
+
+
+class MDKStack:
+    """A running stand-in stack; use as a context manager, or ``start()`` / ``stop()``."""
+
+    def __init__(self, root: Path | str | None = None, plan: StackPlan | None = None,
+                 start_timeout_s: float = 20.0, **plan_args) -> None:
+        self._own_root = root is None
+        self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="swarmgauge-mdk-"))
+        self.start_timeout_s = start_timeout_s
+        self.plan = plan or (StackPlan.load(self.root) if (self.root / "stack.json").exists() and not plan_args
+                             else make_plan(**plan_args))
+        self._children: list[subprocess.Popen] = []
+
+    @classmethod
+    def attach(cls, root: Path | str) -> "MDKStack":
+        """A handle on a stack another process started (for drills)."""
+        return cls(root=root, plan=StackPlan.load(Path(root)))
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.plan.host}:{self.plan.gateway_port}"
+
+    @property
+    def components(self) -> list[str]:
+        return ["mocks", "kernel", *(w.id for w in self.plan.workers), "gateway"]
+
+    def device_ids(self, worker_id: str | None = None) -> list[str]:
+        return [d for w in self.plan.workers if worker_id in (None, w.id) for d in w.devices]
+
+    def start(self) -> "MDKStack":
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / "owner.pid").write_text(str(os.getpid()))
+        self.plan.save(self.root)
+        try:
+            for component in self.components:
+                self.spawn(component)
+                self.wait_ready(component, 0, self.start_timeout_s)
+            self.wait_workers_ready(self.start_timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def spawn(self, component: str) -> int:
+        """Start ``component``; returns the log offset its READY line will follow."""
+        path = log_path(self.root, component)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        offset = path.stat().st_size if path.exists() else 0
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
+        with open(path, "ab") as log:
+            child = subprocess.Popen([sys.executable, "-m", "targets.mdk.process", component, "--root", str(self.root)],
+                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                     cwd=str(REPO_ROOT), start_new_session=True)
+        self._children.append(child)
+        return offset
+
+    def ready_seen(self, component: str, offset: int) -> bool:
+        path = log_path(self.root, component)
+        try:
+            with open(path, "rb") as log:
+                log.seek(offset)
+                return f"{READY_MARK} {component}".encode() in log.read()
+        except OSError:
+            return False
+
+    def wait_ready(self, component: str, offset: int, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not self.ready_seen(component, offset):
+            if time.monotonic() > deadline:
+                tail = log_path(self.root, component).read_text(errors="replace")[-2000:]
+                raise StackError(f"stand-in {component} not ready within {timeout_s:.0f} s; log tail:\n{tail}")
+            time.sleep(0.02)
+
+    def kernel_status(self, timeout_s: float = 2.0) -> dict:
+        return rpc.call_blocking(self.plan.host, self.plan.kernel_port, "getStatus", timeout=timeout_s)
+
+    def wait_workers_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        expected = {w.id: len(w.devices) for w in self.plan.workers}
+        while True:
+            try:
+                status = self.kernel_status()
+                ready = {w["workerId"]: w["devices"] for w in status["workers"] if w["routable"]}
+                if all(ready.get(k) == n for k, n in expected.items()):
+                    return
+            except rpc.RpcError:
+                pass
+            if time.monotonic() > deadline:
+                raise StackError(f"stand-in Workers not READY within {timeout_s:.0f} s")
+            time.sleep(0.05)
+
+    def pid(self, component: str) -> int | None:
+        try:
+            return int(pid_path(self.root, component).read_text())
+        except (OSError, ValueError):
+            return None
+
+    def kill(self, component: str, sig: int = signal.SIGKILL) -> float:
+        """Signal the component by its pid; returns the ``time.monotonic()`` of the kill."""
+        pid = self.pid(component)
+        if pid is None:
+            raise StackError(f"no pid recorded for stand-in {component}")
+        killed_at = time.monotonic()
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+        if sig in (signal.SIGKILL, signal.SIGTERM):
+            pid_path(self.root, component).unlink(missing_ok=True)
+            self._reap()
+        return killed_at
+
+    def restart(self, component: str, timeout_s: float = 20.0) -> None:
+        self.wait_ready(component, self.spawn(component), timeout_s)
+
+    def _reap(self) -> None:
+        for child in self._children:
+            child.poll()
+
+    def stop(self) -> None:
+        for component in reversed(self.components):
+            pid = self.pid(component)
+            if pid is not None:
+                for sig in (signal.SIGCONT, signal.SIGTERM):
+                    try:
+                        os.kill(pid, sig)
+                    except ProcessLookupError:
+                        break
+        deadline = time.monotonic() + STOP_GRACE_S
+        for child in self._children:
+            try:
+                child.wait(max(0.05, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait(1.0)
+        for component in self.components:
+            pid_path(self.root, component).unlink(missing_ok=True)
+        (self.root / "owner.pid").unlink(missing_ok=True)
+        if self._own_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> "MDKStack":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
