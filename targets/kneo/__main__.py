@@ -1,0 +1,7 @@
+"""``python3 -m targets.kneo prepare`` (stdlib only, before swarmgauge is installed) or ``... serve``."""
+
+import sys
+
+from targets.kneo import main
+
+sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,203 @@
+"""Run the real kneo-serv: N ``kneo service serve`` processes on loopback ports, one store, a provider-free spec.
+
+The working directory holds the echo spec (spec paths are confined to the cwd) and, for SQLite, the store at
+``.kneo/kneo_runs.sqlite``. With PostgreSQL, several processes share one database (horizontal scale); the first one
+is started and ready before the others so they do not race the schema migrations. Processes can be killed and
+started again on the same port, for drills. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from swarmgauge.errors import SwarmgaugeError, UsageError
+from targets.kneo.venv import ensure_venv
+from targets.postgres import free_port, redact_dsn
+
+log = logging.getLogger(__name__)
+
+ECHO_SPEC_NAME = "echo.yaml"
+ECHO_SPEC = """\
+version: v1
+agent:
+  name: echo
+  model: {provider: dummy, name: dummy}
+  strategy: simple
+"""
+SQLITE_RELATIVE = Path(".kneo") / "kneo_runs.sqlite"
+
+
+class KneoStartError(SwarmgaugeError):
+    """A kneo-serv process exited or never became ready; the message carries its log's tail."""
+
+
+@dataclass
+class KneoService:
+    """Settings of one kneo-serv deployment; ``start()`` launches it, ``stop()`` ends and cleans it up."""
+
+    store: str = "sqlite"
+    dsn: str | None = None
+    processes: int = 1
+    worker_concurrency: int = 1
+    max_queue_depth: int = 0
+    api_keys: list[str] = field(default_factory=list)
+    admin_key: str | None = None
+    python: str | None = None
+    workdir: Path | None = None
+    host: str = "127.0.0.1"
+    ports: list[int] = field(default_factory=list)
+    extra_env: dict[str, str] = field(default_factory=dict)
+    ready_timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.store not in ("sqlite", "postgres"):
+            raise UsageError(f"--store must be sqlite or postgres, not {self.store!r}")
+        if self.store == "postgres" and not self.dsn:
+            raise UsageError("--store postgres needs --dsn postgresql://...")
+        if self.store == "sqlite" and self.processes > 1:
+            raise UsageError("--processes > 1 needs --store postgres (SQLite is single-writer)")
+        if self.host not in ("127.0.0.1", "::1", "localhost"):
+            raise UsageError(f"kneo-serv binds loopback only, not {self.host!r}")
+        self._procs: list[subprocess.Popen | None] = []
+        self._own_workdir = self.workdir is None
+        self._venv_python: Path | None = None
+
+    @property
+    def urls(self) -> list[str]:
+        return [f"http://{self.host}:{port}" for port in self.ports]
+
+    @property
+    def url(self) -> str:
+        return self.urls[0]
+
+    @property
+    def pids(self) -> list[int]:
+        return [proc.pid for proc in self._procs if proc is not None and proc.poll() is None]
+
+    @property
+    def sqlite_path(self) -> Path | None:
+        return self.workdir / SQLITE_RELATIVE if self.store == "sqlite" and self.workdir else None
+
+    @property
+    def store_locator(self) -> str:
+        """What reconciliation takes as ``--kneo-store``: the DSN or the SQLite file's path."""
+        return self.dsn if self.store == "postgres" else str(self.sqlite_path)
+
+    def _env(self) -> dict[str, str]:
+        env = {key: value for key, value in os.environ.items() if not key.startswith("KNEO_SERV_")}
+        env.update({
+            "KNEO_SERV_WORKER_CONCURRENCY": str(self.worker_concurrency),
+            "KNEO_SERV_MAX_QUEUE_DEPTH": str(self.max_queue_depth),
+            "KNEO_SERV_WORKER_IDLE_POLL_SECONDS": "0.2",
+            "PYTHONUNBUFFERED": "1",
+        })
+        if self.store == "postgres":
+            env["KNEO_SERV_DATABASE_URL"] = self.dsn or ""
+        if self.api_keys or self.admin_key:
+            env["KNEO_SERV_AUTH_ENABLED"] = "true"
+            env["KNEO_SERV_API_KEYS"] = ";".join(self.api_keys)
+            if self.admin_key:
+                env["KNEO_SERV_ADMIN_API_KEY"] = self.admin_key
+        env.update(self.extra_env)
+        return env
+
+    def log_path(self, index: int) -> Path:
+        assert self.workdir is not None
+        return self.workdir / f"kneo-serv-{index}.log"
+
+    def start(self) -> "KneoService":
+        self._venv_python = ensure_venv(self.python)
+        if self.workdir is None:
+            self.workdir = Path(tempfile.mkdtemp(prefix="swarmgauge-kneo-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        spec = self.workdir / ECHO_SPEC_NAME
+        if not spec.exists():
+            spec.write_text(ECHO_SPEC)
+        while len(self.ports) < self.processes:
+            self.ports.append(free_port(self.host))
+        self._procs = [None] * self.processes
+        try:
+            for index in range(self.processes):
+                self.start_process(index)
+        except BaseException:
+            self.stop()
+            raise
+        log.info("kneo-serv ready at %s (store %s)", ", ".join(self.urls), redact_dsn(self.store_locator))
+        return self
+
+    def start_process(self, index: int) -> None:
+        """Start (or restart) process ``index`` on its port and wait until ``/readyz`` answers ok."""
+        assert self._venv_python is not None and self.workdir is not None
+        cmd = [str(self._venv_python.parent / "kneo"), "service", "serve",
+               "--host", self.host, "--port", str(self.ports[index])]
+        with open(self.log_path(index), "ab") as log_file:
+            self._procs[index] = subprocess.Popen(cmd, cwd=self.workdir, env=self._env(), stdout=log_file,
+                                                  stderr=subprocess.STDOUT, start_new_session=True)
+        self._wait_ready(index)
+
+    def _log_tail(self, index: int) -> str:
+        try:
+            lines = self.log_path(index).read_text(errors="replace").strip().splitlines()[-8:]
+        except OSError:
+            return ""
+        return redact_dsn(" | ".join(lines))
+
+    def _wait_ready(self, index: int) -> None:
+        proc = self._procs[index]
+        assert proc is not None
+        url = f"{self.urls[index]}/readyz"
+        deadline = time.monotonic() + self.ready_timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise KneoStartError(f"kneo-serv exited with {proc.returncode}: {self._log_tail(index)}")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError, ValueError):
+                pass
+            time.sleep(0.2)
+        raise KneoStartError(f"kneo-serv not ready within {self.ready_timeout:.0f}s: {self._log_tail(index)}")
+
+    def kill_process(self, index: int = 0) -> None:
+        """SIGKILL process ``index`` (a drill: the service dies mid-run)."""
+        proc = self._procs[index]
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+    def _stop_process(self, index: int) -> None:
+        proc = self._procs[index]
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        except ProcessLookupError:
+            pass
+
+    def stop(self, *, remove_workdir: bool | None = None) -> None:
+        for index in range(len(self._procs)):
+            self._stop_process(index)
+        remove = self._own_workdir if remove_workdir is None else remove_workdir
+        if remove and self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> "KneoService":
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
