@@ -1,0 +1,301 @@
+"""``ResourceSampler``: samples the target's memory and CPU while the load runs, and judges leaks.
+
+Every ``--sample-interval`` seconds a background greenlet (started at ``test_start``, never at import) polls each
+``--sample`` source on the master (default) or on every worker (``--sample-on workers``), and every process polls
+its own RSS and CPU (source ``generator``). Workers drain their rows into ``report_to_master`` and the master keeps
+each row once. At the end the master writes ``resources.csv`` (long format, columns
+:data:`listeners.sources.verdict.COLUMNS`) into the run directory, registers the SLO terms ``rss_slope`` (bytes/h),
+``rss_delta`` (bytes), ``heap_slope`` (bytes/h) and ``working_set_max`` (bytes), and a headless run prints the leak
+verdict naming the slope it measured. A failing source is logged once per interval with a count; it never stops
+the run.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import os
+import time
+import weakref
+from typing import Any
+
+import gevent
+from locust import events
+from locust.runners import MasterRunner, WorkerRunner
+
+from listeners.sources import Source, SourceError, parse_source
+from listeners.sources.proc import PsutilSource
+from listeners.sources.trend import Warmup, parse_warmup
+from listeners.sources.verdict import (COLUMNS, GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
+                                       WORKING_SET_METRICS, Row, leak_verdict, trends, worst)
+from swarmgauge.errors import UsageError
+
+log = logging.getLogger(__name__)
+REPORT_KEY = "swarmgauge_resources"
+CSV_NAME = "resources.csv"
+_SAMPLERS: "weakref.WeakKeyDictionary[Any, ResourceSampler]" = weakref.WeakKeyDictionary()
+
+
+@events.init_command_line_parser.add_listener
+def _add_options(parser) -> None:
+    group = parser.add_argument_group("swarmgauge resource sampling")
+    group.add_argument("--sample", action="append", default=[], metavar="SOURCE", env_var="SWARMGAUGE_SAMPLE",
+                       include_in_web_ui=True, is_multiple=True,
+                       help="target to sample (repeatable; ';' separates several in one value): psutil:pid=N, "
+                            "psutil:pidfile=PATH, psutil:match=REGEX[,uss], cgroup:PATH, gctrace:LOGFILE, "
+                            "pprof:URL, expvar:URL, prom:URL#metric,metric")
+    group.add_argument("--sample-interval", type=float, default=5.0, metavar="SECONDS",
+                       env_var="SWARMGAUGE_SAMPLE_INTERVAL", include_in_web_ui=True,
+                       help="seconds between samples (default 5)")
+    group.add_argument("--sample-on", choices=("master", "workers"), default="master",
+                       env_var="SWARMGAUGE_SAMPLE_ON", include_in_web_ui=True,
+                       help="where the --sample sources are polled: master (default) or every worker")
+    group.add_argument("--sample-warmup", default="10%", metavar="DURATION", env_var="SWARMGAUGE_SAMPLE_WARMUP",
+                       include_in_web_ui=True,
+                       help="ignore this much of the start for slopes and deltas: 30s, 2m or 10%% (default 10%%)")
+
+
+def source_specs(options: Any) -> list[str]:
+    """The ``--sample`` specs, with ``;``-joined values (from the environment or the web UI) split."""
+    raw = getattr(options, "sample", None) or []
+    if isinstance(raw, str):
+        raw = [raw]
+    return [part.strip() for value in raw for part in str(value).split(";") if part.strip()]
+
+
+def add_sample_source(environment, spec: str) -> None:
+    """Sample one more source in this run (a locustfile's embedded target); checked now, polled from test_start."""
+    parse_source(spec)
+    sampler_for(environment).extra_specs.append(spec)
+
+
+def sampler_for(environment) -> "ResourceSampler":
+    sampler = _SAMPLERS.get(environment)
+    if sampler is None:
+        sampler = _SAMPLERS[environment] = ResourceSampler(environment)
+    return sampler
+
+
+def _node_name(environment) -> str:
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        return f"worker:{runner.client_id}"
+    return "master" if isinstance(runner, MasterRunner) else "local"
+
+
+def _current_step(environment) -> int | None:
+    try:
+        from listeners.steps import current_step
+    except ImportError:
+        return None
+    info = current_step(environment)
+    return None if info is None else int(info.index)
+
+
+class ResourceSampler:
+    """Per-environment sampler state: the sources, the greenlet, the rows, and the failure counts."""
+
+    def __init__(self, environment) -> None:
+        self.environment = environment
+        self.extra_specs: list[str] = []
+        self.sources: list[Source] = []
+        self.rows: list[Row] = []
+        self.failures: dict[str, int] = {}
+        self.greenlet: gevent.Greenlet | None = None
+        self.interval = 5.0
+        self.warmup = Warmup(fraction=0.1)
+        self.started_at: float | None = None
+        self.round = 0
+        self.node = "local"
+
+    # -- lifecycle -----------------------------------------------------------------------------------------------
+    def configure(self) -> None:
+        """Read the options and build the sources; a bad one raises UsageError before any load starts."""
+        options = self.environment.parsed_options
+        self.interval = float(getattr(options, "sample_interval", 5.0) or 5.0)
+        if self.interval <= 0:
+            raise UsageError(f"--sample-interval {self.interval}: must be positive")
+        self.warmup = parse_warmup(getattr(options, "sample_warmup", "10%") or "0")
+        self.node = _node_name(self.environment)
+        on_workers = getattr(options, "sample_on", "master") == "workers"
+        polls_targets = (self.node.startswith("worker:") and on_workers) or (
+            self.node == "local" or (self.node == "master" and not on_workers))
+        specs = source_specs(options) + self.extra_specs if polls_targets else []
+        self.sources = [parse_source(spec) for spec in specs]
+        generator = PsutilSource(pid=os.getpid())
+        generator.label = GENERATOR_SOURCE
+        self.sources.append(generator)
+
+    def start(self) -> None:
+        self.stop()
+        self.configure()
+        self.rows, self.failures, self.round = [], {}, 0
+        self.started_at = time.time()
+        self.greenlet = gevent.spawn(self._run)
+
+    def stop(self, final_sample: bool = False) -> None:
+        if self.greenlet is not None:
+            self.greenlet.kill(block=True, timeout=5)
+            self.greenlet = None
+            if final_sample:
+                self.sample_once()
+
+    def _run(self) -> None:
+        next_at = time.monotonic()
+        while True:
+            self.sample_once()
+            next_at += self.interval
+            gevent.sleep(max(0.0, next_at - time.monotonic()))
+
+    # -- sampling ------------------------------------------------------------------------------------------------
+    def sample_once(self) -> list[Row]:
+        """Poll every source once; failures are counted and logged once for the round, never raised."""
+        now = time.time()
+        elapsed = now - (self.started_at or now)
+        step = _current_step(self.environment)
+        taken, failed = [], []
+        for source in self.sources:
+            try:
+                readings = source.sample()
+            except SourceError as exc:
+                failed.append((source.label, str(exc)))
+                continue
+            except Exception as exc:  # noqa: BLE001 - a broken source must not stop the sampler
+                failed.append((source.label, f"{type(exc).__name__}: {exc}"))
+                continue
+            taken += [Row(now, elapsed, step, self.node, source.label, r.metric, float(r.value), self.round)
+                      for r in readings]
+        if not self.node.startswith("worker:"):
+            total = self.environment.stats.total.num_requests if self.environment.stats else 0
+            taken.append(Row(now, elapsed, step, self.node, REQUESTS_SOURCE, "requests", float(total), self.round))
+        if failed:
+            for label, _ in failed:
+                self.failures[label] = self.failures.get(label, 0) + 1
+            log.warning("resource sampler: %d of %d sources failed this interval: %s", len(failed),
+                        len(self.sources), "; ".join(f"{label} ({why}; {self.failures[label]} failures so far)"
+                                                     for label, why in failed))
+        self.rows.extend(taken)
+        self.round += 1
+        return taken
+
+    # -- distribution --------------------------------------------------------------------------------------------
+    def drain(self) -> list[list]:
+        """Rows not yet sent to the master, as msgpack-able lists; they are forgotten here once drained."""
+        rows, self.rows = self.rows, []
+        return [[r.time, r.step, r.source, r.metric, r.value, r.round] for r in rows]
+
+    def merge(self, client_id: str, packed: list[list]) -> None:
+        """Keep a worker's drained rows (each arrives once: the worker forgot them when it sent them)."""
+        start = self.started_at or (packed[0][0] if packed else time.time())
+        for t, step, source, metric, value, rnd in packed:
+            self.rows.append(Row(t, t - start, step, f"worker:{client_id}", source, metric, value, rnd))
+
+    # -- results -------------------------------------------------------------------------------------------------
+    def csv_text(self) -> str:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(COLUMNS)
+        for row in sorted(self.rows, key=lambda r: (r.time, r.node, r.source, r.metric)):
+            writer.writerow(row.as_csv())
+        return buffer.getvalue()
+
+    def verdict(self) -> tuple[str | None, str]:
+        return leak_verdict(self.rows, self.warmup)
+
+    def term(self, metrics: tuple[str, ...], attribute: str, step: int | None) -> float | None:
+        return worst(trends(self.rows, metrics, self.warmup, step=step), attribute)
+
+
+# -- Locust wiring -----------------------------------------------------------------------------------------------
+def _slo_provider(metrics: tuple[str, ...], attribute: str):
+    def provider(environment, step: int | None) -> float | None:
+        sampler = _SAMPLERS.get(environment)
+        return None if sampler is None else sampler.term(metrics, attribute, step)
+    return provider
+
+
+SLO_TERMS = {
+    "rss_slope": _slo_provider(RSS_METRICS, "slope_per_hour"),
+    "rss_delta": _slo_provider(RSS_METRICS, "delta"),
+    "heap_slope": _slo_provider(HEAP_METRICS, "slope_per_hour"),
+    "working_set_max": _slo_provider(WORKING_SET_METRICS, "maximum"),
+}
+
+
+def _register_slo_terms() -> None:
+    try:
+        from listeners.slo import register_metric
+    except ImportError:
+        log.debug("listeners.slo is not installed: resource SLO terms are not registered")
+        return
+    for term, provider in SLO_TERMS.items():
+        register_metric(term, provider)
+
+
+_register_slo_terms()
+
+
+@events.init.add_listener
+def _on_init(environment, **_kwargs) -> None:
+    sampler_for(environment)
+    if environment.parsed_options is not None:
+        for spec in source_specs(environment.parsed_options):
+            parse_source(spec)  # a bad --sample stops the run here, with one line, before any load
+
+
+@events.test_start.add_listener
+def _on_test_start(environment, **_kwargs) -> None:
+    sampler_for(environment).start()
+
+
+@events.test_stop.add_listener
+def _on_test_stop(environment, **_kwargs) -> None:
+    sampler_for(environment).stop(final_sample=True)
+
+
+@events.report_to_master.add_listener
+def _on_report_to_master(client_id: str, data: dict, **_kwargs) -> None:
+    for environment, sampler in list(_SAMPLERS.items()):
+        if isinstance(environment.runner, WorkerRunner) and environment.runner.client_id == client_id:
+            data[REPORT_KEY] = sampler.drain()
+
+
+@events.worker_report.add_listener
+def _on_worker_report(client_id: str, data: dict, **_kwargs) -> None:
+    packed = data.get(REPORT_KEY)
+    if not packed:
+        return
+    for environment, sampler in list(_SAMPLERS.items()):
+        if isinstance(environment.runner, MasterRunner):
+            sampler.merge(client_id, packed)
+
+
+@events.quitting.add_listener
+def _on_quitting(environment, **_kwargs) -> None:
+    sampler = _SAMPLERS.get(environment)
+    if sampler is None or isinstance(environment.runner, WorkerRunner):
+        return
+    sampler.stop()
+    if not sampler.rows:
+        return
+    status, text = sampler.verdict()
+    _write_outputs(environment, sampler, status, text)
+    if getattr(environment.parsed_options, "headless", False) and any(
+            r.source not in (GENERATOR_SOURCE, REQUESTS_SOURCE) for r in sampler.rows):
+        print(text, flush=True)
+    log.info(text)
+
+
+def _write_outputs(environment, sampler: ResourceSampler, status: str | None, text: str) -> None:
+    try:
+        from listeners.rundir import add_run_info, run_dir, write_atomic
+    except ImportError:
+        return
+    directory = run_dir(environment)
+    if directory is None:
+        return
+    write_atomic(directory / CSV_NAME, sampler.csv_text())
+    add_run_info(environment, "resources", {
+        "leak_verdict": status, "verdict": text, "interval_s": sampler.interval, "warmup": str(sampler.warmup),
+        "sources": [s.label for s in sampler.sources], "source_failures": dict(sampler.failures)})

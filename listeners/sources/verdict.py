@@ -1,0 +1,115 @@
+"""From sample rows to per-series trends, SLO term values and the one-line leak verdict.
+
+Shared by the live listener (rows in memory) and the report (rows read back from ``resources.csv``). A series is
+one (node, source, metric); the target's series are every source but the load generators' own (``generator``)
+and Locust's request counter (``locust``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import MIB
+from .trend import Trend, Warmup, format_bytes, trend
+
+COLUMNS = ("time", "elapsed_s", "step", "node", "source", "metric", "value", "round")
+GENERATOR_SOURCE = "generator"
+REQUESTS_SOURCE = "locust"
+RSS_METRICS = ("rss_bytes", "process_resident_memory_bytes")
+HEAP_METRICS = ("live_heap_bytes", "heap_inuse_bytes", "go_memstats_heap_inuse_bytes", "heap_alloc_bytes")
+WORKING_SET_METRICS = ("working_set_bytes",)
+LEAK_DELTA_BYTES = 50 * MIB  # the 2dph page's criterion: under 50 MiB growth after warm-up
+
+
+@dataclass(frozen=True)
+class Row:
+    """One sample of one metric; ``step`` is the step index or None, ``round`` the node's sampling round."""
+
+    time: float
+    elapsed_s: float
+    step: int | None
+    node: str
+    source: str
+    metric: str
+    value: float
+    round: int
+
+    def as_csv(self) -> list:
+        return [f"{self.time:.3f}", f"{self.elapsed_s:.3f}", "" if self.step is None else self.step, self.node,
+                self.source, self.metric, repr(float(self.value)), self.round]
+
+
+@dataclass(frozen=True)
+class SeriesTrend:
+    node: str
+    source: str
+    metric: str
+    trend: Trend
+
+    @property
+    def name(self) -> str:
+        return f"{self.source} {self.metric}" + ("" if self.node in ("local", "master") else f" on {self.node}")
+
+
+def series(rows: list[Row], metrics: tuple[str, ...], *, target_only: bool = True,
+           step: int | None = None) -> dict[tuple[str, str, str], tuple[list[float], list[float]]]:
+    """``{(node, source, metric): (elapsed, values)}`` for the given metrics, sorted by time."""
+    out: dict[tuple[str, str, str], tuple[list[float], list[float]]] = {}
+    for row in sorted(rows, key=lambda r: r.elapsed_s):
+        if row.metric not in metrics or (step is not None and row.step != step):
+            continue
+        if target_only and row.source in (GENERATOR_SOURCE, REQUESTS_SOURCE):
+            continue
+        ts, vs = out.setdefault((row.node, row.source, row.metric), ([], []))
+        ts.append(row.elapsed_s)
+        vs.append(row.value)
+    return out
+
+
+def request_counts(rows: list[Row]) -> tuple[list[float], list[float]]:
+    """The run's cumulative request count over time, as recorded by the master (or the local runner)."""
+    picked = sorted((r.elapsed_s, r.value) for r in rows if r.source == REQUESTS_SOURCE)
+    return [t for t, _ in picked], [v for _, v in picked]
+
+
+def trends(rows: list[Row], metrics: tuple[str, ...], warmup: Warmup, *, step: int | None = None,
+           target_only: bool = True) -> list[SeriesTrend]:
+    """Trend of each matching series after warm-up (the warm-up cut is taken over the whole run)."""
+    req_t, req_n = request_counts(rows)
+    found = []
+    whole = series(rows, metrics, target_only=target_only)
+    for key, (ts, vs) in series(rows, metrics, target_only=target_only, step=step).items():
+        run_ts = whole[key][0]
+        cut = warmup.cut(run_ts[0], run_ts[-1])
+        kept = [(t, v) for t, v in zip(ts, vs) if t >= cut]
+        result = trend([t for t, _ in kept], [v for _, v in kept], request_elapsed=req_t, request_counts=req_n)
+        if result is not None:
+            found.append(SeriesTrend(*key, result))
+    return found
+
+
+def worst(found: list[SeriesTrend], attribute: str) -> float | None:
+    """The largest value of a trend attribute (slope, delta, maximum) over the series; None with no data."""
+    values = [getattr(s.trend, attribute) for s in found if getattr(s.trend, attribute) is not None]
+    return max(values) if values else None
+
+
+def describe(item: SeriesTrend, warmup: Warmup) -> str:
+    t = item.trend
+    per_hour = "-" if t.slope_per_hour is None else f"{t.slope_per_hour / MIB:,.1f} MiB/h"
+    per_1k = "" if t.slope_per_1k_requests is None else f", {t.slope_per_1k_requests / MIB:,.3f} MiB per 1,000 requests"
+    return (f"{item.name}: {format_bytes(t.first)} -> {format_bytes(t.last)} (delta {format_bytes(t.delta)}) "
+            f"over {t.span_s:,.0f} s after a warm-up of {warmup}; slope {per_hour}{per_1k}")
+
+
+def leak_verdict(rows: list[Row], warmup: Warmup, threshold: float = LEAK_DELTA_BYTES) -> tuple[str | None, str]:
+    """``("leak"|"no leak"|None, text)``: the verdict on the target's RSS (else heap), naming the slope measured."""
+    found = trends(rows, RSS_METRICS, warmup) or trends(rows, HEAP_METRICS, warmup)
+    found = [s for s in found if s.trend.points >= 2]
+    if not found:
+        return None, "leak verdict: unknown - no target RSS or heap series with two samples after warm-up"
+    top = max(found, key=lambda s: s.trend.delta)
+    status = "leak" if top.trend.delta > threshold else "no leak"
+    label = "LEAK" if status == "leak" else "no leak"
+    return status, (f"leak verdict: {label} (delta {'>' if status == 'leak' else '<='} "
+                    f"{format_bytes(threshold)}) - {describe(top, warmup)}")

@@ -1,0 +1,117 @@
+"""psutil source against real child processes of known growth."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from listeners.sources import MIB, SourceError, parse_source
+from listeners.sources.proc import PsutilSource
+from swarmgauge.errors import UsageError
+
+GROWER = textwrap.dedent("""
+    import sys, time
+    held = []
+    print("ready", flush=True)
+    for line in sys.stdin:
+        if line.startswith("grow"):
+            held.append(bytearray(b"x") * (int(line.split()[1]) * 1048576))
+        elif line.startswith("spawn"):
+            import subprocess
+            subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(b'y') * (40 * 1048576); time.sleep(30)"])
+            time.sleep(0.5)
+        print("done", flush=True)
+""")
+
+
+@pytest.fixture
+def grower():
+    proc = subprocess.Popen([sys.executable, "-c", GROWER, "swarmgauge-test-grower"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+
+    def command(line: str) -> None:
+        proc.stdin.write(line + "\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "done"
+
+    yield proc, command
+    proc.kill()
+    proc.wait()
+    import psutil
+    for child in psutil.Process().children(recursive=True):
+        child.kill()
+
+
+def values(source) -> dict[str, float]:
+    return {r.metric: r.value for r in source.sample()}
+
+
+@pytest.mark.timeout(30)
+def test_rss_grows_by_the_known_amount(grower):
+    proc, command = grower
+    source = parse_source(f"psutil:pid={proc.pid}")
+    before = values(source)
+    command("grow 100")
+    after = values(source)
+    assert 90 * MIB <= after["rss_bytes"] - before["rss_bytes"] <= 130 * MIB
+    assert after["threads"] >= 1 and after["fds"] >= 3 and after["processes"] == 1
+    assert "cpu_percent" in after and after["cpu_percent"] >= 0
+
+
+@pytest.mark.timeout(30)
+def test_children_are_summed_and_uss_when_asked(grower, tmp_path):
+    proc, command = grower
+    pidfile = tmp_path / "target.pid"
+    pidfile.write_text(f"{proc.pid}\n")
+    source = parse_source(f"psutil:pidfile={pidfile},uss")
+    alone = values(source)
+    command("spawn")
+    with_child = values(source)
+    assert with_child["processes"] == 2
+    assert with_child["rss_bytes"] - alone["rss_bytes"] >= 35 * MIB
+    assert with_child["uss_bytes"] > 0
+
+
+@pytest.mark.timeout(30)
+def test_match_follows_a_restart():
+    marker = "swarmgauge-match-target-7c1"
+    first = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", marker])
+    try:
+        source = PsutilSource.from_spec(f"match={marker}")
+        assert values(source)["processes"] == 1
+        first.kill()
+        first.wait()
+        with pytest.raises(SourceError, match="no process matches"):
+            source.sample()
+        second = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", marker])
+        try:
+            assert values(source)["processes"] == 1
+            assert source._roots[0].pid == second.pid
+        finally:
+            second.kill()
+            second.wait()
+    finally:
+        first.kill()
+
+
+def test_a_process_that_is_gone_is_a_source_error():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    with pytest.raises(SourceError, match="gone"):
+        parse_source(f"psutil:pid={proc.pid}").sample()
+
+
+def test_a_missing_or_empty_pidfile_is_a_source_error(tmp_path):
+    with pytest.raises(SourceError, match="pid file"):
+        parse_source(f"psutil:pidfile={tmp_path / 'none.pid'}").sample()
+    (tmp_path / "empty.pid").write_text("\n")
+    with pytest.raises(SourceError, match="no pid"):
+        parse_source(f"psutil:pidfile={tmp_path / 'empty.pid'}").sample()
+
+
+@pytest.mark.parametrize("spec", ["psutil:pid=abc", "psutil:who=1", "psutil:match=(", "psutil:", "nosuch:x", "psutil"])
+def test_bad_specs_are_usage_errors(spec):
+    with pytest.raises(UsageError):
+        parse_source(spec)
