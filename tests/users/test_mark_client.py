@@ -1,0 +1,266 @@
+"""MarkClient against a misbehaving QUIC server (bad input) and on the wire bytes each method sends."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+
+import gevent
+import pytest
+
+from protocols.mark import Response, encode_response
+from swarmgauge.errors import UsageError
+from tests.users.misbehaving_quic import MisbehavingQuicServer
+from users.mark import (
+    Archived,
+    BadRequest,
+    Conflict,
+    IncompleteListing,
+    MalformedResponse,
+    MarkClient,
+    MarkStatusError,
+    NotFound,
+    NotPermitted,
+    RateLimited,
+    ServerError,
+    Unauthorized,
+    raise_for_status,
+)
+from users.quic import (
+    ALPNMismatch,
+    ConnectionLost,
+    RequestTimeout,
+    ResponseTooLarge,
+    StreamReset,
+    TLSVerificationFailed,
+)
+from users.quic_transport import MemoryPair
+
+pytestmark = pytest.mark.timeout(30)
+TOKEN = "sekrit-token-5f3a"
+
+
+@pytest.fixture(scope="module")
+def server():
+    server = MisbehavingQuicServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def client(server):
+    client = MarkClient(server.url, insecure=True, timeout=5, token=TOKEN)
+    yield client
+    client.close()
+
+
+def assert_still_usable(client):
+    response = client.fetch("/good")
+    assert response.status == "ok" and response.metadata["version"] == "1"
+
+
+def test_truncated_frontmatter(client):
+    with pytest.raises(MalformedResponse, match="unterminated"):
+        client.fetch("/truncated")
+    assert_still_usable(client)
+
+
+def test_non_utf8_metadata(client):
+    with pytest.raises(MalformedResponse, match="UTF-8"):
+        client.fetch("/non-utf8")
+    assert_still_usable(client)
+
+
+def test_response_over_4_mib(client):
+    with pytest.raises(ResponseTooLarge):
+        client.fetch("/huge")
+    assert_still_usable(client)
+
+
+def test_stream_reset(client):
+    with pytest.raises(StreamReset):
+        client.fetch("/reset")
+    assert_still_usable(client)
+
+
+def test_no_answer(server):
+    client = MarkClient(server.url, insecure=True, timeout=0.3)
+    with pytest.raises(RequestTimeout):
+        client.fetch("/silent")
+    assert client.connected
+    assert_still_usable(client)
+    client.close()
+
+
+def test_connection_closed_mid_stream_then_reconnects(client):
+    assert_still_usable(client)
+    with pytest.raises(ConnectionLost):
+        client.fetch("/drop")
+    assert not client.connected
+    assert_still_usable(client)
+    assert client.stats.handshakes == 2
+    assert client.stats.reconnects == 1
+
+
+def test_wrong_alpn():
+    server = MisbehavingQuicServer(alpn=["h3"]).start()
+    try:
+        client = MarkClient(server.url, insecure=True, timeout=5)
+        with pytest.raises(ALPNMismatch):
+            client.fetch("/good")
+    finally:
+        server.stop()
+
+
+def test_untrusted_certificate_with_verification_on(server):
+    handshakes = []
+    client = MarkClient(server.url, timeout=5, on_handshake=lambda seconds, error: handshakes.append(error))
+    with pytest.raises(TLSVerificationFailed):
+        client.fetch("/good")
+    assert isinstance(handshakes[0], TLSVerificationFailed)
+
+
+def test_trusted_with_ca_file_and_server_name(server, tmp_path):
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(server.certificate_pem())
+    client = MarkClient(server.url, ca_file=str(ca), server_name="localhost", timeout=5)
+    assert_still_usable(client)
+    client.close()
+
+
+def test_more_than_ten_concurrent_requests_are_bounded_not_failed(server):
+    client = MarkClient(server.url, insecure=True, timeout=10)
+    server.max_open_slow = 0
+    calls = [gevent.spawn(client.fetch, "/slow") for _ in range(25)]
+    gevent.joinall(calls, raise_error=True)
+    assert all(call.value.status == "ok" for call in calls)
+    assert server.max_open_slow == 10
+    assert client.stats.handshakes == 1
+    client.close()
+
+
+def test_fresh_mode_uses_one_connection_per_request(server):
+    seen = []
+    client = MarkClient(server.url, insecure=True, timeout=5, connection="fresh",
+                        on_handshake=lambda seconds, error: seen.append((seconds, error)))
+    for _ in range(3):
+        assert_still_usable(client)
+    assert client.stats.handshakes == 3 and client.stats.reconnects == 0
+    assert len(seen) == 3 and all(seconds > 0 and error is None for seconds, error in seen)
+    assert not client.connected
+
+
+def test_pooled_mode_connects_once(server):
+    seen = []
+    client = MarkClient(server.url, insecure=True, timeout=5, on_handshake=lambda s, e: seen.append(s))
+    assert client.connect() > 0
+    for _ in range(3):
+        assert_still_usable(client)
+    assert len(seen) == 1 and client.stats.handshakes == 1
+    client.close()
+
+
+def test_token_is_sent_as_auth_and_never_shown(server, client, caplog):
+    caplog.set_level(logging.DEBUG)
+    client.publish("/good", "body\n", expected_version=1)
+    assert f"auth: {TOKEN}\n".encode() in server.requests[-1]
+    errors = []
+    for path in ("/truncated", "/reset", "/drop"):
+        try:
+            client.fetch(path)
+        except Exception as exc:  # noqa: BLE001 - every failure class is inspected
+            errors.append(exc)
+    assert_still_usable(client)
+    shown = [repr(client), str(client), caplog.text] + [repr(e) for e in errors] + [str(e) for e in errors]
+    assert all(TOKEN not in text for text in shown)
+    assert "redacted" in repr(client)
+
+
+def test_raw_sends_exact_bytes_without_token(server, client):
+    request = b"FETCH /good\n---\nx-probe: \"1\"\n---\n"
+    assert client.raw(request).startswith(b"---\n")
+    assert server.requests[-1] == request
+
+
+@pytest.mark.parametrize(
+    "call, wire",
+    [
+        (lambda c: c.fetch("/d.md", if_none_match="abc"), b"FETCH /d.md\n---\nif-none-match: abc\n---\n"),
+        (lambda c: c.fetch("/d.md", if_modified_since=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)),
+         b'FETCH /d.md\n---\nif-modified-since: "2026-01-01T00:00:00Z"\n---\n'),
+        (lambda c: c.fetch("/d.md/v2"), b"FETCH /d.md/v2\n"),
+        (lambda c: c.list("/docs", page_size=1, cursor="AQAA", include_archived=True),
+         b'LIST /docs\n---\ncursor: AQAA\ninclude-archived: "true"\npage-size: "1"\n---\n'),
+        (lambda c: c.versions("/d.md"), b"VERSIONS /d.md\n"),
+        (lambda c: c.lookup("/", "*", limit=5, filter={"tag": "a"}, match="body"),
+         b"LOOKUP /\n---\nfilter: tag=a\nlimit: \"5\"\nmatch: body\nquery: '*'\n---\n"),
+        (lambda c: c.publish("/d.md", b"# T\n", expected_version=0, metadata={"type": "Note"}),
+         b'PUBLISH /d.md\n---\nexpected-version: "0"\ntype: Note\n---\n# T\n'),
+        (lambda c: c.append("/d.md", "more\n", expected_version=3), b'APPEND /d.md\n---\nexpected-version: "3"\n---\nmore\n'),
+        (lambda c: c.archive("/d.md"), b"ARCHIVE /d.md\n"),
+    ],
+    ids=["if-none-match", "if-modified-since", "version", "list", "versions", "lookup", "publish", "append", "archive"],
+)
+def test_methods_write_the_expected_wire_bytes(server, call, wire):
+    client = MarkClient(server.url, insecure=True, timeout=5)
+    call(client)
+    assert server.requests[-1] == wire
+    client.close()
+
+
+@pytest.mark.parametrize(
+    "status, error_class",
+    [("not-found", NotFound), ("archived", Archived), ("unauthorized", Unauthorized),
+     ("not-permitted", NotPermitted), ("bad-request", BadRequest), ("server-error", ServerError),
+     ("rate-limited", RateLimited), ("closing", MarkStatusError)],
+)
+def test_each_status_has_its_error(status, error_class):
+    response = Response(status, {}, b"\n# Title\n\n/docs/x.md went wrong\n")
+    with pytest.raises(error_class) as caught:
+        raise_for_status(response)
+    assert type(caught.value) is error_class
+    assert caught.value.status == status and caught.value.response is response
+    assert str(caught.value) == f"{status}: /docs/x.md went wrong"
+
+
+def test_conflict_carries_both_versions():
+    response = Response("conflict", {"server-version": "2", "your-version": "1"}, b"# Version Conflict\n")
+    with pytest.raises(Conflict) as caught:
+        raise_for_status(response)
+    assert (caught.value.server_version, caught.value.your_version) == (2, 1)
+
+
+def test_list_all_follows_cursors_and_is_bounded():
+    pages = {None: ("c1", "false"), "c1": ("c2", "false"), "c2": (None, "true")}
+
+    def answer(request: bytes) -> bytes:
+        cursor = None
+        for line in request.decode().splitlines():
+            if line.startswith("cursor: "):
+                cursor = line.split(": ", 1)[1]
+        next_cursor, complete = pages[cursor]
+        meta = {"complete": complete, "entries": "1"}
+        if next_cursor:
+            meta["next-cursor"] = next_cursor
+        return encode_response("ok", meta, f"page after {cursor}\n".encode())
+
+    pair = MemoryPair(answer)
+    client = MarkClient("mark://127.0.0.1:4433", insecure=True, transport_factory=pair.transport_factory)
+    assert len(list(client.list_all("/docs"))) == 3
+    pages["c2"] = ("c1", "false")
+    with pytest.raises(IncompleteListing):
+        list(client.list_all("/docs"))
+    with pytest.raises(IncompleteListing):
+        list(client.list_all("/docs", max_pages=2))
+    client.close()
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:6309", "mark://", "mark://h:notaport", "mark://h:1/docs"])
+def test_bad_urls_are_usage_errors(url):
+    with pytest.raises(UsageError):
+        MarkClient(url)
+
+
+def test_bad_connection_mode_is_a_usage_error():
+    with pytest.raises(UsageError):
+        MarkClient("mark://127.0.0.1", connection="sometimes")

@@ -1,0 +1,353 @@
+"""``MarkClient``: the Mark Protocol (demarkus) over the gevent QUIC driver, with one named error per status.
+
+The client is I/O only: framing comes from ``protocols.mark``, streams from ``users.quic``. It never fires Locust
+events (``MarkUser`` does, through ``users.recording``), and it never logs or shows the token: the token lives in
+``_token`` and goes out only as the ``auth`` key of each request.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+from typing import Callable, Iterator, Mapping
+from urllib.parse import urlsplit
+
+import gevent.lock
+
+from protocols.mark import SUCCESS_STATUSES, MarkParseError, Response, encode_request, parse_response
+from swarmgauge.errors import SwarmgaugeError, UsageError
+from users.quic import DEFAULT_MAX_STREAMS, QuicDriver, QuicError, QuicStats, client_configuration
+from users.quic_transport import TransportFactory
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 6309
+CONNECTION_MODES = ("pooled", "fresh")
+MAX_LIST_PAGES = 10_000
+
+
+class MarkError(SwarmgaugeError):
+    """A failure at the Mark Protocol level (above QUIC)."""
+
+
+class MalformedResponse(MarkError):
+    """The server's bytes are not a Mark response; ``reason`` says why (from ``MarkParseError``)."""
+
+    def __init__(self, reason: str):
+        super().__init__(f"malformed response: {reason}")
+        self.reason = reason
+
+
+class IncompleteListing(MarkError):
+    """``list_all`` stopped: too many pages, or the server handed back a cursor it had already given."""
+
+
+class MarkStatusError(MarkError):
+    """A status other than ok / created / not-modified; ``status`` and the whole ``response`` are kept."""
+
+    def __init__(self, response: Response):
+        self.status = response.status
+        self.response = response
+        self.message = _error_message(response.body)
+        super().__init__(f"{self.status}: {self.message}" if self.message else self.status)
+
+
+class NotFound(MarkStatusError):
+    """``not-found``."""
+
+
+class Archived(MarkStatusError):
+    """``archived``."""
+
+
+class Unauthorized(MarkStatusError):
+    """``unauthorized``: a missing, unknown or expired token."""
+
+
+class NotPermitted(MarkStatusError):
+    """``not-permitted``: a valid token without the operation or path, or a server that refuses writes."""
+
+
+class Conflict(MarkStatusError):
+    """``conflict``: ``server_version`` and ``your_version`` are the versions the server reported."""
+
+    def __init__(self, response: Response):
+        super().__init__(response)
+        self.server_version = _int_or_none(response.metadata.get("server-version"))
+        self.your_version = _int_or_none(response.metadata.get("your-version"))
+
+
+class BadRequest(MarkStatusError):
+    """``bad-request``."""
+
+
+class ServerError(MarkStatusError):
+    """``server-error``."""
+
+
+class RateLimited(MarkStatusError):
+    """``rate-limited``."""
+
+
+STATUS_ERRORS: dict[str, type[MarkStatusError]] = {
+    "not-found": NotFound,
+    "archived": Archived,
+    "unauthorized": Unauthorized,
+    "not-permitted": NotPermitted,
+    "conflict": Conflict,
+    "bad-request": BadRequest,
+    "server-error": ServerError,
+    "rate-limited": RateLimited,
+}
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _error_message(body: bytes) -> str:
+    """The first line after an error body's ``# Title``, short, for failure tables."""
+    for line in body.decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            return line[:200]
+    return ""
+
+
+def raise_for_status(response: Response) -> Response:
+    """Return ``response`` if its status is a success, else raise its named ``MarkStatusError``."""
+    if response.status in SUCCESS_STATUSES:
+        return response
+    raise STATUS_ERRORS.get(response.status, MarkStatusError)(response)
+
+
+def parse_mark_url(url: str) -> tuple[str, int]:
+    """``mark://host[:port][/]`` -> (host, port); anything else is a ``UsageError``."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise UsageError(f"bad mark:// URL {url!r}: {exc}") from None
+    if parts.scheme != "mark" or not parts.hostname:
+        raise UsageError(f"not a mark://host[:port] URL: {url!r}")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise UsageError(f"a Mark host URL has no path: {url!r} (paths go to each request)")
+    return parts.hostname, port if port is not None else DEFAULT_PORT
+
+
+def _rfc3339(value: str | _dt.datetime) -> str:
+    if isinstance(value, str):
+        return value
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=_dt.timezone.utc)
+    return value.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _as_bytes(body: bytes | str) -> bytes:
+    return body.encode("utf-8") if isinstance(body, str) else body
+
+
+HandshakeHook = Callable[[float, "BaseException | None"], None]
+
+
+class MarkClient:
+    """A Mark client over QUIC: ``pooled`` (one multiplexed connection, reconnected lazily) or ``fresh`` per request.
+
+    ``on_handshake(seconds, exception)`` is called after every connection attempt, so a User can report
+    ``QUIC``/``handshake`` as its own request. Transport failures raise ``users.quic.QuicError`` subclasses.
+    """
+
+    def __init__(
+        self,
+        url: str = f"mark://127.0.0.1:{DEFAULT_PORT}",
+        *,
+        token: str | None = None,
+        insecure: bool = False,
+        ca_file: str | None = None,
+        server_name: str | None = None,
+        timeout: float = 10.0,
+        connect_timeout: float | None = None,
+        max_streams: int = DEFAULT_MAX_STREAMS,
+        connection: str = "pooled",
+        idle_timeout: float = 30.0,
+        transport_factory: TransportFactory | None = None,
+        on_handshake: HandshakeHook | None = None,
+        stats: QuicStats | None = None,
+    ):
+        if connection not in CONNECTION_MODES:
+            raise UsageError(f"connection must be one of {', '.join(CONNECTION_MODES)}, not {connection!r}")
+        if timeout <= 0 or max_streams < 1:
+            raise UsageError("timeout must be > 0 and max_streams >= 1")
+        self.host, self.port = parse_mark_url(url)
+        self.url = f"mark://{'[' + self.host + ']' if ':' in self.host else self.host}:{self.port}"
+        self._token = token or None
+        self.connection = connection
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout if connect_timeout is not None else timeout
+        self.max_streams = max_streams
+        self.on_handshake = on_handshake
+        self.stats = stats if stats is not None else QuicStats()
+        self._configuration = client_configuration(
+            insecure=insecure, ca_file=ca_file, server_name=server_name or self.host, idle_timeout=idle_timeout
+        )
+        self._transport_factory = transport_factory
+        self._driver: QuicDriver | None = None
+        self._ever_connected = False
+        self._connect_lock = gevent.lock.RLock()
+
+    def __repr__(self) -> str:
+        token = " token=<redacted>" if self._token else ""
+        return f"<MarkClient {self.url} {self.connection}{token}>"
+
+    __str__ = __repr__
+
+    # -- connections -------------------------------------------------------------------------------------------
+
+    def connect(self) -> float | None:
+        """Open the pooled connection now; return its handshake seconds (None if already open or in fresh mode)."""
+        if self.connection == "fresh":
+            return None
+        with self._connect_lock:
+            if self._driver is not None and self._driver.alive:
+                return None
+            return self._pooled_driver().handshake_seconds
+
+    def close(self) -> None:
+        """Close the pooled connection; a later request opens a new one."""
+        driver, self._driver = self._driver, None
+        if driver is not None:
+            driver.close()
+
+    @property
+    def connected(self) -> bool:
+        return self._driver is not None and self._driver.alive
+
+    def _open(self) -> QuicDriver:
+        driver = QuicDriver(self.host, self.port, self._configuration, transport_factory=self._transport_factory,
+                            max_streams=self.max_streams, stats=self.stats)
+        try:
+            seconds = driver.connect(timeout=self.connect_timeout)
+        except QuicError as exc:
+            self._report_handshake(0.0, exc)
+            raise
+        self._report_handshake(seconds, None)
+        return driver
+
+    def _report_handshake(self, seconds: float, error: BaseException | None) -> None:
+        if self.on_handshake is not None:
+            self.on_handshake(seconds, error)
+
+    def _pooled_driver(self) -> QuicDriver:
+        with self._connect_lock:
+            if self._driver is not None and self._driver.alive:
+                return self._driver
+            if self._driver is not None:
+                self._driver.close()
+                self._driver = None
+                log.info("Mark connection to %s was lost; reconnecting", self.url)
+            driver = self._open()
+            if self._ever_connected:
+                self.stats.reconnects += 1
+            self._ever_connected = True
+            self._driver = driver
+            return driver
+
+    def _exchange(self, data: bytes) -> bytes:
+        if self.connection == "fresh":
+            driver = self._open()
+            try:
+                return driver.request(data, timeout=self.timeout)
+            finally:
+                driver.close()
+        return self._pooled_driver().request(data, timeout=self.timeout)
+
+    # -- the protocol ------------------------------------------------------------------------------------------
+
+    def raw(self, request_bytes: bytes) -> bytes:
+        """Send exactly ``request_bytes`` on one stream (no token added) and return the exact response bytes."""
+        return self._exchange(request_bytes)
+
+    def request(self, verb: str, path: str, metadata: Mapping[str, str] | None = None, body: bytes = b"") -> Response:
+        """One request with the token added as ``auth``; a non-success status raises its ``MarkStatusError``."""
+        fields = {key: value for key, value in (metadata or {}).items() if value is not None}
+        if self._token is not None:
+            fields.setdefault("auth", self._token)
+        raw = self._exchange(encode_request(verb, path, fields, _as_bytes(body)))
+        try:
+            response = parse_response(raw)
+        except MarkParseError as exc:
+            raise MalformedResponse(exc.reason) from None
+        return raise_for_status(response)
+
+    def fetch(self, path: str, *, if_none_match: str | None = None,
+              if_modified_since: str | _dt.datetime | None = None) -> Response:
+        """FETCH a document, ``/doc.md/vN`` or ``/sha256-…``; a conditional match returns ``not-modified``."""
+        return self.request("FETCH", path, {
+            "if-none-match": if_none_match,
+            "if-modified-since": _rfc3339(if_modified_since) if if_modified_since is not None else None,
+        })
+
+    def list(self, path: str = "/", *, page_size: int | None = None, cursor: str | None = None,
+             include_archived: bool = False) -> Response:
+        """One LIST page; ``complete`` and ``next-cursor`` in its metadata say whether more follow."""
+        return self.request("LIST", path, {
+            "page-size": str(page_size) if page_size is not None else None,
+            "cursor": cursor,
+            "include-archived": "true" if include_archived else None,
+        })
+
+    def list_all(self, path: str = "/", *, page_size: int | None = None, include_archived: bool = False,
+                 max_pages: int = MAX_LIST_PAGES) -> Iterator[Response]:
+        """Every LIST page in order, following ``next-cursor``; stops with ``IncompleteListing`` past ``max_pages``."""
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(max_pages):
+            page = self.list(path, page_size=page_size, cursor=cursor, include_archived=include_archived)
+            yield page
+            cursor = page.metadata.get("next-cursor")
+            if page.metadata.get("complete", "true") == "true" or not cursor:
+                return
+            if cursor in seen:
+                raise IncompleteListing(f"LIST {path} returned a cursor twice")
+            seen.add(cursor)
+        raise IncompleteListing(f"LIST {path} was not complete after {max_pages} pages")
+
+    def versions(self, path: str) -> Response:
+        """VERSIONS: the history of a document, newest first, with ``chain-valid``."""
+        return self.request("VERSIONS", path)
+
+    def lookup(self, scope: str, query: str, *, limit: int | None = None,
+               filter: str | Mapping[str, str] | None = None, match: str | None = None) -> Response:
+        """LOOKUP ``query`` under ``scope``; ``filter`` as ``"tag=a,modified-after=…"`` or a mapping."""
+        if isinstance(filter, Mapping):
+            filter = ",".join(f"{key}={value}" for key, value in filter.items())
+        return self.request("LOOKUP", scope, {
+            "query": query,
+            "limit": str(limit) if limit is not None else None,
+            "filter": filter,
+            "match": match,
+        })
+
+    def publish(self, path: str, body: bytes | str, *, expected_version: int | None = None,
+                metadata: Mapping[str, str] | None = None) -> Response:
+        """PUBLISH a new version (``expected_version=0`` is create-only; an empty body unarchives)."""
+        return self.request("PUBLISH", path, _write_fields(metadata, expected_version), body)
+
+    def append(self, path: str, body: bytes | str, *, expected_version: int | None = None,
+               metadata: Mapping[str, str] | None = None) -> Response:
+        """APPEND to the current version (the server requires ``expected_version`` >= 1)."""
+        return self.request("APPEND", path, _write_fields(metadata, expected_version), body)
+
+    def archive(self, path: str, *, expected_version: int | None = None) -> Response:
+        """ARCHIVE a document (``archived: "true"`` in the answer)."""
+        return self.request("ARCHIVE", path, _write_fields(None, expected_version))
+
+
+def _write_fields(metadata: Mapping[str, str] | None, expected_version: int | None) -> dict[str, str]:
+    fields = dict(metadata or {})
+    if expected_version is not None:
+        fields["expected-version"] = str(expected_version)
+    return fields
