@@ -15,6 +15,7 @@ from swarmgauge.errors import SwarmgaugeError
 
 MAX_REQUEST_BYTES = 8192
 _COMMAND = re.compile(r"^[a-z][a-z0-9_+-]{0,63}$")
+_SECTION_NAME = re.compile(r"^[A-Z][A-Z0-9]*$")
 OK_STATUSES = ("S", "I")
 STATUS_WORDS = ("S", "I", "W", "E", "F")
 
@@ -145,8 +146,9 @@ def decode_reply(data: bytes) -> Reply:
     sections: list[tuple[str, dict[str, str]]] = []
     for chunk in chunks[1:]:
         pairs = _split_fields(chunk)
-        name = pairs[0][0] if pairs[0][1] is None else ""
-        body = pairs[1:] if pairs[0][1] is None else pairs
+        first_key, first_value = pairs[0]
+        name = first_key if first_value is None or _SECTION_NAME.match(first_key) else ""
+        body = pairs[1:] if first_value is None else pairs
         values = {}
         for key, value in body:
             if value is None:
