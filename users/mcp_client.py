@@ -1,0 +1,247 @@
+"""``MCPClient``: MCP Streamable HTTP over Locust's ``FastHttpSession`` (geventhttpclient), one event per operation.
+
+Why FastHttpSession: ``benchmarks/mcp_client.py`` measures it against ``HttpSession`` (requests) for the same
+``tools/call`` bytes; the geventhttpclient path costs far less CPU per call, and MCP load is CPU-bound on the
+generator long before the gateway. We drive its user agent directly (``session.client.urlopen``) so the session
+never fires its own ``request`` events: every event goes through ``users/recording.py``.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import gevent
+from locust.contrib.fasthttp import FastHttpSession
+
+from protocols import mcp as proto
+from swarmgauge.errors import UsageError
+from users.recording import measure
+
+REQUEST_TYPE = "MCP"
+READ_CHUNK = 16 * 1024
+_ALL_STATUSES = frozenset(range(100, 600))
+
+
+class MCPUnreachable(proto.MCPError):
+    """The connection failed (refused, reset, closed before an answer)."""
+
+
+class _NoEvents:
+    """Stands in for FastHttpSession's request hook: our events are fired by ``users.recording`` instead."""
+
+    class _Hook:
+        def fire(self, **_kwargs: Any) -> None:
+            return None
+
+    request = _Hook()
+
+
+def _count(environment: Any, name: str, n: int = 1) -> None:
+    """Per-step counters from ``listeners.steps`` when that listener is present; a no-op otherwise."""
+    if environment is None:
+        return
+    try:
+        from listeners import steps
+    except ImportError:
+        return
+    counter = getattr(steps, "count", None)
+    if counter is not None:
+        try:
+            counter(environment, name, n)
+        except Exception:  # noqa: BLE001 - a missing counter registry must not fail the request
+            pass
+
+
+class MCPClient:
+    """One MCP client session against ``base_url + path``; methods raise the named errors of ``protocols.mcp``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        environment: Any = None,
+        path: str = "/mcp",
+        protocol_version: str = proto.DEFAULT_VERSION,
+        token: str | None = None,
+        timeout: float = 10.0,
+        require_session_id: bool = False,
+        http: FastHttpSession | None = None,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise UsageError(f"MCP host must be an http(s) URL, got {base_url!r}")
+        if not path.startswith("/"):
+            raise UsageError(f"--mcp-path must start with '/', got {path!r}")
+        if timeout <= 0:
+            raise UsageError("--mcp-timeout must be positive")
+        self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + path
+        self.environment = environment
+        self.events = getattr(environment, "events", None)
+        self.timeout = timeout
+        self._token = token
+        self.protocol_version = protocol_version
+        self.require_session_id = require_session_id
+        self.session = self._new_session()
+        self._http = http or self._new_http()
+        self.last_status: int | None = None
+
+    def _new_session(self) -> proto.MCPSession:
+        return proto.MCPSession(protocol_version=self.protocol_version, require_session_id=self.require_session_id)
+
+    def _new_http(self) -> FastHttpSession:
+        http = FastHttpSession(
+            self.base_url,
+            request_event=_NoEvents.request,
+            user=None,
+            network_timeout=self.timeout,
+            connection_timeout=self.timeout,
+            max_retries=0,
+            concurrency=1,
+        )
+        http.client.valid_response_codes = _ALL_STATUSES
+        return http
+
+    def close(self) -> None:
+        """Drop the pooled connections (also after a timeout, so a half-read answer is never reused)."""
+        try:
+            self._http.client.clientpool.close()
+        except Exception:  # noqa: BLE001 - closing a broken pool is best effort
+            pass
+
+    # -- measured operations -------------------------------------------------------------------------------------
+
+    def open_session(self) -> dict[str, Any]:
+        """initialize + notifications/initialized: two measured requests; returns the InitializeResult."""
+        result = self.initialize()
+        self.send_initialized()
+        return result
+
+    def ensure_session(self) -> None:
+        if self.session.needs_initialize:
+            self.open_session()
+
+    def initialize(self) -> dict[str, Any]:
+        with measure(self.events, REQUEST_TYPE, "initialize", reraise=True) as outcome:
+            outgoing = self.session.initialize()
+            try:
+                messages, headers, length = self._exchange(outgoing)
+                outcome.response_length = length
+                result = proto.result_of(messages, outgoing.request_id)
+                self.session.on_initialize_result(result, headers.get(proto.SESSION_HEADER))
+            except proto.SessionRefused:
+                self.session.abandon()
+                _count(self.environment, "sessions_refused")
+                raise
+            except Exception:
+                if self.session.state is proto.SessionState.INITIALIZING:
+                    self.session.abandon()
+                raise
+            if self.session.session_id is not None:
+                _count(self.environment, "sessions_started")
+        return result
+
+    def send_initialized(self) -> None:
+        with measure(self.events, REQUEST_TYPE, "initialized", reraise=True):
+            self._exchange(self.session.initialized())
+
+    def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> str:
+        """``tools/call``; returns the result text, raises ``ToolError`` on ``isError: true``."""
+        with measure(self.events, REQUEST_TYPE, f"tools/call {name}", reraise=True) as outcome:
+            outgoing = self.session.call_tool(name, arguments)
+            messages, _, outcome.response_length = self._exchange(outgoing)
+            text = proto.tool_text(proto.result_of(messages, outgoing.request_id))
+        return text
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        with measure(self.events, REQUEST_TYPE, "tools/list", reraise=True) as outcome:
+            outgoing = self.session.list_tools()
+            messages, _, outcome.response_length = self._exchange(outgoing)
+            result = proto.result_of(messages, outgoing.request_id)
+        return list(result.get("tools", [])) if isinstance(result, dict) else []
+
+    def ping(self) -> None:
+        with measure(self.events, REQUEST_TYPE, "ping", reraise=True):
+            outgoing = self.session.ping()
+            messages, _, _ = self._exchange(outgoing)
+            proto.result_of(messages, outgoing.request_id)
+
+    def delete(self) -> None:
+        """End the session on the server (only with ``--mcp-delete``); 405 means the server does not allow it."""
+        if self.session.session_id is None:
+            return
+        with measure(self.events, REQUEST_TYPE, "DELETE", reraise=True):
+            headers = self.session.headers()
+            self._add_auth(headers)
+            response = self._send("DELETE", b"", headers)
+            status = response.status_code
+            body = response.content or b""
+            self.session.abandon()
+            if status not in (200, 202, 204, 405):
+                raise proto.MCPHTTPError(status, proto.error_detail(body))
+
+    # -- transport -----------------------------------------------------------------------------------------------
+
+    def _add_auth(self, headers: dict[str, str]) -> None:
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+
+    def _send(self, method: str, body: bytes, headers: dict[str, str]) -> Any:
+        try:
+            return self._http.client.urlopen(self.url, method=method, payload=body, headers=headers)
+        except (socket.timeout, TimeoutError) as exc:
+            self.close()
+            raise proto.MCPTimeout(f"no answer within {self.timeout:g} s") from exc
+        except OSError as exc:
+            self.close()
+            raise MCPUnreachable(f"{type(exc).__name__}: {exc}") from exc
+
+    def _exchange(self, outgoing: proto.Outgoing) -> tuple[list[dict[str, Any]], Any, int]:
+        """POST one message; returns (messages, response headers, bytes read). Bounded by ``timeout`` overall."""
+        headers = dict(outgoing.headers)
+        self._add_auth(headers)
+        timer = gevent.Timeout(self.timeout, proto.MCPTimeout(f"no complete answer within {self.timeout:g} s"))
+        timer.start()
+        try:
+            response = self._send("POST", outgoing.body, headers)
+            return self._read_answer(outgoing, response)
+        except proto.MCPTimeout:
+            self.close()
+            raise
+        except (socket.timeout, TimeoutError) as exc:
+            self.close()
+            raise proto.MCPTimeout(f"answer stalled for {self.timeout:g} s") from exc
+        except (OSError, ValueError) as exc:
+            self.close()
+            raise MCPUnreachable(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            timer.close()
+
+    def _read_answer(self, outgoing: proto.Outgoing, response: Any) -> tuple[list[dict[str, Any]], Any, int]:
+        status = response.status_code
+        self.last_status = status
+        headers = response.headers
+        if status == 404 and self.session.session_id is not None and outgoing.method != "initialize":
+            body = response.content or b""
+            self.session.expire()
+            _count(self.environment, "sessions_expired")
+            raise proto.SessionExpired(proto.error_detail(body))
+        if status == 503 and outgoing.method == "initialize":
+            raise proto.SessionRefused(proto.error_detail(response.content or b""))
+        if status == 202 and outgoing.request_id is None:
+            return [], headers, len(response.content or b"")
+        if status != 200:
+            raise proto.MCPHTTPError(status, proto.error_detail(response.content or b""))
+        content_type = headers.get("content-type") or ""
+        if outgoing.request_id is None:
+            return [], headers, len(response.content or b"")
+        if content_type.split(";", 1)[0].strip().lower() == "text/event-stream":
+            reader = proto.SSEMessageReader(outgoing.request_id)
+            length = 0
+            for chunk in response.iter_content(READ_CHUNK, decode_content=False):
+                length += len(chunk)
+                reader.feed(chunk)
+            reader.close()
+            return reader.messages, headers, length
+        body = response.content or b""
+        return proto.read_messages(content_type, body, outgoing.request_id), headers, len(body)
