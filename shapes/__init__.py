@@ -1,1 +1,144 @@
-"""LoadTestShape classes: step ramps, soaks, open-model arrival rates, bursts, churn, and stage plans."""
+"""Load shapes: step ramps, soaks, open-model arrival rates, bursts and session churn, from options or a YAML plan.
+
+Import the one shape you want into your locustfile (Locust runs every shape class it finds there)::
+
+    from shapes import PlanShape          # --plan shapes/plans/demarkus-reads.yaml, or --steps 1,4,16 --step-time 30s
+
+or subclass one with class attributes::
+
+    class Ramp(StepRamp):
+        steps = [1, 4, 16, 64]
+        step_time = "60s"
+        warmup = "5s"
+
+Open-model shapes (``ArrivalRate``, ``Burst``, ``Churn``, a soak with a ``rate``) need users that take tickets:
+see :mod:`shapes.open_model`. Options: ``--plan``, ``--steps``, ``--step-time``, ``--warmup``, ``--rate``,
+``--duration``, ``--max-users``, ``--drop-after``, ``--shape-kind``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, ClassVar
+
+from locust import events
+from locust.runners import WorkerRunner
+
+from shapes import open_model  # noqa: F401 - its step listener runs the ticket scheduler
+from shapes.base import FOREVER, SwarmShape
+from shapes.plan import KINDS, Plan, Stage, build_plan, load_plan_file, plan_from_options
+from swarmgauge.errors import UsageError
+
+__all__ = ["StepRamp", "Soak", "ArrivalRate", "Burst", "Churn", "PlanShape", "SwarmShape", "Plan", "Stage",
+           "build_plan", "load_plan_file", "plan_from_options"]
+
+_OPEN_KEYS = ("rate", "duration", "max_users", "drop_after", "warmup", "user_classes", "slos")
+
+
+class StepRamp(SwarmShape):
+    """Closed-model user steps (``1,4,16,64,256``) with a hold per step and an optional warm-up."""
+
+    kind = "step_ramp"
+    plan_keys = ("steps", "step_time", "warmup", "user_classes", "slos", "spawn_rate")
+    steps: ClassVar[list[int] | None] = None
+    step_time: ClassVar[Any] = None
+    warmup: ClassVar[Any] = None
+    user_classes: ClassVar[list[str] | None] = None
+    slos: ClassVar[list[str] | None] = None
+    spawn_rate: ClassVar[float | None] = None
+
+
+class Soak(SwarmShape):
+    """A fixed number of users, or a fixed rate, for a long duration (the reference soaks: 30 min, 1 h)."""
+
+    kind = "soak"
+    plan_keys = ("users",) + _OPEN_KEYS
+    users: ClassVar[int | None] = None
+    rate: ClassVar[float | None] = None
+    duration: ClassVar[Any] = None
+    max_users: ClassVar[int | None] = None
+    drop_after: ClassVar[Any] = None
+    warmup: ClassVar[Any] = None
+    user_classes: ClassVar[list[str] | None] = None
+    slos: ClassVar[list[str] | None] = None
+
+
+class ArrivalRate(SwarmShape):
+    """Open model: iterations per second independent of response times, capped at ``max_users`` concurrent."""
+
+    kind = "arrival_rate"
+    plan_keys = _OPEN_KEYS + ("rates", "step_time")
+    rate: ClassVar[float | None] = None
+    rates: ClassVar[list[float] | None] = None
+    step_time: ClassVar[Any] = None
+    duration: ClassVar[Any] = None
+    max_users: ClassVar[int | None] = None
+    drop_after: ClassVar[Any] = None
+    warmup: ClassVar[Any] = None
+    user_classes: ClassVar[list[str] | None] = None
+    slos: ClassVar[list[str] | None] = None
+
+
+class Burst(ArrivalRate):
+    """A rate for a short time (the MDK benchmark: 1,000 action submits/s for 3 s)."""
+
+    kind = "burst"
+    plan_keys = _OPEN_KEYS
+
+
+class Churn(ArrivalRate):
+    """An arrival rate of *new sessions* for users that open a fresh session per iteration (5/s for 40 min)."""
+
+    kind = "churn"
+    plan_keys = _OPEN_KEYS
+
+
+class PlanShape(SwarmShape):
+    """Whatever ``--plan FILE`` or ``--steps/--rate/...`` says; with neither, Locust's ``-u/-r/-t`` as one step."""
+
+    use_common_options = True
+
+    def fallback_plan(self, options: Any) -> Plan:
+        users = int(getattr(options, "num_users", None) or 1)
+        run_time = getattr(options, "run_time", None)
+        stage = Stage(label=f"{users} users", duration=float(run_time) if run_time else FOREVER, users=users,
+                      spawn_rate=getattr(options, "spawn_rate", None) or None)
+        return Plan(name="options", kind="stages", stages=[stage], source="locust options")
+
+
+@events.init_command_line_parser.add_listener
+def _add_options(parser: Any) -> None:
+    group = parser  # argument groups drop Locust's include_in_web_ui/is_secret keywords
+
+    def option(flag: str, env: str, text: str, **kwargs: Any) -> None:
+        group.add_argument(flag, type=str, default=None, env_var=env, include_in_web_ui=True, help=text, **kwargs)
+
+    option("--plan", "SWARMGAUGE_PLAN", "Stage plan YAML file (or the name of one in shapes/plans/)")
+    option("--steps", "SWARMGAUGE_STEPS", "User steps for a step ramp, e.g. 1,4,16,64")
+    option("--step-time", "SWARMGAUGE_STEP_TIME", "Hold per step, e.g. 30s or 2m")
+    option("--warmup", "SWARMGAUGE_WARMUP", "Start of each step left out of its statistics, e.g. 5s")
+    option("--rate", "SWARMGAUGE_RATE", "Open model: iterations/s, or a list of rates (one step each)")
+    option("--duration", "SWARMGAUGE_DURATION", "Open model or soak: how long, e.g. 3s or 40m", dest="plan_duration")
+    option("--max-users", "SWARMGAUGE_MAX_USERS", "Open model: the concurrency cap (users that take tickets)")
+    option("--drop-after", "SWARMGAUGE_DROP_AFTER", "Open model: a ticket not started within this is dropped")
+    option("--shape-kind", "SWARMGAUGE_SHAPE_KIND", f"Plan kind for the options: {', '.join(KINDS)}")
+
+
+def validate_shape(environment: Any) -> None:
+    """Build the plan of the run's swarmgauge shape now; raises UsageError when it is bad."""
+    shape = getattr(environment, "shape_class", None)
+    if isinstance(shape, SwarmShape):
+        shape.runner = environment.runner
+        shape._plan = None
+        shape.plan()
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_kwargs: Any) -> None:
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    try:
+        validate_shape(environment)
+    except UsageError as exc:
+        sys.stderr.write(f"swarmgauge: {exc}\n")
+        sys.exit(2)

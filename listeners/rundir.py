@@ -1,0 +1,303 @@
+"""The run directory: one folder per run that a report can be rendered from at any time later.
+
+``--run-dir DIR`` collects Locust's CSVs, ``steps.csv`` (``listeners.steps``), ``slo.json`` (``listeners.slo``),
+``resources.csv`` (``listeners.resources``) and ``run.json`` (options with secrets redacted, locustfile, shape and
+plan, versions, workers, start/end, exit code). Only the master (or a local run) writes here: workers get the same
+options from the master, so :func:`run_dir` is ``None`` on a worker. Every file is written atomically, so a reader
+never sees half a file even when the run is killed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import os
+import platform
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from locust import events
+from locust.runners import WorkerRunner
+
+logger = logging.getLogger("swarmgauge.rundir")
+
+# Filled from the parser: every option declared with is_secret=True, by dest name. Names that look like secrets
+# are redacted too, in case a plugin forgot the flag.
+SECRET_OPTION_NAMES: set[str] = set()
+_SECRET_LOOKING = re.compile(r"(token|password|passwd|secret|api[_-]?key|credential)", re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:)(?P<password>[^@\s/]+)(?P<at>@)")
+_KEY_VALUE_PASSWORD = re.compile(r"(?P<key>\b(?:password|passwd|token|secret)\s*=\s*)(?P<value>[^\s&;]+)", re.I)
+REDACTED = "***"
+
+_parser_ref: list[Any] = []
+
+
+@events.init_command_line_parser.add_listener
+def _add_options(parser: Any) -> None:
+    group = parser  # argument groups drop Locust's include_in_web_ui/is_secret keywords
+    group.add_argument(
+        "--run-dir",
+        type=str,
+        default=None,
+        env_var="SWARMGAUGE_RUN_DIR",
+        include_in_web_ui=True,
+        help="Collect CSVs, steps.csv, slo.json, run.json and the report in this directory",
+    )
+    group.add_argument(
+        "--no-report",
+        action="store_true",
+        default=False,
+        env_var="SWARMGAUGE_NO_REPORT",
+        include_in_web_ui=True,
+        help="Do not render report.md/report.html into the run directory at the end (default: render)",
+    )
+    group.add_argument(
+        "--report",
+        dest="no_report",
+        action="store_false",
+        include_in_web_ui=False,
+        help="Render the report at the end of a run with a run directory (the default)",
+    )
+    _parser_ref[:] = [parser]
+
+
+def secret_option_names() -> set[str]:
+    """Option dests declared secret, read from the parser once every listener has added its options."""
+    for parser in _parser_ref:
+        for action in getattr(parser, "_actions", []):
+            if getattr(action, "is_secret", False):
+                SECRET_OPTION_NAMES.add(action.dest)
+    return SECRET_OPTION_NAMES
+
+
+def _is_secret_name(name: str) -> bool:
+    return name in secret_option_names() or bool(_SECRET_LOOKING.search(name))
+
+
+_secret_values: list[str] = []
+
+
+def _known_secret_values(environment: Any = None) -> list[str]:
+    values = set(_secret_values)
+    options = getattr(environment, "parsed_options", None) if environment is not None else None
+    if options is not None:
+        for name, value in vars(options).items():
+            if _is_secret_name(name) and isinstance(value, str) and len(value) >= 3:
+                values.add(value)
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, environment: Any = None) -> str:
+    """Hide secret option values, URL passwords and ``password=...`` pairs in ``text``."""
+    for value in _known_secret_values(environment if environment is not None else _current_env()):
+        text = text.replace(value, REDACTED)
+    text = _URL_PASSWORD.sub(lambda m: m.group("scheme") + REDACTED + m.group("at"), text)
+    return _KEY_VALUE_PASSWORD.sub(lambda m: m.group("key") + REDACTED, text)
+
+
+def redacted_options(environment: Any) -> dict[str, Any]:
+    """The parsed options as JSON-able values, secrets replaced by ``***``."""
+    options = getattr(environment, "parsed_options", None)
+    result: dict[str, Any] = {}
+    for name, value in sorted(vars(options).items() if options is not None else []):
+        if _is_secret_name(name):
+            result[name] = REDACTED if value not in (None, "", False) else value
+            continue
+        value = value if isinstance(value, (int, float, bool, type(None))) else _jsonable(value)
+        result[name] = json.loads(redact(json.dumps(value), environment))
+    return result
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return value
+    return str(value)
+
+
+_envs: list[Any] = []
+
+
+def _current_env() -> Any:
+    return _envs[-1] if _envs else None
+
+
+def run_dir(environment: Any) -> Path | None:
+    """The run directory (created on first use), or None when not asked for or on a worker."""
+    if isinstance(getattr(environment, "runner", None), WorkerRunner):
+        return None
+    options = getattr(environment, "parsed_options", None)
+    value = getattr(options, "run_dir", None) if options is not None else None
+    if not value:
+        return None
+    path = Path(value)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write through a temp file in the same folder and ``os.replace`` it, so readers see all or nothing."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _info(environment: Any) -> dict[str, Any]:
+    info = getattr(environment, "_swarmgauge_run_info", None)
+    if info is None:
+        info = {}
+        environment._swarmgauge_run_info = info
+    return info
+
+
+def add_run_info(environment: Any, key: str, value: Any) -> None:
+    """Merge a JSON-able value into ``run.json``: dicts are merged key by key, anything else replaces."""
+    info = _info(environment)
+    if isinstance(value, dict) and isinstance(info.get(key), dict):
+        info[key].update(value)
+    else:
+        info[key] = value
+
+
+def exit_code_as_locust_decides(environment: Any) -> int:
+    """The exit code Locust's ``shutdown`` will pick: ours if set, then errors, then crashes, else 0."""
+    from locust import log
+
+    if environment.process_exit_code is not None:
+        return int(environment.process_exit_code)
+    runner = environment.runner
+    if runner is not None and (len(runner.errors) or len(runner.exceptions)):
+        return int(getattr(environment.parsed_options, "exit_code_on_error", 1))
+    if log.unhandled_greenlet_exception:
+        return 2
+    return 0
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    found = {"python": platform.python_version()}
+    for dist in ("locust", "swarmgauge", "hdrhistogram", "gevent", "aioquic", "mcp"):
+        try:
+            found[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def build_run_json(environment: Any, *, final: bool) -> dict[str, Any]:
+    runner = environment.runner
+    shape = environment.shape_class
+    doc: dict[str, Any] = {
+        "locustfile": getattr(environment.parsed_options, "locustfile", None),
+        "user_classes": sorted(u.__name__ for u in environment.user_classes),
+        "shape": type(shape).__name__ if shape is not None else None,
+        "plan": getattr(shape, "plan_summary", lambda: None)() if shape is not None else None,
+        "host": redact(environment.host or "", environment),
+        "options": redacted_options(environment),
+        "versions": _versions(),
+        "runner": type(runner).__name__ if runner is not None else None,
+        "workers": getattr(runner, "worker_count", 0) if runner is not None else 0,
+        "argv": [redact(a, environment) for a in _redact_argv(sys.argv)],
+    }
+    doc.update(_info(environment))
+    if final:
+        doc["exit_code"] = exit_code_as_locust_decides(environment)
+    return doc
+
+
+def _redact_argv(argv: list[str]) -> list[str]:
+    result, hide_next = [], False
+    for arg in argv:
+        if hide_next:
+            result.append(REDACTED)
+            hide_next = False
+            continue
+        name = arg.lstrip("-").split("=", 1)[0].replace("-", "_")
+        if arg.startswith("--") and _is_secret_name(name):
+            if "=" in arg:
+                result.append(arg.split("=", 1)[0] + "=" + REDACTED)
+            else:
+                result.append(arg)
+                hide_next = True
+            continue
+        result.append(arg)
+    return result
+
+
+def write_run_json(environment: Any, *, final: bool) -> None:
+    directory = run_dir(environment)
+    if directory is None:
+        return
+    text = json.dumps(build_run_json(environment, final=final), indent=2, default=str, sort_keys=True)
+    write_atomic(directory / "run.json", redact(text, environment))
+
+
+def _locust_csvs(environment: Any, directory: Path) -> None:
+    from locust import stats as locust_stats
+
+    writer = locust_stats.StatsCSV(environment, locust_stats.PERCENTILES_TO_REPORT)
+    for name, method in (
+        ("locust_stats.csv", writer.requests_csv),
+        ("locust_failures.csv", writer.failures_csv),
+        ("locust_exceptions.csv", writer.exceptions_csv),
+    ):
+        buffer = io.StringIO()
+        method(csv.writer(buffer))
+        write_atomic(directory / name, redact(buffer.getvalue(), environment))
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_kwargs: Any) -> None:
+    _envs.append(environment)
+    add_run_info(environment, "started_at", None)
+
+
+@events.test_start.add_listener
+def _on_test_start(environment: Any, **_kwargs: Any) -> None:
+    if run_dir(environment) is None:
+        return
+    add_run_info(environment, "started_at", time.time())
+    write_run_json(environment, final=False)
+
+
+@events.quitting.add_listener
+def _on_quitting(environment: Any, **_kwargs: Any) -> None:
+    """Registered first, so (quitting fires in reverse) it runs after every other swarmgauge listener."""
+    directory = run_dir(environment)
+    if directory is None:
+        return
+    add_run_info(environment, "ended_at", time.time())
+    try:
+        _locust_csvs(environment, directory)
+    except Exception as exc:  # noqa: BLE001 - a CSV problem must not lose run.json
+        logger.warning("could not write Locust's CSVs into %s: %s", directory, exc)
+    write_run_json(environment, final=True)
+    if not getattr(environment.parsed_options, "no_report", False):
+        try:
+            from reports.report import render_report
+
+            render_report(directory)
+            logger.info("report written to %s", directory / "report.md")
+        except Exception as exc:  # noqa: BLE001 - the run's data is already safe on disk
+            logger.warning("could not render the report in %s: %s", directory, exc)

@@ -1,0 +1,258 @@
+"""Pass/fail thresholds over the run's per-step statistics, with exit code 3 on any failure.
+
+Grammar: ``[TYPE[:NAME]:]METRIC OP VALUE[UNIT][@step|@run]`` such as ``FETCH:p99<500ms``, ``fail_ratio<0.01``,
+``rps>150@step``, ``dropped==0``, ``rss_delta<50MiB``. Built-in metrics: ``p50 p90 p99 p99.9 max avg`` (ms),
+``fail_ratio``, ``rps``, ``requests``, ``failures`` and every per-step counter (``dropped``, ...); other listeners add
+terms with :func:`register_metric`. Providers return base units: milliseconds for times, bytes for sizes, bytes per
+hour for slopes (``MiB/h``), fractions for ratios (``%`` divides by 100). ``@run`` (the default) checks the whole run;
+``@step`` checks every step and fails if any step fails. A provider's ``None`` means no data: the verdict is
+``unknown``, which is not a failure. Exit codes: 3 when any threshold fails — it wins over Locust's 1 for request
+errors, because a failed gate is the more specific answer; 0 when all hold and nothing errored.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import operator
+import re
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+from locust import events
+from locust.runners import WorkerRunner
+
+from listeners import rundir, steps
+from swarmgauge.errors import UsageError
+
+logger = logging.getLogger("swarmgauge.slo")
+
+SLO_EXIT_CODE = 3
+AMBER_MARGIN = 0.10
+Provider = Callable[[Any, "int | None"], "float | None"]
+
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt,
+}
+_UNITS: dict[str, float] = {
+    "": 1.0, "ms": 1.0, "s": 1000.0, "%": 0.01, "B": 1.0, "KiB": 1024.0, "MiB": 1024.0**2, "GiB": 1024.0**3,
+    "KB": 1e3, "MB": 1e6, "GB": 1e9, "MiB/h": 1024.0**2, "GiB/h": 1024.0**3, "KiB/h": 1024.0, "B/h": 1.0, "/s": 1.0,
+}
+_EXPR = re.compile(
+    r"^\s*(?P<left>[^<>=!]+?)\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<value>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+    r"\s*(?P<unit>[A-Za-z%/]*)\s*(?:@(?P<scope>step|run))?\s*$"
+)
+LATENCY_METRICS = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99.9": 99.9, "p999": 99.9}
+REQUEST_METRICS = set(LATENCY_METRICS) | {"max", "avg", "fail_ratio", "rps", "requests", "failures"}
+
+_PROVIDERS: dict[str, Provider] = {}
+
+
+def register_metric(term: str, provider: Provider) -> None:
+    """Add an SLO term: ``provider(environment, step_index_or_None) -> float | None`` in base units."""
+    _PROVIDERS[term] = provider
+
+
+def known_metric(metric: str) -> bool:
+    return metric in REQUEST_METRICS or metric in _PROVIDERS or metric in steps.step_counter_names()
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One parsed SLO expression."""
+
+    expr: str
+    metric: str
+    op: str
+    value: float
+    unit: str
+    scope: str
+    request_type: str | None = None
+    name: str | None = None
+
+    def holds(self, observed: float) -> bool:
+        return _OPS[self.op](observed, self.value)
+
+
+def parse(expr: str) -> Threshold:
+    """Parse one expression; a malformed one raises :class:`UsageError` naming what is wrong."""
+    match = _EXPR.match(expr or "")
+    if not match:
+        raise UsageError(f"malformed --slo {expr!r}: expected [TYPE[:NAME]:]METRIC OP VALUE[UNIT][@step|@run]")
+    parts = [p.strip() for p in match.group("left").split(":")]
+    metric = parts[-1]
+    request_type = parts[0] if len(parts) >= 2 else None
+    name = ":".join(parts[1:-1]) if len(parts) >= 3 else None
+    if not metric or any(p == "" for p in parts):
+        raise UsageError(f"malformed --slo {expr!r}: empty request type, name or metric")
+    if not known_metric(metric):
+        raise UsageError(f"unknown metric {metric!r} in --slo {expr!r}")
+    if request_type is not None and metric not in REQUEST_METRICS and metric not in steps.step_counter_names():
+        raise UsageError(f"--slo {expr!r}: metric {metric!r} does not take a request type")
+    unit = match.group("unit")
+    if unit not in _UNITS:
+        raise UsageError(f"unknown unit {unit!r} in --slo {expr!r}")
+    return Threshold(expr.strip(), metric, match.group("op"), float(match.group("value")) * _UNITS[unit], unit,
+                     match.group("scope") or "run", request_type, name)
+
+
+def split_exprs(values: list[str] | str | None) -> list[str]:
+    """``--slo`` values (repeatable, or one comma/semicolon-separated string from the environment)."""
+    if values is None:
+        return []
+    items = [values] if isinstance(values, str) else list(values)
+    return [part.strip() for item in items for part in re.split(r"[;,]", item) if part.strip()]
+
+
+def add_default_slos(environment: Any, exprs: list[str]) -> None:
+    """A User's or locustfile's own gates, checked alongside ``--slo``; parsed now so a typo fails early."""
+    for expr in exprs:
+        parse(expr)
+    defaults = getattr(environment, "_swarmgauge_default_slos", None)
+    if defaults is None:
+        defaults = environment._swarmgauge_default_slos = []
+    defaults.extend(e for e in exprs if e not in defaults)
+
+
+def all_exprs(environment: Any) -> list[str]:
+    options = getattr(environment, "parsed_options", None)
+    exprs = split_exprs(getattr(options, "slo", None))
+    shape = getattr(environment, "shape_class", None)
+    exprs += list(getattr(shape, "plan_slos", lambda: [])() if shape is not None else [])
+    exprs += list(getattr(environment, "_swarmgauge_default_slos", []))
+    return list(dict.fromkeys(exprs))
+
+
+def _request_metric(environment: Any, threshold: Threshold, step: int | None) -> float | None:
+    merged = steps.merged(environment)
+    stats = merged.select(step, threshold.request_type, threshold.name)
+    metric = threshold.metric
+    if metric in steps.step_counter_names():
+        return float(merged.counter(step, metric))
+    if stats.requests == 0:
+        return None
+    if metric in LATENCY_METRICS:
+        return stats.percentile_ms(LATENCY_METRICS[metric])
+    if metric == "max":
+        return stats.max_ms
+    if metric == "avg":
+        return stats.avg_ms
+    if metric == "fail_ratio":
+        return stats.failures / stats.requests
+    if metric == "requests":
+        return float(stats.requests)
+    if metric == "failures":
+        return float(stats.failures)
+    from listeners.steps_csv import step_durations
+
+    durations = step_durations(steps.step_infos(environment), steps.stopped_at(environment))
+    seconds = durations.get(step) if step is not None else sum(d for d in durations.values() if d)
+    return stats.requests / seconds if seconds else None
+
+
+def observe(environment: Any, threshold: Threshold, step: int | None) -> float | None:
+    if threshold.metric in _PROVIDERS and threshold.metric not in REQUEST_METRICS:
+        return _PROVIDERS[threshold.metric](environment, step)
+    return _request_metric(environment, threshold, step)
+
+
+def _status(threshold: Threshold, observed: float | None) -> tuple[str, str]:
+    if observed is None:
+        return "unknown", "amber"
+    if not threshold.holds(observed):
+        return "fail", "red"
+    near = threshold.value != 0 and abs(observed - threshold.value) <= AMBER_MARGIN * abs(threshold.value)
+    return "pass", "amber" if near and threshold.op in ("<", "<=", ">", ">=") else "green"
+
+
+def evaluate(environment: Any, threshold: Threshold) -> dict[str, Any]:
+    """One verdict: over the run, or per step (failing if any step fails, unknown if none had data)."""
+    verdict: dict[str, Any] = asdict(threshold)
+    if threshold.scope == "run":
+        observed = observe(environment, threshold, None)
+        verdict["observed"] = observed
+        verdict["status"], verdict["colour"] = _status(threshold, observed)
+        return verdict
+    per_step = []
+    for info in steps.step_infos(environment):
+        observed = observe(environment, threshold, info.index)
+        status, colour = _status(threshold, observed)
+        per_step.append({"step": info.index, "label": info.label, "observed": observed, "status": status})
+    statuses = {s["status"] for s in per_step}
+    verdict["steps"] = per_step
+    failing = [s for s in per_step if s["status"] == "fail"]
+    known = [s for s in per_step if s["observed"] is not None]
+    worst = failing[0] if failing else (known[-1] if known else None)
+    verdict["observed"] = worst["observed"] if worst else None
+    verdict["status"] = "fail" if "fail" in statuses else ("pass" if "pass" in statuses else "unknown")
+    verdict["colour"] = {"fail": "red", "pass": "green", "unknown": "amber"}[verdict["status"]]
+    return verdict
+
+
+def check(environment: Any) -> list[dict[str, Any]]:
+    """Evaluate every threshold once, write ``slo.json``, set exit code 3 on any failure."""
+    done = getattr(environment, "_swarmgauge_slo_verdicts", None)
+    if done is not None:
+        return done
+    steps.finalize(environment)
+    verdicts = [evaluate(environment, parse(expr)) for expr in all_exprs(environment)]
+    environment._swarmgauge_slo_verdicts = verdicts
+    failed = [v for v in verdicts if v["status"] == "fail"]
+    if failed:
+        environment.process_exit_code = SLO_EXIT_CODE
+    directory = rundir.run_dir(environment)
+    if directory is not None:
+        doc = {"passed": not failed, "exit_code": SLO_EXIT_CODE if failed else None, "verdicts": verdicts}
+        rundir.write_atomic(directory / "slo.json", json.dumps(doc, indent=2, default=str))
+    rundir.add_run_info(environment, "slo", {"passed": not failed, "failed": [v["expr"] for v in failed]})
+    return verdicts
+
+
+def format_verdicts(verdicts: list[dict[str, Any]]) -> str:
+    lines = []
+    for v in verdicts:
+        observed = "no data" if v["observed"] is None else f"{v['observed']:.6g}"
+        lines.append(f"SLO {v['status'].upper():7} {v['expr']}  (observed {observed}, base units)")
+    return "\n".join(lines)
+
+
+@events.init_command_line_parser.add_listener
+def _add_options(parser: Any) -> None:
+    parser.add_argument(
+        "--slo",
+        action="append",
+        default=None,
+        env_var="SWARMGAUGE_SLO",
+        include_in_web_ui=True,
+        help="Threshold such as 'FETCH:p99<500ms', 'fail_ratio<0.01', 'rps>150@step' (repeatable; env: ; or , "
+        "separated). Any failure gives exit code 3",
+    )
+
+
+def validate(environment: Any) -> None:
+    """Parse every expression; raises UsageError on the first bad one."""
+    for expr in all_exprs(environment):
+        parse(expr)
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_kwargs: Any) -> None:
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    try:
+        validate(environment)
+    except UsageError as exc:
+        sys.stderr.write(f"swarmgauge: {exc}\n")
+        sys.exit(2)
+
+
+@events.quitting.add_listener
+def _on_quitting(environment: Any, **_kwargs: Any) -> None:
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    verdicts = check(environment)
+    if verdicts:
+        text = format_verdicts(verdicts)
+        sys.stdout.write(text + "\n")
+        logger.info("SLO verdicts:\n%s", text)

@@ -1,0 +1,181 @@
+"""Per-step HDR histograms: the recorder every process keeps and the merge the master keeps.
+
+No Locust and no I/O here, so the drain/merge round trip is tested directly. A drained batch is msgpack-safe
+(lists, str, numbers) because it rides in Locust's ``report_to_master`` data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from hdrh.histogram import HdrHistogram
+
+# Microseconds, 1 us to 1 h, 3 significant digits: 0.1 % resolution at any latency.
+LOWEST_US = 1
+HIGHEST_US = 3_600_000_000
+SIGNIFICANT_FIGURES = 3
+AGGREGATED = ("", "Aggregated")
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_FIGURES)
+
+
+@dataclass
+class NameStats:
+    """What one (step, request type, name) has seen: histogram of response times plus exact counts."""
+
+    histogram: HdrHistogram = field(default_factory=new_histogram)
+    requests: int = 0
+    failures: int = 0
+    total_ms: float = 0.0
+    max_ms: float = 0.0
+    none_times: int = 0
+
+    def record(self, response_time_ms: float | None, failed: bool) -> None:
+        self.requests += 1
+        if failed:
+            self.failures += 1
+        if response_time_ms is None:
+            self.none_times += 1
+            return
+        self.total_ms += response_time_ms
+        if response_time_ms > self.max_ms:
+            self.max_ms = response_time_ms
+        micros = int(response_time_ms * 1000.0 + 0.5)
+        self.histogram.record_value(min(max(micros, LOWEST_US), HIGHEST_US))
+
+    def add(self, other: "NameStats") -> None:
+        self.histogram.add(other.histogram)
+        self.requests += other.requests
+        self.failures += other.failures
+        self.total_ms += other.total_ms
+        self.max_ms = max(self.max_ms, other.max_ms)
+        self.none_times += other.none_times
+
+    def percentile_ms(self, percentile: float) -> float | None:
+        if self.histogram.get_total_count() == 0:
+            return None
+        return self.histogram.get_value_at_percentile(percentile) / 1000.0
+
+    @property
+    def avg_ms(self) -> float | None:
+        timed = self.requests - self.none_times
+        return self.total_ms / timed if timed else None
+
+
+class StepRecorder:
+    """One process's per-step measurements since the last drain."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[int, str, str], NameStats] = {}
+        self.warmup: dict[int, int] = {}
+        self.counters: dict[tuple[int, str], int] = {}
+        self.cpu_max: dict[int, float] = {}
+
+    def record(self, step: int, request_type: str, name: str, response_time_ms: float | None, failed: bool) -> None:
+        key = (step, request_type, name)
+        stats = self.entries.get(key)
+        if stats is None:
+            stats = self.entries[key] = NameStats()
+        stats.record(response_time_ms, failed)
+
+    def record_warmup(self, step: int) -> None:
+        self.warmup[step] = self.warmup.get(step, 0) + 1
+
+    def count(self, step: int, name: str, n: int) -> None:
+        self.counters[(step, name)] = self.counters.get((step, name), 0) + n
+
+    def note_cpu(self, step: int, cpu_percent: float) -> None:
+        if cpu_percent > self.cpu_max.get(step, -1.0):
+            self.cpu_max[step] = cpu_percent
+
+    def empty(self) -> bool:
+        return not (self.entries or self.warmup or self.counters or self.cpu_max)
+
+    def drain(self) -> dict[str, Any]:
+        """Everything recorded since the last drain, msgpack-safe; the recorder starts afresh."""
+        batch = {
+            "entries": [
+                [step, rtype, name, s.histogram.encode().decode("ascii"), s.requests, s.failures, s.total_ms,
+                 s.max_ms, s.none_times]
+                for (step, rtype, name), s in self.entries.items()
+            ],
+            "warmup": [[step, n] for step, n in self.warmup.items()],
+            "counters": [[step, name, n] for (step, name), n in self.counters.items()],
+            "cpu": [[step, value] for step, value in self.cpu_max.items()],
+        }
+        self.__init__()
+        return batch
+
+
+class StepMerge:
+    """The master's merge of every process's batches, by step index."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[int, str, str], NameStats] = {}
+        self.warmup: dict[int, int] = {}
+        self.counters: dict[tuple[int, str], int] = {}
+        self.cpu_max: dict[int, float] = {}
+        self.sources: dict[int, set[str]] = {}
+
+    def add_batch(self, source: str, batch: dict[str, Any]) -> NameStats:
+        """Merge one drained batch; returns its requests over all names (for the timeline)."""
+        combined = NameStats()
+        for step, rtype, name, encoded, requests, failures, total_ms, max_ms, none_times in batch.get("entries", []):
+            incoming = NameStats(HdrHistogram.decode(encoded), requests, failures, total_ms, max_ms, none_times)
+            key = (int(step), str(rtype), str(name))
+            if key not in self.entries:
+                self.entries[key] = NameStats()
+            self.entries[key].add(incoming)
+            combined.add(incoming)
+            self.sources.setdefault(int(step), set()).add(source)
+        for step, n in batch.get("warmup", []):
+            self.warmup[int(step)] = self.warmup.get(int(step), 0) + int(n)
+        for step, name, n in batch.get("counters", []):
+            key = (int(step), str(name))
+            self.counters[key] = self.counters.get(key, 0) + int(n)
+        for step, value in batch.get("cpu", []):
+            self.cpu_max[int(step)] = max(self.cpu_max.get(int(step), 0.0), float(value))
+        return combined
+
+    def steps(self) -> list[int]:
+        seen = {k[0] for k in self.entries} | set(self.warmup) | {k[0] for k in self.counters} | set(self.cpu_max)
+        return sorted(seen)
+
+    def names(self, step: int) -> list[tuple[str, str]]:
+        return sorted((rtype, name) for (s, rtype, name) in self.entries if s == step)
+
+    def aggregated(self, step: int) -> NameStats:
+        total = NameStats()
+        for (s, _rtype, _name), stats in self.entries.items():
+            if s == step:
+                total.add(stats)
+        return total
+
+    def select(self, step: int | None, request_type: str | None, name: str | None) -> NameStats:
+        """Stats over the matching entries: ``None`` matches any step, type or name."""
+        total = NameStats()
+        for (s, rtype, nm), stats in self.entries.items():
+            if step is not None and s != step:
+                continue
+            if request_type is not None and rtype != request_type:
+                continue
+            if name is not None and nm != name:
+                continue
+            total.add(stats)
+        return total
+
+    def counter(self, step: int | None, name: str) -> int:
+        return sum(n for (s, nm), n in self.counters.items() if nm == name and (step is None or s == step))
+
+    def workers(self, step: int) -> int:
+        return len(self.sources.get(step, set()))
+
+
+def merge_all(batches: Iterable[tuple[str, dict[str, Any]]]) -> StepMerge:
+    merged = StepMerge()
+    for source, batch in batches:
+        merged.add_batch(source, batch)
+    return merged

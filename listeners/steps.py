@@ -1,0 +1,297 @@
+"""Exact per-step statistics, merged across workers.
+
+The shape on the master calls :func:`announce` at each stage change; the master applies it and sends it to every
+worker (``swarmgauge_step`` message), and each process fires :data:`step_changed`. Every process records each
+``request`` event into an HDR histogram per (step, request type, name), keyed by the step that was current on that
+process when the request *started* (the event's ``start_time``), so a request in flight across a boundary counts in
+the step it started in. Requests that start within a step's warm-up are counted apart and left out of its figures.
+Workers drain their histograms into ``report_to_master``; the master merges them, and at the end writes
+``steps.csv`` (one row per step and name plus an ``Aggregated`` row per step) and ``timeline.csv`` into the run
+directory. Named per-step counters (:func:`register_step_counter`, :func:`count`) are summed across workers and
+become columns of ``steps.csv``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import gevent
+import psutil
+from locust import events
+from locust.event import EventHook
+from locust.runners import MasterRunner, WorkerRunner
+
+from listeners import rundir
+from listeners.step_stats import NameStats, StepMerge, StepRecorder
+
+logger = logging.getLogger("swarmgauge.steps")
+
+MESSAGE_TYPE = "swarmgauge_step"
+GENERATOR_BOUND_CPU = 90.0
+SAMPLE_INTERVAL = 1.0
+LOCAL_DRAIN_INTERVAL = 3.0
+TIMELINE_BUCKET = 3.0
+MAX_SAMPLER_SECONDS = 30 * 24 * 3600.0
+
+step_changed = EventHook()
+"""Fired on every process as ``step_changed.fire(environment=env, step=StepInfo)`` at each stage change."""
+
+_STEP_COUNTERS: list[str] = ["dropped"]
+_envs: list[Any] = []
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """One stage of a plan as the master announced it; ``started_at`` is the master's wall clock."""
+
+    index: int
+    label: str
+    users: int | None
+    rate: float | None
+    started_at: float
+    duration: float | None = None
+    warmup: float = 0.0
+    rate_share: float | None = None
+    drop_after: float | None = None
+    rate_end: float | None = None
+
+
+def register_step_counter(name: str) -> None:
+    """Declare a per-step counter so it appears as a ``steps.csv`` column even when it stays zero."""
+    if name not in _STEP_COUNTERS:
+        _STEP_COUNTERS.append(name)
+
+
+def step_counter_names() -> list[str]:
+    return list(_STEP_COUNTERS)
+
+
+class _StepState:
+    """Everything this process knows about the steps of the current run."""
+
+    def __init__(self) -> None:
+        self.transitions: list[tuple[float, StepInfo]] = []
+        self.recorder = StepRecorder()
+        self.merged = StepMerge()
+        self.announced: dict[int, StepInfo] = {}
+        self.timeline: dict[int, NameStats] = {}
+        self.timeline_steps: dict[int, int] = {}
+        self.stopped_at: float | None = None
+        self.finalized = False
+        self.sampler: gevent.Greenlet | None = None
+        self.sampler_stop = False
+
+
+def _state(environment: Any) -> _StepState:
+    state = getattr(environment, "_swarmgauge_steps", None)
+    if state is None:
+        state = _StepState()
+        environment._swarmgauge_steps = state
+    return state
+
+
+def current_step(environment: Any) -> StepInfo | None:
+    """The step this process is in now, or None before the first announcement."""
+    transitions = _state(environment).transitions
+    return transitions[-1][1] if transitions else None
+
+
+def step_at(environment: Any, wall_time: float) -> tuple[StepInfo, float] | None:
+    """The step that was current on this process at ``wall_time``, with the local time it began."""
+    transitions = _state(environment).transitions
+    for began, info in reversed(transitions):
+        if wall_time >= began:
+            return info, began
+    return (transitions[0][1], transitions[0][0]) if transitions else None
+
+
+def _apply(environment: Any, info: StepInfo) -> None:
+    state = _state(environment)
+    if info.index == 0 and state.transitions:
+        fresh = _StepState()
+        environment._swarmgauge_steps = fresh
+        state = fresh
+    state.transitions.append((time.time(), info))
+    _ensure_sampler(environment)
+    step_changed.fire(environment=environment, step=info)
+
+
+def announce(environment: Any, info: StepInfo) -> None:
+    """Called by the shape on the master (or a local run) when a new stage begins."""
+    runner = environment.runner
+    state = _state(environment)
+    if info.index == 0 and state.transitions:
+        _apply(environment, info)
+        state = _state(environment)
+    else:
+        _apply(environment, info)
+    state.announced[info.index] = info
+    if isinstance(runner, MasterRunner):
+        workers = max(1, runner.worker_count)
+        share = replace(info, rate_share=(info.rate / workers) if info.rate is not None else None)
+        runner.send_message(MESSAGE_TYPE, asdict(share))
+
+
+def end_run(environment: Any) -> None:
+    """The shape calls this when its plan is over, so the last step's duration ends here."""
+    state = _state(environment)
+    if state.stopped_at is None:
+        state.stopped_at = time.time()
+
+
+def _on_step_message(environment: Any, msg: Any, **_kwargs: Any) -> None:
+    _apply(environment, StepInfo(**msg.data))
+
+
+def count(environment: Any, name: str, n: int = 1, step: int | None = None) -> None:
+    """Add ``n`` to counter ``name`` of the current step (or of ``step``), summed over workers into ``steps.csv``."""
+    if step is None:
+        info = current_step(environment)
+        step = info.index if info else 0
+    _state(environment).recorder.count(step, name, n)
+
+
+def _implicit_step(environment: Any) -> None:
+    """A run without a swarmgauge shape is one step, labelled ``run``."""
+    options = getattr(environment, "parsed_options", None)
+    users = getattr(options, "num_users", None) if options is not None else None
+    info = StepInfo(index=0, label="run", users=users, rate=None, started_at=time.time())
+    state = _state(environment)
+    state.transitions.append((0.0, info))
+    state.announced[0] = info
+    _ensure_sampler(environment)
+
+
+def on_request(environment: Any, request_type: str, name: str, response_time: float | None,
+               exception: BaseException | None = None, start_time: float | None = None, **_kwargs: Any) -> None:
+    state = _state(environment)
+    if not state.transitions:
+        _implicit_step(environment)
+    started = start_time if start_time is not None else time.time()
+    found = step_at(environment, started)
+    info, began = found  # type: ignore[misc]
+    if info.warmup and started < began + info.warmup:
+        state.recorder.record_warmup(info.index)
+        return
+    state.recorder.record(info.index, request_type, name, response_time, exception is not None)
+
+
+def _ensure_sampler(environment: Any) -> None:
+    state = _state(environment)
+    if state.sampler is None or state.sampler.dead:
+        state.sampler_stop = False
+        state.sampler = gevent.spawn(_sample_loop, environment)
+
+
+def _sample_loop(environment: Any) -> None:
+    """Notes this process's CPU per step; on the master also folds its own recordings in every few seconds."""
+    process = psutil.Process()
+    process.cpu_percent(None)
+    is_worker = isinstance(environment.runner, WorkerRunner)
+    began = time.monotonic()
+    last_drain = began
+    while not _state(environment).sampler_stop and time.monotonic() - began < MAX_SAMPLER_SECONDS:
+        gevent.sleep(SAMPLE_INTERVAL)
+        state = _state(environment)
+        info = current_step(environment)
+        if info is not None:
+            state.recorder.note_cpu(info.index, process.cpu_percent(None))
+        if not is_worker and time.monotonic() - last_drain >= LOCAL_DRAIN_INTERVAL:
+            last_drain = time.monotonic()
+            _merge_batch(environment, "local", state.recorder.drain())
+
+
+def _merge_batch(environment: Any, source: str, batch: dict[str, Any]) -> None:
+    state = _state(environment)
+    combined = state.merged.add_batch(source, batch)
+    if combined.requests:
+        bucket = int(time.time() // TIMELINE_BUCKET)
+        state.timeline.setdefault(bucket, NameStats()).add(combined)
+        info = current_step(environment)
+        state.timeline_steps[bucket] = info.index if info else 0
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_kwargs: Any) -> None:
+    runner = environment.runner
+    if runner is not None and MESSAGE_TYPE not in getattr(runner, "custom_messages", {}):
+        runner.register_message(MESSAGE_TYPE, _on_step_message)
+    _envs.append(environment)
+    environment.events.request.add_listener(
+        lambda **kw: on_request(environment, **kw)
+    )
+
+
+@events.report_to_master.add_listener
+def _on_report_to_master(client_id: str, data: dict[str, Any]) -> None:
+    for environment in _envs[-1:]:
+        state = _state(environment)
+        if not state.recorder.empty():
+            data["swarmgauge_steps"] = state.recorder.drain()
+
+
+@events.worker_report.add_listener
+def _on_worker_report(client_id: str, data: dict[str, Any]) -> None:
+    batch = data.get("swarmgauge_steps")
+    if batch:
+        for environment in _envs[-1:]:
+            _merge_batch(environment, str(client_id), batch)
+
+
+@events.test_stop.add_listener
+def _on_test_stop(environment: Any, **_kwargs: Any) -> None:
+    if not isinstance(environment.runner, WorkerRunner):
+        end_run(environment)
+
+
+@events.quitting.add_listener
+def _on_quitting(environment: Any, **_kwargs: Any) -> None:
+    finalize(environment)
+
+
+def finalize(environment: Any) -> StepMerge:
+    """Fold in the last local recordings and write ``steps.csv``/``timeline.csv`` once; returns the merge."""
+    state = _state(environment)
+    if isinstance(environment.runner, WorkerRunner):
+        return state.merged
+    if not state.finalized:
+        state.sampler_stop = True
+        _merge_batch(environment, "local", state.recorder.drain())
+        end_run(environment)
+        state.finalized = True
+        directory = rundir.run_dir(environment)
+        if directory is not None:
+            from listeners.steps_csv import step_rows, timeline_rows, write_rows
+
+            rows = step_rows(state.merged, step_infos(environment), state.stopped_at, step_counter_names())
+            rundir.write_atomic(directory / "steps.csv", write_rows(rows))
+            rundir.write_atomic(directory / "timeline.csv",
+                                write_rows(timeline_rows(state.timeline, state.timeline_steps, TIMELINE_BUCKET)))
+            rundir.add_run_info(environment, "steps", [asdict(i) for i in step_infos(environment)])
+    return state.merged
+
+
+def step_infos(environment: Any) -> list[StepInfo]:
+    """The steps announced in this run, in order (on the master or a local run)."""
+    state = _state(environment)
+    return [state.announced[i] for i in sorted(state.announced)]
+
+
+def merged(environment: Any) -> StepMerge:
+    """The master's merged per-step statistics so far (for SLO checks and the web UI)."""
+    return _state(environment).merged
+
+
+def stopped_at(environment: Any) -> float | None:
+    return _state(environment).stopped_at
+
+
+def rows_now(environment: Any) -> list[dict[str, Any]]:
+    """``steps.csv`` rows from what the master has merged so far, without writing anything."""
+    from listeners.steps_csv import step_rows
+
+    state = _state(environment)
+    return step_rows(state.merged, step_infos(environment), state.stopped_at or time.time(), step_counter_names())

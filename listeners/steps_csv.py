@@ -1,0 +1,111 @@
+"""Rows of ``steps.csv`` and ``timeline.csv`` from the master's merged step statistics."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any, Iterable
+
+from listeners.step_stats import AGGREGATED, NameStats, StepMerge
+
+GENERATOR_BOUND_CPU = 90.0
+BASE_COLUMNS = [
+    "step", "label", "request_type", "name", "users", "target_rate", "started_at", "duration_s", "requests",
+    "failures", "fail_ratio", "rps", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "avg_ms", "warmup_requests",
+]
+TAIL_COLUMNS = ["workers", "generator_cpu_max", "generator_bound"]
+
+
+def _round(value: float | None, digits: int = 3) -> float | str:
+    return "" if value is None else round(value, digits)
+
+
+def _figures(stats: NameStats, duration: float | None) -> dict[str, Any]:
+    rps = stats.requests / duration if duration and duration > 0 else None
+    return {
+        "requests": stats.requests,
+        "failures": stats.failures,
+        "fail_ratio": _round(stats.failures / stats.requests if stats.requests else None, 6),
+        "rps": _round(rps),
+        "p50_ms": _round(stats.percentile_ms(50)),
+        "p90_ms": _round(stats.percentile_ms(90)),
+        "p99_ms": _round(stats.percentile_ms(99)),
+        "p999_ms": _round(stats.percentile_ms(99.9)),
+        "max_ms": _round(stats.max_ms if stats.requests - stats.none_times else None),
+        "avg_ms": _round(stats.avg_ms),
+    }
+
+
+def step_durations(infos: list[Any], stopped_at: float | None) -> dict[int, float | None]:
+    """Measured seconds of each step, warm-up excluded: from its start to the next one (or the end of the run)."""
+    durations: dict[int, float | None] = {}
+    for position, info in enumerate(infos):
+        end = infos[position + 1].started_at if position + 1 < len(infos) else stopped_at
+        if not end:
+            durations[info.index] = None
+            continue
+        span = end - info.started_at
+        if info.duration:
+            span = min(span, info.duration)
+        durations[info.index] = max(0.0, span - (info.warmup or 0.0))
+    return durations
+
+
+def step_rows(merged: StepMerge, infos: list[Any], stopped_at: float | None, counters: list[str]) -> list[dict[str, Any]]:
+    by_index = {info.index: info for info in infos}
+    durations = step_durations(infos, stopped_at)
+    counter_names = list(dict.fromkeys(list(counters) + sorted({name for (_s, name) in merged.counters})))
+    rows: list[dict[str, Any]] = []
+    for step in sorted(set(merged.steps()) | set(by_index)):
+        info = by_index.get(step)
+        duration = durations.get(step)
+        cpu = merged.cpu_max.get(step)
+        common = {
+            "step": step,
+            "label": info.label if info else f"step {step}",
+            "users": info.users if info and info.users is not None else "",
+            "target_rate": info.rate if info and info.rate is not None else "",
+            "started_at": _round(info.started_at if info else None),
+            "duration_s": _round(duration),
+            "warmup_requests": merged.warmup.get(step, 0),
+        }
+        tail = {
+            **{name: merged.counter(step, name) for name in counter_names},
+            "workers": merged.workers(step),
+            "generator_cpu_max": _round(cpu, 1),
+            "generator_bound": bool(cpu is not None and cpu > GENERATOR_BOUND_CPU),
+        }
+        for rtype, name in merged.names(step) + [AGGREGATED]:
+            stats = merged.aggregated(step) if (rtype, name) == AGGREGATED else merged.entries[(step, rtype, name)]
+            rows.append({**common, "request_type": rtype, "name": name, **_figures(stats, duration), **tail})
+    return rows
+
+
+def columns_of(rows: list[dict[str, Any]]) -> list[str]:
+    extra = [c for row in rows for c in row if c not in BASE_COLUMNS and c not in TAIL_COLUMNS]
+    return BASE_COLUMNS + list(dict.fromkeys(extra)) + TAIL_COLUMNS
+
+
+def write_rows(rows: list[dict[str, Any]], columns: Iterable[str] | None = None) -> str:
+    buffer = io.StringIO()
+    fields = list(columns) if columns is not None else (columns_of(rows) if rows and "step" in rows[0]
+                                                         else list(rows[0]) if rows else BASE_COLUMNS)
+    writer = csv.DictWriter(buffer, fieldnames=fields, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def timeline_rows(timeline: dict[int, NameStats], steps: dict[int, int], bucket_seconds: float) -> list[dict[str, Any]]:
+    rows = []
+    for bucket in sorted(timeline):
+        stats = timeline[bucket]
+        rows.append({
+            "time": bucket * bucket_seconds,
+            "step": steps.get(bucket, 0),
+            "requests": stats.requests,
+            "failures": stats.failures,
+            "p50_ms": _round(stats.percentile_ms(50)),
+            "p99_ms": _round(stats.percentile_ms(99)),
+        })
+    return rows

@@ -1,0 +1,138 @@
+"""The one shape engine: runs a :class:`~shapes.plan.Plan` stage by stage and announces each stage as a step.
+
+Every public shape (``StepRamp``, ``Soak``, ``ArrivalRate``, ``Burst``, ``Churn``, ``PlanShape``) is this engine with
+a different way to build its plan: class attributes first (for subclassing in a locustfile), then the options.
+The plan is built and validated in ``init`` on the master, so a bad plan stops the run with one line before any
+user spawns. Spawn rates are chosen so a ramp takes at most a tenth of its stage (and at most 2 s), because
+Locust's ``tick()`` blocks while spawning; the tick sleeps up to a stage boundary so steps change on time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, ClassVar
+
+import gevent
+from locust import LoadTestShape
+
+from listeners import steps
+from shapes.plan import Plan, Stage, build_plan, plan_from_options
+from swarmgauge.errors import UsageError
+
+logger = logging.getLogger("swarmgauge.shapes")
+
+MAX_RAMP_SECONDS = 2.0
+RAMP_FRACTION = 0.1
+FOREVER = 365 * 24 * 3600.0
+
+
+class SwarmShape(LoadTestShape):
+    """Base of swarmgauge's shapes; subclasses set ``kind`` and plan attributes or leave them to the options."""
+
+    abstract: ClassVar[bool] = True
+    kind: ClassVar[str | None] = None
+    plan_keys: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._plan: Plan | None = None
+        self._announced: int | None = None
+        self._ended = False
+
+    # plan -------------------------------------------------------------------------------------------------------
+    def class_plan_doc(self) -> dict[str, Any]:
+        doc = {key: getattr(self, key) for key in self.plan_keys if getattr(self, key, None) is not None}
+        if doc:
+            doc["kind"] = self.kind
+            doc.setdefault("name", type(self).__name__)
+        return doc
+
+    def build(self, options: Any) -> Plan:
+        doc = self.class_plan_doc()
+        if doc:
+            return build_plan(doc, source=type(self).__name__)
+        plan = plan_from_options(options)
+        if plan is None:
+            return self.fallback_plan(options)
+        if self.kind is not None and plan.kind != self.kind and not (self.kind == "soak" and plan.kind == "arrival_rate"):
+            raise UsageError(f"{type(self).__name__} runs {self.kind} plans, the options give a {plan.kind} plan")
+        return plan
+
+    def fallback_plan(self, options: Any) -> Plan:
+        raise UsageError(f"{type(self).__name__}: no plan; give --plan FILE or --steps/--step-time or --rate/--duration")
+
+    def plan(self) -> Plan:
+        if self._plan is None:
+            environment = self.runner.environment if self.runner is not None else None
+            self._plan = self.build(getattr(environment, "parsed_options", None))
+        return self._plan
+
+    def plan_summary(self) -> dict[str, Any] | None:
+        try:
+            return self.plan().summary()
+        except UsageError:
+            return None
+
+    def plan_slos(self) -> list[str]:
+        return list(self.plan().slos)
+
+    # ticking ----------------------------------------------------------------------------------------------------
+    def stage_at(self, run_time: float) -> tuple[int, Stage, float] | None:
+        """The stage running at ``run_time`` with its index and the time left in it."""
+        elapsed = 0.0
+        for index, stage in enumerate(self.plan().stages):
+            if run_time < elapsed + stage.duration:
+                return index, stage, elapsed + stage.duration - run_time
+            elapsed += stage.duration
+        return None
+
+    def spawn_rate_for(self, index: int, stage: Stage) -> float:
+        if stage.spawn_rate:
+            return stage.spawn_rate
+        previous = self.plan().stages[index - 1].user_count if index > 0 else 0
+        window = min(MAX_RAMP_SECONDS, RAMP_FRACTION * stage.duration)
+        return max(1.0, abs(stage.user_count - previous) / max(window, 0.05))
+
+    def _announce(self, index: int, stage: Stage) -> None:
+        info = steps.StepInfo(index=index, label=stage.label, users=stage.user_count, rate=stage.rate,
+                              started_at=time.time(), duration=stage.duration, warmup=stage.warmup,
+                              drop_after=stage.drop_after if stage.open_model else None, rate_end=stage.rate_end)
+        steps.announce(self.runner.environment, info)
+        self._announced = index
+
+    def _user_classes(self, stage: Stage) -> list[Any] | None:
+        if not stage.user_classes:
+            return None
+        environment = self.runner.environment
+        known = {cls.__name__: cls for cls in (environment.available_user_classes or {}).values()} \
+            if getattr(environment, "available_user_classes", None) else {c.__name__: c for c in environment.user_classes}
+        missing = [name for name in stage.user_classes if name not in known]
+        if missing:
+            raise UsageError(f"plan stage {stage.label!r}: unknown user class(es) {', '.join(missing)}")
+        return [known[name] for name in stage.user_classes]
+
+    def tail_seconds(self) -> float:
+        last = self.plan().stages[-1]
+        return min(last.drop_after, 1.0) if last.open_model else 0.0
+
+    def tick(self) -> tuple[int, float] | tuple[int, float, list[Any] | None] | None:
+        run_time = self.get_run_time()
+        found = self.stage_at(run_time)
+        if found is None:
+            if not self._ended:
+                steps.end_run(self.runner.environment)
+                self._ended = True
+            if run_time < self.plan().total_duration + self.tail_seconds() and self._announced is not None:
+                last = self.plan().stages[-1]
+                return last.user_count, self.spawn_rate_for(len(self.plan().stages) - 1, last)
+            return None
+        index, stage, left = found
+        if index != self._announced:
+            self._announce(index, stage)
+        elif left < 1.0:
+            gevent.sleep(left)
+            return self.tick()
+        classes = self._user_classes(stage)
+        rate = self.spawn_rate_for(index, stage)
+        return (stage.user_count, rate, classes) if classes else (stage.user_count, rate)

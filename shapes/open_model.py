@@ -1,0 +1,202 @@
+"""The open model: a per-process ticket scheduler and the wait time that takes its tickets.
+
+When a step has a ``rate``, every worker (or the local process) runs one scheduler greenlet that issues tickets at
+its share of the rate (``StepInfo.rate_share``, the rate divided by the workers), each stamped with its *intended*
+start time. Users are only the concurrency cap: a user blocks in its wait time until it gets a ticket, then
+``users.recording.set_intended_start`` makes its next measured request count from the ticket's time, so a stalled
+target shows in the percentiles (no coordinated omission, as wrk2). A ticket nobody takes within ``drop_after``
+seconds is counted in the step's ``dropped`` column and never run; ``tickets`` counts the ones issued.
+
+Use it in a User (the mixin takes the first ticket before the first task, since Locust runs one task before the
+first wait)::
+
+    class Fetcher(OpenModel, MarkUser):      # or: wait_time = tickets(), and call take_ticket(self) in on_start
+        @task
+        def fetch(self): ...
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from typing import Any, Callable
+
+import gevent
+from gevent.event import Event
+from locust import events
+from locust.runners import MasterRunner
+
+from listeners import steps
+from users.recording import set_intended_start
+
+MAX_TICKET_WAIT = 3600.0
+IDLE_WAIT = 0.5
+MAX_SLEEP = 0.05
+steps.register_step_counter("tickets")
+
+
+class TicketScheduler:
+    """Issues this process's tickets for the current open-model step; users take them in order."""
+
+    def __init__(self, environment: Any) -> None:
+        self.environment = environment
+        self.queue: deque[tuple[float, int]] = deque()
+        self.available = Event()
+        self.greenlet: gevent.Greenlet | None = None
+        self.step: steps.StepInfo | None = None
+        self.issued = 0
+        self.dropped = 0
+
+    def start(self, info: steps.StepInfo) -> None:
+        self.stop_issuing()
+        self.step = info
+        rate = info.rate_share if info.rate_share is not None else info.rate
+        if rate is None:
+            return
+        self.greenlet = gevent.spawn(self._issue, info, float(rate),
+                                     None if info.rate_end is None else self._share_of(info, info.rate_end))
+
+    @staticmethod
+    def _share_of(info: steps.StepInfo, value: float) -> float:
+        if info.rate_share is None or not info.rate:
+            return value
+        return value * info.rate_share / info.rate
+
+    def stop_issuing(self) -> None:
+        if self.greenlet is not None and not self.greenlet.dead:
+            self.greenlet.kill(block=False)
+        self.greenlet = None
+
+    def _issue(self, info: steps.StepInfo, rate: float, rate_end: float | None) -> None:
+        began = time.perf_counter()
+        duration = info.duration if info.duration else MAX_TICKET_WAIT * 24
+        total = arrivals_by(duration, rate, rate_end, duration)
+        k = 0
+        while k < total:
+            now = time.perf_counter()
+            issued_now = 0
+            while k < total:
+                due = began + arrival_time(k, rate, rate_end, duration)
+                if due > now:
+                    break
+                self.queue.append((due, info.index))
+                k += 1
+                issued_now += 1
+            if issued_now:
+                self.issued += issued_now
+                steps.count(self.environment, "tickets", issued_now, step=info.index)
+                self.available.set()
+            self.expire(now)
+            if k >= total:
+                break
+            wait = began + arrival_time(k, rate, rate_end, duration) - time.perf_counter()
+            gevent.sleep(min(max(wait, 0.0), MAX_SLEEP))
+
+    def expire(self, now: float | None = None, *, everything: bool = False) -> int:
+        """Count tickets older than ``drop_after`` (or all of them) as dropped, in the step they belong to."""
+        now = time.perf_counter() if now is None else now
+        bound = self.step.drop_after if self.step and self.step.drop_after is not None else 1.0
+        dropped = 0
+        while self.queue and (everything or now - self.queue[0][0] > bound):
+            _due, step_index = self.queue.popleft()
+            steps.count(self.environment, "dropped", 1, step=step_index)
+            dropped += 1
+        self.dropped += dropped
+        if not self.queue:
+            self.available.clear()
+        return dropped
+
+    def take(self, timeout: float) -> float | None:
+        """The intended start (perf_counter time) of the next live ticket, or None after ``timeout``."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            self.expire()
+            if self.queue:
+                due, _step = self.queue.popleft()
+                if not self.queue:
+                    self.available.clear()
+                return due
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                return None
+            self.available.wait(min(remaining, IDLE_WAIT))
+
+
+def arrivals_by(t: float, rate: float, rate_end: float | None, duration: float) -> int:
+    """How many tickets are due in [0, t): a constant rate, or linear from ``rate`` to ``rate_end``."""
+    if rate_end is None or duration <= 0:
+        return int(math.ceil(rate * t - 1e-9)) if rate > 0 else 0
+    return int(math.ceil(rate * t + (rate_end - rate) * t * t / (2.0 * duration) - 1e-9))
+
+
+def arrival_time(k: int, rate: float, rate_end: float | None, duration: float) -> float:
+    """When ticket ``k`` (0-based) is due: the inverse of :func:`arrivals_by`."""
+    if rate_end is None or rate_end == rate or duration <= 0:
+        return k / rate
+    slope = (rate_end - rate) / duration
+    return (-rate + math.sqrt(max(rate * rate + 2.0 * slope * k, 0.0))) / slope
+
+
+def scheduler(environment: Any) -> TicketScheduler:
+    found = getattr(environment, "_swarmgauge_tickets", None)
+    if found is None:
+        found = environment._swarmgauge_tickets = TicketScheduler(environment)
+    return found
+
+
+def take_ticket(user: Any, timeout: float = MAX_TICKET_WAIT) -> bool:
+    """Block until this process issues a ticket; the next measured request is timed from its intended start."""
+    current = steps.current_step(user.environment)
+    if current is None or current.rate is None:
+        return False
+    due = scheduler(user.environment).take(timeout)
+    if due is None:
+        return False
+    set_intended_start(due)
+    return True
+
+
+def tickets(idle_wait: float = IDLE_WAIT) -> Callable[[Any], float]:
+    """A ``wait_time`` for open-model users: waits for a ticket; in a closed-model step waits ``idle_wait``."""
+
+    def wait_for_ticket(user: Any) -> float:
+        current = steps.current_step(user.environment)
+        if current is None or current.rate is None:
+            return idle_wait
+        take_ticket(user)
+        return 0.0
+
+    return wait_for_ticket
+
+
+class OpenModel:
+    """User mixin: ``wait_time = tickets()`` plus a first ticket taken at the end of ``on_start``."""
+
+    wait_time = tickets()
+
+    def on_start(self) -> None:
+        super().on_start()  # type: ignore[misc]
+        take_ticket(self)
+
+
+@steps.step_changed.add_listener
+def _on_step_changed(environment: Any, step: steps.StepInfo, **_kwargs: Any) -> None:
+    if isinstance(environment.runner, MasterRunner):
+        return
+    ticket_scheduler = scheduler(environment)
+    ticket_scheduler.expire()
+    if step.rate is None:
+        ticket_scheduler.stop_issuing()
+        ticket_scheduler.expire(everything=True)
+        ticket_scheduler.step = step
+        return
+    ticket_scheduler.start(step)
+
+
+@events.test_stop.add_listener
+def _on_test_stop(environment: Any, **_kwargs: Any) -> None:
+    found = getattr(environment, "_swarmgauge_tickets", None)
+    if found is not None:
+        found.stop_issuing()
+        found.expire(everything=True)

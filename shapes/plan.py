@@ -1,0 +1,257 @@
+"""Stage plans: what a shape runs, from a YAML file or from options, validated before any user spawns.
+
+A plan is a list of :class:`Stage` built from one of the kinds below; every kind expands to stages, so the shape
+that runs it is the same. YAML keys (``shapes/plans/*.yaml`` are examples)::
+
+    name: demarkus-reads
+    kind: step_ramp            # step_ramp | soak | arrival_rate | burst | churn | stages
+    steps: [1, 4, 16, 64]      # step_ramp: users per step, strictly increasing
+    step_time: 60s             # hold per step (s, m, h or a number of seconds)
+    warmup: 5s                 # excluded from each step's statistics
+    rate: 5                    # arrival_rate/burst/churn/soak: iterations (or sessions) per second
+    rates: [10, 50, 100]       # arrival_rate: one stage per rate, step_time each
+    duration: 40m              # soak/burst/churn/arrival_rate with one rate
+    max_users: 64              # open model: the concurrency cap (k6's maxVUs)
+    drop_after: 1s             # open model: a ticket not started within this is dropped
+    users: 1                   # soak: fixed users (closed model)
+    user_classes: [FetchUser]  # optional: which User classes the stages spawn
+    slos: ["FETCH:p99<500ms"]  # checked at the end like --slo
+    stages:                    # kind: stages, explicit list
+      - {label: warm, users: 4, duration: 30s}
+      - {label: ramp, rate: 10, rate_end: 50, duration: 60s, max_users: 32}
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swarmgauge.errors import UsageError
+
+KINDS = ("step_ramp", "soak", "arrival_rate", "burst", "churn", "stages")
+DEFAULT_MAX_USERS = 100
+DEFAULT_DROP_AFTER = 1.0
+_TOP_KEYS = {"name", "description", "kind", "shape", "steps", "step_time", "warmup", "rate", "rates", "duration",
+             "max_users", "drop_after", "users", "user_classes", "slos", "stages", "spawn_rate"}
+_STAGE_KEYS = {"label", "users", "rate", "rate_end", "duration", "warmup", "max_users", "drop_after", "spawn_rate",
+               "user_classes"}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
+_DURATION_UNITS = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_duration(value: Any, what: str) -> float:
+    """``30s``, ``5m``, ``1h``, ``1.5`` (seconds) -> seconds; anything else is a UsageError."""
+    if isinstance(value, bool):
+        raise UsageError(f"{what}: expected a duration such as 30s, got {value!r}")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    else:
+        match = _DURATION.match(str(value))
+        if not match:
+            raise UsageError(f"{what}: expected a duration such as 30s, 5m or 1h, got {value!r}")
+        seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    if seconds < 0:
+        raise UsageError(f"{what}: must not be negative, got {value!r}")
+    return seconds
+
+
+def _number(value: Any, what: str, *, integer: bool = False, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise UsageError(f"{what}: expected a number, got {value!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise UsageError(f"{what}: expected a number, got {value!r}") from None
+    if number < 0:
+        raise UsageError(f"{what}: must not be negative, got {value!r}")
+    if positive and number == 0:
+        raise UsageError(f"{what}: must be greater than zero")
+    if integer and number != int(number):
+        raise UsageError(f"{what}: expected a whole number, got {value!r}")
+    return number
+
+
+def _number_list(value: Any, what: str, *, integer: bool = False) -> list[float]:
+    if isinstance(value, str):
+        value = [v for v in re.split(r"[,\s]+", value.strip()) if v]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise UsageError(f"{what}: expected a list such as 1,4,16, got {value!r}")
+    return [_number(v, what, integer=integer) for v in value]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage: closed (``users``) or open (``rate`` iterations/s, ramping to ``rate_end``, capped users)."""
+
+    label: str
+    duration: float
+    users: int | None = None
+    rate: float | None = None
+    rate_end: float | None = None
+    warmup: float = 0.0
+    max_users: int | None = None
+    drop_after: float = DEFAULT_DROP_AFTER
+    spawn_rate: float | None = None
+    user_classes: tuple[str, ...] | None = None
+
+    @property
+    def open_model(self) -> bool:
+        return self.rate is not None
+
+    @property
+    def user_count(self) -> int:
+        return int(self.max_users if self.open_model else self.users or 0)
+
+
+@dataclass
+class Plan:
+    name: str
+    kind: str
+    stages: list[Stage]
+    slos: list[str] = field(default_factory=list)
+    source: str = "options"
+
+    @property
+    def total_duration(self) -> float:
+        return sum(s.duration for s in self.stages)
+
+    def summary(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "source": self.source, "slos": list(self.slos),
+                "stages": [asdict(s) for s in self.stages]}
+
+
+def _stage(raw: dict[str, Any], position: int, defaults: dict[str, Any], where: str) -> Stage:
+    unknown = set(raw) - _STAGE_KEYS
+    if unknown:
+        raise UsageError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} in stage {position + 1}")
+    merged = {**defaults, **raw}
+    what = f"{where} stage {position + 1}"
+    users = merged.get("users")
+    rate = merged.get("rate")
+    if (users is None) == (rate is None):
+        raise UsageError(f"{what}: give exactly one of users or rate")
+    if "duration" not in merged:
+        raise UsageError(f"{what}: duration is missing")
+    duration = parse_duration(merged["duration"], f"{what} duration")
+    if duration <= 0:
+        raise UsageError(f"{what}: duration must be greater than zero")
+    classes = merged.get("user_classes")
+    if classes is not None and (not isinstance(classes, (list, tuple)) or not all(isinstance(c, str) for c in classes)):
+        raise UsageError(f"{what}: user_classes must be a list of class names")
+    stage = Stage(
+        label=str(merged.get("label") or (f"{int(_number(users, what))} users" if users is not None
+                                           else f"{_number(rate, what):g}/s")),
+        duration=duration,
+        users=int(_number(users, f"{what} users", integer=True)) if users is not None else None,
+        rate=_number(rate, f"{what} rate") if rate is not None else None,
+        rate_end=_number(merged["rate_end"], f"{what} rate_end") if merged.get("rate_end") is not None else None,
+        warmup=parse_duration(merged.get("warmup", 0), f"{what} warmup"),
+        max_users=int(_number(merged.get("max_users", DEFAULT_MAX_USERS), f"{what} max_users", integer=True,
+                              positive=True)) if rate is not None else None,
+        drop_after=parse_duration(merged.get("drop_after", DEFAULT_DROP_AFTER), f"{what} drop_after"),
+        spawn_rate=_number(merged["spawn_rate"], f"{what} spawn_rate", positive=True)
+        if merged.get("spawn_rate") is not None else None,
+        user_classes=tuple(classes) if classes else None,
+    )
+    if stage.warmup >= stage.duration:
+        raise UsageError(f"{what}: warmup ({stage.warmup:g}s) must be shorter than the stage ({stage.duration:g}s)")
+    return stage
+
+
+def build_plan(doc: dict[str, Any], *, source: str = "options") -> Plan:
+    """Expand a plan document (YAML mapping or options) into stages, or raise UsageError saying what is wrong."""
+    where = f"plan {source}"
+    if not isinstance(doc, dict):
+        raise UsageError(f"{where}: expected a mapping of plan keys")
+    unknown = set(doc) - _TOP_KEYS
+    if unknown:
+        raise UsageError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    kind = str(doc.get("kind") or doc.get("shape") or "").strip()
+    if kind not in KINDS:
+        raise UsageError(f"{where}: unknown shape {kind!r}; choose one of {', '.join(KINDS)}")
+    common = {k: doc[k] for k in ("warmup", "max_users", "drop_after", "spawn_rate", "user_classes") if k in doc}
+    raws: list[dict[str, Any]]
+    if kind == "step_ramp":
+        steps = _number_list(doc.get("steps"), f"{where} steps", integer=True)
+        if any(b <= a for a, b in zip(steps, steps[1:])):
+            raise UsageError(f"{where}: steps must be strictly increasing, got {', '.join(f'{s:g}' for s in steps)}")
+        if steps[0] <= 0:
+            raise UsageError(f"{where}: steps must start above zero users")
+        step_time = doc.get("step_time")
+        if step_time is None:
+            raise UsageError(f"{where}: step_time is missing")
+        raws = [{"users": int(s), "duration": step_time, "label": f"{int(s)} users"} for s in steps]
+    elif kind == "arrival_rate" and doc.get("rates") is not None:
+        rates = _number_list(doc.get("rates"), f"{where} rates")
+        raws = [{"rate": r, "duration": doc.get("step_time", doc.get("duration")), "label": f"{r:g}/s"} for r in rates]
+    elif kind in ("soak", "arrival_rate", "burst", "churn"):
+        if kind == "soak" and doc.get("users") is not None:
+            raws = [{"users": doc["users"], "duration": doc.get("duration"), "label": f"soak {doc['users']} users"}]
+        else:
+            if doc.get("rate") is None:
+                raise UsageError(f"{where}: rate is missing for a {kind} plan")
+            unit = "sessions/s" if kind == "churn" else "/s"
+            raws = [{"rate": doc["rate"], "duration": doc.get("duration"),
+                     "label": f"{kind} {_number(doc['rate'], f'{where} rate'):g}{unit}"}]
+        raws = [{k: v for k, v in r.items() if v is not None} for r in raws]
+    else:
+        raws = doc.get("stages") or []
+        if not isinstance(raws, list) or not raws:
+            raise UsageError(f"{where}: stages must be a non-empty list")
+    stages = [_stage(dict(r) if isinstance(r, dict) else _not_mapping(r, where), i, common, where)
+              for i, r in enumerate(raws)]
+    slos = doc.get("slos") or []
+    if not isinstance(slos, list) or not all(isinstance(s, str) for s in slos):
+        raise UsageError(f"{where}: slos must be a list of expressions")
+    return Plan(name=str(doc.get("name") or kind), kind=kind, stages=stages, slos=list(slos), source=source)
+
+
+def _not_mapping(raw: Any, where: str) -> dict[str, Any]:
+    raise UsageError(f"{where}: each stage must be a mapping, got {raw!r}")
+
+
+def load_plan_file(path: str | Path) -> Plan:
+    import yaml
+
+    file = Path(path)
+    if not file.is_file():
+        bundled = Path(__file__).parent / "plans" / (file.name if file.suffix else f"{file.name}.yaml")
+        if not bundled.is_file():
+            raise UsageError(f"plan file {str(path)!r} not found")
+        file = bundled
+    try:
+        doc = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UsageError(f"plan {file}: not valid YAML ({first})") from None
+    return build_plan(doc, source=str(file))
+
+
+def plan_from_options(options: Any) -> Plan | None:
+    """A plan from ``--plan`` or from ``--steps/--rate/...``; None when no plan option was given."""
+    if getattr(options, "plan", None):
+        return load_plan_file(options.plan)
+    doc: dict[str, Any] = {}
+    for key in ("steps", "step_time", "warmup", "rate", "duration", "max_users", "drop_after"):
+        value = getattr(options, f"plan_{key}" if key == "duration" else key, None)
+        if value not in (None, ""):
+            doc[key] = value
+    if not doc:
+        return None
+    if getattr(options, "shape_kind", None):
+        doc["kind"] = options.shape_kind
+    elif "steps" in doc:
+        doc["kind"] = "step_ramp"
+    elif "rate" in doc:
+        rate = str(doc["rate"])
+        if "," in rate:
+            doc["kind"], doc["rates"] = "arrival_rate", doc.pop("rate")
+        else:
+            doc["kind"] = "arrival_rate"
+    else:
+        raise UsageError("plan options: give --steps (closed model) or --rate (open model), or --plan FILE")
+    if doc["kind"] == "arrival_rate" and "," in str(doc.get("rate", "")):
+        doc["rates"] = doc.pop("rate")
+    return build_plan(doc, source="options")

@@ -1,0 +1,55 @@
+"""Locustfile for the run-machinery tests: users of ``targets/sim_http.py`` measured through users/recording.
+
+``SIM_USER_MODE=open`` makes the user take open-model tickets; ``SIM_STATUS`` makes every request ask for that
+status (to test error exit codes). The shape is ``PlanShape``: the tests pass ``--plan`` or ``--steps``.
+"""
+
+import os
+
+from geventhttpclient import HTTPClient
+from locust import User, constant, task
+
+import listeners.all  # noqa: F401 - the swarmgauge listeners and their options
+from listeners import steps
+from shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
+from shapes.open_model import OpenModel
+from swarmgauge.errors import SwarmgaugeError
+from users.recording import measure
+
+
+class SimHttpError(SwarmgaugeError):
+    """The simulated target answered with an error status."""
+
+
+class _SimUserBase(User):
+    abstract = True
+    status = os.environ.get("SIM_STATUS")
+
+    def on_start(self) -> None:
+        self.http = HTTPClient.from_url(self.host, concurrency=1, network_timeout=30, connection_timeout=5)
+
+    def on_stop(self) -> None:
+        self.http.close()
+
+    @task
+    def item(self) -> None:
+        info = steps.current_step(self.environment)
+        path = f"/item?step={info.index if info else ''}"
+        if self.status:
+            path += f"&status={self.status}"
+        with measure(self.environment.events, "GET", "/item") as outcome:
+            response = self.http.get(path)
+            body = response.read()
+            outcome.response_length = len(body)
+            if response.status_code >= 400:
+                raise SimHttpError(f"status {response.status_code}")
+
+
+if os.environ.get("SIM_USER_MODE") == "open":
+    class SimUser(OpenModel, _SimUserBase):
+        def on_start(self) -> None:
+            _SimUserBase.on_start(self)
+            OpenModel.on_start(self)
+else:
+    class SimUser(_SimUserBase):
+        wait_time = constant(0.01)
