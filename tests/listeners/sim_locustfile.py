@@ -9,7 +9,9 @@ import os
 from geventhttpclient import HTTPClient
 from locust import User, constant, task
 
-import listeners.all  # noqa: F401 - the swarmgauge listeners and their options
+import listeners.rundir  # noqa: F401 - only the run machinery under test, not the other listeners
+import listeners.slo  # noqa: F401
+import listeners.steps  # noqa: F401
 from listeners import steps
 from shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 from shapes.open_model import OpenModel
