@@ -39,7 +39,7 @@ _SAMPLERS: "weakref.WeakKeyDictionary[Any, ResourceSampler]" = weakref.WeakKeyDi
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser) -> None:
-    group = parser.add_argument_group("swarmgauge resource sampling")
+    group = parser  # Locust's own add_argument knows include_in_web_ui and is_secret; argparse groups do not
     group.add_argument("--sample", action="append", default=[], metavar="SOURCE", env_var="SWARMGAUGE_SAMPLE",
                        include_in_web_ui=True, is_multiple=True,
                        help="target to sample (repeatable; ';' separates several in one value): psutil:pid=N, "

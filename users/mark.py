@@ -173,6 +173,7 @@ class MarkClient:
         max_streams: int = DEFAULT_MAX_STREAMS,
         connection: str = "pooled",
         idle_timeout: float = 30.0,
+        keepalive: float | None = 25.0,
         transport_factory: TransportFactory | None = None,
         on_handshake: HandshakeHook | None = None,
         stats: QuicStats | None = None,
@@ -188,6 +189,7 @@ class MarkClient:
         self.timeout = timeout
         self.connect_timeout = connect_timeout if connect_timeout is not None else timeout
         self.max_streams = max_streams
+        self.keepalive = keepalive
         self.on_handshake = on_handshake
         self.stats = stats if stats is not None else QuicStats()
         self._configuration = client_configuration(
@@ -227,7 +229,7 @@ class MarkClient:
 
     def _open(self) -> QuicDriver:
         driver = QuicDriver(self.host, self.port, self._configuration, transport_factory=self._transport_factory,
-                            max_streams=self.max_streams, stats=self.stats)
+                            max_streams=self.max_streams, stats=self.stats, keepalive=self.keepalive)
         try:
             seconds = driver.connect(timeout=self.connect_timeout)
         except QuicError as exc:

@@ -38,7 +38,7 @@ STEP_COUNTERS = ("sessions_started", "sessions_expired", "sessions_refused")
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    group = parser.add_argument_group("swarmgauge MCP")
+    group = parser  # Locust's own add_argument knows include_in_web_ui and is_secret; argparse groups do not
     group.add_argument("--mcp-path", default="/mcp", env_var="SWARMGAUGE_MCP_PATH", include_in_web_ui=True,
                        help="MCP endpoint path on the host (default /mcp)")
     group.add_argument("--mcp-token", default="", env_var="SWARMGAUGE_MCP_TOKEN", include_in_web_ui=True,
@@ -166,9 +166,23 @@ def _pacer_for(user: "MCPChurnUser") -> SessionPacer:
 
 
 def _churn_wait(user: "MCPChurnUser") -> float:
-    """Sleep until this user's next ticket; the measured requests are timed from the intended start."""
+    """Wait for this user's next session ticket; the measured requests are timed from the intended start.
+
+    In a step with a rate (the ``Churn``/``ArrivalRate`` shapes) the tickets come from ``shapes.open_model``;
+    otherwise from this class's ``SessionPacer`` at ``--mcp-churn-rate``.
+    """
     from users.recording import set_intended_start
 
+    try:
+        from listeners import steps
+        from shapes import open_model
+
+        current = steps.current_step(user.environment)
+    except ImportError:
+        current = None
+    if current is not None and current.rate is not None:
+        open_model.take_ticket(user)
+        return 0.0
     ticket = _pacer_for(user).take()
     delay = ticket - time.perf_counter()
     set_intended_start(ticket)
@@ -248,6 +262,10 @@ class MCPChurnUser(_MCPBase):
     abstract = True
     wait_time = _churn_wait
 
+    def on_start(self) -> None:
+        """Locust runs one task before the first wait: take the first ticket here so every session is paced."""
+        gevent.sleep(_churn_wait(self))
+
     @task
     def one_session(self) -> None:
         self.client.session.abandon()
@@ -283,10 +301,3 @@ class MCPLookupAllUser(MCPUser):
     @task
     def call(self) -> None:
         self.call_with_recovery("mark_lookup_all", {"query": self.options.query})
-
-
-def sleep_until(deadline: float) -> None:
-    """Cooperative sleep to a ``perf_counter`` deadline (used by tests and the benchmark)."""
-    delay = deadline - time.perf_counter()
-    if delay > 0:
-        gevent.sleep(delay)

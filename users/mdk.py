@@ -249,7 +249,7 @@ class MDKClient:
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser) -> None:
-    group = parser.add_argument_group("swarmgauge MDK", "MDKUser against an MDK Gateway (--host is its base URL)")
+    group = parser  # Locust's own add_argument knows include_in_web_ui and is_secret; argparse groups do not
     group.add_argument("--mdk-expect-devices", type=int, default=0, env_var="SWARMGAUGE_MDK_EXPECT_DEVICES",
                        include_in_web_ui=True, help="summary fails when deviceCount is below this (0: no check)")
     group.add_argument("--mdk-action", default=DEFAULT_ACTION, env_var="SWARMGAUGE_MDK_ACTION",

@@ -147,8 +147,12 @@ class QuicDriver:
         max_streams: int = DEFAULT_MAX_STREAMS,
         max_response: int = MAX_RESPONSE,
         stats: QuicStats | None = None,
+        keepalive: float | None = None,
     ):
         self.host, self.port = host, port
+        self.keepalive = keepalive
+        self._last_heard = 0.0
+        self._pings = 0
         self._configuration = configuration
         self._alpn = (configuration.alpn_protocols or [None])[0]
         self._transport_factory = transport_factory or UdpTransport.open
@@ -197,11 +201,13 @@ class QuicDriver:
             self._fail(HandshakeTimeout(f"no QUIC handshake with {self.host}:{self.port} within {timeout:g} s"))
             self._shutdown()
             raise self._error from None
-        except QuicError:
+        except BaseException:  # a failed handshake, or the calling greenlet killed mid-handshake
+            self._fail(ConnectionLost("connect interrupted"))
             self._shutdown()
             raise
         self.handshake_seconds = time.perf_counter() - started
         self._connected = True
+        self._last_heard = time.monotonic()
         self.stats.handshakes += 1
         return self.handshake_seconds
 
@@ -251,8 +257,12 @@ class QuicDriver:
         quic = self._quic
         try:
             while self._error is None:
-                for data in self._transport.drain():
+                received = self._transport.drain()
+                for data in received:
                     quic.receive_datagram(data, self._transport.peer, time.monotonic())
+                if received:
+                    self._last_heard = time.monotonic()
+                self._keep_alive()
                 timer_at = quic.get_timer()
                 if timer_at is not None and time.monotonic() >= timer_at:
                     quic.handle_timer(time.monotonic())
@@ -261,6 +271,9 @@ class QuicDriver:
                 if self._error is not None:
                     break
                 timer_at = quic.get_timer()
+                if self.keepalive is not None and self._connected:
+                    ping_at = self._last_heard + self.keepalive
+                    timer_at = ping_at if timer_at is None else min(timer_at, ping_at)
                 timeout = None if timer_at is None else max(0.0005, timer_at - time.monotonic())
                 self._wakeup.wait(timeout)
                 self._wakeup.clear()
@@ -271,6 +284,16 @@ class QuicDriver:
             self._fail(ConnectionLost(f"driver error: {type(exc).__name__}: {exc}"))
         finally:
             self._transport.close()
+
+    def _keep_alive(self) -> None:
+        """PING a quiet connection (as the Go client does every 25 s) so the server's idle timeout never fires."""
+        if self.keepalive is None or not self._connected:
+            return
+        now = time.monotonic()
+        if now >= self._last_heard + self.keepalive:
+            self._pings += 1
+            self._quic.send_ping(self._pings)
+            self._last_heard = now
 
     def _process_events(self) -> None:
         quic = self._quic

@@ -134,6 +134,16 @@ def test_silent_peer_is_detected_by_idle_timeout(server):
     assert not driver.alive
 
 
+def test_keepalive_pings_hold_an_idle_connection_open(server):
+    driver = QuicDriver("127.0.0.1", server.port, client_configuration(insecure=True, idle_timeout=1.0),
+                        keepalive=0.25)
+    driver.connect(timeout=5)
+    gevent.sleep(1.6)
+    assert driver.alive
+    assert driver.request(b"FETCH /good\n", timeout=5) == GOOD_RESPONSE
+    driver.close()
+
+
 def test_more_streams_than_the_bound_wait_instead_of_failing(server):
     driver = driver_for(server, max_streams=10)
     driver.connect(timeout=5)
