@@ -1,0 +1,27 @@
+"""The README's main job runs end to end and leaves a complete run directory behind."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_demo_writes_the_run_directory_and_report(tmp_path: Path):
+    run_dir = tmp_path / "demo"
+    result = subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "demo", "--run-dir", str(run_dir), "--steps", "1,2",
+         "--step-time", "2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"results: {run_dir}" in result.stdout
+    for name in ("steps.csv", "run.json", "slo.json", "locust_stats.csv", "report.md", "report.html"):
+        assert (run_dir / name).exists(), name
+    with open(run_dir / "steps.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {row["users"] for row in rows} >= {"1", "2"}
+    assert "| Step" in (run_dir / "report.md").read_text()
