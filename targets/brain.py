@@ -1,0 +1,353 @@
+"""A stand-in for the 2dph brain HTTP API (not the real service): same routes, semaphore and failure modes.
+
+The real brain (``eSlider/2dph``, ``pkg/httpapi``) is Go over a Ladybug database and an embedding daemon. This
+stand-in keeps what a load test sees: the exact-path routes (``/health``, ``/search``, ``/get``, ``/stats``,
+``/audit``, ``/ingest``, ``/openapi.json``, the minimal stateless ``/mcp``; anything else is a 404 JSON), the
+``KB_WORKERS`` semaphore around the backend routes (waiting just blocks), backend errors as 502 ``{"error"}``, and a
+small deterministic corpus. Two fault modes reproduce the bugs on the 2dph PERF page:
+
+* ``--leak-per-search KB`` retains KB of real, touched memory per search (the reload-the-model-per-request bug),
+  so the process RSS grows;
+* ``--pool-exhaustion N`` leaves each search's query result unclosed; once N are pinned, every backend route
+  answers 502 (the buffer-pool-full error) until restart. ``/health`` stays 200, as in the real API where it
+  never touches the database.
+
+It also serves ``/metrics`` (Prometheus text: process RSS, searches, pinned results) for the sampler's ``prom:``
+source; the real API has no such route. Prints ``ready http://HOST:PORT`` once it accepts connections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+from prometheus_client import CollectorRegistry, Gauge, ProcessCollector, generate_latest
+
+PROTOCOL_VERSION = "2024-11-05"
+POOL_FULL = ("Buffer manager exception: Unable to allocate memory! The buffer pool is full and no memory "
+             "could be freed!")
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+_WORDS = ("quic mark stream fetch publish world etag cursor session gateway token agent kneo dispatch queue "
+          "miner fleet hashrate pool brain leaf fact embed vector index search heap memory soak ramp retention "
+          "prune version frontmatter lookup latency throughput worker semaphore ladybug buffer daemon model").split()
+OPS = (  # path, method, summary: the Ops table /openapi.json is generated from
+    ("/health", "GET", "liveness; bypasses the worker semaphore"),
+    ("/search", "GET", "search leafs: q (required), n 1..100, root facts|info, noweb, as_of YYYY-MM-DD, sort"),
+    ("/get", "GET", "one leaf by id; body=1 adds the body"),
+    ("/stats", "GET", "index health"),
+    ("/audit", "GET", "facts confidence histogram"),
+    ("/ingest", "POST", "add leafs: one object, an array or {\"leafs\": [...]}"),
+    ("/mcp", "POST", "minimal stateless MCP JSON-RPC"),
+)
+
+
+class ApiError(Exception):
+    """An HTTP error answer: status and message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def build_corpus(size: int, seed: int = 2) -> list[dict]:
+    """A deterministic corpus: the same ``size`` and ``seed`` always give the same leafs."""
+    rng = random.Random(seed)
+    leafs = []
+    for i in range(size):
+        words = rng.sample(_WORDS, 8)
+        leafs.append({
+            "id": f"leaf-{i:04d}", "root": "facts" if i % 3 else "info", "text": " ".join(words),
+            "body": " ".join(words * 4), "source": f"notes/{words[0]}.md",
+            "valid_from": f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}", "confidence": round(rng.random(), 2)})
+    return leafs
+
+
+class Brain:
+    """The stand-in's state: corpus, semaphore, and the two fault modes' retained memory and pinned results."""
+
+    def __init__(self, *, workers: int = 4, corpus_size: int = 300, search_ms: float = 5.0,
+                 leak_per_search_kb: int = 0, pool_exhaustion: int = 0) -> None:
+        self.leafs = build_corpus(corpus_size)
+        self.by_id = {leaf["id"]: leaf for leaf in self.leafs}
+        self.semaphore = threading.BoundedSemaphore(max(1, workers))
+        self.search_s = max(0.0, search_ms) / 1000.0
+        self.leak_bytes = max(0, leak_per_search_kb) * 1024
+        self.pool_size = max(0, pool_exhaustion)
+        self.retained: list[bytearray] = []
+        self.pinned_results = 0
+        self.searches = 0
+        self.lock = threading.Lock()
+
+    def _backend(self) -> None:
+        if self.pool_size and self.pinned_results >= self.pool_size:
+            raise ApiError(502, POOL_FULL)
+
+    def search(self, params: dict[str, str]) -> dict:
+        query = params.get("q", "").strip()
+        if not query:
+            raise ApiError(400, "missing required parameter q")
+        try:
+            n = int(params.get("n", "10"))
+        except ValueError:
+            raise ApiError(400, "n must be an integer") from None
+        if not 1 <= n <= 100:
+            raise ApiError(400, "n must be in 1..100")
+        root = params.get("root") or None
+        if root not in (None, "facts", "info"):
+            raise ApiError(400, "root must be facts or info")
+        as_of = params.get("as_of")
+        if as_of and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", as_of):
+            raise ApiError(400, "as_of must be YYYY-MM-DD")
+        self._backend()
+        if self.search_s:
+            time.sleep(self.search_s)  # the embedding + index round trip
+        terms = set(re.findall(r"\w+", query.lower()))
+        scored = []
+        for leaf in self.leafs:
+            if (root and leaf["root"] != root) or (as_of and leaf["valid_from"] > as_of):
+                continue
+            hits = len(terms.intersection(leaf["text"].split()))
+            if hits:
+                scored.append((round(hits / max(1, len(terms)), 4), leaf))
+        sort = params.get("sort", "")
+        if sort.startswith("date"):
+            scored.sort(key=lambda s: s[1]["valid_from"], reverse=not sort.endswith(":asc"))
+        else:
+            scored.sort(key=lambda s: (-s[0], s[1]["id"]))
+        with self.lock:
+            self.searches += 1
+            if self.leak_bytes:
+                self.retained.append(bytearray(b"\x01") * self.leak_bytes)
+            if self.pool_size:
+                self.pinned_results += 1  # the result is never closed: its pages stay pinned
+        results = [{"id": leaf["id"], "text": leaf["text"], "root": leaf["root"], "score": score,
+                    "source": leaf["source"], "valid_from": leaf["valid_from"]} for score, leaf in scored[:n]]
+        return {"query": query, "root_filter": root or "", "count": len(results), "results": results}
+
+    def get(self, params: dict[str, str]) -> dict:
+        leaf_id = params.get("id", "")
+        if not leaf_id:
+            raise ApiError(400, "missing required parameter id")
+        self._backend()
+        leaf = self.by_id.get(leaf_id)
+        if leaf is None:
+            raise ApiError(404, f"no leaf {leaf_id}")
+        shown = {k: v for k, v in leaf.items() if k != "body"}
+        if params.get("body") not in (None, "", "0", "false"):
+            shown["body"] = leaf["body"]
+        return shown
+
+    def stats(self, _params=None) -> dict:
+        self._backend()
+        roots: dict[str, int] = {}
+        for leaf in self.leafs:
+            roots[leaf["root"]] = roots.get(leaf["root"], 0) + 1
+        return {"leafs": len(self.leafs), "roots": roots, "index": "ok", "searches": self.searches,
+                "pinned_results": self.pinned_results, "retained_bytes": len(self.retained) * self.leak_bytes}
+
+    def audit(self, _params=None) -> dict:
+        self._backend()
+        buckets = {f"{b / 5:.1f}-{(b + 1) / 5:.1f}": 0 for b in range(5)}
+        facts = [leaf for leaf in self.leafs if leaf["root"] == "facts"]
+        for leaf in facts:
+            b = min(4, int(leaf["confidence"] * 5))
+            buckets[f"{b / 5:.1f}-{(b + 1) / 5:.1f}"] += 1
+        return {"facts": len(facts), "confidence_histogram": buckets}
+
+    def ingest(self, body: bytes) -> dict:
+        if not body.strip():
+            return {"hint": "POST one leaf object, an array of them, or {\"leafs\": [...]}; CLI: brain ingest FILE"}
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            raise ApiError(400, "body is not JSON") from None
+        items = doc.get("leafs") if isinstance(doc, dict) and "leafs" in doc else doc
+        items = items if isinstance(items, list) else [items]
+        if not all(isinstance(i, dict) and isinstance(i.get("text"), str) and i["text"] for i in items):
+            raise ApiError(400, "every leaf needs a non-empty text")
+        self._backend()
+        ids = []
+        with self.lock:
+            for item in items:
+                leaf = {"id": f"leaf-{len(self.leafs):04d}", "root": item.get("root", "info"), "text": item["text"],
+                        "body": item["text"], "source": item.get("source", "ingest"),
+                        "valid_from": item.get("valid_from", time.strftime("%Y-%m-%d")), "confidence": 1.0}
+                self.leafs.append(leaf)
+                self.by_id[leaf["id"]] = leaf
+                ids.append(leaf["id"])
+        return {"ingested": len(ids), "ids": ids}
+
+    def mcp(self, body: bytes) -> dict:
+        """Stateless JSON-RPC: no session id, no SSE; notifications get 200 ``{}`` (as the real API does)."""
+        try:
+            msg = json.loads(body)
+        except ValueError:
+            return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}}
+        if not isinstance(msg, dict) or not isinstance(msg.get("method"), str):
+            return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "invalid request"}}
+        if "id" not in msg:
+            return {}
+        method, params = msg["method"], msg.get("params") or {}
+        reply = {"jsonrpc": "2.0", "id": msg["id"]}
+        tools = {"search": self.search, "get": self.get, "stats": self.stats, "audit": self.audit}
+        if method == "initialize":
+            reply["result"] = {"protocolVersion": PROTOCOL_VERSION, "capabilities": {"tools": {}},
+                               "serverInfo": {"name": "brain-standin", "version": "0.1"}}
+        elif method == "ping":
+            reply["result"] = {}
+        elif method == "tools/list":
+            reply["result"] = {"tools": [{"name": name, "description": f"brain {name}",
+                                          "inputSchema": {"type": "object"}} for name in (*tools, "ingest")]}
+        elif method == "tools/call" and params.get("name") in (*tools, "ingest"):
+            args = params.get("arguments") or {}
+            try:
+                if params["name"] == "ingest":
+                    out = self.ingest(json.dumps(args).encode())
+                else:
+                    out = tools[params["name"]]({k: str(v) for k, v in args.items()})
+                reply["result"] = {"content": [{"type": "text", "text": json.dumps(out)}]}
+            except ApiError as exc:
+                reply["result"] = {"content": [{"type": "text", "text": str(exc)}], "isError": True}
+        elif method == "tools/call":
+            reply["error"] = {"code": -32602, "message": f"unknown tool {params.get('name')!r}"}
+        else:
+            reply["error"] = {"code": -32601, "message": f"method not found: {method}"}
+        return reply
+
+
+def openapi() -> dict:
+    paths = {path: {method.lower(): {"summary": summary, "responses": {"200": {"description": "ok"}}}}
+             for path, method, summary in OPS}
+    return {"openapi": "3.0.3", "info": {"title": "brain API (swarmgauge stand-in)", "version": "0.1"},
+            "paths": paths}
+
+
+def metrics_registry(brain: Brain) -> CollectorRegistry:
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)
+    Gauge("brain_searches", "Searches answered.", registry=registry).set_function(lambda: brain.searches)
+    Gauge("brain_pinned_results", "Unclosed query results.", registry=registry).set_function(
+        lambda: brain.pinned_results)
+    return registry
+
+
+def make_handler(brain: Brain):
+    registry = metrics_registry(brain)
+    gets = {"/search": brain.search, "/get": brain.get, "/stats": brain.stats, "/audit": brain.audit}
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _send(self, status: int, doc, content_type: str = "application/json") -> None:
+            data = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _route(self, method: str) -> None:
+            url = urlsplit(self.path)
+            params = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if method == "POST" else b""
+            try:
+                if url.path == "/health":
+                    return self._send(200, {"status": "ok"})
+                if url.path == "/openapi.json":
+                    return self._send(200, openapi())
+                if url.path == "/metrics":
+                    return self._send(200, generate_latest(registry), "text/plain; version=0.0.4")
+                if url.path == "/mcp":
+                    if method != "POST":
+                        raise ApiError(405, "method not allowed")
+                    with brain.semaphore:
+                        return self._send(200, brain.mcp(body))
+                if url.path in gets or url.path == "/ingest":
+                    wanted = "POST" if url.path == "/ingest" else "GET"
+                    if method != wanted:
+                        raise ApiError(405, "method not allowed")
+                    with brain.semaphore:
+                        out = brain.ingest(body) if url.path == "/ingest" else gets[url.path](params)
+                    return self._send(200, out)
+                raise ApiError(404, f"no route {url.path}")
+            except ApiError as exc:
+                self._send(exc.status, {"error": str(exc)})
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's names
+            self._route("GET")
+
+        def do_POST(self) -> None:  # noqa: N802
+            self._route("POST")
+
+        def log_message(self, *args) -> None:
+            pass
+
+    return Handler
+
+
+def serve(brain: Brain, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+    """Bind (not yet serving); ``server.server_address`` has the real port when ``port`` is 0."""
+    server_class = _ThreadingHTTPServer6 if ":" in host else ThreadingHTTPServer
+    server = server_class((host, port), make_handler(brain))
+    server.daemon_threads = True
+    return server
+
+
+class _ThreadingHTTPServer6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
+def _parser() -> argparse.ArgumentParser:
+    env = os.environ.get
+    p = argparse.ArgumentParser(prog="swarmgauge target brain",
+                                description="A STAND-IN for the 2dph brain HTTP API (not the real service), with "
+                                            "its two memory/pool bugs as fault modes.")
+    p.add_argument("--host", default=env("KB_HOST", "127.0.0.1"), help="bind address, loopback only")
+    p.add_argument("--port", type=int, default=int(env("KB_PORT", "8630")), help="0 picks a free port")
+    p.add_argument("--workers", type=int, default=int(env("KB_WORKERS", "4")), help="worker semaphore (KB_WORKERS)")
+    p.add_argument("--corpus-size", type=int, default=300, help="deterministic leafs to serve")
+    p.add_argument("--search-ms", type=float, default=5.0, help="time a search spends in the backend")
+    p.add_argument("--leak-per-search", type=int, default=0, metavar="KB", help="memory retained per search")
+    p.add_argument("--pool-exhaustion", type=int, default=0, metavar="N",
+                   help="after N unclosed search results every backend route answers 502 until restart")
+    p.add_argument("--pidfile", help="write the pid here (for the sampler's psutil:pidfile=)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    if args.host not in LOOPBACK:
+        print(f"swarmgauge target brain: --host {args.host}: the stand-in binds loopback only", file=sys.stderr)
+        return 2
+    brain = Brain(workers=args.workers, corpus_size=args.corpus_size, search_ms=args.search_ms,
+                  leak_per_search_kb=args.leak_per_search, pool_exhaustion=args.pool_exhaustion)
+    try:
+        server = serve(brain, args.host, args.port)
+    except OSError as exc:
+        print(f"swarmgauge target brain: cannot bind {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
+        return 2
+    if args.pidfile:
+        with open(args.pidfile, "w") as f:
+            f.write(f"{os.getpid()}\n")
+    host, port = server.server_address[:2]
+    print(f"ready http://{'[' + host + ']' if ':' in host else host}:{port}", flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
