@@ -39,21 +39,20 @@ _SAMPLERS: "weakref.WeakKeyDictionary[Any, ResourceSampler]" = weakref.WeakKeyDi
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser) -> None:
-    group = parser  # Locust's own add_argument knows include_in_web_ui and is_secret; argparse groups do not
-    group.add_argument("--sample", action="append", default=[], metavar="SOURCE", env_var="SWARMGAUGE_SAMPLE",
-                       include_in_web_ui=True, is_multiple=True,
-                       help="target to sample (repeatable; ';' separates several in one value): psutil:pid=N, "
-                            "psutil:pidfile=PATH, psutil:match=REGEX[,uss], cgroup:PATH, gctrace:LOGFILE, "
-                            "pprof:URL, expvar:URL, prom:URL#metric,metric")
-    group.add_argument("--sample-interval", type=float, default=5.0, metavar="SECONDS",
-                       env_var="SWARMGAUGE_SAMPLE_INTERVAL", include_in_web_ui=True,
-                       help="seconds between samples (default 5)")
-    group.add_argument("--sample-on", choices=("master", "workers"), default="master",
-                       env_var="SWARMGAUGE_SAMPLE_ON", include_in_web_ui=True,
-                       help="where the --sample sources are polled: master (default) or every worker")
-    group.add_argument("--sample-warmup", default="10%", metavar="DURATION", env_var="SWARMGAUGE_SAMPLE_WARMUP",
-                       include_in_web_ui=True,
-                       help="ignore this much of the start for slopes and deltas: 30s, 2m or 10%% (default 10%%)")
+    parser.add_argument("--sample", action="append", default=[], metavar="SOURCE", env_var="SWARMGAUGE_SAMPLE",
+                        include_in_web_ui=True, is_multiple=True,
+                        help="target to sample (repeatable; ';' separates several in one value): psutil:pid=N, "
+                             "psutil:pidfile=PATH, psutil:match=REGEX[,uss], cgroup:PATH, gctrace:LOGFILE, "
+                             "pprof:URL, expvar:URL, prom:URL#metric,metric")
+    parser.add_argument("--sample-interval", type=float, default=5.0, metavar="SECONDS",
+                        env_var="SWARMGAUGE_SAMPLE_INTERVAL", include_in_web_ui=True,
+                        help="seconds between samples (default 5)")
+    parser.add_argument("--sample-on", choices=("master", "workers"), default="master",
+                        env_var="SWARMGAUGE_SAMPLE_ON", include_in_web_ui=True,
+                        help="where the --sample sources are polled: master (default) or every worker")
+    parser.add_argument("--sample-warmup", default="10%", metavar="DURATION", env_var="SWARMGAUGE_SAMPLE_WARMUP",
+                        include_in_web_ui=True,
+                        help="ignore this much of the start for slopes and deltas: 30s, 2m or 10%% (default 10%%)")
 
 
 def source_specs(options: Any) -> list[str]:

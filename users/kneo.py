@@ -41,24 +41,23 @@ TARGETS = ("agent", "workflow")
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    group = parser  # Locust's own add_argument knows include_in_web_ui and is_secret; argparse groups do not
-    group.add_argument("--kneo-spec", env_var="SWARMGAUGE_KNEO_SPEC", default="echo.yaml", include_in_web_ui=True,
-                       help="spec_path of each run, relative to the service's spec root")
-    group.add_argument("--kneo-target", env_var="SWARMGAUGE_KNEO_TARGET", default="agent", choices=TARGETS,
-                       include_in_web_ui=True, help="run target: agent or workflow")
-    group.add_argument("--kneo-mode", env_var="SWARMGAUGE_KNEO_MODE", default="sync", choices=MODES,
-                       include_in_web_ui=True, help="sync (200, inline) or queued (202, then poll)")
-    group.add_argument("--kneo-api-key", env_var="SWARMGAUGE_KNEO_API_KEY", default="", is_secret=True,
-                       include_in_web_ui=True, help="API key sent as Authorization: Bearer")
-    group.add_argument("--kneo-input", env_var="SWARMGAUGE_KNEO_INPUT", default="hello", include_in_web_ui=True,
-                       help="input text of each run")
-    group.add_argument("--kneo-idempotency", env_var="SWARMGAUGE_KNEO_IDEMPOTENCY", action="store_true",
-                       default=False, include_in_web_ui=True,
-                       help="send an Idempotency-Key per run and resend once, same key, when no response came")
-    group.add_argument("--kneo-poll-timeout", env_var="SWARMGAUGE_KNEO_POLL_TIMEOUT", type=float, default=60.0,
-                       include_in_web_ui=True, help="seconds a queued run may take to reach a terminal status")
-    group.add_argument("--kneo-run-tag", env_var="SWARMGAUGE_KNEO_RUN_TAG", default="", include_in_web_ui=False,
-                       help="metadata.swarmgauge_run of every run (default: generated once per test run)")
+    parser.add_argument("--kneo-spec", env_var="SWARMGAUGE_KNEO_SPEC", default="echo.yaml", include_in_web_ui=True,
+                        help="spec_path of each run, relative to the service's spec root")
+    parser.add_argument("--kneo-target", env_var="SWARMGAUGE_KNEO_TARGET", default="agent", choices=TARGETS,
+                        include_in_web_ui=True, help="run target: agent or workflow")
+    parser.add_argument("--kneo-mode", env_var="SWARMGAUGE_KNEO_MODE", default="sync", choices=MODES,
+                        include_in_web_ui=True, help="sync (200, inline) or queued (202, then poll)")
+    parser.add_argument("--kneo-api-key", env_var="SWARMGAUGE_KNEO_API_KEY", default="", is_secret=True,
+                        include_in_web_ui=True, help="API key sent as Authorization: Bearer")
+    parser.add_argument("--kneo-input", env_var="SWARMGAUGE_KNEO_INPUT", default="hello", include_in_web_ui=True,
+                        help="input text of each run")
+    parser.add_argument("--kneo-idempotency", env_var="SWARMGAUGE_KNEO_IDEMPOTENCY", action="store_true",
+                        default=False, include_in_web_ui=True,
+                        help="send an Idempotency-Key per run and resend once, same key, when no response came")
+    parser.add_argument("--kneo-poll-timeout", env_var="SWARMGAUGE_KNEO_POLL_TIMEOUT", type=float, default=60.0,
+                        include_in_web_ui=True, help="seconds a queued run may take to reach a terminal status")
+    parser.add_argument("--kneo-run-tag", env_var="SWARMGAUGE_KNEO_RUN_TAG", default="", include_in_web_ui=False,
+                        help="metadata.swarmgauge_run of every run (default: generated once per test run)")
 
 
 def run_tag(environment: Any) -> str:

@@ -38,26 +38,25 @@ STEP_COUNTERS = ("sessions_started", "sessions_expired", "sessions_refused")
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    group = parser  # Locust's own add_argument knows include_in_web_ui and is_secret; argparse groups do not
-    group.add_argument("--mcp-path", default="/mcp", env_var="SWARMGAUGE_MCP_PATH", include_in_web_ui=True,
-                       help="MCP endpoint path on the host (default /mcp)")
-    group.add_argument("--mcp-token", default="", env_var="SWARMGAUGE_MCP_TOKEN", include_in_web_ui=True,
-                       is_secret=True, help="Bearer token sent as Authorization on every MCP request")
-    group.add_argument("--mcp-protocol", default=proto.DEFAULT_VERSION, env_var="SWARMGAUGE_MCP_PROTOCOL",
-                       include_in_web_ui=True, choices=list(proto.SUPPORTED_VERSIONS),
-                       help="MCP protocol version to pin (2026-07-28 is stateless: no initialize, no session)")
-    group.add_argument("--mcp-tool", default="mark_fetch", env_var="SWARMGAUGE_MCP_TOOL", include_in_web_ui=True,
-                       help="tool MCPUser / MCPChurnUser call")
-    group.add_argument("--mcp-args", default='{"url": "/docs/a.md"}', env_var="SWARMGAUGE_MCP_ARGS",
-                       include_in_web_ui=True, help="JSON object of arguments for --mcp-tool")
-    group.add_argument("--mcp-delete", action="store_true", default=False, env_var="SWARMGAUGE_MCP_DELETE",
-                       include_in_web_ui=True, help="send DELETE when a session ends (default off, as on the demarkus page)")
-    group.add_argument("--mcp-timeout", type=float, default=10.0, env_var="SWARMGAUGE_MCP_TIMEOUT",
-                       include_in_web_ui=True, help="seconds for one MCP answer to arrive complete")
-    group.add_argument("--mcp-churn-rate", type=float, default=5.0, env_var="SWARMGAUGE_MCP_CHURN_RATE",
-                       include_in_web_ui=True, help="new sessions per second for MCPChurnUser, per load process")
-    group.add_argument("--mcp-query", default="alpha", env_var="SWARMGAUGE_MCP_QUERY", include_in_web_ui=True,
-                       help="query MCPLookupAllUser sends to mark_lookup_all")
+    parser.add_argument("--mcp-path", default="/mcp", env_var="SWARMGAUGE_MCP_PATH", include_in_web_ui=True,
+                        help="MCP endpoint path on the host (default /mcp)")
+    parser.add_argument("--mcp-token", default="", env_var="SWARMGAUGE_MCP_TOKEN", include_in_web_ui=True,
+                        is_secret=True, help="Bearer token sent as Authorization on every MCP request")
+    parser.add_argument("--mcp-protocol", default=proto.DEFAULT_VERSION, env_var="SWARMGAUGE_MCP_PROTOCOL",
+                        include_in_web_ui=True, choices=list(proto.SUPPORTED_VERSIONS),
+                        help="MCP protocol version to pin (2026-07-28 is stateless: no initialize, no session)")
+    parser.add_argument("--mcp-tool", default="mark_fetch", env_var="SWARMGAUGE_MCP_TOOL", include_in_web_ui=True,
+                        help="tool MCPUser / MCPChurnUser call")
+    parser.add_argument("--mcp-args", default='{"url": "/docs/a.md"}', env_var="SWARMGAUGE_MCP_ARGS",
+                        include_in_web_ui=True, help="JSON object of arguments for --mcp-tool")
+    parser.add_argument("--mcp-delete", action="store_true", default=False, env_var="SWARMGAUGE_MCP_DELETE",
+                        include_in_web_ui=True, help="send DELETE when a session ends (default off, as on the demarkus page)")
+    parser.add_argument("--mcp-timeout", type=float, default=10.0, env_var="SWARMGAUGE_MCP_TIMEOUT",
+                        include_in_web_ui=True, help="seconds for one MCP answer to arrive complete")
+    parser.add_argument("--mcp-churn-rate", type=float, default=5.0, env_var="SWARMGAUGE_MCP_CHURN_RATE",
+                        include_in_web_ui=True, help="new sessions per second for MCPChurnUser, per load process")
+    parser.add_argument("--mcp-query", default="alpha", env_var="SWARMGAUGE_MCP_QUERY", include_in_web_ui=True,
+                        help="query MCPLookupAllUser sends to mark_lookup_all")
 
 
 @dataclass
