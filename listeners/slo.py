@@ -24,7 +24,7 @@ from locust import events
 from locust.runners import WorkerRunner
 
 from listeners import rundir, steps
-from swarmgauge.errors import UsageError
+from swarmgauge.errors import UsageError, stop_on_usage_error
 
 logger = logging.getLogger("swarmgauge.slo")
 
@@ -240,11 +240,7 @@ def validate(environment: Any) -> None:
 def _on_init(environment: Any, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
-    try:
-        validate(environment)
-    except UsageError as exc:
-        sys.stderr.write(f"swarmgauge: {exc}\n")
-        sys.exit(2)
+    stop_on_usage_error(validate, environment)
 
 
 @events.quitting.add_listener

@@ -18,7 +18,6 @@ see :mod:`shapes.open_model`. Options: ``--plan``, ``--steps``, ``--step-time``,
 
 from __future__ import annotations
 
-import sys
 from typing import Any, ClassVar
 
 from locust import events
@@ -27,7 +26,7 @@ from locust.runners import WorkerRunner
 from shapes import open_model  # noqa: F401 - its step listener runs the ticket scheduler
 from shapes.base import FOREVER, SwarmShape
 from shapes.plan import KINDS, Plan, Stage, build_plan, load_plan_file, plan_from_options
-from swarmgauge.errors import UsageError
+from swarmgauge.errors import UsageError, stop_on_usage_error
 
 __all__ = ["StepRamp", "Soak", "ArrivalRate", "Burst", "Churn", "PlanShape", "SwarmShape", "Plan", "Stage",
            "build_plan", "load_plan_file", "plan_from_options"]
@@ -137,8 +136,4 @@ def validate_shape(environment: Any) -> None:
 def _on_init(environment: Any, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
-    try:
-        validate_shape(environment)
-    except UsageError as exc:
-        sys.stderr.write(f"swarmgauge: {exc}\n")
-        sys.exit(2)
+    stop_on_usage_error(validate_shape, environment)
