@@ -19,7 +19,7 @@ from pathlib import Path
 from swarmgauge.errors import SwarmgaugeError
 from targets.kneo.service import ECHO_SPEC, ECHO_SPEC_NAME, KneoService, KneoStartError
 from targets.kneo.venv import NoSuitablePython, VenvBuildError, ensure_venv, find_python, prepare
-from targets.postgres import redact_dsn
+from targets.postgres import redact_dsn, write_private
 
 __all__ = ["ECHO_SPEC", "ECHO_SPEC_NAME", "KneoService", "KneoStartError", "NoSuitablePython", "VenvBuildError",
            "ensure_venv", "find_python", "main"]
@@ -81,9 +81,7 @@ def main(argv: list[str]) -> int:
             print(f"ready {url}", flush=True)
         print(f"store {redact_dsn(service.store_locator)}", flush=True)
         store_file = service.workdir / "store"
-        fd = os.open(store_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(service.store_locator + "\n")
+        write_private(store_file, service.store_locator + "\n")
         print(f"store-file {store_file}", flush=True)
         print(f"pids {' '.join(map(str, service.pids))}", flush=True)
         stop.wait(args.max_seconds or None)
