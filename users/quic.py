@@ -211,8 +211,11 @@ class QuicDriver:
         self.stats.handshakes += 1
         return self.handshake_seconds
 
-    def request(self, data: bytes, timeout: float = 10.0) -> bytes:
-        """Send ``data`` on a new stream with FIN; return everything the peer sends up to its FIN."""
+    def request(self, data: bytes, timeout: float = 10.0, *, finish: bool = True) -> bytes:
+        """Send ``data`` on a new stream with FIN; return everything the peer sends up to its FIN.
+
+        ``finish=False`` leaves the send side open, to test how a server treats a request that never ends.
+        """
         deadline = time.monotonic() + timeout
         self._check_usable()
         if not self._slots.acquire(timeout=timeout):
@@ -222,7 +225,7 @@ class QuicDriver:
             self._check_usable()
             stream_id = self._quic.get_next_available_stream_id()
             pending = self._streams[stream_id] = _PendingStream()
-            self._quic.send_stream_data(stream_id, data, end_stream=True)
+            self._quic.send_stream_data(stream_id, data, end_stream=finish)
             self.stats.streams_opened += 1
             self._flush()
             self._wakeup.set()

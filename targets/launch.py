@@ -1,0 +1,118 @@
+"""Start an embedded target as a child process and wait for the line(s) it prints when it is ready.
+
+Every ``swarmgauge target NAME`` prints ``ready URL`` on stdout once it accepts connections; locustfiles, the
+demo and tests start targets through :func:`launch_target` so they all wait, time out and clean up the same way.
+The child's stderr goes to a temp file, kept for the error message if it fails to start.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from swarmgauge.errors import SwarmgaugeError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class TargetStartError(SwarmgaugeError):
+    """The target exited or stayed silent instead of printing its ready line."""
+
+
+class TargetProcess:
+    """A running target child: ``url`` from its ready line, ``lines`` keyed by first word; stop() ends it."""
+
+    def __init__(self, name: str, process: subprocess.Popen, lines: dict[str, str], log) -> None:
+        self.name = name
+        self.process = process
+        self.lines = lines
+        self.url = lines["ready"]
+        self._log = log
+
+    def __enter__(self) -> "TargetProcess":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stderr_tail(self, limit: int = 2000) -> str:
+        if self._log.closed:
+            return ""
+        self._log.flush()
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")[-limit:]
+
+    def stop(self, timeout: float = 10.0) -> int | None:
+        """SIGTERM, then SIGKILL after ``timeout``; returns the exit status."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        self._log.close()
+        return self.process.returncode
+
+
+def child_env() -> dict[str, str]:
+    """The environment for a child that must import this checkout (also when it is not pip-installed)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def launch_target(name: str, args: list[str] | None = None, *, timeout: float = 30.0,
+                  wait_for: tuple[str, ...] = ("ready",)) -> TargetProcess:
+    """Run ``swarmgauge target NAME ARGS`` and return once it printed a line starting with each of ``wait_for``."""
+    command = [sys.executable, "-m", "swarmgauge.cli", "target", name, *(args or [])]
+    log = tempfile.TemporaryFile()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, env=child_env(), cwd=str(REPO_ROOT))
+    lines: dict[str, str] = {}
+    buffer = b""
+    deadline = time.monotonic() + timeout
+    selector = selectors.DefaultSelector()
+    selector.register(process.stdout, selectors.EVENT_READ)
+    try:
+        while time.monotonic() < deadline and not all(k in lines for k in wait_for):
+            if not selector.select(timeout=min(0.5, max(0.0, deadline - time.monotonic()))):
+                if process.poll() is not None:
+                    break
+                continue
+            chunk = os.read(process.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            buffer += chunk
+            *complete, buffer = buffer.split(b"\n")
+            for raw in complete:
+                word, _, rest = raw.decode("utf-8", "replace").strip().partition(" ")
+                lines.setdefault(word, rest.strip())
+    finally:
+        selector.close()
+    if not all(k in lines for k in wait_for):
+        exited = process.poll() is not None
+        if not exited:
+            process.kill()
+        process.wait(10)
+        log.seek(0)
+        tail = log.read().decode("utf-8", "replace").strip()[-800:]
+        log.close()
+        process.stdout.close()
+        why = f"exited with status {process.returncode}" if exited else f"no ready line within {timeout:.0f}s"
+        raise TargetStartError(f"target {name} did not get ready ({why}): {tail or 'no output'}")
+    return TargetProcess(name, process, lines, log)

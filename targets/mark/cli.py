@@ -1,0 +1,166 @@
+"""``swarmgauge target mark``: run the reference server until SIGINT/SIGTERM.
+
+Prints exactly one line on stdout, ``ready mark://HOST:PORT``, once it accepts connections; everything else goes
+to stderr, so scripts and :mod:`targets.mark.launch` can wait for that line. Raw tokens are hashed at start-up and
+never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from swarmgauge.errors import UsageError
+from targets.mark import seed
+from targets.mark.auth import TokenStore, parse_tokens_toml, publish_token
+from targets.mark.backend import BackendKnobs, SimulatedBackend
+from targets.mark.handler import Handler
+from targets.mark.server import DEFAULT_PORT, MarkService, ServerSettings, start_server
+from targets.mark.store import Store, StoreError
+from targets.mark.tls import dev_certificate
+
+log = logging.getLogger("swarmgauge.target.mark")
+
+
+def _duration(text: str) -> float:
+    """``1.5s``, ``250ms`` or a bare number of seconds."""
+    value = text.strip().lower()
+    try:
+        if value.endswith("ms"):
+            return float(value[:-2]) / 1000
+        return float(value[:-1] if value.endswith("s") else value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (use e.g. 1.5s or 250ms)") from None
+
+
+def _moment(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an RFC 3339 time: {text!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _non_negative(kind):
+    def parse(text: str):
+        value = kind(text)
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must not be negative: {text}")
+        return value
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="swarmgauge target mark", description=__doc__.splitlines()[0])
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback by default)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="UDP port; 0 picks a free one")
+    p.add_argument("--clock", type=_moment, help="pin the server clock (e.g. 2026-01-01T00:00:00Z)")
+    p.add_argument("--publish-token", action="append", default=[], metavar="RAW",
+                   help="a raw token granted publish on /** (repeatable)")
+    p.add_argument("--tokens", type=Path, help="a tokens.toml of sha256 hashes, globs and operations")
+    p.add_argument("--store", type=Path, help="keep documents in this directory (default: in memory)")
+    p.add_argument("--seed", type=Path, help="publish every .md file of this directory at start-up")
+    p.add_argument("--seed-corpus", type=_non_negative(int), default=0, metavar="N",
+                   help="publish N generated documents under /corpus (deterministic)")
+    p.add_argument("--read-only", action="store_true", help="refuse every write with not-permitted")
+    p.add_argument("--rate-limit", type=_non_negative(float), default=0.0, metavar="N",
+                   help="per-IP requests/s (0 = off; the real default is 50)")
+    p.add_argument("--rate-burst", type=_non_negative(float), default=100.0, metavar="N")
+    p.add_argument("--max-streams", type=int, default=10, help="concurrent streams per connection")
+    p.add_argument("--idle-timeout", type=_duration, default=30.0)
+    p.add_argument("--request-timeout", type=_duration, default=10.0, help="per-request deadline")
+    p.add_argument("--read-delay-ms", type=_non_negative(float), default=0.0,
+                   help="simulated backend round trip per read")
+    p.add_argument("--reads-stat-head", action="store_true", help="two round trips per read: stat, then get")
+    p.add_argument("--backend-rps", type=_non_negative(float), default=0.0,
+                   help="simulated backend capacity in reads/s (0 = unlimited)")
+    p.add_argument("--commit-interval", type=_duration, default=0.0, help="serialised write commit pacing")
+    p.add_argument("--cert-out", type=Path, help="write the dev certificate (PEM) here, for clients' --mark-ca")
+    p.add_argument("--max-seconds", type=_non_negative(float), default=0.0,
+                   help="stop by itself after this long (0 = run until signalled)")
+    p.add_argument("-v", "--verbose", action="store_true")
+    return p
+
+
+def build_service(args: argparse.Namespace) -> MarkService:
+    pinned = args.clock
+
+    def clock() -> datetime:
+        return pinned if pinned is not None else datetime.now(timezone.utc).replace(microsecond=0)
+
+    tokens = [publish_token(raw, f"cli-{n}") for n, raw in enumerate(args.publish_token)]
+    if args.tokens is not None:
+        try:
+            tokens += parse_tokens_toml(args.tokens.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise UsageError(f"--tokens {args.tokens}: {exc.strerror}") from None
+    try:
+        store = Store(args.store)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    if args.seed is not None:
+        log.info("seeded %d documents from %s", seed.seed_store(store, seed.from_directory(args.seed), clock()),
+                 args.seed)
+    if args.seed_corpus:
+        log.info("seeded %d corpus documents", seed.seed_store(store, seed.corpus(args.seed_corpus), clock()))
+    handler = Handler(store, TokenStore(tokens, clock) if tokens else None, clock, read_only=args.read_only)
+    settings = ServerSettings(max_streams=args.max_streams, idle_timeout=args.idle_timeout,
+                              request_timeout=args.request_timeout, rate_limit=args.rate_limit,
+                              rate_burst=args.rate_burst)
+    knobs = BackendKnobs(read_delay=args.read_delay_ms / 1000, stat_head=args.reads_stat_head,
+                         backend_rps=args.backend_rps, commit_interval=args.commit_interval)
+    return MarkService(handler, settings, SimulatedBackend(knobs))
+
+
+def format_url(host: str, port: int) -> str:
+    return f"mark://[{host}]:{port}" if ":" in host else f"mark://{host}:{port}"
+
+
+async def serve_until_stopped(args: argparse.Namespace, service: MarkService) -> None:
+    cert = dev_certificate()
+    if args.cert_out is not None:
+        cert.write_pem(args.cert_out)
+    server, port = await start_server(service, cert, args.host, args.port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"ready {format_url(args.host, port)}", flush=True)
+    try:
+        if args.max_seconds:
+            await asyncio.wait_for(stop.wait(), timeout=args.max_seconds)
+        else:
+            await stop.wait()
+    except asyncio.TimeoutError:
+        log.info("stopping after --max-seconds %s", args.max_seconds)
+    finally:
+        server.close()
+        counters = service.counters
+        log.info("served %d requests (%d rate-limited, %d deadline expiries)", counters.requests,
+                 counters.rate_limited, counters.deadline_expired)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        service = build_service(args)
+        asyncio.run(serve_until_stopped(args, service))
+    except UsageError as exc:
+        print(f"swarmgauge target mark: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"swarmgauge target mark: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""Token buckets with the time passed in: the per-IP rate limit and the simulated backend's capacity.
+
+Pure (no clock, no sleeping) so the waiting rules can be tested without waiting; the server turns a returned delay
+into an ``asyncio.sleep``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class TokenBucket:
+    """``rate`` tokens per second up to ``burst``; like Go's ``rate.Limiter`` reservations."""
+
+    rate: float
+    burst: float
+    tokens: float = field(init=False)
+    updated: float | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.rate <= 0 or self.burst < 1:
+            raise ValueError("a token bucket needs rate > 0 and burst >= 1")
+        self.tokens = self.burst
+
+    def _refill(self, now: float) -> None:
+        if self.updated is not None and now > self.updated:
+            self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
+        if self.updated is None or now > self.updated:
+            self.updated = now
+
+    def reserve(self, now: float, max_wait: float) -> float | None:
+        """Seconds to wait before the caller may go, or None (nothing taken) if that exceeds ``max_wait``."""
+        self._refill(now)
+        wait = 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.rate
+        if wait > max_wait:
+            return None
+        self.tokens -= 1
+        return wait
+
+
+class PerClientLimiter:
+    """One bucket per client IP, as demarkus keys its limiter; idle buckets are forgotten."""
+
+    def __init__(self, rate: float, burst: float, *, forget_after: float = 300.0, max_clients: int = 100_000) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.forget_after = forget_after
+        self.max_clients = max_clients
+        self._buckets: dict[str, TokenBucket] = {}
+
+    def reserve(self, client: str, now: float, max_wait: float) -> float | None:
+        bucket = self._buckets.get(client)
+        if bucket is None:
+            if len(self._buckets) >= self.max_clients:
+                self._forget_idle(now)
+            bucket = self._buckets[client] = TokenBucket(self.rate, self.burst)
+        return bucket.reserve(now, max_wait)
+
+    def _forget_idle(self, now: float) -> None:
+        for client, bucket in list(self._buckets.items()):
+            if bucket.updated is not None and now - bucket.updated > self.forget_after:
+                del self._buckets[client]

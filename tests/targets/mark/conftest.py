@@ -1,0 +1,43 @@
+"""Fixtures that run the reference server as the CLI runs it: a child process on a free loopback port."""
+
+from __future__ import annotations
+
+import pytest
+
+from targets.launch import launch_target
+from users.mark import MarkClient
+
+GOLDEN_CLOCK = "2026-01-01T00:00:00Z"
+WRITE_TOKEN = "storetest-write-token"
+
+
+@pytest.fixture
+def start_mark():
+    """``start_mark(*args)`` -> a running ``swarmgauge target mark --port 0 ARGS``; all stopped at the end."""
+    started = []
+
+    def start(*args: str):
+        process = launch_target("mark", ["--port", "0", *args])
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()
+
+
+@pytest.fixture
+def mark_client():
+    """``mark_client(url, **options)`` -> a pooled, insecure MarkClient, closed at the end."""
+    clients = []
+
+    def make(url: str, **options) -> MarkClient:
+        options.setdefault("insecure", True)
+        options.setdefault("timeout", 10.0)
+        client = MarkClient(url, **options)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
