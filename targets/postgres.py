@@ -48,9 +48,12 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def find_bindir(explicit: str | None = None) -> Path:
     """The directory holding ``initdb`` and ``pg_ctl``: option, env, ``pg_config --bindir``, Debian's lib dirs."""
+    named = explicit or os.environ.get("SWARMGAUGE_PG_BINDIR")
+    if named:
+        if (Path(named) / "initdb").exists() and (Path(named) / "pg_ctl").exists():
+            return Path(named)
+        raise PostgresError(f"no PostgreSQL binaries: {named} holds no initdb and pg_ctl")
     candidates: list[str] = []
-    if explicit or os.environ.get("SWARMGAUGE_PG_BINDIR"):
-        candidates.append(explicit or os.environ["SWARMGAUGE_PG_BINDIR"])
     if shutil.which("pg_config"):
         try:
             out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, timeout=10)
@@ -169,6 +172,7 @@ def write_private(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(text)
+
 
 def main(argv: list[str]) -> int:
     """``swarmgauge target postgres``: start a cluster, print its redacted DSN and a 0600 file with the real one."""
