@@ -129,8 +129,8 @@ class MarkServerProtocol(QuicConnectionProtocol):
 
     def transmit(self) -> None:
         """Send, and send again if that pass retired streams: aioquic credits a finished stream back while it
-        builds packets, after it wrote MAX_STREAMS, so without a second pass a client at the limit waits for
-        the next unrelated packet (up to its keep-alive) to learn it may open another stream."""
+        builds packets, after it has written MAX_STREAMS, so the second pass sends the freed credit at once instead
+        of leaving it for the next packet that happens to go out."""
         limit = self._quic._local_max_streams_bidi
         before = limit.value
         super().transmit()

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from targets.launch import launch_target
+from targets.mark.auth import hash_token
 from users.mark import MarkClient
 
 GOLDEN_CLOCK = "2026-01-01T00:00:00Z"
 WRITE_TOKEN = "storetest-write-token"
+
+
+def write_tokens_toml(path: Path, entries: dict[str, tuple[str, list[str], list[str]]]) -> Path:
+    """A tokens.toml as the real server reads it: label -> (raw token, path globs, operations); only hashes kept."""
+    lines = []
+    for label, (raw, paths, operations) in entries.items():
+        lines += [f"[tokens.{label}]", f'hash = "{hash_token(raw)}"',
+                  "paths = [" + ", ".join(f'"{p}"' for p in paths) + "]",
+                  "operations = [" + ", ".join(f'"{o}"' for o in operations) + "]", ""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
 
 
 @pytest.fixture
