@@ -35,6 +35,8 @@ agent:
   strategy: simple
 """
 SQLITE_RELATIVE = Path(".kneo") / "kneo_runs.sqlite"
+GAUGE_METRICS = ("kneo_runs_queued", "kneo_runs_running", "kneo_worker_count", "kneo_runs_started_total",
+                 "kneo_runs_completed_total", "kneo_runs_failed_total", "kneo_runs_rejected_total")
 
 
 class KneoStartError(SwarmgaugeError):
@@ -115,6 +117,16 @@ class KneoService:
         assert self.workdir is not None
         return self.workdir / f"kneo-serv-{index}.log"
 
+    def pid_path(self, index: int) -> Path:
+        """A pid file per process, rewritten on restart, so a sampler follows the process across drills."""
+        assert self.workdir is not None
+        return self.workdir / f"kneo-serv-{index}.pid"
+
+    def gauge_sources(self) -> list[str]:
+        """``--sample`` specs for the service's own gauges (``/metrics``) and each process's RSS."""
+        specs = [f"prom:{url}/metrics#{','.join(GAUGE_METRICS)}" for url in self.urls]
+        return specs + [f"psutil:pidfile={self.pid_path(index)}" for index in range(self.processes)]
+
     def start(self) -> "KneoService":
         self._venv_python = ensure_venv(self.python)
         if self.workdir is None:
@@ -141,8 +153,10 @@ class KneoService:
         cmd = [str(self._venv_python.parent / "kneo"), "service", "serve",
                "--host", self.host, "--port", str(self.ports[index])]
         with open(self.log_path(index), "ab") as log_file:
-            self._procs[index] = subprocess.Popen(cmd, cwd=self.workdir, env=self._env(), stdout=log_file,
-                                                  stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(cmd, cwd=self.workdir, env=self._env(), stdout=log_file,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        self._procs[index] = proc
+        self.pid_path(index).write_text(f"{proc.pid}\n")
         self._wait_ready(index)
 
     def _log_tail(self, index: int) -> str:

@@ -73,8 +73,8 @@ def candidates(explicit: str | None = None) -> list[str]:
 
 
 def find_python(explicit: str | None = None) -> tuple[str, tuple[int, int, int]]:
-    """The first candidate that runs and is >= 3.12 (pyenv shims that fail are skipped)."""
-    tried = candidates(explicit)
+    """The first candidate that runs and is >= 3.12 (pyenv shims that fail are skipped); ``explicit`` or nothing."""
+    tried = [explicit] if explicit else candidates()
     for python in tried:
         version = _version_of(python)
         if version is not None and version[:2] >= MIN_PYTHON:
