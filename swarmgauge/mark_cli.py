@@ -8,6 +8,7 @@ writes the exact response bytes to stdout. Exit status: 0 for ok / created / not
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from urllib.parse import urlsplit
 
@@ -68,6 +69,8 @@ def format_response(response: codec.Response) -> bytes:
 
 def main(argv: list[str]) -> int:
     from users.mark import MarkClient  # imported here: `swarmgauge --help` stays light
+
+    logging.getLogger("quic").setLevel(logging.CRITICAL)  # aioquic's own log would add a second stderr line
 
     try:
         args = build_parser().parse_args(argv)

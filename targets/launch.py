@@ -105,10 +105,13 @@ def launch_target(name: str, args: list[str] | None = None, *, timeout: float = 
     finally:
         selector.close()
     if not all(k in lines for k in wait_for):
-        exited = process.poll() is not None
-        if not exited:
+        try:
+            process.wait(2)  # stdout closed or silence: give an exiting child a moment to report its status
+            exited = True
+        except subprocess.TimeoutExpired:
+            exited = False
             process.kill()
-        process.wait(10)
+            process.wait(10)
         log.seek(0)
         tail = log.read().decode("utf-8", "replace").strip()[-800:]
         log.close()
