@@ -224,13 +224,16 @@ def parse_metrics(text: str) -> dict[str, float]:
 class RunLedger:
     """What this process's users sent and saw, per run tag, for the end-of-run reconciliation.
 
-    ``accepted`` maps run id to the terminal status Locust observed (``None`` until then). ``indeterminate``
-    counts sends that got no response, so a row the store has but Locust never heard of can be explained.
+    ``accepted`` maps run id to the terminal status Locust observed (``None`` until then). ``refused`` counts sends
+    answered with an error envelope and no run id, by error code (some, like a sync ``spec_invalid``, still leave a
+    failed row). ``indeterminate`` counts sends that got no response, so a row the store has but Locust never heard
+    of can be explained.
     """
 
     accepted: dict[str, str | None] = field(default_factory=dict)
     rejected_queue_full: int = 0
     indeterminate: int = 0
+    refused: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def accept(self, run_id: str) -> None:
@@ -249,12 +252,16 @@ class RunLedger:
         with self._lock:
             self.indeterminate += 1
 
+    def refuse(self, code: str) -> None:
+        with self._lock:
+            self.refused[code] = self.refused.get(code, 0) + 1
+
     def drain(self) -> dict:
         """Take everything recorded so far as a msgpack-able dict and reset (worker → master)."""
         with self._lock:
             data = {"accepted": dict(self.accepted), "rejected_queue_full": self.rejected_queue_full,
-                    "indeterminate": self.indeterminate}
-            self.accepted, self.rejected_queue_full, self.indeterminate = {}, 0, 0
+                    "indeterminate": self.indeterminate, "refused": dict(self.refused)}
+            self.accepted, self.rejected_queue_full, self.indeterminate, self.refused = {}, 0, 0, {}
         return data
 
     def merge(self, data: Mapping[str, Any]) -> None:
@@ -265,3 +272,5 @@ class RunLedger:
                     self.accepted[run_id] = status
             self.rejected_queue_full += int(data.get("rejected_queue_full") or 0)
             self.indeterminate += int(data.get("indeterminate") or 0)
+            for code, n in dict(data.get("refused") or {}).items():
+                self.refused[code] = self.refused.get(code, 0) + int(n)

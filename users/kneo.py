@@ -1,27 +1,35 @@
-"""``KneoClient`` and ``KneoUser``: run dispatch against kneo-serv on Locust's HTTP client.
+"""``KneoClient`` and ``KneoUser``: run dispatch against kneo-serv on Locust's HTTP client, with a reconciliation.
 
 Request types: ``run sync`` (``POST /v1/runs`` inline → 200 with a terminal status), ``run submit`` (async → 202),
 ``run poll`` (one ``GET /v1/runs/{id}``) and ``run queued`` (submit to terminal, end to end). Locust's
 ``HttpSession`` carries the connections, but it is given a private event hook so that every ``request`` event goes
 through ``users/recording.py`` once, with the named error class. Every run carries
-``metadata: {swarmgauge_run: <tag>}`` and lands in the process's ``RunLedger``, which the end-of-run reconciliation
-(``listeners/kneo_reconcile.py``) compares with the store. ``QueueFull`` is recorded as its own failure class and
-counted apart (ledger ``rejected_queue_full`` and the per-step counter ``queue_full``).
+``metadata: {swarmgauge_run: <tag>}`` and lands in the process's ``RunLedger``; workers send theirs to the master.
+``QueueFull`` is recorded as its own failure class and counted apart (ledger and the per-step counter
+``queue_full``). At the end the master drains and reads the store (``--kneo-store``), compares it with the ledger
+(``targets/kneo/store.py``), writes ``kneo.json`` and gates the run on ``kneo_mismatches==0`` (exit 3).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 import uuid
+import weakref
+from pathlib import Path
 from typing import Any
 
 import gevent
 from locust import User, constant, events, task
 from locust.clients import HttpSession
 from locust.event import EventHook
+from locust.runners import MasterRunner, WorkerRunner
 
 from protocols.kneo import (
+    KneoHTTPError,
     KneoUnreachable,
+    MalformedResponse,
     PollTimeout,
     QueueFull,
     RunLedger,
@@ -31,12 +39,20 @@ from protocols.kneo import (
     poll_delays,
     run_request,
 )
-from swarmgauge.errors import UsageError
+from swarmgauge.errors import UsageError, stop_on_usage_error
 from users.recording import measure, set_intended_start
 
+log = logging.getLogger(__name__)
 RUNS_PATH = "/v1/runs"
 MODES = ("sync", "queued")
 TARGETS = ("agent", "workflow")
+REPORT_KEY = "swarmgauge_kneo"
+RESULT_NAME = "kneo.json"
+MISMATCH_TERM = "kneo_mismatches"
+GAUGES = ("kneo_runs_queued", "kneo_runs_running", "kneo_worker_count", "kneo_runs_started_total",
+          "kneo_runs_completed_total", "kneo_runs_failed_total", "kneo_runs_rejected_total")
+DEFAULT_STOP_TIMEOUT = 15.0  # without --stop-timeout, runs in flight at the end finish, so the ledger is exact
+_ENVS: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
 @events.init_command_line_parser.add_listener
@@ -58,6 +74,16 @@ def _add_options(parser: Any) -> None:
                         include_in_web_ui=True, help="seconds a queued run may take to reach a terminal status")
     parser.add_argument("--kneo-run-tag", env_var="SWARMGAUGE_KNEO_RUN_TAG", default="", include_in_web_ui=False,
                         help="metadata.swarmgauge_run of every run (default: generated once per test run)")
+    parser.add_argument("--kneo-store", env_var="SWARMGAUGE_KNEO_STORE", default="", include_in_web_ui=True,
+                        help="reconcile against this store at the end: a PostgreSQL DSN or the SQLite file's path")
+    parser.add_argument("--kneo-store-file", env_var="SWARMGAUGE_KNEO_STORE_FILE", default="",
+                        include_in_web_ui=True,
+                        help="read --kneo-store from this file (what 'swarmgauge target kneo' prints as store-file)")
+    parser.add_argument("--kneo-drain-timeout", env_var="SWARMGAUGE_KNEO_DRAIN_TIMEOUT", type=float, default=30.0,
+                        include_in_web_ui=True, help="seconds to wait at the end for the store's runs to finish")
+    parser.add_argument("--kneo-no-gauges", env_var="SWARMGAUGE_KNEO_NO_GAUGES", action="store_true",
+                        default=False, include_in_web_ui=True,
+                        help="do not sample the service's /metrics gauges (sampled from --host by default)")
 
 
 def run_tag(environment: Any) -> str:
@@ -77,15 +103,20 @@ def ledger_for(environment: Any) -> RunLedger:
     ledger = getattr(environment, "_kneo_ledger", None)
     if ledger is None:
         ledger = environment._kneo_ledger = RunLedger()
+        _ENVS.add(environment)
     return ledger
 
 
-@events.init.add_listener
-def _make_tag_on_master(environment: Any, **_: Any) -> None:
-    from locust.runners import WorkerRunner
-
-    if not isinstance(environment.runner, WorkerRunner):
-        run_tag(environment)
+def store_locator(options: Any) -> str:
+    """``--kneo-store``, or the first line of ``--kneo-store-file``; a missing file is a UsageError."""
+    locator = str(getattr(options, "kneo_store", "") or "")
+    path = str(getattr(options, "kneo_store_file", "") or "")
+    if not locator and path:
+        try:
+            locator = Path(path).read_text().strip().splitlines()[0].strip()
+        except (OSError, IndexError):
+            raise UsageError(f"--kneo-store-file {path}: cannot read a store from it") from None
+    return locator
 
 
 def _count_step(environment: Any, name: str) -> None:
@@ -93,9 +124,7 @@ def _count_step(environment: Any, name: str) -> None:
         from listeners import steps
     except ImportError:
         return
-    counter = getattr(steps, "count", None)
-    if counter is not None:
-        counter(environment, name)
+    steps.count(environment, name)
 
 
 class KneoClient:
@@ -130,28 +159,42 @@ class KneoClient:
             raise KneoUnreachable(f"{type(response.error).__name__}: {str(response.error)[:120]}")
         return response.status_code, dict(response.headers), response.content or b""
 
-    def _create(self, async_mode: bool, outcome: Any) -> RunState:
-        body = run_request(self.input_text, spec_path=self.spec_path, target=self.target, async_mode=async_mode,
-                           run_tag=self.tag)
-        headers = {"Idempotency-Key": uuid.uuid4().hex} if self.idempotency else {}
+    def _post_run(self, body: dict, headers: dict) -> tuple[int, dict, bytes]:
+        """Send once (twice with an idempotency key); a send with no answer may still have made a row."""
         attempts = 2 if self.idempotency else 1
         for attempt in range(attempts):
             try:
-                status, resp_headers, content = self._send("POST", RUNS_PATH, json=body, headers=headers)
-                break
+                return self._send("POST", RUNS_PATH, json=body, headers=headers)
             except KneoUnreachable:
                 if attempt + 1 < attempts:
                     gevent.sleep(0.2)
                     continue
                 self.ledger.lost()
                 raise
+            except BaseException:  # stopped mid-send: the service may have stored the run
+                self.ledger.lost()
+                raise
+        raise AssertionError("unreachable")
+
+    def _create(self, async_mode: bool, outcome: Any) -> RunState:
+        body = run_request(self.input_text, spec_path=self.spec_path, target=self.target, async_mode=async_mode,
+                           run_tag=self.tag)
+        headers = {"Idempotency-Key": uuid.uuid4().hex} if self.idempotency else {}
+        status, resp_headers, content = self._post_run(body, headers)
         outcome.response_length = len(content)
+        outcome.context["status"] = status
         try:
             state = parse_run(status, resp_headers, content, expect=(202,) if async_mode else (200,))
         except QueueFull:
             self.ledger.reject()
             if self.environment is not None:
                 _count_step(self.environment, "queue_full")
+            raise
+        except KneoHTTPError as exc:
+            self.ledger.refuse(exc.code)
+            raise
+        except MalformedResponse:
+            self.ledger.lost()
             raise
         self.ledger.accept(state.run_id)
         outcome.context["run_id"] = state.run_id
@@ -245,3 +288,130 @@ class KneoUser(User):
                 pass
         else:
             self.client.queued()
+
+
+# -- reconciliation ------------------------------------------------------------------------------------------------
+def reconcile_run(environment: Any) -> dict[str, Any] | None:
+    """Once per run, on the master or a local run: drain, read the store, compare, write ``kneo.json``."""
+    if isinstance(environment.runner, WorkerRunner):
+        return None
+    done = getattr(environment, "_kneo_reconciliation", None)
+    if done is not None:
+        return done
+    from targets.kneo.store import StoreUnavailable, drain, reconcile, table_lines
+    from targets.postgres import redact_dsn
+
+    options = environment.parsed_options
+    ledger = ledger_for(environment).drain()
+    observed: dict[str, int] = {}
+    for status in ledger["accepted"].values():
+        observed[status or "unobserved"] = observed.get(status or "unobserved", 0) + 1
+    locator = store_locator(options)
+    doc: dict[str, Any] = {"tag": run_tag(environment), "store": redact_dsn(locator) or None, "mismatches": None,
+                           "error": None, "ledger": {"accepted": len(ledger["accepted"]), "observed": observed,
+                                                     "queue_full": ledger["rejected_queue_full"],
+                                                     "refused": ledger["refused"],
+                                                     "indeterminate": ledger["indeterminate"]}}
+    lines: list[str] = []
+    if locator:
+        try:
+            rows, drained = drain(locator, doc["tag"], timeout=float(getattr(options, "kneo_drain_timeout", 30.0)),
+                                  sleep=gevent.sleep)
+            result = reconcile(doc["tag"], ledger, rows, drained)
+            doc.update(result.as_dict())
+            lines = table_lines(result)
+        except StoreUnavailable as exc:
+            doc["error"] = f"StoreUnavailable: {exc}"
+            lines = [f"kneo reconciliation {doc['tag']}: not done: {doc['error']}"]
+    environment._kneo_reconciliation = doc
+    _write_result(environment, doc)
+    for line in lines:
+        print(line, flush=True)
+        log.info(line)
+    return doc
+
+
+def _write_result(environment: Any, doc: dict[str, Any]) -> None:
+    try:
+        from listeners.rundir import add_run_info, redact, run_dir, write_atomic
+    except ImportError:
+        return
+    add_run_info(environment, "kneo", {k: doc.get(k) for k in ("tag", "store", "mismatches", "error")})
+    directory = run_dir(environment)
+    if directory is not None:
+        write_atomic(directory / RESULT_NAME, redact(json.dumps(doc, indent=2, default=str), environment))
+
+
+def _mismatches(environment: Any, step: int | None) -> float | None:
+    if step is not None:
+        return None
+    doc = reconcile_run(environment)
+    value = doc.get("mismatches") if doc else None
+    return None if value is None else float(value)
+
+
+def _register_with_listeners() -> None:
+    try:
+        from listeners.slo import register_metric
+        from listeners.steps import register_step_counter
+    except ImportError:
+        return
+    register_metric(MISMATCH_TERM, _mismatches)
+    register_step_counter("queue_full")
+
+
+_register_with_listeners()
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_: Any) -> None:
+    if not environment.stop_timeout and any(issubclass(u, KneoUser) for u in environment.user_classes):
+        environment.stop_timeout = DEFAULT_STOP_TIMEOUT
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    run_tag(environment)
+    ledger_for(environment)
+    options = environment.parsed_options
+    if options is None:
+        return
+    stop_on_usage_error(lambda env: store_locator(env.parsed_options), environment)
+    if environment.host and not getattr(options, "kneo_no_gauges", False):
+        try:
+            from listeners.resources import add_sample_source
+        except ImportError:
+            return
+        add_sample_source(environment, f"prom:{environment.host.rstrip('/')}/metrics#{','.join(GAUGES)}")
+
+
+@events.test_start.add_listener
+def _on_test_start(environment: Any, **_: Any) -> None:
+    if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None:
+        return
+    if store_locator(environment.parsed_options):
+        try:
+            from listeners.slo import add_default_slos
+        except ImportError:
+            return
+        add_default_slos(environment, [f"{MISMATCH_TERM}==0"])
+
+
+@events.report_to_master.add_listener
+def _on_report_to_master(client_id: str, data: dict, **_: Any) -> None:
+    for environment in list(_ENVS):
+        if isinstance(environment.runner, WorkerRunner) and environment.runner.client_id == client_id:
+            data[REPORT_KEY] = ledger_for(environment).drain()
+
+
+@events.worker_report.add_listener
+def _on_worker_report(client_id: str, data: dict, **_: Any) -> None:
+    packed = data.get(REPORT_KEY)
+    if not packed:
+        return
+    for environment in list(_ENVS):
+        if isinstance(environment.runner, MasterRunner):
+            ledger_for(environment).merge(packed)
+
+
+@events.quitting.add_listener
+def _on_quitting(environment: Any, **_: Any) -> None:
+    reconcile_run(environment)

@@ -96,6 +96,9 @@ def measure(
         yield outcome
     except Exception as exc:  # noqa: BLE001 - every failure is recorded with its class
         outcome.exception = exc
+    except BaseException:  # GreenletExit: the user was stopped mid-operation, which is no measurement
+        events = None
+        raise
     finally:
         outcome.response_time = (time.perf_counter() - started) * 1000.0
         if events is not None:
