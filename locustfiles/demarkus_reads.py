@@ -1,0 +1,70 @@
+"""Mark reads over QUIC, as the demarkus benchmark's read table: FETCH, LOOKUP and LIST users over the seeded corpus.
+
+Pick the users in the web UI's class picker (``locust -f locustfiles/demarkus_reads.py --class-picker``) or by name
+(``... FetchUser``). With no ``--host`` the embedded reference server is started, seeded with the deterministic
+corpus; ``--mark-embedded-args`` passes it simulation knobs. The benchmark ramp:
+
+    locust -f locustfiles/demarkus_reads.py FetchUser --headless --steps 1,4,16,64 --step-time 20 \
+        --mark-embedded-args "--read-delay-ms 10 --reads-stat-head --backend-rps 160" --run-dir runs/reads --csv runs/reads/locust
+
+``FreshFetchUser`` is the "fresh connection per request" row.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from locust import constant, events, task
+
+import listeners.all  # noqa: F401 - steps, SLOs, run directory
+from shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
+from targets.mark.embedded import CORPUS_SIZE, start_embedded_default
+from targets.mark.seed import TOPICS, corpus_paths
+from users.mark_user import MarkUser
+
+
+@events.init.add_listener
+def _embedded_default(environment: Any, **_kwargs: Any) -> None:
+    start_embedded_default(environment)
+
+
+class _CorpusReader(MarkUser):
+    abstract = True
+    wait_time = constant(0)
+
+    def on_start(self) -> None:
+        count = int(getattr(self.environment.parsed_options, "mark_corpus", CORPUS_SIZE) or CORPUS_SIZE)
+        self.paths = corpus_paths(count)
+        self.random = random.Random(id(self))
+
+
+class FetchUser(_CorpusReader):
+    """FETCH a random corpus document on its user's pooled connection."""
+
+    @task
+    def fetch(self) -> None:
+        self.client.fetch(self.random.choice(self.paths), name="/corpus/{topic}/{doc}")
+
+
+class FreshFetchUser(FetchUser):
+    """FETCH with a new QUIC connection per request (the handshake shows as QUIC/handshake)."""
+
+    connection = "fresh"
+
+
+class LookupUser(_CorpusReader):
+    """LOOKUP a two-topic query over the whole world."""
+
+    @task
+    def lookup(self) -> None:
+        query = " ".join(self.random.sample(TOPICS, 2))
+        self.client.lookup("/", query, limit=10, name="LOOKUP /")
+
+
+class ListUser(_CorpusReader):
+    """LIST a topic directory of the corpus."""
+
+    @task
+    def list_topic(self) -> None:
+        self.client.list(f"/corpus/{self.random.choice(TOPICS)}", name="/corpus/{topic}")

@@ -1,0 +1,97 @@
+"""Mark writes over QUIC: PUBLISH over N paths with expected-version from the last FETCH, and a fixed-rate soak.
+
+``WriterUser`` writes back to back (the reference page's "writes back to back" row: with the embedded server's
+``--commit-interval 1.5s``, one writer makes about 0.67 writes/s). ``SoakWriterUser`` writes at
+``--mark-write-rate`` per user (0.5/s, as the 30-minute soak). Writes need ``--mark-token``; with no ``--host`` the
+embedded server is started with a generated write token.
+
+    locust -f locustfiles/demarkus_writes.py WriterUser --headless -u 1 -t 60s \
+        --mark-embedded-args "--commit-interval 1.5s" --run-dir runs/writes
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from typing import Any
+
+from locust import constant, constant_throughput, events, task
+
+import listeners.all  # noqa: F401
+from shapes import PlanShape  # noqa: F401
+from targets.mark.embedded import start_embedded_default
+from users.mark import Conflict, MarkError
+from users.mark_user import MarkUser
+
+
+@events.init_command_line_parser.add_listener
+def _add_options(parser: Any) -> None:
+    parser.add_argument("--mark-write-paths", type=int, default=20, env_var="SWARMGAUGE_MARK_WRITE_PATHS",
+                        include_in_web_ui=True, help="how many documents the writers spread over")
+    parser.add_argument("--mark-retention", type=int, default=5, env_var="SWARMGAUGE_MARK_RETENTION",
+                        include_in_web_ui=True, help="versions the server keeps per written document")
+    parser.add_argument("--mark-write-rate", type=float, default=0.5, env_var="SWARMGAUGE_MARK_WRITE_RATE",
+                        include_in_web_ui=True, help="writes/s per SoakWriterUser")
+
+
+@events.init.add_listener
+def _embedded_default(environment: Any, **_kwargs: Any) -> None:
+    parsed = environment.parsed_options
+    if environment.host or parsed is None:
+        return
+    if not parsed.mark_token:
+        parsed.mark_token = secrets.token_urlsafe(24)
+    parsed.mark_embedded_args = f"{parsed.mark_embedded_args} --publish-token {parsed.mark_token}".strip()
+    start_embedded_default(environment)
+
+
+class WriterUser(MarkUser):
+    """FETCH the document's current version, then PUBLISH the next one with that expected-version.
+
+    A path this user has not seen yet is created with ``expected-version: 0`` (create-only) instead of a FETCH
+    that would only say not-found; if another writer created it first, the conflict is recorded and the path is
+    FETCHed from then on.
+    """
+
+    wait_time = constant(0)
+
+    def on_start(self) -> None:
+        parsed = self.environment.parsed_options
+        self.paths = [f"/load/doc-{n:03d}.md" for n in range(max(1, parsed.mark_write_paths))]
+        self.retention = parsed.mark_retention
+        self.random = random.Random(id(self))
+        self.known: set[str] = set()
+        self.written = 0
+
+    def expected_version(self, path: str) -> int | None:
+        """0 for a path not known to exist, else the version of a fresh FETCH (None if that FETCH failed)."""
+        if path not in self.known:
+            return 0
+        response = self.client.fetch(path, name="/load/{doc} (before write)")
+        return None if response is None else int(response.metadata.get("version", "0"))
+
+    @task
+    def publish(self) -> None:
+        path = self.random.choice(self.paths)
+        expected = self.expected_version(path)
+        if expected is None:
+            return
+        self.written += 1
+        body = f"# Load document\n\nWrite {self.written} by {id(self):x}.\n"
+        metadata = {"tags": "load, swarmgauge", "retention": str(self.retention)} if self.retention else None
+        try:
+            self.client.publish(path, body, expected_version=expected, metadata=metadata, name="/load/{doc}",
+                                reraise=True)
+        except Conflict:
+            pass  # recorded as the failure it is; the path exists, so the next write FETCHes first
+        except MarkError:
+            return
+        self.known.add(path)
+
+
+class SoakWriterUser(WriterUser):
+    """The soak: the same write at ``--mark-write-rate`` per user, whatever the response time."""
+
+    def wait_time(self) -> float:
+        rate = float(getattr(self.environment.parsed_options, "mark_write_rate", 0.5) or 0.5)
+        return constant_throughput(rate)(self)

@@ -1,0 +1,179 @@
+"""``MarkUser``: Mark Protocol load over QUIC, one ``request`` event per operation.
+
+request_type is the verb (``FETCH``, ``LOOKUP``, ..., ``PUBLISH``), name the path or a template the caller
+passes, response_length the body bytes. Every QUIC handshake is its own request (``QUIC``/``handshake``), so the
+cost of ``fresh`` connections shows next to the requests they carry. Status errors (``NotFound``, ``Conflict``,
+...) and transport errors (``RequestTimeout``, ``ConnectionLost``, ...) are the recorded failures, by class.
+
+Connection policy (class attribute ``connection`` or ``--mark-connection``): ``pooled`` (one connection per user,
+streams multiplexed), ``shared`` (one per process, all users' streams on it), ``fresh`` (a new connection per
+request, the benchmark's "fresh connection per request" rows). After a transport error the pooled connection is
+dropped and the next request reconnects, counted in ``mark_reconnects``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from locust import User, events
+
+from protocols.mark import Response
+from swarmgauge.errors import UsageError
+from users.mark import MarkClient, MarkError
+from users.quic import QuicError, QuicStats
+from users.recording import fire, measure
+
+log = logging.getLogger(__name__)
+
+CONNECTION_POLICIES = ("pooled", "shared", "fresh")
+RECONNECT_COUNTER = "mark_reconnects"
+
+
+@events.init_command_line_parser.add_listener
+def _add_options(parser: Any) -> None:
+    parser.add_argument("--mark-token", default="", env_var="SWARMGAUGE_MARK_TOKEN", include_in_web_ui=True,
+                        is_secret=True, help="capability token sent as auth on writes (never logged)")
+    parser.add_argument("--mark-insecure", action="store_true", default=False, env_var="SWARMGAUGE_MARK_INSECURE",
+                        include_in_web_ui=True, help="skip TLS verification (the dev certificate needs it)")
+    parser.add_argument("--mark-ca", default="", env_var="SWARMGAUGE_MARK_CA", include_in_web_ui=True,
+                        help="CA file (PEM) to verify the server with")
+    parser.add_argument("--mark-server-name", default="", env_var="SWARMGAUGE_MARK_SERVER_NAME",
+                        include_in_web_ui=True, help="TLS server name (SNI), for multi-world servers")
+    parser.add_argument("--mark-connection", default="", env_var="SWARMGAUGE_MARK_CONNECTION",
+                        include_in_web_ui=True, choices=["", *CONNECTION_POLICIES],
+                        help="pooled | shared | fresh (default: the user class's own, else pooled)")
+    parser.add_argument("--mark-timeout", type=float, default=10.0, env_var="SWARMGAUGE_MARK_TIMEOUT",
+                        include_in_web_ui=True, help="seconds per request and per handshake")
+
+
+@events.init.add_listener
+def _register_counter(environment: Any, **_kwargs: Any) -> None:
+    try:
+        from listeners.steps import register_step_counter
+    except ImportError:
+        return
+    register_step_counter(RECONNECT_COUNTER)
+
+
+class RecordedMarkClient:
+    """A :class:`MarkClient` whose every call fires one event; calls return the Response, or None on failure.
+
+    ``reraise=True`` on a call hands the named error to the caller as well (e.g. to read a ``Conflict``).
+    """
+
+    def __init__(self, client: MarkClient, environment: Any, *, on_transport_error: Callable[[], None]) -> None:
+        self.inner = client
+        self._environment = environment
+        self._on_transport_error = on_transport_error
+        self.last_error: BaseException | None = None
+
+    def _call(self, verb: str, name: str, run: Callable[[], Response], reraise: bool) -> Response | None:
+        with measure(self._environment.events, verb, name, reraise=reraise) as outcome:
+            response = run()
+            outcome.response_length = len(response.body)
+        self.last_error = outcome.exception
+        if isinstance(outcome.exception, QuicError):
+            self._on_transport_error()
+        return response if outcome.ok else None
+
+    def fetch(self, path: str, *, name: str | None = None, reraise: bool = False, **options: Any) -> Response | None:
+        return self._call("FETCH", name or path, lambda: self.inner.fetch(path, **options), reraise)
+
+    def list(self, path: str = "/", *, name: str | None = None, reraise: bool = False,
+             **options: Any) -> Response | None:
+        return self._call("LIST", name or path, lambda: self.inner.list(path, **options), reraise)
+
+    def versions(self, path: str, *, name: str | None = None, reraise: bool = False) -> Response | None:
+        return self._call("VERSIONS", name or path, lambda: self.inner.versions(path), reraise)
+
+    def lookup(self, scope: str, query: str, *, name: str | None = None, reraise: bool = False,
+               **options: Any) -> Response | None:
+        return self._call("LOOKUP", name or scope, lambda: self.inner.lookup(scope, query, **options), reraise)
+
+    def publish(self, path: str, body: bytes | str, *, name: str | None = None, reraise: bool = False,
+                **options: Any) -> Response | None:
+        return self._call("PUBLISH", name or path, lambda: self.inner.publish(path, body, **options), reraise)
+
+    def append(self, path: str, body: bytes | str, *, name: str | None = None, reraise: bool = False,
+               **options: Any) -> Response | None:
+        return self._call("APPEND", name or path, lambda: self.inner.append(path, body, **options), reraise)
+
+    def archive(self, path: str, *, name: str | None = None, reraise: bool = False,
+                **options: Any) -> Response | None:
+        return self._call("ARCHIVE", name or path, lambda: self.inner.archive(path, **options), reraise)
+
+
+def _option(environment: Any, name: str, default: Any) -> Any:
+    parsed = getattr(environment, "parsed_options", None)
+    value = getattr(parsed, name, None) if parsed is not None else None
+    return default if value in (None, "") else value
+
+
+class MarkUser(User):
+    """Abstract: subclass it and write tasks against ``self.client`` (a :class:`RecordedMarkClient`)."""
+
+    abstract = True
+    connection: str | None = None  # pooled | shared | fresh; --mark-connection overrides it
+    _shared: dict[tuple, MarkClient] = {}
+
+    def __init__(self, environment: Any) -> None:
+        super().__init__(environment)
+        self.host = self.host or environment.host
+        if not self.host:
+            raise UsageError("MarkUser needs --host mark://HOST:PORT")
+        self.policy = _option(environment, "mark_connection", self.connection or "pooled")
+        if self.policy not in CONNECTION_POLICIES:
+            raise UsageError(f"connection must be one of {', '.join(CONNECTION_POLICIES)}, not {self.policy!r}")
+        self.client = RecordedMarkClient(self._client_for_policy(), environment,
+                                         on_transport_error=self._drop_connection)
+
+    def _settings(self) -> dict[str, Any]:
+        env = self.environment
+        return dict(token=_option(env, "mark_token", None), insecure=bool(_option(env, "mark_insecure", False)),
+                    ca_file=_option(env, "mark_ca", None), server_name=_option(env, "mark_server_name", None),
+                    timeout=float(_option(env, "mark_timeout", 10.0)))
+
+    def _client_for_policy(self) -> MarkClient:
+        settings = self._settings()
+        if self.policy != "shared":
+            return self._new_client("fresh" if self.policy == "fresh" else "pooled", settings)
+        key = (self.host, *sorted((k, str(v)) for k, v in settings.items()))
+        shared = MarkUser._shared.get(key)
+        if shared is None:
+            shared = MarkUser._shared[key] = self._new_client("pooled", settings)
+        return shared
+
+    def _new_client(self, mode: str, settings: dict[str, Any]) -> MarkClient:
+        return MarkClient(self.host, connection=mode, stats=QuicStats(), on_handshake=self._record_handshake,
+                          **settings)
+
+    def _record_handshake(self, seconds: float, error: BaseException | None) -> None:
+        fire(self.environment.events, request_type="QUIC", name="handshake", response_time=seconds * 1000.0,
+             exception=error)
+
+    def _drop_connection(self) -> None:
+        """After a transport error the connection may be gone without the client knowing: start a new one."""
+        inner = self.client.inner
+        if inner.connection == "fresh" or not inner.connected:
+            return
+        inner.close()
+        try:
+            from listeners.steps import count
+        except ImportError:
+            return
+        count(self.environment, RECONNECT_COUNTER)
+
+    def on_stop(self) -> None:
+        if self.policy != "shared":
+            self.client.inner.close()
+
+
+@events.quitting.add_listener
+def _close_shared(**_kwargs: Any) -> None:
+    for client in MarkUser._shared.values():
+        client.close()
+    MarkUser._shared.clear()
+
+
+__all__ = ["MarkUser", "RecordedMarkClient", "MarkError", "CONNECTION_POLICIES"]
