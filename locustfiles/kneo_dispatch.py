@@ -1,0 +1,117 @@
+"""Run dispatch against kneo-serv: the capacity page's sweep (sync per store, queued) as HTTP load.
+
+Run against a service you started (``swarmgauge target kneo`` prints the URL and a store file)::
+
+    locust -f locustfiles/kneo_dispatch.py --headless --host http://127.0.0.1:PORT --kneo-store-file FILE \\
+        --plan kneo-sync-sweep --run-dir runs/kneo
+
+Without ``--host`` (a local run) the locustfile starts the real kneo-serv itself (``--kneo-embedded-store sqlite``
+or ``postgres`` on a throwaway cluster), reconciles against its store, samples its ``/metrics`` gauges and RSS,
+and stops it when Locust quits. Every listener is on; the shape comes from ``--plan`` or the step options.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from locust import events
+from locust.runners import LocalRunner
+
+import listeners.all  # noqa: F401
+from shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
+from swarmgauge.errors import SwarmgaugeError, UsageError
+from users.kneo import KneoUser
+
+log = logging.getLogger(__name__)
+
+
+class KneoDispatchUser(KneoUser):
+    """``--kneo-mode sync`` or ``queued`` runs of ``--kneo-spec`` (the echo spec by default)."""
+
+    abstract = False
+
+
+@events.init_command_line_parser.add_listener
+def _add_options(parser: Any) -> None:
+    parser.add_argument("--kneo-embedded-store", env_var="SWARMGAUGE_KNEO_EMBEDDED_STORE", default="sqlite",
+                        choices=("sqlite", "postgres"), include_in_web_ui=False,
+                        help="without --host: the store of the kneo-serv this locustfile starts")
+    parser.add_argument("--kneo-embedded-workers", env_var="SWARMGAUGE_KNEO_EMBEDDED_WORKERS", type=int,
+                        default=1, include_in_web_ui=False, help="without --host: KNEO_SERV_WORKER_CONCURRENCY")
+    parser.add_argument("--kneo-embedded-queue-depth", env_var="SWARMGAUGE_KNEO_EMBEDDED_QUEUE_DEPTH", type=int,
+                        default=0, include_in_web_ui=False, help="without --host: KNEO_SERV_MAX_QUEUE_DEPTH")
+
+
+class EmbeddedKneo:
+    """The kneo-serv (and PostgreSQL) this locustfile started; stopped when Locust quits."""
+
+    def __init__(self) -> None:
+        self.service: Any = None
+        self.cluster: Any = None
+
+    def start(self, options: Any) -> Any:
+        from targets.kneo import KneoService
+
+        store = options.kneo_embedded_store
+        try:
+            dsn = None
+            if store == "postgres":
+                from targets.postgres import PostgresCluster
+
+                self.cluster = PostgresCluster(fsync=False).start()
+                dsn = self.cluster.dsn
+            self.service = KneoService(store=store, dsn=dsn, worker_concurrency=options.kneo_embedded_workers,
+                                       max_queue_depth=options.kneo_embedded_queue_depth).start()
+        except BaseException:
+            self.stop()
+            raise
+        return self.service
+
+    def stop(self) -> None:
+        if self.service is not None:
+            self.service.stop()
+            self.service = None
+        if self.cluster is not None:
+            self.cluster.stop()
+            self.cluster = None
+
+
+_embedded = EmbeddedKneo()
+
+
+def start_embedded(environment: Any) -> None:
+    """A local run without ``--host`` gets its own kneo-serv; a distributed one must name the service."""
+    if environment.host:
+        return
+    if not isinstance(environment.runner, LocalRunner):
+        if environment.runner is not None and not hasattr(environment.runner, "client_id"):
+            raise UsageError("a distributed kneo run needs --host (start the service with 'swarmgauge target kneo')")
+        return
+    from listeners.resources import add_sample_source
+
+    options = environment.parsed_options
+    try:
+        service = _embedded.start(options)
+    except SwarmgaugeError as exc:
+        raise UsageError(f"could not start the embedded kneo-serv: {exc}") from None
+    environment.host = service.url
+    KneoDispatchUser.host = service.url
+    if not options.kneo_store and not options.kneo_store_file:
+        options.kneo_store = service.store_locator
+    if not options.kneo_no_gauges:
+        for spec in service.gauge_sources():
+            add_sample_source(environment, spec)
+    log.info("embedded kneo-serv at %s", service.url)
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_: Any) -> None:
+    from swarmgauge.errors import stop_on_usage_error
+
+    stop_on_usage_error(start_embedded, environment)
+
+
+@events.quit.add_listener
+def _on_quit(**_: Any) -> None:
+    _embedded.stop()

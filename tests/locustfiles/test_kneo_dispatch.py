@@ -1,0 +1,176 @@
+"""locustfiles/kneo_dispatch.py as real headless Locust runs against the real kneo-serv: the reconciliation in the
+run directory and report, the gauges, backpressure, a store that does not match (exit 3), a bad DSN (results kept),
+and secrets that never reach the output."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from targets.kneo import KneoService, NoSuitablePython, ensure_venv, find_python
+from targets.postgres import PostgresCluster, PostgresError, find_bindir, write_private
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCUST = str(Path(sys.executable).parent / "locust")
+pytestmark = pytest.mark.timeout(900)  # the first test may build the cached kneo-serv venv
+
+
+@pytest.fixture(scope="module")
+def kneo_venv():
+    try:
+        find_python()
+    except NoSuitablePython as exc:
+        pytest.skip(f"kneo-serv needs Python >= 3.12: {exc}")
+    return ensure_venv()
+
+
+@pytest.fixture(scope="module")
+def pg_cluster():
+    try:
+        find_bindir()
+    except PostgresError as exc:
+        pytest.skip(f"no PostgreSQL here: {exc}")
+    with PostgresCluster(fsync=False) as cluster:
+        yield cluster
+
+
+def _database(cluster: PostgresCluster) -> str:
+    import psycopg
+
+    name = f"kneo_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(cluster.dsn, autocommit=True) as connection:
+        connection.execute(f"CREATE DATABASE {name}")
+    return cluster.dsn.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(scope="module")
+def sqlite_service(kneo_venv):
+    with KneoService(store="sqlite") as service:
+        yield service
+
+
+def run_locust(run_dir: Path, *args: str, users: str = "2", step_time: str = "3s") -> subprocess.CompletedProcess:
+    cmd = [LOCUST, "-f", "locustfiles/kneo_dispatch.py", "--headless", "--only-summary", "--run-dir", str(run_dir),
+           "--steps", users, "--step-time", step_time, "--sample-interval", "1", *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
+
+
+def _result(run_dir: Path) -> dict:
+    return json.loads((run_dir / "kneo.json").read_text())
+
+
+def _all_output(run_dir: Path, proc: subprocess.CompletedProcess) -> str:
+    texts = [proc.stdout, proc.stderr]
+    texts += [p.read_text(errors="replace") for p in run_dir.iterdir() if p.is_file()]
+    return "\n".join(texts)
+
+
+def _steps(run_dir: Path) -> list[dict]:
+    with open(run_dir / "steps.csv") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_embedded_sqlite_sync_run_reconciles_and_reports_backlog_and_rss(kneo_venv, tmp_path):
+    proc = run_locust(tmp_path, users="1,3")
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    result = _result(tmp_path)
+    assert result["mismatches"] == 0 and result["error"] is None
+    assert result["ledger"]["accepted"] > 0 and result["ledger"]["indeterminate"] == 0
+    assert result["ledger"]["observed"] == {"completed": result["ledger"]["accepted"]}
+    assert "kneo reconciliation" in proc.stdout and "matches" in proc.stdout
+    rows = list(csv.DictReader(open(tmp_path / "resources.csv")))
+    metrics = {(r["source"].split(":", 1)[0], r["metric"]) for r in rows}
+    assert {("prom", "kneo_runs_queued"), ("prom", "kneo_worker_count"), ("psutil", "rss_bytes")} <= metrics
+    report = (tmp_path / "report.md").read_text()
+    assert "## kneo-serv runs" in report and "| accepted runs present" in report
+    assert "Backlog over time" in report and "service RSS MiB (peak)" in report
+    slo = json.loads((tmp_path / "slo.json").read_text())
+    assert [(v["expr"], v["status"]) for v in slo["verdicts"]] == [("kneo_mismatches==0", "pass")]
+    steps = _steps(tmp_path)
+    assert {r["request_type"] for r in steps} == {"run sync", ""} and "queue_full" in steps[0]
+
+
+def test_postgres_queued_run_with_auth_reconciles_and_never_shows_the_key_or_password(kneo_venv, pg_cluster,
+                                                                                      tmp_path):
+    dsn = _database(pg_cluster)
+    key = f"key-{uuid.uuid4().hex}"
+    with KneoService(store="postgres", dsn=dsn, api_keys=[f"loader:{key}:operator"]) as service:
+        store_file = tmp_path / "store"
+        write_private(store_file, dsn + "\n")
+        run_dir = tmp_path / "run"
+        proc = run_locust(run_dir, "--host", service.url, "--kneo-mode", "queued", "--kneo-store-file",
+                          str(store_file), "--kneo-api-key", key, users="4")
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    result = _result(run_dir)
+    assert result["mismatches"] == 0, result["checks"]
+    assert result["ledger"]["accepted"] > 0 and result["store_statuses"] == {"completed": result["ledger"]["accepted"]}
+    output = _all_output(run_dir, proc)
+    assert key not in output and pg_cluster.password not in output
+    assert {r["request_type"] for r in _steps(run_dir)} >= {"run submit", "run poll", "run queued"}
+
+
+def test_queue_depth_two_burst_gets_queue_full_and_still_matches_row_for_row(kneo_venv, pg_cluster, tmp_path):
+    dsn = _database(pg_cluster)
+    with KneoService(store="postgres", dsn=dsn, max_queue_depth=2) as service:
+        proc = run_locust(tmp_path, "--host", service.url, "--kneo-mode", "queued", "--kneo-store", dsn, users="10")
+    assert proc.returncode == 1, proc.stderr[-1500:]  # QueueFull is recorded as a failure; the gate still holds
+    result = _result(tmp_path)
+    assert result["mismatches"] == 0, result["checks"]
+    queue_full = result["ledger"]["queue_full"]
+    assert queue_full > 0 and result["store_statuses"]["failed"] == queue_full
+    check = next(c for c in result["checks"] if c["check"].startswith("queue_full"))
+    assert check["locust"] == check["store"] == queue_full and check["ok"]
+    assert sum(int(r["queue_full"]) for r in _steps(tmp_path) if r["name"] == "Aggregated") == queue_full
+    failures = (tmp_path / "locust_failures.csv").read_text()
+    assert "QueueFull" in failures and "RunFailed" not in failures
+    slo = json.loads((tmp_path / "slo.json").read_text())
+    assert slo["passed"] is True
+
+
+def test_a_store_that_does_not_match_fails_the_gate_with_exit_3(sqlite_service, tmp_path, kneo_venv):
+    with KneoService(store="sqlite") as other:
+        proc = run_locust(tmp_path, "--host", sqlite_service.url, "--kneo-store", other.store_locator, users="1")
+    assert proc.returncode == 3, proc.stderr[-1500:]
+    result = _result(tmp_path)
+    assert result["mismatches"] >= 1
+    present = result["checks"][0]
+    assert present["check"] == "accepted runs present" and present["store"] == 0 and not present["ok"]
+    assert "FAIL" in proc.stdout
+    assert json.loads((tmp_path / "slo.json").read_text())["passed"] is False
+
+
+def test_bad_dsn_gives_a_clear_error_and_keeps_the_runs_other_results(sqlite_service, tmp_path):
+    secret = f"pw{uuid.uuid4().hex[:8]}"
+    proc = run_locust(tmp_path, "--host", sqlite_service.url, "--kneo-store",
+                      f"postgresql://kneo:{secret}@127.0.0.1:1/kneo", "--kneo-drain-timeout", "1", users="1")
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    result = _result(tmp_path)
+    assert result["error"].startswith("StoreUnavailable: PostgreSQL store postgresql://kneo:***@127.0.0.1:1/kneo")
+    assert result["mismatches"] is None and result["ledger"]["accepted"] > 0
+    assert "reconciliation" in proc.stdout and "not done" in proc.stdout
+    assert int(next(r for r in _steps(tmp_path) if r["request_type"] == "run sync")["requests"]) > 0
+    assert "reconciliation not done" in (tmp_path / "report.md").read_text()
+    assert secret not in _all_output(tmp_path, proc)
+
+
+def test_missing_store_file_stops_before_any_load_in_one_line(tmp_path, sqlite_service):
+    proc = run_locust(tmp_path, "--host", sqlite_service.url, "--kneo-store-file", str(tmp_path / "nope"))
+    assert proc.returncode == 2
+    assert "swarmgauge: --kneo-store-file" in proc.stderr and "cannot read a store" in proc.stderr
+
+
+def test_workers_send_their_ledgers_to_the_master_and_the_run_reconciles(sqlite_service, tmp_path):
+    proc = run_locust(tmp_path, "--host", sqlite_service.url, "--kneo-store", sqlite_service.store_locator,
+                      "--kneo-mode", "queued", "--processes", "2", users="2,4")
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    result = _result(tmp_path)
+    assert result["mismatches"] == 0, result["checks"]
+    assert result["ledger"]["accepted"] > 0
+    assert result["store_statuses"] == {"completed": result["ledger"]["accepted"]}
+    assert json.loads((tmp_path / "run.json").read_text())["runner"] == "MasterRunner"
