@@ -5,10 +5,12 @@ worker (``swarmgauge_step`` message), and each process fires :data:`step_changed
 ``request`` event into an HDR histogram per (step, request type, name), keyed by the step that was current on that
 process when the request *started* (the event's ``start_time``), so a request in flight across a boundary counts in
 the step it started in. Requests that start within a step's warm-up are counted apart and left out of its figures.
-Workers drain their histograms into ``report_to_master``; the master merges them, and at the end writes
-``steps.csv`` (one row per step and name plus an ``Aggregated`` row per step) and ``timeline.csv`` into the run
-directory. Named per-step counters (:func:`register_step_counter`, :func:`count`) are summed across workers and
-become columns of ``steps.csv``.
+Workers drain their histograms into ``report_to_master``; the master merges them. When the plan is over the shape
+stops the users and calls :func:`request_final_reports`: each worker fires :data:`before_flush`, drains what is left
+and sends it back (``swarmgauge_flushed``), so nothing measured is lost to Locust's short wait for final reports.
+At the end the master writes ``steps.csv`` (one row per step and name plus an ``Aggregated`` row per step) and
+``timeline.csv`` into the run directory. Named per-step counters (:func:`register_step_counter`, :func:`count`) are
+summed across workers and become columns of ``steps.csv``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import gevent
 import psutil
 from locust import events
 from locust.event import EventHook
-from locust.runners import MasterRunner, WorkerRunner
+from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
 
 from listeners import rundir
 from listeners.step_stats import NameStats, StepMerge, StepRecorder
@@ -30,6 +32,8 @@ from listeners.step_stats import NameStats, StepMerge, StepRecorder
 logger = logging.getLogger("swarmgauge.steps")
 
 MESSAGE_TYPE = "swarmgauge_step"
+FLUSH_MESSAGE = "swarmgauge_flush"
+FLUSHED_MESSAGE = "swarmgauge_flushed"
 GENERATOR_BOUND_CPU = 90.0
 SAMPLE_INTERVAL = 1.0
 LOCAL_DRAIN_INTERVAL = 3.0
@@ -39,13 +43,20 @@ MAX_SAMPLER_SECONDS = 30 * 24 * 3600.0
 step_changed = EventHook()
 """Fired on every process as ``step_changed.fire(environment=env, step=StepInfo)`` at each stage change."""
 
+before_flush = EventHook()
+"""Fired on each load-generating process as ``before_flush.fire(environment=env)`` just before its final drain."""
+
 _STEP_COUNTERS: list[str] = ["dropped"]
 _envs: list[Any] = []
 
 
 @dataclass(frozen=True)
 class StepInfo:
-    """One stage of a plan as the master announced it; ``started_at`` is the master's wall clock."""
+    """One stage of a plan as the master announced it; ``started_at`` is the master's wall clock.
+
+    ``slot`` of ``slots`` says which share of an open-model step's arrivals this process issues (every
+    ``slots``-th ticket, starting at ``slot``), so the workers together issue exactly the plan's count.
+    """
 
     index: int
     label: str
@@ -57,6 +68,8 @@ class StepInfo:
     rate_share: float | None = None
     drop_after: float | None = None
     rate_end: float | None = None
+    slot: int = 0
+    slots: int = 1
 
 
 def register_step_counter(name: str) -> None:
@@ -83,6 +96,7 @@ class _StepState:
         self.finalized = False
         self.sampler: gevent.Greenlet | None = None
         self.sampler_stop = False
+        self.flush_pending: set[str] = set()
 
 
 def _state(environment: Any) -> _StepState:
@@ -130,9 +144,45 @@ def announce(environment: Any, info: StepInfo) -> None:
         _apply(environment, info)
     state.announced[info.index] = info
     if isinstance(runner, MasterRunner):
-        workers = max(1, runner.worker_count)
-        share = replace(info, rate_share=(info.rate / workers) if info.rate is not None else None)
-        runner.send_message(MESSAGE_TYPE, asdict(share))
+        workers = _live_workers(runner)
+        for slot, client_id in enumerate(workers):
+            share = replace(info, rate_share=(info.rate / len(workers)) if info.rate is not None else None,
+                            slot=slot, slots=len(workers))
+            runner.send_message(MESSAGE_TYPE, asdict(share), client_id=client_id)
+
+
+def _live_workers(runner: Any) -> list[str]:
+    return sorted(client.id for client in runner.clients.all if client.state != STATE_MISSING)
+
+
+def request_final_reports(environment: Any) -> None:
+    """Ask every worker for what it has not reported yet (locally: fire :data:`before_flush` and fold it in)."""
+    runner = environment.runner
+    state = _state(environment)
+    if isinstance(runner, MasterRunner):
+        state.flush_pending = set(_live_workers(runner))
+        for client_id in sorted(state.flush_pending):
+            runner.send_message(FLUSH_MESSAGE, None, client_id=client_id)
+        return
+    before_flush.fire(environment=environment)
+    _merge_batch(environment, "local", state.recorder.drain())
+
+
+def final_reports_in(environment: Any) -> bool:
+    """True once every worker asked by :func:`request_final_reports` has answered."""
+    return not _state(environment).flush_pending
+
+
+def _on_flush_message(environment: Any, msg: Any, **_kwargs: Any) -> None:
+    before_flush.fire(environment=environment)
+    environment.runner.send_message(FLUSHED_MESSAGE, _state(environment).recorder.drain())
+
+
+def _on_flushed_message(environment: Any, msg: Any, **_kwargs: Any) -> None:
+    state = _state(environment)
+    if msg.data:
+        _merge_batch(environment, str(msg.node_id), msg.data)
+    state.flush_pending.discard(str(msg.node_id))
 
 
 def end_run(environment: Any) -> None:
@@ -171,8 +221,9 @@ def on_request(environment: Any, request_type: str, name: str, response_time: fl
     if not state.transitions:
         _implicit_step(environment)
     started = start_time if start_time is not None else time.time()
-    found = step_at(environment, started)
-    info, began = found  # type: ignore[misc]
+    began, info = state.transitions[-1]
+    if started < began:
+        info, began = step_at(environment, started)  # type: ignore[misc]
     if info.warmup and started < began + info.warmup:
         state.recorder.record_warmup(info.index)
         return
@@ -191,14 +242,16 @@ def _sample_loop(environment: Any) -> None:
     process = psutil.Process()
     process.cpu_percent(None)
     is_worker = isinstance(environment.runner, WorkerRunner)
+    generates_load = not isinstance(environment.runner, MasterRunner)
     began = time.monotonic()
     last_drain = began
     while not _state(environment).sampler_stop and time.monotonic() - began < MAX_SAMPLER_SECONDS:
         gevent.sleep(SAMPLE_INTERVAL)
         state = _state(environment)
         info = current_step(environment)
-        if info is not None:
-            state.recorder.note_cpu(info.index, process.cpu_percent(None))
+        cpu = process.cpu_percent(None)
+        if info is not None and generates_load:
+            state.recorder.note_cpu(info.index, cpu)
         if not is_worker and time.monotonic() - last_drain >= LOCAL_DRAIN_INTERVAL:
             last_drain = time.monotonic()
             _merge_batch(environment, "local", state.recorder.drain())
@@ -214,11 +267,42 @@ def _merge_batch(environment: Any, source: str, batch: dict[str, Any]) -> None:
         state.timeline_steps[bucket] = info.index if info else 0
 
 
+def _cache_default_args() -> None:
+    """Build Locust's default-options dict once per worker process instead of once per option per message.
+
+    Locust's worker rebuilds a whole argument parser for every option of every ``spawn`` message it handles,
+    which holds the event loop for about half a second at each step change; requests in flight then look that much
+    slower. The dict only answers "is this a default option?", so one copy per process serves every message.
+    """
+    from locust import argument_parser
+
+    build = argument_parser.default_args_dict
+    if getattr(build, "swarmgauge_cached", False):
+        return
+    cached: dict[str, Any] = {}
+
+    def default_args_dict() -> dict:
+        if not cached:
+            cached.update(build())
+        return dict(cached)
+
+    default_args_dict.swarmgauge_cached = True  # type: ignore[attr-defined]
+    argument_parser.default_args_dict = default_args_dict
+
+
 @events.init.add_listener
 def _on_init(environment: Any, **_kwargs: Any) -> None:
     runner = environment.runner
-    if runner is not None and MESSAGE_TYPE not in getattr(runner, "custom_messages", {}):
-        runner.register_message(MESSAGE_TYPE, _on_step_message)
+    if isinstance(runner, WorkerRunner):
+        _cache_default_args()
+    handlers = {MESSAGE_TYPE: _on_step_message}
+    if isinstance(runner, WorkerRunner):
+        handlers[FLUSH_MESSAGE] = _on_flush_message
+    if isinstance(runner, MasterRunner):
+        handlers[FLUSHED_MESSAGE] = _on_flushed_message
+    for message_type, handler in handlers.items():
+        if runner is not None and message_type not in getattr(runner, "custom_messages", {}):
+            runner.register_message(message_type, handler)
     _envs.append(environment)
     environment.events.request.add_listener(
         lambda **kw: on_request(environment, **kw)

@@ -5,6 +5,13 @@ a different way to build its plan: class attributes first (for subclassing in a 
 The plan is built and validated in ``init`` on the master, so a bad plan stops the run with one line before any
 user spawns. Spawn rates are chosen so a ramp takes at most a tenth of its stage (and at most 2 s), because
 Locust's ``tick()`` blocks while spawning; the tick sleeps up to a stage boundary so steps change on time.
+
+When the plan is over the shape ends the run in three bounded phases before it lets Locust quit: it lets an
+open-model step's last tickets be taken (``tail_seconds``), stops every user through Locust's own ramp-down (which
+honours ``--stop-timeout``, so requests in flight finish and are counted), then asks every worker for its last
+per-step figures (:func:`listeners.steps.request_final_reports`). Locust's own quit waits only half a second for
+final reports, and its ``stop()`` stalls the event loop long enough to inflate the latency of requests still in
+flight; after these phases neither can touch what was measured.
 """
 
 from __future__ import annotations
@@ -25,6 +32,10 @@ logger = logging.getLogger("swarmgauge.shapes")
 MAX_RAMP_SECONDS = 2.0
 RAMP_FRACTION = 0.1
 FOREVER = 365 * 24 * 3600.0
+STOP_SPAWN_RATE = 10_000.0
+STOP_GRACE_SECONDS = 5.0
+FINAL_REPORT_SECONDS = 5.0
+POLL_SECONDS = 0.05
 
 
 class SwarmShape(LoadTestShape):
@@ -39,6 +50,8 @@ class SwarmShape(LoadTestShape):
         self._plan: Plan | None = None
         self._announced: int | None = None
         self._ended = False
+        self._stopping_users = False
+        self._last_run_time = 0.0
 
     # plan -------------------------------------------------------------------------------------------------------
     def class_plan_doc(self) -> dict[str, Any]:
@@ -116,17 +129,43 @@ class SwarmShape(LoadTestShape):
         last = self.plan().stages[-1]
         return min(last.drop_after, 1.0) if last.open_model else 0.0
 
+    def _finish(self, run_time: float) -> tuple[int, float] | None:
+        """After the last stage: the open-model tail, then all users stopped, then the final reports."""
+        environment = self.runner.environment
+        if not self._ended:
+            steps.end_run(environment)
+            self._ended = True
+        if self._announced is None:
+            return None
+        tail_left = self.plan().total_duration + self.tail_seconds() - run_time
+        if tail_left > 0:
+            gevent.sleep(tail_left)
+        if not self._stopping_users:
+            self._stopping_users = True
+            return 0, STOP_SPAWN_RATE
+        self._wait_until(lambda: self.runner.user_count == 0,
+                         float(getattr(environment, "stop_timeout", 0) or 0) + STOP_GRACE_SECONDS)
+        steps.request_final_reports(environment)
+        self._wait_until(lambda: steps.final_reports_in(environment), FINAL_REPORT_SECONDS)
+        return None
+
+    @staticmethod
+    def _wait_until(condition: Any, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while not condition():
+            if time.monotonic() >= deadline:
+                return False
+            gevent.sleep(POLL_SECONDS)
+        return True
+
     def tick(self) -> tuple[int, float] | tuple[int, float, list[Any] | None] | None:
         run_time = self.get_run_time()
+        if self._ended and run_time < self._last_run_time:
+            self._announced, self._ended, self._stopping_users = None, False, False  # a new run (web UI)
+        self._last_run_time = run_time
         found = self.stage_at(run_time)
         if found is None:
-            if not self._ended:
-                steps.end_run(self.runner.environment)
-                self._ended = True
-            if run_time < self.plan().total_duration + self.tail_seconds() and self._announced is not None:
-                last = self.plan().stages[-1]
-                return last.user_count, self.spawn_rate_for(len(self.plan().stages) - 1, last)
-            return None
+            return self._finish(run_time)
         index, stage, left = found
         if index != self._announced:
             self._announce(index, stage)

@@ -1,16 +1,16 @@
 """The open model: a per-process ticket scheduler and the wait time that takes its tickets.
 
-When a step has a ``rate``, every worker (or the local process) runs one scheduler greenlet that issues tickets at
-its share of the rate (``StepInfo.rate_share``, the rate divided by the workers), each stamped with its *intended*
-start time. Users are only the concurrency cap: a user blocks in its wait time until it gets a ticket, then
+When a step has a ``rate``, every worker (or the local process) runs one scheduler greenlet that issues its share
+of the step's arrival schedule (every ``StepInfo.slots``-th ticket from ``slot`` on, so N workers together issue
+exactly rate x duration), each stamped with its *intended* start time. Users are only the concurrency cap: a user blocks in its wait time until it gets a ticket, then
 ``users.recording.set_intended_start`` makes its next measured request count from the ticket's time, so a stalled
 target shows in the percentiles (no coordinated omission, as wrk2). A ticket nobody takes within ``drop_after``
 seconds is counted in the step's ``dropped`` column and never run; ``tickets`` counts the ones issued.
 
-Use it in a User (the mixin takes the first ticket before the first task, since Locust runs one task before the
-first wait)::
+Use it in a User (the mixin waits for the first ticket before the first task, since Locust runs one task before
+the first wait)::
 
-    class Fetcher(OpenModel, MarkUser):      # or: wait_time = tickets(), and call take_ticket(self) in on_start
+    class Fetcher(OpenModel, MarkUser):      # or: wait_time = tickets(), and call self.wait() in on_start
         @task
         def fetch(self): ...
 """
@@ -23,7 +23,7 @@ from collections import deque
 from typing import Any, Callable
 
 import gevent
-from gevent.event import Event
+from gevent.event import AsyncResult
 from locust import events
 from locust.runners import MasterRunner
 
@@ -37,12 +37,17 @@ steps.register_step_counter("tickets")
 
 
 class TicketScheduler:
-    """Issues this process's tickets for the current open-model step; users take them in order."""
+    """Issues this process's tickets for the current open-model step; users take them in order.
+
+    A ticket goes straight to the longest-waiting user when one is free (one wake-up per ticket, so 1,000/s
+    costs 1,000 switches, not 1,000 times the number of idle users); otherwise it queues until a user is free
+    or it is older than ``drop_after``.
+    """
 
     def __init__(self, environment: Any) -> None:
         self.environment = environment
         self.queue: deque[tuple[float, int]] = deque()
-        self.available = Event()
+        self.waiters: deque[AsyncResult] = deque()
         self.greenlet: gevent.Greenlet | None = None
         self.step: steps.StepInfo | None = None
         self.issued = 0
@@ -51,28 +56,31 @@ class TicketScheduler:
     def start(self, info: steps.StepInfo) -> None:
         self.stop_issuing()
         self.step = info
-        rate = info.rate_share if info.rate_share is not None else info.rate
-        if rate is None:
+        if info.rate is None:
             return
-        self.greenlet = gevent.spawn(self._issue, info, float(rate),
-                                     None if info.rate_end is None else self._share_of(info, info.rate_end))
-
-    @staticmethod
-    def _share_of(info: steps.StepInfo, value: float) -> float:
-        if info.rate_share is None or not info.rate:
-            return value
-        return value * info.rate_share / info.rate
+        self.greenlet = gevent.spawn(self._issue, info)
 
     def stop_issuing(self) -> None:
         if self.greenlet is not None and not self.greenlet.dead:
             self.greenlet.kill(block=False)
         self.greenlet = None
 
-    def _issue(self, info: steps.StepInfo, rate: float, rate_end: float | None) -> None:
+    def _hand_out(self, due: float, step_index: int) -> None:
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.ready():
+                waiter.set(due)
+                return
+        self.queue.append((due, step_index))
+
+    def _issue(self, info: steps.StepInfo) -> None:
+        """Every ``slots``-th arrival of the step's schedule from ``slot`` on, each at its due time."""
+        rate, rate_end = float(info.rate or 0.0), info.rate_end
         began = time.perf_counter()
         duration = info.duration if info.duration else MAX_TICKET_WAIT * 24
         total = arrivals_by(duration, rate, rate_end, duration)
-        k = 0
+        stride = max(1, int(info.slots))
+        k = int(info.slot)
         while k < total:
             now = time.perf_counter()
             issued_now = 0
@@ -80,13 +88,12 @@ class TicketScheduler:
                 due = began + arrival_time(k, rate, rate_end, duration)
                 if due > now:
                     break
-                self.queue.append((due, info.index))
-                k += 1
+                self._hand_out(due, info.index)
+                k += stride
                 issued_now += 1
             if issued_now:
                 self.issued += issued_now
                 steps.count(self.environment, "tickets", issued_now, step=info.index)
-                self.available.set()
             self.expire(now)
             if k >= total:
                 break
@@ -94,7 +101,7 @@ class TicketScheduler:
             gevent.sleep(min(max(wait, 0.0), MAX_SLEEP))
 
     def expire(self, now: float | None = None, *, everything: bool = False) -> int:
-        """Count tickets older than ``drop_after`` (or all of them) as dropped, in the step they belong to."""
+        """Count queued tickets older than ``drop_after`` (or all of them) as dropped, in their own step."""
         now = time.perf_counter() if now is None else now
         bound = self.step.drop_after if self.step and self.step.drop_after is not None else 1.0
         dropped = 0
@@ -103,24 +110,22 @@ class TicketScheduler:
             steps.count(self.environment, "dropped", 1, step=step_index)
             dropped += 1
         self.dropped += dropped
-        if not self.queue:
-            self.available.clear()
         return dropped
 
     def take(self, timeout: float) -> float | None:
         """The intended start (perf_counter time) of the next live ticket, or None after ``timeout``."""
-        deadline = time.perf_counter() + timeout
-        while True:
-            self.expire()
-            if self.queue:
-                due, _step = self.queue.popleft()
-                if not self.queue:
-                    self.available.clear()
-                return due
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                return None
-            self.available.wait(min(remaining, IDLE_WAIT))
+        self.expire()
+        if self.queue:
+            return self.queue.popleft()[0]
+        waiter = AsyncResult()
+        self.waiters.append(waiter)
+        try:
+            return waiter.get(timeout=max(timeout, 0.0))
+        except gevent.Timeout:
+            return None
+        finally:
+            if not waiter.ready() and waiter in self.waiters:
+                self.waiters.remove(waiter)
 
 
 def arrivals_by(t: float, rate: float, rate_end: float | None, duration: float) -> int:
@@ -158,26 +163,44 @@ def take_ticket(user: Any, timeout: float = MAX_TICKET_WAIT) -> bool:
 
 
 def tickets(idle_wait: float = IDLE_WAIT) -> Callable[[Any], float]:
-    """A ``wait_time`` for open-model users: waits for a ticket; in a closed-model step waits ``idle_wait``."""
+    """A ``wait_time`` for open-model users: waits for a ticket; in a closed-model step waits ``idle_wait``.
+
+    The wait goes on until a ticket comes or the step stops being open, so an iteration never runs without one
+    (a stopping user is killed in its wait, as Locust does with every wait).
+    """
 
     def wait_for_ticket(user: Any) -> float:
-        current = steps.current_step(user.environment)
-        if current is None or current.rate is None:
-            return idle_wait
-        take_ticket(user)
-        return 0.0
+        deadline = time.monotonic() + MAX_TICKET_WAIT
+        while time.monotonic() < deadline:
+            current = steps.current_step(user.environment)
+            if current is None or current.rate is None:
+                return idle_wait
+            if take_ticket(user, timeout=IDLE_WAIT):
+                return 0.0
+        return idle_wait
 
     return wait_for_ticket
 
 
 class OpenModel:
-    """User mixin: ``wait_time = tickets()`` plus a first ticket taken at the end of ``on_start``."""
+    """User mixin: ``wait_time = tickets()``, and the first ticket is waited for at the end of ``on_start``.
+
+    The first wait goes through Locust's own ``wait()``, so a user stopped before it got a ticket is killed there
+    instead of running one iteration without a ticket.
+    """
 
     wait_time = tickets()
 
     def on_start(self) -> None:
         super().on_start()  # type: ignore[misc]
-        take_ticket(self)
+        self.wait()  # type: ignore[attr-defined]
+
+
+def _flush_tickets(environment: Any) -> None:
+    found = getattr(environment, "_swarmgauge_tickets", None)
+    if found is not None:
+        found.stop_issuing()
+        found.expire(everything=True)
 
 
 @steps.step_changed.add_listener
@@ -194,9 +217,11 @@ def _on_step_changed(environment: Any, step: steps.StepInfo, **_kwargs: Any) -> 
     ticket_scheduler.start(step)
 
 
+@steps.before_flush.add_listener
+def _on_before_flush(environment: Any, **_kwargs: Any) -> None:
+    _flush_tickets(environment)
+
+
 @events.test_stop.add_listener
 def _on_test_stop(environment: Any, **_kwargs: Any) -> None:
-    found = getattr(environment, "_swarmgauge_tickets", None)
-    if found is not None:
-        found.stop_issuing()
-        found.expire(everything=True)
+    _flush_tickets(environment)

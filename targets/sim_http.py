@@ -1,12 +1,17 @@
 """An HTTP test target whose per-request delay comes from a known, seeded distribution, recorded by the target.
 
 It is the ground truth for the per-step statistics: every request is recorded with its arrival time, path, the
-``step`` query parameter the client sent, and the time the target itself measured holding it. A stall mode holds
+``step`` and ``id`` query parameters the client sent, the delay it drew, the time it waited for a slot (``queued_ms``, see
+``--capacity``), the time it was held (``held_ms``) and the time the server spent on it from calling the app to the
+last byte written (``served_ms``, the closest the target can get to what a client measures). ``--capacity N``
+serves at most N requests at once and queues the rest in arrival order, a bottleneck whose throughput flattens at
+N / mean delay, so a step ramp shows a knee. A stall mode holds
 every request that arrives during a window (``--stall-at/--stall-for`` or ``POST /__stall?seconds=S``), as wrk2's
 worked example does, so an open-model run can show the stall in p99. ``?status=500`` answers with that status.
 Control endpoints: ``GET /__records`` (JSON list), ``POST /__reset``, ``POST /__stall?seconds=S``, ``GET /__health``.
 
-Run: ``swarmgauge target sim-http --port 0 --delay uniform:40:160`` (prints ``listening on http://127.0.0.1:PORT``),
+Run: ``swarmgauge target sim-http --port 0 --delay uniform:40:160 [--capacity 4]`` (prints ``listening on
+http://127.0.0.1:PORT``),
 or ``python3 -m targets.sim_http``. It binds loopback only.
 """
 
@@ -25,6 +30,13 @@ from swarmgauge.errors import UsageError
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 MAX_DELAY_S = 60.0
 MAX_RECORDS = 5_000_000
+RECORD_KEY = "sim_http.record"
+
+
+def _status_of(query: dict[str, list[str]]) -> int:
+    """The ``?status=`` a client asked for; anything but a 100-599 number is a plain 200."""
+    raw = query.get("status", ["200"])[0]
+    return int(raw) if raw.isdigit() and 100 <= int(raw) <= 599 else 200
 
 
 def delay_sampler(spec: str, seed: int) -> Callable[[], float]:
@@ -55,8 +67,12 @@ class SimHttpApp:
     """The WSGI app: sleeps the drawn delay (plus any stall), records what it did."""
 
     def __init__(self, delay: str = "const:0", seed: int = 1, stall_at: float | None = None,
-                 stall_for: float = 0.0) -> None:
+                 stall_for: float = 0.0, capacity: int | None = None) -> None:
+        if capacity is not None and capacity < 1:
+            raise UsageError(f"--capacity must be at least 1, got {capacity}")
         self.sample = delay_sampler(delay, seed)
+        self.capacity = capacity
+        self._slots: Any = None
         self.records: list[dict[str, Any]] = []
         self.started = time.time()
         self.stall_until = 0.0
@@ -77,17 +93,38 @@ class SimHttpApp:
         if path.startswith("/__"):
             return self._control(path, query, start_response)
         arrived = time.time()
-        held_from = time.perf_counter()
-        delay_ms = min(self.sample(), MAX_DELAY_S * 1000.0)
-        gevent.sleep(self._stall_left(arrived) + delay_ms / 1000.0)
-        held_ms = (time.perf_counter() - held_from) * 1000.0
-        status = int(query.get("status", ["200"])[0])
+        queued_from = time.perf_counter()
+        slots = self._slot_semaphore()
+        if slots is not None:
+            slots.acquire()
+        try:
+            held_from = time.perf_counter()
+            delay_ms = min(self.sample(), MAX_DELAY_S * 1000.0)
+            gevent.sleep(self._stall_left(arrived) + delay_ms / 1000.0)
+            held_ms = (time.perf_counter() - held_from) * 1000.0
+        finally:
+            if slots is not None:
+                slots.release()
+        status = _status_of(query)
+        record = {"t": arrived, "path": path, "step": query.get("step", [None])[0], "id": query.get("id", [None])[0],
+                  "drawn_ms": delay_ms,
+                  "queued_ms": (held_from - queued_from) * 1000.0, "held_ms": held_ms, "status": status}
         if len(self.records) < MAX_RECORDS:
-            self.records.append({"t": arrived, "path": path, "step": query.get("step", [None])[0],
-                                 "drawn_ms": delay_ms, "held_ms": held_ms, "status": status})
+            self.records.append(record)
+            environ[RECORD_KEY] = record
         body = b"ok\n" if status < 400 else b"simulated failure\n"
         start_response(f"{status} SIM", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
         return [body]
+
+    def _slot_semaphore(self) -> Any:
+        """The capacity limit, made on first use (after gevent's patching); None when unlimited."""
+        if self.capacity is None:
+            return None
+        if self._slots is None:
+            from gevent.lock import Semaphore
+
+            self._slots = Semaphore(self.capacity)
+        return self._slots
 
     def _control(self, path: str, query: dict[str, list[str]], start_response: Callable[..., Any]) -> list[bytes]:
         if path == "/__records":
@@ -96,7 +133,11 @@ class SimHttpApp:
             self.records = []
             body = b"{}"
         elif path == "/__stall":
-            seconds = min(float(query.get("seconds", ["1"])[0]), MAX_DELAY_S)
+            try:
+                seconds = min(max(float(query.get("seconds", ["1"])[0]), 0.0), MAX_DELAY_S)
+            except ValueError:
+                start_response("400 Bad Request", [("Content-Type", "text/plain")])
+                return [b"seconds must be a number\n"]
             self.stall_until = time.time() + seconds
             body = json.dumps({"stall_until": self.stall_until}).encode()
         elif path == "/__health":
@@ -114,9 +155,25 @@ def serve(app: SimHttpApp, host: str = "127.0.0.1", port: int = 0) -> Any:
 
     if host not in LOOPBACK:
         raise UsageError(f"sim-http binds loopback only, not {host!r}")
+    from gevent.pywsgi import WSGIHandler
+
+    class _ServedTimeHandler(WSGIHandler):
+        """Adds ``served_ms`` to the request's record: from calling the app to the response's last byte written."""
+
+        def handle_one_response(self) -> None:
+            began = time.perf_counter()
+            try:
+                super().handle_one_response()
+            finally:
+                record = (self.environ or {}).get(RECORD_KEY)
+                if record is not None:
+                    record["served_ms"] = (time.perf_counter() - began) * 1000.0
+
     class _NoDelayServer(WSGIServer):
         """Disables Nagle per connection: headers and body go out as separate writes, and delayed ACKs
         would otherwise add 40 ms to every response."""
+
+        handler_class = _ServedTimeHandler
 
         def handle(self, sock: Any, address: Any) -> None:
             import socket
@@ -137,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--stall-at", type=float, default=None, help="seconds after start when a stall begins")
     parser.add_argument("--stall-for", type=float, default=0.0, help="how long the stall holds every request")
+    parser.add_argument("--capacity", type=int, default=None, help="serve at most N requests at once, queue the rest")
     parser.add_argument("--max-seconds", type=float, default=3600.0, help="stop by itself after this long")
     return parser
 
@@ -149,7 +207,8 @@ def main(argv: list[str]) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        server = serve(SimHttpApp(args.delay, args.seed, args.stall_at, args.stall_for), args.host, args.port)
+        app = SimHttpApp(args.delay, args.seed, args.stall_at, args.stall_for, args.capacity)
+        server = serve(app, args.host, args.port)
     except UsageError as exc:
         print(f"sim-http: {exc}", file=sys.stderr)
         return 2

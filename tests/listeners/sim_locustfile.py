@@ -1,9 +1,11 @@
 """Locustfile for the run-machinery tests: users of ``targets/sim_http.py`` measured through users/recording.
 
 ``SIM_USER_MODE=open`` makes the user take open-model tickets; ``SIM_STATUS`` makes every request ask for that
-status (to test error exit codes). The shape is ``PlanShape``: the tests pass ``--plan`` or ``--steps``.
+status (to test error exit codes). The shape is ``PlanShape``: the tests pass ``--plan`` or ``--steps``. Each
+request carries the client's current step (``?step=N``), so the target's own record can be split by step.
 """
 
+import itertools
 import os
 
 from geventhttpclient import HTTPClient
@@ -19,6 +21,9 @@ from swarmgauge.errors import SwarmgaugeError
 from users.recording import measure
 
 
+_request_ids = itertools.count()
+
+
 class SimHttpError(SwarmgaugeError):
     """The simulated target answered with an error status."""
 
@@ -29,6 +34,7 @@ class _SimUserBase(User):
 
     def on_start(self) -> None:
         self.http = HTTPClient.from_url(self.host, concurrency=1, network_timeout=30, connection_timeout=5)
+        self.http.get("/__health").read()  # connect now, unmeasured: the target's record starts after connect
 
     def on_stop(self) -> None:
         self.http.close()
@@ -36,10 +42,11 @@ class _SimUserBase(User):
     @task
     def item(self) -> None:
         info = steps.current_step(self.environment)
-        path = f"/item?step={info.index if info else ''}"
+        request_id = f"{os.getpid()}-{next(_request_ids)}"
+        path = f"/item?step={info.index if info else ''}&id={request_id}"
         if self.status:
             path += f"&status={self.status}"
-        with measure(self.environment.events, "GET", "/item") as outcome:
+        with measure(self.environment.events, "GET", "/item", context={"id": request_id}) as outcome:
             response = self.http.get(path)
             body = response.read()
             outcome.response_length = len(body)
@@ -49,9 +56,7 @@ class _SimUserBase(User):
 
 if os.environ.get("SIM_USER_MODE") == "open":
     class SimUser(OpenModel, _SimUserBase):
-        def on_start(self) -> None:
-            _SimUserBase.on_start(self)
-            OpenModel.on_start(self)
+        """Takes a ticket per iteration; its latency counts from the ticket's intended start."""
 else:
     class SimUser(_SimUserBase):
         wait_time = constant(0.01)

@@ -1,0 +1,130 @@
+"""Helpers for tests that run real Locust processes against a real ``targets/sim_http.py`` on loopback.
+
+``sim_target(...)`` starts the target as a subprocess and yields a handle with its URL and its own record of every
+request; ``run_local`` and ``run_distributed`` run ``locust -f LOCUSTFILE --headless`` (the latter as a master
+plus workers) and return the master's completed process. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+ROOT = Path(__file__).resolve().parents[2]
+SIM_LOCUSTFILE = Path(__file__).resolve().parent / "sim_locustfile.py"
+READY_SECONDS = 20.0
+RUN_SECONDS = 150.0
+
+
+@dataclass
+class SimTarget:
+    url: str
+    process: subprocess.Popen
+
+    def records(self) -> list[dict[str, Any]]:
+        with urllib.request.urlopen(f"{self.url}/__records", timeout=10) as response:
+            return json.loads(response.read())
+
+
+@contextmanager
+def sim_target(*args: str) -> Iterator[SimTarget]:
+    """``python -m targets.sim_http --port 0 ARGS...``, stopped on exit."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "targets.sim_http", "--port", "0", "--max-seconds", "300", *args],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + READY_SECONDS
+        url = None
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if line.startswith("listening on "):
+                url = line.split()[-1]
+                break
+            if not line and process.poll() is not None:
+                break
+        if url is None:
+            raise RuntimeError(f"sim-http did not start: {process.stderr.read() if process.poll() is not None else ''}")
+        yield SimTarget(url, process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _env(extra: dict[str, str] | None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(extra or {})
+    return env
+
+
+def locust_command(locustfile: Path | str, *args: str) -> list[str]:
+    return [sys.executable, "-m", "locust", "-f", str(locustfile), "--only-summary", *args]
+
+
+def run_local(host: str, *args: str, locustfile: Path | str = SIM_LOCUSTFILE,
+              env: dict[str, str] | None = None, timeout: float = RUN_SECONDS) -> subprocess.CompletedProcess:
+    return subprocess.run(locust_command(locustfile, "--headless", "--host", host, *args), cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout, env=_env(env))
+
+
+def run_distributed(host: str, *args: str, workers: int = 2, locustfile: Path | str = SIM_LOCUSTFILE,
+                    env: dict[str, str] | None = None, timeout: float = RUN_SECONDS) -> subprocess.CompletedProcess:
+    """A master with ``--expect-workers N`` and N ``--worker`` processes, all on loopback."""
+    port = free_port()
+    master = subprocess.Popen(
+        locust_command(locustfile, "--headless", "--host", host, "--master", "--master-bind-host", "127.0.0.1",
+                       "--master-bind-port", str(port), "--expect-workers", str(workers),
+                       "--expect-workers-max-wait", "60", *args),
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(env),
+    )
+    worker_processes = [
+        subprocess.Popen(locust_command(locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port",
+                                        str(port)),
+                         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(env))
+        for _ in range(workers)
+    ]
+    try:
+        stdout, stderr = master.communicate(timeout=timeout)
+    finally:
+        for process in [master, *worker_processes]:
+            if process.poll() is None:
+                process.terminate()
+        for process in [master, *worker_processes]:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+    return subprocess.CompletedProcess(master.args, master.returncode, stdout, stderr)
+
+
+def read_steps(run_dir: Path) -> list[dict[str, str]]:
+    with open(run_dir / "steps.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def rank_percentile(values: list[float], percentile: float) -> float:
+    """The sample at HDR's rank for ``percentile`` (count rounded half up, at least 1) of the sorted values."""
+    ordered = sorted(values)
+    rank = max(1, int(percentile * len(ordered) / 100.0 + 0.5))
+    return ordered[min(rank, len(ordered)) - 1]

@@ -1,0 +1,123 @@
+"""Per-step statistics: the drain/merge round trip, step attribution, and real local and distributed runs whose
+per-step counts and HDR percentiles match what the target itself recorded."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from types import SimpleNamespace
+
+import msgpack
+import pytest
+
+from listeners import steps
+from listeners.step_stats import StepMerge, StepRecorder
+from listeners.steps_csv import BASE_COLUMNS, TAIL_COLUMNS, step_durations, step_rows
+from tests.listeners.sim_run import rank_percentile, read_steps, run_distributed, run_local, sim_target
+
+# Spread wide enough that a wrong merge or a wrong step shows, slow enough that 1 % of each percentile covers what
+# this loopback adds on top of the target's own serving time (about 1.5 ms typical, several ms at the tail).
+DELAY = "uniform:500:1500"
+PLAN = ("--steps", "8,32", "--step-time", "4", "--stop-timeout", "10")
+
+
+def _tolerance_ms(truth_ms: float) -> float:
+    return max(0.01 * truth_ms, 1.0)
+
+
+def test_drained_batches_are_msgpack_safe_and_merge_exactly():
+    first, second = StepRecorder(), StepRecorder()
+    for value in (10.0, 20.0, 30.0):
+        first.record(0, "GET", "/a", value, failed=False)
+    second.record(0, "GET", "/a", 40.0, failed=True)
+    second.record(1, "GET", "/b", 5.0, failed=False)
+    second.record_warmup(1)
+    second.count(1, "dropped", 3)
+    first.note_cpu(0, 50.0)
+    second.note_cpu(0, 95.0)
+    merged = StepMerge()
+    for source, recorder in (("w1", first), ("w2", second)):
+        batch = msgpack.unpackb(msgpack.packb(recorder.drain()))
+        merged.add_batch(source, batch)
+        assert recorder.empty()
+    a = merged.entries[(0, "GET", "/a")]
+    assert (a.requests, a.failures) == (4, 1)
+    assert a.percentile_ms(50) == pytest.approx(20.0, rel=1e-3)
+    assert a.max_ms == 40.0
+    assert merged.workers(0) == 2 and merged.workers(1) == 1
+    assert merged.warmup == {1: 1}
+    assert merged.counter(1, "dropped") == 3 and merged.counter(None, "dropped") == 3
+    assert merged.cpu_max[0] == 95.0
+    assert merged.aggregated(0).requests == 4
+
+
+def test_step_durations_leave_out_warmup_and_stop_at_the_plan_end():
+    infos = [SimpleNamespace(index=0, started_at=100.0, duration=10.0, warmup=2.0),
+             SimpleNamespace(index=1, started_at=110.0, duration=10.0, warmup=0.0)]
+    assert step_durations(infos, 125.0) == {0: 8.0, 1: 10.0}
+
+
+def _environment() -> SimpleNamespace:
+    return SimpleNamespace(runner=None, parsed_options=None)
+
+
+def test_requests_count_in_the_step_they_started_in_and_warmup_is_apart():
+    environment = _environment()
+    state = steps._state(environment)
+    now = time.time()
+    state.transitions += [(now - 10.0, steps.StepInfo(0, "1 users", 1, None, now - 10.0, 5.0, warmup=1.0)),
+                          (now - 5.0, steps.StepInfo(1, "4 users", 4, None, now - 5.0, 5.0))]
+    steps.on_request(environment, "GET", "/", 12.0, start_time=now - 9.5)  # in step 0's warm-up
+    steps.on_request(environment, "GET", "/", 13.0, start_time=now - 6.0)
+    steps.on_request(environment, "GET", "/", 14.0, exception=RuntimeError("x"), start_time=now - 5.01)
+    steps.on_request(environment, "GET", "/", 15.0, start_time=now - 1.0)
+    recorder = state.recorder
+    assert recorder.warmup == {0: 1}
+    assert recorder.entries[(0, "GET", "/")].requests == 2
+    assert recorder.entries[(0, "GET", "/")].failures == 1
+    assert recorder.entries[(1, "GET", "/")].requests == 1
+
+
+def test_steps_csv_rows_have_every_column_of_the_issue():
+    merged = StepMerge()
+    recorder = StepRecorder()
+    recorder.record(0, "GET", "/", 10.0, failed=False)
+    recorder.note_cpu(0, 97.0)
+    merged.add_batch("local", recorder.drain())
+    info = steps.StepInfo(0, "1 users", 1, None, 100.0, 10.0)
+    rows = step_rows(merged, [info], 110.0, steps.step_counter_names())
+    assert [r["name"] for r in rows] == ["/", "Aggregated"]
+    for column in BASE_COLUMNS + TAIL_COLUMNS + ["dropped"]:
+        assert column in rows[0]
+    assert rows[0]["generator_bound"] is True and rows[0]["rps"] == 0.1
+
+
+def _by_step(records: list[dict]) -> dict[str, list[dict]]:
+    grouped: dict[str, list[dict]] = defaultdict(list)
+    for record in records:
+        grouped[str(record["step"])].append(record)
+    return grouped
+
+
+@pytest.mark.parametrize("mode", ["local", "distributed"])
+def test_per_step_counts_and_percentiles_match_the_targets_own_record(tmp_path, mode):
+    run_dir = tmp_path / mode
+    with sim_target("--delay", DELAY, "--seed", "7") as target:
+        runner = run_local if mode == "local" else run_distributed
+        result = runner(target.url, *PLAN, "--run-dir", str(run_dir))
+        records = target.records()
+    assert result.returncode == 0, result.stderr[-3000:]
+    served = _by_step(records)
+    rows = [r for r in read_steps(run_dir) if r["name"] == "/item"]
+    assert [r["users"] for r in rows] == ["8", "32"]
+    assert sum(int(r["requests"]) for r in rows) == len(records)
+    for row in rows:
+        mine = served[row["step"]]
+        assert int(row["requests"]) == len(mine), f"step {row['step']}"
+        assert int(row["failures"]) == 0
+        assert int(row["workers"]) == (1 if mode == "local" or row["users"] == "1" else 2)
+        for percentile, column in ((50, "p50_ms"), (99, "p99_ms")):
+            truth = rank_percentile([r["served_ms"] for r in mine], percentile)
+            measured = float(row[column])
+            assert truth - 1.0 <= measured <= truth + _tolerance_ms(truth), \
+                f"step {row['step']} p{percentile}: HDR {measured} ms, target {truth:.3f} ms"
