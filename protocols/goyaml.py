@@ -112,8 +112,20 @@ def _is_break(ch: str) -> bool:
     return ch in "\r\n\x85\u2028\u2029"
 
 
+# Values made only of these characters, starting with a letter or digit and not ending in a space, raise none of
+# the flags below (no indicator, break, tab, special character, ": " or " #"): hex etags, tags, titles, paths.
+_SAFE_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ,._/+=()-]*")
+
+
 def _analyze(value: str) -> tuple[bool, bool]:
     """(block plain allowed, single quoted allowed), as libyaml's ``analyze_scalar`` decides for a block map value."""
+    if value and value[-1] != " " and _SAFE_PLAIN.fullmatch(value):
+        return True, True
+    return _analyze_chars(value)
+
+
+def _analyze_chars(value: str) -> tuple[bool, bool]:
+    """The character-by-character analysis behind :func:`_analyze`."""
     block_indicators = value[:3] in ("---", "...")
     special = tabs = False
     leading_space = leading_break = trailing_space = trailing_break = False
@@ -206,8 +218,38 @@ class YamlMapError(ValueError):
     """The block is not a flat YAML map of strings."""
 
 
+# One ``key: value`` line whose meaning YAML leaves no room to doubt: a bare key, then a plain scalar that starts
+# with no indicator and holds no ``:``/``#``/quote, or a double-quoted one without escapes.
+_SIMPLE_LINE = re.compile(r'([a-z0-9][a-z0-9-]*): (?:([^\s"\'#&*!|>%@`{}\[\],?:\-][^:#"\'\n]*(?<=\S))|"([^"\\\n]*)")')
+
+
+def _decode_simple(text: str) -> dict[str, str] | None:
+    """The common block (every line simple, keys unique) without the YAML parser; None sends it the slow way.
+
+    Responses are parsed once per request, and PyYAML's pure-Python composer costs milliseconds per block.
+    """
+    result: dict[str, str] = {}
+    for line in text.split("\n"):
+        if not line:
+            continue
+        match = _SIMPLE_LINE.fullmatch(line)
+        if match is None:
+            return None
+        key, plain, quoted = match.groups()
+        if key in result or (plain is not None and plain in _NULLS):
+            return None
+        result[key] = plain if plain is not None else quoted
+    return result
+
+
 def decode_map(text: str) -> dict[str, str]:
     """Decode a block as yaml.v3 would into ``map[string]string``: scalars only, no duplicate keys, nulls as ""."""
+    simple = _decode_simple(text)
+    return simple if simple is not None else _decode_yaml(text)
+
+
+def _decode_yaml(text: str) -> dict[str, str]:
+    """:func:`decode_map` through PyYAML's composer, for every block the simple reader declines."""
     try:
         node = yaml.compose(text, Loader=yaml.BaseLoader)
     except yaml.YAMLError as exc:
