@@ -41,8 +41,7 @@ def _embedded_default(environment: Any, **_kwargs: Any) -> None:
         return
     if not parsed.mark_token:
         parsed.mark_token = secrets.token_urlsafe(24)
-    parsed.mark_embedded_args = f"{parsed.mark_embedded_args} --publish-token {parsed.mark_token}".strip()
-    start_embedded_default(environment)
+    start_embedded_default(environment, publish_token=parsed.mark_token)
 
 
 class WriterUser(MarkUser):

@@ -69,20 +69,23 @@ class TargetProcess:
         return self.process.returncode
 
 
-def child_env() -> dict[str, str]:
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for a child that must import this checkout (also when it is not pip-installed)."""
-    env = dict(os.environ)
+    env = {**os.environ, **(extra or {})}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 
 
 def launch_target(name: str, args: list[str] | None = None, *, timeout: float = 30.0,
-                  wait_for: tuple[str, ...] = ("ready",)) -> TargetProcess:
-    """Run ``swarmgauge target NAME ARGS`` and return once it printed a line starting with each of ``wait_for``."""
+                  wait_for: tuple[str, ...] = ("ready",), env: dict[str, str] | None = None) -> TargetProcess:
+    """Run ``swarmgauge target NAME ARGS`` and return once it printed a line starting with each of ``wait_for``.
+
+    Secrets go in ``env``, never in ``args``: a command line is visible to every local user and ends up in logs.
+    """
     command = [sys.executable, "-m", "swarmgauge.cli", "target", name, *(args or [])]
     log = tempfile.TemporaryFile()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, env=child_env(), cwd=str(REPO_ROOT))
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, env=child_env(env), cwd=str(REPO_ROOT))
     lines: dict[str, str] = {}
     buffer = b""
     deadline = time.monotonic() + timeout

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from datetime import datetime, timezone
@@ -25,6 +26,7 @@ from targets.mark.store import Store, StoreError
 from targets.mark.tls import dev_certificate
 
 log = logging.getLogger("swarmgauge.target.mark")
+PUBLISH_TOKEN_ENV = "SWARMGAUGE_MARK_PUBLISH_TOKEN"
 
 
 def _duration(text: str) -> float:
@@ -61,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="UDP port; 0 picks a free one")
     p.add_argument("--clock", type=_moment, help="pin the server clock (e.g. 2026-01-01T00:00:00Z)")
     p.add_argument("--publish-token", action="append", default=[], metavar="RAW",
-                   help="a raw token granted publish on /** (repeatable)")
+                   help=f"a raw token granted publish on /** (repeatable; also ${PUBLISH_TOKEN_ENV})")
     p.add_argument("--tokens", type=Path, help="a tokens.toml of sha256 hashes, globs and operations")
     p.add_argument("--store", type=Path, help="keep documents in this directory (default: in memory)")
     p.add_argument("--seed", type=Path, help="publish every .md file of this directory at start-up")
@@ -93,7 +95,8 @@ def build_service(args: argparse.Namespace) -> MarkService:
     def clock() -> datetime:
         return pinned if pinned is not None else datetime.now(timezone.utc).replace(microsecond=0)
 
-    tokens = [publish_token(raw, f"cli-{n}") for n, raw in enumerate(args.publish_token)]
+    raws = [*args.publish_token, *filter(None, [os.environ.get(PUBLISH_TOKEN_ENV)])]
+    tokens = [publish_token(raw, f"cli-{n}") for n, raw in enumerate(raws)]
     if args.tokens is not None:
         try:
             tokens += parse_tokens_toml(args.tokens.read_text(encoding="utf-8"))

@@ -16,6 +16,7 @@ from locust import events
 from locust.runners import WorkerRunner
 
 from targets.launch import TargetProcess, launch_target
+from targets.mark.cli import PUBLISH_TOKEN_ENV
 
 log = logging.getLogger(__name__)
 
@@ -32,21 +33,34 @@ def _add_options(parser: Any) -> None:
                         include_in_web_ui=False, help="documents the embedded server is seeded with")
 
 
-def start_embedded_default(environment: Any) -> TargetProcess | None:
-    """Start the reference server when no host was given; None on workers and when a host is set."""
+def redact_args(args: list[str]) -> list[str]:
+    """The embedded server's options as logged: the value after ``--publish-token`` shown as ``***``."""
+    shown, hide_next = [], False
+    for arg in args:
+        shown.append("***" if hide_next else ("--publish-token=***" if arg.startswith("--publish-token=") else arg))
+        hide_next = arg == "--publish-token"
+    return shown
+
+
+def start_embedded_default(environment: Any, *, publish_token: str | None = None) -> TargetProcess | None:
+    """Start the reference server when no host was given; None on workers and when a host is set.
+
+    ``publish_token`` (raw) is handed to the child in its environment, never on its command line.
+    """
     if environment.host or isinstance(environment.runner, WorkerRunner):
         return None
     parsed = environment.parsed_options
     extra = shlex.split(getattr(parsed, "mark_embedded_args", "") or "")
     corpus = int(getattr(parsed, "mark_corpus", CORPUS_SIZE))
-    server = launch_target("mark", ["--port", "0", "--seed-corpus", str(corpus), *extra])
+    env = {PUBLISH_TOKEN_ENV: publish_token} if publish_token else None
+    server = launch_target("mark", ["--port", "0", "--seed-corpus", str(corpus), *extra], env=env)
     _running.append(server)
     environment.host = server.url
     if parsed is not None:
         parsed.host = server.url
         parsed.mark_insecure = True
     log.info("no --host given: started the embedded reference server at %s (pid %d, %d documents%s)", server.url,
-             server.pid, corpus, f", {' '.join(extra)}" if extra else "")
+             server.pid, corpus, f", {' '.join(redact_args(extra))}" if extra else "")
     return server
 
 
