@@ -119,7 +119,10 @@ def all_exprs(environment: Any) -> list[str]:
     options = getattr(environment, "parsed_options", None)
     exprs = split_exprs(getattr(options, "slo", None))
     shape = getattr(environment, "shape_class", None)
-    exprs += list(getattr(shape, "plan_slos", lambda: [])() if shape is not None else [])
+    try:
+        exprs += list(getattr(shape, "plan_slos", lambda: [])() if shape is not None else [])
+    except UsageError:
+        pass  # a bad plan is the shape's own start-up check to report (shapes validates its plan's SLOs too)
     exprs += list(getattr(environment, "_swarmgauge_default_slos", []))
     return list(dict.fromkeys(exprs))
 

@@ -18,6 +18,7 @@ see :mod:`shapes.open_model`. Options: ``--plan``, ``--steps``, ``--step-time``,
 
 from __future__ import annotations
 
+import sys
 from typing import Any, ClassVar
 
 from locust import events
@@ -107,10 +108,8 @@ class PlanShape(SwarmShape):
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    group = parser  # argument groups drop Locust's include_in_web_ui/is_secret keywords
-
     def option(flag: str, env: str, text: str, **kwargs: Any) -> None:
-        group.add_argument(flag, type=str, default=None, env_var=env, include_in_web_ui=True, help=text, **kwargs)
+        parser.add_argument(flag, type=str, default=None, env_var=env, include_in_web_ui=True, help=text, **kwargs)
 
     option("--plan", "SWARMGAUGE_PLAN", "Stage plan YAML file (or the name of one in shapes/plans/)")
     option("--steps", "SWARMGAUGE_STEPS", "User steps for a step ramp, e.g. 1,4,16,64")
@@ -123,17 +122,37 @@ def _add_options(parser: Any) -> None:
     option("--shape-kind", "SWARMGAUGE_SHAPE_KIND", f"Plan kind for the options: {', '.join(KINDS)}")
 
 
+def prefer_planned_shape(environment: Any) -> None:
+    """Run a locustfile's own planned shape, not a bare base class it imported to subclass.
+
+    ``from shapes import ArrivalRate`` puts ``ArrivalRate`` itself in the locustfile too, and Locust runs the first
+    shape class it finds there; a swarmgauge shape without a plan of its own gives way to one that has a plan.
+    """
+    chosen = getattr(environment, "shape_class", None)
+    if not isinstance(chosen, SwarmShape) or chosen.class_plan_doc():
+        return
+    for candidate in (getattr(environment, "available_shape_classes", None) or {}).values():
+        if isinstance(candidate, SwarmShape) and candidate is not chosen and candidate.class_plan_doc():
+            candidate.runner = environment.runner
+            environment.shape_class = candidate
+            return
+
+
 def validate_shape(environment: Any) -> None:
-    """Build the plan of the run's swarmgauge shape now; raises UsageError when it is bad."""
+    """Build the plan of the run's swarmgauge shape now; raises UsageError when it or one of its SLOs is bad."""
     shape = getattr(environment, "shape_class", None)
     if isinstance(shape, SwarmShape):
         shape.runner = environment.runner
         shape._plan = None
         shape.plan()
+        slo = sys.modules.get("listeners.slo")
+        if slo is not None:
+            slo.validate(environment)
 
 
 @events.init.add_listener
 def _on_init(environment: Any, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
+    prefer_planned_shape(environment)
     stop_on_usage_error(validate_shape, environment)

@@ -6,7 +6,8 @@ It is the ground truth for the per-step statistics: every request is recorded wi
 last byte written (``served_ms``, the closest the target can get to what a client measures). ``--capacity N``
 serves at most N requests at once and queues the rest in arrival order, a bottleneck whose throughput flattens at
 N / mean delay, so a step ramp shows a knee. A stall mode holds
-every request that arrives during a window (``--stall-at/--stall-for`` or ``POST /__stall?seconds=S``), as wrk2's
+every request that arrives during a window (``--stall-at/--stall-for``, counted from the first request, or
+``POST /__stall?seconds=S``), as wrk2's
 worked example does, so an open-model run can show the stall in p99. ``?status=500`` answers with that status.
 Control endpoints: ``GET /__records`` (JSON list), ``POST /__reset``, ``POST /__stall?seconds=S``, ``GET /__health``.
 
@@ -76,10 +77,13 @@ class SimHttpApp:
         self.records: list[dict[str, Any]] = []
         self.started = time.time()
         self.stall_until = 0.0
-        self.stall_window = (self.started + stall_at, self.started + stall_at + stall_for) if stall_at is not None \
-            else None
+        self.stall_plan = (stall_at, stall_for) if stall_at is not None else None
+        self.stall_window: tuple[float, float] | None = None
 
     def _stall_left(self, now: float) -> float:
+        if self.stall_plan is not None and self.stall_window is None:
+            begins = now + self.stall_plan[0]  # counted from the first request, so a test need not know start-up time
+            self.stall_window = (begins, begins + self.stall_plan[1])
         left = max(0.0, self.stall_until - now)
         if self.stall_window and self.stall_window[0] <= now < self.stall_window[1]:
             left = max(left, self.stall_window[1] - now)
@@ -131,6 +135,7 @@ class SimHttpApp:
             body = json.dumps(self.records).encode()
         elif path == "/__reset":
             self.records = []
+            self.stall_window = None
             body = b"{}"
         elif path == "/__stall":
             try:
@@ -192,7 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--delay", default="const:0", help="const:MS | uniform:LO:HI | exp:MEAN | lognormal:MED:SIGMA")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--stall-at", type=float, default=None, help="seconds after start when a stall begins")
+    parser.add_argument("--stall-at", type=float, default=None,
+                        help="seconds after the first request when a stall begins")
     parser.add_argument("--stall-for", type=float, default=0.0, help="how long the stall holds every request")
     parser.add_argument("--capacity", type=int, default=None, help="serve at most N requests at once, queue the rest")
     parser.add_argument("--max-seconds", type=float, default=3600.0, help="stop by itself after this long")

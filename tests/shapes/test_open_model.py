@@ -1,0 +1,113 @@
+"""The open model in real headless runs: exact arrival counts whatever the response time, dropped tickets at the
+concurrency cap, and latency from the intended start (a stalled target shows in p90/p99, as wrk2 shows it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shapes.open_model import arrival_time, arrivals_by
+from tests.listeners.sim_run import rank_percentile, read_steps, run_distributed, run_local, sim_target
+
+OPEN = {"SIM_USER_MODE": "open"}
+STOP = ("--stop-timeout", "5")
+
+CLASS_LOCUSTFILE = '''
+from tests.listeners.sim_locustfile import SimUser  # noqa: F401 - SIM_USER_MODE=open: takes tickets
+from shapes import ArrivalRate
+
+
+class FivePerSecond(ArrivalRate):
+    rate = 5
+    duration = "4s"
+    max_users = 10
+'''
+
+
+def _item_row(run_dir: Path) -> dict[str, str]:
+    rows = [r for r in read_steps(run_dir) if r["name"] == "/item"]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def test_slots_split_one_schedule_exactly():
+    total = arrivals_by(3.0, 5.0, None, 3.0)
+    shares = [len(range(slot, total, 2)) for slot in range(2)]
+    assert total == 15 and shares == [8, 7]
+    second_slot = [arrival_time(k, 5.0, None, 3.0) for k in range(1, 6, 2)]
+    assert second_slot == pytest.approx([0.2, 0.6, 1.0])
+
+
+@pytest.mark.parametrize("delay", ["const:20", "const:700"])
+def test_five_per_second_starts_exactly_twenty_whatever_the_response_time(tmp_path, delay):
+    locustfile = tmp_path / "five_per_second.py"
+    locustfile.write_text(CLASS_LOCUSTFILE)
+    run_dir = tmp_path / "run"
+    with sim_target("--delay", delay) as target:
+        result = run_local(target.url, *STOP, "--run-dir", str(run_dir), locustfile=locustfile, env=OPEN)
+        records = target.records()
+    assert result.returncode == 0, result.stderr[-3000:]
+    row = _item_row(run_dir)
+    assert len(records) == 20
+    assert (int(row["requests"]), int(row["tickets"]), int(row["dropped"])) == (20, 20, 0)
+    assert row["target_rate"] == "5.0"
+
+
+def test_two_workers_together_issue_the_plan_count(tmp_path):
+    run_dir = tmp_path / "run"
+    with sim_target("--delay", "const:20") as target:
+        result = run_distributed(target.url, "--rate", "5", "--duration", "3s", "--max-users", "6", *STOP,
+                                 "--run-dir", str(run_dir), env=OPEN)
+        records = target.records()
+    assert result.returncode == 0, result.stderr[-3000:]
+    row = _item_row(run_dir)
+    assert len(records) == 15
+    assert (int(row["requests"]), int(row["tickets"]), int(row["dropped"]), int(row["workers"])) == (15, 15, 0, 2)
+
+
+def test_a_thousand_per_second_for_three_seconds(tmp_path):
+    run_dir = tmp_path / "run"
+    with sim_target("--delay", "const:5") as target:
+        result = run_local(target.url, "--rate", "1000", "--duration", "3s", "--max-users", "100", *STOP,
+                           "--run-dir", str(run_dir), env=OPEN)
+        records = target.records()
+    assert result.returncode == 0, result.stderr[-3000:]
+    row = _item_row(run_dir)
+    requests, tickets, dropped = int(row["requests"]), int(row["tickets"]), int(row["dropped"])
+    assert tickets == 3000
+    assert requests + dropped == tickets
+    assert 2970 <= requests <= 3030
+    assert len(records) == requests
+
+
+def test_the_concurrency_cap_drops_tickets_and_counts_them(tmp_path):
+    run_dir = tmp_path / "run"
+    with sim_target("--delay", "const:400") as target:
+        result = run_local(target.url, "--rate", "20", "--duration", "3s", "--max-users", "2", "--drop-after",
+                           "0.5s", *STOP, "--run-dir", str(run_dir), env=OPEN)
+        records = target.records()
+    assert result.returncode == 0, result.stderr[-3000:]
+    row = _item_row(run_dir)
+    requests, tickets, dropped = int(row["requests"]), int(row["tickets"]), int(row["dropped"])
+    assert tickets == 60 and requests + dropped == 60
+    assert requests == len(records)
+    assert requests <= 2 * (3.0 + 1.0) / 0.4 + 2  # two users at 0.4 s each, over the stage and its tail
+    assert dropped >= 30
+
+
+def test_a_one_second_stall_shows_in_the_percentiles_from_the_intended_start(tmp_path):
+    run_dir = tmp_path / "run"
+    with sim_target("--delay", "const:10", "--stall-at", "1.5", "--stall-for", "1") as target:
+        result = run_local(target.url, "--rate", "20", "--duration", "4s", "--max-users", "4", "--drop-after",
+                           "3s", *STOP, "--run-dir", str(run_dir), env=OPEN)
+        records = target.records()
+    assert result.returncode == 0, result.stderr[-3000:]
+    row = _item_row(run_dir)
+    assert (int(row["requests"]), int(row["dropped"])) == (80, 0)
+    held_long = [r for r in records if r["held_ms"] > 500]
+    assert 1 <= len(held_long) <= 4  # the target itself held only the requests in flight when it stalled
+    assert rank_percentile([r["served_ms"] for r in records], 90) < 100
+    # ...but every ticket due during the stall waited for it, and its latency counts from when it was due
+    assert float(row["p99_ms"]) >= 900
+    assert float(row["p90_ms"]) >= 300
