@@ -1,8 +1,11 @@
+"""Plans from documents, options and files; bad ones raise UsageError, and stop a real run with exit 2."""
+
 import pytest
 
 from shapes.open_model import arrival_time, arrivals_by
 from shapes.plan import build_plan, load_plan_file, parse_duration
 from swarmgauge.errors import UsageError
+from tests.listeners.sim_run import run_local
 
 
 def test_step_ramp_expands_to_one_stage_per_step():
@@ -43,3 +46,34 @@ def test_ramping_rate_inverse_matches_count():
 @pytest.mark.parametrize("name", ["demarkus-reads", "demarkus-write-soak", "mcp-churn", "kneo-sweep", "mdk-burst"])
 def test_bundled_plans_load(name):
     assert load_plan_file(name).stages
+
+
+# --- bad plans stop a real run before it starts ---------------------------------------------------------------------
+
+NOWHERE = "http://127.0.0.1:9"  # never contacted: the run must stop before any user starts
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--shape-kind", "zigzag", "--steps", "1,2", "--step-time", "1"), "unknown shape 'zigzag'"),
+    (("--rate=-5", "--duration", "3s"), "must not be negative"),
+    (("--steps", "4,1", "--step-time", "1"), "steps must be strictly increasing, got 4, 1"),
+    (("--steps", "1,4", "--step-time", "soon"), "expected a duration"),
+    (("--plan", "no-such-plan"), "plan file 'no-such-plan' not found"),
+])
+def test_bad_plan_options_exit_2_with_one_line(tmp_path, args, words):
+    run_dir = tmp_path / "run"
+    result = run_local(NOWHERE, *args, "--run-dir", str(run_dir), timeout=60)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("swarmgauge:")]
+    assert len(lines) == 1 and words in lines[0], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert not (run_dir / "steps.csv").exists()
+
+
+def test_a_bad_plan_file_exits_2_with_one_line(tmp_path):
+    plan = tmp_path / "bad.yaml"
+    plan.write_text("name: bad\nkind: burst\nrate: 1000\nduration: 3s\nmax_users: 0\n")
+    result = run_local(NOWHERE, "--plan", str(plan), timeout=60)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("swarmgauge:")]
+    assert len(lines) == 1 and "max_users: must be greater than zero" in lines[0], lines
