@@ -6,25 +6,21 @@ Request types: ``run sync`` (``POST /v1/runs`` inline → 200 with a terminal st
 through ``users/recording.py`` once, with the named error class. Every run carries
 ``metadata: {swarmgauge_run: <tag>}`` and lands in the process's ``RunLedger``; workers send theirs to the master.
 ``QueueFull`` is recorded as its own failure class and counted apart (ledger and the per-step counter
-``queue_full``). At the end the master drains and reads the store (``--kneo-store``), compares it with the ledger
-(``targets/kneo/store.py``), writes ``kneo.json`` and gates the run on ``kneo_mismatches==0`` (exit 3).
+``queue_full``). At the end the master reconciles the ledger with the store (``users/kneo_ledger.py``) and gates
+the run on ``kneo_mismatches==0`` (exit 3).
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import time
 import uuid
-import weakref
-from pathlib import Path
 from typing import Any
 
 import gevent
 from locust import User, constant, events, task
 from locust.clients import HttpSession
 from locust.event import EventHook
-from locust.runners import MasterRunner, WorkerRunner
+from locust.runners import WorkerRunner
 
 from protocols.kneo import (
     KneoHTTPError,
@@ -40,83 +36,46 @@ from protocols.kneo import (
     run_request,
 )
 from swarmgauge.errors import UsageError, stop_on_usage_error
+from users.kneo_ledger import MISMATCH_TERM, ledger_for, reconcile_run, run_tag, store_locator
 from users.recording import measure, set_intended_start
 
-log = logging.getLogger(__name__)
+__all__ = ["KneoClient", "KneoUser", "MISMATCH_TERM", "ledger_for", "reconcile_run", "run_tag", "store_locator"]
 RUNS_PATH = "/v1/runs"
 MODES = ("sync", "queued")
 TARGETS = ("agent", "workflow")
-REPORT_KEY = "swarmgauge_kneo"
-RESULT_NAME = "kneo.json"
-MISMATCH_TERM = "kneo_mismatches"
 GAUGES = ("kneo_runs_queued", "kneo_runs_running", "kneo_worker_count", "kneo_runs_started_total",
           "kneo_runs_completed_total", "kneo_runs_failed_total", "kneo_runs_rejected_total")
 DEFAULT_STOP_TIMEOUT = 15.0  # without --stop-timeout, runs in flight at the end finish, so the ledger is exact
-_ENVS: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def _option(parser: Any, flag: str, text: str, **kwargs: Any) -> None:
+    """One Locust option with its ``SWARMGAUGE_*`` environment variable, shown in the web UI unless told."""
+    kwargs.setdefault("include_in_web_ui", True)
+    env_var = "SWARMGAUGE_" + flag.lstrip("-").upper().replace("-", "_")
+    parser.add_argument(flag, env_var=env_var, help=text, **kwargs)
 
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument("--kneo-spec", env_var="SWARMGAUGE_KNEO_SPEC", default="echo.yaml", include_in_web_ui=True,
-                        help="spec_path of each run, relative to the service's spec root")
-    parser.add_argument("--kneo-target", env_var="SWARMGAUGE_KNEO_TARGET", default="agent", choices=TARGETS,
-                        include_in_web_ui=True, help="run target: agent or workflow")
-    parser.add_argument("--kneo-mode", env_var="SWARMGAUGE_KNEO_MODE", default="sync", choices=MODES,
-                        include_in_web_ui=True, help="sync (200, inline) or queued (202, then poll)")
-    parser.add_argument("--kneo-api-key", env_var="SWARMGAUGE_KNEO_API_KEY", default="", is_secret=True,
-                        include_in_web_ui=True, help="API key sent as Authorization: Bearer")
-    parser.add_argument("--kneo-input", env_var="SWARMGAUGE_KNEO_INPUT", default="hello", include_in_web_ui=True,
-                        help="input text of each run")
-    parser.add_argument("--kneo-idempotency", env_var="SWARMGAUGE_KNEO_IDEMPOTENCY", action="store_true",
-                        default=False, include_in_web_ui=True,
-                        help="send an Idempotency-Key per run and resend once, same key, when no response came")
-    parser.add_argument("--kneo-poll-timeout", env_var="SWARMGAUGE_KNEO_POLL_TIMEOUT", type=float, default=60.0,
-                        include_in_web_ui=True, help="seconds a queued run may take to reach a terminal status")
-    parser.add_argument("--kneo-run-tag", env_var="SWARMGAUGE_KNEO_RUN_TAG", default="", include_in_web_ui=False,
-                        help="metadata.swarmgauge_run of every run (default: generated once per test run)")
-    parser.add_argument("--kneo-store", env_var="SWARMGAUGE_KNEO_STORE", default="", include_in_web_ui=True,
-                        help="reconcile against this store at the end: a PostgreSQL DSN or the SQLite file's path")
-    parser.add_argument("--kneo-store-file", env_var="SWARMGAUGE_KNEO_STORE_FILE", default="",
-                        include_in_web_ui=True,
-                        help="read --kneo-store from this file (what 'swarmgauge target kneo' prints as store-file)")
-    parser.add_argument("--kneo-drain-timeout", env_var="SWARMGAUGE_KNEO_DRAIN_TIMEOUT", type=float, default=30.0,
-                        include_in_web_ui=True, help="seconds to wait at the end for the store's runs to finish")
-    parser.add_argument("--kneo-no-gauges", env_var="SWARMGAUGE_KNEO_NO_GAUGES", action="store_true",
-                        default=False, include_in_web_ui=True,
-                        help="do not sample the service's /metrics gauges (sampled from --host by default)")
-
-
-def run_tag(environment: Any) -> str:
-    """This test run's tag; the master (or local runner) makes one, workers receive it with the options."""
-    options = getattr(environment, "parsed_options", None)
-    tag = getattr(options, "kneo_run_tag", "") if options is not None else ""
-    if not tag:
-        tag = getattr(environment, "_kneo_run_tag", "") or f"sg-{uuid.uuid4().hex[:16]}"
-        environment._kneo_run_tag = tag
-        if options is not None:
-            options.kneo_run_tag = tag
-    return tag
-
-
-def ledger_for(environment: Any) -> RunLedger:
-    """The process's ledger of runs sent (one per Environment)."""
-    ledger = getattr(environment, "_kneo_ledger", None)
-    if ledger is None:
-        ledger = environment._kneo_ledger = RunLedger()
-        _ENVS.add(environment)
-    return ledger
-
-
-def store_locator(options: Any) -> str:
-    """``--kneo-store``, or the first line of ``--kneo-store-file``; a missing file is a UsageError."""
-    locator = str(getattr(options, "kneo_store", "") or "")
-    path = str(getattr(options, "kneo_store_file", "") or "")
-    if not locator and path:
-        try:
-            locator = Path(path).read_text().strip().splitlines()[0].strip()
-        except (OSError, IndexError):
-            raise UsageError(f"--kneo-store-file {path}: cannot read a store from it") from None
-    return locator
+    _option(parser, "--kneo-spec", "spec_path of each run, relative to the service's spec root", default="echo.yaml")
+    _option(parser, "--kneo-target", "run target: agent or workflow", default="agent", choices=TARGETS)
+    _option(parser, "--kneo-mode", "sync (200, inline) or queued (202, then poll)", default="sync", choices=MODES)
+    _option(parser, "--kneo-api-key", "API key sent as Authorization: Bearer", default="", is_secret=True)
+    _option(parser, "--kneo-input", "input text of each run", default="hello")
+    _option(parser, "--kneo-idempotency", "send an Idempotency-Key per run and resend once, same key, when no "
+            "response came", action="store_true", default=False)
+    _option(parser, "--kneo-poll-timeout", "seconds a queued run may take to reach a terminal status", type=float,
+            default=60.0)
+    _option(parser, "--kneo-run-tag", "metadata.swarmgauge_run of every run (default: generated once per test run)",
+            default="", include_in_web_ui=False)
+    _option(parser, "--kneo-store", "reconcile against this store at the end: a PostgreSQL DSN or the SQLite "
+            "file's path", default="")
+    _option(parser, "--kneo-store-file", "read --kneo-store from this file (what 'swarmgauge target kneo' prints "
+            "as store-file)", default="")
+    _option(parser, "--kneo-drain-timeout", "seconds to wait at the end for the store's runs to finish",
+            type=float, default=30.0)
+    _option(parser, "--kneo-no-gauges", "do not sample the service's /metrics gauges (sampled from --host by "
+            "default)", action="store_true", default=False)
 
 
 def _count_step(environment: Any, name: str) -> None:
@@ -290,79 +249,6 @@ class KneoUser(User):
             self.client.queued()
 
 
-# -- reconciliation ------------------------------------------------------------------------------------------------
-def reconcile_run(environment: Any) -> dict[str, Any] | None:
-    """Once per run, on the master or a local run: drain, read the store, compare, write ``kneo.json``."""
-    if isinstance(environment.runner, WorkerRunner):
-        return None
-    done = getattr(environment, "_kneo_reconciliation", None)
-    if done is not None:
-        return done
-    from targets.kneo.store import StoreUnavailable, drain, reconcile, table_lines
-    from targets.postgres import redact_dsn
-
-    options = environment.parsed_options
-    ledger = ledger_for(environment).drain()
-    observed: dict[str, int] = {}
-    for status in ledger["accepted"].values():
-        observed[status or "unobserved"] = observed.get(status or "unobserved", 0) + 1
-    locator = store_locator(options)
-    doc: dict[str, Any] = {"tag": run_tag(environment), "store": redact_dsn(locator) or None, "mismatches": None,
-                           "error": None, "ledger": {"accepted": len(ledger["accepted"]), "observed": observed,
-                                                     "queue_full": ledger["rejected_queue_full"],
-                                                     "refused": ledger["refused"],
-                                                     "indeterminate": ledger["indeterminate"]}}
-    lines: list[str] = []
-    if locator:
-        try:
-            rows, drained = drain(locator, doc["tag"], timeout=float(getattr(options, "kneo_drain_timeout", 30.0)),
-                                  sleep=gevent.sleep)
-            result = reconcile(doc["tag"], ledger, rows, drained)
-            doc.update(result.as_dict())
-            lines = table_lines(result)
-        except StoreUnavailable as exc:
-            doc["error"] = f"StoreUnavailable: {exc}"
-            lines = [f"kneo reconciliation {doc['tag']}: not done: {doc['error']}"]
-    environment._kneo_reconciliation = doc
-    _write_result(environment, doc)
-    for line in lines:
-        print(line, flush=True)
-        log.info(line)
-    return doc
-
-
-def _write_result(environment: Any, doc: dict[str, Any]) -> None:
-    try:
-        from listeners.rundir import add_run_info, redact, run_dir, write_atomic
-    except ImportError:
-        return
-    add_run_info(environment, "kneo", {k: doc.get(k) for k in ("tag", "store", "mismatches", "error")})
-    directory = run_dir(environment)
-    if directory is not None:
-        write_atomic(directory / RESULT_NAME, redact(json.dumps(doc, indent=2, default=str), environment))
-
-
-def _mismatches(environment: Any, step: int | None) -> float | None:
-    if step is not None:
-        return None
-    doc = reconcile_run(environment)
-    value = doc.get("mismatches") if doc else None
-    return None if value is None else float(value)
-
-
-def _register_with_listeners() -> None:
-    try:
-        from listeners.slo import register_metric
-        from listeners.steps import register_step_counter
-    except ImportError:
-        return
-    register_metric(MISMATCH_TERM, _mismatches)
-    register_step_counter("queue_full")
-
-
-_register_with_listeners()
-
-
 @events.init.add_listener
 def _on_init(environment: Any, **_: Any) -> None:
     if not environment.stop_timeout and any(issubclass(u, KneoUser) for u in environment.user_classes):
@@ -383,35 +269,3 @@ def _on_init(environment: Any, **_: Any) -> None:
         add_sample_source(environment, f"prom:{environment.host.rstrip('/')}/metrics#{','.join(GAUGES)}")
 
 
-@events.test_start.add_listener
-def _on_test_start(environment: Any, **_: Any) -> None:
-    if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None:
-        return
-    if store_locator(environment.parsed_options):
-        try:
-            from listeners.slo import add_default_slos
-        except ImportError:
-            return
-        add_default_slos(environment, [f"{MISMATCH_TERM}==0"])
-
-
-@events.report_to_master.add_listener
-def _on_report_to_master(client_id: str, data: dict, **_: Any) -> None:
-    for environment in list(_ENVS):
-        if isinstance(environment.runner, WorkerRunner) and environment.runner.client_id == client_id:
-            data[REPORT_KEY] = ledger_for(environment).drain()
-
-
-@events.worker_report.add_listener
-def _on_worker_report(client_id: str, data: dict, **_: Any) -> None:
-    packed = data.get(REPORT_KEY)
-    if not packed:
-        return
-    for environment in list(_ENVS):
-        if isinstance(environment.runner, MasterRunner):
-            ledger_for(environment).merge(packed)
-
-
-@events.quitting.add_listener
-def _on_quitting(environment: Any, **_: Any) -> None:
-    reconcile_run(environment)

@@ -1,0 +1,171 @@
+"""The kneo run ledger across processes and the end-of-run reconciliation, for ``users/kneo.py``.
+
+Each process's users record what they sent in a ``RunLedger`` (one per Environment); workers drain theirs into
+``report_to_master`` and the master merges. At ``quitting`` the master (or a local run) waits for the store's runs
+to finish, reads them (``--kneo-store`` or ``--kneo-store-file``), compares (``targets/kneo/store.py``), prints the
+table, writes ``kneo.json`` and serves the SLO term ``kneo_mismatches``, gated ``==0`` when a store is given.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+import weakref
+from pathlib import Path
+from typing import Any
+
+import gevent
+from locust import events
+from locust.runners import MasterRunner, WorkerRunner
+
+from protocols.kneo import RunLedger
+from swarmgauge.errors import UsageError
+
+log = logging.getLogger(__name__)
+REPORT_KEY = "swarmgauge_kneo"
+RESULT_NAME = "kneo.json"
+MISMATCH_TERM = "kneo_mismatches"
+_ENVS: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def run_tag(environment: Any) -> str:
+    """This test run's tag; the master (or local runner) makes one, workers receive it with the options."""
+    options = getattr(environment, "parsed_options", None)
+    tag = getattr(options, "kneo_run_tag", "") if options is not None else ""
+    if not tag:
+        tag = getattr(environment, "_kneo_run_tag", "") or f"sg-{uuid.uuid4().hex[:16]}"
+        environment._kneo_run_tag = tag
+        if options is not None:
+            options.kneo_run_tag = tag
+    return tag
+
+
+def ledger_for(environment: Any) -> RunLedger:
+    """The process's ledger of runs sent (one per Environment)."""
+    ledger = getattr(environment, "_kneo_ledger", None)
+    if ledger is None:
+        ledger = environment._kneo_ledger = RunLedger()
+        _ENVS.add(environment)
+    return ledger
+
+
+def store_locator(options: Any) -> str:
+    """``--kneo-store``, or the first line of ``--kneo-store-file``; a missing file is a UsageError."""
+    locator = str(getattr(options, "kneo_store", "") or "")
+    path = str(getattr(options, "kneo_store_file", "") or "")
+    if not locator and path:
+        try:
+            locator = Path(path).read_text().strip().splitlines()[0].strip()
+        except (OSError, IndexError):
+            raise UsageError(f"--kneo-store-file {path}: cannot read a store from it") from None
+    return locator
+
+
+
+def reconcile_run(environment: Any) -> dict[str, Any] | None:
+    """Once per run, on the master or a local run: drain, read the store, compare, write ``kneo.json``."""
+    if isinstance(environment.runner, WorkerRunner):
+        return None
+    done = getattr(environment, "_kneo_reconciliation", None)
+    if done is not None:
+        return done
+    from targets.kneo.store import StoreUnavailable, drain, reconcile, table_lines
+    from targets.postgres import redact_dsn
+
+    options = environment.parsed_options
+    ledger = ledger_for(environment).drain()
+    observed: dict[str, int] = {}
+    for status in ledger["accepted"].values():
+        observed[status or "unobserved"] = observed.get(status or "unobserved", 0) + 1
+    locator = store_locator(options)
+    doc: dict[str, Any] = {"tag": run_tag(environment), "store": redact_dsn(locator) or None, "mismatches": None,
+                           "error": None, "ledger": {"accepted": len(ledger["accepted"]), "observed": observed,
+                                                     "queue_full": ledger["rejected_queue_full"],
+                                                     "refused": ledger["refused"],
+                                                     "indeterminate": ledger["indeterminate"]}}
+    lines: list[str] = []
+    if locator:
+        try:
+            rows, drained = drain(locator, doc["tag"], timeout=float(getattr(options, "kneo_drain_timeout", 30.0)),
+                                  sleep=gevent.sleep)
+            result = reconcile(doc["tag"], ledger, rows, drained)
+            doc.update(result.as_dict())
+            lines = table_lines(result)
+        except StoreUnavailable as exc:
+            doc["error"] = f"StoreUnavailable: {exc}"
+            lines = [f"kneo reconciliation {doc['tag']}: not done: {doc['error']}"]
+    environment._kneo_reconciliation = doc
+    _write_result(environment, doc)
+    for line in lines:
+        print(line, flush=True)
+        log.info(line)
+    return doc
+
+
+def _write_result(environment: Any, doc: dict[str, Any]) -> None:
+    try:
+        from listeners.rundir import add_run_info, redact, run_dir, write_atomic
+    except ImportError:
+        return
+    add_run_info(environment, "kneo", {k: doc.get(k) for k in ("tag", "store", "mismatches", "error")})
+    directory = run_dir(environment)
+    if directory is not None:
+        write_atomic(directory / RESULT_NAME, redact(json.dumps(doc, indent=2, default=str), environment))
+
+
+def _mismatches(environment: Any, step: int | None) -> float | None:
+    if step is not None:
+        return None
+    doc = reconcile_run(environment)
+    value = doc.get("mismatches") if doc else None
+    return None if value is None else float(value)
+
+
+def _register_with_listeners() -> None:
+    try:
+        from listeners.slo import register_metric
+        from listeners.steps import register_step_counter
+    except ImportError:
+        return
+    register_metric(MISMATCH_TERM, _mismatches)
+    register_step_counter("queue_full")
+
+
+_register_with_listeners()
+
+
+
+
+@events.test_start.add_listener
+def _on_test_start(environment: Any, **_: Any) -> None:
+    if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None:
+        return
+    if store_locator(environment.parsed_options):
+        try:
+            from listeners.slo import add_default_slos
+        except ImportError:
+            return
+        add_default_slos(environment, [f"{MISMATCH_TERM}==0"])
+
+
+@events.report_to_master.add_listener
+def _on_report_to_master(client_id: str, data: dict, **_: Any) -> None:
+    for environment in list(_ENVS):
+        if isinstance(environment.runner, WorkerRunner) and environment.runner.client_id == client_id:
+            data[REPORT_KEY] = ledger_for(environment).drain()
+
+
+@events.worker_report.add_listener
+def _on_worker_report(client_id: str, data: dict, **_: Any) -> None:
+    packed = data.get(REPORT_KEY)
+    if not packed:
+        return
+    for environment in list(_ENVS):
+        if isinstance(environment.runner, MasterRunner):
+            ledger_for(environment).merge(packed)
+
+
+@events.quitting.add_listener
+def _on_quitting(environment: Any, **_: Any) -> None:
+    reconcile_run(environment)
