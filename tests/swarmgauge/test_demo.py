@@ -1,4 +1,4 @@
-"""The README's main job runs end to end and leaves a complete run directory behind."""
+"""The README's main job: a Mark read ramp over QUIC against the embedded default, with a complete run directory."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def test_demo_writes_the_run_directory_and_report(tmp_path: Path):
     run_dir = tmp_path / "demo"
     result = subprocess.run(
         [sys.executable, "-m", "swarmgauge.cli", "demo", "--run-dir", str(run_dir), "--steps", "1,2",
-         "--step-time", "2"],
+         "--step-time", "2", "--warmup", "0"],
         cwd=ROOT, capture_output=True, text=True, timeout=240,
     )
     assert result.returncode == 0, result.stderr[-2000:]
@@ -24,4 +24,8 @@ def test_demo_writes_the_run_directory_and_report(tmp_path: Path):
     with open(run_dir / "steps.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert {row["users"] for row in rows} >= {"1", "2"}
+    assert {row["request_type"] for row in rows} >= {"FETCH", "QUIC"}
+    assert all(row["failures"] == "0" for row in rows)
+    assert "started the embedded reference server at mark://127.0.0.1:" in result.stderr
+    assert "stopped the embedded reference server" in result.stderr
     assert "| Step" in (run_dir / "report.md").read_text()
