@@ -221,6 +221,42 @@ def test_service_killed_mid_run_gives_failures_then_recovers(kneo_venv, request)
     assert client.ledger.indeterminate >= 3
 
 
+def test_queued_runs_of_a_killed_worker_are_reclaimed_and_the_drained_store_matches(kneo_venv, request):
+    from targets.kneo.store import drain
+
+    service = _service("sqlite", request, extra_env={"KNEO_SERV_WORKER_LEASE_SECONDS": "2"})
+    recorder = Recorder()
+    client = _client(service.url, recorder, timeout=5.0, poll_cap=0.2)
+    stop = gevent.event.Event()
+
+    def loop() -> None:
+        for _ in range(500):
+            if stop.is_set():
+                return
+            if client.queued() is None:
+                gevent.sleep(0.05)
+
+    workers = [gevent.spawn(loop) for _ in range(3)]
+    try:
+        for _ in range(400):
+            if len([e for e in recorder.of("run queued") if e["exception"] is None]) >= 3:
+                break
+            gevent.sleep(0.05)
+        service.kill_process(0)
+        gevent.sleep(0.5)
+        service.start_process(0)
+        gevent.sleep(1.0)
+    finally:
+        stop.set()
+        gevent.joinall(workers, timeout=60)
+    assert "KneoUnreachable" in recorder.failures("run submit") + recorder.failures("run poll")
+    rows, drained = drain(service.store_locator, client.tag, timeout=30, sleep=gevent.sleep)
+    assert drained
+    result = reconcile(client.tag, client.ledger.drain(), rows, drained)
+    assert result.mismatches == 0, result.checks
+    assert set(result.statuses) == {"completed"}
+
+
 class FakeKneoServer:
     """A fake kneo-serv below the client's seam: answers what the real one never does, on loopback."""
 
