@@ -1,8 +1,9 @@
 """MCP gateway target on the official ``mcp`` SDK server: demarkus tools in front of a Mark server.
 
 ``swarmgauge target mcp [--mark mark://127.0.0.1:PORT]`` prints ``ready http://127.0.0.1:PORT/mcp`` once it
-accepts connections; without ``--mark`` it starts the reference Mark server in the same process. ``launch()``
-runs it as a child process (tests, locustfiles): a gevent-patched load process must not host the asyncio server.
+accepts connections, then ``mark URL`` (the Mark server behind it); without ``--mark`` it starts the reference Mark
+server as its own child. ``launch()`` runs the gateway as a child process (tests, locustfiles): a gevent-patched load
+process must not host the asyncio server.
 """
 
 from __future__ import annotations
@@ -10,23 +11,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import subprocess
+import signal
 import sys
-import tempfile
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from swarmgauge.errors import SwarmgaugeError, UsageError
+from swarmgauge.errors import UsageError
 
-__all__ = ["main", "launch", "GatewayProcess", "GatewayStartError", "parse_args"]
+__all__ = ["main", "launch", "gateway_base_url", "parse_args"]
 
-_REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-class GatewayStartError(SwarmgaugeError):
-    """The gateway process exited or stayed silent instead of printing its ready line."""
 
 
 def _positive_or_none(text: str) -> float | None:
@@ -90,6 +82,9 @@ def main(argv: list[str]) -> int:
         print(f"ready {url}", flush=True)
         print(f"mark {address.url}", flush=True)
 
+    # uvicorn re-raises the signal it stopped on once it is done; as KeyboardInterrupt it lets the finally below
+    # stop the Mark child instead of leaving it orphaned.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         asyncio.run(serve(config, sock, on_ready=ready))
     except KeyboardInterrupt:
@@ -100,81 +95,27 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def _interrupt(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def _start_reference_mark():
-    try:
-        from targets.mark import start_in_thread
-    except ImportError as exc:
-        raise UsageError("no --mark given and the reference Mark server (targets.mark) is not available") from exc
-    return start_in_thread(host="127.0.0.1", port=0)
+    """The reference Mark server as a child process, seeded with the corpus, for a gateway given no ``--mark``."""
+    from targets.launch import launch_target
+
+    return launch_target("mark", ["--port", "0", "--seed-corpus", "300"])
 
 
-@dataclass
-class GatewayProcess:
-    """A running gateway child process; ``stop()`` ends it (SIGTERM, then SIGKILL)."""
-
-    url: str
-    mark_url: str
-    process: subprocess.Popen
-    args: list[str] = field(default_factory=list)
-    log: Any = None
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    @property
-    def base_url(self) -> str:
-        return self.url.rsplit("/", 1)[0] if self.url.count("/") > 2 else self.url
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-        for stream in (self.process.stdout, self.log):
-            if stream is not None:
-                stream.close()
+def gateway_base_url(url: str) -> str:
+    """``http://HOST:PORT/mcp`` -> ``http://HOST:PORT`` (what HTTP clients take as their host)."""
+    return url.rsplit("/", 1)[0] if url.count("/") > 2 else url
 
 
-def launch(args: list[str] | None = None, timeout: float = 30.0) -> GatewayProcess:
-    """Start ``swarmgauge target mcp ARGS`` as a child and wait for its ``ready`` line."""
-    import selectors
+def launch(args: list[str] | None = None, timeout: float = 30.0):
+    """Start ``swarmgauge target mcp ARGS`` as a child and wait for its ``ready`` and ``mark`` lines."""
+    from targets.launch import launch_target
 
-    command = [sys.executable, "-m", "swarmgauge.cli", "target", "mcp", *(args or [])]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), env.get("PYTHONPATH", "")]))
-    log = tempfile.TemporaryFile()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, env=env, cwd=str(_REPO_ROOT))
-    deadline = time.monotonic() + timeout
-    url = mark_url = ""
-    buffer = b""
-    selector = selectors.DefaultSelector()
-    selector.register(process.stdout, selectors.EVENT_READ)
-    try:
-        while time.monotonic() < deadline and not (url and mark_url):
-            if not selector.select(timeout=min(0.5, max(0.0, deadline - time.monotonic()))):
-                if process.poll() is not None:
-                    break
-                continue
-            chunk = os.read(process.stdout.fileno(), 4096)
-            if not chunk:
-                break
-            buffer += chunk
-            for line in buffer.decode("utf-8", "replace").splitlines():
-                if line.startswith("ready "):
-                    url = line.split(" ", 1)[1].strip()
-                elif line.startswith("mark "):
-                    mark_url = line.split(" ", 1)[1].strip()
-    finally:
-        selector.close()
-    if not (url and mark_url):
-        process.kill()
-        process.wait(5)
-        log.seek(0)
-        stderr = log.read().decode("utf-8", "replace")[-800:]
-        log.close()
-        raise GatewayStartError(f"gateway did not get ready: {stderr.strip() or 'no output'}")
-    return GatewayProcess(url, mark_url, process, list(args or []), log)
+    process = launch_target("mcp", list(args or []), timeout=timeout, wait_for=("ready", "mark"))
+    process.base_url = gateway_base_url(process.url)
+    process.mark_url = process.lines["mark"]
+    return process
