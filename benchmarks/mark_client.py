@@ -1,0 +1,205 @@
+"""Generator CPU per Mark FETCH: MarkUser under Locust, aioquic's asyncio client, and aioquic alone in memory.
+
+``python -m benchmarks.mark_client [--duration 10] [--warmup 2] [--users 1,16] [--corpus 300]
+[--profiler py-spy|cprofile|none] [--out benchmarks/results/mark_client.json]``
+
+One reference server (``swarmgauge target mark``, clock pinned so its bytes are reproducible) serves every case.
+Each case runs in its own child process, so gevent's monkey-patching and asyncio never meet, and reports process
+CPU (user+sys), completed FETCHes and latencies over the steady window only, after a warm-up:
+
+- ``locust``: ``FetchUser`` / ``FreshFetchUser`` of ``locustfiles/demarkus_reads.py`` in an in-process Locust
+  ``Environment`` with a local runner (Locust's own stats included, swarmgauge's listeners not attached);
+- ``asyncio``: ``aioquic.asyncio.connect`` with a minimal protocol, one request per stream with FIN, read to FIN;
+- ``memory``: a client and a server ``QuicConnection`` in one process on a virtual clock, no sockets; only the
+  client-side calls are timed (``thread_time``); the server answers with the bytes the reference server sends,
+  built with ``targets.mark.handler.Handler`` (the asyncio case checks every answer of the real server against them).
+
+One more locust pooled run (at the largest user count) is profiled over its window, with py-spy when it is
+installed (sampling from outside, native frames included) or else cProfile on the CPU clock, and summarised by
+function and by part (aioquic, swarmgauge, Locust, gevent, syscalls). The cases themselves live in
+``benchmarks/mark_client_cases.py``. Figures only: nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata as _metadata
+from pathlib import Path
+from typing import Any
+
+from benchmarks.mark_client_cases import CLOCK, ROOT, BenchmarkError, kind_path
+from swarmgauge.errors import UsageError
+
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "mark_client.json"
+CLIENTS = ("locust", "asyncio", "memory")
+POLICIES = ("pooled", "fresh")
+PROFILERS = ("py-spy", "cprofile", "none")
+GOALS = {"pooled_over_memory": 1.6, "pooled_over_asyncio": 0.8}
+HEADER = ("client", "connection", "users", "FETCH/s", "CPU µs/FETCH", "CPU use", "of it sys", "p50 ms", "p99 ms",
+          "server µs/FETCH", "failed")
+
+
+# -- orchestration ---------------------------------------------------------------------------------------------
+def run_case(opts: argparse.Namespace, url: str, server_pid: int, client: str, policy: str, users: int,
+             profiler: str | None = None) -> dict[str, Any]:
+    command = [sys.executable, "-m", "benchmarks.mark_client", "--child", client, "--policy", policy,
+               "--users", str(users), "--url", url, "--server-pid", str(server_pid), "--duration",
+               str(opts.duration), "--warmup", str(opts.warmup), "--corpus", str(opts.corpus)]
+    from targets.launch import child_env
+
+    try:
+        done = subprocess.run(command + (["--profile-case", profiler] if profiler else []), capture_output=True, text=True,
+                              cwd=str(ROOT), env=child_env(), timeout=opts.warmup + opts.duration + 90)
+    except subprocess.TimeoutExpired:
+        raise BenchmarkError(f"case {client}/{policy}/{users} did not finish") from None
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        raise BenchmarkError(f"case {client}/{policy}/{users} failed (exit {done.returncode}): "
+                             f"{done.stderr.strip()[-800:]}")
+    return {"client": client, "connection": policy, "users": users, "load_average": round(os.getloadavg()[0], 2),
+            **json.loads(lines[-1][len("RESULT "):])}
+
+
+def ratios(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    def cpu(client: str, policy: str, users: int | None) -> float | None:
+        for case in cases:
+            if (case["client"], case["connection"]) == (client, policy) and users in (None, case["users"]):
+                return case["cpu_us_per_fetch"]
+        return None
+
+    out: dict[str, Any] = {}
+    for users in sorted({c["users"] for c in cases if c["client"] == "locust"}):
+        for policy in POLICIES:
+            mark, memory, aio = cpu("locust", policy, users), cpu("memory", policy, None), cpu("asyncio", policy, users)
+            out[f"{policy}_over_memory@{users}"] = round(mark / memory, 2) if mark and memory else None
+            out[f"{policy}_over_asyncio@{users}"] = round(mark / aio, 2) if mark and aio else None
+        for client in ("locust", "asyncio"):
+            fresh, pooled = cpu(client, "fresh", users), cpu(client, "pooled", users)
+            out[f"{client}_connection_cpu_us@{users}"] = round(fresh - pooled, 1) if fresh and pooled else None
+    memory = {c["connection"]: c for c in cases if c["client"] == "memory"}
+    paced = memory.get("pooled", {}).get("cpu_us_per_fetch_paced")
+    for users in sorted({c["users"] for c in cases if c["client"] == "locust"}):
+        mark = cpu("locust", "pooled", users)
+        out[f"pooled_over_memory_paced@{users}"] = round(mark / paced, 2) if mark and paced else None
+    out["memory_pooled_paced_cpu_us"] = paced
+    out["memory_handshake_cpu_us"] = memory.get("fresh", {}).get("handshake_cpu_us")
+    return out
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    return f"{value:.2f}" if isinstance(value, float) and value < 10 else str(value)
+
+
+def render(doc: dict[str, Any]) -> str:
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    for c in doc["cases"]:
+        cells = (c["client"], c["connection"], c["users"], c["req_per_s"], c["cpu_us_per_fetch"],
+                 f"{c['cpu_use'] * 100:.0f} %", f"{c['sys_share'] * 100:.0f} %", c["p50_ms"], c["p99_ms"], c["server_cpu_us_per_fetch"], c["failures"])
+        lines.append("| " + " | ".join(_cell(v) for v in cells) + " |")
+    lines.append("")
+    for key, value in doc["ratios"].items():
+        goal = next((f" (goal {'≤' if g == 1.6 else '<'} {g})" for k, g in GOALS.items()
+                     if key.startswith(k)), "")
+        lines.append(f"{key}: {_cell(value)}{goal}")
+    profile = doc.get("profile")
+    if profile:
+        lines += ["", f"{profile['profiler']} of locust/pooled/{doc['profile_case']['users']} users "
+                      f"({profile['total']} {profile['unit']}), own time by part: "
+                  + ", ".join(f"{part} {share * 100:.0f} %" for part, share in profile["by_part"].items()),
+                  f"| own {profile['unit']} | share | part | function |", "|---|---|---|---|"]
+        lines += [f"| {r['self']} | {r['share'] * 100:.1f} % | {r['part']} | {r['function']} |"
+                  for r in profile["top"]]
+    return "\n".join(lines)
+
+
+def _users(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise UsageError(f"--users takes positive whole numbers separated by commas, not {text!r}")
+    return values
+
+
+def parse_options(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.mark_client", description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds of steady window per case")
+    parser.add_argument("--warmup", type=float, default=2.0, help="seconds before the window (handshakes, JIT-free)")
+    parser.add_argument("--users", default="1,16", help="user counts for the locust and asyncio cases")
+    parser.add_argument("--corpus", type=int, default=300, help="documents the reference server is seeded with")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON file to write")
+    parser.add_argument("--profiler", choices=PROFILERS, default="", help="default: py-spy if installed, else cprofile")
+    parser.add_argument("--child", choices=CLIENTS, help=argparse.SUPPRESS)
+    parser.add_argument("--policy", choices=POLICIES, default="pooled", help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--server-pid", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--profile-case", choices=PROFILERS[:2], help=argparse.SUPPRESS)
+    opts = parser.parse_args(argv)
+    opts.user_counts = _users(opts.users)
+    if not opts.duration > 0 or opts.warmup < 0 or opts.corpus < 1:
+        raise UsageError("--duration must be > 0, --warmup >= 0 and --corpus >= 1")
+    if opts.child:
+        opts.users = opts.user_counts[0]
+    elif not opts.profiler:
+        opts.profiler = "py-spy" if Path(kind_path("py-spy")).exists() else "cprofile"
+    return opts
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        opts = parse_options(argv)
+    except UsageError as exc:
+        print(f"mark_client: {exc}", file=sys.stderr)
+        return 2
+    if opts.child:
+        from benchmarks import mark_client_cases as cases
+
+        runner = {"locust": cases.run_locust, "asyncio": cases.run_asyncio, "memory": cases.run_memory}[opts.child]
+        window = cases.Window(opts.server_pid if opts.child != "memory" else None)
+        print("RESULT " + json.dumps(runner(opts, window)), flush=True)
+        return 0
+    from targets.launch import launch_target
+
+    server = launch_target("mark", ["--port", "0", "--seed-corpus", str(opts.corpus), "--clock", CLOCK])
+    cases, profile = [], None
+    try:
+        for client in CLIENTS:
+            for policy in POLICIES:
+                for users in ([1] if client == "memory" else opts.user_counts):
+                    cases.append(run_case(opts, server.url, server.pid, client, policy, users))
+                    print(f"{client}/{policy}/{users}: {cases[-1]['cpu_us_per_fetch']} µs CPU per FETCH",
+                          file=sys.stderr, flush=True)
+        if opts.profiler != "none":
+            profile = run_case(opts, server.url, server.pid, "locust", "pooled", opts.user_counts[-1], opts.profiler)
+    except BenchmarkError as exc:
+        print(f"mark_client: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        server.stop()
+    doc = {"benchmark": "mark_client", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "settings": {"duration_s": opts.duration, "warmup_s": opts.warmup, "users": opts.user_counts,
+                        "corpus": opts.corpus, "server_clock": CLOCK},
+           "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                       **{name: _metadata.version(name) for name in ("aioquic", "locust", "gevent")}},
+           "goals": GOALS, "cases": cases, "ratios": ratios(cases),
+           "profile": profile.pop("profile", None) if profile else None, "profile_case": profile}
+    print(render(doc))
+    opts.out.parent.mkdir(parents=True, exist_ok=True)
+    temporary = opts.out.with_suffix(".tmp")
+    temporary.write_text(json.dumps(doc, indent=2) + "\n")
+    temporary.replace(opts.out)
+    print(f"\nwritten to {opts.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

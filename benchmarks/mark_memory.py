@@ -1,0 +1,131 @@
+"""aioquic alone: a client and a server ``QuicConnection`` passing datagrams by hand, no sockets, no event loop.
+
+The lower bound of issue 3's benchmark: the client side's CPU only (``thread_time`` around each client-side call,
+less what the timing itself adds), on a virtual clock so that delayed ACKs and pacing fire when due without waiting.
+The server answers from a table of exact response bytes (``reference_pairs`` in ``mark_client_cases``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from benchmarks.mark_client_cases import BenchmarkError
+
+SERVER_ADDR, CLIENT_ADDR = ("127.0.0.1", 6309), ("127.0.0.1", 40000)
+ACK_WINDOW = 0.030  # after an answer, timers this close (ACK delay, pacing) still belong to the exchange
+MAX_STEPS = 10_000  # datagram moves per exchange; past it the exchange is stuck
+
+
+class MemoryExchange:
+    """A client and a server ``QuicConnection`` passing datagrams by hand on a virtual clock; client CPU alone."""
+
+    def __init__(self, answers: dict[bytes, bytes]):
+        import ssl
+
+        from aioquic.buffer import Buffer
+        from aioquic.quic import events
+        from aioquic.quic.configuration import QuicConfiguration
+        from aioquic.quic.connection import QuicConnection
+        from aioquic.quic.packet import pull_quic_header
+
+        from targets.mark.server import ServerSettings, limit_streams, server_configuration
+        from targets.mark.tls import dev_certificate
+
+        self._connection_class, self._events, self._limit_streams = QuicConnection, events, limit_streams
+        self._destination_cid = lambda data: pull_quic_header(Buffer(data=data), host_cid_length=8).destination_cid
+        self.client_config = QuicConfiguration(is_client=True, alpn_protocols=["mark"], verify_mode=ssl.CERT_NONE,
+                                               server_name=SERVER_ADDR[0], idle_timeout=30.0)
+        self.server_config = server_configuration(dev_certificate(), ServerSettings())
+        self.answers = answers
+        self.now = 1000.0
+        self.overhead = 0.0
+        self.client = self.server = None
+        self._server_buffers: dict[int, list[bytes]] = {}
+        self._chunks: dict[int, list[bytes]] = {}
+        self.answered: dict[int, bytes] = {}
+        self.handshaken = False
+        self.cpu = 0.0
+        for _ in range(2000):
+            self._timed(int)
+        self.overhead, self.cpu = self.cpu / 2000, 0.0  # what _timed itself adds to a call, taken off each call
+
+    def _timed(self, call: Callable, *args: Any) -> Any:
+        started = time.thread_time()
+        try:
+            return call(*args)
+        finally:
+            self.cpu += time.thread_time() - started - self.overhead
+
+    def open(self) -> None:
+        self.client = self._timed(lambda: self._connection_class(configuration=self.client_config))
+        self.server, self.handshaken = None, False
+        self._timed(self.client.connect, SERVER_ADDR, self.now)
+        self.settle(lambda: self.handshaken)
+
+    def fetch(self, request: bytes) -> bytes:
+        def send() -> int:
+            stream_id = self.client.get_next_available_stream_id()
+            self.client.send_stream_data(stream_id, request, end_stream=True)
+            return stream_id
+
+        stream_id = self._timed(send)
+        self.settle(lambda: stream_id in self.answered)
+        return self.answered.pop(stream_id)
+
+    def close(self) -> None:
+        self._timed(self.client.close)
+        self._move()
+
+    def settle(self, done: Callable[[], bool]) -> None:
+        """Move datagrams until ``done``, then fire the timers still due within ``ACK_WINDOW`` (delayed ACKs)."""
+        for _ in range(MAX_STEPS):
+            if self._move():
+                continue
+            timers = [(at, side) for side in (self.client, self.server)
+                      if side is not None and (at := side.get_timer()) is not None]
+            soonest = min(timers, key=lambda timer: timer[0], default=None)
+            if soonest is None or (done() and soonest[0] - self.now > ACK_WINDOW):
+                if done():
+                    return
+                raise BenchmarkError("memory exchange stalled with no timer")
+            self.now = max(self.now, soonest[0])
+            for at, side in timers:
+                if at <= self.now:
+                    self._timed(side.handle_timer, self.now) if side is self.client else side.handle_timer(self.now)
+        raise BenchmarkError(f"memory exchange not finished after {MAX_STEPS} steps")
+
+    def _move(self) -> bool:
+        """One round: client datagrams to the server, the server's answers and datagrams back; True if any moved."""
+        StreamDataReceived, moved = self._events.StreamDataReceived, False
+        for data, _ in self._timed(self.client.datagrams_to_send, self.now):
+            if self.server is None:
+                self.server = self._connection_class(configuration=self.server_config,
+                                                     original_destination_connection_id=self._destination_cid(data))
+                self._limit_streams(self.server, 10)
+                self._server_buffers.clear()
+            self.server.receive_datagram(data, CLIENT_ADDR, self.now)
+            moved = True
+        if self.server is None:
+            return moved
+        while (event := self.server.next_event()) is not None:
+            if isinstance(event, StreamDataReceived):
+                self._server_buffers.setdefault(event.stream_id, []).append(event.data)
+                if event.end_stream:
+                    request = b"".join(self._server_buffers.pop(event.stream_id))
+                    self.server.send_stream_data(event.stream_id, self.answers[request], end_stream=True)
+        for data, _ in self.server.datagrams_to_send(self.now):
+            self._timed(self.client.receive_datagram, data, SERVER_ADDR, self.now)
+            moved = True
+
+        def client_events() -> None:
+            while (event := self.client.next_event()) is not None:
+                if isinstance(event, StreamDataReceived):
+                    self._chunks.setdefault(event.stream_id, []).append(event.data)
+                    if event.end_stream:
+                        self.answered[event.stream_id] = b"".join(self._chunks.pop(event.stream_id))
+                elif isinstance(event, self._events.HandshakeCompleted):
+                    self.handshaken = True
+
+        self._timed(client_events)
+        return moved

@@ -1,0 +1,64 @@
+"""benchmarks/mark_client.py on a tiny run against the real reference server: every case, the ratios, the profile
+and the JSON's fields. Structure and counts only, never a figure."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import mark_client
+from benchmarks.mark_client_cases import part_of, percentile
+
+pytestmark = pytest.mark.timeout(300)
+
+CASE_FIELDS = {"client", "connection", "users", "requests", "failures", "seconds", "req_per_s", "cpu_us_per_fetch",
+               "cpu_use", "sys_share", "p50_ms", "p99_ms", "server_cpu_us_per_fetch", "load_average"}
+
+
+def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
+    out = tmp_path / "mark_client.json"
+    code = mark_client.main(["--duration", "1", "--warmup", "0.3", "--users", "2", "--corpus", "12",
+                             "--profiler", "cprofile", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert printed.splitlines()[0] == "| " + " | ".join(mark_client.HEADER) + " |"
+    doc = json.loads(out.read_text())
+    assert [(c["client"], c["connection"], c["users"]) for c in doc["cases"]] == [
+        ("locust", "pooled", 2), ("locust", "fresh", 2), ("asyncio", "pooled", 2), ("asyncio", "fresh", 2),
+        ("memory", "pooled", 1), ("memory", "fresh", 1)]
+    for case in doc["cases"]:
+        assert CASE_FIELDS <= set(case)
+        assert case["requests"] > 0 and case["failures"] == 0
+    by_client = {(c["client"], c["connection"]): c for c in doc["cases"]}
+    assert by_client[("asyncio", "pooled")]["reference_bytes"]["mismatches"] == 0
+    assert by_client[("asyncio", "pooled")]["reference_bytes"]["answers"] > 0
+    assert by_client[("memory", "fresh")]["handshake_cpu_us"] > 0
+    assert by_client[("memory", "pooled")]["cpu_us_per_fetch_paced"] > 0
+    assert {"pooled_over_memory@2", "pooled_over_asyncio@2", "fresh_over_memory@2", "memory_handshake_cpu_us",
+            "locust_connection_cpu_us@2", "pooled_over_memory_paced@2"} <= set(doc["ratios"])
+    assert doc["ratios"]["pooled_over_memory@2"] > 0
+    profile = doc["profile"]
+    assert profile["profiler"] == "cprofile" and 0 < len(profile["top"]) <= 15
+    assert abs(sum(profile["by_part"].values()) - 1.0) < 0.01 and "aioquic" in profile["by_part"]
+    assert doc["profile_case"]["client"] == "locust" and doc["profile_case"]["requests"] > 0
+    assert doc["settings"]["users"] == [2] and doc["machine"]["cpus"] >= 1 and doc["goals"]
+
+
+@pytest.mark.parametrize("argv", [["--users", "0"], ["--users", "one"], ["--duration", "0"], ["--corpus", "0"]])
+def test_bad_options_are_refused_in_one_line(argv, capsys):
+    assert mark_client.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("mark_client: ")
+
+
+def test_percentile_is_nearest_rank():
+    ordered = [float(n) for n in range(1, 101)]
+    assert (percentile(ordered, 0.5), percentile(ordered, 0.99), percentile([], 0.5)) == (50.0, 99.0, None)
+
+
+def test_parts_follow_the_frame_file():
+    assert part_of("QuicConnection.receive_datagram (aioquic/quic/connection.py:753)") == "aioquic"
+    assert part_of("SocketMixin.send (gevent/_socketcommon.py:712)") == "syscalls"
+    assert part_of("QuicDriver._run (users/quic.py:258)") == "swarmgauge"
+    assert part_of("Hub.run (gevent/hub.py:631)") == "gevent/greenlet"
