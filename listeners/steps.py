@@ -36,8 +36,8 @@ FLUSH_MESSAGE = "swarmgauge_flush"
 FLUSHED_MESSAGE = "swarmgauge_flushed"
 GENERATOR_BOUND_CPU = 90.0
 SAMPLE_INTERVAL = 1.0
-LOCAL_DRAIN_INTERVAL = 3.0
-TIMELINE_BUCKET = 3.0
+LOCAL_DRAIN_INTERVAL = 1.0
+WORKER_REPORT_SECONDS = 3.0  # Locust's WORKER_REPORT_INTERVAL: a master's timeline cannot be finer than this
 MAX_SAMPLER_SECONDS = 30 * 24 * 3600.0
 
 step_changed = EventHook()
@@ -257,11 +257,16 @@ def _sample_loop(environment: Any) -> None:
             _merge_batch(environment, "local", state.recorder.drain())
 
 
+def _timeline_bucket(environment: Any) -> float:
+    """Seconds per ``timeline.csv`` row: as often as the figures arrive (local drains, or worker reports)."""
+    return WORKER_REPORT_SECONDS if isinstance(environment.runner, MasterRunner) else LOCAL_DRAIN_INTERVAL
+
+
 def _merge_batch(environment: Any, source: str, batch: dict[str, Any]) -> None:
     state = _state(environment)
     combined = state.merged.add_batch(source, batch)
     if combined.requests:
-        bucket = int(time.time() // TIMELINE_BUCKET)
+        bucket = int(time.time() // _timeline_bucket(environment))
         state.timeline.setdefault(bucket, NameStats()).add(combined)
         info = current_step(environment)
         state.timeline_steps[bucket] = info.index if info else 0
@@ -348,12 +353,13 @@ def finalize(environment: Any) -> StepMerge:
         state.finalized = True
         directory = rundir.run_dir(environment)
         if directory is not None:
-            from listeners.steps_csv import step_rows, timeline_rows, write_rows
+            from listeners.steps_csv import TIMELINE_COLUMNS, step_rows, timeline_rows, write_rows
 
             rows = step_rows(state.merged, step_infos(environment), state.stopped_at, step_counter_names())
             rundir.write_atomic(directory / "steps.csv", write_rows(rows))
             rundir.write_atomic(directory / "timeline.csv",
-                                write_rows(timeline_rows(state.timeline, state.timeline_steps, TIMELINE_BUCKET)))
+                                write_rows(timeline_rows(state.timeline, state.timeline_steps, _timeline_bucket(environment)),
+                                           TIMELINE_COLUMNS))
             rundir.add_run_info(environment, "steps", [asdict(i) for i in step_infos(environment)])
     return state.merged
 

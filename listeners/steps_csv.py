@@ -14,6 +14,7 @@ BASE_COLUMNS = [
     "failures", "fail_ratio", "rps", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "avg_ms", "warmup_requests",
 ]
 TAIL_COLUMNS = ["workers", "generator_cpu_max", "generator_bound"]
+TIMELINE_COLUMNS = ["time", "step", "requests", "failures", "p50_ms", "p99_ms"]
 
 
 def _round(value: float | None, digits: int = 3) -> float | str:

@@ -1,12 +1,15 @@
 """Renders ``report.md``, ``report.html`` and ``summary.json`` from a run directory (pandas over its CSVs).
 
 The core tables come first (the reference pages' ``Step | Users | req/s | p50 | p99 | errors`` per request type,
-the knee sentence, generator-bound flags, SLO verdicts), then one section per module in :data:`SECTION_MODULES`
-that is installed: each has ``section(run_dir: Path) -> Section | None``.
+the knee sentence, generator-bound flags), then the plots (``throughput.png``, ``latency_over_time.png``: files
+beside report.md, embedded as data URIs in report.html so it is one self-contained file), the SLO verdicts, then
+one section per module in :data:`SECTION_MODULES` that is installed: each has
+``section(run_dir: Path) -> Section | None``.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import importlib
 import importlib.util
@@ -24,6 +27,9 @@ logger = logging.getLogger("swarmgauge.report")
 
 SECTION_MODULES = ("reports.resources", "reports.mcp", "reports.kneo", "reports.mdk", "reports.workers")
 KNEE_GAIN = 0.10
+STYLE = ("<style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:1em 0}"
+         "th,td{border:1px solid #ccc;padding:4px 10px;text-align:right}th{background:#f3f3f3}"
+         "figure{margin:1em 0}img{max-width:100%}.knee{font-weight:bold}.bound{color:#a40}</style>")
 
 
 def format_latency(ms: Any) -> str:
@@ -41,9 +47,11 @@ def _rate(value: Any) -> str:
 
 
 def knee_sentence(table: pd.DataFrame) -> str | None:
-    """Where throughput stops growing: gain under 10 % while users at least doubled."""
+    """Where throughput stops growing: gain under 10 % while users at least doubled (closed-model steps only)."""
     rows = table.dropna(subset=["rps"]).sort_values("step")
-    rows = rows[rows["users"].astype(str) != ""]
+    if "target_rate" in rows:
+        rows = rows[rows["target_rate"].isna() | (rows["target_rate"].astype(str) == "")]
+    rows = rows[pd.to_numeric(rows["users"], errors="coerce").notna()]
     previous = None
     for _, row in rows.iterrows():
         if previous is not None:
@@ -108,35 +116,77 @@ def _sections(run_dir: Path) -> list[Section]:
     return found
 
 
+def generator_bound_sentence(steps: pd.DataFrame) -> str | None:
+    bound = steps[(steps["name"] == "Aggregated") & (steps["generator_bound"].astype(str) == "True")]
+    if bound.empty:
+        return None
+    labels = ", ".join(str(label) for label in bound["label"])
+    return (f"Generator-bound: a load generator ran above 90 % CPU during {labels}; those steps' figures may "
+            "describe the generator more than the target.")
+
+
+def _plots(run_dir: Path, steps: pd.DataFrame | None) -> list[tuple[str, str, bytes]]:
+    """(file name, caption, PNG) for each plot there is data for; the files are written into the run dir."""
+    from reports.plots import latency_over_time, throughput_vs_users
+
+    found: list[tuple[str, str, bytes | None]] = []
+    if steps is not None:
+        found.append(("throughput.png", "Throughput and p50/p99 against users", throughput_vs_users(steps)))
+    timeline_path = run_dir / "timeline.csv"
+    if timeline_path.is_file():
+        timeline = pd.read_csv(timeline_path)
+        found.append(("latency_over_time.png", "Latency over time", latency_over_time(timeline, steps)))
+    plots = [(name, caption, png) for name, caption, png in found if png]
+    for name, _caption, png in plots:
+        write_atomic(run_dir / name, png)
+    return plots
+
+
+def _img(caption: str, png: bytes) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>" \
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+
+
 def render_report(run_dir: Path | str) -> dict[str, Any]:
-    """Write report.md, report.html and summary.json into ``run_dir``; returns the summary."""
+    """Write report.md, report.html (plots embedded), the plot PNGs and summary.json into ``run_dir``."""
     run_dir = Path(run_dir)
     md: list[str] = [f"# swarmgauge run report: {run_dir.name}", ""]
     body: list[str] = [f"<h1>swarmgauge run report: {html.escape(run_dir.name)}</h1>"]
-    summary: dict[str, Any] = {}
+    summary: dict[str, Any] = {"run_dir": run_dir.name}
     steps_path = run_dir / "steps.csv"
-    if steps_path.is_file():
-        steps = pd.read_csv(steps_path)
+    steps = pd.read_csv(steps_path) if steps_path.is_file() else None
+    if steps is not None and not steps.empty:
         summary["steps"] = json.loads(steps.to_json(orient="records"))
         for title, table, knee in step_tables(steps):
             md += [f"## {title}", "", table.to_markdown(index=False), ""]
-            body += [f"<h2>{html.escape(title)}</h2>", table.to_html(index=False, escape=True)]
+            body += [f"<h2>{html.escape(title)}</h2>", table.to_html(index=False, escape=True, border=0)]
             if knee:
                 md += [knee, ""]
-                body.append(f"<p>{html.escape(knee)}</p>")
+                body.append(f"<p class='knee'>{html.escape(knee)}</p>")
                 summary.setdefault("knees", {})[title] = knee
+        bound = generator_bound_sentence(steps)
+        if bound:
+            md += [bound, ""]
+            body.append(f"<p class='bound'>{html.escape(bound)}</p>")
+            summary["generator_bound"] = bound
+    plots = _plots(run_dir, steps if steps is not None and not steps.empty else None)
+    if plots:
+        md += ["## Plots", ""] + [f"![{caption}]({name})" for name, caption, _png in plots] + [""]
+        body += ["<h2>Plots</h2>"] + [_img(caption, png) for _name, caption, png in plots]
+        summary["plots"] = [name for name, _caption, _png in plots]
     slo = _slo_frame(run_dir)
     if slo is not None:
         md += ["## SLOs", "", slo.to_markdown(index=False), ""]
-        body += ["<h2>SLOs</h2>", slo.to_html(index=False, escape=True)]
+        body += ["<h2>SLOs</h2>", slo.to_html(index=False, escape=True, border=0)]
         summary["slo"] = json.loads(slo.to_json(orient="records"))
     for section in _sections(run_dir):
         md += [f"## {section.title}", "", section.markdown, ""]
         body += [f"<h2>{html.escape(section.title)}</h2>", section.html]
         summary[section.title] = section.summary
     write_atomic(run_dir / "report.md", "\n".join(md) + "\n")
-    page = "<!doctype html><html><head><meta charset='utf-8'><title>swarmgauge report</title></head><body>" \
-        + "\n".join(body) + "</body></html>"
+    page = f"<!doctype html><html><head><meta charset='utf-8'><title>swarmgauge report</title>{STYLE}</head>" \
+        f"<body>{''.join(body)}</body></html>"
     write_atomic(run_dir / "report.html", page)
     write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2, default=str))
     return summary
