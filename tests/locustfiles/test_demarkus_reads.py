@@ -30,10 +30,10 @@ def test_embedded_default_starts_and_stops_with_the_run(tmp_path):
     result = locust("FetchUser", "LookupUser", "ListUser", "--headless", "-u", "3", "-r", "3", "-t", "3s",
                     "--csv", str(tmp_path / "run"), "--mark-corpus", "40")
     assert result.returncode == 0, result.stderr[-2000:]
-    started = re.search(r"started the embedded reference server at (mark://127\.0\.0\.1:\d+) \(pid (\d+)",
+    started = re.search(r"started the embedded mark at (mark://127\.0\.0\.1:\d+) \(pid (\d+)",
                         result.stderr)
     assert started, result.stderr[-2000:]
-    assert "stopped the embedded reference server" in result.stderr
+    assert "stopped the embedded mark" in result.stderr
     pid = int(started.group(2))
     try:
         os.kill(pid, 0)

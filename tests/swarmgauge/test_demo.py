@@ -26,6 +26,6 @@ def test_demo_writes_the_run_directory_and_report(tmp_path: Path):
     assert {row["users"] for row in rows} >= {"1", "2"}
     assert {row["request_type"] for row in rows} >= {"FETCH", "QUIC"}
     assert all(row["failures"] == "0" for row in rows)
-    assert "started the embedded reference server at mark://127.0.0.1:" in result.stderr
-    assert "stopped the embedded reference server" in result.stderr
+    assert "started the embedded mark at mark://127.0.0.1:" in result.stderr
+    assert "stopped the embedded mark" in result.stderr
     assert "| Step" in (run_dir / "report.md").read_text()

@@ -5,12 +5,12 @@ from __future__ import annotations
 from protocols.mark import encode_request, parse_response
 from targets.launch import launch_target
 from targets.mark.cli import PUBLISH_TOKEN_ENV
-from targets.mark.embedded import redact_args
+from targets.embedded import redact_args
 
 
 def test_redact_args_hides_publish_tokens():
-    shown = redact_args(["--read-delay-ms", "10", "--publish-token", "raw1", "--publish-token=raw2"])
-    assert shown == ["--read-delay-ms", "10", "--publish-token", "***", "--publish-token=***"]
+    shown = redact_args(["--read-delay-ms", "10", "--publish-token", "raw1", "--publish-token=raw2", "--dsn", "pg"])
+    assert shown == ["--read-delay-ms", "10", "--publish-token", "***", "--publish-token=***", "--dsn", "***"]
 
 
 def test_publish_token_from_the_environment(mark_client):

@@ -1,0 +1,66 @@
+"""Embedded defaults: with no ``--host``, a locustfile starts its target itself and stops it when Locust quits.
+
+On the master (or in a local run) the target is started as a child process on a free loopback port and
+``environment.host`` is set, so Locust hands it to the workers with every spawn; workers never start one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+from typing import Any
+
+from locust import events
+from locust.runners import WorkerRunner
+
+from targets.launch import TargetProcess, launch_target
+
+log = logging.getLogger(__name__)
+
+SECRET_FLAGS = ("--publish-token", "--api-key", "--token", "--dsn")
+_running: list[TargetProcess] = []
+
+
+def redact_args(args: list[str]) -> list[str]:
+    """Options as logged: the value of any secret-bearing flag shown as ``***``."""
+    shown, hide_next = [], False
+    for arg in args:
+        flag = arg.split("=", 1)[0]
+        if hide_next:
+            shown.append("***")
+        elif "=" in arg and flag in SECRET_FLAGS:
+            shown.append(f"{flag}=***")
+        else:
+            shown.append(arg)
+        hide_next = arg in SECRET_FLAGS
+    return shown
+
+
+def start_embedded(environment: Any, name: str, args: list[str], *, env: dict[str, str] | None = None,
+                   describe: str = "") -> TargetProcess | None:
+    """Start ``swarmgauge target NAME ARGS`` unless a host is set or this is a worker; sets the host."""
+    if environment.host or isinstance(environment.runner, WorkerRunner):
+        return None
+    target = launch_target(name, args, env=env)
+    _running.append(target)
+    environment.host = target.url
+    if environment.parsed_options is not None:
+        environment.parsed_options.host = target.url
+    log.info("no --host given: started the embedded %s at %s (pid %d%s; %s)", name, target.url, target.pid,
+             f", {describe}" if describe else "", " ".join(redact_args(args)))
+    return target
+
+
+def stop_embedded() -> None:
+    while _running:
+        target = _running.pop()
+        status = target.stop()
+        log.info("stopped the embedded %s (exit %s)", target.name, status)
+
+
+@events.quitting.add_listener
+def _on_quitting(**_kwargs: Any) -> None:
+    stop_embedded()
+
+
+atexit.register(stop_embedded)
