@@ -52,7 +52,8 @@ def target_path(address: MarkAddress, url: str) -> str:
         raise MarkBackendError(f"not a mark:// URL: {url!r}")
     if parts.hostname not in (address.host, "localhost") or (parts.port or 6309) != address.port:
         raise MarkBackendError(f"unknown world {parts.netloc!r} (this gateway serves {address.url})")
-    return parts.path or "/"
+    path = parts.path or "/"
+    return f"{path}#{parts.fragment}" if parts.fragment else path
 
 
 class MarkBackend:

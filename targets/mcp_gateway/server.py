@@ -13,11 +13,12 @@ import socket
 from dataclasses import dataclass
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
 from targets.mcp_gateway import tools
-from targets.mcp_gateway.mark_backend import MarkAddress, MarkBackend
+from targets.mcp_gateway.mark_backend import MarkAddress, MarkBackend, MarkBackendError
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -35,6 +36,18 @@ class GatewayConfig:
     mark_timeout: float = 10.0
 
 
+def _say_why(call):
+    """A transport or URL failure becomes ``isError: true`` with its reason (the SDK hides other exceptions' text)."""
+
+    async def run(*args, **kwargs):
+        try:
+            return await call(*args, **kwargs)
+        except MarkBackendError as exc:
+            raise ToolError(str(exc)) from exc
+
+    return run
+
+
 def build_server(config: GatewayConfig) -> tuple[MCPServer, MarkBackend]:
     backend = MarkBackend(config.mark, timeout=config.mark_timeout)
     server = MCPServer("swarmgauge-mark-gateway", version="0.1.0",
@@ -42,23 +55,23 @@ def build_server(config: GatewayConfig) -> tuple[MCPServer, MarkBackend]:
 
     @server.tool(structured_output=False, description="Fetch a Mark document (url#anchor for one section).")
     async def mark_fetch(url: str, force: bool = False) -> str:
-        return await tools.mark_fetch(backend, url, force)
+        return await _say_why(tools.mark_fetch)(backend, url, force)
 
     @server.tool(structured_output=False, description="List a Mark directory.")
     async def mark_list(url: str, include_archived: bool = False, cursor: str = "", page_size: int = 0) -> str:
-        return await tools.mark_list(backend, url, include_archived, cursor, page_size)
+        return await _say_why(tools.mark_list)(backend, url, include_archived, cursor, page_size)
 
     @server.tool(structured_output=False, description="Version history of a Mark document.")
     async def mark_versions(url: str) -> str:
-        return await tools.mark_versions(backend, url)
+        return await _say_why(tools.mark_versions)(backend, url)
 
     @server.tool(structured_output=False, description="Catalog search under a scope of one world.")
     async def mark_lookup(url: str, query: str, filter: str = "", limit: int = 0, match: str = "") -> str:
-        return await tools.mark_lookup(backend, url, query, filter, limit, match)
+        return await _say_why(tools.mark_lookup)(backend, url, query, filter, limit, match)
 
     @server.tool(structured_output=False, description="Catalog search across every world of this gateway.")
     async def mark_lookup_all(query: str, scope: str = "/", filter: str = "", limit: int = 0, match: str = "") -> str:
-        return await tools.mark_lookup_all(backend, query, scope, filter, limit, match)
+        return await _say_why(tools.mark_lookup_all)(backend, query, scope, filter, limit, match)
 
     @server.custom_route("/metrics", methods=["GET"])
     async def metrics(_request: Request) -> PlainTextResponse:
