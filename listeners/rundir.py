@@ -32,7 +32,7 @@ logger = logging.getLogger("swarmgauge.rundir")
 SECRET_OPTION_NAMES: set[str] = set()
 _SECRET_LOOKING = re.compile(r"(token|password|passwd|secret|api[_-]?key|credential)", re.IGNORECASE)
 _URL_PASSWORD = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:)(?P<password>[^@\s/]+)(?P<at>@)")
-_KEY_VALUE_PASSWORD = re.compile(r"(?P<key>\b(?:password|passwd|token|secret)\s*=\s*)(?P<value>[^\s&;]+)", re.I)
+_KEY_VALUE_PASSWORD = re.compile(r"(?P<key>\b(?:password|passwd|token|secret)\s*=\s*)(?P<value>[^\s&;\"',]+)", re.I)
 REDACTED = "***"
 
 _parser_ref: list[Any] = []
@@ -245,12 +245,23 @@ def _redact_argv(argv: list[str]) -> list[str]:
     return result
 
 
+def redact_tree(value: Any, environment: Any = None) -> Any:
+    """:func:`redact` applied to every string inside a JSON-able value, so the JSON around them stays intact."""
+    if isinstance(value, str):
+        return redact(value, environment)
+    if isinstance(value, dict):
+        return {key: redact_tree(item, environment) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_tree(item, environment) for item in value]
+    return value
+
+
 def write_run_json(environment: Any, *, final: bool) -> None:
     directory = run_dir(environment)
     if directory is None:
         return
-    text = json.dumps(build_run_json(environment, final=final), indent=2, default=str, sort_keys=True)
-    write_atomic(directory / "run.json", redact(text, environment))
+    doc = redact_tree(json.loads(json.dumps(build_run_json(environment, final=final), default=str)), environment)
+    write_atomic(directory / "run.json", json.dumps(doc, indent=2, sort_keys=True))
 
 
 def _locust_csvs(environment: Any, directory: Path) -> None:

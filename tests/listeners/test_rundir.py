@@ -1,0 +1,92 @@
+"""The run directory: atomic writes, secrets redacted everywhere, and run.json recording how the run ended."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from listeners import rundir
+from tests.listeners.sim_run import run_local, sim_target
+
+SECRET_TOKEN = "tok-5ecret-d0-not-leak"
+DSN_PASSWORD = "pw-in-the-dsn-9f2"
+
+SECRET_LOCUSTFILE = '''
+from locust import events
+
+from shapes import PlanShape  # noqa: F401
+from tests.listeners.sim_locustfile import SimUser  # noqa: F401
+
+
+@events.init_command_line_parser.add_listener
+def _options(parser):
+    parser.add_argument("--sim-token", default="", is_secret=True, env_var="SIM_TOKEN", help="a secret")
+    parser.add_argument("--sim-dsn", default="", help="a DSN whose password must not show")
+'''
+
+
+def test_write_atomic_replaces_the_whole_file(tmp_path):
+    target = tmp_path / "deep" / "run.json"
+    rundir.write_atomic(target, "first")
+    rundir.write_atomic(target, b"second")
+    assert target.read_text() == "second"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["run.json"]
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path, monkeypatch):
+    target = tmp_path / "steps.csv"
+    rundir.write_atomic(target, "complete old content\n")
+
+    def disk_full(_fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(OSError):
+        rundir.write_atomic(target, "half of the new cont")
+    assert target.read_text() == "complete old content\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["steps.csv"]
+
+
+def test_redact_hides_secret_values_url_passwords_and_key_value_pairs():
+    environment = SimpleNamespace(parsed_options=SimpleNamespace(api_token="abc-123-xyz", host="h"))
+    text = "token abc-123-xyz dsn postgresql://app:hunter2@127.0.0.1/db password=s3cr3t&x=1"
+    shown = rundir.redact(text, environment)
+    for secret in ("abc-123-xyz", "hunter2", "s3cr3t"):
+        assert secret not in shown
+    assert "postgresql://app:***@127.0.0.1/db" in shown and "x=1" in shown
+    assert rundir.redacted_options(environment) == {"api_token": "***", "host": "h"}
+
+
+def test_a_real_run_leaves_no_secret_in_any_file_and_records_the_run(tmp_path):
+    locustfile = tmp_path / "secret_locustfile.py"
+    locustfile.write_text(SECRET_LOCUSTFILE)
+    run_dir = tmp_path / "run"
+    with sim_target("--delay", "const:5") as target:
+        result = run_local(target.url, "--steps", "1", "--step-time", "1", "--stop-timeout", "5",
+                           f"--sim-token={SECRET_TOKEN}",
+                           "--sim-dsn", f"postgresql://swarm:{DSN_PASSWORD}@127.0.0.1:5432/db",
+                           "--run-dir", str(run_dir), "--csv", str(run_dir / "locust"), locustfile=locustfile)
+    assert result.returncode == 0, result.stderr[-3000:]
+    files = sorted(p for p in run_dir.iterdir() if p.is_file())
+    assert {"run.json", "steps.csv", "slo.json", "timeline.csv", "report.md", "report.html", "summary.json",
+            "locust_stats.csv"} <= {p.name for p in files}
+    for path in files:
+        content = path.read_bytes()
+        assert SECRET_TOKEN.encode() not in content and DSN_PASSWORD.encode() not in content, path.name
+    for stream in (result.stdout, result.stderr):
+        assert SECRET_TOKEN not in stream and DSN_PASSWORD not in stream
+    doc = json.loads((run_dir / "run.json").read_text())
+    assert doc["exit_code"] == 0
+    assert doc["options"]["sim_token"] == "***"
+    assert doc["options"]["sim_dsn"] == "postgresql://swarm:***@127.0.0.1:5432/db"
+    assert "--sim-token=***" in doc["argv"]
+    assert doc["shape"] == "PlanShape" and doc["plan"]["kind"] == "step_ramp"
+    assert doc["runner"] == "LocalRunner" and doc["workers"] == 1
+    assert doc["started_at"] <= doc["ended_at"]
+    assert doc["versions"]["locust"] and doc["locustfile"].endswith("secret_locustfile.py")
+    assert [s["label"] for s in doc["steps"]] == ["1 users"]
+    assert not [p for p in Path(run_dir).iterdir() if p.name.endswith(".tmp")]
