@@ -25,7 +25,8 @@ from reports.sections import Section
 
 logger = logging.getLogger("swarmgauge.report")
 
-SECTION_MODULES = ("reports.resources", "reports.mcp", "reports.kneo", "reports.mdk", "reports.workers")
+SECTION_MODULES = ("reports.resources", "reports.failures", "reports.mcp", "reports.kneo", "reports.mdk",
+                   "reports.workers")
 KNEE_GAIN = 0.10
 STYLE = ("<style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:1em 0}"
          "th,td{border:1px solid #ccc;padding:4px 10px;text-align:right}th{background:#f3f3f3}"

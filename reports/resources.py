@@ -1,0 +1,128 @@
+"""The report's memory section, from ``resources.csv``: a table like the demarkus churn table, slopes, the verdict, a plot.
+
+The table has one row per sampled moment (thinned to about a dozen), one column per target series (live heap,
+working set, RSS, ... per source) in MiB; the trends after warm-up (MiB/h, MiB per 1,000 requests) come from the same
+code the live leak verdict uses, so the report and the run's printed verdict never disagree.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from listeners.sources import MIB
+from listeners.sources.trend import parse_warmup
+from listeners.sources.verdict import (GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
+                                       WORKING_SET_METRICS, Row, leak_verdict, trends)
+from reports.sections import Section
+
+MEMORY_METRICS = (*HEAP_METRICS, *WORKING_SET_METRICS, *RSS_METRICS)
+TABLE_ROWS = 12
+PLOT_NAME = "resources.png"
+
+
+def load_rows(path: Path) -> list[Row]:
+    frame = pd.read_csv(path, keep_default_na=False)
+    return [Row(float(r.time), float(r.elapsed_s), None if r.step == "" else int(r.step), str(r.node),
+                str(r.source), str(r.metric), float(r.value), int(r.round)) for r in frame.itertuples(index=False)]
+
+
+def memory_table(rows: list[Row]) -> pd.DataFrame:
+    """Elapsed time × (source metric) in MiB, the target's memory series only, thinned to ``TABLE_ROWS`` rows."""
+    picked = [r for r in rows if r.metric in MEMORY_METRICS and r.source not in (GENERATOR_SOURCE, REQUESTS_SOURCE)]
+    if not picked:
+        return pd.DataFrame()
+    frame = pd.DataFrame({"elapsed": [round(r.elapsed_s) for r in picked],
+                          "series": [f"{r.source} {r.metric.removesuffix('_bytes')}" for r in picked],
+                          "MiB": [r.value / MIB for r in picked]})
+    table = frame.pivot_table(index="elapsed", columns="series", values="MiB", aggfunc="last").sort_index()
+    if len(table) > TABLE_ROWS:
+        keep = sorted({round(i * (len(table) - 1) / (TABLE_ROWS - 1)) for i in range(TABLE_ROWS)})
+        table = table.iloc[keep]
+    table.index = [f"{int(t)} s" for t in table.index]
+    table.index.name = "time"
+    return table.round(1)
+
+
+def trend_table(rows: list[Row], warmup_text: str) -> pd.DataFrame:
+    warmup = parse_warmup(warmup_text)
+    found = trends(rows, MEMORY_METRICS, warmup)
+    return pd.DataFrame([{
+        "series": s.name, "first MiB": round(s.trend.first / MIB, 1), "last MiB": round(s.trend.last / MIB, 1),
+        "delta MiB": round(s.trend.delta / MIB, 1),
+        "MiB/h": None if s.trend.slope_per_hour is None else round(s.trend.slope_per_hour / MIB, 1),
+        "MiB per 1,000 requests": (None if s.trend.slope_per_1k_requests is None
+                                   else round(s.trend.slope_per_1k_requests / MIB, 3)),
+    } for s in found])
+
+
+def memory_plot(rows: list[Row], step_starts: list[float]) -> bytes | None:
+    """Each memory series over time, steps marked as vertical lines."""
+    from matplotlib.figure import Figure
+
+    picked = [r for r in rows if r.metric in MEMORY_METRICS and r.source not in (GENERATOR_SOURCE, REQUESTS_SOURCE)]
+    if not picked:
+        return None
+    figure = Figure(figsize=(9, 4))
+    axes = figure.subplots()
+    frame = pd.DataFrame({"t": [r.elapsed_s for r in picked], "v": [r.value / MIB for r in picked],
+                          "s": [f"{r.source} {r.metric}" for r in picked]})
+    for name, group in frame.groupby("s"):
+        axes.plot(group["t"], group["v"], label=name)
+    for start in step_starts:
+        axes.axvline(start, color="#999", linestyle=":", linewidth=1)
+    axes.set_xlabel("seconds since start")
+    axes.set_ylabel("MiB")
+    axes.legend(fontsize="small")
+    axes.grid(alpha=0.3)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def _step_starts(run_dir: Path, rows: list[Row]) -> list[float]:
+    steps = run_dir / "steps.csv"
+    if not steps.is_file() or not rows:
+        return []
+    frame = pd.read_csv(steps)
+    origin = min(r.time - r.elapsed_s for r in rows)
+    return sorted({float(t) - origin for t in frame["started_at"].dropna().unique()})
+
+
+def _warmup_of(run_dir: Path) -> str:
+    try:
+        info = json.loads((run_dir / "run.json").read_text()).get("resources", {})
+    except (OSError, ValueError):
+        return "10%"
+    return str(info.get("warmup") or "10%").replace(" ", "")
+
+
+def section(run_dir: Path) -> Section | None:
+    path = run_dir / "resources.csv"
+    if not path.is_file():
+        return None
+    rows = load_rows(path)
+    table = memory_table(rows)
+    if table.empty:
+        return None
+    warmup = _warmup_of(run_dir)
+    slopes = trend_table(rows, warmup)
+    status, verdict = leak_verdict(rows, parse_warmup(warmup))
+    png = memory_plot(rows, _step_starts(run_dir, rows))
+    markdown = [f"{verdict}", "", table.to_markdown(), ""]
+    parts = [f"<p>{html.escape(verdict)}</p>", table.to_html()]
+    if not slopes.empty:
+        markdown += [f"Trends after a warm-up of {warmup}:", "", slopes.to_markdown(index=False), ""]
+        parts.append(slopes.to_html(index=False))
+    if png:
+        (run_dir / PLOT_NAME).write_bytes(png)
+        markdown.append(f"![Memory over time]({PLOT_NAME})")
+        parts.append(f'<figure><img alt="Memory over time" src="data:image/png;base64,'
+                     f'{base64.b64encode(png).decode()}"><figcaption>Memory over time</figcaption></figure>')
+    return Section("Target memory", "\n".join(markdown), "\n".join(parts),
+                   {"leak_verdict": status, "verdict": verdict, "trends": slopes.to_dict(orient="records")})

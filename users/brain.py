@@ -1,0 +1,158 @@
+"""``BrainUser``: the 2dph brain's own stress tool as a Locust user — its weighted mix, extra queries and gates.
+
+The mix (``--brain-mix search:6,get:2,stats:1,audit:1``, the stress tool's default) picks each iteration's endpoint;
+``get`` asks for an id seen in an earlier search. Backend failures are 502 ``{"error": …}``; the buffer-pool-full
+502 (the unclosed-results bug) is recorded as its own class, ``PoolExhausted``, apart from other ``BackendError``s,
+so a report shows when the pool ran out. The stress tool's gates become default SLOs (health p95 < 500 ms, search
+p95 < 1,000 ms, get p95 < 200 ms, errors < 1 % per endpoint).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from locust import FastHttpUser, constant, events, task
+
+from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
+
+DEFAULT_MIX = "search:6,get:2,stats:1,audit:1"
+ENDPOINTS = ("search", "get", "stats", "audit", "health")
+DEFAULT_QUERIES = ("quic stream", "session gateway", "memory heap", "worker semaphore", "brain leaf", "vector index",
+                   "retention prune", "latency throughput")
+LATENCY_GATES = {"health": "GET:/health:p95<500ms", "search": "GET:/search:p95<1000ms", "get": "GET:/get:p95<200ms"}
+POOL_FULL_MARK = "buffer pool is full"
+
+
+class BrainError(SwarmgaugeError):
+    """A brain answer that is not the success the endpoint promises."""
+
+
+class BackendError(BrainError):
+    """502 from the brain: its database or embedder failed."""
+
+
+class PoolExhausted(BackendError):
+    """502 with Ladybug's buffer-pool-full message: unclosed results pinned the pool (restart needed)."""
+
+
+class MalformedAnswer(BrainError):
+    """A 200 whose body is not the JSON the endpoint returns."""
+
+
+def parse_mix(text: str) -> dict[str, int]:
+    """``search:6,get:2`` -> weights; unknown endpoints, bad or all-zero weights are a :class:`UsageError`."""
+    weights: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, weight = part.partition(":")
+        if name not in ENDPOINTS:
+            raise UsageError(f"--brain-mix: unknown endpoint {name!r} (use {', '.join(ENDPOINTS)})")
+        try:
+            weights[name] = int(weight or "1")
+        except ValueError:
+            raise UsageError(f"--brain-mix: weight of {name} is not an integer: {weight!r}") from None
+        if weights[name] < 0:
+            raise UsageError(f"--brain-mix: weight of {name} is negative")
+    if not any(weights.values()):
+        raise UsageError("--brain-mix needs at least one endpoint with a positive weight")
+    return weights
+
+
+@events.init_command_line_parser.add_listener
+def _add_options(parser: Any) -> None:
+    parser.add_argument("--brain-mix", default=DEFAULT_MIX, env_var="SWARMGAUGE_BRAIN_MIX", include_in_web_ui=True,
+                        help="endpoint weights, as the stress tool's --mix (default search:6,get:2,stats:1,audit:1)")
+    parser.add_argument("--brain-query", action="append", default=[], env_var="SWARMGAUGE_BRAIN_QUERY",
+                        include_in_web_ui=True, help="extra search query (repeatable), as the stress tool's --q")
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_kwargs: Any) -> None:
+    parsed = environment.parsed_options
+    if parsed is None:
+        return
+    stop_on_usage_error(lambda env: parse_mix(env.parsed_options.brain_mix), environment)
+
+
+def gates(mix: dict[str, int]) -> list[str]:
+    """The stress tool's gates for the endpoints a mix calls: latency where it has one, errors < 1 % for each."""
+    called = [name for name, weight in mix.items() if weight > 0]
+    return [*(LATENCY_GATES[name] for name in called if name in LATENCY_GATES),
+            *(f"GET:/{name}:fail_ratio<0.01" for name in called)]
+
+
+def add_gates(environment: Any, mix: dict[str, int]) -> None:
+    """Check the gates as SLOs (exit 3 when one fails), as the stress tool exits 1."""
+    try:
+        from listeners.slo import add_default_slos
+    except ImportError:
+        return
+    add_default_slos(environment, gates(mix))
+
+
+def classify(status: int, body: bytes) -> BrainError | None:
+    if status == 502:
+        text = body.decode("utf-8", "replace")
+        return PoolExhausted(text[:200]) if POOL_FULL_MARK in text else BackendError(text[:200])
+    if status != 200:
+        return BrainError(f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}")
+    return None
+
+
+class BrainUser(FastHttpUser):
+    """One stress-tool worker: each iteration calls one endpoint, picked by the mix weights."""
+
+    abstract = True
+    wait_time = constant(0)
+
+    mix: str | None = None  # a class's own mix; else --brain-mix
+
+    def on_start(self) -> None:
+        parsed = self.environment.parsed_options
+        mix = parse_mix(self.mix or (getattr(parsed, "brain_mix", DEFAULT_MIX) if parsed else DEFAULT_MIX))
+        self.endpoints = [name for name, weight in mix.items() if weight > 0]
+        self.weights = [mix[name] for name in self.endpoints]
+        extra = list(getattr(parsed, "brain_query", []) or []) if parsed is not None else []
+        self.queries = [*DEFAULT_QUERIES, *extra]
+        self.random = random.Random(id(self))
+        self.seen_ids: list[str] = []
+
+    @task
+    def one_call(self) -> None:
+        getattr(self, self.random.choices(self.endpoints, self.weights)[0])()
+
+    def _get(self, path: str, params: dict[str, str] | None = None, name: str | None = None) -> Any:
+        """GET ``path``; one event (type GET, name the path), a named failure for anything but a JSON 200."""
+        with self.client.get(path, params=params, name=name or path, catch_response=True) as response:
+            error = classify(response.status_code, response.content or b"")
+            if error is None:
+                try:
+                    document = response.json()
+                except ValueError:
+                    error = MalformedAnswer(f"{path} answered 200 with a body that is not JSON")
+            if error is not None:
+                response.failure(error)
+                return None
+            response.success()
+            return document
+
+    def search(self) -> None:
+        document = self._get("/search", {"q": self.random.choice(self.queries), "n": "10"})
+        if isinstance(document, dict):
+            ids = [r.get("id") for r in document.get("results", []) if isinstance(r, dict) and r.get("id")]
+            self.seen_ids = (self.seen_ids + ids)[-200:]
+
+    def get(self) -> None:
+        if not self.seen_ids:
+            self.search()
+            return
+        self._get("/get", {"id": self.random.choice(self.seen_ids)})
+
+    def stats(self) -> None:
+        self._get("/stats")
+
+    def audit(self) -> None:
+        self._get("/audit")
+
+    def health(self) -> None:
+        self._get("/health")
