@@ -33,6 +33,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+DEFAULT_ARGS = '{"url": "/corpus/quic/doc-0000.md"}'  # the first document of the reference server's corpus
 STEP_COUNTERS = ("sessions_started", "sessions_expired", "sessions_refused")
 
 
@@ -47,7 +48,7 @@ def _add_options(parser: Any) -> None:
                         help="MCP protocol version to pin (2026-07-28 is stateless: no initialize, no session)")
     parser.add_argument("--mcp-tool", default="mark_fetch", env_var="SWARMGAUGE_MCP_TOOL", include_in_web_ui=True,
                         help="tool MCPUser / MCPChurnUser call")
-    parser.add_argument("--mcp-args", default='{"url": "/docs/a.md"}', env_var="SWARMGAUGE_MCP_ARGS",
+    parser.add_argument("--mcp-args", default=DEFAULT_ARGS, env_var="SWARMGAUGE_MCP_ARGS",
                         include_in_web_ui=True, help="JSON object of arguments for --mcp-tool")
     parser.add_argument("--mcp-delete", action="store_true", default=False, env_var="SWARMGAUGE_MCP_DELETE",
                         include_in_web_ui=True, help="send DELETE when a session ends (default off, as on the demarkus page)")
@@ -65,7 +66,7 @@ class MCPOptions:
     token: str = ""
     protocol: str = proto.DEFAULT_VERSION
     tool: str = "mark_fetch"
-    args: dict[str, Any] = field(default_factory=lambda: {"url": "/docs/a.md"})
+    args: dict[str, Any] = field(default_factory=lambda: json.loads(DEFAULT_ARGS))
     delete: bool = False
     timeout: float = 10.0
     churn_rate: float = 5.0
@@ -76,7 +77,7 @@ def options_from(parsed: Any) -> MCPOptions:
     """Validate the parsed options once; a bad value raises ``UsageError`` with one line."""
     if parsed is None:
         return MCPOptions()
-    raw_args = getattr(parsed, "mcp_args", '{"url": "/docs/a.md"}')
+    raw_args = getattr(parsed, "mcp_args", DEFAULT_ARGS)
     try:
         args = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
     except ValueError as exc:
@@ -288,7 +289,7 @@ class MCPFetchUser(MCPUser):
 
     @task
     def call(self) -> None:
-        arguments = self.options.args if self.options.tool == "mark_fetch" else {"url": "/docs/a.md"}
+        arguments = self.options.args if self.options.tool == "mark_fetch" else json.loads(DEFAULT_ARGS)
         self.call_with_recovery("mark_fetch", arguments)
 
 

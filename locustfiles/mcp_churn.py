@@ -1,0 +1,188 @@
+"""MCP session churn against an MCP gateway, and the gateway-vs-direct FETCH comparison.
+
+The default plan is the demarkus page's churn: 5 new sessions a second (initialize, initialized, one
+``tools/call``, never DELETE) for 40 minutes. Without ``--host`` the locustfile starts the reference Mark server
+and the MCP gateway in front of it (``swarmgauge target mcp --mark URL``; ``--mcp-embedded-args`` passes gateway
+options such as ``"--session-idle-timeout 60 --json-response"``), samples the gateway's RSS (``psutil:pid=``)
+and its live-session gauge (``/metrics``), and stops both when Locust quits::
+
+    locust -f locustfiles/mcp_churn.py --headless --run-dir runs/churn            # 5 sessions/s, 40 min
+    locust -f locustfiles/mcp_churn.py --headless --plan my-churn.yaml --run-dir runs/churn
+    locust -f locustfiles/mcp_churn.py --headless --mcp-scenario compare --run-dir runs/compare
+
+``--mcp-scenario compare`` runs ``MCPFetchUser`` (``tools/call mark_fetch`` through the gateway) and then
+``DirectFetchUser`` (the same documents by QUIC ``FETCH`` on the Mark server behind it), one user each for
+``--mcp-compare-time``; ``swarmgauge report`` states the p50 difference. Against a gateway you started yourself
+give ``--host http://127.0.0.1:PORT`` and, for the direct row, ``--mcp-direct-mark mark://127.0.0.1:PORT``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import random
+import shlex
+from typing import Any
+
+from locust import events, task
+from locust.runners import WorkerRunner
+
+import listeners.all  # noqa: F401 - steps, SLOs, resources, run directory
+import shapes
+from shapes.plan import Plan, build_plan, parse_duration
+from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
+from targets.mark.seed import corpus_paths
+from users import mcp as mcp_users
+from users.mark_user import MarkUser
+
+log = logging.getLogger(__name__)
+CORPUS = 300
+CHURN_PLAN = {"name": "mcp-churn", "kind": "churn", "rate": 5, "duration": "40m", "max_users": 64,
+              "user_classes": ["MCPChurnUser"], "slos": ["dropped==0", "fail_ratio<0.01"]}
+FETCH_NAME = "/corpus/{topic}/{doc}"
+
+
+@events.init_command_line_parser.add_listener
+def _add_options(parser: Any) -> None:
+    parser.add_argument("--mcp-scenario", choices=("churn", "compare"), default="churn",
+                        env_var="SWARMGAUGE_MCP_SCENARIO", include_in_web_ui=True,
+                        help="default plan when no --plan/--rate is given: churn (5/s, 40 min) or compare "
+                             "(gateway mark_fetch, then direct FETCH, 1 user each)")
+    parser.add_argument("--mcp-compare-time", default="30s", env_var="SWARMGAUGE_MCP_COMPARE_TIME",
+                        include_in_web_ui=True, help="hold of each half of --mcp-scenario compare")
+    parser.add_argument("--mcp-embedded-args", default="", env_var="SWARMGAUGE_MCP_EMBEDDED_ARGS",
+                        include_in_web_ui=False, help="options for the embedded gateway started when --host is empty")
+    parser.add_argument("--mcp-direct-mark", default="", env_var="SWARMGAUGE_MCP_DIRECT_MARK", include_in_web_ui=True,
+                        help="Mark server DirectFetchUser reads (default: the embedded gateway's)")
+
+
+class MCPChurnPlan(shapes.PlanShape):
+    """``--plan``/``--rate`` when given; otherwise the churn plan, or the comparison with ``--mcp-scenario``."""
+
+    def fallback_plan(self, options: Any) -> Plan:
+        if getattr(options, "mcp_scenario", "churn") != "compare":
+            return build_plan(CHURN_PLAN, source="mcp_churn.py")
+        hold = parse_duration(getattr(options, "mcp_compare_time", "30s"), "--mcp-compare-time")
+        # Locust keeps its users when only the class changes at the same count: a second at 0 users swaps them.
+        stages = [{"label": "gateway mark_fetch", "users": 1, "duration": hold, "user_classes": ["MCPFetchUser"]},
+                  {"label": "switch", "users": 0, "duration": 1},
+                  {"label": "direct FETCH", "users": 1, "duration": hold, "user_classes": ["DirectFetchUser"]}]
+        return build_plan({"name": "mcp-gateway-vs-direct", "kind": "stages", "stages": stages},
+                          source="mcp_churn.py")
+
+
+class _CorpusDocs:
+    """A deterministic random corpus document per call, the same sequence for the gateway and the direct user."""
+
+    def corpus_url(self) -> str:
+        if not hasattr(self, "_docs"):
+            self._docs = corpus_paths(CORPUS)
+            self._random = random.Random(6309)
+        return self._random.choice(self._docs)
+
+
+class MCPChurnUser(mcp_users.MCPChurnUser):
+    """A new session per ticket: initialize, initialized, ``tools/call --mcp-tool``, no DELETE."""
+
+    abstract = False
+
+
+class MCPFetchUser(_CorpusDocs, mcp_users.MCPFetchUser):
+    """``tools/call mark_fetch`` of corpus documents in one long session."""
+
+    abstract = False
+
+    @task
+    def call(self) -> None:
+        self.call_with_recovery("mark_fetch", {"url": self.corpus_url()})
+
+
+class MCPLookupAllUser(mcp_users.MCPLookupAllUser):
+    abstract = False
+
+
+class DirectFetchUser(_CorpusDocs, MarkUser):
+    """The same documents by QUIC FETCH, straight to the Mark server behind the gateway."""
+
+    abstract = False
+
+    def __init__(self, environment: Any) -> None:
+        type(self).host = _direct_mark_url(environment)
+        super().__init__(environment)
+
+    @task
+    def fetch(self) -> None:
+        self.client.fetch(self.corpus_url(), name=FETCH_NAME)
+
+
+def _direct_mark_url(environment: Any) -> str:
+    url = getattr(environment.parsed_options, "mcp_direct_mark", "") or ""
+    if not url:
+        raise UsageError("DirectFetchUser needs --mcp-direct-mark mark://HOST:PORT (set by the embedded gateway)")
+    return url
+
+
+class EmbeddedGateway:
+    """The reference Mark server and the gateway in front of it; the gateway has no children, so its RSS is its own."""
+
+    def __init__(self) -> None:
+        self.mark: Any = None
+        self.gateway: Any = None
+
+    def start(self, gateway_args: list[str]) -> Any:
+        from targets.launch import launch_target
+        from targets.mcp_gateway import launch
+
+        try:
+            self.mark = launch_target("mark", ["--port", "0", "--seed-corpus", str(CORPUS)])
+            self.gateway = launch(["--mark", self.mark.url, *gateway_args])
+        except BaseException:
+            self.stop()
+            raise
+        return self.gateway
+
+    def stop(self) -> None:
+        for name in ("gateway", "mark"):
+            process = getattr(self, name)
+            if process is not None:
+                setattr(self, name, None)
+                status = process.stop()
+                log.info("stopped the embedded %s (exit %s)", "MCP gateway" if name == "gateway" else "Mark server",
+                         status)
+
+
+_embedded = EmbeddedGateway()
+atexit.register(_embedded.stop)
+
+
+def start_embedded(environment: Any) -> None:
+    """No ``--host`` on the master or a local run: start the gateway, point every user at it, sample it."""
+    if environment.host or isinstance(environment.runner, WorkerRunner):
+        return
+    from listeners.resources import add_sample_source
+
+    options = environment.parsed_options
+    try:
+        gateway = _embedded.start(shlex.split(getattr(options, "mcp_embedded_args", "") or ""))
+    except (SwarmgaugeError, OSError) as exc:
+        raise UsageError(f"could not start the embedded MCP gateway: {exc}") from None
+    environment.host = gateway.base_url
+    if options is not None:
+        options.host = gateway.base_url
+        options.mark_insecure = True
+        if not options.mcp_direct_mark:
+            options.mcp_direct_mark = gateway.mark_url
+    add_sample_source(environment, f"psutil:pid={gateway.pid}")
+    add_sample_source(environment, f"prom:{gateway.base_url}/metrics#mcp_gateway_sessions_live")
+    log.info("no --host given: started the embedded MCP gateway at %s (pid %d) in front of %s", gateway.url,
+             gateway.pid, gateway.mark_url)
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_kwargs: Any) -> None:
+    stop_on_usage_error(start_embedded, environment)
+
+
+@events.quitting.add_listener
+def _on_quitting(**_kwargs: Any) -> None:
+    _embedded.stop()
