@@ -29,7 +29,7 @@ from listeners.sources.proc import PsutilSource
 from listeners.sources.trend import Warmup, parse_warmup
 from listeners.sources.verdict import (COLUMNS, GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
                                        WORKING_SET_METRICS, Row, leak_verdict, trends, worst)
-from swarmgauge.errors import UsageError
+from swarmgauge.errors import UsageError, stop_on_usage_error
 
 log = logging.getLogger(__name__)
 REPORT_KEY = "swarmgauge_resources"
@@ -239,8 +239,9 @@ _register_slo_terms()
 def _on_init(environment, **_kwargs) -> None:
     sampler_for(environment)
     if environment.parsed_options is not None:
-        for spec in source_specs(environment.parsed_options):
-            parse_source(spec)  # a bad --sample stops the run here, with one line, before any load
+        # a bad --sample stops the run here, with one line and exit 2, before any load
+        stop_on_usage_error(lambda env: [parse_source(spec) for spec in source_specs(env.parsed_options)],
+                            environment)
 
 
 @events.test_start.add_listener
