@@ -193,6 +193,7 @@ class _MCPBase(User):
     """Builds the client from the options; subclasses say what one iteration does."""
 
     abstract = True
+    require_session_id = False  # True: a server that issues no Mcp-Session-Id is a failure, not a stateless server
 
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)
@@ -209,6 +210,7 @@ class _MCPBase(User):
             protocol_version=self.options.protocol,
             token=self.options.token or None,
             timeout=self.options.timeout,
+            require_session_id=self.require_session_id,
         )
 
     def on_stop(self) -> None:

@@ -97,6 +97,18 @@ def test_missing_session_id_on_initialize_when_required(fake, env):
     assert relaxed.call_tool("echo").endswith("hello")
 
 
+def test_missing_session_id_is_a_named_failure_and_the_user_goes_on(fake, env):
+    environment, recorder = env
+    user = make_user(MCPUser, environment, fake.url, path="/nosession")
+    type(user).require_session_id = True
+    user.client = user._new_client()
+    user.on_start()
+    user.call()
+    user.call()
+    assert recorder.failures() == [("initialize", "MissingSessionId")] * 3  # each iteration tries again
+    assert user.client.session.state is proto.SessionState.NEW
+
+
 def test_404_on_a_known_session_is_session_expired_and_resets_the_session(fake, env):
     environment, recorder = env
     client = MCPClient(fake.url, environment=environment, path="/expire")
