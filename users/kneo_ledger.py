@@ -25,6 +25,7 @@ from swarmgauge.errors import UsageError
 log = logging.getLogger(__name__)
 REPORT_KEY = "swarmgauge_kneo"
 RESULT_NAME = "kneo.json"
+FINAL_MESSAGE = "swarmgauge_kneo_ledger"
 MISMATCH_TERM = "kneo_mismatches"
 _ENVS: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
@@ -122,19 +123,41 @@ def _mismatches(environment: Any, step: int | None) -> float | None:
     return None if value is None else float(value)
 
 
+def _send_final_ledger(environment: Any, **_: Any) -> None:
+    """On a worker, just before its final per-step figures: the ledger goes first on the same socket, so the
+    master has it by the time the shape sees every worker's final report (Locust's quit waits only 0.5 s)."""
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner) and environment in _ENVS:
+        runner.send_message(FINAL_MESSAGE, ledger_for(environment).drain())
+
+
+def _on_final_ledger(environment: Any, msg: Any, **_: Any) -> None:
+    log.debug("final kneo ledger from %s: %d accepted", msg.node_id, len((msg.data or {}).get("accepted") or {}))
+    if msg.data:
+        ledger_for(environment).merge(msg.data)
+
+
 def _register_with_listeners() -> None:
     try:
         from listeners.slo import register_metric
-        from listeners.steps import register_step_counter
+        from listeners.steps import before_flush, register_step_counter
     except ImportError:
         return
     register_metric(MISMATCH_TERM, _mismatches)
     register_step_counter("queue_full")
+    before_flush.add_listener(_send_final_ledger)
 
 
 _register_with_listeners()
 
 
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_: Any) -> None:
+    runner = environment.runner
+    if isinstance(runner, MasterRunner) and FINAL_MESSAGE not in getattr(runner, "custom_messages", {}):
+        runner.register_message(FINAL_MESSAGE, _on_final_ledger)
 
 
 @events.test_start.add_listener

@@ -61,6 +61,15 @@ def run_locust(run_dir: Path, *args: str, users: str = "2", step_time: str = "3s
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
 
 
+def _explain(run_dir: Path, proc: subprocess.CompletedProcess) -> str:
+    """What a failed assertion on the exit code shows: the gate verdicts, the checks, the end of stderr."""
+    parts = [proc.stderr[-1200:]]
+    for name in ("slo.json", "kneo.json"):
+        if (run_dir / name).is_file():
+            parts.append(f"{name}: {(run_dir / name).read_text()[-1500:]}")
+    return "\n".join(parts)
+
+
 def _result(run_dir: Path) -> dict:
     return json.loads((run_dir / "kneo.json").read_text())
 
@@ -78,7 +87,7 @@ def _steps(run_dir: Path) -> list[dict]:
 
 def test_embedded_sqlite_sync_run_reconciles_and_reports_backlog_and_rss(kneo_venv, tmp_path):
     proc = run_locust(tmp_path, users="1,3")
-    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert proc.returncode == 0, _explain(tmp_path, proc)
     result = _result(tmp_path)
     assert result["mismatches"] == 0 and result["error"] is None
     assert result["ledger"]["accepted"] > 0 and result["ledger"]["indeterminate"] == 0
@@ -106,7 +115,7 @@ def test_postgres_queued_run_with_auth_reconciles_and_never_shows_the_key_or_pas
         run_dir = tmp_path / "run"
         proc = run_locust(run_dir, "--host", service.url, "--kneo-mode", "queued", "--kneo-store-file",
                           str(store_file), "--kneo-api-key", key, users="4")
-    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert proc.returncode == 0, _explain(run_dir, proc)
     result = _result(run_dir)
     assert result["mismatches"] == 0, result["checks"]
     assert result["ledger"]["accepted"] > 0 and result["store_statuses"] == {"completed": result["ledger"]["accepted"]}
@@ -119,7 +128,7 @@ def test_queue_depth_two_burst_gets_queue_full_and_still_matches_row_for_row(kne
     dsn = _database(pg_cluster)
     with KneoService(store="postgres", dsn=dsn, max_queue_depth=2) as service:
         proc = run_locust(tmp_path, "--host", service.url, "--kneo-mode", "queued", "--kneo-store", dsn, users="10")
-    assert proc.returncode == 1, proc.stderr[-1500:]  # QueueFull is recorded as a failure; the gate still holds
+    assert proc.returncode == 1, _explain(tmp_path, proc)  # QueueFull is recorded as a failure; the gate still holds
     result = _result(tmp_path)
     assert result["mismatches"] == 0, result["checks"]
     queue_full = result["ledger"]["queue_full"]
@@ -136,7 +145,7 @@ def test_queue_depth_two_burst_gets_queue_full_and_still_matches_row_for_row(kne
 def test_a_store_that_does_not_match_fails_the_gate_with_exit_3(sqlite_service, tmp_path, kneo_venv):
     with KneoService(store="sqlite") as other:
         proc = run_locust(tmp_path, "--host", sqlite_service.url, "--kneo-store", other.store_locator, users="1")
-    assert proc.returncode == 3, proc.stderr[-1500:]
+    assert proc.returncode == 3, _explain(tmp_path, proc)
     result = _result(tmp_path)
     assert result["mismatches"] >= 1
     present = result["checks"][0]
@@ -149,7 +158,7 @@ def test_bad_dsn_gives_a_clear_error_and_keeps_the_runs_other_results(sqlite_ser
     secret = f"pw{uuid.uuid4().hex[:8]}"
     proc = run_locust(tmp_path, "--host", sqlite_service.url, "--kneo-store",
                       f"postgresql://kneo:{secret}@127.0.0.1:1/kneo", "--kneo-drain-timeout", "1", users="1")
-    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert proc.returncode == 0, _explain(tmp_path, proc)
     result = _result(tmp_path)
     assert result["error"].startswith("StoreUnavailable: PostgreSQL store postgresql://kneo:***@127.0.0.1:1/kneo")
     assert result["mismatches"] is None and result["ledger"]["accepted"] > 0
@@ -168,7 +177,7 @@ def test_missing_store_file_stops_before_any_load_in_one_line(tmp_path, sqlite_s
 def test_workers_send_their_ledgers_to_the_master_and_the_run_reconciles(sqlite_service, tmp_path):
     proc = run_locust(tmp_path, "--host", sqlite_service.url, "--kneo-store", sqlite_service.store_locator,
                       "--kneo-mode", "queued", "--processes", "2", users="2,4")
-    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert proc.returncode == 0, _explain(tmp_path, proc)
     result = _result(tmp_path)
     assert result["mismatches"] == 0, result["checks"]
     assert result["ledger"]["accepted"] > 0
