@@ -29,7 +29,7 @@ from locust.runners import WorkerRunner
 
 import listeners.all  # noqa: F401 - steps, SLOs, resources, run directory
 import shapes
-from shapes.plan import Plan, build_plan, parse_duration
+from shapes.plan import Plan, build_plan, load_plan_file, parse_duration
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from targets.mark.seed import corpus_paths
 from users import mcp as mcp_users
@@ -37,8 +37,7 @@ from users.mark_user import MarkUser
 
 log = logging.getLogger(__name__)
 CORPUS = 300
-CHURN_PLAN = {"name": "mcp-churn", "kind": "churn", "rate": 5, "duration": "40m", "max_users": 64,
-              "user_classes": ["MCPChurnUser"], "slos": ["dropped==0", "fail_ratio<0.01"]}
+CHURN_PLAN = "mcp-churn"  # shapes/plans/mcp-churn.yaml: 5 sessions/s for 40 min, MCPChurnUser only
 FETCH_NAME = "/corpus/{topic}/{doc}"
 
 
@@ -61,7 +60,7 @@ class MCPChurnPlan(shapes.PlanShape):
 
     def fallback_plan(self, options: Any) -> Plan:
         if getattr(options, "mcp_scenario", "churn") != "compare":
-            return build_plan(CHURN_PLAN, source="mcp_churn.py")
+            return load_plan_file(CHURN_PLAN)
         hold = parse_duration(getattr(options, "mcp_compare_time", "30s"), "--mcp-compare-time")
         # Locust keeps its users when only the class changes at the same count: a second at 0 users swaps them.
         stages = [{"label": "gateway mark_fetch", "users": 1, "duration": hold, "user_classes": ["MCPFetchUser"]},
