@@ -1,8 +1,8 @@
 """``MCPClient``: MCP Streamable HTTP over Locust's ``FastHttpSession`` (geventhttpclient), one event per operation.
 
-Why FastHttpSession: ``benchmarks/mcp_client.py`` measures it against ``HttpSession`` (requests) for the same
-``tools/call`` bytes; the geventhttpclient path costs far less CPU per call, and MCP load is CPU-bound on the
-generator long before the gateway. We drive its user agent directly (``session.client.urlopen``) so the session
+Why FastHttpSession: ``benchmarks/mcp_client.py`` measures bare POSTs of the same ``tools/call`` bytes on both
+Locust clients; on a 2-core VM a ``FastHttpUser`` POST cost about 1.1-1.3 ms of CPU per call and an ``HttpUser``
+(requests) POST 2.4-2.7 ms, and MCP load is CPU-bound on the generator long before the gateway. We drive its user agent directly (``session.client.urlopen``) so the session
 never fires its own ``request`` events: every event goes through ``users/recording.py``.
 """
 
