@@ -27,7 +27,7 @@ from locust.runners import WorkerRunner
 from shapes import open_model  # noqa: F401 - its step listener runs the ticket scheduler
 from shapes.base import FOREVER, SwarmShape
 from shapes.plan import KINDS, Plan, Stage, build_plan, load_plan_file, plan_from_options
-from swarmgauge.errors import UsageError, stop_on_usage_error
+from swarmgauge.errors import stop_on_usage_error
 
 __all__ = ["StepRamp", "Soak", "ArrivalRate", "Burst", "Churn", "PlanShape", "SwarmShape", "Plan", "Stage",
            "build_plan", "load_plan_file", "plan_from_options"]

@@ -23,6 +23,7 @@ TARGETS = {
     "postgres": "targets.postgres",
     "mdk": "targets.mdk.cli",
     "brain": "targets.brain",
+    "sim-http": "targets.sim_http",
 }
 
 USAGE = (

@@ -11,8 +11,8 @@ every request that arrives during a window (``--stall-at/--stall-for``, counted 
 worked example does, so an open-model run can show the stall in p99. ``?status=500`` answers with that status.
 Control endpoints: ``GET /__records`` (JSON list), ``POST /__reset``, ``POST /__stall?seconds=S``, ``GET /__health``.
 
-Run: ``swarmgauge target sim-http --port 0 --delay uniform:40:160 [--capacity 4]`` (prints ``listening on
-http://127.0.0.1:PORT``),
+Run: ``swarmgauge target sim-http --port 0 --delay uniform:40:160 [--capacity 4]`` (prints ``ready
+http://127.0.0.1:PORT``, the line :func:`targets.launch.launch_target` waits for),
 or ``python3 -m targets.sim_http``. It binds loopback only.
 """
 
@@ -218,7 +218,7 @@ def main(argv: list[str]) -> int:
     except UsageError as exc:
         print(f"sim-http: {exc}", file=sys.stderr)
         return 2
-    print(f"listening on http://{args.host}:{server.server_port}", flush=True)
+    print(f"ready http://{args.host}:{server.server_port}", flush=True)
     try:
         gevent.sleep(args.max_seconds)
     except KeyboardInterrupt:

@@ -1,6 +1,6 @@
 """Helpers for tests that run real Locust processes against a real ``targets/sim_http.py`` on loopback.
 
-``sim_target(...)`` starts the target as a subprocess and yields a handle with its URL and its own record of every
+``sim_target(...)`` starts the target through the common launcher and yields a handle with its URL and its own record of every
 request; ``run_local`` and ``run_distributed`` run ``locust -f LOCUSTFILE --headless`` (the latter as a master
 plus workers) and return the master's completed process. Every wait is bounded.
 """
@@ -13,12 +13,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
+
+from targets.launch import TargetProcess, launch_target
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM_LOCUSTFILE = Path(__file__).resolve().parent / "sim_locustfile.py"
@@ -29,7 +30,7 @@ RUN_SECONDS = 150.0
 @dataclass
 class SimTarget:
     url: str
-    process: subprocess.Popen
+    process: TargetProcess
 
     def records(self) -> list[dict[str, Any]]:
         with urllib.request.urlopen(f"{self.url}/__records", timeout=10) as response:
@@ -38,31 +39,9 @@ class SimTarget:
 
 @contextmanager
 def sim_target(*args: str) -> Iterator[SimTarget]:
-    """``python -m targets.sim_http --port 0 ARGS...``, stopped on exit."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "targets.sim_http", "--port", "0", "--max-seconds", "300", *args],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        deadline = time.monotonic() + READY_SECONDS
-        url = None
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if line.startswith("listening on "):
-                url = line.split()[-1]
-                break
-            if not line and process.poll() is not None:
-                break
-        if url is None:
-            raise RuntimeError(f"sim-http did not start: {process.stderr.read() if process.poll() is not None else ''}")
-        yield SimTarget(url, process)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+    """``swarmgauge target sim-http --port 0 ARGS...``, stopped on exit."""
+    with launch_target("sim-http", ["--port", "0", "--max-seconds", "300", *args], timeout=READY_SECONDS) as target:
+        yield SimTarget(target.url, target)
 
 
 def free_port() -> int:
