@@ -192,7 +192,7 @@ def build_plan(doc: dict[str, Any], *, source: str = "options") -> Plan:
         else:
             if doc.get("rate") is None:
                 raise UsageError(f"{where}: rate is missing for a {kind} plan")
-            unit = "sessions/s" if kind == "churn" else "/s"
+            unit = " sessions/s" if kind == "churn" else "/s"
             raws = [{"rate": doc["rate"], "duration": doc.get("duration"),
                      "label": f"{kind} {_number(doc['rate'], f'{where} rate'):g}{unit}"}]
         raws = [{k: v for k, v in r.items() if v is not None} for r in raws]

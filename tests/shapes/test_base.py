@@ -1,0 +1,91 @@
+"""The shape engine: class-attribute plans for every public shape, ramps that never eat their stage, and the
+stage lookup the tick runs on."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from shapes import ArrivalRate, Burst, Churn, PlanShape, Soak, StepRamp
+from shapes.base import MAX_RAMP_SECONDS, RAMP_FRACTION
+from swarmgauge.errors import UsageError
+
+
+def _with_options(shape, **options):
+    defaults = {"plan": None, "steps": None, "step_time": None, "warmup": None, "rate": None, "plan_duration": None,
+                "max_users": None, "drop_after": None, "shape_kind": None, "num_users": None, "run_time": None,
+                "spawn_rate": None}
+    shape.runner = SimpleNamespace(environment=SimpleNamespace(parsed_options=SimpleNamespace(**{**defaults,
+                                                                                                 **options})))
+    return shape
+
+
+class Ramp(StepRamp):
+    steps = [1, 4, 16]
+    step_time = "30s"
+    warmup = "2s"
+
+
+class LongSoak(Soak):
+    users = 3
+    duration = "30m"
+
+
+class SubmitBurst(Burst):
+    rate = 1000
+    duration = "3s"
+    max_users = 200
+
+
+class SessionChurn(Churn):
+    rate = 5
+    duration = "40m"
+    max_users = 64
+
+
+def test_class_attributes_make_the_plan():
+    ramp = _with_options(Ramp()).plan()
+    assert (ramp.kind, [s.users for s in ramp.stages], ramp.stages[0].warmup) == ("step_ramp", [1, 4, 16], 2.0)
+    soak = _with_options(LongSoak()).plan()
+    assert (soak.stages[0].users, soak.stages[0].duration) == (3, 1800.0)
+    burst = _with_options(SubmitBurst()).plan().stages[0]
+    assert (burst.rate, burst.duration, burst.user_count) == (1000.0, 3.0, 200)
+    churn = _with_options(SessionChurn()).plan().stages[0]
+    assert churn.label == "churn 5 sessions/s" and churn.rate == 5.0
+
+
+def test_bare_shapes_take_their_plan_from_the_options():
+    plan = _with_options(StepRamp(), steps="2,8", step_time="5s").plan()
+    assert [s.users for s in plan.stages] == [2, 8]
+    rates = _with_options(ArrivalRate(), rate="10,50", step_time="4s", max_users="20").plan()
+    assert [(s.rate, s.duration, s.max_users) for s in rates.stages] == [(10.0, 4.0, 20), (50.0, 4.0, 20)]
+
+
+def test_a_shape_refuses_a_plan_of_another_kind():
+    with pytest.raises(UsageError, match="StepRamp runs step_ramp plans"):
+        _with_options(StepRamp(), rate="5", plan_duration="3s").plan()
+    with pytest.raises(UsageError, match="no plan"):
+        _with_options(ArrivalRate()).plan()
+
+
+def test_plan_shape_falls_back_to_locusts_own_options():
+    plan = _with_options(PlanShape(), num_users=7, run_time=12).plan()
+    assert [(s.users, s.duration) for s in plan.stages] == [(7, 12.0)]
+
+
+def test_ramps_take_at_most_a_tenth_of_their_stage_and_two_seconds():
+    shape = _with_options(Ramp())
+    stages = shape.plan().stages
+    for index, stage in enumerate(stages):
+        previous = stages[index - 1].users if index else 0
+        ramp_seconds = (stage.users - previous) / shape.spawn_rate_for(index, stage)
+        assert ramp_seconds <= min(MAX_RAMP_SECONDS, RAMP_FRACTION * stage.duration) + 1e-9
+
+
+def test_stage_lookup_by_run_time():
+    shape = _with_options(Ramp())
+    assert shape.stage_at(0.0)[0] == 0
+    index, stage, left = shape.stage_at(45.0)
+    assert (index, stage.users, left) == (1, 4, 15.0)
+    assert shape.stage_at(90.0) is None
