@@ -69,7 +69,7 @@ def _add_options(parser: Any) -> None:
     _option(parser, "--kneo-run-tag", "metadata.swarmgauge_run of every run (default: generated once per test run)",
             default="", include_in_web_ui=False)
     _option(parser, "--kneo-store", "reconcile against this store at the end: a PostgreSQL DSN or the SQLite "
-            "file's path", default="")
+            "file's path (kept out of the web UI: a DSN carries a password)", default="", include_in_web_ui=False)
     _option(parser, "--kneo-store-file", "read --kneo-store from this file (what 'swarmgauge target kneo' prints "
             "as store-file)", default="")
     _option(parser, "--kneo-drain-timeout", "seconds to wait at the end for the store's runs to finish",
