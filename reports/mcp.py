@@ -212,12 +212,11 @@ def section(run_dir: Path) -> Section | None:
     if steps.empty or not (steps["request_type"] == "MCP").any():
         return None
     churn = churn_steps(steps)
-    md: list[str] = []
+    blocks: list[str | pd.DataFrame] = []
     summary: dict[str, Any] = {}
     if not churn.empty:
-        table = churn_table(steps, churn, _tool_name(steps))
-        md += ["Session churn per step (the live estimate is sessions started minus expired and refused, cumulative):",
-               "", table.to_markdown(index=False), ""]
+        blocks += ["Session churn per step (the live estimate is sessions started minus expired and refused, "
+                   "cumulative):", churn_table(steps, churn, _tool_name(steps))]
         summary["sessions"] = {c: int(churn[c].sum()) for c in COUNTERS}
         summary["live_estimate_end"] = int(churn["live_end"].iloc[-1])
     resources_path = run_dir / "resources.csv"
@@ -226,39 +225,39 @@ def section(run_dir: Path) -> Section | None:
         table, metric, source, live_source = found
         fit = fit_memory(table, metric, source, live_source)
         if fit is not None:
-            md += [f"Memory per live session on the gateway: **{fit.bytes_per_session / 1024:.1f} KiB** "
-                   f"({metric} of `{source}` against live sessions from the {live_source}, least squares over "
-                   f"{fit.samples} samples after warm-up while sessions grew).", ""]
+            blocks.append(f"Memory per live session on the gateway: **{fit.bytes_per_session / 1024:.1f} KiB** "
+                          f"({metric} of `{source}` against live sessions from the {live_source}, least squares over "
+                          f"{fit.samples} samples after warm-up while sessions grew).")
             summary["memory_per_session"] = {"bytes": round(fit.bytes_per_session), "metric": metric,
                                              "source": source, "live_source": live_source, "samples": fit.samples}
         drop = ttl_drop(table)
         if drop is not None:
-            md += [f"Idle TTL: live sessions fell from {drop['peak_live']:.0f} (at {drop['peak_at_s']:.0f} s) to "
-                   f"{drop['low_live']:.0f} (at {drop['low_at_s']:.0f} s) as the gateway reaped idle sessions; "
-                   f"{metric} went from {drop['peak_memory'] / MIB:.1f} MiB to {drop['low_memory'] / MIB:.1f} MiB "
-                   "(an allocator may keep freed memory for reuse, so the bound shows as memory that stops growing).",
-                   ""]
+            blocks.append(f"Idle TTL: live sessions fell from {drop['peak_live']:.0f} (at {drop['peak_at_s']:.0f} s) "
+                          f"to {drop['low_live']:.0f} (at {drop['low_at_s']:.0f} s) as the gateway reaped idle "
+                          f"sessions; {metric} went from {drop['peak_memory'] / MIB:.1f} MiB to "
+                          f"{drop['low_memory'] / MIB:.1f} MiB (an allocator may keep freed memory for reuse, so the "
+                          "bound shows as memory that stops growing).")
             summary["ttl_drop"] = drop
-        md += ["Live sessions and gateway memory over time:", "", over_time(table).to_markdown(index=False), ""]
+        blocks += ["Live sessions and gateway memory over time:", over_time(table)]
     compared = gateway_vs_direct(steps)
     if compared is not None:
-        md += [f"Gateway vs direct at 1 user: `tools/call mark_fetch` p50 {compared['gateway_p50_ms']:.2f} ms minus "
-               f"direct `FETCH` p50 {compared['direct_p50_ms']:.2f} ms = **{compared['difference_ms']:+.2f} ms** "
-               f"({compared['gateway_requests']} and {compared['direct_requests']} requests).", ""]
+        blocks.append(f"Gateway vs direct at 1 user: `tools/call mark_fetch` p50 {compared['gateway_p50_ms']:.2f} ms "
+                      f"minus direct `FETCH` p50 {compared['direct_p50_ms']:.2f} ms = "
+                      f"**{compared['difference_ms']:+.2f} ms** ({compared['gateway_requests']} and "
+                      f"{compared['direct_requests']} requests).")
         summary["gateway_vs_direct"] = compared
-    if not md:
+    if not blocks:
         return None
-    text = "\n".join(md).rstrip() + "\n"
-    return Section(title="MCP sessions", markdown=text, html=_html(md), summary=summary)
+    markdown = "\n\n".join(b.to_markdown(index=False) if isinstance(b, pd.DataFrame) else b for b in blocks) + "\n"
+    return Section(title="MCP sessions", markdown=markdown, html=_html(blocks), summary=summary)
 
 
-def _html(md: list[str]) -> str:
-    """Tables as <pre> blocks, sentences as paragraphs: the same content as the Markdown."""
+def _html(blocks: list[str | pd.DataFrame]) -> str:
+    """The same content as the Markdown: tables as HTML tables, sentences as paragraphs."""
     parts = []
-    for block in "\n".join(md).split("\n\n"):
-        block = block.strip()
-        if not block:
-            continue
-        tag = "pre" if block.startswith("|") else "p"
-        parts.append(f"<{tag}>{html.escape(block.replace('**', '').replace('`', ''))}</{tag}>")
+    for block in blocks:
+        if isinstance(block, pd.DataFrame):
+            parts.append(block.to_html(index=False, escape=True, border=0))
+        else:
+            parts.append(f"<p>{html.escape(block.replace('**', '').replace('`', ''))}</p>")
     return "\n".join(parts)
