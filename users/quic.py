@@ -1,9 +1,10 @@
-"""A gevent driver for aioquic's sans-IO ``QuicConnection``: one greenlet per connection, no asyncio.
+"""A gevent driver for aioquic's sans-IO ``QuicConnection``: callbacks on the gevent hub, no asyncio.
 
 Why not ``aioquic.asyncio``: Locust users are greenlets, and an asyncio loop inside gevent means two schedulers and
-blocked hubs (locust-notes §2, option A). Here one driver greenlet owns the connection: it drains datagrams, runs
-``handle_timer`` when ``get_timer()`` says so, routes stream events to per-stream ``AsyncResult`` s and flushes
-``datagrams_to_send`` after every call. A request is one bidirectional stream: the whole request with FIN, then
+blocked hubs (locust-notes §2, option A). Here the connection is serviced from the hub itself, as aioquic's own
+asyncio protocol is from its loop: when datagrams arrive or ``get_timer()``'s deadline passes, one non-blocking pass
+drains the socket, runs ``handle_timer`` if due, routes stream events to per-stream ``AsyncResult`` s, flushes
+``datagrams_to_send`` and re-arms a single timer. No greenlet of its own, so no switch and no ``Timeout`` per wake. A request is one bidirectional stream: the whole request with FIN, then
 everything up to the peer's FIN (the Mark Protocol's framing). The network sits behind ``DatagramTransport``
 (``users/quic_transport.py``) so the same driver runs over UDP or over an in-memory pair.
 """
@@ -37,6 +38,9 @@ log = logging.getLogger(__name__)
 
 MAX_RESPONSE = 4 << 20
 DEFAULT_MAX_STREAMS = 10
+# aioquic acknowledges after 1 ms although it advertises max_ack_delay 25 ms; quic-go (the Go client) waits up to
+# 25 ms, so a back-to-back client's ACK rides on its next request instead of costing a datagram of its own.
+ACK_DELAY = 0.025
 ABORT_ERROR_CODE = 0x10  # application code sent with RESET_STREAM / STOP_SENDING when we give up on a stream
 _TLS_VERIFY_ALERTS = frozenset(
     {
@@ -162,8 +166,11 @@ class QuicDriver:
         self.handshake_seconds: float | None = None
         self._quic: QuicConnection | None = None
         self._transport: DatagramTransport | None = None
-        self._loop: gevent.Greenlet | None = None
-        self._wakeup = gevent.event.Event()
+        self._hub_loop = None
+        self._timer = None
+        self._timer_at: float | None = None
+        self._service_pending = False
+        self._closed = False
         self._handshake = gevent.event.AsyncResult()
         self._streams: dict[int, _PendingStream] = {}
         self._error: QuicError | None = None
@@ -191,10 +198,12 @@ class QuicDriver:
         except OSError as exc:
             raise ConnectFailed(f"cannot reach {self.host}:{self.port}: {exc}") from exc
         self._quic = QuicConnection(configuration=self._configuration)
+        self._quic._ack_delay = ACK_DELAY
         self._quic.connect(self._transport.peer, now=time.monotonic())
-        self._transport.set_on_readable(self._wakeup.set)
-        self._loop = gevent.spawn(self._run)
+        self._hub_loop = gevent.get_hub().loop
+        self._transport.set_on_readable(self._schedule)
         self._flush()
+        self._arm_timer()
         try:
             self._handshake.get(timeout=timeout)
         except gevent.Timeout:
@@ -228,7 +237,7 @@ class QuicDriver:
             self._quic.send_stream_data(stream_id, data, end_stream=finish)
             self.stats.streams_opened += 1
             self._flush()
-            self._wakeup.set()
+            self._arm_timer()
             try:
                 return pending.result.get(timeout=max(0.0, deadline - time.monotonic()))
             except gevent.Timeout:
@@ -241,7 +250,7 @@ class QuicDriver:
 
     def close(self) -> None:
         """Close cleanly (CONNECTION_CLOSE sent); pending requests fail with ``ConnectionLost``."""
-        if self._quic is None or self._loop is None:
+        if self._quic is None or self._closed:
             return
         if self._error is None:
             self._quic.close(error_code=QuicErrorCode.NO_ERROR, reason_phrase="client closed")
@@ -255,44 +264,68 @@ class QuicDriver:
         if not self._connected:
             raise ConnectionLost("not connected")
 
-    def _run(self) -> None:
-        """The connection's greenlet: receive, timers, events, flush; until the connection ends."""
+    def _schedule(self) -> None:
+        """Ask the hub for one service pass (from a watcher or a transport callback; never blocks)."""
+        if not self._service_pending and not self._closed:
+            self._service_pending = True
+            self._hub_loop.run_callback(self._service)
+
+    def _service(self) -> None:
+        """One pass in the hub: receive, timers, events, flush, re-arm. Must not block or raise."""
+        self._service_pending = False
+        if self._closed:
+            return
         quic = self._quic
         try:
-            while self._error is None:
-                received = self._transport.drain()
-                for data in received:
-                    quic.receive_datagram(data, self._transport.peer, time.monotonic())
-                if received:
-                    self._last_heard = time.monotonic()
-                self._keep_alive()
-                timer_at = quic.get_timer()
-                if timer_at is not None and time.monotonic() >= timer_at:
-                    quic.handle_timer(time.monotonic())
-                self._process_events()
-                self._flush()
-                if self._error is not None:
-                    break
-                timer_at = quic.get_timer()
-                if self.keepalive is not None and self._connected:
-                    ping_at = self._last_heard + self.keepalive
-                    timer_at = ping_at if timer_at is None else min(timer_at, ping_at)
-                timeout = None if timer_at is None else max(0.0005, timer_at - time.monotonic())
-                self._wakeup.wait(timeout)
-                self._wakeup.clear()
+            received = self._transport.drain()
+            now = time.monotonic()
+            for data in received:
+                quic.receive_datagram(data, self._transport.peer, now)
+            if received:
+                self._last_heard = now
+            self._keep_alive(now)
+            timer_at = quic.get_timer()
+            if timer_at is not None and now >= timer_at:
+                quic.handle_timer(now)
+            self._process_events()
+            self._flush()
         except OSError as exc:
             self._fail(self._lost_or_failed(f"network error: {exc}"))
         except Exception as exc:  # noqa: BLE001 - a dead driver must fail its streams, never hang them
             log.exception("QUIC driver for %s:%s crashed", self.host, self.port)
             self._fail(ConnectionLost(f"driver error: {type(exc).__name__}: {exc}"))
-        finally:
-            self._transport.close()
+        if self._error is not None:
+            self._shutdown()
+        else:
+            self._arm_timer()
 
-    def _keep_alive(self) -> None:
+    def _arm_timer(self) -> None:
+        """One hub timer at the earliest of aioquic's deadline and the keep-alive, re-made only when it moves."""
+        if self._closed:
+            return
+        timer_at = self._quic.get_timer()
+        if self.keepalive is not None and self._connected:
+            ping_at = self._last_heard + self.keepalive
+            timer_at = ping_at if timer_at is None else min(timer_at, ping_at)
+        if timer_at == self._timer_at and self._timer is not None:
+            return
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._timer_at = timer_at
+        if timer_at is not None:
+            self._timer = self._hub_loop.timer(max(0.0, timer_at - time.monotonic()))
+            self._timer.start(self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self._schedule()
+
+    def _keep_alive(self, now: float) -> None:
         """PING a quiet connection (as the Go client does every 25 s) so the server's idle timeout never fires."""
         if self.keepalive is None or not self._connected:
             return
-        now = time.monotonic()
         if now >= self._last_heard + self.keepalive:
             self._pings += 1
             self._quic.send_ping(self._pings)
@@ -344,7 +377,7 @@ class QuicDriver:
             except ValueError:
                 pass  # already finished or discarded
         self._flush()
-        self._wakeup.set()
+        self._arm_timer()
 
     def _termination_error(self, event: ConnectionTerminated) -> QuicError:
         reason = event.reason_phrase or "no reason given"
@@ -374,7 +407,8 @@ class QuicDriver:
         for pending in list(self._streams.values()):
             if not pending.result.ready():
                 pending.result.set_exception(type(error)(str(error)))
-        self._wakeup.set()
+        if self._hub_loop is not None:
+            self._schedule()  # the next pass flushes what aioquic still has to say, then shuts down
 
     def _flush(self) -> None:
         if self._transport is None:
@@ -387,9 +421,12 @@ class QuicDriver:
                 return
 
     def _shutdown(self) -> None:
-        """Stop the greenlet and release the transport (after a failure or a close)."""
-        loop, self._loop = self._loop, None
-        if loop is not None and loop is not gevent.getcurrent():
-            loop.kill(block=False)
+        """Stop the timer and release the transport (after a failure or a close); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
         if self._transport is not None:
             self._transport.close()

@@ -110,7 +110,11 @@ def test_web_ui_lists_the_read_users_for_the_class_picker(tmp_path):
                 time.sleep(0.25)
     finally:
         ui.send_signal(signal.SIGINT)
-        ui.wait(20)
+        try:
+            ui.wait(20)
+        except subprocess.TimeoutExpired:
+            ui.kill()
+            ui.wait(10)
     for name in ("FetchUser", "FreshFetchUser", "LookupUser", "ListUser"):
         assert name in page
     assert "mark_token" in page and "mark_connection" in page
