@@ -31,8 +31,13 @@ from aioquic.quic.events import (
 from aioquic.quic.packet import QuicErrorCode
 from aioquic.tls import AlertDescription
 
-from swarmgauge.errors import SwarmgaugeError
+from users.quic_errors import (ALPNMismatch, ConnectFailed, ConnectionLost, HandshakeTimeout, QuicError,
+                               RequestTimeout, ResponseTooLarge, StreamReset, TLSVerificationFailed)
 from users.quic_transport import DatagramTransport, TransportFactory, UdpTransport
+
+__all__ = ["QuicDriver", "QuicStats", "client_configuration", "QuicError", "ConnectFailed", "HandshakeTimeout",
+           "TLSVerificationFailed", "ALPNMismatch", "StreamReset", "RequestTimeout", "ConnectionLost",
+           "ResponseTooLarge", "DEFAULT_MAX_STREAMS", "MAX_RESPONSE"]
 
 log = logging.getLogger(__name__)
 
@@ -52,46 +57,6 @@ _TLS_VERIFY_ALERTS = frozenset(
         AlertDescription.unknown_ca,
     }
 )
-
-
-class QuicError(SwarmgaugeError):
-    """A transport failure below the Mark Protocol."""
-
-
-class ConnectFailed(QuicError):
-    """The connection could not be set up (resolution, socket, refused, or a handshake the peer aborted)."""
-
-
-class HandshakeTimeout(ConnectFailed):
-    """The QUIC/TLS handshake did not finish within the connect timeout."""
-
-
-class TLSVerificationFailed(ConnectFailed):
-    """The server's certificate was not trusted (verification is on unless ``insecure``)."""
-
-
-class ALPNMismatch(ConnectFailed):
-    """The peer did not agree on the ALPN protocol (``mark``)."""
-
-
-class StreamReset(QuicError):
-    """The peer reset the request's stream before its FIN."""
-
-    def __init__(self, message: str, error_code: int | None = None):
-        super().__init__(message)
-        self.error_code = error_code
-
-
-class RequestTimeout(QuicError):
-    """No complete response within the request timeout; the stream is abandoned, the connection kept."""
-
-
-class ConnectionLost(QuicError):
-    """The connection ended (peer close, idle timeout, network error, or closed locally) with streams pending."""
-
-
-class ResponseTooLarge(QuicError):
-    """The response grew past the cap while being read; the stream was stopped."""
 
 
 @dataclass
