@@ -136,13 +136,8 @@ def _apply(environment: Any, info: StepInfo) -> None:
 def announce(environment: Any, info: StepInfo) -> None:
     """Called by the shape on the master (or a local run) when a new stage begins."""
     runner = environment.runner
-    state = _state(environment)
-    if info.index == 0 and state.transitions:
-        _apply(environment, info)
-        state = _state(environment)
-    else:
-        _apply(environment, info)
-    state.announced[info.index] = info
+    _apply(environment, info)
+    _state(environment).announced[info.index] = info  # after _apply: step 0 of a new run starts a fresh state
     if isinstance(runner, MasterRunner):
         workers = _live_workers(runner)
         for slot, client_id in enumerate(workers):

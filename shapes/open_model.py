@@ -69,7 +69,7 @@ class TicketScheduler:
         while self.waiters:
             waiter = self.waiters.popleft()
             if not waiter.ready():
-                waiter.set(due)
+                waiter.set((due, step_index))
                 return
         self.queue.append((due, step_index))
 
@@ -119,13 +119,18 @@ class TicketScheduler:
             return self.queue.popleft()[0]
         waiter = AsyncResult()
         self.waiters.append(waiter)
+        taken = False
         try:
-            return waiter.get(timeout=max(timeout, 0.0))
-        except gevent.Timeout:
-            return None
+            waiter.wait(timeout=max(timeout, 0.0))
+            # A ticket handed over while this wait was timing out is still this user's: check, do not assume.
+            taken = waiter.ready()
+            return waiter.value[0] if taken else None
         finally:
-            if not waiter.ready() and waiter in self.waiters:
-                self.waiters.remove(waiter)
+            if not waiter.ready():
+                if waiter in self.waiters:
+                    self.waiters.remove(waiter)
+            elif not taken:
+                self.queue.appendleft(waiter.value)  # killed after a ticket reached it: the next user takes it
 
 
 def arrivals_by(t: float, rate: float, rate_end: float | None, duration: float) -> int:

@@ -3,11 +3,14 @@ concurrency cap, and latency from the intended start (a stalled target shows in 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
+import gevent
 import pytest
 
-from shapes.open_model import arrival_time, arrivals_by
+from shapes.open_model import TicketScheduler, arrival_time, arrivals_by
 from tests.listeners.sim_run import rank_percentile, read_steps, run_distributed, run_local, sim_target
 
 OPEN = {"SIM_USER_MODE": "open"}
@@ -39,6 +42,36 @@ def test_slots_split_one_schedule_exactly():
     assert second_slot == pytest.approx([0.2, 0.6, 1.0])
 
 
+def _busy(seconds: float) -> None:
+    """Hold the event loop without yielding, so timers expire before the hub can run them."""
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
+
+
+def test_a_ticket_handed_over_while_its_wait_times_out_is_not_lost():
+    scheduler = TicketScheduler(SimpleNamespace())
+    waiting = gevent.spawn(scheduler.take, 0.01)
+    gevent.sleep(0)  # the user is now waiting
+    _busy(0.03)  # its timeout has expired but not yet been delivered
+    scheduler._hand_out(123.0, 0)
+    assert waiting.get(timeout=5) == 123.0
+    assert not scheduler.queue and not scheduler.waiters
+
+
+def test_a_ticket_handed_to_a_user_killed_before_it_woke_goes_back_to_the_queue():
+    scheduler = TicketScheduler(SimpleNamespace())
+    waiting = gevent.spawn(scheduler.take, 5.0)
+    gevent.sleep(0)
+    due = time.perf_counter()
+    waiting.kill(block=False)  # the stop is on its way...
+    scheduler._hand_out(due, 2)  # ...when the ticket reaches the user
+    waiting.join(timeout=5)
+    assert waiting.dead
+    assert list(scheduler.queue) == [(due, 2)]
+    assert scheduler.take(0.0) == due
+
+
 @pytest.mark.parametrize("delay", ["const:20", "const:700"])
 def test_five_per_second_starts_exactly_twenty_whatever_the_response_time(tmp_path, delay):
     locustfile = tmp_path / "five_per_second.py"
@@ -49,8 +82,8 @@ def test_five_per_second_starts_exactly_twenty_whatever_the_response_time(tmp_pa
         records = target.records()
     assert result.returncode == 0, result.stderr[-3000:]
     row = _item_row(run_dir)
+    assert (int(row["requests"]), int(row["tickets"]), int(row["dropped"])) == (20, 20, 0), row
     assert len(records) == 20
-    assert (int(row["requests"]), int(row["tickets"]), int(row["dropped"])) == (20, 20, 0)
     assert row["target_rate"] == "5.0"
 
 
