@@ -47,6 +47,7 @@ class StackPlan:
     health_timeout_s: float = 3.0
     device_timeout_s: float = 10.0
     rate_limit_per_min: int = 0
+    rate_window_s: float = 60.0
     scan_s: float = 0.25
     extra: dict = field(default_factory=dict)
 

@@ -2,7 +2,8 @@
 
 Successes are 200 with the controller's JSON; a Kernel-rejected action is still 200 with ``result.status ==
 "REJECTED"``, as the real route does. Errors are ``{statusCode, error, message: "ERR_..."}``. The optional per-IP
-limit (``rate_limit_per_min``, off by default as in the harness) keys on the first ``X-Forwarded-For`` entry, as
+limit (``rate_limit_per_min`` requests per ``rate_window_s``, default window 60 s; off by default as in the
+harness) keys on the first ``X-Forwarded-For`` entry, as
 Fastify's ``trustProxy`` would, and answers 429. ``/metrics`` (Prometheus text, a stand-in extra that the limiter
 skips) carries each Worker's collection cycle time, the interval, states, CPU seconds and command counters.
 """
@@ -23,7 +24,6 @@ from targets.mdk.common import StackPlan, announce_ready, process_cpu_seconds
 from targets.mdk.httpserver import HttpRequest, HttpResponse
 
 DEVICE_ROUTE = re.compile(r"^/api/fleet/device/([^/]+)/(telemetry|action|alerts)$")
-RATE_WINDOW_S = 60.0
 KERNEL_TIMEOUT_S = 15.0
 
 
@@ -48,7 +48,7 @@ class Gateway:
         forwarded = request.headers.get("x-forwarded-for", "")
         key = forwarded.split(",")[0].strip() or request.peer
         now, hits = time.monotonic(), self.hits[key]
-        while hits and now - hits[0] >= RATE_WINDOW_S:
+        while hits and now - hits[0] >= self.plan.rate_window_s:
             hits.popleft()
         if len(hits) >= limit:
             return True
@@ -137,12 +137,13 @@ class Gateway:
                   f'mdk_process_pid{{component="kernel"}} {kernel["pid"]}']
         for w in status["workers"]:
             label = f'worker="{w["workerId"]}"'
-            lines.append(f'mdk_worker_ready{{{label},state="{w["state"]}",health="{w["health"]}"}} '
-                         f'{1 if w["routable"] else 0}')
+            lines.append(f"mdk_worker_routable{{{label}}} {1 if w['routable'] else 0}")
+            lines.append(f'mdk_worker_info{{{label},state="{w["state"]}",health="{w["health"]}"}} 1')
             lines.append(f"mdk_worker_devices{{{label}}} {w['devices']}")
             if w.get("cycle_s") is not None:
                 lines.append(f"mdk_worker_collection_cycle_seconds{{{label}}} {w['cycle_s']:.4f}")
                 lines.append(f"mdk_worker_collection_cycles_total{{{label}}} {w['cycles']}")
+                lines.append(f"mdk_worker_headroom{{{label}}} {w['cycle_s'] / status['collect_interval_s']:.4f}")
             if w.get("cpu_seconds") is not None:
                 lines.append(f'mdk_process_cpu_seconds_total{{component="{w["workerId"]}"}} {w["cpu_seconds"]:.3f}')
                 lines.append(f'mdk_process_pid{{component="{w["workerId"]}"}} {w["pid"]}')

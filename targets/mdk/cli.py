@@ -1,0 +1,94 @@
+"""``swarmgauge target mdk``: start the MDK stand-in (mocks, Kernel, Workers, Gateway) and keep it up until killed.
+
+Prints ``ready URL`` (the Gateway) and ``root DIR`` (pids, logs and the device plan, which ``swarmgauge drill``
+needs) once every Worker is READY with all its devices. The defaults are the MDK benchmark page's operating
+parameters; the knobs exist so tests and small profiles can run in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from swarmgauge.errors import SwarmgaugeError, UsageError
+from targets.mdk.common import parse_cost
+from targets.mdk.stack import MDKStack, make_plan
+
+MAX_DEVICES = 20_000
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="swarmgauge target mdk",
+                                     description="A stand-in for the Tether MDK Gateway, Kernel, Workers and devices.")
+    parser.add_argument("--devices", type=int, default=20, help="devices in the fleet (default 20)")
+    parser.add_argument("--workers", type=int, default=1, help="Worker processes the devices are split over")
+    parser.add_argument("--port", type=int, default=0, help="Gateway port (0: a free one)")
+    parser.add_argument("--root", type=Path, default=None, help="state directory (default: a temp dir)")
+    parser.add_argument("--read-cost-ms", default="220-390", help="live snap read cost LOW-HIGH ms (default 220-390)")
+    parser.add_argument("--read-cost-scale", type=float, default=1.0, help="multiply the read cost (default 1)")
+    parser.add_argument("--cache-s", type=float, default=5.0, help="device-data cache of the non-snap channels")
+    parser.add_argument("--collect-interval-s", type=float, default=10.0, help="Worker collection interval")
+    parser.add_argument("--query-concurrency", type=int, default=100, help="reads in flight per collection cycle")
+    parser.add_argument("--health-ping-s", type=float, default=5.0, help="Kernel health ping interval")
+    parser.add_argument("--health-timeout-s", type=float, default=3.0, help="health ping timeout (a miss: SICK)")
+    parser.add_argument("--device-timeout-s", type=float, default=10.0, help="per-device call timeout")
+    parser.add_argument("--rate-limit", type=int, default=0,
+                        help="per-IP requests per --rate-window-s before 429 (0: off, as the harness; MDK: 300)")
+    parser.add_argument("--rate-window-s", type=float, default=60.0, help="rate-limit window (default 60 s)")
+    return parser
+
+
+def stack_from_args(args: argparse.Namespace) -> MDKStack:
+    """The stack the options describe; a bad value is a UsageError naming the option."""
+    if not 1 <= args.devices <= MAX_DEVICES:
+        raise UsageError(f"--devices must be 1..{MAX_DEVICES}, got {args.devices}")
+    if not 1 <= args.workers <= args.devices:
+        raise UsageError(f"--workers must be 1..--devices, got {args.workers}")
+    positive = {"--collect-interval-s": args.collect_interval_s, "--health-ping-s": args.health_ping_s,
+                "--health-timeout-s": args.health_timeout_s, "--device-timeout-s": args.device_timeout_s,
+                "--rate-window-s": args.rate_window_s, "--read-cost-scale": args.read_cost_scale + 1e-12}
+    for flag, value in positive.items():
+        if value <= 0:
+            raise UsageError(f"{flag} must be positive, got {value}")
+    if args.cache_s < 0 or args.rate_limit < 0 or args.query_concurrency < 1 or not 0 <= args.port < 65536:
+        raise UsageError("--cache-s and --rate-limit must be >= 0, --query-concurrency >= 1, --port 0..65535")
+    plan = make_plan(devices=args.devices, workers=args.workers, gateway_port=args.port,
+                     read_cost_ms=parse_cost(args.read_cost_ms), read_cost_scale=args.read_cost_scale,
+                     cache_s=args.cache_s, collect_interval_s=args.collect_interval_s,
+                     query_concurrency=args.query_concurrency, health_ping_s=args.health_ping_s,
+                     health_timeout_s=args.health_timeout_s, device_timeout_s=args.device_timeout_s,
+                     rate_limit_per_min=args.rate_limit, rate_window_s=args.rate_window_s)
+    return MDKStack(root=args.root, plan=plan)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        stack = stack_from_args(args)
+    except UsageError as exc:
+        print(f"swarmgauge target mdk: {exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        stack.start()
+    except SwarmgaugeError as exc:
+        print(f"swarmgauge target mdk: {exc}", file=sys.stderr)
+        return 1
+    try:
+        print(f"root {stack.root}", flush=True)
+        print(f"devices {stack.plan.device_count} workers {len(stack.plan.workers)}", flush=True)
+        print(f"ready {stack.url}", flush=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        stack.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
