@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import gevent
+import gevent.lock
 from geventhttpclient import HTTPClient
 from locust import User, between, events, task
 
@@ -140,9 +141,18 @@ class MDKClient:
         self.headers = {"Content-Type": "application/json"}
         if forwarded_for:
             self.headers["X-Forwarded-For"] = forwarded_for
-        self.http = HTTPClient(url.hostname, url.port or 80, connection_timeout=timeout, network_timeout=timeout,
-                               concurrency=1)
+        self.address = (url.hostname, url.port or 80)
+        self.http = self._connect()
         self.last_error: BaseException | None = None
+
+    def _connect(self) -> HTTPClient:
+        return HTTPClient(*self.address, connection_timeout=self.timeout, network_timeout=self.timeout,
+                          concurrency=1)
+
+    def _reset(self) -> None:
+        """Drop a connection left mid-answer (a closed pool cannot be reused), so the next request starts clean."""
+        self.http.close()
+        self.http = self._connect()
 
     def close(self) -> None:
         self.http.close()
@@ -153,13 +163,13 @@ class MDKClient:
                 response = self.http.request(method, self.prefix + path, body=body, headers=self.headers)
                 return response.status_code, response.read()
         except (socket.timeout, TimeoutError) as exc:
-            self.http.close()
+            self._reset()
             raise GatewayTimeout(f"no answer within {self.timeout:g} s") from exc
         except GatewayTimeout:
-            self.http.close()
+            self._reset()
             raise
         except (ConnectionError, OSError) as exc:
-            self.http.close()
+            self._reset()
             raise GatewayUnreachable(type(exc).__name__) from exc
 
     def _json(self, method: str, path: str, outcome, body: bytes = b"") -> Any:
@@ -295,6 +305,26 @@ def parse_params(text: str) -> dict:
 _user_index = itertools.count()
 
 
+class FleetCache:
+    """The device ids this process discovered, shared by its users: one summary for a whole spawn, not one each
+    (a summary reads every device, so 200 users discovering at once would queue on the devices for a minute)."""
+
+    def __init__(self) -> None:
+        self.lock = gevent.lock.BoundedSemaphore()
+        self.device_ids: list[str] = []
+
+    def forget(self, device_id: str) -> None:
+        if device_id in self.device_ids:
+            self.device_ids.remove(device_id)
+
+
+def fleet_cache(environment) -> FleetCache:
+    found = getattr(environment, "_swarmgauge_mdk_fleet", None)
+    if found is None:
+        found = environment._swarmgauge_mdk_fleet = FleetCache()
+    return found
+
+
 class MDKUser(User):
     """Discovers device ids from the fleet summary, then reads and submits by the ``--mdk-weights`` mix."""
 
@@ -319,9 +349,14 @@ class MDKUser(User):
         self.device_ids: list[str] = []
 
     def discover(self) -> None:
-        body = self.client.summary(self.expect_devices, name="discover")
-        if body is not None:
-            self.device_ids = [d["deviceId"] for d in body["devices"]]
+        """Device ids from ``GET /api/fleet/summary`` (shared in the process; asked again once all are gone)."""
+        fleet = fleet_cache(self.environment)
+        with fleet.lock:
+            if not fleet.device_ids:
+                body = self.client.summary(self.expect_devices, name="discover")
+                if body is not None:
+                    fleet.device_ids = [d["deviceId"] for d in body["devices"]]
+            self.device_ids = list(fleet.device_ids)
 
     def on_start(self) -> None:
         self.discover()
@@ -337,6 +372,7 @@ class MDKUser(User):
     def _forget_if_gone(self, device_id: str) -> None:
         if isinstance(self.client.last_error, DeviceNotFound) and device_id in self.device_ids:
             self.device_ids.remove(device_id)
+            fleet_cache(self.environment).forget(device_id)
 
     def do_telemetry(self) -> None:
         device_id = self.pick_device()
