@@ -10,23 +10,14 @@ passes its fault modes (``"--leak-per-search 2048"``, ``"--pool-exhaustion 50"``
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from locust import events
 
 import listeners.all  # noqa: F401 - steps, SLOs, run directory, resources
-from listeners.resources import add_sample_source
-from targets.embedded import start_embedded
-from users.brain import BrainUser, add_gates, parse_mix
+from users.brain import BrainUser, add_gates, parse_mix, start_embedded_brain
 
 LEAK_SLO = "rss_delta<50MiB"
-
-
-@events.init_command_line_parser.add_listener
-def _add_options(parser: Any) -> None:
-    parser.add_argument("--brain-embedded-args", default="", env_var="SWARMGAUGE_BRAIN_EMBEDDED_ARGS",
-                        include_in_web_ui=False, help="options for the brain stand-in started when --host is empty")
 
 
 @events.init.add_listener
@@ -34,10 +25,7 @@ def _on_init(environment: Any, **_kwargs: Any) -> None:
     parsed = environment.parsed_options
     if parsed is None:
         return
-    extra = shlex.split(parsed.brain_embedded_args or "")
-    target = start_embedded(environment, "brain", ["--port", "0", *extra], describe="2dph brain stand-in")
-    if target is not None:
-        add_sample_source(environment, f"psutil:pid={target.pid}")
+    start_embedded_brain(environment)
     add_gates(environment, parse_mix(SequentialSearchUser.mix))
     try:
         from listeners.slo import add_default_slos

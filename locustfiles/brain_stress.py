@@ -7,21 +7,12 @@ With no ``--host`` the brain stand-in is started (``--brain-embedded-args`` for 
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from locust import events
 
 import listeners.all  # noqa: F401
-from listeners.resources import add_sample_source
-from targets.embedded import start_embedded
-from users.brain import BrainUser, add_gates, parse_mix
-
-
-@events.init_command_line_parser.add_listener
-def _add_options(parser: Any) -> None:
-    parser.add_argument("--brain-embedded-args", default="", env_var="SWARMGAUGE_BRAIN_EMBEDDED_ARGS",
-                        include_in_web_ui=False, help="options for the brain stand-in started when --host is empty")
+from users.brain import BrainUser, add_gates, parse_mix, start_embedded_brain
 
 
 @events.init.add_listener
@@ -29,10 +20,7 @@ def _on_init(environment: Any, **_kwargs: Any) -> None:
     parsed = environment.parsed_options
     if parsed is None:
         return
-    target = start_embedded(environment, "brain", ["--port", "0", *shlex.split(parsed.brain_embedded_args or "")],
-                            describe="2dph brain stand-in")
-    if target is not None:
-        add_sample_source(environment, f"psutil:pid={target.pid}")
+    start_embedded_brain(environment)
     add_gates(environment, parse_mix(parsed.brain_mix))
 
 

@@ -64,6 +64,8 @@ def _add_options(parser: Any) -> None:
                         help="endpoint weights, as the stress tool's --mix (default search:6,get:2,stats:1,audit:1)")
     parser.add_argument("--brain-query", action="append", default=[], env_var="SWARMGAUGE_BRAIN_QUERY",
                         include_in_web_ui=True, help="extra search query (repeatable), as the stress tool's --q")
+    parser.add_argument("--brain-embedded-args", default="", env_var="SWARMGAUGE_BRAIN_EMBEDDED_ARGS",
+                        include_in_web_ui=False, help="options for the brain stand-in started when --host is empty")
 
 
 @events.init.add_listener
@@ -88,6 +90,19 @@ def add_gates(environment: Any, mix: dict[str, int]) -> None:
     except ImportError:
         return
     add_default_slos(environment, gates(mix))
+
+
+def start_embedded_brain(environment: Any) -> None:
+    """With no ``--host``: start the brain stand-in (``--brain-embedded-args``) and sample its RSS by pid."""
+    import shlex
+
+    from listeners.resources import add_sample_source
+    from targets.embedded import start_embedded
+
+    extra = shlex.split(environment.parsed_options.brain_embedded_args or "")
+    target = start_embedded(environment, "brain", ["--port", "0", *extra], describe="2dph brain stand-in")
+    if target is not None:
+        add_sample_source(environment, f"psutil:pid={target.pid}")
 
 
 def classify(status: int, body: bytes) -> BrainError | None:
