@@ -8,18 +8,8 @@ import json
 import pytest
 
 from benchmarks import kneo_sweep
-from targets.kneo import NoSuitablePython, ensure_venv, find_python
 
 pytestmark = pytest.mark.timeout(900)  # the first test may build the cached kneo-serv venv
-
-
-@pytest.fixture(scope="module")
-def kneo_venv():
-    try:
-        find_python()
-    except NoSuitablePython as exc:
-        pytest.skip(f"kneo-serv needs Python >= 3.12: {exc}")
-    return ensure_venv()
 
 
 def test_tiny_sweep_prints_the_page_layout_and_writes_json(kneo_venv, tmp_path, capsys):

@@ -13,31 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from targets.kneo import KneoService, NoSuitablePython, ensure_venv, find_python
-from targets.postgres import PostgresCluster, PostgresError, find_bindir, write_private
+from targets.kneo import KneoService
+from targets.postgres import PostgresCluster, write_private
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUST = str(Path(sys.executable).parent / "locust")
 pytestmark = pytest.mark.timeout(900)  # the first test may build the cached kneo-serv venv
-
-
-@pytest.fixture(scope="module")
-def kneo_venv():
-    try:
-        find_python()
-    except NoSuitablePython as exc:
-        pytest.skip(f"kneo-serv needs Python >= 3.12: {exc}")
-    return ensure_venv()
-
-
-@pytest.fixture(scope="module")
-def pg_cluster():
-    try:
-        find_bindir()
-    except PostgresError as exc:
-        pytest.skip(f"no PostgreSQL here: {exc}")
-    with PostgresCluster(fsync=False) as cluster:
-        yield cluster
 
 
 def _database(cluster: PostgresCluster) -> str:

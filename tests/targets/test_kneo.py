@@ -17,20 +17,11 @@ import pytest
 
 from listeners.sources import parse_source
 from swarmgauge.errors import UsageError
-from targets.kneo import KneoService, NoSuitablePython, ensure_venv, find_python
+from targets.kneo import KneoService, NoSuitablePython, find_python
 from targets.postgres import PostgresError, find_bindir
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(900)  # the first test may build the cached kneo-serv venv
-
-
-@pytest.fixture(scope="module")
-def kneo_venv() -> Path:
-    try:
-        find_python()
-    except NoSuitablePython as exc:
-        pytest.skip(f"kneo-serv needs Python >= 3.12: {exc}")
-    return ensure_venv()
 
 
 def _get(url: str) -> tuple[int, bytes]:

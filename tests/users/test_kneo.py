@@ -25,9 +25,8 @@ from protocols.kneo import (
     SpecInvalid,
     Unauthorized,
 )
-from targets.kneo import KneoService, NoSuitablePython, ensure_venv, find_python
+from targets.kneo import KneoService
 from targets.kneo.store import StoreUnavailable, read_rows, reconcile
-from targets.postgres import PostgresCluster, PostgresError, find_bindir
 from users.kneo import KneoClient
 
 pytestmark = pytest.mark.timeout(900)  # the first test may build the cached kneo-serv venv
@@ -56,25 +55,6 @@ def _client(url: str, recorder: Recorder, **kwargs) -> KneoClient:
 
 def _reconcile(service: KneoService, client: KneoClient):
     return reconcile(client.tag, client.ledger.drain(), read_rows(service.store_locator, client.tag))
-
-
-@pytest.fixture(scope="module")
-def kneo_venv():
-    try:
-        find_python()
-    except NoSuitablePython as exc:
-        pytest.skip(f"kneo-serv needs Python >= 3.12: {exc}")
-    return ensure_venv()
-
-
-@pytest.fixture(scope="module")
-def pg_cluster():
-    try:
-        find_bindir()
-    except PostgresError as exc:
-        pytest.skip(f"no PostgreSQL here: {exc}")
-    with PostgresCluster(fsync=False) as cluster:
-        yield cluster
 
 
 def _service(store: str, request, **kwargs) -> KneoService:
