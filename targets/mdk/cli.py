@@ -15,7 +15,7 @@ from pathlib import Path
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from targets.mdk.common import parse_cost
-from targets.mdk.stack import MDKStack, make_plan
+from targets.mdk.stack import MDKStack
 
 MAX_DEVICES = 20_000
 
@@ -55,13 +55,12 @@ def stack_from_args(args: argparse.Namespace) -> MDKStack:
             raise UsageError(f"{flag} must be positive, got {value}")
     if args.cache_s < 0 or args.rate_limit < 0 or args.query_concurrency < 1 or not 0 <= args.port < 65536:
         raise UsageError("--cache-s and --rate-limit must be >= 0, --query-concurrency >= 1, --port 0..65535")
-    plan = make_plan(devices=args.devices, workers=args.workers, gateway_port=args.port,
-                     read_cost_ms=parse_cost(args.read_cost_ms), read_cost_scale=args.read_cost_scale,
-                     cache_s=args.cache_s, collect_interval_s=args.collect_interval_s,
-                     query_concurrency=args.query_concurrency, health_ping_s=args.health_ping_s,
-                     health_timeout_s=args.health_timeout_s, device_timeout_s=args.device_timeout_s,
-                     rate_limit_per_min=args.rate_limit, rate_window_s=args.rate_window_s)
-    return MDKStack(root=args.root, plan=plan)
+    return MDKStack(root=args.root, devices=args.devices, workers=args.workers, gateway_port=args.port,
+                    read_cost_ms=parse_cost(args.read_cost_ms), read_cost_scale=args.read_cost_scale,
+                    cache_s=args.cache_s, collect_interval_s=args.collect_interval_s,
+                    query_concurrency=args.query_concurrency, health_ping_s=args.health_ping_s,
+                    health_timeout_s=args.health_timeout_s, device_timeout_s=args.device_timeout_s,
+                    rate_limit_per_min=args.rate_limit, rate_window_s=args.rate_window_s)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         stack.start()
     except SwarmgaugeError as exc:
-        print(f"swarmgauge target mdk: {exc}", file=sys.stderr)
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        print(f"swarmgauge target mdk: {lines[0]}{' - ' + lines[-1] if len(lines) > 1 else ''}", file=sys.stderr)
         return 1
     try:
         print(f"root {stack.root}", flush=True)

@@ -24,6 +24,7 @@ from targets.mdk.common import (HOST, READY_MARK, StackError, StackPlan, WorkerP
 
 REPO_ROOT = Path(mdk_package.__file__).resolve().parents[2]
 STOP_GRACE_S = 2.0
+START_ATTEMPTS = 3
 
 
 def free_port(host: str = HOST) -> int:
@@ -50,9 +51,11 @@ class MDKStack:
         self._own_root = root is None
         self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="swarmgauge-mdk-"))
         self.start_timeout_s = start_timeout_s
-        self.plan = plan or (StackPlan.load(self.root) if (self.root / "stack.json").exists() and not plan_args
-                             else make_plan(**plan_args))
+        loaded = plan is None and (self.root / "stack.json").exists() and not plan_args
+        self._plan_args = None if plan is not None or loaded else plan_args
+        self.plan = plan or (StackPlan.load(self.root) if loaded else make_plan(**plan_args))
         self._children: list[subprocess.Popen] = []
+        self._spawned: dict[str, subprocess.Popen] = {}
 
     @classmethod
     def attach(cls, root: Path | str) -> "MDKStack":
@@ -71,17 +74,25 @@ class MDKStack:
         return [d for w in self.plan.workers if worker_id in (None, w.id) for d in w.devices]
 
     def start(self) -> "MDKStack":
+        """Spawn every component in order; free ports are picked again when another process took one meanwhile."""
         self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / "owner.pid").write_text(str(os.getpid()))
-        self.plan.save(self.root)
-        try:
-            for component in self.components:
-                self.spawn(component)
-                self.wait_ready(component, 0, self.start_timeout_s)
-            self.wait_workers_ready(self.start_timeout_s)
-        except BaseException:
-            self.stop()
-            raise
+        for attempt in range(START_ATTEMPTS):
+            (self.root / "owner.pid").write_text(str(os.getpid()))
+            self.plan.save(self.root)
+            try:
+                for component in self.components:
+                    self.wait_ready(component, self.spawn(component), self.start_timeout_s)
+                self.wait_workers_ready(self.start_timeout_s)
+                return self
+            except StackError as exc:
+                self._stop_components()
+                if self._plan_args is None or "in use" not in str(exc) or attempt + 1 == START_ATTEMPTS:
+                    self.stop()
+                    raise
+                self.plan = make_plan(**self._plan_args)
+            except BaseException:
+                self.stop()
+                raise
         return self
 
     def spawn(self, component: str) -> int:
@@ -95,6 +106,7 @@ class MDKStack:
                                      stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                      cwd=str(REPO_ROOT), start_new_session=True)
         self._children.append(child)
+        self._spawned[component] = child
         return offset
 
     def ready_seen(self, component: str, offset: int) -> bool:
@@ -108,10 +120,13 @@ class MDKStack:
 
     def wait_ready(self, component: str, offset: int, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
+        child = self._spawned.get(component)
         while not self.ready_seen(component, offset):
-            if time.monotonic() > deadline:
-                tail = log_path(self.root, component).read_text(errors="replace")[-2000:]
-                raise StackError(f"stand-in {component} not ready within {timeout_s:.0f} s; log tail:\n{tail}")
+            exited = child is not None and child.poll() is not None
+            if exited or time.monotonic() > deadline:
+                tail = log_path(self.root, component).read_text(errors="replace")[offset:][-2000:]
+                why = f"exited with status {child.returncode}" if exited else f"not ready within {timeout_s:.0f} s"
+                raise StackError(f"stand-in {component} {why}; log tail:\n{tail}")
             time.sleep(0.02)
 
     def kernel_status(self, timeout_s: float = 2.0) -> dict:
@@ -161,6 +176,12 @@ class MDKStack:
             child.poll()
 
     def stop(self) -> None:
+        self._stop_components()
+        (self.root / "owner.pid").unlink(missing_ok=True)
+        if self._own_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def _stop_components(self) -> None:
         for component in reversed(self.components):
             pid = self.pid(component)
             if pid is not None:
@@ -178,9 +199,7 @@ class MDKStack:
                 child.wait(1.0)
         for component in self.components:
             pid_path(self.root, component).unlink(missing_ok=True)
-        (self.root / "owner.pid").unlink(missing_ok=True)
-        if self._own_root:
-            shutil.rmtree(self.root, ignore_errors=True)
+        self._children = [child for child in self._children if child.poll() is None]
 
     def __enter__(self) -> "MDKStack":
         return self.start()

@@ -136,3 +136,36 @@ def test_bad_options_exit_2_with_one_line(args, says):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0] and lines[0].startswith("swarmgauge target mdk:")
+
+
+def test_a_port_taken_meanwhile_is_picked_again_and_a_given_busy_port_is_one_line(monkeypatch):
+    import socket
+
+    import targets.mdk.stack as stack_module
+
+    taken: list[socket.socket] = []
+    make_plan = stack_module.make_plan
+
+    def plan_with_a_taken_kernel_port(**kwargs):
+        plan = make_plan(**kwargs)
+        if not taken:
+            holder = socket.socket()
+            holder.bind(("127.0.0.1", plan.kernel_port))
+            holder.listen()
+            taken.append(holder)
+        return plan
+
+    monkeypatch.setattr(stack_module, "make_plan", plan_with_a_taken_kernel_port)
+    try:
+        with MDKStack(devices=2) as stack:
+            assert stack.plan.kernel_port != taken[0].getsockname()[1]
+            assert requests.get(stack.url + "/api/fleet/summary", timeout=10).json()["deviceCount"] == 2
+        busy = taken[0].getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "swarmgauge.cli", "target", "mdk", "--port", str(busy)],
+                                capture_output=True, text=True, timeout=60, env=child_env(), cwd=REPO_ROOT)
+        assert result.returncode == 1
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "gateway exited" in lines[0] and "in use" in lines[0]
+    finally:
+        for holder in taken:
+            holder.close()
