@@ -99,7 +99,9 @@ def _warmup_of(run_dir: Path) -> str:
         info = json.loads((run_dir / "run.json").read_text()).get("resources", {})
     except (OSError, ValueError):
         return "10%"
-    return str(info.get("warmup") or "10%").replace(" ", "")
+    text = str(info.get("warmup") or "10%")
+    # run.json keeps the warm-up as the sampler shows it: "2 s" or "10% of the run"
+    return text.split("%")[0] + "%" if "%" in text else text.replace(" ", "")
 
 
 def section(run_dir: Path) -> Section | None:

@@ -67,3 +67,10 @@ def test_error_class_names():
     assert failures.error_class("users.mark.NotFound('x')") == "NotFound"
     assert failures.error_class("CatchResponseError('boom')") == "CatchResponseError"
     assert failures.error_class("HTTPError 500: oops") == "HTTPError"
+
+
+def test_a_percentage_warmup_as_run_json_writes_it(tmp_path):
+    write_resources(tmp_path, 10)
+    (tmp_path / "run.json").write_text(json.dumps({"resources": {"warmup": "10% of the run"}}))
+    section = resources.section(tmp_path)
+    assert section is not None and "Trends after a warm-up of 10%" in section.markdown
