@@ -74,3 +74,30 @@ def test_workers_and_master_request_and_limit_resources():
                 continue
             for container in document["spec"]["template"]["spec"]["containers"]:
                 assert container["resources"]["requests"] and container["resources"]["limits"]
+
+
+def test_the_configmap_scenario_is_a_valid_plan_and_locustfile():
+    from shapes.plan import build_plan
+
+    data = yaml.safe_load((ROOT / "deploy" / "k8s" / "configmap.yaml").read_text())["data"]
+    plan = build_plan(yaml.safe_load(data["plan.yaml"]), source="configmap")
+    assert [stage.users for stage in plan.stages] == [1, 4, 16, 64]
+    compile(data["locustfile.py"], "locustfile.py", "exec")
+
+
+PROFILE_ENVS = sorted((ROOT / "deploy" / "compose").glob("*.env"))
+
+
+@pytest.mark.parametrize("env_file", PROFILE_ENVS, ids=[p.stem for p in PROFILE_ENVS])
+def test_each_profile_env_names_its_profile_locustfile_and_plan(env_file: Path):
+    values = dict(line.split("=", 1) for line in env_file.read_text().splitlines()
+                  if line and not line.startswith("#"))
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    assert values["COMPOSE_PROFILES"] == env_file.stem
+    assert any(env_file.stem in s.get("profiles", []) for s in services.values())
+    assert (ROOT / values["LOCUST_LOCUSTFILE"]).is_file()
+    address = values["LOCUST_HOST"].split("://")[1]
+    target = services[env_file.stem]["command"]
+    assert address == f"127.0.0.1:{target[target.index('--port') + 1]}", "the host is the profile's target"
+    if values.get("SWARMGAUGE_PLAN"):
+        assert (ROOT / "shapes" / "plans" / f"{values['SWARMGAUGE_PLAN']}.yaml").is_file()
