@@ -2,9 +2,10 @@
 
 Locust's master marks a worker *missing* after a few silent heartbeats and carries on with the rest, but fires no
 event for it. This listener watches the master's worker table once a second, records each loss (worker id, the
-last time the worker was heard from, when the master noticed, the step it was in) and puts the list into
-``run.json`` as ``lost_workers``; the report's workers section reads it from there. What a lost worker reported
-before it died stays in the stats and in the per-step histograms, because both are merged on arrival.
+last time the worker was heard from and its last report, when the master noticed, the step it was in then, and
+the requests it had reported per step: the steps it touched) and puts the list into ``run.json`` as
+``lost_workers``; the report's workers section reads it from there. What a lost worker reported before it died
+stays in the stats and in the per-step histograms, because both are merged on arrival.
 """
 
 from __future__ import annotations
@@ -36,11 +37,26 @@ class WorkerLossWatcher:
     def __init__(self, environment: Any):
         self.environment = environment
         self.last_seen: dict[str, float] = {}
+        self.last_report: dict[str, float] = {}
+        self.reported: dict[str, dict[int, int]] = {}
+        self.locust_reported: dict[str, int] = {}
         self.lost: list[dict[str, Any]] = []
         self._greenlet: gevent.Greenlet | None = None
 
     def heard_from(self, client_id: str) -> None:
         self.last_seen[client_id] = time.time()
+
+    def reported_by(self, client_id: str, data: dict[str, Any]) -> None:
+        """Tally what a worker's report adds: per-step requests (as steps.csv counts them) and Locust's total."""
+        now = time.time()
+        self.last_seen[client_id] = self.last_report[client_id] = now
+        per_step = self.reported.setdefault(client_id, {})
+        batch = data.get("swarmgauge_steps") or {}
+        for step, _rtype, _name, _encoded, requests, *_rest in batch.get("entries", []):
+            per_step[int(step)] = per_step.get(int(step), 0) + int(requests)
+        total = (data.get("stats_total") or {}).get("num_requests")
+        if total:
+            self.locust_reported[client_id] = self.locust_reported.get(client_id, 0) + int(total)
 
     def start(self) -> None:
         if self._greenlet is None or self._greenlet.dead:
@@ -64,15 +80,29 @@ class WorkerLossWatcher:
             if client.state == STATE_MISSING and client.id not in known:
                 self._record(client.id)
 
+    def _step_at(self, wall_time: float | None) -> Any:
+        step_at = _optional("listeners.steps", "step_at")
+        current = _optional("listeners.steps", "current_step")
+        if wall_time is not None and step_at is not None:
+            found = step_at(self.environment, wall_time)
+            if found is not None:
+                return found[0]
+        return current(self.environment) if current else None
+
     def _record(self, client_id: str) -> None:
-        step_of = _optional("listeners.steps", "current_step")
-        step = step_of(self.environment) if step_of else None
+        last_seen = self.last_seen.get(client_id)
+        step = self._step_at(last_seen)
+        per_step = self.reported.get(client_id, {})
         entry = {
             "worker": client_id,
-            "last_seen": self.last_seen.get(client_id),
+            "last_seen": last_seen,
+            "last_report_at": self.last_report.get(client_id),
             "noticed_at": time.time(),
             "step": getattr(step, "index", None),
             "step_label": getattr(step, "label", None),
+            "steps_touched": sorted(s for s, n in per_step.items() if n),
+            "requests_reported": {str(s): n for s, n in sorted(per_step.items())},
+            "locust_requests_reported": self.locust_reported.get(client_id, 0),
         }
         self.lost.append(entry)
         log.warning("worker %s lost (last heard from %.1f s ago); the run goes on with the others",
@@ -99,6 +129,6 @@ def _on_init(environment: Any, **_kwargs: Any) -> None:
     watcher = WorkerLossWatcher(environment)
     _watchers[id(environment)] = watcher
     environment.events.heartbeat_sent.add_listener(lambda client_id, **_: watcher.heard_from(client_id))
-    environment.events.worker_report.add_listener(lambda client_id, **_: watcher.heard_from(client_id))
+    environment.events.worker_report.add_listener(lambda client_id, data, **_: watcher.reported_by(client_id, data))
     environment.events.test_start.add_listener(lambda **_: watcher.start())
     environment.events.test_stop.add_listener(lambda **_: watcher.stop())
