@@ -223,7 +223,7 @@ def test_queued_runs_of_a_killed_worker_are_reclaimed_and_the_drained_store_matc
                 break
             gevent.sleep(0.05)
         service.kill_process(0)
-        gevent.sleep(0.5)
+        gevent.sleep(2.5)  # past the 2 s lease, so the restarted service finds the killed worker's runs reclaimable
         service.start_process(0)
         gevent.sleep(1.0)
     finally:
