@@ -169,6 +169,11 @@ def error_body(status: str, message: str) -> bytes:
     return f"\n# {status_title(status)}\n\n{message}\n".encode("utf-8")
 
 
+def error_response(status: str, message: str) -> bytes:
+    """A whole error answer as the server writes it: only ``status`` in the block, the titled message as body."""
+    return encode_response(status, {}, error_body(status, message))
+
+
 def content_hash(body: bytes) -> str:
     return "sha256-" + hashlib.sha256(body).hexdigest()
 

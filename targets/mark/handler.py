@@ -7,16 +7,16 @@ it sees what it would see against demarkus. Transport, deadlines, rate limits an
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Callable
 
-from protocols.mark import MarkParseError, Request, encode_response, error_body, parse_request
+from protocols.mark import (MarkParseError, Request, content_hash, decode_cursor, encode_cursor, encode_response,
+                            error_response as error, etag_of, parse_request)
 from targets.mark import catalog
 from targets.mark.auth import AuthDenied, TokenStore
-from targets.mark.render import DirEntry, list_metadata, list_page, lookup_response, versions_response
+from targets.mark.render import DirEntry, list_metadata, list_page, lookup_response, rfc3339, versions_response
 from targets.mark.store import Document, Store, Version, canonical_path, contains_dot_dot
 from targets.mark.writes import WriteHandler
-from protocols.mark import decode_cursor, encode_cursor, etag_of, content_hash
 
 READ_VERBS = frozenset({"FETCH", "LIST", "VERSIONS", "LOOKUP"})
 WRITE_VERBS = frozenset({"PUBLISH", "APPEND", "ARCHIVE"})
@@ -27,16 +27,8 @@ _HASH_PATH = re.compile(r"/(sha256-[0-9a-f]{64})\Z")
 _VERSION_SEGMENT = re.compile(r"v([0-9]+)\Z")
 
 
-def error(status: str, message: str) -> bytes:
-    return encode_response(status, {}, error_body(status, message))
-
-
 def not_modified() -> bytes:
     return encode_response("not-modified")
-
-
-def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_error_response(exc: MarkParseError) -> bytes:

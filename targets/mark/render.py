@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from urllib.parse import quote
 
 from protocols.mark import encode_response
@@ -27,8 +27,8 @@ def path_escape(text: str) -> str:
 
 
 def rfc3339(moment: datetime) -> str:
-    """Go's ``time.RFC3339`` for a UTC instant: seconds, ``Z``."""
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Go's ``time.RFC3339`` for an instant, in UTC: seconds, ``Z``."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
 from aioquic.quic.events import ConnectionTerminated, QuicEvent, StreamDataReceived, StreamReset
 
-from protocols.mark import MAX_PAYLOAD, MAX_REQUEST_LINE, encode_response, error_body
+from protocols.mark import MAX_PAYLOAD, MAX_REQUEST_LINE, encode_response, error_response
 from targets.mark.backend import BackendTimeout, SimulatedBackend
 from targets.mark.handler import READ_VERBS, WRITE_VERBS, Handler
 from targets.mark.pacing import PerClientLimiter
@@ -52,10 +52,6 @@ class ServerCounters:
     rate_limited: int = 0
     deadline_expired: int = 0
     by_verb: dict[str, int] = field(default_factory=dict)
-
-
-def _error(status: str, message: str) -> bytes:
-    return encode_response(status, {}, error_body(status, message))
 
 
 def _verb_of(data: bytes) -> str:
@@ -111,7 +107,7 @@ class MarkService:
                 await self.backend.read(deadline)
         except BackendTimeout as exc:
             log.debug("backend timeout: %s", exc)
-            return _error("server-error", "internal error")
+            return error_response("server-error", "internal error")
         return self.handler.handle(data)
 
 
@@ -158,7 +154,7 @@ class MarkServerProtocol(QuicConnectionProtocol):
         buffer = self._buffers[sid]
         buffer += event.data
         if len(buffer) > MAX_REQUEST_BYTES + 1:
-            self._reply_early(sid, _error("server-error", "content exceeds size limit"))
+            self._reply_early(sid, error_response("server-error", "content exceeds size limit"))
         elif event.end_stream:
             self._cancel_timer(sid)
             data = bytes(self._buffers.pop(sid))
@@ -170,7 +166,7 @@ class MarkServerProtocol(QuicConnectionProtocol):
             response = await self._service.answer(data, peer_host(self._quic), opened)
         except Exception:  # the handler never raises for bad input; anything else is our bug, not the client's
             log.exception("request failed")
-            response = _error("server-error", "internal error")
+            response = error_response("server-error", "internal error")
         finally:
             self._tasks.pop(sid, None)
         self._send(sid, response)
@@ -178,7 +174,7 @@ class MarkServerProtocol(QuicConnectionProtocol):
     def _deadline_passed(self, sid: int) -> None:
         """No FIN within the request timeout: the Go server's read fails and it answers as for a failed read."""
         self._service.counters.deadline_expired += 1
-        self._reply_early(sid, _error("server-error", "could not read request"))
+        self._reply_early(sid, error_response("server-error", "could not read request"))
 
     def _reply_early(self, sid: int, response: bytes) -> None:
         self._forget(sid)

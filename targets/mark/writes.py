@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import posixpath
 import re
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Callable
 
-from protocols.mark import CONTROL_KEYS, MAX_BODY, Request, encode_response, error_body
+from protocols.mark import CONTROL_KEYS, MAX_BODY, Request, encode_response, error_response
 from targets.mark.auth import AuthDenied, TokenStore
+from targets.mark.render import rfc3339
 from targets.mark.store import Document, Store
 
 MAX_META_KEYS = 50
@@ -26,14 +27,6 @@ RESERVED_KEYS = frozenset({
 UNTYPED_NAMES = frozenset({"index.md", "log.md"})
 _KEY = re.compile(r"[a-z0-9-]+\Z")
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
-
-
-def _error(status: str, message: str) -> bytes:
-    return encode_response(status, {}, error_body(status, message))
-
-
-def _stamp(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def conflict_body(yours: int, server: int) -> bytes:
@@ -63,16 +56,16 @@ def publisher_metadata(metadata: dict[str, str]) -> dict[str, str]:
     """The keys a publisher may store, checked as the server checks them; control keys are dropped first."""
     kept = {k: v for k, v in metadata.items() if k not in CONSUMED_KEYS}
     if len(kept) > MAX_META_KEYS:
-        raise WriteRefused(_error("bad-request", f"too many metadata keys: {len(kept)} > {MAX_META_KEYS}"))
+        raise WriteRefused(error_response("bad-request", f"too many metadata keys: {len(kept)} > {MAX_META_KEYS}"))
     for key, value in kept.items():
         if not _KEY.match(key):
-            raise WriteRefused(_error("bad-request", f"invalid metadata key {key!r}"))
+            raise WriteRefused(error_response("bad-request", f"invalid metadata key {key!r}"))
         if key in RESERVED_KEYS:
-            raise WriteRefused(_error("bad-request", f"reserved metadata key {key!r}"))
+            raise WriteRefused(error_response("bad-request", f"reserved metadata key {key!r}"))
         if "\n" in value or "\r" in value:
-            raise WriteRefused(_error("bad-request", f"metadata value for {key!r} must be a single line"))
+            raise WriteRefused(error_response("bad-request", f"metadata value for {key!r} must be a single line"))
         if len(value.encode("utf-8")) > MAX_META_BYTES:
-            raise WriteRefused(_error("bad-request", f"metadata value for {key!r} exceeds {MAX_META_BYTES} bytes"))
+            raise WriteRefused(error_response("bad-request", f"metadata value for {key!r} exceeds {MAX_META_BYTES} bytes"))
     return kept
 
 
@@ -87,10 +80,10 @@ def expected_version(metadata: dict[str, str], *, required: bool = False) -> int
     text = metadata.get("expected-version")
     if text is None or text == "":
         if required:
-            raise WriteRefused(_error("bad-request", "expected-version is required"))
+            raise WriteRefused(error_response("bad-request", "expected-version is required"))
         return None
     if not _INTEGER.match(text) or int(text) < 0:
-        raise WriteRefused(_error("bad-request", "invalid expected-version: want a non-negative integer"))
+        raise WriteRefused(error_response("bad-request", "invalid expected-version: want a non-negative integer"))
     return int(text)
 
 
@@ -99,7 +92,7 @@ def retention_of(metadata: dict[str, str]) -> int | None:
     if text is None:
         return None
     if not _INTEGER.match(text) or int(text) < 1:
-        raise WriteRefused(_error("bad-request", "invalid retention: want a positive integer"))
+        raise WriteRefused(error_response("bad-request", "invalid retention: want a positive integer"))
     return int(text)
 
 
@@ -126,23 +119,23 @@ class WriteHandler:
 
     def _precheck(self, req: Request) -> None:
         if self.read_only:
-            raise WriteRefused(_error("not-permitted", "server is read-only"))
+            raise WriteRefused(error_response("not-permitted", "server is read-only"))
         if req.path.startswith("/sha256-"):
-            raise WriteRefused(_error("bad-request", "cannot write to a content hash path"))
+            raise WriteRefused(error_response("bad-request", "cannot write to a content hash path"))
         if len(req.body) > MAX_BODY:
-            raise WriteRefused(_error("server-error", "content exceeds size limit"))
+            raise WriteRefused(error_response("server-error", "content exceeds size limit"))
         if self.tokens is None:
-            raise WriteRefused(_error("not-permitted", f"{req.verb.lower()} requires auth configuration"))
+            raise WriteRefused(error_response("not-permitted", f"{req.verb.lower()} requires auth configuration"))
         try:
             self.tokens.authorize(req.metadata.get("auth"), req.path, "publish")
         except AuthDenied as denied:
-            raise WriteRefused(_error(denied.status, str(denied))) from None
+            raise WriteRefused(error_response(denied.status, str(denied))) from None
         if not req.path.endswith(".md"):
-            raise WriteRefused(_error("bad-request", "path must end in .md"))
+            raise WriteRefused(error_response("bad-request", "path must end in .md"))
         try:
             req.body.decode("utf-8")
         except UnicodeDecodeError:
-            raise WriteRefused(_error("bad-request", "content must be UTF-8")) from None
+            raise WriteRefused(error_response("bad-request", "content must be UTF-8")) from None
 
     def _publish(self, req: Request) -> bytes:
         doc = self.store.get(req.path)
@@ -155,41 +148,41 @@ class WriteHandler:
         if expected is not None and expected != current:
             return conflict(expected, current)
         if doc is not None and doc.archived:
-            return _error("archived", "document is archived; unarchive first")
+            return error_response("archived", "document is archived; unarchive first")
         if doc is not None and doc.versions and doc.current.body == req.body and doc.current.metadata == metadata:
-            return encode_response("ok", {"modified": _stamp(doc.current.modified), "version": str(current)})
+            return encode_response("ok", {"modified": rfc3339(doc.current.modified), "version": str(current)})
         version = self.store.add_version(req.path, req.body, metadata, self.clock(), retention=retention)
-        return encode_response("created", {"modified": _stamp(version.modified), "version": str(version.number)})
+        return encode_response("created", {"modified": rfc3339(version.modified), "version": str(version.number)})
 
     def _unarchive(self, req: Request, doc: Document | None) -> bytes:
         """An empty PUBLISH body brings an archived document back; on a live one it changes nothing."""
         if doc is None or not doc.versions:
-            return _error("not-found", req.path + " not found")
+            return error_response("not-found", req.path + " not found")
         self.store.set_archived(doc, False)
         return encode_response("ok", {"version": str(doc.current.number)})
 
     def _append(self, req: Request) -> bytes:
         expected = expected_version(req.metadata, required=True)
         if expected == 0:
-            raise WriteRefused(_error("bad-request", "expected-version must be at least 1 for append"))
+            raise WriteRefused(error_response("bad-request", "expected-version must be at least 1 for append"))
         if not req.body:
-            return _error("bad-request", "append requires a non-empty body")
+            return error_response("bad-request", "append requires a non-empty body")
         doc = self.store.get(req.path)
         if doc is None or not doc.versions:
-            return _error("not-found", req.path + " not found")
+            return error_response("not-found", req.path + " not found")
         if doc.archived:
-            return _error("archived", "document is archived; unarchive first")
+            return error_response("archived", "document is archived; unarchive first")
         if expected != doc.current.number:
             return conflict(expected, doc.current.number)
         metadata = dict(doc.current.metadata)
         metadata.update(publisher_metadata(req.metadata))
         version = self.store.add_version(req.path, doc.current.body + req.body, metadata, self.clock(),
                                          retention=retention_of(req.metadata))
-        return encode_response("created", {"modified": _stamp(version.modified), "version": str(version.number)})
+        return encode_response("created", {"modified": rfc3339(version.modified), "version": str(version.number)})
 
     def _archive(self, req: Request) -> bytes:
         doc = self.store.get(req.path)
         if doc is None or not doc.versions:
-            return _error("not-found", req.path + " not found")
+            return error_response("not-found", req.path + " not found")
         self.store.set_archived(doc, True)
         return encode_response("ok", {"archived": "true", "version": str(doc.current.number)})
