@@ -191,10 +191,15 @@ def _on_step_message(environment: Any, msg: Any, **_kwargs: Any) -> None:
     _apply(environment, StepInfo(**msg.data))
 
 
-def count(environment: Any, name: str, n: int = 1, step: int | None = None) -> None:
-    """Add ``n`` to counter ``name`` of the current step (or of ``step``), summed over workers into ``steps.csv``."""
+def count(environment: Any, name: str, n: int = 1, step: int | None = None, at: float | None = None) -> None:
+    """Add ``n`` to counter ``name`` of the current step, of ``step``, or of the step current at wall time ``at``.
+
+    Pass ``at`` = the request's ``start_time`` for a counter that belongs to a request (a session it started), so
+    the counter lands in the same step as the request when the request straddles a boundary.
+    """
     if step is None:
-        info = current_step(environment)
+        found = step_at(environment, at) if at is not None else None
+        info = found[0] if found else current_step(environment)
         step = info.index if info else 0
     _state(environment).recorder.count(step, name, n)
 

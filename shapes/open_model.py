@@ -50,20 +50,35 @@ class TicketScheduler:
         self.waiters: deque[AsyncResult] = deque()
         self.greenlet: gevent.Greenlet | None = None
         self.step: steps.StepInfo | None = None
+        self._schedule: _Schedule | None = None
         self.issued = 0
         self.dropped = 0
 
     def start(self, info: steps.StepInfo) -> None:
-        self.stop_issuing()
+        self.finish_step()
         self.step = info
         if info.rate is None:
             return
-        self.greenlet = gevent.spawn(self._issue, info)
+        self._schedule = _Schedule(info, time.perf_counter())
+        self.greenlet = gevent.spawn(self._issue, self._schedule)
 
     def stop_issuing(self) -> None:
+        """Stop where the schedule is (the run was cut short): tickets not yet due are never issued."""
         if self.greenlet is not None and not self.greenlet.dead:
             self.greenlet.kill(block=False)
         self.greenlet = None
+        self._schedule = None
+
+    def finish_step(self) -> None:
+        """The step is over: issue the tickets of its schedule a late issuer has not reached yet, then stop.
+
+        The step lasted its full duration, so all of them were due; a loaded process wakes its issuer late, and
+        without this the last one or two would vanish instead of being taken or counted as dropped.
+        """
+        schedule = self._schedule
+        self.stop_issuing()
+        if schedule is not None and schedule.info.duration:
+            self._issue_due(schedule, float("inf"))
 
     def _hand_out(self, due: float, step_index: int) -> None:
         while self.waiters:
@@ -73,32 +88,29 @@ class TicketScheduler:
                 return
         self.queue.append((due, step_index))
 
-    def _issue(self, info: steps.StepInfo) -> None:
-        """Every ``slots``-th arrival of the step's schedule from ``slot`` on, each at its due time."""
-        rate, rate_end = float(info.rate or 0.0), info.rate_end
-        began = time.perf_counter()
-        duration = info.duration if info.duration else MAX_TICKET_WAIT * 24
-        total = arrivals_by(duration, rate, rate_end, duration)
-        stride = max(1, int(info.slots))
-        k = int(info.slot)
-        while k < total:
-            now = time.perf_counter()
-            issued_now = 0
-            while k < total:
-                due = began + arrival_time(k, rate, rate_end, duration)
-                if due > now:
-                    break
-                self._hand_out(due, info.index)
-                k += stride
-                issued_now += 1
-            if issued_now:
-                self.issued += issued_now
-                steps.count(self.environment, "tickets", issued_now, step=info.index)
-            self.expire(now)
-            if k >= total:
+    def _issue_due(self, schedule: "_Schedule", now: float) -> None:
+        """Issue every ticket of ``schedule`` due by ``now`` (perf_counter time)."""
+        issued_now = 0
+        while schedule.next < schedule.total:
+            due = schedule.due(schedule.next)
+            if due > now:
                 break
-            wait = began + arrival_time(k, rate, rate_end, duration) - time.perf_counter()
-            gevent.sleep(min(max(wait, 0.0), MAX_SLEEP))
+            self._hand_out(min(due, time.perf_counter()), schedule.info.index)
+            schedule.next += schedule.stride
+            issued_now += 1
+        if issued_now:
+            self.issued += issued_now
+            steps.count(self.environment, "tickets", issued_now, step=schedule.info.index)
+
+    def _issue(self, schedule: "_Schedule") -> None:
+        """Every ``slots``-th arrival of the step's schedule from ``slot`` on, each at its due time."""
+        while schedule.next < schedule.total:
+            now = time.perf_counter()
+            self._issue_due(schedule, now)
+            self.expire(now)
+            if schedule.next >= schedule.total:
+                break
+            gevent.sleep(min(max(schedule.due(schedule.next) - time.perf_counter(), 0.0), MAX_SLEEP))
 
     def expire(self, now: float | None = None, *, everything: bool = False) -> int:
         """Count queued tickets older than ``drop_after`` (or all of them) as dropped, in their own step."""
@@ -131,6 +143,21 @@ class TicketScheduler:
                     self.waiters.remove(waiter)
             elif not taken:
                 self.queue.appendleft(waiter.value)  # killed after a ticket reached it: the next user takes it
+
+
+class _Schedule:
+    """One process's share of a step's arrivals: ticket ``k`` is due ``arrival_time(k)`` after ``began``."""
+
+    def __init__(self, info: steps.StepInfo, began: float) -> None:
+        self.info, self.began = info, began
+        self.rate, self.rate_end = float(info.rate or 0.0), info.rate_end
+        self.duration = info.duration if info.duration else MAX_TICKET_WAIT * 24
+        self.total = arrivals_by(self.duration, self.rate, self.rate_end, self.duration)
+        self.stride = max(1, int(info.slots))
+        self.next = int(info.slot)
+
+    def due(self, k: int) -> float:
+        return self.began + arrival_time(k, self.rate, self.rate_end, self.duration)
 
 
 def arrivals_by(t: float, rate: float, rate_end: float | None, duration: float) -> int:
@@ -214,12 +241,9 @@ def _on_step_changed(environment: Any, step: steps.StepInfo, **_kwargs: Any) -> 
         return
     ticket_scheduler = scheduler(environment)
     ticket_scheduler.expire()
-    if step.rate is None:
-        ticket_scheduler.stop_issuing()
-        ticket_scheduler.expire(everything=True)
-        ticket_scheduler.step = step
-        return
     ticket_scheduler.start(step)
+    if step.rate is None:
+        ticket_scheduler.expire(everything=True)
 
 
 @steps.before_flush.add_listener

@@ -88,9 +88,9 @@ def reconcile_run(environment: Any) -> dict[str, Any] | None:
     lines: list[str] = []
     if locator:
         try:
-            rows, drained = drain(locator, doc["tag"], timeout=float(getattr(options, "kneo_drain_timeout", 30.0)),
-                                  sleep=gevent.sleep)
-            result = reconcile(doc["tag"], ledger, rows, drained)
+            found = drain(locator, doc["tag"], timeout=float(getattr(options, "kneo_drain_timeout", 30.0)),
+                          sleep=gevent.sleep)
+            result = reconcile(doc["tag"], ledger, found.rows, found.drained, found.stranded)
             doc.update(result.as_dict())
             lines = table_lines(result)
         except StoreUnavailable as exc:

@@ -37,7 +37,7 @@ class _NoEvents:
     request = _Hook()
 
 
-def _count(environment: Any, name: str, n: int = 1) -> None:
+def _count(environment: Any, name: str, n: int = 1, at: float | None = None) -> None:
     """Per-step counters from ``listeners.steps`` when that listener is present; a no-op otherwise."""
     if environment is None:
         return
@@ -48,7 +48,7 @@ def _count(environment: Any, name: str, n: int = 1) -> None:
     counter = getattr(steps, "count", None)
     if counter is not None:
         try:
-            counter(environment, name, n)
+            counter(environment, name, n, at=at)
         except Exception:  # noqa: BLE001 - a missing counter registry must not fail the request
             pass
 
@@ -131,14 +131,14 @@ class MCPClient:
                 self.session.on_initialize_result(result, headers.get(proto.SESSION_HEADER))
             except proto.SessionRefused:
                 self.session.abandon()
-                _count(self.environment, "sessions_refused")
+                _count(self.environment, "sessions_refused", at=outcome.start_time)
                 raise
             except Exception:
                 if self.session.state is proto.SessionState.INITIALIZING:
                     self.session.abandon()
                 raise
             if self.session.session_id is not None:
-                _count(self.environment, "sessions_started")
+                _count(self.environment, "sessions_started", at=outcome.start_time)
         return result
 
     def send_initialized(self) -> None:

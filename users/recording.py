@@ -39,6 +39,7 @@ class Outcome:
     context: dict[str, Any] = field(default_factory=dict)
     exception: BaseException | None = None
     response_time: float = 0.0
+    start_time: float = 0.0  # wall clock of the (intended) start: the step the request is counted in
 
     @property
     def ok(self) -> bool:
@@ -92,6 +93,7 @@ def measure(
     if intended is not None and intended < started:
         wall_start -= started - intended
         started = intended
+    outcome.start_time = wall_start
     try:
         yield outcome
     except Exception as exc:  # noqa: BLE001 - every failure is recorded with its class
@@ -110,7 +112,7 @@ def measure(
                 response_length=outcome.response_length,
                 exception=outcome.exception,
                 context=outcome.context,
-                start_time=wall_start,
+                start_time=outcome.start_time,
             )
     if reraise and outcome.exception is not None:
         raise outcome.exception

@@ -80,6 +80,19 @@ def test_requests_count_in_the_step_they_started_in_and_warmup_is_apart():
     assert recorder.entries[(1, "GET", "/")].requests == 1
 
 
+def test_a_counter_given_a_start_time_lands_in_the_step_its_request_started_in():
+    environment = _environment()
+    state = steps._state(environment)
+    now = time.time()
+    state.transitions += [(now - 10.0, steps.StepInfo(0, "churn", 8, 10.0, now - 10.0, 5.0)),
+                          (now - 5.0, steps.StepInfo(1, "idle", 0, None, now - 5.0, 5.0))]
+    steps.on_request(environment, "MCP", "initialize", 40.0, start_time=now - 5.02)
+    steps.count(environment, "sessions_started", at=now - 5.02)  # the session the straddling request opened
+    steps.count(environment, "sessions_started")  # no time given: the step current now
+    assert state.recorder.entries[(0, "MCP", "initialize")].requests == 1
+    assert state.recorder.counters == {(0, "sessions_started"): 1, (1, "sessions_started"): 1}
+
+
 def test_steps_csv_rows_have_every_column_of_the_issue():
     merged = StepMerge()
     recorder = StepRecorder()

@@ -41,8 +41,6 @@ def _pid_alive(pid: int) -> bool:
 
 
 @pytest.mark.timeout(170)
-@pytest.mark.xfail(strict=False, reason="known flaky on a loaded 2-core machine: the count can be off by one "
-                   "session at the ramp-down; under investigation, see the session note")
 def test_a_minute_of_churn_starts_that_many_sessions_and_the_report_shows_memory_and_the_ttl_drop(tmp_path):
     plan = tmp_path / "churn.yaml"
     plan.write_text(

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import gevent
 import pytest
 
+from listeners.steps import StepInfo
 from shapes.open_model import TicketScheduler, arrival_time, arrivals_by
 from tests.listeners.sim_run import rank_percentile, read_steps, run_distributed, run_local, sim_target
 
@@ -57,6 +58,27 @@ def test_a_ticket_handed_over_while_its_wait_times_out_is_not_lost():
     scheduler._hand_out(123.0, 0)
     assert waiting.get(timeout=5) == 123.0
     assert not scheduler.queue and not scheduler.waiters
+
+
+def test_a_late_issuer_still_issues_its_whole_step_when_the_step_ends():
+    """The step is over when the next begins: tickets a busy process has not issued yet are all due, so they are
+    issued then (taken or dropped), and the count stays rate x duration."""
+    scheduler = TicketScheduler(SimpleNamespace())
+    scheduler.start(StepInfo(0, "open", 4, 20.0, time.time(), duration=0.5, drop_after=5.0))
+    waiting = gevent.spawn(scheduler.take, 5.0)
+    gevent.sleep(0)  # one user waits; the issuer has not run yet
+    scheduler.start(StepInfo(1, "idle", 0, None, time.time()))
+    assert scheduler.issued == 10
+    assert waiting.get(timeout=5) is not None and len(scheduler.queue) == 9
+    assert scheduler.expire(everything=True) == 9 and scheduler.dropped == 9
+
+
+def test_a_run_cut_short_issues_no_ticket_that_was_not_yet_due():
+    scheduler = TicketScheduler(SimpleNamespace())
+    scheduler.start(StepInfo(0, "open", 4, 1.0, time.time(), duration=60.0))
+    gevent.sleep(0.05)
+    scheduler.stop_issuing()
+    assert scheduler.issued == 1 and scheduler.greenlet is None
 
 
 def test_a_ticket_handed_to_a_user_killed_before_it_woke_goes_back_to_the_queue():

@@ -26,7 +26,7 @@ from protocols.kneo import (
     Unauthorized,
 )
 from targets.kneo import KneoService
-from targets.kneo.store import StoreUnavailable, read_rows, reconcile
+from targets.kneo.store import StoreUnavailable, drain, read_rows, reconcile
 from users.kneo import KneoClient
 
 pytestmark = pytest.mark.timeout(900)  # the first test may build the cached kneo-serv venv
@@ -201,11 +201,9 @@ def test_service_killed_mid_run_gives_failures_then_recovers(kneo_venv, request)
     assert client.ledger.indeterminate >= 3
 
 
-@pytest.mark.xfail(strict=False, reason="known flaky in the full suite: kneo-serv sometimes leaves one killed "
-                   "worker's run 'running' past 90 s; under investigation, see the session note")
 def test_queued_runs_of_a_killed_worker_are_reclaimed_and_the_drained_store_matches(kneo_venv, request):
-    from targets.kneo.store import drain
-
+    """Every run the service said it queued completes after the restart. A send the kill cut off may leave a run
+    kneo-serv saved but never queued (1 in about 12 kills here): the drain names it stranded instead of waiting."""
     service = _service("sqlite", request, extra_env={"KNEO_SERV_WORKER_LEASE_SECONDS": "2"})
     recorder = Recorder()
     client = _client(service.url, recorder, timeout=5.0, poll_cap=0.2)
@@ -233,11 +231,13 @@ def test_queued_runs_of_a_killed_worker_are_reclaimed_and_the_drained_store_matc
         gevent.joinall(workers, timeout=60)
     assert "KneoUnreachable" in recorder.failures("run submit") + recorder.failures("run poll")
     # the reclaim waits for the lease and the service's sweep; a loaded machine needs a generous bound
-    rows, drained = drain(service.store_locator, client.tag, timeout=90, sleep=gevent.sleep)
-    assert drained, rows
-    result = reconcile(client.tag, client.ledger.drain(), rows, drained)
+    found = drain(service.store_locator, client.tag, timeout=90, sleep=gevent.sleep)
+    assert found.drained, found.rows
+    ledger = client.ledger.drain()
+    result = reconcile(client.tag, ledger, found.rows, found.drained, found.stranded)
     assert result.mismatches == 0, result.checks
-    assert set(result.statuses) == {"completed"}
+    assert {found.rows[run_id][0] for run_id in ledger["accepted"]} == {"completed"}
+    assert result.statuses.get("completed", 0) + len(found.stranded) == len(found.rows)
 
 
 class FakeKneoServer:
@@ -325,6 +325,30 @@ def test_missing_or_foreign_sqlite_store_is_a_clear_error(tmp_path):
         read_rows(str(other), "sg-x")
 
 
+def _fake_kneo_store(path: Path, runs: dict[str, str], queued: set[str]) -> str:
+    """A fake store file with just the columns the reader uses: a crash between save and enqueue is hard to hit."""
+    import sqlite3
+
+    connection = sqlite3.connect(path)
+    connection.execute("create table runs (id text primary key, status text, payload text)")
+    connection.execute("create table run_queue (run_id text primary key, status text)")
+    payload = json.dumps({"metadata": {"caller_metadata": {"swarmgauge_run": "sg-x"}}})
+    connection.executemany("insert into runs values (?, ?, ?)", [(i, st, payload) for i, st in runs.items()])
+    connection.executemany("insert into run_queue values (?, 'running')", [(i,) for i in queued])
+    connection.commit()
+    connection.close()
+    return str(path)
+
+
+def test_the_drain_does_not_wait_for_a_stranded_run_but_does_for_a_queued_one(tmp_path):
+    stranded_only = _fake_kneo_store(tmp_path / "a.sqlite", {"done": "completed", "lost": "running"}, {"done"})
+    found = drain(stranded_only, "sg-x", timeout=60, interval=0.05, settle=0.2)
+    assert found.drained and found.stranded == {"lost"} and found.rows["lost"] == ("running", None)
+    still_queued = _fake_kneo_store(tmp_path / "b.sqlite", {"lost": "running", "busy": "running"}, {"busy"})
+    found = drain(still_queued, "sg-x", timeout=0.5, interval=0.05, settle=0.2)
+    assert not found.drained and found.stranded == {"lost"}
+
+
 def test_reconcile_names_each_kind_of_mismatch():
     ledger = {"accepted": {"a": "completed", "b": None, "c": "completed"}, "rejected_queue_full": 1,
               "indeterminate": 0, "refused": {}}
@@ -338,6 +362,20 @@ def test_reconcile_names_each_kind_of_mismatch():
     exact = reconcile("sg", {"accepted": {"a": "completed"}, "rejected_queue_full": 1, "refused": {}},
                       {"a": ("completed", None), "q": ("failed", "queue_full")})
     assert exact.mismatches == 0
+
+
+def test_a_stranded_run_is_its_own_line_and_only_an_unanswered_send_may_leave_one():
+    ledger = {"accepted": {"a": "completed"}, "rejected_queue_full": 0, "indeterminate": 1, "refused": {}}
+    rows = {"a": ("completed", None), "s": ("running", None)}
+    result = reconcile("sg", ledger, rows, drained=True, stranded=frozenset({"s"}))
+    assert result.mismatches == 0, result.checks
+    line = next(c for c in result.checks if c["check"].startswith("stranded"))
+    assert (line["locust"], line["store"]) == (1, 1) and "will ever finish" in line["note"]
+    told_queued = reconcile("sg", {**ledger, "accepted": {"a": "completed", "s": None}}, rows, drained=True,
+                            stranded=frozenset({"s"}))
+    assert {c["check"] for c in told_queued.checks if not c["ok"]} == {"stranded by a crash: stored, never queued"}
+    unexplained = reconcile("sg", {**ledger, "indeterminate": 0}, rows, drained=True, stranded=frozenset({"s"}))
+    assert "stranded by a crash: stored, never queued" in {c["check"] for c in unexplained.checks if not c["ok"]}
 
 
 def test_ledger_drains_and_merges_across_processes():
