@@ -1,7 +1,9 @@
 """aioquic alone: a client and a server ``QuicConnection`` passing datagrams by hand, no sockets, no event loop.
 
 The lower bound of issue 3's benchmark: the client side's CPU only (``thread_time`` around each client-side call,
-less what the timing itself adds), on a virtual clock so that delayed ACKs and pacing fire when due without waiting.
+less what the timing itself adds), on a virtual clock so that timers (pacing, loss recovery) fire when due without
+waiting. Both sides acknowledge as the driver and the reference server do (``protocols.quic_acks``: a pending ACK
+rides on the next packet), so the bound handles the same datagrams per request as the real client, no more.
 The server answers from a table of exact response bytes (``reference_pairs`` in ``mark_client_cases``).
 """
 
@@ -13,7 +15,6 @@ from typing import Any, Callable
 from benchmarks.mark_client_cases import BenchmarkError
 
 SERVER_ADDR, CLIENT_ADDR = ("127.0.0.1", 6309), ("127.0.0.1", 40000)
-ACK_WINDOW = 0.030  # after an answer, timers this close (ACK delay, pacing) still belong to the exchange
 MAX_STEPS = 10_000  # datagram moves per exchange; past it the exchange is stuck
 
 
@@ -29,10 +30,12 @@ class MemoryExchange:
         from aioquic.quic.connection import QuicConnection
         from aioquic.quic.packet import pull_quic_header
 
+        from protocols.quic_acks import ack_with_next_packet, delay_acks
         from targets.mark.server import ServerSettings, limit_streams, server_configuration
         from targets.mark.tls import dev_certificate
 
         self._connection_class, self._events, self._limit_streams = QuicConnection, events, limit_streams
+        self._delay_acks, self._ack_with_next_packet = delay_acks, ack_with_next_packet
         self._destination_cid = lambda data: pull_quic_header(Buffer(data=data), host_cid_length=8).destination_cid
         self.client_config = QuicConfiguration(is_client=True, alpn_protocols=["mark"], verify_mode=ssl.CERT_NONE,
                                                server_name=SERVER_ADDR[0], idle_timeout=30.0)
@@ -59,6 +62,7 @@ class MemoryExchange:
 
     def open(self) -> None:
         self.client = self._timed(lambda: self._connection_class(configuration=self.client_config))
+        self._delay_acks(self.client)
         self.server, self.handshaken = None, False
         self._timed(self.client.connect, SERVER_ADDR, self.now)
         self.settle(lambda: self.handshaken)
@@ -67,6 +71,7 @@ class MemoryExchange:
         def send() -> int:
             stream_id = self.client.get_next_available_stream_id()
             self.client.send_stream_data(stream_id, request, end_stream=True)
+            self._ack_with_next_packet(self.client, self.now)
             return stream_id
 
         stream_id = self._timed(send)
@@ -78,16 +83,17 @@ class MemoryExchange:
         self._move()
 
     def settle(self, done: Callable[[], bool]) -> None:
-        """Move datagrams until ``done``, then fire the timers still due within ``ACK_WINDOW`` (delayed ACKs)."""
+        """Move datagrams until ``done``, firing timers as they fall due; an ACK still owed waits for the next
+        request, as the driver's does."""
         for _ in range(MAX_STEPS):
             if self._move():
                 continue
+            if done():
+                return
             timers = [(at, side) for side in (self.client, self.server)
                       if side is not None and (at := side.get_timer()) is not None]
             soonest = min(timers, key=lambda timer: timer[0], default=None)
-            if soonest is None or (done() and soonest[0] - self.now > ACK_WINDOW):
-                if done():
-                    return
+            if soonest is None:
                 raise BenchmarkError("memory exchange stalled with no timer")
             self.now = max(self.now, soonest[0])
             for at, side in timers:
@@ -114,6 +120,7 @@ class MemoryExchange:
                 if event.end_stream:
                     request = b"".join(self._server_buffers.pop(event.stream_id))
                     self.server.send_stream_data(event.stream_id, self.answers[request], end_stream=True)
+                    self._ack_with_next_packet(self.server, self.now)
         for data, _ in self.server.datagrams_to_send(self.now):
             self._timed(self.client.receive_datagram, data, SERVER_ADDR, self.now)
             moved = True

@@ -264,7 +264,10 @@ class MarkClient:
                 return driver.request(data, timeout=self.timeout)
             finally:
                 driver.close()
-        return self._pooled_driver().request(data, timeout=self.timeout)
+        driver = self._driver
+        if driver is None or not driver.alive:  # the lock only when a connection has to be (re)made
+            driver = self._pooled_driver()
+        return driver.request(data, timeout=self.timeout)
 
     # -- the protocol ------------------------------------------------------------------------------------------
 

@@ -21,6 +21,8 @@ from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
 from aioquic.quic.events import ConnectionTerminated, StreamDataReceived
 
+from protocols.quic_acks import ack_with_next_packet, delay_acks
+
 NetworkAddress = tuple
 MAX_DATAGRAMS_PER_DRAIN = 256
 
@@ -135,6 +137,7 @@ class MemoryServer:
 
     def __init__(self, configuration: QuicConfiguration, original_cid: bytes, handler: Callable[[bytes], bytes]):
         self.quic = QuicConnection(configuration=configuration, original_destination_connection_id=original_cid)
+        delay_acks(self.quic)  # as the reference server (and quic-go) does
         self.handler = handler
         self.cpu_seconds = 0.0
         self._buffers: dict[int, list[bytes]] = {}
@@ -167,6 +170,7 @@ class MemoryServer:
             elif isinstance(event, ConnectionTerminated):
                 self._buffers.clear()
             event = self.quic.next_event()
+        ack_with_next_packet(self.quic, now)
         for data, _ in self.quic.datagrams_to_send(now):
             self.to_client(data)
         self._arm_timer(now)

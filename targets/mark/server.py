@@ -20,6 +20,7 @@ from aioquic.quic.connection import QuicConnection
 from aioquic.quic.events import ConnectionTerminated, QuicEvent, StreamDataReceived, StreamReset
 
 from protocols.mark import MAX_PAYLOAD, MAX_REQUEST_LINE, encode_response, error_response
+from protocols.quic_acks import ack_with_next_packet, delay_acks
 from targets.mark.backend import BackendTimeout, SimulatedBackend
 from targets.mark.handler import READ_VERBS, WRITE_VERBS, Handler
 from targets.mark.pacing import PerClientLimiter
@@ -59,16 +60,18 @@ def _verb_of(data: bytes) -> str:
 
 
 def limit_streams(quic: QuicConnection, bidi: int) -> None:
-    """Advertise ``bidi`` concurrent bidirectional streams and no unidirectional ones.
+    """Behave as quic-go's server does: ``bidi`` concurrent bidirectional streams, no unidirectional ones, and ACKs
+    that wait up to 25 ms or ride on the answer (``protocols.quic_acks``).
 
-    aioquic has no public setting for this (it advertises 128); it credits one stream back per finished stream,
-    which is quic-go's behaviour, so setting the initial limit before the handshake is all that is needed.
+    aioquic has no public setting for the stream limits (it advertises 128); it credits one stream back per finished
+    stream, which is quic-go's behaviour, so setting the initial limit before the handshake is all that is needed.
     """
     try:
         for limit, value in ((quic._local_max_streams_bidi, bidi), (quic._local_max_streams_uni, 0)):
             limit.value = limit.sent = value
     except AttributeError as exc:
         raise RuntimeError("this aioquic version does not expose its stream limits") from exc
+    delay_acks(quic)
 
 
 def peer_host(quic: QuicConnection) -> str:
@@ -190,6 +193,7 @@ class MarkServerProtocol(QuicConnectionProtocol):
         except Exception as exc:  # stream reset or connection gone meanwhile: nothing left to answer
             log.debug("could not answer stream %d: %s", sid, exc)
             return
+        ack_with_next_packet(self._quic, self._loop.time())
         self.transmit()
 
     def _cancel_timer(self, sid: int) -> None:

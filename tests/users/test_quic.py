@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gevent
 import pytest
+from aioquic import tls
 from gevent import socket as gsocket
 
 from tests.users.misbehaving_quic import GOOD_RESPONSE, MisbehavingQuicServer
@@ -207,6 +208,42 @@ def test_memory_pair_runs_the_same_driver():
     assert pair.server_cpu_seconds > 0
     driver.close()
     assert not driver.alive
+
+
+class AckWatchingMemoryPair(MemoryPair):
+    """The in-memory pair, noting for each datagram the client sends whether an ACK is still owed after it."""
+
+    def __init__(self, handler):
+        super().__init__(handler)
+        self.driver: QuicDriver | None = None
+        self.ack_owed_after_send: list[bool] = []
+
+    def transport_factory(self, host, port):
+        transport = super().transport_factory(host, port)
+        send = transport.send
+
+        def watched(data: bytes) -> None:
+            space = self.driver._quic._spaces[tls.Epoch.ONE_RTT] if self.driver and self.driver.alive else None
+            self.ack_owed_after_send.append(space is not None and space.ack_at is not None)
+            send(data)
+
+        transport.send = watched
+        return transport
+
+
+def test_back_to_back_requests_carry_the_ack_of_the_previous_answer():
+    """quic-go's habit: the ACK owed for an answer goes out in the next request's datagram, one datagram per
+    request (aioquic alone sends it on a timer, and the server holds the finished stream until then)."""
+    pair = AckWatchingMemoryPair(lambda request: b"a" * 2000)
+    driver = pair.driver = QuicDriver("127.0.0.1", 4433, client_configuration(insecure=True),
+                                      transport_factory=pair.transport_factory)
+    driver.connect(timeout=5)
+    driver.request(b"warm", timeout=5)
+    pair.ack_owed_after_send.clear()
+    for i in range(30):
+        driver.request(b"n%d" % i, timeout=5)
+    assert len(pair.ack_owed_after_send) >= 30 and not any(pair.ack_owed_after_send)
+    driver.close()
 
 
 def test_response_cap_is_exact():
