@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from swarmgauge.files import write_json
+
 ROOT = Path(__file__).resolve().parents[1]
 LOCUSTFILE = "locustfiles/kneo_dispatch.py"
 # The page's reference rows (echo agent, zero provider delay, Threadripper 3975WX): runs/s by (store, mode, users).
@@ -182,8 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         "worker_concurrency": args.worker_concurrency},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "rows": rows, "table": table}
-    (out / "kneo-sweep.json").write_text(json.dumps(doc, indent=2))
-    print(f"written {out / 'kneo-sweep.json'}", file=sys.stderr)
+    print(f"written {write_json(out / 'kneo-sweep.json', doc)}", file=sys.stderr)
     return 0 if rows and all(row["reconciled"] for row in rows) else 1
 
 

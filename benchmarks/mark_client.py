@@ -35,6 +35,7 @@ from typing import Any
 
 from benchmarks.mark_client_cases import CLOCK, ROOT, BenchmarkError, kind_path
 from swarmgauge.errors import UsageError
+from swarmgauge.files import write_json
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "mark_client.json"
 CLIENTS = ("locust", "asyncio", "memory")
@@ -193,11 +194,7 @@ def main(argv: list[str] | None = None) -> int:
            "goals": GOALS, "cases": cases, "ratios": ratios(cases),
            "profile": profile.pop("profile", None) if profile else None, "profile_case": profile}
     print(render(doc))
-    opts.out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = opts.out.with_suffix(".tmp")
-    temporary.write_text(json.dumps(doc, indent=2) + "\n")
-    temporary.replace(opts.out)
-    print(f"\nwritten to {opts.out}")
+    print(f"\nwritten to {write_json(opts.out, doc)}")
     return 0
 
 

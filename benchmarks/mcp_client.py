@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from swarmgauge.files import write_json
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "mcp_client.json"
 CASES = ("mcpuser", "sdk", "bare-fasthttp", "bare-requests")
@@ -230,11 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     for key, goal in doc["goals"].items():
         measured = "n/a" if goal["measured"] is None else f"{goal['measured']:.2f}"
         print(f"{key}: {measured} (goal <= {goal['goal_at_most']}) {'met' if goal['met'] else 'NOT met'}")
-    out = Path(opts.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2))
-    tmp.replace(out)
+    print(f"written to {write_json(opts.out, doc)}")
     return 0
 
 

@@ -21,7 +21,6 @@ only: nothing here asserts on time.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import sys
@@ -38,6 +37,7 @@ from locust.event import Events
 from listeners import steps
 from listeners.step_stats import StepMerge
 from shapes.open_model import TicketScheduler
+from swarmgauge.files import write_json
 from targets.launch import launch_target
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -177,9 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     with launch_target("sim-http", ["--port", "0", "--delay", "const:0", "--max-seconds", "600"]) as target:
         result = measure(target.url, args.requests, args.rounds)
     print_table(result)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
-    print(f"wrote {args.out}")
+    print(f"written to {write_json(args.out, result)}")
     return 0
 
 

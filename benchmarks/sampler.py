@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from listeners.sources import SourceError, parse_source
+from swarmgauge.files import write_json
 from targets.launch import launch_target
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "sampler.json"
@@ -121,9 +122,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{per_interval_us / 1000:.2f} ms CPU per interval = {share:.3f} % of a core (target < 1 %)")
     result = {"interval_s": args.interval, "cases": cases, "five_sources_cpu_ms_per_interval": per_interval_us / 1000,
               "five_sources_core_percent": share, "target_core_percent": 1.0}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"written to {args.out}")
+    print(f"written to {write_json(args.out, result, indent=1)}")
     return 0
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import platform
 import shutil
@@ -30,6 +29,7 @@ from typing import Any
 import psutil
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
+from swarmgauge.files import write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "scaling.json"
@@ -220,9 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmarks.scaling: {exc}", file=sys.stderr)
         return 2
     print_table(result)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
-    print(f"wrote {args.out}")
+    print(f"written to {write_json(args.out, result)}")
     return 0
 
 

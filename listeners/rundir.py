@@ -13,17 +13,17 @@ import csv
 import io
 import json
 import logging
-import os
 import platform
 import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from locust import events
 from locust.runners import WorkerRunner
+
+from swarmgauge.files import write_atomic
 
 logger = logging.getLogger("swarmgauge.rundir")
 
@@ -142,24 +142,6 @@ def run_dir(environment: Any) -> Path | None:
     path = Path(value)
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write through a temp file in the same folder and ``os.replace`` it, so readers see all or nothing."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(raw)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _info(environment: Any) -> dict[str, Any]:

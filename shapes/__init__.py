@@ -48,35 +48,33 @@ class StepRamp(SwarmShape):
     spawn_rate: ClassVar[float | None] = None
 
 
-class Soak(SwarmShape):
+class _OpenKnobs:
+    """The class attributes of the shapes that may run an open model (``plan_keys`` names which a shape reads)."""
+
+    rate: ClassVar[float | None] = None
+    duration: ClassVar[Any] = None
+    max_users: ClassVar[int | None] = None
+    drop_after: ClassVar[Any] = None
+    warmup: ClassVar[Any] = None
+    user_classes: ClassVar[list[str] | None] = None
+    slos: ClassVar[list[str] | None] = None
+
+
+class Soak(_OpenKnobs, SwarmShape):
     """A fixed number of users, or a fixed rate, for a long duration (the reference soaks: 30 min, 1 h)."""
 
     kind = "soak"
     plan_keys = ("users",) + _OPEN_KEYS
     users: ClassVar[int | None] = None
-    rate: ClassVar[float | None] = None
-    duration: ClassVar[Any] = None
-    max_users: ClassVar[int | None] = None
-    drop_after: ClassVar[Any] = None
-    warmup: ClassVar[Any] = None
-    user_classes: ClassVar[list[str] | None] = None
-    slos: ClassVar[list[str] | None] = None
 
 
-class ArrivalRate(SwarmShape):
+class ArrivalRate(_OpenKnobs, SwarmShape):
     """Open model: iterations per second independent of response times, capped at ``max_users`` concurrent."""
 
     kind = "arrival_rate"
     plan_keys = _OPEN_KEYS + ("rates", "step_time")
-    rate: ClassVar[float | None] = None
     rates: ClassVar[list[float] | None] = None
     step_time: ClassVar[Any] = None
-    duration: ClassVar[Any] = None
-    max_users: ClassVar[int | None] = None
-    drop_after: ClassVar[Any] = None
-    warmup: ClassVar[Any] = None
-    user_classes: ClassVar[list[str] | None] = None
-    slos: ClassVar[list[str] | None] = None
 
 
 class Burst(ArrivalRate):

@@ -24,6 +24,7 @@ import threading
 from pathlib import Path
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
+from swarmgauge.files import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -167,13 +168,6 @@ class PostgresCluster:
 
 
 
-def write_private(path: Path, text: str) -> None:
-    """Write a file only its owner can read: DSNs with passwords go to other processes this way, never to logs."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-
-
 def main(argv: list[str]) -> int:
     """``swarmgauge target postgres``: start a cluster, print its redacted DSN and a 0600 file with the real one."""
     parser = argparse.ArgumentParser(prog="swarmgauge target postgres", description=__doc__.splitlines()[0])
@@ -194,7 +188,7 @@ def main(argv: list[str]) -> int:
         signal.signal(signum, lambda *_: stop.set())
     try:
         dsn_file = Path(args.dsn_file) if args.dsn_file else cluster.root / "dsn"
-        write_private(dsn_file, cluster.dsn + "\n")
+        write_atomic(dsn_file, cluster.dsn + "\n")  # mode 0600: the DSN holds the password
         print(f"ready {cluster.redacted_dsn}", flush=True)
         print(f"dsn-file {dsn_file}", flush=True)
         stop.wait(args.max_seconds or None)

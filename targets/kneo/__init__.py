@@ -19,7 +19,8 @@ from pathlib import Path
 from swarmgauge.errors import SwarmgaugeError
 from targets.kneo.service import ECHO_SPEC, ECHO_SPEC_NAME, KneoService, KneoStartError
 from targets.kneo.venv import NoSuitablePython, VenvBuildError, ensure_venv, find_python, prepare
-from targets.postgres import redact_dsn, write_private
+from swarmgauge.files import write_atomic
+from targets.postgres import redact_dsn
 
 __all__ = ["ECHO_SPEC", "ECHO_SPEC_NAME", "KneoService", "KneoStartError", "NoSuitablePython", "VenvBuildError",
            "ensure_venv", "find_python", "main"]
@@ -81,7 +82,7 @@ def main(argv: list[str]) -> int:
             print(f"ready {url}", flush=True)
         print(f"store {redact_dsn(service.store_locator)}", flush=True)
         store_file = service.workdir / "store"
-        write_private(store_file, service.store_locator + "\n")
+        write_atomic(store_file, service.store_locator + "\n")  # mode 0600: a DSN holds the password
         print(f"store-file {store_file}", flush=True)
         print(f"pids {' '.join(map(str, service.pids))}", flush=True)
         stop.wait(args.max_seconds or None)

@@ -1,13 +1,11 @@
-"""The run directory: atomic writes, secrets redacted everywhere, and run.json recording how the run ended."""
+"""The run directory: secrets redacted everywhere, and run.json recording how the run ended (the atomic writes are
+tested in tests/swarmgauge/test_files.py)."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from types import SimpleNamespace
-
-import pytest
 
 from listeners import rundir
 from tests.listeners.sim_run import run_local, sim_target
@@ -27,28 +25,6 @@ def _options(parser):
     parser.add_argument("--sim-token", default="", is_secret=True, env_var="SIM_TOKEN", help="a secret")
     parser.add_argument("--sim-dsn", default="", help="a DSN whose password must not show")
 '''
-
-
-def test_write_atomic_replaces_the_whole_file(tmp_path):
-    target = tmp_path / "deep" / "run.json"
-    rundir.write_atomic(target, "first")
-    rundir.write_atomic(target, b"second")
-    assert target.read_text() == "second"
-    assert sorted(p.name for p in target.parent.iterdir()) == ["run.json"]
-
-
-def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path, monkeypatch):
-    target = tmp_path / "steps.csv"
-    rundir.write_atomic(target, "complete old content\n")
-
-    def disk_full(_fd):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "fsync", disk_full)
-    with pytest.raises(OSError):
-        rundir.write_atomic(target, "half of the new cont")
-    assert target.read_text() == "complete old content\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["steps.csv"]
 
 
 def test_redact_hides_secret_values_url_passwords_and_key_value_pairs():

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from targets.kneo import KneoService
-from targets.postgres import PostgresCluster, write_private
+from swarmgauge.files import write_atomic
+from targets.postgres import PostgresCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUST = str(Path(sys.executable).parent / "locust")
@@ -92,7 +93,7 @@ def test_postgres_queued_run_with_auth_reconciles_and_never_shows_the_key_or_pas
     key = f"key-{uuid.uuid4().hex}"
     with KneoService(store="postgres", dsn=dsn, api_keys=[f"loader:{key}:operator"]) as service:
         store_file = tmp_path / "store"
-        write_private(store_file, dsn + "\n")
+        write_atomic(store_file, dsn + "\n")
         run_dir = tmp_path / "run"
         proc = run_locust(run_dir, "--host", service.url, "--kneo-mode", "queued", "--kneo-store-file",
                           str(store_file), "--kneo-api-key", key, users="4")
