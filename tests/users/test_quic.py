@@ -256,3 +256,16 @@ def test_response_cap_is_exact():
         driver.request(b"3001", timeout=5)
     assert driver.request(b"10", timeout=5) == b"x" * 10
     driver.close()
+
+
+@pytest.mark.parametrize("listen, client_host", [("::1", "::1"), ("127.0.0.1", "localhost")])
+def test_an_ipv6_literal_and_a_name_both_reach_the_reference_server(listen, client_host):
+    """Address literals skip the resolver (a thread hand-off per fresh connection); names still go through it."""
+    from targets.launch import launch_target
+
+    with launch_target("mark", ["--host", listen, "--port", "0"]) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        driver = QuicDriver(client_host, port, client_configuration(insecure=True, server_name="localhost"))
+        driver.connect(timeout=10)
+        assert driver.request(b"FETCH /index.md\n", timeout=10)
+        driver.close()
