@@ -1,6 +1,6 @@
 """Generator CPU per Mark FETCH: MarkUser under Locust, aioquic's asyncio client, and aioquic alone in memory.
 
-``python -m benchmarks.mark_client [--duration 10] [--warmup 2] [--users 1,16] [--corpus 300]
+``python -m benchmarks.mark_client [--duration 10] [--warmup 2] [--users 1,16] [--corpus 300] [--rounds 3]
 [--profiler py-spy|cprofile|none] [--out benchmarks/results/mark_client.json]``
 
 One reference server (``swarmgauge target mark``, clock pinned so its bytes are reproducible) serves every case.
@@ -14,7 +14,9 @@ CPU (user+sys), completed FETCHes and latencies over the steady window only, aft
   client-side calls are timed (``thread_time``); the server answers with the bytes the reference server sends,
   built with ``targets.mark.handler.Handler`` (the asyncio case checks every answer of the real server against them).
 
-One more locust pooled run (at the largest user count) is profiled over its window, with py-spy when it is
+The cases run ``--rounds`` times, interleaved (all cases once, then all again), and each case reports its median
+round with every round's figure beside it: the machines these run on are shared, and a neighbour's burst during
+one case would otherwise skew a ratio. One more locust pooled run (at the largest user count) is profiled over its window, with py-spy when it is
 installed (sampling from outside, native frames included) or else cProfile on the CPU clock, and summarised by
 function and by part (aioquic, swarmgauge, Locust, gevent, syscalls). The cases themselves live in
 ``benchmarks/mark_client_cases.py``. Figures only: nothing here asserts on time.
@@ -67,6 +69,12 @@ def run_case(opts: argparse.Namespace, url: str, server_pid: int, client: str, p
             **json.loads(lines[-1][len("RESULT "):])}
 
 
+def median_round(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The round with the median CPU per FETCH, with every round's figure beside it (this machine is shared)."""
+    ordered = sorted(results, key=lambda result: result["cpu_us_per_fetch"])
+    return {**ordered[(len(ordered) - 1) // 2], "rounds_cpu_us_per_fetch": [r["cpu_us_per_fetch"] for r in results]}
+
+
 def ratios(cases: list[dict[str, Any]]) -> dict[str, Any]:
     def cpu(client: str, policy: str, users: int | None) -> float | None:
         for case in cases:
@@ -106,6 +114,11 @@ def render(doc: dict[str, Any]) -> str:
                  f"{c['cpu_use'] * 100:.0f} %", f"{c['sys_share'] * 100:.0f} %", c["p50_ms"], c["p99_ms"], c["server_cpu_us_per_fetch"], c["failures"])
         lines.append("| " + " | ".join(_cell(v) for v in cells) + " |")
     lines.append("")
+    if any(len(c.get("rounds_cpu_us_per_fetch", [])) > 1 for c in doc["cases"]):
+        lines += ["CPU µs/FETCH in each round (the table shows the median round):"]
+        lines += [f"  {c['client']}/{c['connection']}/{c['users']}: "
+                  + ", ".join(f"{v:g}" for v in c["rounds_cpu_us_per_fetch"]) for c in doc["cases"]]
+        lines.append("")
     for key, value in doc["ratios"].items():
         goal = next((f" (goal {'≤' if g == 1.6 else '<'} {g})" for k, g in GOALS.items()
                      if key.startswith(k)), "")
@@ -137,6 +150,8 @@ def parse_options(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds before the window (handshakes, JIT-free)")
     parser.add_argument("--users", default="1,16", help="user counts for the locust and asyncio cases")
     parser.add_argument("--corpus", type=int, default=300, help="documents the reference server is seeded with")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of every case, interleaved; each case reports its median round")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON file to write")
     parser.add_argument("--profiler", choices=PROFILERS, default="", help="default: py-spy if installed, else cprofile")
     parser.add_argument("--child", choices=CLIENTS, help=argparse.SUPPRESS)
@@ -146,8 +161,8 @@ def parse_options(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile-case", choices=PROFILERS[:2], help=argparse.SUPPRESS)
     opts = parser.parse_args(argv)
     opts.user_counts = _users(opts.users)
-    if not opts.duration > 0 or opts.warmup < 0 or opts.corpus < 1:
-        raise UsageError("--duration must be > 0, --warmup >= 0 and --corpus >= 1")
+    if not opts.duration > 0 or opts.warmup < 0 or opts.corpus < 1 or opts.rounds < 1:
+        raise UsageError("--duration must be > 0, --warmup >= 0, --corpus >= 1 and --rounds >= 1")
     if opts.child:
         opts.users = opts.user_counts[0]
     elif not opts.profiler:
@@ -171,14 +186,18 @@ def main(argv: list[str] | None = None) -> int:
     from targets.launch import launch_target
 
     server = launch_target("mark", ["--port", "0", "--seed-corpus", str(opts.corpus), "--clock", CLOCK])
-    cases, profile = [], None
+    plan = [(client, policy, users) for client in CLIENTS for policy in POLICIES
+            for users in ([1] if client == "memory" else opts.user_counts)]
+    rounds: dict[tuple[str, str, int], list[dict[str, Any]]] = {case: [] for case in plan}
+    profile = None
     try:
-        for client in CLIENTS:
-            for policy in POLICIES:
-                for users in ([1] if client == "memory" else opts.user_counts):
-                    cases.append(run_case(opts, server.url, server.pid, client, policy, users))
-                    print(f"{client}/{policy}/{users}: {cases[-1]['cpu_us_per_fetch']} µs CPU per FETCH",
-                          file=sys.stderr, flush=True)
+        for round_index in range(opts.rounds):
+            for client, policy, users in plan:
+                result = run_case(opts, server.url, server.pid, client, policy, users)
+                rounds[(client, policy, users)].append(result)
+                print(f"round {round_index + 1}/{opts.rounds} {client}/{policy}/{users}: "
+                      f"{result['cpu_us_per_fetch']} µs CPU per FETCH", file=sys.stderr, flush=True)
+        cases = [median_round(rounds[case]) for case in plan]
         if opts.profiler != "none":
             profile = run_case(opts, server.url, server.pid, "locust", "pooled", opts.user_counts[-1], opts.profiler)
     except BenchmarkError as exc:
@@ -188,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
     doc = {"benchmark": "mark_client", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "settings": {"duration_s": opts.duration, "warmup_s": opts.warmup, "users": opts.user_counts,
+                        "rounds": opts.rounds,
                         "corpus": opts.corpus, "server_clock": CLOCK},
            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                        **{name: _metadata.version(name) for name in ("aioquic", "locust", "gevent")}},

@@ -19,7 +19,7 @@ CASE_FIELDS = {"client", "connection", "users", "requests", "failures", "seconds
 def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
     out = tmp_path / "mark_client.json"
     code = mark_client.main(["--duration", "1", "--warmup", "0.3", "--users", "2", "--corpus", "12",
-                             "--profiler", "cprofile", "--out", str(out)])
+                             "--rounds", "1", "--profiler", "cprofile", "--out", str(out)])
     printed = capsys.readouterr().out
     assert code == 0
     assert printed.splitlines()[0] == "| " + " | ".join(mark_client.HEADER) + " |"
@@ -45,11 +45,20 @@ def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
     assert doc["settings"]["users"] == [2] and doc["machine"]["cpus"] >= 1 and doc["goals"]
 
 
-@pytest.mark.parametrize("argv", [["--users", "0"], ["--users", "one"], ["--duration", "0"], ["--corpus", "0"]])
+@pytest.mark.parametrize("argv", [["--users", "0"], ["--users", "one"], ["--duration", "0"], ["--corpus", "0"],
+                                  ["--rounds", "0"]])
 def test_bad_options_are_refused_in_one_line(argv, capsys):
     assert mark_client.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("mark_client: ")
+
+
+def test_each_case_reports_its_median_round_with_every_round_beside_it():
+    rounds = [{"cpu_us_per_fetch": 590.0, "p50_ms": 1.2}, {"cpu_us_per_fetch": 430.0, "p50_ms": 0.9},
+              {"cpu_us_per_fetch": 445.0, "p50_ms": 0.8}]
+    chosen = mark_client.median_round(rounds)
+    assert chosen["cpu_us_per_fetch"] == 445.0 and chosen["p50_ms"] == 0.8
+    assert chosen["rounds_cpu_us_per_fetch"] == [590.0, 430.0, 445.0]
 
 
 def test_percentile_is_nearest_rank():
