@@ -30,6 +30,7 @@ import psutil
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.files import write_json
+from targets.launch import stop_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "scaling.json"
@@ -141,15 +142,7 @@ def run_distributed(url: str, workers: int, users: int, seconds: int, run_dir: P
     try:
         stdout, stderr = master.communicate(timeout=seconds + 120)
     finally:
-        for process in [master, *children]:
-            if process.poll() is None:
-                process.terminate()
-        for process in [master, *children]:
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(10)
+        stop_processes([master, *children], grace=15)
     return subprocess.CompletedProcess(master.args, master.returncode, stdout, stderr)
 
 

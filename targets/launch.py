@@ -56,17 +56,27 @@ class TargetProcess:
 
     def stop(self, timeout: float = 10.0) -> int | None:
         """SIGTERM, then SIGKILL after ``timeout``; returns the exit status."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout)
+        stop_processes([self.process], grace=timeout, kill_wait=timeout)
         if self.process.stdout is not None:
             self.process.stdout.close()
         self._log.close()
         return self.process.returncode
+
+
+def stop_processes(processes: list[subprocess.Popen], *, grace: float = 15.0, kill_wait: float = 10.0) -> None:
+    """Stop the children still running: SIGTERM to all, then up to ``grace`` s each before SIGKILL.
+
+    ``grace=0`` kills at once, for a caller that has already read what it needs from them.
+    """
+    running = [process for process in processes if process.poll() is None]
+    for process in running:
+        process.terminate() if grace > 0 else process.kill()
+    for process in running:
+        try:
+            process.wait(timeout=grace if grace > 0 else kill_wait)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=kill_wait)
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 
-from targets.launch import launch_target
+from targets.launch import launch_target, stop_processes
 from tests.deploy.compose_local import (ComposeInterpolationError, interpolate, load_compose, option_value, resolve,
                                         with_option)
 from tests.deploy.test_manifests import compose_schema
@@ -68,10 +68,7 @@ def _run(document: dict, shell: dict[str, str], tmp_path: Path) -> tuple[subproc
         for process in workers:
             process.wait(timeout=30)
     finally:
-        for process in [master_process, *workers]:
-            if process.poll() is None:
-                process.kill()
-                process.wait(timeout=10)
+        stop_processes([master_process, *workers], grace=0)
     result = subprocess.CompletedProcess(master_process.args, master_process.returncode, stdout, stderr)
     return result, [json.loads(p.read_text()) for p in sorted(tallies.glob("worker-*.json"))]
 

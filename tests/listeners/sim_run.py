@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from targets.launch import TargetProcess, launch_target
+from targets.launch import TargetProcess, launch_target, stop_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM_LOCUSTFILE = Path(__file__).resolve().parent / "sim_locustfile.py"
@@ -85,15 +85,7 @@ def run_distributed(host: str, *args: str, workers: int = 2, locustfile: Path | 
     try:
         stdout, stderr = master.communicate(timeout=timeout)
     finally:
-        for process in [master, *worker_processes]:
-            if process.poll() is None:
-                process.terminate()
-        for process in [master, *worker_processes]:
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+        stop_processes([master, *worker_processes], grace=15)
     return subprocess.CompletedProcess(master.args, master.returncode, stdout, stderr)
 
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from listeners.workers import WorkerLossWatcher
+from targets.launch import stop_processes
 from tests.listeners.sim_run import ROOT, free_port, locust_command, read_steps, sim_target
 
 LOCUSTFILE = Path(__file__).resolve().parent / "workers_locustfile.py"
@@ -97,10 +98,7 @@ def test_sigkill_of_a_worker_mid_step_loses_nothing_it_reported(tmp_path: Path):
             stdout, stderr = master.communicate(timeout=RUN_SECONDS)
             survivor.wait(timeout=30)
         finally:
-            for process in [master, *workers]:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait(timeout=10)
+            stop_processes([master, *workers], grace=0)
         records = target.records()
 
     assert master.returncode in (0, 3), stderr[-3000:]
