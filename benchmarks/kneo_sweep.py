@@ -110,8 +110,8 @@ def run_point(service: Any, run_dir: Path, mode: str, users: list[int], step_tim
 
 
 def sweep_store(store: str, args: argparse.Namespace, out: Path) -> list[dict[str, Any]]:
-    from targets.kneo import KneoService
-    from targets.postgres import PostgresCluster
+    from swarmgauge.targets.kneo import KneoService
+    from swarmgauge.targets.postgres import PostgresCluster
 
     cluster = PostgresCluster().start() if store == "postgres" else None
     rows: list[dict[str, Any]] = []
@@ -138,7 +138,7 @@ def sweep_store(store: str, args: argparse.Namespace, out: Path) -> list[dict[st
 
 
 def _seconds(value: str) -> float:
-    from shapes.plan import parse_duration
+    from swarmgauge.shapes.plan import parse_duration
 
     return parse_duration(value, "--step-time")
 
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.users or any(s not in ("sqlite", "postgres") for s in stores):
         print("kneo_sweep: --stores takes sqlite and/or postgres, --users a list of counts", file=sys.stderr)
         return 2
-    from targets.kneo import NoSuitablePython, find_python
+    from swarmgauge.targets.kneo import NoSuitablePython, find_python
 
     try:
         find_python()

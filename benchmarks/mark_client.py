@@ -54,7 +54,7 @@ def run_case(opts: argparse.Namespace, url: str, server_pid: int, client: str, p
     command = [sys.executable, "-m", "benchmarks.mark_client", "--child", client, "--policy", policy,
                "--users", str(users), "--url", url, "--server-pid", str(server_pid), "--duration",
                str(opts.duration), "--warmup", str(opts.warmup), "--corpus", str(opts.corpus)]
-    from targets.launch import child_env
+    from swarmgauge.targets.launch import child_env
 
     try:
         done = subprocess.run(command + (["--profile-case", profiler] if profiler else []), capture_output=True, text=True,
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         window = cases.Window(opts.server_pid if opts.child != "memory" else None)
         print("RESULT " + json.dumps(runner(opts, window)), flush=True)
         return 0
-    from targets.launch import launch_target
+    from swarmgauge.targets.launch import launch_target
 
     server = launch_target("mark", ["--port", "0", "--seed-corpus", str(opts.corpus), "--clock", CLOCK])
     plan = [(client, policy, users) for client in CLIENTS for policy in POLICIES

@@ -35,10 +35,10 @@ def reference_pairs(count: int) -> dict[str, tuple[bytes, bytes]]:
     """Per corpus path: the FETCH bytes MarkClient sends and the exact bytes the reference server answers."""
     from datetime import datetime
 
-    from protocols.mark import encode_request
-    from targets.mark.handler import Handler
-    from targets.mark.seed import corpus, corpus_paths, seed_store
-    from targets.mark.store import Store
+    from swarmgauge.protocols.mark import encode_request
+    from swarmgauge.targets.mark.handler import Handler
+    from swarmgauge.targets.mark.seed import corpus, corpus_paths, seed_store
+    from swarmgauge.targets.mark.store import Store
 
     moment = datetime.fromisoformat(CLOCK.replace("Z", "+00:00"))
     store = Store()
@@ -111,7 +111,7 @@ def run_locust(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
     import gevent
     from locust.env import Environment
 
-    from locustfiles.demarkus_reads import FetchUser, FreshFetchUser
+    from swarmgauge.locustfiles.demarkus_reads import FetchUser, FreshFetchUser
 
     parsed = argparse.Namespace(host=opts.url, mark_insecure=True, mark_connection="", mark_timeout=10.0,
                                 mark_corpus=opts.corpus)
@@ -304,7 +304,7 @@ def run_asyncio(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
 
 # -- (c) aioquic alone, in memory ------------------------------------------------------------------------------
 def run_memory(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
-    from protocols.mark import encode_request, parse_response
+    from swarmgauge.protocols.mark import encode_request, parse_response
 
     from benchmarks.mark_memory import MemoryExchange
 

@@ -30,9 +30,9 @@ class MemoryExchange:
         from aioquic.quic.connection import QuicConnection
         from aioquic.quic.packet import pull_quic_header
 
-        from protocols.quic_acks import ack_with_next_packet, delay_acks
-        from targets.mark.server import ServerSettings, limit_streams, server_configuration
-        from targets.mark.tls import dev_certificate
+        from swarmgauge.protocols.quic_acks import ack_with_next_packet, delay_acks
+        from swarmgauge.targets.mark.server import ServerSettings, limit_streams, server_configuration
+        from swarmgauge.targets.mark.tls import dev_certificate
 
         self._connection_class, self._events, self._limit_streams = QuicConnection, events, limit_streams
         self._delay_acks, self._ack_with_next_packet = delay_acks, ack_with_next_packet

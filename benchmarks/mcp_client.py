@@ -56,9 +56,9 @@ def _locust_case(case: str, url: str, warmup: float, duration: float) -> dict[st
     from locust import FastHttpUser, HttpUser, task
     from locust.env import Environment
 
-    from targets.mcp_gateway import gateway_base_url
-    from users.mcp import MCPUser
-    from users.mcp_client import MCPClient
+    from swarmgauge.targets.mcp_gateway import gateway_base_url
+    from swarmgauge.users.mcp import MCPUser
+    from swarmgauge.users.mcp_client import MCPClient
 
     base = gateway_base_url(url)
     arguments = {"url": DOC}
@@ -143,7 +143,7 @@ def child_main(case: str, url: str, warmup: float, duration: float) -> int:
 
 # -- orchestration ----------------------------------------------------------------------------------------------
 def run_case(case: str, url: str, warmup: float, duration: float) -> dict[str, Any]:
-    from targets.launch import child_env
+    from swarmgauge.targets.launch import child_env
 
     command = [sys.executable, "-m", "benchmarks.mcp_client", "--child", case, "--url", url, "--warmup",
                str(warmup), "--duration", str(duration)]
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"mcp_client: {exc}", file=sys.stderr)
         return 2
-    from targets.mcp_gateway import launch
+    from swarmgauge.targets.mcp_gateway import launch
 
     gateway = launch(["--json-response"] if opts.mode == "json" else [])
     try:

@@ -34,11 +34,11 @@ from locust.contrib.fasthttp import FastHttpSession
 from locust.env import Environment
 from locust.event import Events
 
-from listeners import steps
-from listeners.step_stats import StepMerge
-from shapes.open_model import TicketScheduler
+from swarmgauge.listeners import steps
+from swarmgauge.listeners.step_stats import StepMerge
+from swarmgauge.shapes.open_model import TicketScheduler
 from swarmgauge.files import write_json
-from targets.launch import launch_target
+from swarmgauge.targets.launch import launch_target
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "overhead.json"

@@ -19,9 +19,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from listeners.sources import SourceError, parse_source
+from swarmgauge.listeners.sources import SourceError, parse_source
 from swarmgauge.files import write_json
-from targets.launch import launch_target
+from swarmgauge.targets.launch import launch_target
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "sampler.json"
 GC_LINE = ("gc {n} @{t:.3f}s 1%: 0.018+1.2+0.003 ms clock, 0.14+0.5/1.0/0+0.024 ms cpu, 40->41->20 MB, "

@@ -30,7 +30,7 @@ import psutil
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.files import write_json
-from targets.launch import stop_processes
+from swarmgauge.targets.launch import stop_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "scaling.json"

@@ -8,12 +8,12 @@ import importlib
 import importlib.util
 
 LISTENER_MODULES = (
-    "listeners.rundir",
-    "listeners.steps",
-    "listeners.slo",
-    "listeners.resources",
-    "listeners.webui",
-    "listeners.workers",
+    "swarmgauge.listeners.rundir",
+    "swarmgauge.listeners.steps",
+    "swarmgauge.listeners.slo",
+    "swarmgauge.listeners.resources",
+    "swarmgauge.listeners.webui",
+    "swarmgauge.listeners.workers",
 )
 
 for _name in LISTENER_MODULES:

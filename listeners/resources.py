@@ -24,10 +24,10 @@ import gevent
 from locust import events
 from locust.runners import MasterRunner, WorkerRunner
 
-from listeners.sources import Source, SourceError, parse_source
-from listeners.sources.proc import PsutilSource
-from listeners.sources.trend import Warmup, parse_warmup
-from listeners.sources.verdict import (COLUMNS, GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
+from swarmgauge.listeners.sources import Source, SourceError, parse_source
+from swarmgauge.listeners.sources.proc import PsutilSource
+from swarmgauge.listeners.sources.trend import Warmup, parse_warmup
+from swarmgauge.listeners.sources.verdict import (COLUMNS, GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
                                        WORKING_SET_METRICS, Row, leak_verdict, trends, worst)
 from swarmgauge.errors import UsageError, stop_on_usage_error
 
@@ -85,7 +85,7 @@ def _node_name(environment) -> str:
 
 def _current_step(environment) -> int | None:
     try:
-        from listeners.steps import current_step
+        from swarmgauge.listeners.steps import current_step
     except ImportError:
         return None
     info = current_step(environment)
@@ -224,7 +224,7 @@ SLO_TERMS = {
 
 def _register_slo_terms() -> None:
     try:
-        from listeners.slo import register_metric
+        from swarmgauge.listeners.slo import register_metric
     except ImportError:
         log.debug("listeners.slo is not installed: resource SLO terms are not registered")
         return
@@ -289,7 +289,7 @@ def _on_quitting(environment, **_kwargs) -> None:
 
 def _write_outputs(environment, sampler: ResourceSampler, status: str | None, text: str) -> None:
     try:
-        from listeners.rundir import add_run_info, run_dir, write_atomic
+        from swarmgauge.listeners.rundir import add_run_info, run_dir, write_atomic
     except ImportError:
         return
     directory = run_dir(environment)

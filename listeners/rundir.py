@@ -288,7 +288,7 @@ def _on_quitting(environment: Any, **_kwargs: Any) -> None:
     write_run_json(environment, final=True)
     if not getattr(environment.parsed_options, "no_report", False):
         try:
-            from reports.report import render_report
+            from swarmgauge.reports.report import render_report
 
             render_report(directory)
             logger.info("report written to %s", directory / "report.md")

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from locust import events
 from locust.runners import WorkerRunner
 
-from listeners import rundir, steps
+from swarmgauge.listeners import rundir, steps
 from swarmgauge.errors import UsageError, stop_on_usage_error
 
 logger = logging.getLogger("swarmgauge.slo")
@@ -147,7 +147,7 @@ def _request_metric(environment: Any, threshold: Threshold, step: int | None) ->
         return float(stats.requests)
     if metric == "failures":
         return float(stats.failures)
-    from listeners.steps_csv import step_durations
+    from swarmgauge.listeners.steps_csv import step_durations
 
     durations = step_durations(steps.step_infos(environment), steps.stopped_at(environment))
     seconds = durations.get(step) if step is not None else sum(d for d in durations.values() if d)

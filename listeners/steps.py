@@ -26,8 +26,8 @@ from locust import events
 from locust.event import EventHook
 from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
 
-from listeners import rundir
-from listeners.step_stats import NameStats, StepMerge, StepRecorder
+from swarmgauge.listeners import rundir
+from swarmgauge.listeners.step_stats import NameStats, StepMerge, StepRecorder
 
 logger = logging.getLogger("swarmgauge.steps")
 
@@ -353,7 +353,7 @@ def finalize(environment: Any) -> StepMerge:
         state.finalized = True
         directory = rundir.run_dir(environment)
         if directory is not None:
-            from listeners.steps_csv import TIMELINE_COLUMNS, step_rows, timeline_rows, write_rows
+            from swarmgauge.listeners.steps_csv import TIMELINE_COLUMNS, step_rows, timeline_rows, write_rows
 
             rows = step_rows(state.merged, step_infos(environment), state.stopped_at, step_counter_names())
             rundir.write_atomic(directory / "steps.csv", write_rows(rows))
@@ -381,7 +381,7 @@ def stopped_at(environment: Any) -> float | None:
 
 def rows_now(environment: Any) -> list[dict[str, Any]]:
     """``steps.csv`` rows from what the master has merged so far, without writing anything."""
-    from listeners.steps_csv import step_rows
+    from swarmgauge.listeners.steps_csv import step_rows
 
     state = _state(environment)
     return step_rows(state.merged, step_infos(environment), state.stopped_at or time.time(), step_counter_names())

@@ -6,7 +6,7 @@ import csv
 import io
 from typing import Any, Iterable
 
-from listeners.step_stats import AGGREGATED, NameStats, StepMerge
+from swarmgauge.listeners.step_stats import AGGREGATED, NameStats, StepMerge
 
 GENERATOR_BOUND_CPU = 90.0
 BASE_COLUMNS = [

@@ -81,8 +81,8 @@ class WorkerLossWatcher:
                 self._record(client.id)
 
     def _step_at(self, wall_time: float | None) -> Any:
-        step_at = _optional("listeners.steps", "step_at")
-        current = _optional("listeners.steps", "current_step")
+        step_at = _optional("swarmgauge.listeners.steps", "step_at")
+        current = _optional("swarmgauge.listeners.steps", "current_step")
         if wall_time is not None and step_at is not None:
             found = step_at(self.environment, wall_time)
             if found is not None:
@@ -110,7 +110,7 @@ class WorkerLossWatcher:
         self._publish()
 
     def _publish(self) -> None:
-        add_run_info = _optional("listeners.rundir", "add_run_info")
+        add_run_info = _optional("swarmgauge.listeners.rundir", "add_run_info")
         if add_run_info is not None:
             add_run_info(self.environment, "lost_workers", list(self.lost))
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from locust import events
 
-import listeners.all  # noqa: F401 - steps, SLOs, run directory, resources
-from users.brain import BrainUser, add_gates, parse_mix, start_embedded_brain
+import swarmgauge.listeners.all  # noqa: F401 - steps, SLOs, run directory, resources
+from swarmgauge.users.brain import BrainUser, add_gates, parse_mix, start_embedded_brain
 
 LEAK_SLO = "rss_delta<50MiB"
 
@@ -28,7 +28,7 @@ def _on_init(environment: Any, **_kwargs: Any) -> None:
     start_embedded_brain(environment)
     add_gates(environment, parse_mix(SequentialSearchUser.mix))
     try:
-        from listeners.slo import add_default_slos
+        from swarmgauge.listeners.slo import add_default_slos
     except ImportError:
         return
     add_default_slos(environment, [LEAK_SLO])

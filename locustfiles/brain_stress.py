@@ -11,8 +11,8 @@ from typing import Any
 
 from locust import events
 
-import listeners.all  # noqa: F401
-from users.brain import BrainUser, add_gates, parse_mix, start_embedded_brain
+import swarmgauge.listeners.all  # noqa: F401
+from swarmgauge.users.brain import BrainUser, add_gates, parse_mix, start_embedded_brain
 
 
 @events.init.add_listener

@@ -17,11 +17,11 @@ from typing import Any
 
 from locust import constant, events, task
 
-import listeners.all  # noqa: F401 - steps, SLOs, run directory
-from shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
-from targets.mark.embedded import CORPUS_SIZE, start_embedded_default
-from targets.mark.seed import TOPICS, corpus_paths
-from users.mark_user import MarkUser
+import swarmgauge.listeners.all  # noqa: F401 - steps, SLOs, run directory
+from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
+from swarmgauge.targets.mark.embedded import CORPUS_SIZE, start_embedded_default
+from swarmgauge.targets.mark.seed import TOPICS, corpus_paths
+from swarmgauge.users.mark_user import MarkUser
 
 
 @events.init.add_listener

@@ -17,11 +17,11 @@ from typing import Any
 
 from locust import constant, constant_throughput, events, task
 
-import listeners.all  # noqa: F401
-from shapes import PlanShape  # noqa: F401
-from targets.mark.embedded import start_embedded_default
-from users.mark import Conflict, MarkError
-from users.mark_user import MarkUser
+import swarmgauge.listeners.all  # noqa: F401
+from swarmgauge.shapes import PlanShape  # noqa: F401
+from swarmgauge.targets.mark.embedded import start_embedded_default
+from swarmgauge.users.mark import Conflict, MarkError
+from swarmgauge.users.mark_user import MarkUser
 
 
 @events.init_command_line_parser.add_listener

@@ -7,8 +7,8 @@ With ``--stop-timeout`` the requests in flight at the end finish and are counted
 
 from locust import FastHttpUser, constant, task
 
-import listeners.all  # noqa: F401
-from shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
+import swarmgauge.listeners.all  # noqa: F401
+from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 
 
 class HttpGetUser(FastHttpUser):

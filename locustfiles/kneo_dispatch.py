@@ -18,10 +18,10 @@ from typing import Any
 from locust import events
 from locust.runners import LocalRunner
 
-import listeners.all  # noqa: F401
-from shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
+import swarmgauge.listeners.all  # noqa: F401
+from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 from swarmgauge.errors import SwarmgaugeError, UsageError
-from users.kneo import KneoUser
+from swarmgauge.users.kneo import KneoUser
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +51,13 @@ class EmbeddedKneo:
         self.cluster: Any = None
 
     def start(self, options: Any) -> Any:
-        from targets.kneo import KneoService
+        from swarmgauge.targets.kneo import KneoService
 
         store = options.kneo_embedded_store
         try:
             dsn = None
             if store == "postgres":
-                from targets.postgres import PostgresCluster
+                from swarmgauge.targets.postgres import PostgresCluster
 
                 self.cluster = PostgresCluster(fsync=False).start()
                 dsn = self.cluster.dsn
@@ -88,7 +88,7 @@ def start_embedded(environment: Any) -> None:
         if environment.runner is not None and not hasattr(environment.runner, "client_id"):
             raise UsageError("a distributed kneo run needs --host (start the service with 'swarmgauge target kneo')")
         return
-    from listeners.resources import add_sample_source
+    from swarmgauge.listeners.resources import add_sample_source
 
     options = environment.parsed_options
     try:

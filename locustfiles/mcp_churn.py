@@ -27,13 +27,13 @@ from typing import Any
 from locust import events, task
 from locust.runners import WorkerRunner
 
-import listeners.all  # noqa: F401 - steps, SLOs, resources, run directory
-import shapes
-from shapes.plan import Plan, build_plan, load_plan_file, parse_duration
+import swarmgauge.listeners.all  # noqa: F401 - steps, SLOs, resources, run directory
+from swarmgauge import shapes
+from swarmgauge.shapes.plan import Plan, build_plan, load_plan_file, parse_duration
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
-from targets.mark.seed import corpus_paths
-from users import mcp as mcp_users
-from users.mark_user import MarkUser
+from swarmgauge.targets.mark.seed import corpus_paths
+from swarmgauge.users import mcp as mcp_users
+from swarmgauge.users.mark_user import MarkUser
 
 log = logging.getLogger(__name__)
 CORPUS = 300
@@ -129,8 +129,8 @@ class EmbeddedGateway:
         self.gateway: Any = None
 
     def start(self, gateway_args: list[str]) -> Any:
-        from targets.launch import launch_target
-        from targets.mcp_gateway import launch
+        from swarmgauge.targets.launch import launch_target
+        from swarmgauge.targets.mcp_gateway import launch
 
         try:
             self.mark = launch_target("mark", ["--port", "0", "--seed-corpus", str(CORPUS)])
@@ -158,7 +158,7 @@ def start_embedded(environment: Any) -> None:
     """No ``--host`` on the master or a local run: start the gateway, point every user at it, sample it."""
     if environment.host or isinstance(environment.runner, WorkerRunner):
         return
-    from listeners.resources import add_sample_source
+    from swarmgauge.listeners.resources import add_sample_source
 
     options = environment.parsed_options
     try:

@@ -34,14 +34,14 @@ import gevent
 from locust import constant, events
 from locust.runners import WorkerRunner
 
-import listeners.all  # noqa: F401 - steps, SLOs, resources, run directory
-import shapes
-from listeners import resources, rundir, slo, steps
-from shapes.open_model import OpenModel, tickets
-from shapes.plan import Plan, build_plan, parse_duration
+import swarmgauge.listeners.all  # noqa: F401 - steps, SLOs, resources, run directory
+from swarmgauge import shapes
+from swarmgauge.listeners import resources, rundir, slo, steps
+from swarmgauge.shapes.open_model import OpenModel, tickets
+from swarmgauge.shapes.plan import Plan, build_plan, parse_duration
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
-from targets.embedded import start_embedded
-from users import mdk
+from swarmgauge.targets.embedded import start_embedded
+from swarmgauge.users import mdk
 
 log = logging.getLogger(__name__)
 RESULT_NAME = "mdk.json"
@@ -182,7 +182,7 @@ def start_target(environment: Any) -> None:
     if _target.url:
         resources.add_sample_source(environment, f"prom:{_target.url.rstrip('/')}/metrics#{','.join(PROM_METRICS)}")
     if _target.root is not None:
-        from targets.mdk.stack import MDKStack
+        from swarmgauge.targets.mdk.stack import MDKStack
 
         for component in MDKStack.attach(_target.root).components:
             resources.add_sample_source(environment, f"psutil:pidfile={_target.root}/pids/{component}.pid")
@@ -192,8 +192,8 @@ def start_target(environment: Any) -> None:
 
 
 def _run_drill(environment: Any) -> None:
-    from targets.mdk.drills import format_result, run_drill
-    from targets.mdk.stack import MDKStack
+    from swarmgauge.targets.mdk.drills import format_result, run_drill
+    from swarmgauge.targets.mdk.stack import MDKStack
 
     options = environment.parsed_options
     gevent.sleep(parse_duration(options.mdk_drill_after, "--mdk-drill-after"))
@@ -313,7 +313,7 @@ def write_results(environment: Any) -> None:
     if directory is None:
         return
     if _target.drill_results:
-        from targets.mdk.drills import save_results
+        from swarmgauge.targets.mdk.drills import save_results
 
         save_results(directory / DRILLS_NAME, _target.drill_results)
     rundir.write_atomic(directory / RESULT_NAME, json.dumps(result_doc(environment), indent=1, default=str))

@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from protocols.goyaml import YamlMapError, decode_map, encode_map, yaml_scalar
+from swarmgauge.protocols.goyaml import YamlMapError, decode_map, encode_map, yaml_scalar
 
 __all__ = [
     "MarkParseError", "MAX_REQUEST_LINE", "MAX_METADATA", "MAX_BODY", "MAX_RESPONSE", "MAX_PATH", "VERBS", "STATUSES",

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from protocols.sse import SSEDecoder, SSEError
+from swarmgauge.protocols.sse import SSEDecoder, SSEError
 from swarmgauge.errors import SwarmgaugeError, UsageError
 
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")

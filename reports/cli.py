@@ -15,7 +15,7 @@ def main(argv: list[str]) -> int:
     if not run_dir.is_dir():
         print(f"swarmgauge report: {run_dir} is not a directory", file=sys.stderr)
         return 2
-    from reports.report import render_report
+    from swarmgauge.reports.report import render_report
 
     render_report(run_dir)
     print(f"wrote {run_dir / 'report.md'} and {run_dir / 'report.html'}")

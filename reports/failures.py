@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from reports.sections import Section
+from swarmgauge.reports.sections import Section
 
 _CLASS = re.compile(r"^([A-Za-z_][\w.]*)\(")
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from reports.sections import Section
+from swarmgauge.reports.sections import Section
 
 RESULT_NAME = "kneo.json"
 BACKLOG_METRICS = ("kneo_runs_queued", "kneo_runs_running", "kneo_worker_count")

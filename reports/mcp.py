@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from reports.sections import Section
+from swarmgauge.reports.sections import Section
 
 LIVE_GAUGE = "mcp_gateway_sessions_live"
 MEMORY_METRICS = ("working_set_bytes", "uss_bytes", "rss_bytes")

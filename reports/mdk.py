@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from reports.sections import Section
+from swarmgauge.reports.sections import Section
 
 RESULT_NAME = "mdk.json"
 DRILLS_NAME = "mdk_drills.json"

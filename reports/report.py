@@ -20,13 +20,13 @@ from typing import Any
 
 import pandas as pd
 
-from listeners.rundir import write_atomic
-from reports.sections import Section
+from swarmgauge.listeners.rundir import write_atomic
+from swarmgauge.reports.sections import Section
 
 logger = logging.getLogger("swarmgauge.report")
 
-SECTION_MODULES = ("reports.resources", "reports.failures", "reports.mcp", "reports.kneo", "reports.mdk",
-                   "reports.workers")
+SECTION_MODULES = ("swarmgauge.reports.resources", "swarmgauge.reports.failures", "swarmgauge.reports.mcp", "swarmgauge.reports.kneo", "swarmgauge.reports.mdk",
+                   "swarmgauge.reports.workers")
 KNEE_GAIN = 0.10
 STYLE = ("<style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:1em 0}"
          "th,td{border:1px solid #ccc;padding:4px 10px;text-align:right}th{background:#f3f3f3}"
@@ -128,7 +128,7 @@ def generator_bound_sentence(steps: pd.DataFrame) -> str | None:
 
 def _plots(run_dir: Path, steps: pd.DataFrame | None) -> list[tuple[str, str, bytes]]:
     """(file name, caption, PNG) for each plot there is data for; the files are written into the run dir."""
-    from reports.plots import latency_over_time, throughput_vs_users
+    from swarmgauge.reports.plots import latency_over_time, throughput_vs_users
 
     found: list[tuple[str, str, bytes | None]] = []
     if steps is not None:

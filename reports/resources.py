@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from listeners.sources import MIB
-from listeners.sources.trend import parse_warmup
-from listeners.sources.verdict import (GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
+from swarmgauge.listeners.sources import MIB
+from swarmgauge.listeners.sources.trend import parse_warmup
+from swarmgauge.listeners.sources.verdict import (GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
                                        WORKING_SET_METRICS, Row, leak_verdict, trends)
-from reports.sections import Section
+from swarmgauge.reports.sections import Section
 
 MEMORY_METRICS = (*HEAP_METRICS, *WORKING_SET_METRICS, *RSS_METRICS)
 TABLE_ROWS = 12

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from reports.sections import Section
+from swarmgauge.reports.sections import Section
 
 
 def _clock(epoch: Any, started: Any) -> str:

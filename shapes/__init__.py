@@ -2,7 +2,7 @@
 
 Import the one shape you want into your locustfile (Locust runs every shape class it finds there)::
 
-    from shapes import PlanShape          # --plan shapes/plans/demarkus-reads.yaml, or --steps 1,4,16 --step-time 30s
+    from swarmgauge.shapes import PlanShape          # --plan shapes/plans/demarkus-reads.yaml, or --steps 1,4,16 --step-time 30s
 
 or subclass one with class attributes::
 
@@ -24,9 +24,9 @@ from typing import Any, ClassVar
 from locust import events
 from locust.runners import WorkerRunner
 
-from shapes import open_model  # noqa: F401 - its step listener runs the ticket scheduler
-from shapes.base import FOREVER, SwarmShape
-from shapes.plan import KINDS, Plan, Stage, build_plan, load_plan_file, plan_from_options
+from swarmgauge.shapes import open_model  # noqa: F401 - its step listener runs the ticket scheduler
+from swarmgauge.shapes.base import FOREVER, SwarmShape
+from swarmgauge.shapes.plan import KINDS, Plan, Stage, build_plan, load_plan_file, plan_from_options
 from swarmgauge.errors import stop_on_usage_error
 
 __all__ = ["StepRamp", "Soak", "ArrivalRate", "Burst", "Churn", "PlanShape", "SwarmShape", "Plan", "Stage",
@@ -143,7 +143,7 @@ def validate_shape(environment: Any) -> None:
         shape.runner = environment.runner
         shape._plan = None
         shape.plan()
-        slo = sys.modules.get("listeners.slo")
+        slo = sys.modules.get("swarmgauge.listeners.slo")
         if slo is not None:
             slo.validate(environment)
 

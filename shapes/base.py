@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 import gevent
 from locust import LoadTestShape
 
-from listeners import steps
-from shapes.plan import Plan, Stage, build_plan, plan_from_options
+from swarmgauge.listeners import steps
+from swarmgauge.shapes.plan import Plan, Stage, build_plan, plan_from_options
 from swarmgauge.errors import UsageError
 
 logger = logging.getLogger("swarmgauge.shapes")

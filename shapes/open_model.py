@@ -27,8 +27,8 @@ from gevent.event import AsyncResult
 from locust import events
 from locust.runners import MasterRunner
 
-from listeners import steps
-from users.recording import set_intended_start
+from swarmgauge.listeners import steps
+from swarmgauge.users.recording import set_intended_start
 
 MAX_TICKET_WAIT = 3600.0
 IDLE_WAIT = 0.5

@@ -12,18 +12,18 @@ import sys
 # subcommand -> module whose main(argv) handles it; "target NAME" and "drill NAME" add one level.
 COMMANDS = {
     "demo": "swarmgauge.demo",
-    "report": "reports.cli",
+    "report": "swarmgauge.reports.cli",
     "mark": "swarmgauge.mark_cli",
-    "drill": "targets.mdk.drills",
+    "drill": "swarmgauge.targets.mdk.drills",
 }
 TARGETS = {
-    "mark": "targets.mark.cli",
-    "mcp": "targets.mcp_gateway",
-    "kneo": "targets.kneo",
-    "postgres": "targets.postgres",
-    "mdk": "targets.mdk.cli",
-    "brain": "targets.brain",
-    "sim-http": "targets.sim_http",
+    "mark": "swarmgauge.targets.mark.cli",
+    "mcp": "swarmgauge.targets.mcp_gateway",
+    "kneo": "swarmgauge.targets.kneo",
+    "postgres": "swarmgauge.targets.postgres",
+    "mdk": "swarmgauge.targets.mdk.cli",
+    "brain": "swarmgauge.targets.brain",
+    "sim-http": "swarmgauge.targets.sim_http",
 }
 
 USAGE = (

@@ -12,7 +12,7 @@ import logging
 import sys
 from urllib.parse import urlsplit
 
-from protocols import mark as codec
+from swarmgauge.protocols import mark as codec
 from swarmgauge.errors import SwarmgaugeError
 
 WRITE_VERBS = {"PUBLISH", "APPEND"}
@@ -68,7 +68,7 @@ def format_response(response: codec.Response) -> bytes:
 
 
 def main(argv: list[str]) -> int:
-    from users.mark import MarkClient  # imported here: `swarmgauge --help` stays light
+    from swarmgauge.users.mark import MarkClient  # imported here: `swarmgauge --help` stays light
 
     logging.getLogger("quic").setLevel(logging.CRITICAL)  # aioquic's own log would add a second stderr line
 

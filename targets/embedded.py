@@ -13,7 +13,7 @@ from typing import Any
 from locust import events
 from locust.runners import WorkerRunner
 
-from targets.launch import TargetProcess, launch_target
+from swarmgauge.targets.launch import TargetProcess, launch_target
 
 log = logging.getLogger(__name__)
 

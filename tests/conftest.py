@@ -7,8 +7,8 @@ anyio, so the patch is done here, first, exactly as the ``locust`` command does 
 import locust  # noqa: F401  (patches the standard library on import)
 import pytest
 
-from targets.kneo import NoSuitablePython, ensure_venv, find_python
-from targets.postgres import PostgresCluster, PostgresError, find_bindir
+from swarmgauge.targets.kneo import NoSuitablePython, ensure_venv, find_python
+from swarmgauge.targets.postgres import PostgresCluster, PostgresError, find_bindir
 
 
 @pytest.fixture(scope="session")

@@ -86,7 +86,7 @@ def gates(mix: dict[str, int]) -> list[str]:
 def add_gates(environment: Any, mix: dict[str, int]) -> None:
     """Check the gates as SLOs (exit 3 when one fails), as the stress tool exits 1."""
     try:
-        from listeners.slo import add_default_slos
+        from swarmgauge.listeners.slo import add_default_slos
     except ImportError:
         return
     add_default_slos(environment, gates(mix))
@@ -96,8 +96,8 @@ def start_embedded_brain(environment: Any) -> None:
     """With no ``--host``: start the brain stand-in (``--brain-embedded-args``) and sample its RSS by pid."""
     import shlex
 
-    from listeners.resources import add_sample_source
-    from targets.embedded import start_embedded
+    from swarmgauge.listeners.resources import add_sample_source
+    from swarmgauge.targets.embedded import start_embedded
 
     extra = shlex.split(environment.parsed_options.brain_embedded_args or "")
     target = start_embedded(environment, "brain", ["--port", "0", *extra], describe="2dph brain stand-in")

@@ -22,7 +22,7 @@ from locust.clients import HttpSession
 from locust.event import EventHook
 from locust.runners import WorkerRunner
 
-from protocols.kneo import (
+from swarmgauge.protocols.kneo import (
     KneoHTTPError,
     KneoUnreachable,
     MalformedResponse,
@@ -36,8 +36,8 @@ from protocols.kneo import (
     run_request,
 )
 from swarmgauge.errors import UsageError, stop_on_usage_error
-from users.kneo_ledger import MISMATCH_TERM, ledger_for, reconcile_run, run_tag, store_locator
-from users.recording import measure, set_intended_start
+from swarmgauge.users.kneo_ledger import MISMATCH_TERM, ledger_for, reconcile_run, run_tag, store_locator
+from swarmgauge.users.recording import measure, set_intended_start
 
 __all__ = ["KneoClient", "KneoUser", "MISMATCH_TERM", "ledger_for", "reconcile_run", "run_tag", "store_locator"]
 RUNS_PATH = "/v1/runs"
@@ -80,7 +80,7 @@ def _add_options(parser: Any) -> None:
 
 def _count_step(environment: Any, name: str) -> None:
     try:
-        from listeners import steps
+        from swarmgauge.listeners import steps
     except ImportError:
         return
     steps.count(environment, name)
@@ -263,7 +263,7 @@ def _on_init(environment: Any, **_: Any) -> None:
     stop_on_usage_error(lambda env: store_locator(env.parsed_options), environment)
     if environment.host and not getattr(options, "kneo_no_gauges", False):
         try:
-            from listeners.resources import add_sample_source
+            from swarmgauge.listeners.resources import add_sample_source
         except ImportError:
             return
         add_sample_source(environment, f"prom:{environment.host.rstrip('/')}/metrics#{','.join(GAUGES)}")

@@ -19,7 +19,7 @@ import gevent
 from locust import events
 from locust.runners import MasterRunner, WorkerRunner
 
-from protocols.kneo import RunLedger
+from swarmgauge.protocols.kneo import RunLedger
 from swarmgauge.errors import UsageError
 
 log = logging.getLogger(__name__)
@@ -71,8 +71,8 @@ def reconcile_run(environment: Any) -> dict[str, Any] | None:
     done = getattr(environment, "_kneo_reconciliation", None)
     if done is not None:
         return done
-    from targets.kneo.store import StoreUnavailable, drain, reconcile, table_lines
-    from targets.postgres import redact_dsn
+    from swarmgauge.targets.kneo.store import StoreUnavailable, drain, reconcile, table_lines
+    from swarmgauge.targets.postgres import redact_dsn
 
     options = environment.parsed_options
     ledger = ledger_for(environment).drain()
@@ -106,7 +106,7 @@ def reconcile_run(environment: Any) -> dict[str, Any] | None:
 
 def _write_result(environment: Any, doc: dict[str, Any]) -> None:
     try:
-        from listeners.rundir import add_run_info, redact, run_dir, write_atomic
+        from swarmgauge.listeners.rundir import add_run_info, redact, run_dir, write_atomic
     except ImportError:
         return
     add_run_info(environment, "kneo", {k: doc.get(k) for k in ("tag", "store", "mismatches", "error")})
@@ -139,8 +139,8 @@ def _on_final_ledger(environment: Any, msg: Any, **_: Any) -> None:
 
 def _register_with_listeners() -> None:
     try:
-        from listeners.slo import register_metric
-        from listeners.steps import before_flush, register_step_counter
+        from swarmgauge.listeners.slo import register_metric
+        from swarmgauge.listeners.steps import before_flush, register_step_counter
     except ImportError:
         return
     register_metric(MISMATCH_TERM, _mismatches)
@@ -166,7 +166,7 @@ def _on_test_start(environment: Any, **_: Any) -> None:
         return
     if store_locator(environment.parsed_options):
         try:
-            from listeners.slo import add_default_slos
+            from swarmgauge.listeners.slo import add_default_slos
         except ImportError:
             return
         add_default_slos(environment, [f"{MISMATCH_TERM}==0"])

@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 
 import gevent.lock
 
-from protocols.mark import SUCCESS_STATUSES, MarkParseError, Response, encode_request, parse_response
+from swarmgauge.protocols.mark import SUCCESS_STATUSES, MarkParseError, Response, encode_request, parse_response
 from swarmgauge.errors import SwarmgaugeError, UsageError
-from users.quic import DEFAULT_MAX_STREAMS, QuicDriver, QuicError, QuicStats, client_configuration
-from users.quic_transport import TransportFactory
+from swarmgauge.users.quic import DEFAULT_MAX_STREAMS, QuicDriver, QuicError, QuicStats, client_configuration
+from swarmgauge.users.quic_transport import TransportFactory
 
 log = logging.getLogger(__name__)
 

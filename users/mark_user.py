@@ -18,11 +18,11 @@ from typing import Any, Callable
 
 from locust import User, events
 
-from protocols.mark import Response
+from swarmgauge.protocols.mark import Response
 from swarmgauge.errors import UsageError
-from users.mark import MarkClient, MarkError
-from users.quic import QuicError, QuicStats
-from users.recording import fire, measure
+from swarmgauge.users.mark import MarkClient, MarkError
+from swarmgauge.users.quic import QuicError, QuicStats
+from swarmgauge.users.recording import fire, measure
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def _add_options(parser: Any) -> None:
 @events.init.add_listener
 def _register_counter(environment: Any, **_kwargs: Any) -> None:
     try:
-        from listeners.steps import register_step_counter
+        from swarmgauge.listeners.steps import register_step_counter
     except ImportError:
         return
     register_step_counter(RECONNECT_COUNTER)
@@ -159,7 +159,7 @@ class MarkUser(User):
             return
         inner.close()
         try:
-            from listeners.steps import count
+            from swarmgauge.listeners.steps import count
         except ImportError:
             return
         count(self.environment, RECONNECT_COUNTER)

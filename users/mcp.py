@@ -16,9 +16,9 @@ from typing import Any, Callable
 import gevent
 from locust import User, events, task
 
-from protocols import mcp as proto
+from swarmgauge.protocols import mcp as proto
 from swarmgauge.errors import UsageError
-from users.mcp_client import MCPClient, MCPUnreachable, _count
+from swarmgauge.users.mcp_client import MCPClient, MCPUnreachable, _count
 
 __all__ = [
     "MCPClient",
@@ -109,7 +109,7 @@ def options_from(parsed: Any) -> MCPOptions:
 @events.init.add_listener
 def _on_init(environment: Any, **_kwargs: Any) -> None:
     try:
-        from listeners import steps
+        from swarmgauge.listeners import steps
     except ImportError:
         steps = None
     register = getattr(steps, "register_step_counter", None)
@@ -171,11 +171,11 @@ def _churn_wait(user: "MCPChurnUser") -> float:
     In a step with a rate (the ``Churn``/``ArrivalRate`` shapes) the tickets come from ``shapes.open_model``;
     otherwise from this class's ``SessionPacer`` at ``--mcp-churn-rate``.
     """
-    from users.recording import set_intended_start
+    from swarmgauge.users.recording import set_intended_start
 
     try:
-        from listeners import steps
-        from shapes import open_model
+        from swarmgauge.listeners import steps
+        from swarmgauge.shapes import open_model
 
         current = steps.current_step(user.environment)
     except ImportError:

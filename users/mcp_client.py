@@ -14,9 +14,9 @@ from typing import Any
 import gevent
 from locust.contrib.fasthttp import FastHttpSession
 
-from protocols import mcp as proto
+from swarmgauge.protocols import mcp as proto
 from swarmgauge.errors import UsageError
-from users.recording import measure
+from swarmgauge.users.recording import measure
 
 REQUEST_TYPE = "MCP"
 READ_CHUNK = 16 * 1024
@@ -42,7 +42,7 @@ def _count(environment: Any, name: str, n: int = 1, at: float | None = None) -> 
     if environment is None:
         return
     try:
-        from listeners import steps
+        from swarmgauge.listeners import steps
     except ImportError:
         return
     counter = getattr(steps, "count", None)

@@ -22,7 +22,7 @@ from geventhttpclient import HTTPClient
 from locust import User, between, events, task
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
-from users.recording import measure
+from swarmgauge.users.recording import measure
 
 REQUEST_TYPE = "MDK"
 ERR_CODE = re.compile(r"ERR_[A-Z0-9_]+")

@@ -31,10 +31,10 @@ from aioquic.quic.events import (
 from aioquic.quic.packet import QuicErrorCode
 from aioquic.tls import AlertDescription
 
-from protocols.quic_acks import ack_with_next_packet, delay_acks
-from users.quic_errors import (ALPNMismatch, ConnectFailed, ConnectionLost, HandshakeTimeout, QuicError,
+from swarmgauge.protocols.quic_acks import ack_with_next_packet, delay_acks
+from swarmgauge.users.quic_errors import (ALPNMismatch, ConnectFailed, ConnectionLost, HandshakeTimeout, QuicError,
                                RequestTimeout, ResponseTooLarge, StreamReset, TLSVerificationFailed)
-from users.quic_transport import DatagramTransport, TransportFactory, UdpTransport
+from swarmgauge.users.quic_transport import DatagramTransport, TransportFactory, UdpTransport
 
 __all__ = ["QuicDriver", "QuicStats", "client_configuration", "QuicError", "ConnectFailed", "HandshakeTimeout",
            "TLSVerificationFailed", "ALPNMismatch", "StreamReset", "RequestTimeout", "ConnectionLost",

@@ -21,7 +21,7 @@ from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
 from aioquic.quic.events import ConnectionTerminated, StreamDataReceived
 
-from protocols.quic_acks import ack_with_next_packet, delay_acks
+from swarmgauge.protocols.quic_acks import ack_with_next_packet, delay_acks
 
 NetworkAddress = tuple
 MAX_DATAGRAMS_PER_DRAIN = 256

@@ -18,12 +18,12 @@ from swarmgauge.errors import SwarmgaugeError, UsageError
 
 # kind -> "module:factory"; factories take the argument after "KIND:" and raise UsageError when it is malformed.
 SOURCE_KINDS = {
-    "psutil": "listeners.sources.proc:PsutilSource.from_spec",
-    "cgroup": "listeners.sources.cgroup:CgroupSource.from_spec",
-    "gctrace": "listeners.sources.gctrace:GctraceSource.from_spec",
-    "pprof": "listeners.sources.goheap:PprofSource.from_spec",
-    "expvar": "listeners.sources.goheap:ExpvarSource.from_spec",
-    "prom": "listeners.sources.prom:PromSource.from_spec",
+    "psutil": "swarmgauge.listeners.sources.proc:PsutilSource.from_spec",
+    "cgroup": "swarmgauge.listeners.sources.cgroup:CgroupSource.from_spec",
+    "gctrace": "swarmgauge.listeners.sources.gctrace:GctraceSource.from_spec",
+    "pprof": "swarmgauge.listeners.sources.goheap:PprofSource.from_spec",
+    "expvar": "swarmgauge.listeners.sources.goheap:ExpvarSource.from_spec",
+    "prom": "swarmgauge.listeners.sources.prom:PromSource.from_spec",
 }
 
 MIB = 1024 * 1024

@@ -17,10 +17,10 @@ import threading
 from pathlib import Path
 
 from swarmgauge.errors import SwarmgaugeError
-from targets.kneo.service import ECHO_SPEC, ECHO_SPEC_NAME, KneoService, KneoStartError
-from targets.kneo.venv import NoSuitablePython, VenvBuildError, ensure_venv, find_python, prepare
+from swarmgauge.targets.kneo.service import ECHO_SPEC, ECHO_SPEC_NAME, KneoService, KneoStartError
+from swarmgauge.targets.kneo.venv import NoSuitablePython, VenvBuildError, ensure_venv, find_python, prepare
 from swarmgauge.files import write_atomic
-from targets.postgres import redact_dsn
+from swarmgauge.targets.postgres import redact_dsn
 
 __all__ = ["ECHO_SPEC", "ECHO_SPEC_NAME", "KneoService", "KneoStartError", "NoSuitablePython", "VenvBuildError",
            "ensure_venv", "find_python", "main"]
@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
     try:
         find_python(args.python)
         if args.store == "postgres" and not dsn:
-            from targets.postgres import PostgresCluster
+            from swarmgauge.targets.postgres import PostgresCluster
 
             cluster = PostgresCluster().start()
             dsn = cluster.dsn

@@ -2,6 +2,6 @@
 
 import sys
 
-from targets.kneo import main
+from swarmgauge.targets.kneo import main
 
 sys.exit(main(sys.argv[1:]))

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
-from targets.kneo.venv import ensure_venv
-from targets.postgres import free_port, redact_dsn
+from swarmgauge.targets.kneo.venv import ensure_venv
+from swarmgauge.targets.postgres import free_port, redact_dsn
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple
 
 from swarmgauge.errors import SwarmgaugeError
-from targets.postgres import redact_dsn
+from swarmgauge.targets.postgres import redact_dsn
 
 TERMINAL = frozenset({"completed", "failed", "cancelled", "timed_out", "expired"})
 QUEUE_FULL_TYPE = "queue_full"

@@ -12,7 +12,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from targets.mark.pacing import TokenBucket
+from swarmgauge.targets.mark.pacing import TokenBucket
 
 
 class BackendTimeout(Exception):

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from targets.mark.render import LookupRow
-from targets.mark.store import Document
+from swarmgauge.targets.mark.render import LookupRow
+from swarmgauge.targets.mark.store import Document
 
 MAX_TERMS = 32
 SNIPPET_BYTES = 200

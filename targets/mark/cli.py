@@ -17,13 +17,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from swarmgauge.errors import UsageError
-from targets.mark import seed
-from targets.mark.auth import TokenStore, parse_tokens_toml, publish_token
-from targets.mark.backend import BackendKnobs, SimulatedBackend
-from targets.mark.handler import Handler
-from targets.mark.server import DEFAULT_PORT, MarkService, ServerSettings, start_server
-from targets.mark.store import Store, StoreError
-from targets.mark.tls import dev_certificate
+from swarmgauge.targets.mark import seed
+from swarmgauge.targets.mark.auth import TokenStore, parse_tokens_toml, publish_token
+from swarmgauge.targets.mark.backend import BackendKnobs, SimulatedBackend
+from swarmgauge.targets.mark.handler import Handler
+from swarmgauge.targets.mark.server import DEFAULT_PORT, MarkService, ServerSettings, start_server
+from swarmgauge.targets.mark.store import Store, StoreError
+from swarmgauge.targets.mark.tls import dev_certificate
 
 log = logging.getLogger("swarmgauge.target.mark")
 PUBLISH_TOKEN_ENV = "SWARMGAUGE_MARK_PUBLISH_TOKEN"

@@ -12,9 +12,9 @@ from typing import Any
 
 from locust import events
 
-from targets.embedded import start_embedded
-from targets.launch import TargetProcess
-from targets.mark.cli import PUBLISH_TOKEN_ENV
+from swarmgauge.targets.embedded import start_embedded
+from swarmgauge.targets.launch import TargetProcess
+from swarmgauge.targets.mark.cli import PUBLISH_TOKEN_ENV
 
 CORPUS_SIZE = 300
 

@@ -10,13 +10,13 @@ import re
 from datetime import datetime
 from typing import Callable
 
-from protocols.mark import (MarkParseError, Request, content_hash, decode_cursor, encode_cursor, encode_response,
+from swarmgauge.protocols.mark import (MarkParseError, Request, content_hash, decode_cursor, encode_cursor, encode_response,
                             error_response as error, etag_of, parse_request)
-from targets.mark import catalog
-from targets.mark.auth import AuthDenied, TokenStore
-from targets.mark.render import DirEntry, list_metadata, list_page, lookup_response, rfc3339, versions_response
-from targets.mark.store import Document, Store, Version, canonical_path, contains_dot_dot
-from targets.mark.writes import WriteHandler
+from swarmgauge.targets.mark import catalog
+from swarmgauge.targets.mark.auth import AuthDenied, TokenStore
+from swarmgauge.targets.mark.render import DirEntry, list_metadata, list_page, lookup_response, rfc3339, versions_response
+from swarmgauge.targets.mark.store import Document, Store, Version, canonical_path, contains_dot_dot
+from swarmgauge.targets.mark.writes import WriteHandler
 
 READ_VERBS = frozenset({"FETCH", "LIST", "VERSIONS", "LOOKUP"})
 WRITE_VERBS = frozenset({"PUBLISH", "APPEND", "ARCHIVE"})

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from urllib.parse import quote
 
-from protocols.mark import encode_response
+from swarmgauge.protocols.mark import encode_response
 
 _ESCAPED = "\\[]()*_`~#|"
 

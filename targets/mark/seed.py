@@ -12,10 +12,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterator
 
-from protocols.mark import MarkParseError, parse_request
+from swarmgauge.protocols.mark import MarkParseError, parse_request
 from swarmgauge.errors import UsageError
-from targets.mark.store import Store
-from targets.mark.writes import WriteRefused, publisher_metadata, with_default_type
+from swarmgauge.targets.mark.store import Store
+from swarmgauge.targets.mark.writes import WriteRefused, publisher_metadata, with_default_type
 
 TOPICS = ("quic", "latency", "capacity", "cache", "storage", "auth", "index", "search", "mcp", "runbook",
           "soak", "memory", "queue", "fleet", "gateway", "release")

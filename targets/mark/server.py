@@ -19,12 +19,12 @@ from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
 from aioquic.quic.events import ConnectionTerminated, QuicEvent, StreamDataReceived, StreamReset
 
-from protocols.mark import MAX_PAYLOAD, MAX_REQUEST_LINE, encode_response, error_response
-from protocols.quic_acks import ack_with_next_packet, delay_acks
-from targets.mark.backend import BackendTimeout, SimulatedBackend
-from targets.mark.handler import READ_VERBS, WRITE_VERBS, Handler
-from targets.mark.pacing import PerClientLimiter
-from targets.mark.tls import DevCertificate
+from swarmgauge.protocols.mark import MAX_PAYLOAD, MAX_REQUEST_LINE, encode_response, error_response
+from swarmgauge.protocols.quic_acks import ack_with_next_packet, delay_acks
+from swarmgauge.targets.mark.backend import BackendTimeout, SimulatedBackend
+from swarmgauge.targets.mark.handler import READ_VERBS, WRITE_VERBS, Handler
+from swarmgauge.targets.mark.pacing import PerClientLimiter
+from swarmgauge.targets.mark.tls import DevCertificate
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from protocols.mark import content_hash, etag_of, split_tags, stored_version_bytes
+from swarmgauge.protocols.mark import content_hash, etag_of, split_tags, stored_version_bytes
 from swarmgauge.errors import SwarmgaugeError
 
 

@@ -11,10 +11,10 @@ import re
 from datetime import datetime
 from typing import Callable
 
-from protocols.mark import CONTROL_KEYS, MAX_BODY, Request, encode_response, error_response
-from targets.mark.auth import AuthDenied, TokenStore
-from targets.mark.render import rfc3339
-from targets.mark.store import Document, Store
+from swarmgauge.protocols.mark import CONTROL_KEYS, MAX_BODY, Request, encode_response, error_response
+from swarmgauge.targets.mark.auth import AuthDenied, TokenStore
+from swarmgauge.targets.mark.render import rfc3339
+from swarmgauge.targets.mark.store import Document, Store
 
 MAX_META_KEYS = 50
 MAX_META_BYTES = 1024

@@ -52,8 +52,8 @@ def parse_args(argv: list[str]):
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
-    from targets.mcp_gateway.mark_backend import parse_mark_url
-    from targets.mcp_gateway.server import GatewayConfig, bind, serve
+    from swarmgauge.targets.mcp_gateway.mark_backend import parse_mark_url
+    from swarmgauge.targets.mcp_gateway.server import GatewayConfig, bind, serve
 
     mark_handle = None
     try:
@@ -101,7 +101,7 @@ def _interrupt(signum: int, _frame: Any) -> None:
 
 def _start_reference_mark():
     """The reference Mark server as a child process, seeded with the corpus, for a gateway given no ``--mark``."""
-    from targets.launch import launch_target
+    from swarmgauge.targets.launch import launch_target
 
     return launch_target("mark", ["--port", "0", "--seed-corpus", "300"])
 
@@ -113,7 +113,7 @@ def gateway_base_url(url: str) -> str:
 
 def launch(args: list[str] | None = None, timeout: float = 30.0):
     """Start ``swarmgauge target mcp ARGS`` as a child and wait for its ``ready`` and ``mark`` lines."""
-    from targets.launch import launch_target
+    from swarmgauge.targets.launch import launch_target
 
     process = launch_target("mcp", list(args or []), timeout=timeout, wait_for=("ready", "mark"))
     process.base_url = gateway_base_url(process.url)

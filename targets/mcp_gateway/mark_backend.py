@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from aioquic.asyncio.client import connect
 from aioquic.quic.configuration import QuicConfiguration
 
-from protocols import mark
+from swarmgauge.protocols import mark
 from swarmgauge.errors import SwarmgaugeError, UsageError
 
 MAX_IN_FLIGHT = 10

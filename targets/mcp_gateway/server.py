@@ -17,8 +17,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
-from targets.mcp_gateway import tools
-from targets.mcp_gateway.mark_backend import MarkAddress, MarkBackend, MarkBackendError
+from swarmgauge.targets.mcp_gateway import tools
+from swarmgauge.targets.mcp_gateway.mark_backend import MarkAddress, MarkBackend, MarkBackendError
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 

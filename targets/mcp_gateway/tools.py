@@ -7,9 +7,9 @@
 
 from __future__ import annotations
 
-from protocols.mark import Response
-from protocols.mcp import format_tool_text
-from targets.mcp_gateway.mark_backend import MarkBackend, target_path
+from swarmgauge.protocols.mark import Response
+from swarmgauge.protocols.mcp import format_tool_text
+from swarmgauge.targets.mcp_gateway.mark_backend import MarkBackend, target_path
 
 OUTLINE_LIMIT = 8 * 1024
 FETCH_FIELDS = ("version", "etag", "modified", "content-hash", "current-version", "type", "tags")

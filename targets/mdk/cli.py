@@ -14,8 +14,8 @@ import threading
 from pathlib import Path
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
-from targets.mdk.common import parse_cost
-from targets.mdk.stack import MDKStack
+from swarmgauge.targets.mdk.common import parse_cost
+from swarmgauge.targets.mdk.stack import MDKStack
 
 MAX_DEVICES = 20_000
 

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
-from targets.mdk import rpc
-from targets.mdk.common import StackError
-from targets.mdk.stack import MDKStack
+from swarmgauge.targets.mdk import rpc
+from swarmgauge.targets.mdk.common import StackError
+from swarmgauge.targets.mdk.stack import MDKStack
 
 DRILLS = ("worker-restart", "kernel-restart", "device-outage")
 RESULT_NAME = "mdk_drills.json"

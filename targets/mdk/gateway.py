@@ -19,9 +19,9 @@ import time
 from http import HTTPStatus
 from pathlib import Path
 
-from targets.mdk import httpserver, rpc
-from targets.mdk.common import StackPlan, announce_ready, process_cpu_seconds
-from targets.mdk.httpserver import HttpRequest, HttpResponse
+from swarmgauge.targets.mdk import httpserver, rpc
+from swarmgauge.targets.mdk.common import StackPlan, announce_ready, process_cpu_seconds
+from swarmgauge.targets.mdk.httpserver import HttpRequest, HttpResponse
 
 DEVICE_ROUTE = re.compile(r"^/api/fleet/device/([^/]+)/(telemetry|action|alerts)$")
 KERNEL_TIMEOUT_S = 15.0

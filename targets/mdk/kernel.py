@@ -18,8 +18,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from targets.mdk import rpc
-from targets.mdk.common import StackPlan, announce_ready, process_cpu_seconds
+from swarmgauge.targets.mdk import rpc
+from swarmgauge.targets.mdk.common import StackPlan, announce_ready, process_cpu_seconds
 
 CAPABILITIES = {
     "reboot": {},

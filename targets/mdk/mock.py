@@ -12,8 +12,8 @@ import random
 import time
 from pathlib import Path
 
-from protocols import cgminer
-from targets.mdk.common import StackPlan, announce_ready
+from swarmgauge.protocols import cgminer
+from swarmgauge.targets.mdk.common import StackPlan, announce_ready
 
 POWER_MODES = {"0": "sleep", "1": "normal", "2": "high"}
 

@@ -37,16 +37,16 @@ async def _watch_owner(root: Path) -> None:
 
 async def _main(role: str, root: Path) -> None:
     if role == "mocks":
-        from targets.mdk import mock as module
+        from swarmgauge.targets.mdk import mock as module
         component = module.run(root)
     elif role == "kernel":
-        from targets.mdk import kernel as module
+        from swarmgauge.targets.mdk import kernel as module
         component = module.run(root)
     elif role == "gateway":
-        from targets.mdk import gateway as module
+        from swarmgauge.targets.mdk import gateway as module
         component = module.run(root)
     elif role.startswith("worker-"):
-        from targets.mdk import worker as module
+        from swarmgauge.targets.mdk import worker as module
         component = module.run(root, role)
     else:
         raise SystemExit(f"unknown stand-in role {role!r}")
@@ -59,7 +59,7 @@ async def _main(role: str, root: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="targets.mdk.process", description="One MDK stand-in component.")
+    parser = argparse.ArgumentParser(prog="swarmgauge.targets.mdk.process", description="One MDK stand-in component.")
     parser.add_argument("role", help="mocks, kernel, gateway or worker-N")
     parser.add_argument("--root", required=True, type=Path)
     args = parser.parse_args(argv)

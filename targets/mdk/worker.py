@@ -13,9 +13,9 @@ import os
 import time
 from pathlib import Path
 
-from protocols import cgminer
-from targets.mdk import rpc
-from targets.mdk.common import StackPlan, announce_ready, process_cpu_seconds
+from swarmgauge.protocols import cgminer
+from swarmgauge.targets.mdk import rpc
+from swarmgauge.targets.mdk.common import StackPlan, announce_ready, process_cpu_seconds
 
 LIVE_CHANNELS = ("snap",)
 CACHED_CHANNELS = ("hashrate_avg", "power", "temperature", "status", "power_mode", "pools")

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from targets.launch import child_env
+from swarmgauge.targets.launch import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"

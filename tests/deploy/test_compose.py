@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 
-from targets.launch import launch_target, stop_processes
+from swarmgauge.targets.launch import launch_target, stop_processes
 from tests.deploy.compose_local import (ComposeInterpolationError, interpolate, load_compose, option_value, resolve,
                                         with_option)
 from tests.deploy.test_manifests import compose_schema

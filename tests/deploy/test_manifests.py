@@ -77,7 +77,7 @@ def test_workers_and_master_request_and_limit_resources():
 
 
 def test_the_configmap_scenario_is_a_valid_plan_and_locustfile():
-    from shapes.plan import build_plan
+    from swarmgauge.shapes.plan import build_plan
 
     data = yaml.safe_load((ROOT / "deploy" / "k8s" / "configmap.yaml").read_text())["data"]
     plan = build_plan(yaml.safe_load(data["plan.yaml"]), source="configmap")

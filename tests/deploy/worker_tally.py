@@ -14,7 +14,7 @@ from pathlib import Path
 from locust import events
 from locust.runners import WorkerRunner
 
-from listeners import steps
+from swarmgauge.listeners import steps
 
 _counts: dict[str, dict[str, int]] = {}
 

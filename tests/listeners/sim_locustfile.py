@@ -11,14 +11,14 @@ import os
 from geventhttpclient import HTTPClient
 from locust import User, constant, task
 
-import listeners.rundir  # noqa: F401 - only the run machinery under test, not the other listeners
-import listeners.slo  # noqa: F401
-import listeners.steps  # noqa: F401
-from listeners import steps
-from shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
-from shapes.open_model import OpenModel
+import swarmgauge.listeners.rundir  # noqa: F401 - only the run machinery under test, not the other listeners
+import swarmgauge.listeners.slo  # noqa: F401
+import swarmgauge.listeners.steps  # noqa: F401
+from swarmgauge.listeners import steps
+from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
+from swarmgauge.shapes.open_model import OpenModel
 from swarmgauge.errors import SwarmgaugeError
-from users.recording import measure
+from swarmgauge.users.recording import measure
 
 
 _request_ids = itertools.count()

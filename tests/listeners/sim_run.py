@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from targets.launch import TargetProcess, launch_target, stop_processes
+from swarmgauge.targets.launch import TargetProcess, launch_target, stop_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM_LOCUSTFILE = Path(__file__).resolve().parent / "sim_locustfile.py"

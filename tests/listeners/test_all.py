@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 LOCUSTFILE = '''
-import listeners.all  # noqa: F401
+import swarmgauge.listeners.all  # noqa: F401
 from locust import User, constant, task
 
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from listeners import rundir
+from swarmgauge.listeners import rundir
 from tests.listeners.sim_run import run_local, sim_target
 
 SECRET_TOKEN = "tok-5ecret-d0-not-leak"
@@ -16,7 +16,7 @@ DSN_PASSWORD = "pw-in-the-dsn-9f2"
 SECRET_LOCUSTFILE = '''
 from locust import events
 
-from shapes import PlanShape  # noqa: F401
+from swarmgauge.shapes import PlanShape  # noqa: F401
 from tests.listeners.sim_locustfile import SimUser  # noqa: F401
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from listeners.slo import parse, split_exprs
+from swarmgauge.listeners.slo import parse, split_exprs
 from swarmgauge.errors import UsageError
 from tests.listeners.sim_run import run_local, sim_target
 

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import msgpack
 import pytest
 
-from listeners import steps
-from listeners.step_stats import StepMerge, StepRecorder
-from listeners.steps_csv import BASE_COLUMNS, TAIL_COLUMNS, step_durations, step_rows
+from swarmgauge.listeners import steps
+from swarmgauge.listeners.step_stats import StepMerge, StepRecorder
+from swarmgauge.listeners.steps_csv import BASE_COLUMNS, TAIL_COLUMNS, step_durations, step_rows
 from tests.listeners.sim_run import rank_percentile, read_steps, run_distributed, run_local, sim_target
 
 # Slow enough that 1 % of each percentile (20 ms at the median) covers what a busy 2-core machine adds on top of the

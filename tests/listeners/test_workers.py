@@ -15,8 +15,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from listeners.workers import WorkerLossWatcher
-from targets.launch import stop_processes
+from swarmgauge.listeners.workers import WorkerLossWatcher
+from swarmgauge.targets.launch import stop_processes
 from tests.listeners.sim_run import ROOT, free_port, locust_command, read_steps, sim_target
 
 LOCUSTFILE = Path(__file__).resolve().parent / "workers_locustfile.py"

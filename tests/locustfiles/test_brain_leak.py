@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from targets.launch import REPO_ROOT, child_env
+from swarmgauge.targets.launch import REPO_ROOT, child_env
 
 
 def run(tmp_path, locustfile: str, target_args: str, *extra: str) -> subprocess.CompletedProcess:

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from targets.launch import REPO_ROOT, child_env, launch_target
+from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
 
 LOCUSTFILE = REPO_ROOT / "locustfiles" / "demarkus_reads.py"
 

@@ -6,7 +6,7 @@ import csv
 import subprocess
 import sys
 
-from targets.launch import REPO_ROOT, child_env
+from swarmgauge.targets.launch import REPO_ROOT, child_env
 
 LOCUSTFILE = REPO_ROOT / "locustfiles" / "demarkus_writes.py"
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from targets.kneo import KneoService
+from swarmgauge.targets.kneo import KneoService
 from swarmgauge.files import write_atomic
-from targets.postgres import PostgresCluster
+from swarmgauge.targets.postgres import PostgresCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUST = str(Path(sys.executable).parent / "locust")

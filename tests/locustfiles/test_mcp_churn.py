@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from targets.launch import REPO_ROOT, child_env
+from swarmgauge.targets.launch import REPO_ROOT, child_env
 
 LOCUSTFILE = REPO_ROOT / "locustfiles" / "mcp_churn.py"
 RATE, MINUTE, TTL, IDLE = 10, 60, 12, 15

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from targets.launch import REPO_ROOT, child_env
+from swarmgauge.targets.launch import REPO_ROOT, child_env
 
 LOCUSTFILE = REPO_ROOT / "locustfiles" / "mdk_fleet.py"
 BURST = 3000  # 1,000 submits/s for 3 s
@@ -133,7 +133,7 @@ def test_bad_options_stop_the_run_in_one_line(args, says):
 
 @pytest.mark.parametrize("name", ["mdk-reads", "mdk-benchmark", "mdk-burst"])
 def test_the_bundled_mdk_plans_name_users_of_this_locustfile(name):
-    from shapes.plan import load_plan_file
+    from swarmgauge.shapes.plan import load_plan_file
 
     source = LOCUSTFILE.read_text()
     plan = load_plan_file(name)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from protocols import cgminer
+from swarmgauge.protocols import cgminer
 
 
 def test_request_round_trip_plain_and_with_parameter():

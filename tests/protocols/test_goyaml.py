@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols import goyaml
-from protocols.goyaml import YamlMapError, decode_map, encode_map, yaml_scalar
+from swarmgauge.protocols import goyaml
+from swarmgauge.protocols.goyaml import YamlMapError, decode_map, encode_map, yaml_scalar
 
 
 @pytest.mark.parametrize("value, written", [

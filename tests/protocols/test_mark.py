@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols import mark
-from protocols.mark import MarkParseError
+from swarmgauge.protocols import mark
+from swarmgauge.protocols.mark import MarkParseError
 
 GOLDENS = Path(__file__).resolve().parents[1] / "targets" / "mark" / "goldens"
 

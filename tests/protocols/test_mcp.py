@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from protocols import mcp
+from swarmgauge.protocols import mcp
 from swarmgauge.errors import UsageError
 
 

@@ -9,8 +9,8 @@ from aioquic import tls
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
 
-from protocols.quic_acks import MAX_ACK_DELAY, ack_with_next_packet, delay_acks
-from users.quic_transport import self_signed_certificate
+from swarmgauge.protocols.quic_acks import MAX_ACK_DELAY, ack_with_next_packet, delay_acks
+from swarmgauge.users.quic_transport import self_signed_certificate
 
 CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 4433)
 

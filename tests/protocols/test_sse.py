@@ -2,7 +2,7 @@
 
 import pytest
 
-from protocols.sse import SSEDecoder, SSEError, SSETruncated
+from swarmgauge.protocols.sse import SSEDecoder, SSEError, SSETruncated
 
 
 def feed_all(chunks):

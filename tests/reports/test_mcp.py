@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reports import mcp
-from reports.report import render_report
+from swarmgauge.reports import mcp
+from swarmgauge.reports.report import render_report
 
 T0 = 1_800_000_000.0
 PER_SESSION = 40 * 1024

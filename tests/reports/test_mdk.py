@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from reports import mdk
-from reports.report import render_report
+from swarmgauge.reports import mdk
+from swarmgauge.reports.report import render_report
 
-from listeners.steps_csv import BASE_COLUMNS, TAIL_COLUMNS
+from swarmgauge.listeners.steps_csv import BASE_COLUMNS, TAIL_COLUMNS
 
 COLUMNS = BASE_COLUMNS + TAIL_COLUMNS
 

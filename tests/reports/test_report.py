@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reports.report import format_latency, knee_sentence, step_tables
+from swarmgauge.reports.report import format_latency, knee_sentence, step_tables
 from tests.listeners.sim_run import ROOT, read_steps, run_local, sim_target
 
 CAPACITY, DELAY_MS = 2, 40  # the target serves at most 2 at once, 40 ms each: it tops out at 50 req/s

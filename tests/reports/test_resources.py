@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from reports import failures, resources
+from swarmgauge.reports import failures, resources
 
 HEADER = "time,elapsed_s,step,node,source,metric,value,round\n"
 MIB = 1 << 20

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from listeners.steps_csv import write_rows
-from reports.report import render_report
-from reports.workers import lost_table, section
+from swarmgauge.listeners.steps_csv import write_rows
+from swarmgauge.reports.report import render_report
+from swarmgauge.reports.workers import lost_table, section
 
 
 def _step(step: int, users: int, name: str, requests: int) -> dict:

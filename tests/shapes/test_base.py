@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from shapes import ArrivalRate, Burst, Churn, PlanShape, Soak, StepRamp
-from shapes.base import MAX_RAMP_SECONDS, RAMP_FRACTION
+from swarmgauge.shapes import ArrivalRate, Burst, Churn, PlanShape, Soak, StepRamp
+from swarmgauge.shapes.base import MAX_RAMP_SECONDS, RAMP_FRACTION
 from swarmgauge.errors import UsageError
 
 

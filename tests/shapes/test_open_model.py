@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import gevent
 import pytest
 
-from listeners.steps import StepInfo
-from shapes.open_model import TicketScheduler, arrival_time, arrivals_by
+from swarmgauge.listeners.steps import StepInfo
+from swarmgauge.shapes.open_model import TicketScheduler, arrival_time, arrivals_by
 from tests.listeners.sim_run import rank_percentile, read_steps, run_distributed, run_local, sim_target
 
 OPEN = {"SIM_USER_MODE": "open"}
@@ -19,7 +19,7 @@ STOP = ("--stop-timeout", "5")
 
 CLASS_LOCUSTFILE = '''
 from tests.listeners.sim_locustfile import SimUser  # noqa: F401 - SIM_USER_MODE=open: takes tickets
-from shapes import ArrivalRate
+from swarmgauge.shapes import ArrivalRate
 
 
 class FivePerSecond(ArrivalRate):

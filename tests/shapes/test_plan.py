@@ -2,8 +2,8 @@
 
 import pytest
 
-from shapes.open_model import arrival_time, arrivals_by
-from shapes.plan import build_plan, load_plan_file, parse_duration
+from swarmgauge.shapes.open_model import arrival_time, arrivals_by
+from swarmgauge.shapes.plan import build_plan, load_plan_file, parse_duration
 from swarmgauge.errors import UsageError
 from tests.listeners.sim_run import run_local
 

@@ -50,7 +50,7 @@ def test_the_token_never_appears_in_the_error_line():
 
 import pytest  # noqa: E402
 
-from targets.launch import launch_target  # noqa: E402
+from swarmgauge.targets.launch import launch_target  # noqa: E402
 
 GOLDENS = ROOT / "tests" / "targets" / "mark" / "goldens"
 

@@ -6,7 +6,7 @@ import psutil
 import pytest
 import requests
 
-from targets.launch import TargetStartError, launch_target
+from swarmgauge.targets.launch import TargetStartError, launch_target
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_refuses_non_loopback_and_names_itself_a_stand_in():
     import subprocess
     import sys
 
-    from targets.launch import REPO_ROOT, child_env
+    from swarmgauge.targets.launch import REPO_ROOT, child_env
 
     shown = subprocess.run([sys.executable, "-m", "swarmgauge.cli", "target", "brain", "--help"], capture_output=True,
                            text=True, timeout=30, env=child_env(), cwd=REPO_ROOT).stdout

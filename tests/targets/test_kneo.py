@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from listeners.sources import parse_source
+from swarmgauge.listeners.sources import parse_source
 from swarmgauge.errors import UsageError
-from targets.kneo import KneoService, NoSuitablePython, find_python
-from targets.postgres import PostgresError, find_bindir
+from swarmgauge.targets.kneo import KneoService, NoSuitablePython, find_python
+from swarmgauge.targets.postgres import PostgresError, find_bindir
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(900)  # the first test may build the cached kneo-serv venv
@@ -78,13 +78,13 @@ def test_without_any_python_312_the_cli_says_where_it_looked_in_one_line(tmp_pat
     bin_dir.mkdir()
     (bin_dir / "python3").symlink_to(sys.executable)
     env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "PYENV_ROOT": str(tmp_path / "pyenv")}
-    result = subprocess.run([sys.executable, "-m", "targets.kneo", "--store", "sqlite"], cwd=ROOT, env=env,
+    result = subprocess.run([sys.executable, "-m", "swarmgauge.targets.kneo", "--store", "sqlite"], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, lines
     assert "no Python >= 3.12" in lines[0] and "pyenv" in lines[0] and "python3.12" in lines[0]
-    prepare = subprocess.run([sys.executable, "-m", "targets.kneo", "prepare"], cwd=ROOT, env=env,
+    prepare = subprocess.run([sys.executable, "-m", "swarmgauge.targets.kneo", "prepare"], cwd=ROOT, env=env,
                              capture_output=True, text=True, timeout=60)
     assert prepare.returncode == 0 and "skipped: no Python >= 3.12" in prepare.stderr
 
@@ -174,7 +174,7 @@ def test_gauge_sources_are_valid_sampler_specs(kneo_venv):
 
 
 def test_a_process_that_cannot_start_is_a_named_error_with_its_log(kneo_venv, tmp_path):
-    from targets.kneo import KneoStartError
+    from swarmgauge.targets.kneo import KneoStartError
 
     service = KneoService(store="sqlite", workdir=tmp_path, extra_env={"KNEO_SERV_WORKER_CONCURRENCY": "zero"})
     with pytest.raises(KneoStartError, match="exited"):

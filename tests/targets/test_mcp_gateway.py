@@ -14,12 +14,12 @@ from gevent import monkey
 
 monkey.patch_all()
 
-from protocols import mcp as proto  # noqa: E402
-from targets.launch import REPO_ROOT, child_env  # noqa: E402
-from targets.mark.seed import corpus  # noqa: E402
-from targets.mcp_gateway import gateway_base_url, launch  # noqa: E402
-from targets.mcp_gateway.mark_backend import MarkAddress, MarkBackendError, target_path  # noqa: E402
-from users.mcp_client import MCPClient  # noqa: E402
+from swarmgauge.protocols import mcp as proto  # noqa: E402
+from swarmgauge.targets.launch import REPO_ROOT, child_env  # noqa: E402
+from swarmgauge.targets.mark.seed import corpus  # noqa: E402
+from swarmgauge.targets.mcp_gateway import gateway_base_url, launch  # noqa: E402
+from swarmgauge.targets.mcp_gateway.mark_backend import MarkAddress, MarkBackendError, target_path  # noqa: E402
+from swarmgauge.users.mcp_client import MCPClient  # noqa: E402
 
 DOCS = {doc.path: doc for doc in corpus(300)}
 FIRST = "/corpus/quic/doc-0000.md"

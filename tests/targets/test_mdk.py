@@ -14,8 +14,8 @@ import uuid
 import pytest
 import requests
 
-from targets.launch import REPO_ROOT, child_env, launch_target
-from targets.mdk.stack import MDKStack
+from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
+from swarmgauge.targets.mdk.stack import MDKStack
 
 pytestmark = pytest.mark.timeout(90)
 SET_NORMAL = {"action": "setPowerMode", "params": {"mode": "normal"}}
@@ -141,7 +141,7 @@ def test_bad_options_exit_2_with_one_line(args, says):
 def test_a_port_taken_meanwhile_is_picked_again_and_a_given_busy_port_is_one_line(monkeypatch):
     import socket
 
-    import targets.mdk.stack as stack_module
+    import swarmgauge.targets.mdk.stack as stack_module
 
     taken: list[socket.socket] = []
     make_plan = stack_module.make_plan

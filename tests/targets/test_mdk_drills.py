@@ -10,7 +10,7 @@ import sys
 import pytest
 import requests
 
-from targets.launch import REPO_ROOT, child_env, launch_target
+from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
 
 pytestmark = pytest.mark.timeout(120)
 CACHE_S = 2
@@ -29,7 +29,7 @@ def drill(*args: str) -> subprocess.CompletedProcess:
 
 
 def _pids(root: str) -> dict[str, int]:
-    from targets.mdk.stack import MDKStack
+    from swarmgauge.targets.mdk.stack import MDKStack
 
     stack = MDKStack.attach(root)
     return {c: stack.pid(c) for c in stack.components}

@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from targets.postgres import PostgresCluster, PostgresError, find_bindir, redact_dsn
+from swarmgauge.targets.postgres import PostgresCluster, PostgresError, find_bindir, redact_dsn
 
 ROOT = Path(__file__).resolve().parents[2]
 

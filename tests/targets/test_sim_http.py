@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from targets.sim_http import SimHttpApp, delay_sampler, serve
+from swarmgauge.targets.sim_http import SimHttpApp, delay_sampler, serve
 from swarmgauge.errors import UsageError
 from tests.listeners.sim_run import ROOT, sim_target
 
@@ -47,7 +47,7 @@ def test_loopback_only_and_capacity_at_least_one():
 
 
 def test_a_bad_delay_on_the_command_line_is_one_line_and_exit_2():
-    result = subprocess.run([sys.executable, "-m", "targets.sim_http", "--delay", "zigzag:1"], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "swarmgauge.targets.sim_http", "--delay", "zigzag:1"], cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [

@@ -25,7 +25,7 @@ from aioquic.quic.connection import QuicConnection
 from aioquic.quic.events import ConnectionTerminated, StreamDataReceived
 from aioquic.quic.packet import QuicPacketType, pull_quic_header
 
-from users.quic_transport import self_signed_certificate
+from swarmgauge.users.quic_transport import self_signed_certificate
 
 GOOD_RESPONSE = b"---\netag: abc\nstatus: ok\nversion: \"1\"\n---\n# Good\n"
 HUGE_SIZE = (4 << 20) + 1024

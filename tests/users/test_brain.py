@@ -11,8 +11,8 @@ import pytest
 from locust.env import Environment
 
 from swarmgauge.errors import UsageError
-from targets.launch import REPO_ROOT, child_env
-from users.brain import (BackendError, BrainUser, MalformedAnswer, PoolExhausted, classify, gates, parse_mix)
+from swarmgauge.targets.launch import REPO_ROOT, child_env
+from swarmgauge.users.brain import (BackendError, BrainUser, MalformedAnswer, PoolExhausted, classify, gates, parse_mix)
 
 
 def test_parse_mix():

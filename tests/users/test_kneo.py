@@ -14,7 +14,7 @@ import gevent
 import pytest
 from locust.event import Events
 
-from protocols.kneo import (
+from swarmgauge.protocols.kneo import (
     Forbidden,
     KneoUnreachable,
     MalformedResponse,
@@ -25,9 +25,9 @@ from protocols.kneo import (
     SpecInvalid,
     Unauthorized,
 )
-from targets.kneo import KneoService
-from targets.kneo.store import StoreUnavailable, drain, read_rows, reconcile
-from users.kneo import KneoClient
+from swarmgauge.targets.kneo import KneoService
+from swarmgauge.targets.kneo.store import StoreUnavailable, drain, read_rows, reconcile
+from swarmgauge.users.kneo import KneoClient
 
 pytestmark = pytest.mark.timeout(900)  # the first test may build the cached kneo-serv venv
 BAD_SPEC = "version: v1\nagent:\n  name: echo\n  model: {provider: dummy, name: dummy}\n  strategy: bogus\n"

@@ -8,10 +8,10 @@ import logging
 import gevent
 import pytest
 
-from protocols.mark import Response, encode_response
+from swarmgauge.protocols.mark import Response, encode_response
 from swarmgauge.errors import UsageError
 from tests.users.misbehaving_quic import MisbehavingQuicServer
-from users.mark import (
+from swarmgauge.users.mark import (
     Archived,
     BadRequest,
     Conflict,
@@ -26,7 +26,7 @@ from users.mark import (
     Unauthorized,
     raise_for_status,
 )
-from users.quic import (
+from swarmgauge.users.quic import (
     ALPNMismatch,
     ConnectionLost,
     RequestTimeout,
@@ -34,7 +34,7 @@ from users.quic import (
     StreamReset,
     TLSVerificationFailed,
 )
-from users.quic_transport import MemoryPair
+from swarmgauge.users.quic_transport import MemoryPair
 
 pytestmark = pytest.mark.timeout(30)
 TOKEN = "sekrit-token-5f3a"

@@ -9,10 +9,10 @@ import pytest
 from locust import task
 from locust.env import Environment
 
-from targets.launch import launch_target
-from users.mark import NotFound, Unauthorized
-from users.mark_user import MarkUser
-from users.quic import QuicError
+from swarmgauge.targets.launch import launch_target
+from swarmgauge.users.mark import NotFound, Unauthorized
+from swarmgauge.users.mark_user import MarkUser
+from swarmgauge.users.quic import QuicError
 
 TOKEN = "user-test-token"
 

@@ -9,11 +9,11 @@ import time
 import pytest
 from locust.env import Environment
 
-from protocols import mcp as proto
-from targets.mcp_gateway import launch
+from swarmgauge.protocols import mcp as proto
+from swarmgauge.targets.mcp_gateway import launch
 from tests.users.fake_mcp_server import FakeMCPServer
-from users.mcp import MCPChurnUser, MCPUser, SessionPacer, options_from
-from users.mcp_client import MCPClient, MCPUnreachable
+from swarmgauge.users.mcp import MCPChurnUser, MCPUser, SessionPacer, options_from
+from swarmgauge.users.mcp_client import MCPClient, MCPUnreachable
 from swarmgauge.errors import UsageError
 
 NO_MARK = ["--mark", "mark://127.0.0.1:9", "--mark-timeout", "1"]

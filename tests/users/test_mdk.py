@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from locust.event import Events
 
-from targets.launch import REPO_ROOT, child_env, launch_target
-from users import mdk
+from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
+from swarmgauge.users import mdk
 
 pytestmark = pytest.mark.timeout(120)
 DEVICES = ["ok-1", "junk-1", "gone-1", "hang-1", "null-1", "err-1"]
@@ -157,7 +157,7 @@ def test_bad_weights_are_usage_errors(text):
 LOCUSTFILE = '''
 import os
 from locust import constant
-from users.mdk import MDKUser
+from swarmgauge.users.mdk import MDKUser
 
 
 class FleetUser(MDKUser):

@@ -8,7 +8,7 @@ from aioquic import tls
 from gevent import socket as gsocket
 
 from tests.users.misbehaving_quic import GOOD_RESPONSE, MisbehavingQuicServer
-from users.quic import (
+from swarmgauge.users.quic import (
     ALPNMismatch,
     ConnectFailed,
     ConnectionLost,
@@ -21,7 +21,7 @@ from users.quic import (
     TLSVerificationFailed,
     client_configuration,
 )
-from users.quic_transport import MemoryPair
+from swarmgauge.users.quic_transport import MemoryPair
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -261,7 +261,7 @@ def test_response_cap_is_exact():
 @pytest.mark.parametrize("listen, client_host", [("::1", "::1"), ("127.0.0.1", "localhost")])
 def test_an_ipv6_literal_and_a_name_both_reach_the_reference_server(listen, client_host):
     """Address literals skip the resolver (a thread hand-off per fresh connection); names still go through it."""
-    from targets.launch import launch_target
+    from swarmgauge.targets.launch import launch_target
 
     with launch_target("mark", ["--host", listen, "--port", "0"]) as server:
         port = int(server.url.rsplit(":", 1)[1])

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from listeners.sources import MIB, SourceError, parse_source
-from listeners.sources.gctrace import parse_gc_line
+from swarmgauge.listeners.sources import MIB, SourceError, parse_source
+from swarmgauge.listeners.sources.gctrace import parse_gc_line
 
 # as printed by Go 1.21-1.23 with GODEBUG=gctrace=1 (and one Go 1.18 line, before stacks/globals were added)
 GO_LINES = [

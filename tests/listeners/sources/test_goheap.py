@@ -6,8 +6,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from listeners.sources import SourceError, parse_source
-from listeners.sources.goheap import parse_pprof_memstats
+from swarmgauge.listeners.sources import SourceError, parse_source
+from swarmgauge.listeners.sources.goheap import parse_pprof_memstats
 from swarmgauge.errors import UsageError
 
 # the shape of Go's /debug/pprof/heap?debug=1 (runtime/pprof writeHeapInternal): records, then the MemStats trailer

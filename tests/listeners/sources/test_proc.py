@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from listeners.sources import MIB, SourceError, parse_source
-from listeners.sources.proc import PsutilSource
+from swarmgauge.listeners.sources import MIB, SourceError, parse_source
+from swarmgauge.listeners.sources.proc import PsutilSource
 from swarmgauge.errors import UsageError
 
 GROWER = textwrap.dedent("""

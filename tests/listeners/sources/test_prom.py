@@ -3,8 +3,8 @@
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-from listeners.sources import SourceError, parse_source
-from listeners.sources.prom import parse_prometheus_text
+from swarmgauge.listeners.sources import SourceError, parse_source
+from swarmgauge.listeners.sources.prom import parse_prometheus_text
 from swarmgauge.errors import UsageError
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from targets.launch import launch_target
-from targets.mark.auth import hash_token
-from users.mark import MarkClient
+from swarmgauge.targets.launch import launch_target
+from swarmgauge.targets.mark.auth import hash_token
+from swarmgauge.users.mark import MarkClient
 
 GOLDEN_CLOCK = "2026-01-01T00:00:00Z"
 WRITE_TOKEN = "storetest-write-token"

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from targets.launch import REPO_ROOT, TargetStartError, child_env, launch_target
+from swarmgauge.targets.launch import REPO_ROOT, TargetStartError, child_env, launch_target
 
 
 def run_cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:

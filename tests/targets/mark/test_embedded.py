@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from protocols.mark import encode_request, parse_response
-from targets.launch import launch_target
-from targets.mark.cli import PUBLISH_TOKEN_ENV
-from targets.embedded import redact_args
+from swarmgauge.protocols.mark import encode_request, parse_response
+from swarmgauge.targets.launch import launch_target
+from swarmgauge.targets.mark.cli import PUBLISH_TOKEN_ENV
+from swarmgauge.targets.embedded import redact_args
 
 
 def test_redact_args_hides_publish_tokens():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.mark import content_hash
-from targets.mark.auth import Token, TokenStore, compile_glob, hash_token, publish_token
-from targets.mark.handler import Handler
-from targets.mark.store import Store
+from swarmgauge.protocols.mark import content_hash
+from swarmgauge.targets.mark.auth import Token, TokenStore, compile_glob, hash_token, publish_token
+from swarmgauge.targets.mark.handler import Handler
+from swarmgauge.targets.mark.store import Store
 from tests.targets.mark.test_writes import TOKEN, ask, clock
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from targets.mark.pacing import PerClientLimiter, TokenBucket
+from swarmgauge.targets.mark.pacing import PerClientLimiter, TokenBucket
 
 
 def test_burst_then_waits_at_the_rate():

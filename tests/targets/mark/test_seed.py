@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 import pytest
 
 from swarmgauge.errors import UsageError
-from targets.mark import seed
-from targets.mark.store import Store
+from swarmgauge.targets.mark import seed
+from swarmgauge.targets.mark.store import Store
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from protocols.mark import encode_request, parse_response
+from swarmgauge.protocols.mark import encode_request, parse_response
 from tests.targets.mark.conftest import WRITE_TOKEN, write_tokens_toml
-from users.mark import parse_mark_url
-from users.quic import QuicDriver, client_configuration
+from swarmgauge.users.mark import parse_mark_url
+from swarmgauge.users.quic import QuicDriver, client_configuration
 
 HEALTH = b"FETCH /health\n"
 

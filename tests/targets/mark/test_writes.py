@@ -6,10 +6,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from protocols.mark import encode_request, parse_response
-from targets.mark.auth import TokenStore, publish_token
-from targets.mark.handler import Handler
-from targets.mark.store import Store
+from swarmgauge.protocols.mark import encode_request, parse_response
+from swarmgauge.targets.mark.auth import TokenStore, publish_token
+from swarmgauge.targets.mark.handler import Handler
+from swarmgauge.targets.mark.store import Store
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 TOKEN = "t0ken"
