@@ -1,7 +1,10 @@
 # One image for the master, the workers and the embedded targets.
-# Dependencies are installed in their own layer from pyproject.toml alone, so editing the source does not
-# re-download them; the project itself is installed (without dependencies) in the last layer.
-FROM python:3.12-slim
+# Plain Dockerfile syntax (no heredocs, no BuildKit-only flags), so it builds with the legacy builder of Docker
+# Engine 17.05+ as well as with BuildKit; BASE_IMAGE is any Debian-like image with Python >= 3.11 on PATH (the kneo
+# target wants 3.12). Dependencies are installed in their own layer from pyproject.toml alone, so editing the source
+# does not re-download them; the project itself is installed as a wheel (without dependencies) in the last layers.
+ARG BASE_IMAGE=python:3.12-slim
+FROM ${BASE_IMAGE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -11,11 +14,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /opt/swarmgauge
 
 COPY pyproject.toml README.md ./
-RUN python - <<'PY' > /tmp/requirements.txt
-import tomllib
-print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))
-PY
-RUN pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt
+RUN python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
+        > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt
 
 COPY protocols/ protocols/
 COPY users/ users/
@@ -25,11 +26,13 @@ COPY reports/ reports/
 COPY targets/ targets/
 COPY locustfiles/ locustfiles/
 COPY swarmgauge/ swarmgauge/
-RUN pip install --no-deps . && mkdir -p /runs
+# A wheel install: `swarmgauge.*` imports come from site-packages (package-dir maps the folders), the sources stay
+# beside it for the locustfile paths (LOCUST_LOCUSTFILE=locustfiles/...) and plans by path.
+RUN pip install --no-deps . && rm -rf build *.egg-info && python3 -c "import swarmgauge.shapes, swarmgauge.users.mark" \
+    && mkdir -p /runs /plans
 
 RUN useradd --create-home --uid 10001 swarm && chown swarm /runs
 USER swarm
-WORKDIR /opt/swarmgauge
 
 # 8089: web UI (master); 5557: master <- worker traffic.
 EXPOSE 8089 5557
