@@ -45,7 +45,7 @@ def test_compose_check_jsonschema_cli_agrees():
 
 def test_master_publishes_the_web_ui_on_loopback_only():
     services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
-    assert services["master"]["ports"] == ["127.0.0.1:8089:8089"]
+    assert services["master"]["ports"] == ["127.0.0.1:${SWARMGAUGE_WEB_PORT:-8089}:8089"]
     assert "--worker" in services["worker"]["command"]
     assert {"mark", "mcp", "kneo", "mdk", "brain"} <= {p for s in services.values() for p in s.get("profiles", [])}
 
