@@ -16,11 +16,11 @@ import pytest
 from swarmgauge.targets.launch import launch_target, stop_processes
 from tests.deploy.compose_local import (ComposeInterpolationError, interpolate, load_compose, option_value, resolve,
                                         with_option)
+from tests.deploy.run_checks import WORKERS, check_run, short_plan
 from tests.deploy.test_manifests import compose_schema
 from tests.listeners.sim_run import free_port
 
 TALLY = "tests/deploy/worker_tally.py"
-WORKERS = 2
 RUN_SECONDS = 120
 
 
@@ -37,13 +37,6 @@ def test_every_service_resolves_from_its_defaults(tmp_path: Path):
     for name in document["services"]:
         service = resolve(document, name, {}, {"/runs": tmp_path})
         assert "${" not in " ".join(service.argv) + " ".join(service.environment.values()), name
-
-
-def _plan(tmp_path: Path, warmup: str) -> Path:
-    plan = tmp_path / "plan.yaml"
-    plan.write_text(f"name: compose-short\nkind: step_ramp\nuser_classes: [FetchUser]\nsteps: [2, 4]\n"
-                    f"step_time: 4s\nwarmup: {warmup}\n")
-    return plan
 
 
 def _run(document: dict, shell: dict[str, str], tmp_path: Path) -> tuple[subprocess.CompletedProcess, list[dict]]:
@@ -73,31 +66,6 @@ def _run(document: dict, shell: dict[str, str], tmp_path: Path) -> tuple[subproc
     return result, [json.loads(p.read_text()) for p in sorted(tallies.glob("worker-*.json"))]
 
 
-def _aggregated(run_dir: Path) -> dict[int, dict[str, str]]:
-    with open(run_dir / "steps.csv", newline="") as handle:
-        return {int(r["step"]): r for r in csv.DictReader(handle) if r["name"] == "Aggregated"}
-
-
-def _check_run(result: subprocess.CompletedProcess, tallies: list[dict], run_dir: Path) -> dict[int, dict]:
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert len(tallies) == WORKERS, "every worker ran and quit when the master did"
-    run = json.loads((run_dir / "run.json").read_text())
-    assert run["runner"] == "MasterRunner" and run["exit_code"] == 0
-    assert [s["users"] for s in run["steps"]] == [2, 4], "the plan ran to its end"
-    rows = _aggregated(run_dir)
-    assert sorted(rows) == [0, 1]
-    for step, row in rows.items():
-        assert int(row["workers"]) == WORKERS, f"step {step}: both workers reported"
-        per_worker = [t["steps"].get(str(step), {"requests": 0, "warmup": 0}) for t in tallies]
-        assert all(w["requests"] > 0 for w in per_worker), f"step {step}: a worker sent nothing"
-        assert int(row["requests"]) == sum(w["requests"] for w in per_worker), f"step {step}"
-        assert int(row["warmup_requests"]) == sum(w["warmup"] for w in per_worker), f"step {step}"
-    report = (run_dir / "report.md").read_text()
-    assert "FETCH" in report and (run_dir / "report.html").stat().st_size > 0
-    return rows
-
-
-
 def _defaults(document: dict) -> dict[str, str]:
     return resolve(document, "master", {}, {}).environment
 
@@ -108,10 +76,10 @@ def test_master_and_two_workers_run_the_plan_against_an_embedded_target(tmp_path
     jsonschema.validate(document, compose_schema())
     defaults = _defaults(document)
     shell = {"LOCUST_HEADLESS": "true", "SWARMGAUGE_RUN_NAME": "embedded", "LOCUST_HOST": "",
-             "SWARMGAUGE_PLAN": str(_plan(tmp_path, "1s")),
+             "SWARMGAUGE_PLAN": str(short_plan(tmp_path, "1s")),
              "LOCUST_LOCUSTFILE": f"{defaults['LOCUST_LOCUSTFILE']},{TALLY}"}
     result, tallies = _run(document, shell, tmp_path)
-    _check_run(result, tallies, tmp_path / "runs" / "embedded")
+    check_run(result, tallies, tmp_path / "runs" / "embedded")
     assert "started the embedded mark" in result.stderr
 
 
@@ -129,13 +97,13 @@ def test_master_and_two_workers_run_the_plan_against_the_mark_profile(tmp_path: 
     with launch_target("mark", [*with_option(target_args, "--port", "0"), "--max-seconds", "300"]) as target:
         shell = {"LOCUST_HEADLESS": "true", "SWARMGAUGE_RUN_NAME": "mark",
                  "LOCUST_HOST": default_host._replace(netloc=urlsplit(target.url).netloc).geturl(),
-                 "SWARMGAUGE_PLAN": str(_plan(tmp_path, "0s")),
+                 "SWARMGAUGE_PLAN": str(short_plan(tmp_path, "0s")),
                  "LOCUST_LOCUSTFILE": f"{_defaults(document)['LOCUST_LOCUSTFILE']},{TALLY}"}
         result, tallies = _run(document, shell, tmp_path)
         target.process.terminate()
         target.process.wait(timeout=15)
         log = target.stderr_tail(20000)
-    rows = _check_run(result, tallies, tmp_path / "runs" / "mark")
+    rows = check_run(result, tallies, tmp_path / "runs" / "mark")
     assert "started the embedded" not in result.stderr
     served = re.search(r"served (\d+) requests", log)
     assert served, log[-2000:]

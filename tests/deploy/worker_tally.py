@@ -2,13 +2,15 @@
 
 Loaded beside the service's locustfile (``-f a.py,tests/deploy/worker_tally.py``); it declares no users. Every
 worker counts the ``request`` events it fires, by the step that was current when each started (warm-up apart, as
-the steps listener does), and writes ``worker-PID.json`` into ``$SWARMGAUGE_TEST_TALLY_DIR`` when it quits, so the
-test can hold the master's ``steps.csv`` against what the workers themselves measured.
+the steps listener does), and writes ``worker-PID-RANDOM.json`` into ``$SWARMGAUGE_TEST_TALLY_DIR`` when it quits,
+so the test can hold the master's ``steps.csv`` against what the workers themselves measured. (In containers every
+worker is PID 1, hence the random part.)
 """
 
 import json
 import os
 import time
+import uuid
 from pathlib import Path
 
 from locust import events
@@ -44,5 +46,5 @@ def _on_quitting(environment, **_kwargs) -> None:
     directory = os.environ.get("SWARMGAUGE_TEST_TALLY_DIR")
     if not directory or not isinstance(environment.runner, WorkerRunner):
         return
-    path = Path(directory) / f"worker-{os.getpid()}.json"
+    path = Path(directory) / f"worker-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
     path.write_text(json.dumps({"pid": os.getpid(), "steps": _counts}))
