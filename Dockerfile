@@ -14,8 +14,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /opt/swarmgauge
 
 COPY pyproject.toml README.md ./
-RUN python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
-        > /tmp/requirements.txt \
+RUN python3 -c "import tomllib; \
+        print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
     && pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt
 
 COPY protocols/ protocols/

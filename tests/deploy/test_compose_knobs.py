@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.deploy.compose_local import ROOT, interpolate, load_compose, resolve
+from tests.deploy.engine import ReadmeBlockError, engine_unavailable, readme_commands
 
 CI_SHELL = {"SWARMGAUGE_PLAN": "", "SWARMGAUGE_STEPS": "2,4", "SWARMGAUGE_STEP_TIME": "4s", "SWARMGAUGE_WARMUP": "1s",
             "LOCUST_USER_CLASSES": "FetchUser", "SWARMGAUGE_RUN_NAME": "ci"}
@@ -86,3 +89,23 @@ def test_env_example_values_are_the_file_defaults():
     differing = {k: (v, example[k]) for k, v in defaults.items() if k in example and example[k] != v}
     assert differing == {}
 
+
+
+def test_the_readme_blocks_the_engine_test_follows_are_there():
+    build, up, copy, report, down = readme_commands("A CI run", "docker compose build")
+    assert build == "docker compose build" and "--scale worker=2 --exit-code-from master" in up
+    assert copy.startswith('rm -rf "runs/') and '/." "runs/' in copy, "replaces the folder, never nests"
+    assert report.startswith("swarmgauge report ") and down.endswith("down -v")
+    assert readme_commands("A CI run", " up -d ")[-1] == down
+
+
+def test_a_missing_readme_block_is_a_named_error():
+    with pytest.raises(ReadmeBlockError, match="no heading"):
+        readme_commands("No such heading", "docker")
+    with pytest.raises(ReadmeBlockError, match="no sh block"):
+        readme_commands("A CI run", "kubectl")
+
+
+def test_without_a_docker_cli_the_engine_tests_say_why(monkeypatch):
+    monkeypatch.setenv("PATH", "")
+    assert "no docker CLI" in engine_unavailable()

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-K8S = sorted((ROOT / "deploy" / "k8s").glob("*.yaml"))
+K8S_DIR = ROOT / "deploy" / "k8s"
+K8S = sorted(K8S_DIR.rglob("*.yaml"))
 
 
 def compose_schema() -> dict:
@@ -50,7 +51,7 @@ def test_master_publishes_the_web_ui_on_loopback_only():
     assert {"mark", "mcp", "kneo", "mdk", "brain"} <= {p for s in services.values() for p in s.get("profiles", [])}
 
 
-@pytest.mark.parametrize("manifest", K8S, ids=[p.name for p in K8S])
+@pytest.mark.parametrize("manifest", K8S, ids=[str(p.relative_to(K8S_DIR)) for p in K8S])
 def test_kubernetes_manifests_validate_strictly(manifest: Path):
     for document in yaml.safe_load_all(manifest.read_text()):
         if document.get("kind") == "Kustomization":
@@ -61,25 +62,36 @@ def test_kubernetes_manifests_validate_strictly(manifest: Path):
 
 
 def test_kubernetes_validation_rejects_an_unknown_field():
-    bad = yaml.safe_load((ROOT / "deploy" / "k8s" / "worker.yaml").read_text())
+    bad = yaml.safe_load((K8S_DIR / "base" / "worker.yaml").read_text())
     bad["spec"]["replicaz"] = 2
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(bad, kubernetes_validate.latest_version(), strict=True)
 
 
-def test_workers_and_master_request_and_limit_resources():
-    for name in ("master.yaml", "worker.yaml"):
-        for document in yaml.safe_load_all((ROOT / "deploy" / "k8s" / name).read_text()):
-            if document["kind"] != "Deployment":
-                continue
-            for container in document["spec"]["template"]["spec"]["containers"]:
-                assert container["resources"]["requests"] and container["resources"]["limits"]
+def _pod_specs() -> list[tuple[str, dict]]:
+    """Every pod spec in the manifests: a Pod's own, a Deployment's or a Job's template."""
+    specs = []
+    for manifest in K8S:
+        for document in yaml.safe_load_all(manifest.read_text()):
+            if document.get("kind") == "Pod":
+                specs.append((manifest.name, document["spec"]))
+            elif document.get("kind") in ("Deployment", "Job"):
+                specs.append((manifest.name, document["spec"]["template"]["spec"]))
+    return specs
+
+
+def test_every_container_requests_and_limits_resources():
+    specs = _pod_specs()
+    assert len(specs) == 4, "web master, headless master, workers, results pod"
+    for name, spec in specs:
+        for container in spec["containers"]:
+            assert container["resources"]["requests"] and container["resources"]["limits"], name
 
 
 def test_the_configmap_scenario_is_a_valid_plan_and_locustfile():
     from swarmgauge.shapes.plan import build_plan
 
-    data = yaml.safe_load((ROOT / "deploy" / "k8s" / "configmap.yaml").read_text())["data"]
+    data = yaml.safe_load((K8S_DIR / "base" / "configmap.yaml").read_text())["data"]
     plan = build_plan(yaml.safe_load(data["plan.yaml"]), source="configmap")
     assert [stage.users for stage in plan.stages] == [1, 4, 16, 64]
     compile(data["locustfile.py"], "locustfile.py", "exec")
