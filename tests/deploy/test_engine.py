@@ -74,6 +74,8 @@ def test_headless_ci_run_with_two_workers_as_the_readme_says(tmp_path: Path):
         assert built.returncode == 0, built.stderr[-3000:]
         ran = shell.run(up)
         logs = shell.docker("compose", "--profile", "mark", "logs", "--no-color", "mark").stdout
+        master_log = shell.docker("compose", "--profile", "mark", "logs", "--no-color", "master").stdout
+        assert "report written to /runs/ci/report.md" in master_log, "the master finished its report while stopping"
         copied = shell.run(copy)
         assert copied.returncode == 0, copied.stderr[-2000:]
         run_dir = shell.cwd / "runs" / "ci"
