@@ -96,6 +96,20 @@ def test_headless_ci_run_with_two_workers_as_the_readme_says(tmp_path: Path):
         _down(shell)
 
 
+
+@needs_engine
+def test_a_failed_slo_is_the_exit_code_of_the_readme_up_line(tmp_path: Path):
+    shell, project = _stack(tmp_path, "slo", {"LOCUST_HEADLESS": "true", "SWARMGAUGE_RUN_NAME": "slo",
+                                              "SWARMGAUGE_SLO": "FETCH:p99<0.001ms@step"})
+    _, up, _, _, down = readme_commands("A CI run", "docker compose build")
+    try:
+        ran = shell.run(up)
+        assert ran.returncode == 3, ran.stdout[-3000:]
+        assert shell.run(down).returncode == 0
+        _nothing_left(shell, project)
+    finally:
+        _down(shell)
+
 def _free_port(preferred: int) -> int:
     with socket.socket() as probe:
         try:
