@@ -110,6 +110,29 @@ def test_a_failed_slo_is_the_exit_code_of_the_readme_up_line(tmp_path: Path):
     finally:
         _down(shell)
 
+
+@needs_engine
+def test_the_kneo_profile_database_builds_from_debian_packages_and_takes_only_its_password(tmp_path: Path):
+    """PostgreSQL 15 built from deploy/postgres/ (no registry): healthy, the kneo database, password auth, and the
+    password in no log."""
+    password = f"pg-{os.getpid()}-secret"
+    shell, project = _stack(tmp_path, "pg", {"SWARMGAUGE_POSTGRES_PASSWORD": password})
+    psql = ["compose", "--profile", "kneo", "exec", "-T", "-e", "PGPASSWORD={}", "postgres", "psql", "-h", "127.0.0.1",
+            "-U", "kneo", "-d", "kneo", "-tAc", "select current_database(), split_part(version(), ' ', 2)"]
+    try:
+        started = shell.docker("compose", "--profile", "kneo", "up", "-d", "--wait", "postgres", timeout=900)
+        assert started.returncode == 0, started.stderr[-3000:]
+        answer = shell.docker(*[part.format(password) for part in psql])
+        assert answer.returncode == 0 and answer.stdout.strip().startswith("kneo|15."), answer.stderr
+        refused = shell.docker(*[part.format("wrong") for part in psql])
+        assert refused.returncode != 0 and "password authentication failed" in refused.stderr
+        logs = shell.docker("compose", "--profile", "kneo", "logs", "--no-color").stdout
+        assert password not in logs
+        assert shell.docker("compose", "--profile", "kneo", "down", "-v").returncode == 0
+        _nothing_left(shell, project)
+    finally:
+        shell.docker("compose", "--profile", "kneo", "down", "-v", "--remove-orphans", "--timeout", "5")
+
 def _free_port(preferred: int) -> int:
     with socket.socket() as probe:
         try:
