@@ -2,7 +2,8 @@
 # Plain Dockerfile syntax (no heredocs, no BuildKit-only flags), so it builds with the legacy builder of Docker
 # Engine 17.05+ as well as with BuildKit; BASE_IMAGE is any Debian-like image with Python >= 3.11 on PATH (the kneo
 # target wants 3.12). Dependencies are installed in their own layer from pyproject.toml alone, so editing the source
-# does not re-download them; the project itself is installed as a wheel (without dependencies) in the last layers.
+# or the README does not re-download them; the project itself is installed as a wheel (without dependencies) in the
+# last layers.
 ARG BASE_IMAGE=python:3.12-slim
 FROM ${BASE_IMAGE}
 
@@ -13,11 +14,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /opt/swarmgauge
 
-COPY pyproject.toml README.md ./
+COPY pyproject.toml ./
 RUN python3 -c "import tomllib; \
         print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
     && pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt
 
+COPY README.md ./
 COPY protocols/ protocols/
 COPY users/ users/
 COPY shapes/ shapes/
