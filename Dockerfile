@@ -16,7 +16,8 @@ WORKDIR /opt/swarmgauge
 
 COPY pyproject.toml ./
 RUN python3 -c "import tomllib; \
-        print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
+        print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
+        > /tmp/requirements.txt \
     && pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt
 
 COPY README.md ./
