@@ -15,59 +15,83 @@ import importlib
 import importlib.util
 import json
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from swarmgauge.listeners.rundir import write_atomic
+from swarmgauge.reports import trend
 from swarmgauge.reports.sections import Section
 
 logger = logging.getLogger("swarmgauge.report")
 
 SECTION_MODULES = ("swarmgauge.reports.resources", "swarmgauge.reports.failures", "swarmgauge.reports.mcp", "swarmgauge.reports.kneo", "swarmgauge.reports.mdk",
                    "swarmgauge.reports.workers")
-KNEE_GAIN = 0.10
 STYLE = ("<style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:1em 0}"
          "th,td{border:1px solid #ccc;padding:4px 10px;text-align:right}th{background:#f3f3f3}"
          "figure{margin:1em 0}img{max-width:100%}.knee{font-weight:bold}.bound{color:#a40}</style>")
 
 
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
 def format_latency(ms: Any) -> str:
-    """Latency as the reference pages write it: ``20 ms`` below a second, ``1.77 s`` above."""
-    if ms is None or (isinstance(ms, float) and pd.isna(ms)) or ms == "":
-        return ""
-    value = float(ms)
-    return f"{value / 1000.0:.2f} s" if value >= 1000.0 else f"{value:.0f} ms"
+    """Latency as the reference pages write it, with 3 significant digits: ``0.627 ms``, ``20.4 ms``, ``1.77 s``."""
+    return trend.format_latency(_number(ms))
 
 
 def _rate(value: Any) -> str:
-    if value is None or pd.isna(value):
-        return ""
-    return f"{value:.2f}" if value < 10 else f"{value:.0f}"
+    return trend.format_rate(_number(value))
 
 
-def knee_sentence(table: pd.DataFrame) -> str | None:
-    """Where throughput stops growing: gain under 10 % while users at least doubled (closed-model steps only)."""
+def _closed_rows(table: pd.DataFrame) -> pd.DataFrame:
     rows = table.dropna(subset=["rps"]).sort_values("step")
     if "target_rate" in rows:
         rows = rows[rows["target_rate"].isna() | (rows["target_rate"].astype(str) == "")]
-    rows = rows[pd.to_numeric(rows["users"], errors="coerce").notna()]
-    previous = None
-    for _, row in rows.iterrows():
-        if previous is not None:
-            users_before, users_now = float(previous["users"]), float(row["users"])
-            if users_before > 0 and users_now >= 2 * users_before and previous["rps"] > 0 \
-                    and (row["rps"] - previous["rps"]) / previous["rps"] < KNEE_GAIN:
-                little = users_now / row["rps"] * 1000.0 if row["rps"] else None
-                return (f"Throughput flattens at about {previous['rps']:.0f} req/s from {int(users_before)} users on; "
-                        f"more users only queue (at {int(users_now)} users Little's law gives "
-                        f"{format_latency(little)}, measured p50 {format_latency(row['p50_ms'])}).")
-        previous = row
-    return None
+    return rows[pd.to_numeric(rows["users"], errors="coerce").notna()]
 
 
-def step_tables(steps: pd.DataFrame) -> list[tuple[str, pd.DataFrame, str | None]]:
+def step_spreads(timeline: pd.DataFrame | None) -> dict[int, float]:
+    """Per step, the in-step variation of throughput as a fraction of its mean (std / mean of per-interval req/s).
+
+    The first and last interval of a step are left out: they hold the ramp and a partial bucket, not the step.
+    """
+    if timeline is None or timeline.empty or not {"time", "step", "requests"} <= set(timeline):
+        return {}
+    spreads = {}
+    for step, group in timeline.sort_values("time").groupby("step"):
+        inner = group["requests"].iloc[1:-1]
+        if len(inner) >= 2 and inner.mean() > 0:
+            spreads[int(step)] = float(inner.std(ddof=1) / inner.mean())
+    return spreads
+
+
+def knee_sentence(table: pd.DataFrame, spreads: dict[int, float] | None = None,
+                  target_cpu: dict[int, float] | None = None) -> str | None:
+    """The trend sentence (rising, flat with the knee, falling, noisy) for one request type's closed-model steps."""
+    rows = _closed_rows(table)
+    points = [trend.StepPoint(
+        users=float(r["users"]), rps=float(r["rps"]), p50_ms=_number(r.get("p50_ms")),
+        spread=float(r["rps"]) * (spreads or {}).get(int(r["step"]), 0.0),
+        generator_cpu=_number(r.get("generator_cpu_max")), target_cpu=(target_cpu or {}).get(int(r["step"])))
+        for _, r in rows.iterrows()]
+    return trend.trend_sentence(points)
+
+
+def waited_on(request_type: str, name: str) -> bool:
+    """Request types a user waits on; a QUIC handshake rides along with them and gets no trend sentence."""
+    return not (str(request_type) == "QUIC" and str(name) == "handshake")
+
+
+def step_tables(steps: pd.DataFrame, spreads: dict[int, float] | None = None,
+                target_cpu: dict[int, float] | None = None) -> list[tuple[str, pd.DataFrame, str | None]]:
     """One reference-page table per request type (and name when a type has several)."""
     tables = []
     data = steps[steps["name"] != "Aggregated"]
@@ -87,7 +111,8 @@ def step_tables(steps: pd.DataFrame) -> list[tuple[str, pd.DataFrame, str | None
         bound = group[group["generator_bound"].astype(str) == "True"]
         if not bound.empty:
             shown["generator"] = ["bound" if b == "True" else "" for b in group["generator_bound"].astype(str)]
-        tables.append((f"{rtype} {name}", shown, knee_sentence(group)))
+        sentence = knee_sentence(group, spreads, target_cpu) if waited_on(rtype, name) else None
+        tables.append((f"{rtype} {name}", shown, sentence))
     return tables
 
 
