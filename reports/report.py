@@ -22,7 +22,8 @@ from typing import Any
 import pandas as pd
 
 from swarmgauge.listeners.rundir import write_atomic
-from swarmgauge.reports import trend
+from swarmgauge.reports import context, trend
+from swarmgauge.reports.reference import beside_reference, reference_rows
 from swarmgauge.reports.sections import Section
 
 logger = logging.getLogger("swarmgauge.report")
@@ -85,6 +86,12 @@ def knee_sentence(table: pd.DataFrame, spreads: dict[int, float] | None = None,
     return trend.trend_sentence(points)
 
 
+def _cpu(value: Any, bound: bool = False) -> str:
+    """CPU as % of one core; ``(bound)`` when a generator ran above 90 %: the step may measure the generator."""
+    number = _number(value)
+    return "" if number is None else f"{number:.0f} %" + (" (bound)" if bound else "")
+
+
 def waited_on(request_type: str, name: str) -> bool:
     """Request types a user waits on; a QUIC handshake rides along with them and gets no trend sentence."""
     return not (str(request_type) == "QUIC" and str(name) == "handshake")
@@ -108,23 +115,41 @@ def step_tables(steps: pd.DataFrame, spreads: dict[int, float] | None = None,
             "p99": group["p99_ms"].map(format_latency),
             "errors": errors,
         })
-        bound = group[group["generator_bound"].astype(str) == "True"]
-        if not bound.empty:
-            shown["generator"] = ["bound" if b == "True" else "" for b in group["generator_bound"].astype(str)]
+        if "generator_cpu_max" in group and pd.to_numeric(group["generator_cpu_max"], errors="coerce").notna().any():
+            shown["generator CPU"] = [_cpu(v, str(b) == "True") for v, b in
+                                      zip(group["generator_cpu_max"], group["generator_bound"])]
+        if target_cpu:
+            shown["target CPU"] = [_cpu(target_cpu.get(int(step))) for step in group["step"]]
         sentence = knee_sentence(group, spreads, target_cpu) if waited_on(rtype, name) else None
         tables.append((f"{rtype} {name}", shown, sentence))
     return tables
 
 
 def _slo_frame(run_dir: Path) -> pd.DataFrame | None:
+    """The SLO table with verdicts, each observed value in its threshold's own unit (45.2 MiB, not base units)."""
+    from swarmgauge.listeners.slo import in_unit
+
     path = run_dir / "slo.json"
     if not path.is_file():
         return None
     verdicts = json.loads(path.read_text()).get("verdicts", [])
     if not verdicts:
         return None
-    return pd.DataFrame([{"SLO": v["expr"], "scope": v["scope"], "observed": v["observed"], "status": v["status"],
-                          "colour": v["colour"]} for v in verdicts])
+    return pd.DataFrame([{"SLO": v["expr"], "scope": v["scope"],
+                          "observed": in_unit(v["observed"], v.get("unit", ""), v.get("metric", "")),
+                          "worst step": v.get("worst_step") or "", "status": v["status"], "colour": v["colour"]}
+                         for v in verdicts])
+
+
+def target_cpu_by_step(run_dir: Path) -> dict[int, float]:
+    """The sampled target's highest CPU % of a core per step (the generator's own series left out)."""
+    path = run_dir / "resources.csv"
+    if not path.is_file():
+        return {}
+    frame = pd.read_csv(path)
+    frame = frame[(frame["metric"] == "cpu_percent") & ~frame["source"].isin(["generator", "locust"])]
+    frame = frame.dropna(subset=["step"])
+    return {int(step): float(value) for step, value in frame.groupby("step")["value"].max().items()}
 
 
 def _sections(run_dir: Path) -> list[Section]:
@@ -174,41 +199,72 @@ def _img(caption: str, png: bytes) -> str:
         f"<figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
+def _add(md: list[str], body: list[str], title: str | None, markdown: str, fragment: str) -> None:
+    if title:
+        md += [f"## {title}", ""]
+        body.append(f"<h2>{html.escape(title)}</h2>")
+    md += [markdown, ""]
+    body.append(fragment)
+
+
+def _read_csv(path: Path) -> pd.DataFrame | None:
+    if not path.is_file():
+        return None
+    frame = pd.read_csv(path)
+    return None if frame.empty else frame
+
+
 def render_report(run_dir: Path | str) -> dict[str, Any]:
-    """Write report.md, report.html (plots embedded), the plot PNGs and summary.json into ``run_dir``."""
+    """Write report.md, report.html (plots embedded), the plot PNGs and summary.json into ``run_dir``.
+
+    Order: the run's context, per request type the step table and its trend sentence, errors by class, the SLOs,
+    the target's memory, lost workers, the plots, then the protocol sections.
+    """
     run_dir = Path(run_dir)
+    info = context.load_run_json(run_dir)
     md: list[str] = [f"# swarmgauge run report: {run_dir.name}", ""]
     body: list[str] = [f"<h1>swarmgauge run report: {html.escape(run_dir.name)}</h1>"]
     summary: dict[str, Any] = {"run_dir": run_dir.name}
-    steps_path = run_dir / "steps.csv"
-    steps = pd.read_csv(steps_path) if steps_path.is_file() else None
-    if steps is not None and not steps.empty:
+    context_md, context_html = context.render(info)
+    if context_md:
+        _add(md, body, None, context_md, context_html)
+        summary["cut_short"] = info.get("cut_short")
+    steps = _read_csv(run_dir / "steps.csv")
+    if steps is not None:
         summary["steps"] = json.loads(steps.to_json(orient="records"))
-        for title, table, knee in step_tables(steps):
-            md += [f"## {title}", "", table.to_markdown(index=False), ""]
-            body += [f"<h2>{html.escape(title)}</h2>", table.to_html(index=False, escape=True, border=0)]
-            if knee:
-                md += [knee, ""]
-                body.append(f"<p class='knee'>{html.escape(knee)}</p>")
-                summary.setdefault("knees", {})[title] = knee
+        spreads = step_spreads(_read_csv(run_dir / "timeline.csv"))
+        reference = reference_rows(info)
+        for title, table, sentence in step_tables(steps, spreads, target_cpu_by_step(run_dir)):
+            table = beside_reference(table, title, reference)
+            fragment = table.to_html(index=False, escape=True, border=0)
+            _add(md, body, title, table.to_markdown(index=False, disable_numparse=True), fragment)
+            if sentence:
+                _add(md, body, None, sentence, f"<p class='knee'>{html.escape(sentence)}</p>")
+                summary.setdefault("knees", {})[title] = sentence
         bound = generator_bound_sentence(steps)
         if bound:
-            md += [bound, ""]
-            body.append(f"<p class='bound'>{html.escape(bound)}</p>")
+            _add(md, body, None, bound, f"<p class='bound'>{html.escape(bound)}</p>")
             summary["generator_bound"] = bound
-    plots = _plots(run_dir, steps if steps is not None and not steps.empty else None)
-    if plots:
-        md += ["## Plots", ""] + [f"![{caption}]({name})" for name, caption, _png in plots] + [""]
-        body += ["<h2>Plots</h2>"] + [_img(caption, png) for _name, caption, png in plots]
-        summary["plots"] = [name for name, _caption, _png in plots]
+    sections = {section.title: section for section in _sections(run_dir)}
+    if "Failures" in sections:
+        failures = sections.pop("Failures")
+        _add(md, body, "Errors by class", failures.markdown, failures.html)
+        summary["Failures"] = failures.summary
     slo = _slo_frame(run_dir)
     if slo is not None:
-        md += ["## SLOs", "", slo.to_markdown(index=False), ""]
-        body += ["<h2>SLOs</h2>", slo.to_html(index=False, escape=True, border=0)]
+        _add(md, body, "SLOs", slo.to_markdown(index=False), slo.to_html(index=False, escape=True, border=0))
         summary["slo"] = json.loads(slo.to_json(orient="records"))
-    for section in _sections(run_dir):
-        md += [f"## {section.title}", "", section.markdown, ""]
-        body += [f"<h2>{html.escape(section.title)}</h2>", section.html]
+    early = [title for title in ("Target memory", "Lost workers") if title in sections]
+    for section in [sections.pop(title) for title in early]:
+        _add(md, body, section.title, section.markdown, section.html)
+        summary[section.title] = section.summary
+    plots = _plots(run_dir, steps)
+    if plots:
+        _add(md, body, "Plots", "\n".join(f"![{caption}]({name})" for name, caption, _png in plots),
+             "".join(_img(caption, png) for _name, caption, png in plots))
+        summary["plots"] = [name for name, _caption, _png in plots]
+    for section in sections.values():
+        _add(md, body, section.title, section.markdown, section.html)
         summary[section.title] = section.summary
     write_atomic(run_dir / "report.md", "\n".join(md) + "\n")
     page = f"<!doctype html><html><head><meta charset='utf-8'><title>swarmgauge report</title>{STYLE}</head>" \
