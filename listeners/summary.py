@@ -70,6 +70,7 @@ def _on_quit(exit_code: int, **_kwargs: Any) -> None:
         if isinstance(environment.runner, WorkerRunner) or not getattr(options, "headless", False):
             continue
         try:
+            sys.stderr.flush()  # Locust's table goes to stderr: the summary must come after it on a terminal
             sys.stdout.write(summary_text(environment, exit_code))
             sys.stdout.flush()
         except Exception as exc:  # noqa: BLE001 - the run's files are written; a summary problem must not hide that
