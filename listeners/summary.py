@@ -35,13 +35,18 @@ def summary_text(environment: Any, code: int) -> str:
     """The step tables with their trend sentences, the SLO verdicts and the exit code, as plain text."""
     import pandas as pd
 
-    from swarmgauge.listeners import slo, steps
-    from swarmgauge.reports.report import step_tables
+    from swarmgauge.listeners import rundir, slo, steps
+    from swarmgauge.reports.report import step_spreads, step_tables, target_cpu_by_step
 
     lines = ["", "swarmgauge: per-step results (warm-up excluded)"]
     rows = steps.rows_now(environment)
+    directory = rundir.run_dir(environment)
+    spreads, target_cpu = {}, {}
+    if directory is not None and (directory / "timeline.csv").is_file():
+        spreads = step_spreads(pd.read_csv(directory / "timeline.csv"))
+        target_cpu = target_cpu_by_step(directory)
     if rows:
-        for title, table, sentence in step_tables(pd.DataFrame(rows)):
+        for title, table, sentence in step_tables(pd.DataFrame(rows), spreads, target_cpu):
             table = table.assign(Step="")
             lines += ["", title, table.drop(columns=["Step"]).to_markdown(index=False, tablefmt="simple", disable_numparse=True)]
             if sentence:
@@ -54,6 +59,8 @@ def summary_text(environment: Any, code: int) -> str:
     verdicts = getattr(environment, "_swarmgauge_slo_verdicts", None) or []
     if verdicts:
         lines += ["", slo.format_verdicts(verdicts)]
+    if directory is not None and (directory / "report.html").is_file():
+        lines += ["", f"report: {directory / 'report.html'}"]
     lines += ["", exit_reason(code, verdicts)]
     return "\n".join(lines) + "\n"
 

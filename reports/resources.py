@@ -8,6 +8,7 @@ code the live leak verdict uses, so the report and the run's printed verdict nev
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import io
 import json
@@ -104,11 +105,22 @@ def _warmup_of(run_dir: Path) -> str:
     return text.split("%")[0] + "%" if "%" in text else text.replace(" ", "")
 
 
+def source_names(run_dir: Path) -> dict[str, str]:
+    """``psutil:pid=N`` of an embedded target -> ``embedded mark (pid N)``, from run.json, so a reader knows which
+    process the series is."""
+    try:
+        info = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {f"psutil:pid={t['pid']}": f"embedded {t['name']} (pid {t['pid']})" for t in info.get("embedded_targets") or []}
+
+
 def section(run_dir: Path) -> Section | None:
     path = run_dir / "resources.csv"
     if not path.is_file():
         return None
-    rows = load_rows(path)
+    names = source_names(run_dir)
+    rows = [dataclasses.replace(r, source=names.get(r.source, r.source)) for r in load_rows(path)]
     table = memory_table(rows)
     if table.empty:
         return None
