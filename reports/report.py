@@ -97,6 +97,11 @@ def waited_on(request_type: str, name: str) -> bool:
     return not (str(request_type) == "QUIC" and str(name) == "handshake")
 
 
+def table_title(request_type: str, name: str) -> str:
+    """``FETCH /corpus/{topic}`` - but a name that already starts with its type (``LOOKUP /``) is not doubled."""
+    return str(name) if str(name).startswith(f"{request_type} ") else f"{request_type} {name}"
+
+
 def step_tables(steps: pd.DataFrame, spreads: dict[int, float] | None = None,
                 target_cpu: dict[int, float] | None = None) -> list[tuple[str, pd.DataFrame, str | None]]:
     """One reference-page table per request type (and name when a type has several)."""
@@ -108,7 +113,7 @@ def step_tables(steps: pd.DataFrame, spreads: dict[int, float] | None = None,
                             else f"{r['target_rate']:g}/s", axis=1)
         errors = group["failures"].astype(int)
         shown = pd.DataFrame({
-            "Step": [f"{rtype} {name}" if i == 0 else "" for i in range(len(group))],
+            "Step": [table_title(rtype, name) if i == 0 else "" for i in range(len(group))],
             "Users": users.astype(str).str.replace(r"\.0$", "", regex=True),
             "req/s": group["rps"].map(_rate),
             "p50": group["p50_ms"].map(format_latency),
@@ -121,7 +126,7 @@ def step_tables(steps: pd.DataFrame, spreads: dict[int, float] | None = None,
         if target_cpu:
             shown["target CPU"] = [_cpu(target_cpu.get(int(step))) for step in group["step"]]
         sentence = knee_sentence(group, spreads, target_cpu) if waited_on(rtype, name) else None
-        tables.append((f"{rtype} {name}", shown, sentence))
+        tables.append((table_title(rtype, name), shown, sentence))
     return tables
 
 

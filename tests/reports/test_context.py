@@ -80,3 +80,29 @@ def test_users_axis_is_labelled_as_run_and_a_spike_does_not_flatten_the_chart():
     assert [t.get_text() for t in axis.get_xticklabels()] == ["1", "4", "16", "64"]
     assert readable_top(pd.Series([3.0, 3.2, 2.9, 3.1, 3.0, 214.0])) == pytest.approx(3.2 * 1.5, rel=0.2)
     assert readable_top(pd.Series([3.0, 3.2, 2.9, 3.1, 3.0, 4.0])) is None
+
+
+def test_thinning_keeps_every_samples_peak_and_sources_read_as_names():
+    from swarmgauge.listeners.sources.verdict import Row
+    from swarmgauge.reports.resources import MIB, memory_table, readable_source
+
+    rows = [Row(1000.0 + t, float(t), 0, "local", "psutil:pid=7", "rss_bytes", (100 + (50 if t == 6 else 0)) * MIB, t)
+            for t in range(13)]
+    table = memory_table(rows)
+    assert len(table) == 12 and table["psutil:pid=7 rss"].max() == 150.0  # the one high sample survives thinning
+    assert list(table.index[:2]) == ["0 s", "1 s"] and sum("(max)" in label for label in table.index) == 1
+    assert readable_source("psutil:pidfile=/tmp/mdk-x/worker-1.pid") == "worker-1"
+    assert readable_source("cgroup:/sys/fs/cgroup/x") == "cgroup:/sys/fs/cgroup/x"
+
+
+def test_a_handshake_gets_no_trend_sentence_and_a_typed_name_is_not_doubled():
+    from swarmgauge.reports.report import step_tables
+
+    frame = pd.DataFrame([{"step": i, "label": f"{u} users", "request_type": rtype, "name": name, "users": u,
+                           "target_rate": None, "rps": rps, "p50_ms": 5.0, "p99_ms": 9.0, "failures": 0,
+                           "generator_bound": False}
+                          for i, (u, rps) in enumerate([(1, 100.0), (4, 400.0)])
+                          for rtype, name in (("QUIC", "handshake"), ("LOOKUP", "LOOKUP /"))])
+    tables = {title: sentence for title, _table, sentence in step_tables(frame)}
+    assert tables == {"QUIC handshake": None, "LOOKUP /": tables["LOOKUP /"]}
+    assert tables["LOOKUP /"].startswith("Throughput rises")
