@@ -97,6 +97,11 @@ def waited_on(request_type: str, name: str) -> bool:
     return not (str(request_type) == "QUIC" and str(name) == "handshake")
 
 
+def rate_unit(request_type: str) -> str:
+    """``runs/s`` for kneo's run request types (the page's unit), ``req/s`` for everything else."""
+    return "runs/s" if str(request_type).startswith("run ") else "req/s"
+
+
 def table_title(request_type: str, name: str) -> str:
     """``FETCH /corpus/{topic}`` - but a name that already starts with its type (``LOOKUP /``) is not doubled."""
     return str(name) if str(name).startswith(f"{request_type} ") else f"{request_type} {name}"
@@ -115,7 +120,7 @@ def step_tables(steps: pd.DataFrame, spreads: dict[int, float] | None = None,
         shown = pd.DataFrame({
             "Step": [table_title(rtype, name) if i == 0 else "" for i in range(len(group))],
             "Users": users.astype(str).str.replace(r"\.0$", "", regex=True),
-            "req/s": group["rps"].map(_rate),
+            rate_unit(rtype): group["rps"].map(_rate),
             "p50": group["p50_ms"].map(format_latency),
             "p99": group["p99_ms"].map(format_latency),
             "errors": errors,

@@ -106,3 +106,16 @@ def test_a_handshake_gets_no_trend_sentence_and_a_typed_name_is_not_doubled():
     tables = {title: sentence for title, _table, sentence in step_tables(frame)}
     assert tables == {"QUIC handshake": None, "LOOKUP /": tables["LOOKUP /"]}
     assert tables["LOOKUP /"].startswith("Throughput rises")
+
+
+def test_kneo_run_tables_say_runs_per_second_beside_the_page():
+    from swarmgauge.reports.report import step_tables
+
+    frame = pd.DataFrame([{"step": 0, "label": "1 users", "request_type": "run sync", "name": "echo", "users": 1,
+                           "target_rate": None, "rps": 40.0, "p50_ms": 12.0, "p99_ms": 15.0, "failures": 0,
+                           "generator_bound": False}])
+    [(title, table, _sentence)] = step_tables(frame)
+    rows = reference_rows({"plan": load_plan_file("kneo-sync-sweep").summary()})
+    shown = beside_reference(table, title, rows)
+    assert "runs/s" in shown and "req/s" not in shown
+    assert list(shown["page runs/s"]) == ["51.0"] and list(shown["Δ runs/s"]) == ["-22 %"]
