@@ -73,7 +73,7 @@ def context_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
         ("locustfile", str(info.get("locustfile") or "")),
         ("user classes", ", ".join(info.get("user_classes") or [])),
         ("target", str(info.get("host") or "") + "".join(
-            f" (embedded {t['name']}, pid {t['pid']})" for t in info.get("embedded_targets") or [])),
+            f" (embedded {name}, pid {t['pid']})" for name, t in (info.get("embedded_targets") or {}).items())),
         ("command", _command(info.get("argv") or [])),
         ("versions", _versions(info.get("versions") or {})),
         ("workers", f"{info.get('workers')} ({info.get('runner')})" if info.get("runner") else ""),

@@ -130,7 +130,8 @@ def source_names(run_dir: Path) -> dict[str, str]:
         info = json.loads((run_dir / "run.json").read_text())
     except (OSError, ValueError):
         return {}
-    return {f"psutil:pid={t['pid']}": f"embedded {t['name']} (pid {t['pid']})" for t in info.get("embedded_targets") or []}
+    return {f"psutil:pid={t['pid']}": f"embedded {name} (pid {t['pid']})"
+            for name, t in (info.get("embedded_targets") or {}).items()}
 
 
 def section(run_dir: Path) -> Section | None:

@@ -59,9 +59,7 @@ def _sample_as_target(environment: Any, name: str, target: TargetProcess) -> Non
 
     rundir = sys.modules.get("swarmgauge.listeners.rundir")
     if rundir is not None:
-        known = list(rundir._info(environment).get("embedded_targets") or [])
-        rundir.add_run_info(environment, "embedded_targets", known + [{"name": name, "pid": target.pid,
-                                                                       "url": target.url}])
+        rundir.add_run_info(environment, "embedded_targets", {name: {"pid": target.pid, "url": target.url}})
     resources = sys.modules.get("swarmgauge.listeners.resources")
     if resources is not None:
         resources.add_sample_source(environment, f"psutil:pid={target.pid}")

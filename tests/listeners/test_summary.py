@@ -80,7 +80,7 @@ def test_the_demo_locustfile_ends_with_the_step_table_and_verdicts_and_no_quic_i
     assert tail.rstrip().endswith("exit code 0")
     assert "/INFO/quic" not in output
     info = json.loads((run_dir / "run.json").read_text())
-    [embedded] = info["embedded_targets"]
+    embedded = info["embedded_targets"]["mark"]
     assert f"psutil:pid={embedded['pid']}" in info["resources"]["sources"]  # the embedded target is sampled
     report = (run_dir / "report.md").read_text()
     assert "## Target memory" in report and f"(embedded mark, pid {embedded['pid']})" in report

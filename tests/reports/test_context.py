@@ -18,7 +18,7 @@ from swarmgauge.shapes.plan import build_plan, load_plan_file
 RUN_JSON = {
     "started_at": 1796290000.0, "ended_at": 1796290031.6, "locustfile": "locustfiles/demarkus_reads.py",
     "user_classes": ["FetchUser"], "host": "mark://127.0.0.1:5000",
-    "embedded_targets": [{"name": "mark", "pid": 42, "url": "mark://127.0.0.1:5000"}],
+    "embedded_targets": {"mark": {"pid": 42, "url": "mark://127.0.0.1:5000"}},
     "argv": ["/x/site-packages/locust/__main__.py", "-f", "locustfiles/demarkus_reads.py", "--mark-token", "***"],
     "versions": {"swarmgauge": "0.2.0", "locust": "2.47.0", "aioquic": "1.7.2", "python": "3.11.7"},
     "runner": "LocalRunner", "workers": 1, "exit_code": 0,
