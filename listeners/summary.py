@@ -47,8 +47,8 @@ def summary_text(environment: Any, code: int) -> str:
         target_cpu = target_cpu_by_step(directory)
     if rows:
         for title, table, sentence in step_tables(pd.DataFrame(rows), spreads, target_cpu):
-            table = table.assign(Step="")
-            lines += ["", title, table.drop(columns=["Step"]).to_markdown(index=False, tablefmt="simple", disable_numparse=True)]
+            shown = table.drop(columns=["Step"]).to_markdown(index=False, tablefmt="simple", disable_numparse=True)
+            lines += ["", title, shown]
             if sentence:
                 lines.append(sentence)
     else:

@@ -90,8 +90,8 @@ def render(info: dict[str, Any]) -> tuple[str, str]:
         return "", ""
     md = ["| run | |", "|---|---|"] + [f"| {name} | {value.replace('|', '&#124;')} |" for name, value in rows]
     body = "<table class='context'>" + "".join(
-        f"<tr><th>{html.escape(name)}</th><td style='text-align:left;white-space:normal'><code>{html.escape(value)}</code>"
-        "</td></tr>"
+        f"<tr><th>{html.escape(name)}</th><td style='text-align:left;white-space:normal'>"
+        f"<code>{html.escape(value)}</code></td></tr>"
         if name == "command" else
         f"<tr><th>{html.escape(name)}</th><td style='text-align:left;white-space:normal'>{html.escape(value)}</td></tr>"
         for name, value in rows) + "</table>"

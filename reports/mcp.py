@@ -241,7 +241,8 @@ def section(run_dir: Path) -> Section | None:
             held = (f"held at about {drop['plateau_live']:.0f} from {drop['peak_at_s']:.0f} s to "
                     f"{drop['held_until_s']:.0f} s, then " if drop["held_until_s"] > drop["peak_at_s"] else "")
             blocks.append(f"Idle TTL: live sessions reached {drop['peak_live']:.0f} (at {drop['peak_at_s']:.0f} s), "
-                          f"{held}fell to {drop['low_live']:.0f} (at {drop['low_at_s']:.0f} s) as the gateway reaped idle "
+                          f"{held}fell to {drop['low_live']:.0f} (at {drop['low_at_s']:.0f} s) as the gateway "
+                          "reaped idle "
                           f"sessions; {metric} went from {drop['peak_memory'] / MIB:.1f} MiB to "
                           f"{drop['low_memory'] / MIB:.1f} MiB (an allocator may keep freed memory for reuse, so the "
                           "bound shows as memory that stops growing).")

@@ -127,7 +127,7 @@ class SwarmShape(LoadTestShape):
         return [known[name] for name in stage.user_classes]
 
     def run_time_limit(self) -> float | None:
-        """``-t/--run-time`` in seconds: it bounds every run, a planned one too (Locust applies it only after a shape)."""
+        """``-t/--run-time`` in seconds: it bounds every run, a planned one too (Locust starts it after a shape)."""
         environment = self.runner.environment if self.runner is not None else None
         limit = getattr(getattr(environment, "parsed_options", None), "run_time", None)
         return float(limit) if limit else None

@@ -138,7 +138,8 @@ def _reference(value: Any, where: str) -> dict[str, Any] | None:
             raise UsageError(f"{where}: reference row {position} needs a name and exactly one of users or rate")
         figures = [k for k in REFERENCE_FIGURES if k in row]
         if not figures or not all(isinstance(row[k], (int, float)) for k in figures):
-            raise UsageError(f"{where}: reference row {position} needs numbers for some of {', '.join(REFERENCE_FIGURES)}")
+            raise UsageError(f"{where}: reference row {position} needs numbers for some of "
+                             f"{', '.join(REFERENCE_FIGURES)}")
     return {"page": str(value.get("page") or ""), "rows": rows}
 
 
