@@ -64,6 +64,14 @@ def cut_short_sentence(info: dict[str, Any]) -> str | None:
     return sentence + (f"; steps not run: {', '.join(left)}." if left else ".")
 
 
+def embedded_targets(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """run.json's embedded targets by name (an early format kept them as a list of {name, pid, url})."""
+    found = info.get("embedded_targets") or {}
+    if isinstance(found, list):
+        return {str(t.get("name")): t for t in found if isinstance(t, dict)}
+    return found if isinstance(found, dict) else {}
+
+
 def context_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
     """(field, value) pairs for the run context table; fields without data are left out."""
     started, ended = info.get("started_at"), info.get("ended_at")
@@ -73,7 +81,7 @@ def context_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
         ("locustfile", str(info.get("locustfile") or "")),
         ("user classes", ", ".join(info.get("user_classes") or [])),
         ("target", str(info.get("host") or "") + "".join(
-            f" (embedded {name}, pid {t['pid']})" for name, t in (info.get("embedded_targets") or {}).items())),
+            f" (embedded {name}, pid {t['pid']})" for name, t in embedded_targets(info).items())),
         ("command", _command(info.get("argv") or [])),
         ("versions", _versions(info.get("versions") or {})),
         ("workers", f"{info.get('workers')} ({info.get('runner')})" if info.get("runner") else ""),

@@ -235,7 +235,11 @@ def render_report(run_dir: Path | str) -> dict[str, Any]:
     md: list[str] = [f"# swarmgauge run report: {run_dir.name}", ""]
     body: list[str] = [f"<h1>swarmgauge run report: {html.escape(run_dir.name)}</h1>"]
     summary: dict[str, Any] = {"run_dir": run_dir.name}
-    context_md, context_html = context.render(info)
+    try:
+        context_md, context_html = context.render(info)
+    except (KeyError, TypeError, ValueError) as exc:  # an odd run.json must not lose the figures below
+        logger.warning("report context: run.json not understood: %s", exc)
+        context_md, context_html = "", ""
     if context_md:
         _add(md, body, None, context_md, context_html)
         summary["cut_short"] = info.get("cut_short")

@@ -20,6 +20,7 @@ from swarmgauge.listeners.sources import MIB
 from swarmgauge.listeners.sources.trend import parse_warmup
 from swarmgauge.listeners.sources.verdict import (GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
                                        WORKING_SET_METRICS, Row, leak_verdict, trends)
+from swarmgauge.reports.context import embedded_targets
 from swarmgauge.reports.sections import Section
 
 MEMORY_METRICS = (*HEAP_METRICS, *WORKING_SET_METRICS, *RSS_METRICS)
@@ -131,7 +132,7 @@ def source_names(run_dir: Path) -> dict[str, str]:
     except (OSError, ValueError):
         return {}
     return {f"psutil:pid={t['pid']}": f"embedded {name} (pid {t['pid']})"
-            for name, t in (info.get("embedded_targets") or {}).items()}
+            for name, t in embedded_targets(info).items()}
 
 
 def section(run_dir: Path) -> Section | None:
