@@ -14,6 +14,8 @@ LISTENER_MODULES = (
     "swarmgauge.listeners.resources",
     "swarmgauge.listeners.webui",
     "swarmgauge.listeners.workers",
+    "swarmgauge.listeners.summary",
+    "swarmgauge.listeners.quiet",
 )
 
 for _name in LISTENER_MODULES:

@@ -66,7 +66,9 @@ def source_specs(options: Any) -> list[str]:
 def add_sample_source(environment, spec: str) -> None:
     """Sample one more source in this run (a locustfile's embedded target); checked now, polled from test_start."""
     parse_source(spec)
-    sampler_for(environment).extra_specs.append(spec)
+    specs = sampler_for(environment).extra_specs
+    if spec not in specs:
+        specs.append(spec)
 
 
 def sampler_for(environment) -> "ResourceSampler":
@@ -120,9 +122,9 @@ class ResourceSampler:
         on_workers = getattr(options, "sample_on", "master") == "workers"
         polls_targets = (self.node.startswith("worker:") and on_workers) or (
             self.node == "local" or (self.node == "master" and not on_workers))
-        specs = source_specs(options) + self.extra_specs if polls_targets else []
+        specs = list(dict.fromkeys(source_specs(options) + self.extra_specs)) if polls_targets else []
         self.sources = [parse_source(spec) for spec in specs]
-        generator = PsutilSource(pid=os.getpid())
+        generator = PsutilSource(pid=os.getpid(), children=False)  # an embedded target child is the target
         generator.label = GENERATOR_SOURCE
         self.sources.append(generator)
 

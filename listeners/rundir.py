@@ -179,7 +179,7 @@ def _versions() -> dict[str, str]:
     from importlib import metadata
 
     found = {"python": platform.python_version()}
-    for dist in ("locust", "swarmgauge", "hdrhistogram", "gevent", "aioquic", "mcp"):
+    for dist in ("locust", "swarmgauge", "hdrhistogram", "gevent", "aioquic", "qh3", "mcp"):
         try:
             found[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:

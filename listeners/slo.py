@@ -7,7 +7,8 @@ terms with :func:`register_metric`. Providers return base units: milliseconds fo
 hour for slopes (``MiB/h``), fractions for ratios (``%`` divides by 100). ``@run`` (the default) checks the whole run;
 ``@step`` checks every step and fails if any step fails. A provider's ``None`` means no data: the verdict is
 ``unknown``, which is not a failure. Exit codes: 3 when any threshold fails — it wins over Locust's 1 for request
-errors, because a failed gate is the more specific answer; 0 when all hold and nothing errored.
+errors, because a failed gate is the more specific answer; when an SLO on ``fail_ratio`` or ``failures`` holds,
+failed requests alone give 0 (Locust's 1 applies only when no SLO covers failures).
 """
 
 from __future__ import annotations
@@ -188,6 +189,7 @@ def evaluate(environment: Any, threshold: Threshold) -> dict[str, Any]:
     known = [s for s in per_step if s["observed"] is not None]
     worst = failing[0] if failing else (known[-1] if known else None)
     verdict["observed"] = worst["observed"] if worst else None
+    verdict["worst_step"] = worst["label"] if worst else None
     verdict["status"] = "fail" if "fail" in statuses else ("pass" if "pass" in statuses else "unknown")
     verdict["colour"] = {"fail": "red", "pass": "green", "unknown": "amber"}[verdict["status"]]
     return verdict
@@ -204,6 +206,8 @@ def check(environment: Any) -> list[dict[str, Any]]:
     failed = [v for v in verdicts if v["status"] == "fail"]
     if failed:
         environment.process_exit_code = SLO_EXIT_CODE
+    elif covers_failures(verdicts) and environment.process_exit_code is None and not _crashed():
+        environment.process_exit_code = 0  # an SLO on failures held: failed requests alone are not an error exit
     directory = rundir.run_dir(environment)
     if directory is not None:
         doc = {"passed": not failed, "exit_code": SLO_EXIT_CODE if failed else None, "verdicts": verdicts}
@@ -212,11 +216,36 @@ def check(environment: Any) -> list[dict[str, Any]]:
     return verdicts
 
 
+def in_unit(value: float | None, unit: str, metric: str = "") -> str:
+    """A base-unit value in the threshold's own unit, 3 significant digits: ``45.2 MiB``, ``1.5 %``, ``12.3 ms``."""
+    if value is None:
+        return "no data"
+    shown_unit = unit or ("ms" if metric in LATENCY_METRICS or metric in ("max", "avg") else "")
+    number = float(value) / _UNITS.get(unit, 1.0)
+    text = f"{number:.0f}" if abs(number) >= 100 else f"{number:.3g}"
+    return f"{text} {shown_unit}".rstrip() if shown_unit != "%" else f"{text} %"
+
+
+FAILURE_METRICS = ("fail_ratio", "failures")
+
+
+def covers_failures(verdicts: list[dict[str, Any]]) -> bool:
+    """An SLO judged the failed requests (``fail_ratio`` or ``failures``), so it, not Locust's 1, decides the exit."""
+    return any(v.get("metric") in FAILURE_METRICS and v.get("status") == "pass" for v in verdicts)
+
+
+def _crashed() -> bool:
+    from locust import log
+
+    return bool(log.unhandled_greenlet_exception)
+
+
 def format_verdicts(verdicts: list[dict[str, Any]]) -> str:
     lines = []
     for v in verdicts:
-        observed = "no data" if v["observed"] is None else f"{v['observed']:.6g}"
-        lines.append(f"SLO {v['status'].upper():7} {v['expr']}  (observed {observed}, base units)")
+        observed = in_unit(v["observed"], v.get("unit", ""), v.get("metric", ""))
+        where = f", at {v['worst_step']}" if v.get("worst_step") else ""
+        lines.append(f"SLO {v['status'].upper():7} {v['expr']}  (observed {observed}{where})")
     return "\n".join(lines)
 
 
@@ -253,5 +282,6 @@ def _on_quitting(environment: Any, **_kwargs: Any) -> None:
     verdicts = check(environment)
     if verdicts:
         text = format_verdicts(verdicts)
-        sys.stdout.write(text + "\n")
-        logger.info("SLO verdicts:\n%s", text)
+        if "swarmgauge.listeners.summary" not in sys.modules:  # else printed after Locust's table, in the summary
+            sys.stdout.write(text + "\n")
+        logger.debug("SLO verdicts:\n%s", text)

@@ -29,6 +29,7 @@ CALLS = ("initialize", "initialized")
 WARMUP_FRACTION = 0.1
 MIN_SAMPLES = 3
 MAX_ROWS = 24
+PLATEAU = 0.9  # live sessions within 10 % of the peak are still the plateau
 MIB = 2 ** 20
 
 
@@ -142,7 +143,10 @@ def ttl_drop(table: pd.DataFrame) -> dict[str, Any] | None:
     low = after.loc[after["live"].idxmin()]
     if peak["live"] <= 0 or low["live"] > 0.9 * peak["live"]:
         return None
+    below = after[after["live"] < PLATEAU * peak["live"]]
+    held = data[(data["time"] >= peak["time"]) & (data["time"] < below["time"].iloc[0])]
     return {"peak_live": float(peak["live"]), "peak_at_s": float(peak["elapsed_s"]),
+            "held_until_s": float(held["elapsed_s"].iloc[-1]), "plateau_live": float(held["live"].median()),
             "peak_memory": float(peak["memory"]), "low_live": float(low["live"]), "low_at_s": float(low["elapsed_s"]),
             "low_memory": float(low["memory"]), "end_memory": float(data["memory"].iloc[-1])}
 
@@ -155,7 +159,7 @@ def over_time(table: pd.DataFrame, max_rows: int = MAX_ROWS) -> pd.DataFrame:
                         "step": [("" if pd.isna(s) else str(int(s))) for s in binned["step"]]})
     if "gauge" in binned:
         out["live (gateway)"] = [("" if pd.isna(v) else f"{v:.0f}") for v in binned["gauge"]]
-    out["live (estimate)"] = [("" if pd.isna(v) else f"{v:.0f}") for v in binned["estimate"]]
+    out["live (client upper bound)"] = [("" if pd.isna(v) else f"{v:.0f}") for v in binned["estimate"]]
     out["memory MiB"] = [f"{v / MIB:.1f}" for v in binned["memory"]]
     return out
 
@@ -171,7 +175,7 @@ def churn_table(steps: pd.DataFrame, churn: pd.DataFrame, tool_name: str | None)
         entry = {"Step": row["label"], "rate": "" if _num(row["target_rate"]) is None else f"{_num(row['target_rate']):g}/s",
                  "started": int(row["sessions_started"]), "expired (404)": int(row["sessions_expired"]),
                  "refused (503)": int(row["sessions_refused"]), "dropped": int(row["dropped"]),
-                 "live estimate": int(row["live_end"])}
+                 "live (client upper bound)": int(row["live_end"])}
         for call in CALLS + ((tool_name,) if tool_name else ()):
             entry[f"{call} p50"] = _ms(_p50(steps, row["step"], "MCP", call))
         entry["errors"] = int(_num(row["failures"]) or 0)
@@ -215,8 +219,10 @@ def section(run_dir: Path) -> Section | None:
     blocks: list[str | pd.DataFrame] = []
     summary: dict[str, Any] = {}
     if not churn.empty:
-        blocks += ["Session churn per step (the live estimate is sessions started minus expired and refused, "
-                   "cumulative):", churn_table(steps, churn, _tool_name(steps))]
+        blocks += ["Session churn per step (the client's upper bound on live sessions is sessions started minus "
+                   "those it saw expired or refused, cumulative; a gateway that reaps idle sessions the client never "
+                   "comes back to is not seen here, so its own gauge below is the live count):",
+                   churn_table(steps, churn, _tool_name(steps))]
         summary["sessions"] = {c: int(churn[c].sum()) for c in COUNTERS}
         summary["live_estimate_end"] = int(churn["live_end"].iloc[-1])
     resources_path = run_dir / "resources.csv"
@@ -232,8 +238,11 @@ def section(run_dir: Path) -> Section | None:
                                              "source": source, "live_source": live_source, "samples": fit.samples}
         drop = ttl_drop(table)
         if drop is not None:
-            blocks.append(f"Idle TTL: live sessions fell from {drop['peak_live']:.0f} (at {drop['peak_at_s']:.0f} s) "
-                          f"to {drop['low_live']:.0f} (at {drop['low_at_s']:.0f} s) as the gateway reaped idle "
+            held = (f"held at about {drop['plateau_live']:.0f} from {drop['peak_at_s']:.0f} s to "
+                    f"{drop['held_until_s']:.0f} s, then " if drop["held_until_s"] > drop["peak_at_s"] else "")
+            blocks.append(f"Idle TTL: live sessions reached {drop['peak_live']:.0f} (at {drop['peak_at_s']:.0f} s), "
+                          f"{held}fell to {drop['low_live']:.0f} (at {drop['low_at_s']:.0f} s) as the gateway "
+                          "reaped idle "
                           f"sessions; {metric} went from {drop['peak_memory'] / MIB:.1f} MiB to "
                           f"{drop['low_memory'] / MIB:.1f} MiB (an allocator may keep freed memory for reuse, so the "
                           "bound shows as memory that stops growing).")

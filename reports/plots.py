@@ -7,13 +7,17 @@ opens a window. Each function returns None when the data has nothing to plot.
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
 DPI = 100
 SIZE = (9.0, 4.0)
+SPIKE_FACTOR = 3.0  # a p99 point over 3x the 90th percentile of the points is a spike
+SPIKE_HEADROOM = 1.5
 
 
 def _png(figure: Figure) -> bytes:
@@ -29,6 +33,22 @@ def _closed_model_rows(steps: pd.DataFrame) -> pd.DataFrame:
     rows = rows[rows["target_rate"].isna() | (rows["target_rate"].astype(str) == "")] \
         if "target_rate" in rows else rows
     return rows.dropna(subset=["users_n", "rps"])
+
+
+def label_users_as_run(axis: Any, users: list[float]) -> None:
+    """Ticks at the users the run had, written as numbers (1, 4, 16, 64), never as powers (2⁰ ... 2⁶)."""
+    axis.xaxis.set_major_locator(FixedLocator(users))
+    axis.xaxis.set_major_formatter(FixedFormatter([f"{u:g}" for u in users]))
+    axis.xaxis.set_minor_locator(NullLocator())
+
+
+def readable_top(values: pd.Series) -> float | None:
+    """A y-axis top that keeps the bulk of the points readable when a few spike (None: no clipping needed)."""
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    if len(values) < 5:
+        return None
+    typical = float(values.quantile(0.9, interpolation="lower"))
+    return typical * SPIKE_HEADROOM if typical > 0 and float(values.max()) > typical * SPIKE_FACTOR else None
 
 
 def throughput_vs_users(steps: pd.DataFrame) -> bytes | None:
@@ -50,6 +70,7 @@ def throughput_vs_users(steps: pd.DataFrame) -> bytes | None:
         axis.set_ylabel(unit)
         if rows["users_n"].max() / max(rows["users_n"].min(), 1.0) >= 8:
             axis.set_xscale("log", base=2)
+        label_users_as_run(axis, sorted(rows["users_n"].unique()))
         axis.grid(True, alpha=0.3)
         axis.legend(fontsize="small")
     rate_axis.set_ylim(bottom=0)
@@ -81,8 +102,18 @@ def latency_over_time(timeline: pd.DataFrame, steps: pd.DataFrame | None = None)
     count_axis.bar(seconds, timeline["requests"], width=width, align="edge", alpha=0.15, color="grey",
                    label="requests")
     count_axis.set_ylabel("requests per interval")
+    top = readable_top(timeline["p99_ms"])
+    if top is not None:
+        latency_axis.set_ylim(0, top)
+        for moment, value in zip(seconds, timeline["p99_ms"]):
+            if value > top:
+                latency_axis.annotate(f"{value:.0f} ms ↑", (moment, top), xytext=(0, -12), textcoords="offset points",
+                                      ha="center", fontsize="small", color="C1")
     if steps is not None and "started_at" in steps:
-        for began in sorted(set(pd.to_numeric(steps["started_at"], errors="coerce").dropna())):
-            latency_axis.axvline(began - start, color="black", alpha=0.2, linewidth=1)
-    latency_axis.legend(loc="upper left", fontsize="small")
+        began = steps.drop_duplicates("step")[["started_at", "label"]].dropna(subset=["started_at"])
+        for moment, label in zip(pd.to_numeric(began["started_at"], errors="coerce"), began["label"]):
+            latency_axis.axvline(moment - start, color="black", alpha=0.3, linewidth=1)
+            latency_axis.text(moment - start, 1.0, f" {label}", transform=latency_axis.get_xaxis_transform(),
+                              rotation=90, va="top", ha="left", fontsize="small", alpha=0.7)
+    latency_axis.legend(loc="upper right", fontsize="small")
     return _png(figure)

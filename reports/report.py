@@ -15,59 +15,100 @@ import importlib
 import importlib.util
 import json
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from swarmgauge.listeners.rundir import write_atomic
+from swarmgauge.reports import context, trend
+from swarmgauge.reports.reference import beside_reference, reference_rows
 from swarmgauge.reports.sections import Section
 
 logger = logging.getLogger("swarmgauge.report")
 
 SECTION_MODULES = ("swarmgauge.reports.resources", "swarmgauge.reports.failures", "swarmgauge.reports.mcp", "swarmgauge.reports.kneo", "swarmgauge.reports.mdk",
                    "swarmgauge.reports.workers")
-KNEE_GAIN = 0.10
-STYLE = ("<style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:1em 0}"
-         "th,td{border:1px solid #ccc;padding:4px 10px;text-align:right}th{background:#f3f3f3}"
+STYLE = ("<style>body{font-family:sans-serif;margin:2em;max-width:1500px}table{border-collapse:collapse;margin:1em 0}"
+         "th,td{border:1px solid #ccc;padding:4px 10px;text-align:right;white-space:nowrap}th{background:#f3f3f3}"
          "figure{margin:1em 0}img{max-width:100%}.knee{font-weight:bold}.bound{color:#a40}</style>")
 
 
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
 def format_latency(ms: Any) -> str:
-    """Latency as the reference pages write it: ``20 ms`` below a second, ``1.77 s`` above."""
-    if ms is None or (isinstance(ms, float) and pd.isna(ms)) or ms == "":
-        return ""
-    value = float(ms)
-    return f"{value / 1000.0:.2f} s" if value >= 1000.0 else f"{value:.0f} ms"
+    """Latency as the reference pages write it, with 3 significant digits: ``0.627 ms``, ``20.4 ms``, ``1.77 s``."""
+    return trend.format_latency(_number(ms))
 
 
 def _rate(value: Any) -> str:
-    if value is None or pd.isna(value):
-        return ""
-    return f"{value:.2f}" if value < 10 else f"{value:.0f}"
+    return trend.format_rate(_number(value))
 
 
-def knee_sentence(table: pd.DataFrame) -> str | None:
-    """Where throughput stops growing: gain under 10 % while users at least doubled (closed-model steps only)."""
+def _closed_rows(table: pd.DataFrame) -> pd.DataFrame:
     rows = table.dropna(subset=["rps"]).sort_values("step")
     if "target_rate" in rows:
         rows = rows[rows["target_rate"].isna() | (rows["target_rate"].astype(str) == "")]
-    rows = rows[pd.to_numeric(rows["users"], errors="coerce").notna()]
-    previous = None
-    for _, row in rows.iterrows():
-        if previous is not None:
-            users_before, users_now = float(previous["users"]), float(row["users"])
-            if users_before > 0 and users_now >= 2 * users_before and previous["rps"] > 0 \
-                    and (row["rps"] - previous["rps"]) / previous["rps"] < KNEE_GAIN:
-                little = users_now / row["rps"] * 1000.0 if row["rps"] else None
-                return (f"Throughput flattens at about {previous['rps']:.0f} req/s from {int(users_before)} users on; "
-                        f"more users only queue (at {int(users_now)} users Little's law gives "
-                        f"{format_latency(little)}, measured p50 {format_latency(row['p50_ms'])}).")
-        previous = row
-    return None
+    return rows[pd.to_numeric(rows["users"], errors="coerce").notna()]
 
 
-def step_tables(steps: pd.DataFrame) -> list[tuple[str, pd.DataFrame, str | None]]:
+def step_spreads(timeline: pd.DataFrame | None) -> dict[int, float]:
+    """Per step, the in-step variation of throughput as a fraction of its mean (std / mean of per-interval req/s).
+
+    The first and last interval of a step are left out: they hold the ramp and a partial bucket, not the step.
+    """
+    if timeline is None or timeline.empty or not {"time", "step", "requests"} <= set(timeline):
+        return {}
+    spreads = {}
+    for step, group in timeline.sort_values("time").groupby("step"):
+        inner = group["requests"].iloc[1:-1]
+        if len(inner) >= 2 and inner.mean() > 0:
+            spreads[int(step)] = float(inner.std(ddof=1) / inner.mean())
+    return spreads
+
+
+def knee_sentence(table: pd.DataFrame, spreads: dict[int, float] | None = None,
+                  target_cpu: dict[int, float] | None = None) -> str | None:
+    """The trend sentence (rising, flat with the knee, falling, noisy) for one request type's closed-model steps."""
+    rows = _closed_rows(table)
+    points = [trend.StepPoint(
+        users=float(r["users"]), rps=float(r["rps"]), p50_ms=_number(r.get("p50_ms")),
+        spread=float(r["rps"]) * (spreads or {}).get(int(r["step"]), 0.0),
+        generator_cpu=_number(r.get("generator_cpu_max")), target_cpu=(target_cpu or {}).get(int(r["step"])))
+        for _, r in rows.iterrows()]
+    return trend.trend_sentence(points)
+
+
+def _cpu(value: Any, bound: bool = False) -> str:
+    """CPU as % of one core; ``(bound)`` when a generator ran above 90 %: the step may measure the generator."""
+    number = _number(value)
+    return "" if number is None else f"{number:.0f} %" + (" (bound)" if bound else "")
+
+
+def waited_on(request_type: str, name: str) -> bool:
+    """Request types a user waits on; a QUIC handshake rides along with them and gets no trend sentence."""
+    return not (str(request_type) == "QUIC" and str(name) == "handshake")
+
+
+def rate_unit(request_type: str) -> str:
+    """``runs/s`` for kneo's run request types (the page's unit), ``req/s`` for everything else."""
+    return "runs/s" if str(request_type).startswith("run ") else "req/s"
+
+
+def table_title(request_type: str, name: str) -> str:
+    """``FETCH /corpus/{topic}`` - but a name that already starts with its type (``LOOKUP /``) is not doubled."""
+    return str(name) if str(name).startswith(f"{request_type} ") else f"{request_type} {name}"
+
+
+def step_tables(steps: pd.DataFrame, spreads: dict[int, float] | None = None,
+                target_cpu: dict[int, float] | None = None) -> list[tuple[str, pd.DataFrame, str | None]]:
     """One reference-page table per request type (and name when a type has several)."""
     tables = []
     data = steps[steps["name"] != "Aggregated"]
@@ -77,29 +118,48 @@ def step_tables(steps: pd.DataFrame) -> list[tuple[str, pd.DataFrame, str | None
                             else f"{r['target_rate']:g}/s", axis=1)
         errors = group["failures"].astype(int)
         shown = pd.DataFrame({
-            "Step": [f"{rtype} {name}" if i == 0 else "" for i in range(len(group))],
+            "Step": [table_title(rtype, name) if i == 0 else "" for i in range(len(group))],
             "Users": users.astype(str).str.replace(r"\.0$", "", regex=True),
-            "req/s": group["rps"].map(_rate),
+            rate_unit(rtype): group["rps"].map(_rate),
             "p50": group["p50_ms"].map(format_latency),
             "p99": group["p99_ms"].map(format_latency),
             "errors": errors,
         })
-        bound = group[group["generator_bound"].astype(str) == "True"]
-        if not bound.empty:
-            shown["generator"] = ["bound" if b == "True" else "" for b in group["generator_bound"].astype(str)]
-        tables.append((f"{rtype} {name}", shown, knee_sentence(group)))
+        if "generator_cpu_max" in group and pd.to_numeric(group["generator_cpu_max"], errors="coerce").notna().any():
+            shown["generator CPU"] = [_cpu(v, str(b) == "True") for v, b in
+                                      zip(group["generator_cpu_max"], group["generator_bound"])]
+        if target_cpu:
+            shown["target CPU"] = [_cpu(target_cpu.get(int(step))) for step in group["step"]]
+        sentence = knee_sentence(group, spreads, target_cpu) if waited_on(rtype, name) else None
+        tables.append((table_title(rtype, name), shown, sentence))
     return tables
 
 
 def _slo_frame(run_dir: Path) -> pd.DataFrame | None:
+    """The SLO table with verdicts, each observed value in its threshold's own unit (45.2 MiB, not base units)."""
+    from swarmgauge.listeners.slo import in_unit
+
     path = run_dir / "slo.json"
     if not path.is_file():
         return None
     verdicts = json.loads(path.read_text()).get("verdicts", [])
     if not verdicts:
         return None
-    return pd.DataFrame([{"SLO": v["expr"], "scope": v["scope"], "observed": v["observed"], "status": v["status"],
-                          "colour": v["colour"]} for v in verdicts])
+    return pd.DataFrame([{"SLO": v["expr"], "scope": v["scope"],
+                          "observed": in_unit(v["observed"], v.get("unit", ""), v.get("metric", "")),
+                          "worst step": v.get("worst_step") or "", "status": v["status"], "colour": v["colour"]}
+                         for v in verdicts])
+
+
+def target_cpu_by_step(run_dir: Path) -> dict[int, float]:
+    """The sampled target's highest CPU % of a core per step (the generator's own series left out)."""
+    path = run_dir / "resources.csv"
+    if not path.is_file():
+        return {}
+    frame = pd.read_csv(path)
+    frame = frame[(frame["metric"] == "cpu_percent") & ~frame["source"].isin(["generator", "locust"])]
+    frame = frame.dropna(subset=["step"])
+    return {int(step): float(value) for step, value in frame.groupby("step")["value"].max().items()}
 
 
 def _sections(run_dir: Path) -> list[Section]:
@@ -149,41 +209,76 @@ def _img(caption: str, png: bytes) -> str:
         f"<figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
+def _add(md: list[str], body: list[str], title: str | None, markdown: str, fragment: str) -> None:
+    if title:
+        md += [f"## {title}", ""]
+        body.append(f"<h2>{html.escape(title)}</h2>")
+    md += [markdown, ""]
+    body.append(fragment)
+
+
+def _read_csv(path: Path) -> pd.DataFrame | None:
+    if not path.is_file():
+        return None
+    frame = pd.read_csv(path)
+    return None if frame.empty else frame
+
+
 def render_report(run_dir: Path | str) -> dict[str, Any]:
-    """Write report.md, report.html (plots embedded), the plot PNGs and summary.json into ``run_dir``."""
+    """Write report.md, report.html (plots embedded), the plot PNGs and summary.json into ``run_dir``.
+
+    Order: the run's context, per request type the step table and its trend sentence, errors by class, the SLOs,
+    the target's memory, lost workers, the plots, then the protocol sections.
+    """
     run_dir = Path(run_dir)
+    info = context.load_run_json(run_dir)
     md: list[str] = [f"# swarmgauge run report: {run_dir.name}", ""]
     body: list[str] = [f"<h1>swarmgauge run report: {html.escape(run_dir.name)}</h1>"]
     summary: dict[str, Any] = {"run_dir": run_dir.name}
-    steps_path = run_dir / "steps.csv"
-    steps = pd.read_csv(steps_path) if steps_path.is_file() else None
-    if steps is not None and not steps.empty:
+    try:
+        context_md, context_html = context.render(info)
+    except (KeyError, TypeError, ValueError) as exc:  # an odd run.json must not lose the figures below
+        logger.warning("report context: run.json not understood: %s", exc)
+        context_md, context_html = "", ""
+    if context_md:
+        _add(md, body, None, context_md, context_html)
+        summary["cut_short"] = info.get("cut_short")
+    steps = _read_csv(run_dir / "steps.csv")
+    if steps is not None:
         summary["steps"] = json.loads(steps.to_json(orient="records"))
-        for title, table, knee in step_tables(steps):
-            md += [f"## {title}", "", table.to_markdown(index=False), ""]
-            body += [f"<h2>{html.escape(title)}</h2>", table.to_html(index=False, escape=True, border=0)]
-            if knee:
-                md += [knee, ""]
-                body.append(f"<p class='knee'>{html.escape(knee)}</p>")
-                summary.setdefault("knees", {})[title] = knee
+        spreads = step_spreads(_read_csv(run_dir / "timeline.csv"))
+        reference = reference_rows(info)
+        for title, table, sentence in step_tables(steps, spreads, target_cpu_by_step(run_dir)):
+            table = beside_reference(table, title, reference)
+            fragment = table.to_html(index=False, escape=True, border=0)
+            _add(md, body, title, table.to_markdown(index=False, disable_numparse=True), fragment)
+            if sentence:
+                _add(md, body, None, sentence, f"<p class='knee'>{html.escape(sentence)}</p>")
+                summary.setdefault("knees", {})[title] = sentence
         bound = generator_bound_sentence(steps)
         if bound:
-            md += [bound, ""]
-            body.append(f"<p class='bound'>{html.escape(bound)}</p>")
+            _add(md, body, None, bound, f"<p class='bound'>{html.escape(bound)}</p>")
             summary["generator_bound"] = bound
-    plots = _plots(run_dir, steps if steps is not None and not steps.empty else None)
-    if plots:
-        md += ["## Plots", ""] + [f"![{caption}]({name})" for name, caption, _png in plots] + [""]
-        body += ["<h2>Plots</h2>"] + [_img(caption, png) for _name, caption, png in plots]
-        summary["plots"] = [name for name, _caption, _png in plots]
+    sections = {section.title: section for section in _sections(run_dir)}
+    if "Failures" in sections:
+        failures = sections.pop("Failures")
+        _add(md, body, "Errors by class", failures.markdown, failures.html)
+        summary["Failures"] = failures.summary
     slo = _slo_frame(run_dir)
     if slo is not None:
-        md += ["## SLOs", "", slo.to_markdown(index=False), ""]
-        body += ["<h2>SLOs</h2>", slo.to_html(index=False, escape=True, border=0)]
+        _add(md, body, "SLOs", slo.to_markdown(index=False), slo.to_html(index=False, escape=True, border=0))
         summary["slo"] = json.loads(slo.to_json(orient="records"))
-    for section in _sections(run_dir):
-        md += [f"## {section.title}", "", section.markdown, ""]
-        body += [f"<h2>{html.escape(section.title)}</h2>", section.html]
+    early = [title for title in ("Target memory", "Lost workers") if title in sections]
+    for section in [sections.pop(title) for title in early]:
+        _add(md, body, section.title, section.markdown, section.html)
+        summary[section.title] = section.summary
+    plots = _plots(run_dir, steps)
+    if plots:
+        _add(md, body, "Plots", "\n".join(f"![{caption}]({name})" for name, caption, _png in plots),
+             "".join(_img(caption, png) for _name, caption, png in plots))
+        summary["plots"] = [name for name, _caption, _png in plots]
+    for section in sections.values():
+        _add(md, body, section.title, section.markdown, section.html)
         summary[section.title] = section.summary
     write_atomic(run_dir / "report.md", "\n".join(md) + "\n")
     page = f"<!doctype html><html><head><meta charset='utf-8'><title>swarmgauge report</title>{STYLE}</head>" \

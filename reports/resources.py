@@ -8,6 +8,7 @@ code the live leak verdict uses, so the report and the run's printed verdict nev
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import io
 import json
@@ -19,6 +20,7 @@ from swarmgauge.listeners.sources import MIB
 from swarmgauge.listeners.sources.trend import parse_warmup
 from swarmgauge.listeners.sources.verdict import (GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
                                        WORKING_SET_METRICS, Row, leak_verdict, trends)
+from swarmgauge.reports.context import embedded_targets
 from swarmgauge.reports.sections import Section
 
 MEMORY_METRICS = (*HEAP_METRICS, *WORKING_SET_METRICS, *RSS_METRICS)
@@ -42,11 +44,29 @@ def memory_table(rows: list[Row]) -> pd.DataFrame:
                           "MiB": [r.value / MIB for r in picked]})
     table = frame.pivot_table(index="elapsed", columns="series", values="MiB", aggfunc="last").sort_index()
     if len(table) > TABLE_ROWS:
-        keep = sorted({round(i * (len(table) - 1) / (TABLE_ROWS - 1)) for i in range(TABLE_ROWS)})
-        table = table.iloc[keep]
+        return _thinned(table)
     table.index = [f"{int(t)} s" for t in table.index]
     table.index.name = "time"
     return table.round(1)
+
+
+def _thinned(table: pd.DataFrame) -> pd.DataFrame:
+    """``TABLE_ROWS`` rows, each covering consecutive samples with their highest value: no sample's peak is lost."""
+    bounds = [round(i * len(table) / TABLE_ROWS) for i in range(TABLE_ROWS + 1)]
+    parts = [table.iloc[start:end] for start, end in zip(bounds, bounds[1:]) if end > start]
+    thinned = pd.DataFrame([part.max() for part in parts])
+    thinned.index = [f"{int(p.index[0])} s" if len(p) == 1 else f"{int(p.index[0])}-{int(p.index[-1])} s (max)"
+                     for p in parts]
+    thinned.index.name = "time"
+    return thinned.round(1)
+
+
+def readable_source(source: str) -> str:
+    """``psutil:pidfile=/tmp/x/worker-1.pid`` -> ``worker-1``: a column name a reader can place."""
+    kind, _, argument = source.partition(":")
+    if kind == "psutil" and argument.startswith("pidfile="):
+        return Path(argument.removeprefix("pidfile=").split(",")[0]).stem
+    return source
 
 
 def trend_table(rows: list[Row], warmup_text: str) -> pd.DataFrame:
@@ -104,11 +124,23 @@ def _warmup_of(run_dir: Path) -> str:
     return text.split("%")[0] + "%" if "%" in text else text.replace(" ", "")
 
 
+def source_names(run_dir: Path) -> dict[str, str]:
+    """``psutil:pid=N`` of an embedded target -> ``embedded mark (pid N)``, from run.json, so a reader knows which
+    process the series is."""
+    try:
+        info = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {f"psutil:pid={t['pid']}": f"embedded {name} (pid {t['pid']})"
+            for name, t in embedded_targets(info).items()}
+
+
 def section(run_dir: Path) -> Section | None:
     path = run_dir / "resources.csv"
     if not path.is_file():
         return None
-    rows = load_rows(path)
+    names = source_names(run_dir)
+    rows = [dataclasses.replace(r, source=names.get(r.source, readable_source(r.source))) for r in load_rows(path)]
     table = memory_table(rows)
     if table.empty:
         return None

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import gevent
 from locust import LoadTestShape
 
-from swarmgauge.listeners import steps
+from swarmgauge.listeners import rundir, steps
 from swarmgauge.shapes.plan import Plan, Stage, build_plan, plan_from_options
 from swarmgauge.errors import UsageError
 
@@ -52,6 +52,7 @@ class SwarmShape(LoadTestShape):
         self._ended = False
         self._stopping_users = False
         self._last_run_time = 0.0
+        self._cut_at: float | None = None
 
     # plan -------------------------------------------------------------------------------------------------------
     def class_plan_doc(self) -> dict[str, Any]:
@@ -125,6 +126,23 @@ class SwarmShape(LoadTestShape):
             raise UsageError(f"plan stage {stage.label!r}: unknown user class(es) {', '.join(missing)}")
         return [known[name] for name in stage.user_classes]
 
+    def run_time_limit(self) -> float | None:
+        """``-t/--run-time`` in seconds: it bounds every run, a planned one too (Locust starts it after a shape)."""
+        environment = self.runner.environment if self.runner is not None else None
+        limit = getattr(getattr(environment, "parsed_options", None), "run_time", None)
+        return float(limit) if limit else None
+
+    def _cut_short(self, run_time: float) -> None:
+        """The plan is stopped at the run-time limit; run.json (and so the report) says where and what was left."""
+        plan = self.plan()
+        found = self.stage_at(run_time)
+        self._cut_at = run_time
+        logger.info("run time limit of %.0f s reached: the %.0f s plan is cut short", run_time, plan.total_duration)
+        rundir.add_run_info(self.runner.environment, "cut_short", {
+            "run_time_s": round(run_time, 1), "planned_s": plan.total_duration,
+            "during_step": found[1].label if found else None,
+            "steps_not_run": [s.label for s in plan.stages[found[0] + 1:]] if found else []})
+
     def tail_seconds(self) -> float:
         last = self.plan().stages[-1]
         return min(last.drop_after, 1.0) if last.open_model else 0.0
@@ -137,7 +155,8 @@ class SwarmShape(LoadTestShape):
             self._ended = True
         if self._announced is None:
             return None
-        tail_left = self.plan().total_duration + self.tail_seconds() - run_time
+        end = self._cut_at if self._cut_at is not None else self.plan().total_duration + self.tail_seconds()
+        tail_left = end - run_time
         if tail_left > 0:
             gevent.sleep(tail_left)
         if not self._stopping_users:
@@ -162,11 +181,17 @@ class SwarmShape(LoadTestShape):
         run_time = self.get_run_time()
         if self._ended and run_time < self._last_run_time:
             self._announced, self._ended, self._stopping_users = None, False, False  # a new run (web UI)
+            self._cut_at = None
         self._last_run_time = run_time
         found = self.stage_at(run_time)
-        if found is None:
+        limit = self.run_time_limit()
+        if found is not None and self._cut_at is None and limit is not None and run_time >= limit:
+            self._cut_short(run_time)
+        if found is None or self._cut_at is not None:
             return self._finish(run_time)
         index, stage, left = found
+        if limit is not None:
+            left = min(left, max(0.0, limit - run_time))
         if index != self._announced:
             self._announce(index, stage)
         elif left < 1.0:

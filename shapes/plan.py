@@ -34,7 +34,7 @@ KINDS = ("step_ramp", "soak", "arrival_rate", "burst", "churn", "stages")
 DEFAULT_MAX_USERS = 100
 DEFAULT_DROP_AFTER = 1.0
 _TOP_KEYS = {"name", "description", "kind", "shape", "steps", "step_time", "warmup", "rate", "rates", "duration",
-             "max_users", "drop_after", "users", "user_classes", "slos", "stages", "spawn_rate"}
+             "max_users", "drop_after", "users", "user_classes", "slos", "stages", "spawn_rate", "reference"}
 _STAGE_KEYS = {"label", "users", "rate", "rate_end", "duration", "warmup", "max_users", "drop_after", "spawn_rate",
                "user_classes"}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
@@ -112,6 +112,7 @@ class Plan:
     stages: list[Stage]
     slos: list[str] = field(default_factory=list)
     source: str = "options"
+    reference: dict[str, Any] | None = None
 
     @property
     def total_duration(self) -> float:
@@ -119,7 +120,27 @@ class Plan:
 
     def summary(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "source": self.source, "slos": list(self.slos),
-                "stages": [asdict(s) for s in self.stages]}
+                "stages": [asdict(s) for s in self.stages], "reference": self.reference}
+
+
+REFERENCE_FIGURES = ("rps", "p50_ms", "p99_ms")
+
+
+def _reference(value: Any, where: str) -> dict[str, Any] | None:
+    """``reference:`` - a reference page's published rows (``{page, rows: [{name, users|rate, rps, p50_ms, ...}]}``)."""
+    if value is None:
+        return None
+    rows = value.get("rows") if isinstance(value, dict) else None
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        raise UsageError(f"{where}: reference must be a mapping with page and a non-empty list of rows")
+    for position, row in enumerate(rows, 1):
+        if not row.get("name") or (row.get("users") is None) == (row.get("rate") is None):
+            raise UsageError(f"{where}: reference row {position} needs a name and exactly one of users or rate")
+        figures = [k for k in REFERENCE_FIGURES if k in row]
+        if not figures or not all(isinstance(row[k], (int, float)) for k in figures):
+            raise UsageError(f"{where}: reference row {position} needs numbers for some of "
+                             f"{', '.join(REFERENCE_FIGURES)}")
+    return {"page": str(value.get("page") or ""), "rows": rows}
 
 
 def _stage(raw: dict[str, Any], position: int, defaults: dict[str, Any], where: str) -> Stage:
@@ -205,7 +226,8 @@ def build_plan(doc: dict[str, Any], *, source: str = "options") -> Plan:
     slos = doc.get("slos") or []
     if not isinstance(slos, list) or not all(isinstance(s, str) for s in slos):
         raise UsageError(f"{where}: slos must be a list of expressions")
-    return Plan(name=str(doc.get("name") or kind), kind=kind, stages=stages, slos=list(slos), source=source)
+    return Plan(name=str(doc.get("name") or kind), kind=kind, stages=stages, slos=list(slos), source=source,
+                reference=_reference(doc.get("reference"), where))
 
 
 def _not_mapping(raw: Any, where: str) -> dict[str, Any]:

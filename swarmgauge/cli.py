@@ -13,6 +13,7 @@ import sys
 COMMANDS = {
     "demo": "swarmgauge.demo",
     "report": "swarmgauge.reports.cli",
+    "compare": "swarmgauge.reports.compare",
     "mark": "swarmgauge.mark_cli",
     "drill": "swarmgauge.targets.mdk.drills",
 }
@@ -27,9 +28,10 @@ TARGETS = {
 }
 
 USAGE = (
-    "usage: swarmgauge {demo,report,mark,target,drill} ...\n"
+    "usage: swarmgauge {demo,report,compare,mark,target,drill} ...\n"
     "  swarmgauge demo                 run the main job against the embedded default target\n"
     "  swarmgauge report DIR           render report.md / report.html from a run directory\n"
+    "  swarmgauge compare BASE NEW     change per step between two runs (or a reference plan); exit 3 on regression\n"
     "  swarmgauge mark VERB URL        a curl for mark:// (FETCH, LIST, VERSIONS, LOOKUP, PUBLISH, ..., raw)\n"
     "  swarmgauge target NAME ...      start an embedded target: " + ", ".join(TARGETS) + "\n"
     "  swarmgauge drill NAME ...       run an MDK failure drill\n"

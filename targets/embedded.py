@@ -48,7 +48,21 @@ def start_embedded(environment: Any, name: str, args: list[str], *, env: dict[st
         environment.parsed_options.host = target.url
     log.info("no --host given: started the embedded %s at %s (pid %d%s; %s)", name, target.url, target.pid,
              f", {describe}" if describe else "", " ".join(redact_args(args)))
+    _sample_as_target(environment, name, target)
     return target
+
+
+def _sample_as_target(environment: Any, name: str, target: TargetProcess) -> None:
+    """The embedded target is the target: its CPU and memory are sampled as such (its pid is known), never as the
+    generator's; run.json names it so the report can say which process the figures are."""
+    import sys
+
+    rundir = sys.modules.get("swarmgauge.listeners.rundir")
+    if rundir is not None:
+        rundir.add_run_info(environment, "embedded_targets", {name: {"pid": target.pid, "url": target.url}})
+    resources = sys.modules.get("swarmgauge.listeners.resources")
+    if resources is not None:
+        resources.add_sample_source(environment, f"psutil:pid={target.pid}")
 
 
 def stop_embedded() -> None:

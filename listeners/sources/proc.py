@@ -38,8 +38,8 @@ class PsutilSource:
     label = "psutil"
 
     def __init__(self, *, pid: int | None = None, pidfile: Path | None = None, match: str | None = None,
-                 uss: bool = False) -> None:
-        self.pid, self.pidfile, self.uss = pid, pidfile, uss
+                 uss: bool = False, children: bool = True) -> None:
+        self.pid, self.pidfile, self.uss, self.children = pid, pidfile, uss, children
         self.match = re.compile(match) if match is not None else None
         self._roots: list[psutil.Process] = []
         self._samples_since_scan = 0
@@ -116,6 +116,8 @@ class PsutilSource:
         tree: dict[int, psutil.Process] = {}
         for root in self._resolve_roots():
             tree[root.pid] = root
+            if not self.children:
+                continue
             try:
                 tree.update((c.pid, c) for c in root.children(recursive=True))
             except psutil.Error:

@@ -70,7 +70,9 @@ def test_memory_per_live_session_and_the_ttl_drop_from_the_gateway_gauge(tmp_pat
     drop = found.summary["ttl_drop"]
     assert drop["peak_live"] == 200 and drop["low_live"] == 0 and drop["low_at_s"] >= 60
     assert found.summary["sessions"] == {"sessions_started": 400, "sessions_expired": 0, "sessions_refused": 0}
-    assert "40.0 KiB" in found.markdown and "fell from 200" in found.markdown
+    assert "40.0 KiB" in found.markdown
+    assert "reached 200 (at 20 s), held at about 200 from 20 s to 42 s, then fell to 0 (at 60 s)" in found.markdown
+    assert drop["held_until_s"] == 42  # within 10 % of the peak until 2 s after the load ended, read from the series
     assert "| churn  | 10/s" in found.markdown and "24.0 ms" in found.markdown
 
 

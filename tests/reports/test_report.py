@@ -35,8 +35,8 @@ def test_the_knee_sentence_of_the_demarkus_page():
     table = _steps_frame([(1, 53, 20, 26, 0), (4, 160, 21, 45, 0), (16, 159, 100, 166, 0), (64, 158, 423, 486, 0)])
     assert knee_sentence(table) == ("Throughput flattens at about 160 req/s from 4 users on; more users only queue "
                                     "(at 16 users Little's law gives 101 ms, measured p50 100 ms).")
-    assert knee_sentence(table.iloc[:2]) is None
-    assert format_latency(1770) == "1.77 s" and format_latency(20.4) == "20 ms"
+    assert knee_sentence(table.iloc[:2]).startswith("Throughput rises, from 53.0 req/s at 1 user to 160 req/s")
+    assert format_latency(1770) == "1.77 s" and format_latency(20.4) == "20.4 ms"
 
 
 def test_open_model_steps_show_their_rate_and_never_make_a_knee():
@@ -67,16 +67,17 @@ def _markdown_table(text: str) -> list[list[str]]:
 
 def test_report_reproduces_the_read_table_and_the_knee(capped_run):
     md = (capped_run / "report.md").read_text()
-    table = _markdown_table(md)
-    assert table[0] == TABLE_HEADER
+    table = _markdown_table(md.split("## GET /item", 1)[1].split("\n\n", 2)[1])
+    assert table[0][:6] == TABLE_HEADER
     assert [row[0] for row in table[1:]] == ["GET /item", "", "", ""]
     assert [row[1] for row in table[1:]] == ["1", "2", "4", "8"]
-    assert all(re.fullmatch(r"\d+ ms", row[3]) and re.fullmatch(r"\d+ ms", row[4]) for row in table[1:])
+    assert all(re.fullmatch(r"[\d.]+ ms", row[3]) and re.fullmatch(r"[\d.]+ ms", row[4]) for row in table[1:])
     assert [row[5] for row in table[1:]] == ["0"] * 4
-    knee = re.search(r"Throughput flattens at about (\d+) req/s from (\d+) users on; more users only queue "
-                     r"\(at (\d+) users Little's law gives (\d+) ms, measured p50 (\d+) ms\)\.", md)
+    knee = re.search(r"Throughput flattens at about ([\d.]+) req/s from (\d+) users on; more users only queue "
+                     r"\(at (\d+) users Little's law gives ([\d.]+) ms, measured p50 ([\d.]+) ms\)\.", md)
     assert knee, md
-    rps, users_from, users_at, little_ms, p50_ms = map(int, knee.groups())
+    rps, little_ms = float(knee.group(1)), float(knee.group(4))
+    users_from, users_at, p50_ms = int(knee.group(2)), int(knee.group(3)), knee.group(5)
     assert abs(rps - CEILING) <= 0.15 * CEILING
     assert users_from in (2, 4) and users_at == 2 * users_from
     assert abs(little_ms - users_at * 1000.0 / CEILING) <= 0.15 * users_at * 1000.0 / CEILING

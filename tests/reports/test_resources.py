@@ -27,7 +27,7 @@ def test_memory_table_is_thinned_and_leaves_the_generator_out(tmp_path):
     table = resources.memory_table(resources.load_rows(tmp_path / "resources.csv"))
     assert len(table) == resources.TABLE_ROWS
     assert list(table.columns) == ["cgroup:/sys/x working_set", "psutil:pid=7 rss"]
-    assert table.iloc[0]["psutil:pid=7 rss"] == 100.0
+    assert table.index[0] == "0-1 s (max)" and table.iloc[0]["psutil:pid=7 rss"] == 110.0  # each row covers its samples
 
 
 def test_section_gives_the_verdict_trends_and_plot(tmp_path):

@@ -28,4 +28,9 @@ def test_demo_writes_the_run_directory_and_report(tmp_path: Path):
     assert all(row["failures"] == "0" for row in rows)
     assert "started the embedded mark at mark://127.0.0.1:" in result.stderr
     assert "stopped the embedded mark" in result.stderr
-    assert "| Step" in (run_dir / "report.md").read_text()
+    report = (run_dir / "report.md").read_text()
+    assert "| Step" in report
+    assert "| date |" in report and "| command |" in report and "aioquic" in report  # the run's context
+    assert "## Target memory" in report and "embedded mark (pid" in report  # the embedded server sampled as target
+    assert "page req/s" in report and "Δ p50" in report  # the demarkus page's figures beside the measured ones
+    assert "swarmgauge: per-step results" in result.stdout and "exit code 0" in result.stdout

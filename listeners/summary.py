@@ -1,0 +1,84 @@
+"""The end of a headless run on the console: the per-step table, the trend sentence and the SLO verdicts.
+
+Locust ends with its whole-run table, which mixes every step and the warm-ups; what the user came for is the step
+table (k6's end summary is the model). It prints after Locust's own tables, from Locust's ``quit`` event, with the
+exit code and the rule that chose it, so the last lines on the screen are the run's answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+from locust import events
+from locust.runners import WorkerRunner
+
+logger = logging.getLogger("swarmgauge.summary")
+
+_environments: list[Any] = []
+
+
+def exit_reason(code: int, verdicts: list[dict[str, Any]]) -> str:
+    """The README's one rule, applied: 3 an SLO failed, 2 a usage error or crash, 1 failed requests no SLO covers."""
+    if code == 3:
+        failed = [v["expr"] for v in verdicts if v.get("status") == "fail"]
+        return f"exit code 3: SLO failed ({', '.join(failed)})" if failed else "exit code 3"
+    if code == 2:
+        return "exit code 2: usage error or crash"
+    if code == 1:
+        return "exit code 1: requests failed and no SLO covers failures"
+    return f"exit code {code}"
+
+
+def summary_text(environment: Any, code: int) -> str:
+    """The step tables with their trend sentences, the SLO verdicts and the exit code, as plain text."""
+    import pandas as pd
+
+    from swarmgauge.listeners import rundir, slo, steps
+    from swarmgauge.reports.report import step_spreads, step_tables, target_cpu_by_step
+
+    lines = ["", "swarmgauge: per-step results (warm-up excluded)"]
+    rows = steps.rows_now(environment)
+    directory = rundir.run_dir(environment)
+    spreads, target_cpu = {}, {}
+    if directory is not None and (directory / "timeline.csv").is_file():
+        spreads = step_spreads(pd.read_csv(directory / "timeline.csv"))
+        target_cpu = target_cpu_by_step(directory)
+    if rows:
+        for title, table, sentence in step_tables(pd.DataFrame(rows), spreads, target_cpu):
+            shown = table.drop(columns=["Step"]).to_markdown(index=False, tablefmt="simple", disable_numparse=True)
+            lines += ["", title, shown]
+            if sentence:
+                lines.append(sentence)
+    else:
+        lines.append("no steps were measured")
+    cut = getattr(environment, "_swarmgauge_run_info", {}).get("cut_short")
+    if cut:
+        lines += ["", f"The plan was cut short by -t/--run-time at {cut['run_time_s']:g} s of {cut['planned_s']:g} s."]
+    verdicts = getattr(environment, "_swarmgauge_slo_verdicts", None) or []
+    if verdicts:
+        lines += ["", slo.format_verdicts(verdicts)]
+    if directory is not None and (directory / "report.html").is_file():
+        lines += ["", f"report: {directory / 'report.html'}"]
+    lines += ["", exit_reason(code, verdicts)]
+    return "\n".join(lines) + "\n"
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_kwargs: Any) -> None:
+    _environments.append(environment)
+
+
+@events.quit.add_listener
+def _on_quit(exit_code: int, **_kwargs: Any) -> None:
+    for environment in _environments[-1:]:
+        options = getattr(environment, "parsed_options", None)
+        if isinstance(environment.runner, WorkerRunner) or not getattr(options, "headless", False):
+            continue
+        try:
+            sys.stderr.flush()  # Locust's table goes to stderr: the summary must come after it on a terminal
+            sys.stdout.write(summary_text(environment, exit_code))
+            sys.stdout.flush()
+        except Exception as exc:  # noqa: BLE001 - the run's files are written; a summary problem must not hide that
+            logger.warning("could not print the end-of-run summary: %s", exc)

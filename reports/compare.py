@@ -1,0 +1,233 @@
+"""``swarmgauge compare BASE NEW``: what changed between two runs, and exit 3 when NEW regressed (the CI gate).
+
+Per step and request name: req/s, p50 and p99 of both runs and the change in %; a change worse than ``--tolerance``
+(req/s down, or a latency up, by more than that fraction) is a regression. SLOs that passed in BASE and fail in NEW
+regress too; the memory slope of each run is shown beside the other. BASE may also be a plan with a reference
+page's figures (``reference:``), so a run can be gated against the page. Writes ``compare.md`` and ``compare.html``
+(into NEW, or ``--out``) and prints the Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from swarmgauge.files import write_atomic
+from swarmgauge.reports.reference import percent_change
+from swarmgauge.reports.trend import format_latency, format_rate
+
+REGRESSION_EXIT = 3
+USAGE_EXIT = 2
+FIGURES = (("rps", "req/s", -1), ("p50_ms", "p50", +1), ("p99_ms", "p99", +1))  # sign: which way is worse
+
+
+class CompareError(Exception):
+    """BASE or NEW is not something compare can read (no run folder, no steps.csv, no reference rows)."""
+
+
+@dataclass
+class Side:
+    """One side of a comparison: step rows keyed by (request title, users or rate), SLO statuses, memory slope."""
+
+    label: str
+    rows: dict[tuple[str, str], dict[str, Any]]
+    slos: dict[str, str]
+    memory_slope: float | None = None
+
+
+def _users_key(row: dict[str, Any]) -> str:
+    rate = row.get("target_rate")
+    if rate not in (None, "") and not (isinstance(rate, float) and pd.isna(rate)):
+        return f"{float(rate):g}/s"
+    return f"{float(row['users']):g}"
+
+
+def resolve_run_dir(path: Path) -> Path:
+    """A run folder, or a folder of runs with a ``latest`` link (the newest run in it)."""
+    if (path / "steps.csv").is_file():
+        return path
+    if (path / "latest" / "steps.csv").is_file():
+        return (path / "latest").resolve()
+    raise CompareError(f"{path}: no steps.csv (not a run folder)")
+
+
+def _memory_slope(run_dir: Path) -> float | None:
+    """The steepest target memory slope after warm-up, MiB/h, as the report's memory section computes it."""
+    if not (run_dir / "resources.csv").is_file():
+        return None
+    from swarmgauge.reports.resources import _warmup_of, load_rows, trend_table
+
+    table = trend_table(load_rows(run_dir / "resources.csv"), _warmup_of(run_dir))
+    slopes = table["MiB/h"].dropna() if "MiB/h" in table else pd.Series(dtype=float)
+    return None if slopes.empty else float(slopes.max())
+
+
+def load_run(path: Path) -> Side:
+    run_dir = resolve_run_dir(path)
+    steps = pd.read_csv(run_dir / "steps.csv")
+    rows = {}
+    for row in steps[steps["name"] != "Aggregated"].to_dict(orient="records"):
+        rows[(f"{row['request_type']} {row['name']}", _users_key(row))] = dict(row)
+    slos = {}
+    if (run_dir / "slo.json").is_file():
+        slos = {v["expr"]: v["status"] for v in json.loads((run_dir / "slo.json").read_text()).get("verdicts", [])}
+    return Side(str(path), rows, slos, _memory_slope(run_dir))
+
+
+def load_reference(path: Path) -> Side:
+    """A plan (file or bundled name) whose ``reference:`` rows become the BASE side."""
+    from swarmgauge.errors import UsageError
+    from swarmgauge.shapes.plan import load_plan_file
+
+    try:
+        plan = load_plan_file(path)
+    except UsageError as exc:
+        raise CompareError(str(exc)) from None
+    if not plan.reference:
+        raise CompareError(f"{path}: the plan has no reference: figures")
+    rows = {(str(r["name"]), f"{float(r['rate']):g}/s" if r.get("rate") is not None else f"{float(r['users']):g}"): r
+            for r in plan.reference["rows"]}
+    return Side(f"{plan.reference.get('page') or plan.name} (reference page)", rows, {})
+
+
+def load_side(text: str) -> Side:
+    path = Path(text)
+    if path.is_dir():
+        return load_run(path)
+    if path.suffix in (".yaml", ".yml") or not path.exists():
+        return load_reference(path)
+    raise CompareError(f"{text}: neither a run folder nor a plan with reference figures")
+
+
+def _match(base: Side, key: tuple[str, str]) -> dict[str, Any] | None:
+    """BASE's row for NEW's key; a reference row named by request type only (``FETCH``) matches ``FETCH /path``."""
+    if key in base.rows:
+        return base.rows[key]
+    title, users = key
+    return next((row for (name, u), row in base.rows.items() if u == users and title.startswith(f"{name} ")), None)
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if pd.isna(number) else number
+
+
+def _shown(figure: str, value: float | None) -> str:
+    if value is None:
+        return ""
+    return format_rate(value) if figure == "rps" else format_latency(value)
+
+
+def compare(base: Side, new: Side, tolerance: float) -> tuple[pd.DataFrame, list[str]]:
+    """The comparison table and the regressions (one line each, naming the step and the metric)."""
+    table, regressions = [], []
+    for key, row in sorted(new.rows.items(), key=lambda item: (item[0][0], float(item[0][1].rstrip("/s")))):
+        before = _match(base, key)
+        if before is None:
+            continue
+        line: dict[str, Any] = {"request": key[0], "users": key[1], "step": row.get("label", "")}
+        for figure, column, worse in FIGURES:
+            old, now = _number(before.get(figure)), _number(row.get(figure))
+            change = percent_change(now, old)
+            line[f"{column} base"], line[f"{column} new"] = _shown(figure, old), _shown(figure, now)
+            line[f"Δ {column}"] = "" if change is None else f"{change:+.1f} %"
+            if change is not None and change * worse > tolerance * 100.0:
+                regressions.append(f"{key[0]} at step {row.get('label') or key[1]!r}: {column} {change:+.1f} % "
+                                   f"({_shown(figure, old)} -> {_shown(figure, now)}), beyond the "
+                                   f"{tolerance * 100:g} % tolerance")
+        table.append(line)
+    for expr, status in new.slos.items():
+        if base.slos.get(expr) == "pass" and status == "fail":
+            regressions.append(f"SLO {expr}: passed in BASE, fails in NEW")
+    return pd.DataFrame(table), regressions
+
+
+def _slo_table(base: Side, new: Side) -> pd.DataFrame:
+    exprs = list(dict.fromkeys(list(base.slos) + list(new.slos)))
+    return pd.DataFrame([{"SLO": e, "base": base.slos.get(e, ""), "new": new.slos.get(e, ""),
+                          "change": "" if base.slos.get(e) == new.slos.get(e) else "changed"} for e in exprs])
+
+
+def _memory_line(base: Side, new: Side) -> str | None:
+    if base.memory_slope is None and new.memory_slope is None:
+        return None
+    shown = [("unknown" if s is None else f"{s:.1f} MiB/h") for s in (base.memory_slope, new.memory_slope)]
+    line = f"Target memory slope after warm-up: base {shown[0]}, new {shown[1]}"
+    if base.memory_slope is not None and new.memory_slope is not None:
+        line += f" (change {new.memory_slope - base.memory_slope:+.1f} MiB/h)"
+    return line + "."
+
+
+def render(base: Side, new: Side, tolerance: float) -> tuple[str, str, list[str]]:
+    """(markdown, html, regressions)."""
+    table, regressions = compare(base, new, tolerance)
+    verdict = (f"REGRESSION beyond the {tolerance * 100:g} % tolerance:" if regressions
+               else f"No regression beyond the {tolerance * 100:g} % tolerance.")
+    md = [f"# swarmgauge compare", "", f"BASE: {base.label}  ", f"NEW: {new.label}", "", verdict, ""]
+    md += [f"- {line}" for line in regressions] + ([""] if regressions else [])
+    parts = [f"<h1>swarmgauge compare</h1><p>BASE: {html.escape(base.label)}<br>NEW: {html.escape(new.label)}</p>",
+             f"<p class='{'bound' if regressions else 'knee'}'>{html.escape(verdict)}</p>"]
+    if regressions:
+        parts.append("<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in regressions) + "</ul>")
+    if table.empty:
+        md += ["No step and request name is in both runs.", ""]
+        parts.append("<p>No step and request name is in both runs.</p>")
+    else:
+        md += ["## Steps", "", table.to_markdown(index=False, disable_numparse=True), ""]
+        parts += ["<h2>Steps</h2>", table.to_html(index=False, border=0)]
+    slos = _slo_table(base, new)
+    if not slos.empty:
+        md += ["## SLOs", "", slos.to_markdown(index=False), ""]
+        parts += ["<h2>SLOs</h2>", slos.to_html(index=False, border=0)]
+    memory = _memory_line(base, new)
+    if memory:
+        md += ["## Memory", "", memory, ""]
+        parts += ["<h2>Memory</h2>", f"<p>{html.escape(memory)}</p>"]
+    page = ("<!doctype html><html><head><meta charset='utf-8'><title>swarmgauge compare</title>"
+            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+            "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}.bound{color:#a40}</style></head><body>"
+            + "".join(parts) + "</body></html>")
+    return "\n".join(md) + "\n", page, regressions
+
+
+def parse_tolerance(text: str) -> float:
+    value = text.strip()
+    try:
+        number = float(value.rstrip("%")) / (100.0 if value.endswith("%") else 1.0)
+    except ValueError:
+        raise CompareError(f"--tolerance {text!r}: expected a fraction (0.1) or a percentage (10%)") from None
+    if not 0 <= number < 10:
+        raise CompareError(f"--tolerance {text!r}: must be between 0 and 1000 %")
+    return number
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="swarmgauge compare", description=__doc__.splitlines()[0])
+    parser.add_argument("base", help="run folder, or a plan with reference: figures (e.g. demarkus-reads)")
+    parser.add_argument("new", help="run folder")
+    parser.add_argument("--tolerance", default="10%", help="allowed change before it is a regression (default 10%%)")
+    parser.add_argument("--out", default=None, help="folder for compare.md/compare.html (default: NEW)")
+    args = parser.parse_args(argv)
+    try:
+        tolerance = parse_tolerance(args.tolerance)
+        base, new = load_side(args.base), load_run(Path(args.new))
+    except CompareError as exc:
+        print(f"swarmgauge compare: {exc}", file=sys.stderr)
+        return USAGE_EXIT
+    markdown, page, regressions = render(base, new, tolerance)
+    out = Path(args.out) if args.out else resolve_run_dir(Path(args.new))
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "compare.md", markdown)
+    write_atomic(out / "compare.html", page)
+    sys.stdout.write(markdown)
+    return REGRESSION_EXIT if regressions else 0

@@ -1,0 +1,110 @@
+"""The report's opening: what was run, when, for how long, against what, with which versions and plan.
+
+Everything comes from ``run.json`` (written by :mod:`listeners.rundir`, secrets already redacted there), so a report
+rendered a month later still says which command and which versions made the figures. A plan stopped by
+``-t/--run-time`` is said to be cut short, with the steps that never ran.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+QUIC_ENGINES = ("aioquic", "qh3")
+
+
+def load_run_json(run_dir: Path) -> dict[str, Any]:
+    try:
+        return json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _duration(seconds: float) -> str:
+    seconds = float(seconds)
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def _command(argv: list[str]) -> str:
+    """``locust -f ...`` as typed: Locust's own ``__main__.py`` path shown as ``locust``."""
+    if not argv:
+        return ""
+    first = "locust" if argv[0].endswith(("locust/__main__.py", "/locust")) else Path(argv[0]).name
+    return " ".join([first] + [shlex.quote(a) for a in argv[1:]])
+
+
+def _plan(plan: dict[str, Any] | None) -> str:
+    if not plan:
+        return ""
+    stages = plan.get("stages") or []
+    total = sum(float(s.get("duration") or 0) for s in stages)
+    labels = ", ".join(str(s.get("label")) for s in stages[:8]) + (" ..." if len(stages) > 8 else "")
+    return f"{plan.get('name')} ({plan.get('kind')}, {len(stages)} stage(s), {_duration(total)}: {labels})"
+
+
+def _versions(versions: dict[str, str]) -> str:
+    names = ["swarmgauge", "locust", *[e for e in QUIC_ENGINES if e in versions], "python"]
+    return ", ".join(f"{name} {versions[name]}" for name in names if name in versions)
+
+
+def cut_short_sentence(info: dict[str, Any]) -> str | None:
+    cut = info.get("cut_short")
+    if not cut:
+        return None
+    left = cut.get("steps_not_run") or []
+    sentence = (f"The plan was cut short by -t/--run-time at {_duration(cut['run_time_s'])} of its "
+                f"{_duration(cut['planned_s'])}, during step {cut.get('during_step')!r}")
+    return sentence + (f"; steps not run: {', '.join(left)}." if left else ".")
+
+
+def embedded_targets(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """run.json's embedded targets by name (an early format kept them as a list of {name, pid, url})."""
+    found = info.get("embedded_targets") or {}
+    if isinstance(found, list):
+        return {str(t.get("name")): t for t in found if isinstance(t, dict)}
+    return found if isinstance(found, dict) else {}
+
+
+def context_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field, value) pairs for the run context table; fields without data are left out."""
+    started, ended = info.get("started_at"), info.get("ended_at")
+    rows = [
+        ("date", time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(started))) if started else ""),
+        ("duration", _duration(float(ended) - float(started)) if started and ended else ""),
+        ("locustfile", str(info.get("locustfile") or "")),
+        ("user classes", ", ".join(info.get("user_classes") or [])),
+        ("target", str(info.get("host") or "") + "".join(
+            f" (embedded {name}, pid {t['pid']})" for name, t in embedded_targets(info).items())),
+        ("command", _command(info.get("argv") or [])),
+        ("versions", _versions(info.get("versions") or {})),
+        ("workers", f"{info.get('workers')} ({info.get('runner')})" if info.get("runner") else ""),
+        ("plan", _plan(info.get("plan"))),
+        ("exit code", "" if info.get("exit_code") is None else str(info["exit_code"])),
+    ]
+    return [(name, value) for name, value in rows if value]
+
+
+def render(info: dict[str, Any]) -> tuple[str, str]:
+    """(markdown, html) of the run context; empty strings when run.json is missing."""
+    rows = context_rows(info)
+    if not rows:
+        return "", ""
+    md = ["| run | |", "|---|---|"] + [f"| {name} | {value.replace('|', '&#124;')} |" for name, value in rows]
+    body = "<table class='context'>" + "".join(
+        f"<tr><th>{html.escape(name)}</th><td style='text-align:left;white-space:normal'>"
+        f"<code>{html.escape(value)}</code></td></tr>"
+        if name == "command" else
+        f"<tr><th>{html.escape(name)}</th><td style='text-align:left;white-space:normal'>{html.escape(value)}</td></tr>"
+        for name, value in rows) + "</table>"
+    cut = cut_short_sentence(info)
+    if cut:
+        md += ["", f"**{cut}**"]
+        body += f"<p class='bound'><b>{html.escape(cut)}</b></p>"
+    return "\n".join(md), body

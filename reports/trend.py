@@ -1,0 +1,122 @@
+"""The trend sentence under a step table: rising, flat (the knee, with Little's law), falling, or noisy.
+
+One sentence per request type, read from the same figures the table shows, so the words can never contradict the
+numbers: a fall is called a fall (from which step, by how much, and whether the generator or the target ran out of
+CPU there), and when the variation inside a step is larger than the difference the sentence rests on, it says the
+run is too noisy to read a trend instead of inventing one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+KNEE_GAIN = 0.10  # a step that adds less than 10 % throughput has stopped growing
+FALL = 0.10  # the last step more than 10 % under the peak is a fall
+SATURATED_CPU = 90.0  # % of one core, as steps.csv's generator_bound
+
+
+@dataclass(frozen=True)
+class StepPoint:
+    """One closed-model step of one request type; ``spread`` is the in-step standard deviation of req/s."""
+
+    users: float
+    rps: float
+    p50_ms: float | None = None
+    spread: float = 0.0
+    generator_cpu: float | None = None
+    target_cpu: float | None = None
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` significant digits, whole numbers kept whole (1396, not 1.4e+03)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    if abs(value) >= 10 ** (digits - 1):
+        return f"{value:.0f}"
+    decimals = digits - 1 - math.floor(math.log10(abs(value)))
+    return f"{value:.{max(decimals, 0)}f}"
+
+
+def format_latency(ms: float | None) -> str:
+    """Latency with 3 significant digits: ``0.627 ms``, ``20.4 ms``, ``423 ms``, ``1.77 s``."""
+    if ms is None or (isinstance(ms, float) and math.isnan(ms)):
+        return ""
+    ms = float(ms)
+    return f"{significant(ms / 1000.0)} s" if ms >= 1000.0 else f"{significant(ms)} ms"
+
+
+def format_rate(rps: float | None) -> str:
+    if rps is None or (isinstance(rps, float) and math.isnan(rps)):
+        return ""
+    return significant(float(rps))
+
+
+def _users(value: float) -> str:
+    return f"{value:g} user" + ("" if value == 1 else "s")
+
+
+def _noise(points: Sequence[StepPoint], *indexes: int) -> float:
+    return max(points[i].spread for i in indexes)
+
+
+def _noisy(points: Sequence[StepPoint], first: int, second: int, everywhere: bool = False) -> str:
+    a, b = points[first], points[second]
+    noise = max(p.spread for p in points) if everywhere else _noise(points, first, second)
+    return (f"Too noisy to read a trend: req/s varies by ±{format_rate(noise)} within a step, "
+            f"more than the {format_rate(abs(b.rps - a.rps))} req/s between {_users(a.users)} and {_users(b.users)}; "
+            "run longer steps (--step-time) before drawing a conclusion.")
+
+
+def _saturation(points: Sequence[StepPoint], start: int) -> str:
+    """Who ran out of CPU in the steps from ``start`` on: the generator, the target, or neither (as far as sampled)."""
+    later = points[start:]
+    generator = max((p.generator_cpu for p in later if p.generator_cpu is not None), default=None)
+    target = max((p.target_cpu for p in later if p.target_cpu is not None), default=None)
+    if generator is not None and generator > SATURATED_CPU:
+        return f"the load generator was saturated there ({generator:.0f} % of a core), so the fall may be its own"
+    if target is not None and target > SATURATED_CPU:
+        return f"the target was saturated there ({target:.0f} % of a core)"
+    known = [f"{side} {cpu:.0f} %" for side, cpu in (("generator", generator), ("target", target)) if cpu is not None]
+    if known:
+        return f"neither generator nor target was CPU-saturated ({', '.join(known)} of a core at most)"
+    return "the target's CPU was not sampled, so which side saturated is unknown"
+
+
+def trend_sentence(points: Sequence[StepPoint]) -> str | None:
+    """The sentence for steps in run order (users growing); None with fewer than two steps or no throughput."""
+    points = [p for p in points if p.rps is not None and not math.isnan(p.rps)]
+    if len(points) < 2 or not all(b.users > a.users for a, b in zip(points, points[1:])):
+        return None
+    if max(p.rps for p in points) <= 0:
+        return None
+    last = len(points) - 1
+    peak = max(range(len(points)), key=lambda i: points[i].rps)
+    low = min(range(len(points)), key=lambda i: points[i].rps)
+    if max(p.spread for p in points) > points[peak].rps - points[low].rps:
+        return _noisy(points, *sorted((low, peak)), everywhere=True)
+    if peak < last and points[last].rps < (1.0 - FALL) * points[peak].rps:
+        top, end = points[peak], points[last]
+        if _noise(points, peak, last) > top.rps - end.rps:
+            return _noisy(points, peak, last)
+        drop = (top.rps - end.rps) / top.rps * 100.0
+        return (f"Throughput falls: it peaks at {format_rate(top.rps)} req/s at {_users(top.users)}, then drops from "
+                f"the {points[peak + 1].users:g}-user step on, to {format_rate(end.rps)} req/s at "
+                f"{_users(end.users)} ({drop:.0f} % lower); {_saturation(points, peak + 1)}.")
+    knee = next((i for i in range(last) if all(points[j + 1].rps < (1.0 + KNEE_GAIN) * points[j].rps
+                                              for j in range(i, last))), None)
+    if knee is None:
+        before, top = points[last - 1], points[last]
+        if _noise(points, last - 1, last) > top.rps - before.rps:
+            return _noisy(points, last - 1, last)
+        return (f"Throughput rises, from {format_rate(points[0].rps)} req/s at "
+                f"{_users(points[0].users)} to {format_rate(top.rps)} req/s at {_users(top.users)}: no knee yet, "
+                "the target has headroom beyond the last step.")
+    if knee > 0 and _noise(points, 0, knee) > points[knee].rps - points[0].rps:
+        return _noisy(points, 0, knee)
+    at, after = points[knee], points[knee + 1]
+    little = after.users / after.rps * 1000.0 if after.rps > 0 else None
+    measured = f", measured p50 {format_latency(after.p50_ms)}" if after.p50_ms is not None else ""
+    return (f"Throughput flattens at about {format_rate(at.rps)} req/s from {_users(at.users)} on; more users only "
+            f"queue (at {_users(after.users)} Little's law gives {format_latency(little)}{measured}).")

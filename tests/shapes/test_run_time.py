@@ -1,0 +1,55 @@
+"""``-t/--run-time`` bounds every run, a planned one too: the plan stops there, the run closes normally and the
+report says the plan was cut short."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from swarmgauge.shapes import PlanShape
+from swarmgauge.shapes.plan import build_plan
+from swarmgauge.targets.launch import REPO_ROOT, child_env
+
+
+def _shape(run_time: float | None) -> PlanShape:
+    shape = PlanShape()
+    environment = SimpleNamespace(parsed_options=SimpleNamespace(run_time=run_time))
+    shape.runner = SimpleNamespace(environment=environment)
+    shape._plan = build_plan({"kind": "step_ramp", "steps": [1, 4, 16], "step_time": "60s"}, source="test")
+    return shape
+
+
+def test_the_limit_comes_from_locusts_run_time_option():
+    assert _shape(20).run_time_limit() == 20.0
+    assert _shape(None).run_time_limit() is None
+
+
+def test_cutting_short_records_where_and_what_was_left(monkeypatch):
+    noted = {}
+    monkeypatch.setattr("swarmgauge.listeners.rundir.add_run_info", lambda env, key, value: noted.update({key: value}))
+    shape = _shape(70)
+    shape._cut_short(70.0)
+    assert noted["cut_short"] == {"run_time_s": 70.0, "planned_s": 180.0, "during_step": "4 users",
+                                  "steps_not_run": ["16 users"]}
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(150)
+def test_run_time_20s_ends_the_40_minute_churn_plan_at_20s_with_a_report(tmp_path):
+    run_dir = tmp_path / "run"
+    result = subprocess.run([sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "locustfiles" / "mcp_churn.py"),
+                             "--headless", "-t", "20s", "--run-dir", str(run_dir), "--only-summary",
+                             "--stop-timeout", "2"],
+                            capture_output=True, text=True, timeout=120, env=child_env(), cwd=REPO_ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["plan"]["stages"][0]["duration"] == 2400.0  # the plan runs 40 minutes
+    assert info["cut_short"]["run_time_s"] == pytest.approx(20.0, abs=1.0)
+    assert 18.0 <= info["ended_at"] - info["started_at"] <= 22.0
+    report = (run_dir / "report.md").read_text()
+    assert "The plan was cut short by -t/--run-time at 20.0 s of its 40 min 0 s" in report
+    assert "The plan was cut short by -t/--run-time" in result.stdout  # the end-of-run summary says so too
