@@ -100,6 +100,12 @@ class MCPLookupAllUser(mcp_users.MCPLookupAllUser):
     abstract = False
 
 
+class MCPToolUser(mcp_users.MCPToolUser):
+    """One long session calling ``--mcp-tool`` with ``--mcp-args``, with ``tools/list`` at ``--mcp-list-weight``."""
+
+    abstract = False
+
+
 class DirectFetchUser(_CorpusDocs, MarkUser):
     """The same documents by QUIC FETCH, straight to the Mark server behind the gateway."""
 
