@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import time
-
-import gevent
 import pytest
 from locust.env import Environment
 
 from swarmgauge.protocols import mcp as proto
 from swarmgauge.users.mcp import MCPChurnUser, MCPToolUser
 from swarmgauge.users.mcp_client import MCPClient
-from tests.thirdparty import servers
+from tests.thirdparty import restart, servers
 from tests.users.test_mcp import Recorder, make_user
 
 pytestmark = pytest.mark.integration
 
-RECOVERY = 3.0  # seconds after the server listens again by which calls succeed again
 OUTAGE_NAMES = {"MCPConnectionLost", "MCPUnreachable", "SessionExpired", "MCPBadHTTP"}
 EVERYTHING_ECHO = {"message": "hello from swarmgauge"}
 
@@ -114,44 +110,13 @@ def test_a_server_restart_mid_run_is_an_outage_then_a_new_session(server, capsys
     user = make_user(MCPToolUser, environment, server.url, timeout=5.0)
     user.options.args = echo_args(server)
     made = count_exchanges(user.client)
-    running = [True]
-
-    def loop():
-        user.on_start()
-        for _ in range(100_000):
-            if not running[0]:
-                return
-            user.call()
-            gevent.sleep(0.01)
-
-    worker = gevent.spawn(loop)
-    gevent.sleep(2.0)
-    killed = time.time()
-    server.stop()
-    gevent.sleep(1.5)
-    server.start()
-    listening = time.time()
-    gevent.sleep(RECOVERY + 3.0)
-    running[0] = False
-    worker.join(timeout=30)
-    assert worker.dead and worker.exception is None
-
-    events = recorder.events
-    failures = [e for e in events if e["exception"] is not None]
-    assert failures, "the kill must show"
-    assert {type(e["exception"]).__name__ for e in failures} <= OUTAGE_NAMES
-    assert all(e["start_time"] + e["response_time"] / 1000 >= killed for e in failures)
-    assert all(e["start_time"] <= listening + RECOVERY for e in failures)
-    after = [e for e in events if e["start_time"] > listening + RECOVERY]
-    assert after and all(e["exception"] is None for e in after)
-    assert len(events) == made[0]  # one event per POST: nothing counted twice
+    user.on_start()
+    outage = restart.through_restart(recorder.events, user.call, server.stop, server.start)
+    outage.check(OUTAGE_NAMES)
+    assert len(outage.events) == made[0]  # one event per POST: nothing counted twice
     assert user.client.session.initializations == 2
-    first = min(e["start_time"] for e in failures) - killed
-    last = max(e["start_time"] + e["response_time"] / 1000 for e in failures) - listening
     with capsys.disabled():
-        print(f"\n[{server.name}] outage: first failure {first:+.2f} s after the kill, last {last:+.2f} s after the "
-              f"server listened again; down {listening - killed:.2f} s; {len(failures)} failures "
-              f"{sorted({type(e['exception']).__name__ for e in failures})}")
+        print("\n" + outage.summary(server.name))
 
 
 @pytest.mark.timeout(120)
