@@ -25,7 +25,8 @@ from swarmgauge.reports.sections import Section
 
 logger = logging.getLogger("swarmgauge.report")
 
-SECTION_MODULES = ("swarmgauge.reports.resources", "swarmgauge.reports.failures", "swarmgauge.reports.mcp", "swarmgauge.reports.kneo", "swarmgauge.reports.mdk",
+SECTION_MODULES = ("swarmgauge.reports.resources", "swarmgauge.reports.failures", "swarmgauge.reports.outages",
+                   "swarmgauge.reports.mcp", "swarmgauge.reports.kneo", "swarmgauge.reports.mdk",
                    "swarmgauge.reports.workers")
 KNEE_GAIN = 0.10
 STYLE = ("<style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:1em 0}"
