@@ -105,7 +105,7 @@ class JSONRPCError(MCPError):
 
 
 class ToolError(MCPError):
-    """A ``tools/call`` result with ``isError: true``; the tool's text is in ``text`` (not the message: bounded names)."""
+    """A ``tools/call`` result with ``isError: true``; the tool's text is kept in ``text``, out of the failure name."""
 
     def __init__(self, text: str = "") -> None:
         super().__init__("tool reported isError")

@@ -2,8 +2,8 @@
 
 ``pprof:`` reads the ``# runtime.MemStats`` trailer of ``/debug/pprof/heap?debug=1`` (``debug=1`` is added when the
 query has no ``debug``, so ``?gc=1`` works; ``/debug/pprof/`` alone means its heap profile); ``expvar:`` reads the
-``memstats`` object of ``/debug/vars``. A trailing slash is dropped: Go serves both at the exact path only. Both give HeapAlloc, HeapInuse,
-Sys and NumGC without a profile parser. Each poll is one short GET with a timeout; no connection is kept.
+``memstats`` object of ``/debug/vars``. A trailing slash is dropped: Go serves both at the exact path only.
+Both give HeapAlloc, HeapInuse, Sys and NumGC without a profile parser. Each poll is one short GET with a timeout; no connection is kept.
 """
 
 from __future__ import annotations

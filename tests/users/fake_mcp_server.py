@@ -17,14 +17,16 @@ INIT_RESULT = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo"
 
 
 def _response(status: int, body: bytes, content_type: str = "application/json", extra: str = "") -> bytes:
-    reason = {200: "OK", 202: "Accepted", 400: "Bad Request", 404: "Not Found", 500: "Internal Server Error", 503: "Unavailable"}[status]
+    reason = {200: "OK", 202: "Accepted", 400: "Bad Request", 404: "Not Found", 500: "Internal Server Error",
+              503: "Unavailable"}[status]
     head = f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n{extra}\r\n"
     return head.encode() + body
 
 
 # Transport faults, answered to initialize and tools/call alike; an empty answer closes the socket unanswered.
 INIT_FAULTS = {
-    "/cut": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\nConnection: close\r\n\r\n{\"js",
+    "/cut": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\nConnection: close\r\n"
+            b"\r\n{\"js",
     "/nonhttp": b"SSH-2.0-OpenSSH_9.2\r\nConnection: close\r\n",
     "/reset": b"",
     "/badstatus": b"HTTP/1.1 2x0 WHAT\r\nConnection: close\r\n\r\n",

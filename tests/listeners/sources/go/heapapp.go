@@ -1,5 +1,6 @@
 // A stdlib-only Go server for the Go-runtime source tests: GET /work allocates 8 MiB of garbage and keeps 1 MiB when
-// LEAK=1; a 64 MiB ballast lives throughout (a steady heap big enough for a 2 % comparison); /memstats is the runtime's own MemStats (after a GC with ?gc=1); pprof and expvar are mounted.
+// LEAK=1; a 64 MiB ballast lives throughout (a steady heap big enough for a 2 % comparison); /memstats is the
+// runtime's own MemStats (after a GC with ?gc=1); pprof and expvar are mounted.
 // It listens on 127.0.0.1:0 and prints the port on its first stdout line.
 package main
 
