@@ -165,3 +165,11 @@ def test_bad_list_weight_is_a_usage_error():
         mcp_list_weight = -1
     with pytest.raises(UsageError):
         options_from(Bad())
+
+
+@pytest.mark.parametrize("field, value", [("mcp_timeout", float("nan")), ("mcp_timeout", float("inf")),
+                                          ("mcp_timeout", -1.0), ("mcp_churn_rate", float("nan"))])
+def test_non_finite_or_negative_numbers_are_usage_errors(field, value):
+    bad = type("Bad", (), {field: value})
+    with pytest.raises(UsageError):
+        options_from(bad())
