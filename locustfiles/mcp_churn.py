@@ -10,6 +10,11 @@ and its live-session gauge (``/metrics``), and stops both when Locust quits::
     locust -f locustfiles/mcp_churn.py --headless --plan my-churn.yaml --run-dir runs/churn
     locust -f locustfiles/mcp_churn.py --headless --mcp-scenario compare --run-dir runs/compare
 
+``MCPToolUser`` is one long session calling ``--mcp-tool`` with ``--mcp-args`` (any tool, any arguments), with
+``tools/list`` at ``--mcp-list-weight`` against 1: name it in a plan's ``user_classes``. ``--host`` may carry the
+endpoint's path (``http://127.0.0.1:3001/mcp``); ``--mcp-protocol 2026-07-28`` makes each churn "session" one
+self-contained ``tools/call`` (that version has no handshake and no server-side session).
+
 ``--mcp-scenario compare`` runs ``MCPFetchUser`` (``tools/call mark_fetch`` through the gateway) and then
 ``DirectFetchUser`` (the same documents by QUIC ``FETCH`` on the Mark server behind it), one user each for
 ``--mcp-compare-time``; ``swarmgauge report`` states the p50 difference. Against a gateway you started yourself
@@ -97,6 +102,12 @@ class MCPFetchUser(_CorpusDocs, mcp_users.MCPFetchUser):
 
 
 class MCPLookupAllUser(mcp_users.MCPLookupAllUser):
+    abstract = False
+
+
+class MCPToolUser(mcp_users.MCPToolUser):
+    """One long session calling ``--mcp-tool`` with ``--mcp-args``, with ``tools/list`` at ``--mcp-list-weight``."""
+
     abstract = False
 
 

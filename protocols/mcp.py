@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from swarmgauge.protocols.sse import SSEDecoder, SSEError
+from swarmgauge.protocols.sse import SSEDecoder, SSEError, SSETruncated
 from swarmgauge.errors import SwarmgaugeError, UsageError
 
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
@@ -58,18 +58,25 @@ class UnsupportedVersion(MCPProtocolError):
 
 
 class MCPHTTPError(MCPError):
-    """An HTTP status the transport does not define as success (500, 400, 406, ...)."""
+    """An HTTP status the transport does not define as success (500, 400, 406, ...).
+
+    The message is the status alone, so failure rows stay few; the server's own words are kept in ``detail``.
+    """
 
     def __init__(self, status: int, detail: str = "") -> None:
-        super().__init__(f"HTTP {status}" + (f": {detail}" if detail else ""))
+        super().__init__(f"HTTP {status}")
         self.status = status
+        self.detail = detail
 
 
 class SessionExpired(MCPHTTPError):
-    """404 on a session the server once issued: it was terminated or reaped; re-initialize without the id."""
+    """The server no longer knows our session (restarted, terminated or reaped): re-initialize without the id.
 
-    def __init__(self, detail: str = "") -> None:
-        super().__init__(404, detail)
+    The spec says 404; widely used servers answer 400 instead (server-everything: "No valid session ID provided").
+    """
+
+    def __init__(self, detail: str = "", status: int = 404) -> None:
+        super().__init__(status, detail)
 
 
 class SessionRefused(MCPHTTPError):
@@ -84,17 +91,25 @@ class MCPTimeout(MCPError):
 
 
 class JSONRPCError(MCPError):
-    """A JSON-RPC error response; ``code`` is the server's error code."""
+    """A JSON-RPC error response; ``code`` is the server's error code.
+
+    The message names the code when it is one of JSON-RPC's reserved range and says "application error" otherwise,
+    so a server cannot make a failure row per answer; the server's text is kept in ``rpc_message``.
+    """
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"JSON-RPC {code}: {message}")
+        super().__init__(f"JSON-RPC {code}" if -32768 <= code <= -32000 else "JSON-RPC application error")
         self.code = code
         self.rpc_message = message
         self.data = data
 
 
 class ToolError(MCPError):
-    """A ``tools/call`` result with ``isError: true``; the message is the tool's first text block."""
+    """A ``tools/call`` result with ``isError: true``; the tool's text is kept in ``text``, out of the failure name."""
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__("tool reported isError")
+        self.text = text
 
 
 class SessionState(enum.Enum):
@@ -171,7 +186,7 @@ class MCPSession:
         version = result["protocolVersion"]
         if version not in HANDSHAKE_VERSIONS:
             self.state = SessionState.NEW
-            raise UnsupportedVersion(f"server chose protocol version {version!r}")
+            raise UnsupportedVersion("server chose a protocol version this client does not speak")
         if session_id is None and self.require_session_id:
             self.state = SessionState.NEW
             raise MissingSessionId("initialize answered without Mcp-Session-Id")
@@ -191,11 +206,19 @@ class MCPSession:
     def list_tools(self, cursor: str | None = None) -> Outgoing:
         return self._request("tools/list", {"cursor": cursor} if cursor else {})
 
-    def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Outgoing:
-        return self._request("tools/call", {"name": name, "arguments": arguments or {}}, mcp_name=name)
+    def call_tool(self, name: str, arguments: dict[str, Any] | None = None, progress: bool = False) -> Outgoing:
+        """``progress``: ask for progress notifications, with the request id as the token."""
+        params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
+        if progress:
+            params["_meta"] = {"progressToken": self._next_id}
+        return self._request("tools/call", params, mcp_name=name)
 
     def ping(self) -> Outgoing:
         return self._request("ping", {})
+
+    def request(self, method: str, params: dict[str, Any]) -> Outgoing:
+        """Any other request (``resources/list``, ``prompts/list`` ...) in the current session."""
+        return self._request(method, params)
 
     def expire(self) -> None:
         """The server answered 404 for our session id: forget it; the next call must initialize again."""
@@ -252,7 +275,7 @@ def encode(message: dict[str, Any]) -> bytes:
 def validate_message(obj: Any) -> dict[str, Any]:
     """Return ``obj`` if it is a JSON-RPC 2.0 request, notification or response; raise ``NotJSONRPC`` if not."""
     if not isinstance(obj, dict) or obj.get("jsonrpc") != "2.0":
-        raise NotJSONRPC(f"not a JSON-RPC 2.0 message: {_excerpt(obj)}")
+        raise NotJSONRPC("not a JSON-RPC 2.0 message")
     if "method" in obj:
         if not isinstance(obj["method"], str):
             raise NotJSONRPC("JSON-RPC method is not a string")
@@ -274,7 +297,7 @@ def decode_json_body(body: bytes) -> list[dict[str, Any]]:
     try:
         obj = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise MCPProtocolError(f"answer is not JSON: {body[:60]!r}") from exc
+        raise MCPProtocolError("answer is not JSON") from exc
     items = obj if isinstance(obj, list) else [obj]
     return [validate_message(item) for item in items]
 
@@ -283,7 +306,7 @@ def decode_sse_data(data: str) -> list[dict[str, Any]]:
     try:
         obj = json.loads(data)
     except ValueError as exc:
-        raise SSEStreamError(f"SSE data is not JSON: {data[:60]!r}") from exc
+        raise SSEStreamError("SSE data is not JSON") from exc
     items = obj if isinstance(obj, list) else [obj]
     return [validate_message(item) for item in items]
 
@@ -302,7 +325,7 @@ class SSEMessageReader:
         try:
             events = self.decoder.feed(chunk)
         except SSEError as exc:
-            raise SSEStreamError(str(exc)) from exc
+            raise SSEStreamError(_sse_reason(exc)) from exc
         for event in events:
             if event.event != "message" or not event.data.strip():
                 continue
@@ -319,7 +342,7 @@ class SSEMessageReader:
         try:
             self.decoder.close()
         except SSEError as exc:
-            raise SSEStreamError(str(exc)) from exc
+            raise SSEStreamError(_sse_reason(exc)) from exc
         raise SSEStreamError("event stream ended without a response to the request")
 
 
@@ -337,7 +360,7 @@ def read_messages(content_type: str, body: bytes, request_id: int | None) -> lis
         return reader.messages
     if kind == "application/json" or not kind:
         return decode_json_body(body)
-    raise MCPProtocolError(f"unexpected Content-Type {content_type!r}")
+    raise MCPProtocolError("unexpected Content-Type")
 
 
 def result_of(messages: Iterable[dict[str, Any]], request_id: int) -> Any:
@@ -348,7 +371,7 @@ def result_of(messages: Iterable[dict[str, Any]], request_id: int) -> Any:
                 error = message["error"]
                 raise JSONRPCError(error["code"], error["message"], error.get("data"))
             return message["result"]
-    raise MCPProtocolError(f"no response with id {request_id} in the answer")
+    raise MCPProtocolError("no response to the request in the answer (wrong or missing id)")
 
 
 def error_detail(body: bytes) -> str:
@@ -369,7 +392,7 @@ def tool_text(result: Any) -> str:
     texts = [block.get("text", "") for block in result.get("content", []) if isinstance(block, dict) and block.get("type") == "text"]
     text = "\n".join(texts)
     if result.get("isError"):
-        raise ToolError(text.splitlines()[0][:200] if text else "tool reported isError")
+        raise ToolError(text.splitlines()[0][:200] if text else "")
     return text
 
 
@@ -400,5 +423,8 @@ def format_tool_text(status: str, fields: dict[str, str], body: str) -> str:
     return "\n".join(lines) + "\n\n" + body
 
 
-def _excerpt(obj: Any) -> str:
-    return json.dumps(obj)[:60] if not isinstance(obj, (bytes, bytearray)) else repr(obj[:60])
+def _sse_reason(exc: SSEError) -> str:
+    """A fixed text per kind of SSE fault (the decoder's own message may quote the stream)."""
+    if isinstance(exc, SSETruncated):
+        return "event stream ended in the middle of an event"
+    return "event stream is garbled (" + type(exc).__name__ + ")"

@@ -1,5 +1,10 @@
-"""MCP Users over Streamable HTTP: ``MCPUser`` (one long session), ``MCPChurnUser`` (a new session per iteration,
-never deleted), and ``MCPFetchUser`` / ``MCPLookupAllUser`` (the demarkus gateway tools, for gateway-vs-direct).
+"""MCP Users over Streamable HTTP: ``MCPUser`` (one long session), ``MCPToolUser`` (one long session calling any
+tool, mixed with list calls by weight), ``MCPChurnUser`` (a new session per iteration, never deleted), and
+``MCPFetchUser`` / ``MCPLookupAllUser`` (the demarkus gateway tools, for gateway-vs-direct).
+
+Every fault is a named failure (``protocols.mcp`` and ``users.mcp_client`` errors, messages from a fixed set); a
+user never dies of one, and after a transport fault (refused, reset, not HTTP, timeout) it waits a backoff that
+doubles from ``BACKOFF_FIRST`` to ``BACKOFF_MAX`` seconds and resets on the next answer.
 
 The client is ``users.mcp_client.MCPClient`` (re-exported here). Options are declared below with ``env_var`` so
 they work from the CLI, ``locust.conf``, compose and the web UI; ``--mcp-token`` is a secret.
@@ -9,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -18,13 +24,14 @@ from locust import User, events, task
 
 from swarmgauge.protocols import mcp as proto
 from swarmgauge.errors import UsageError
-from swarmgauge.users.mcp_client import MCPClient, MCPUnreachable, _count
+from swarmgauge.users.mcp_client import MCPBadHTTP, MCPClient, MCPUnreachable, _count
 
 __all__ = [
     "MCPClient",
     "MCPUnreachable",
     "MCPOptions",
     "MCPUser",
+    "MCPToolUser",
     "MCPChurnUser",
     "MCPFetchUser",
     "MCPLookupAllUser",
@@ -35,6 +42,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 DEFAULT_ARGS = '{"url": "/corpus/quic/doc-0000.md"}'  # the first document of the reference server's corpus
 STEP_COUNTERS = ("sessions_started", "sessions_expired", "sessions_refused")
+BACKOFF_FIRST = 0.05
+BACKOFF_MAX = 2.0
+TRANSPORT_FAULTS = (MCPUnreachable, MCPBadHTTP, proto.MCPTimeout)
+LIST_METHOD = "tools/list"
 
 
 @events.init_command_line_parser.add_listener
@@ -58,6 +69,9 @@ def _add_options(parser: Any) -> None:
                         include_in_web_ui=True, help="new sessions per second for MCPChurnUser, per load process")
     parser.add_argument("--mcp-query", default="alpha", env_var="SWARMGAUGE_MCP_QUERY", include_in_web_ui=True,
                         help="query MCPLookupAllUser sends to mark_lookup_all")
+    parser.add_argument("--mcp-list-weight", type=float, default=0.0, env_var="SWARMGAUGE_MCP_LIST_WEIGHT",
+                        include_in_web_ui=True,
+                        help="MCPToolUser: weight of a tools/list call against 1 for a --mcp-tool call (0: never)")
 
 
 @dataclass
@@ -71,6 +85,7 @@ class MCPOptions:
     timeout: float = 10.0
     churn_rate: float = 5.0
     query: str = "alpha"
+    list_weight: float = 0.0
 
 
 def options_from(parsed: Any) -> MCPOptions:
@@ -94,15 +109,18 @@ def options_from(parsed: Any) -> MCPOptions:
         timeout=float(getattr(parsed, "mcp_timeout", 10.0)),
         churn_rate=float(getattr(parsed, "mcp_churn_rate", 5.0)),
         query=getattr(parsed, "mcp_query", "alpha"),
+        list_weight=float(getattr(parsed, "mcp_list_weight", 0.0)),
     )
     if options.protocol not in proto.SUPPORTED_VERSIONS:
         raise UsageError(f"--mcp-protocol {options.protocol!r} is not one of {', '.join(proto.SUPPORTED_VERSIONS)}")
     if not options.path.startswith("/"):
         raise UsageError(f"--mcp-path must start with '/', got {options.path!r}")
-    if options.timeout <= 0:
-        raise UsageError("--mcp-timeout must be positive")
-    if options.churn_rate <= 0:
-        raise UsageError("--mcp-churn-rate must be positive")
+    if not 0 < options.timeout < float("inf"):
+        raise UsageError("--mcp-timeout must be a positive finite number of seconds")
+    if not 0 < options.churn_rate < float("inf"):
+        raise UsageError("--mcp-churn-rate must be a positive finite number")
+    if not 0 <= options.list_weight < float("inf"):
+        raise UsageError("--mcp-list-weight must be a finite number >= 0")
     return options
 
 
@@ -201,6 +219,7 @@ class _MCPBase(User):
         if not self.host:
             raise UsageError("MCP users need --host http://127.0.0.1:PORT")
         self.client = self._new_client()
+        self.backoff = 0.0
 
     def _new_client(self) -> MCPClient:
         return MCPClient(
@@ -221,20 +240,33 @@ class _MCPBase(User):
                 pass
         self.client.close()
 
-    def call_with_recovery(self, tool: str, arguments: dict[str, Any]) -> str | None:
-        """Call ``tool`` in the current session; on 404 re-initialize (as the spec requires) and try once more.
+    def after_outcome(self, exc: BaseException | None) -> None:
+        """Back off after a transport fault (bounded, doubling), so a refused or vanished target is not hammered."""
+        if exc is None or not isinstance(exc, TRANSPORT_FAULTS):
+            self.backoff = 0.0
+            return
+        self.backoff = min(BACKOFF_MAX, max(BACKOFF_FIRST, self.backoff * 2))
+        gevent.sleep(self.backoff)
 
-        Every failure is already recorded by the client with its class; the user goes on either way.
+    def in_session(self, operation: Callable[[], Any]) -> Any:
+        """Run ``operation`` in the current session; on session loss re-initialize (as the spec requires) and
+        try once more. Every failure is already recorded by the client with its class; the user goes on either way.
         """
         for _attempt in range(2):
             try:
                 self.client.ensure_session()
-                return self.client.call_tool(tool, arguments)
+                result = operation()
             except proto.SessionExpired:
                 continue
-            except (proto.MCPError, UsageError):
+            except (proto.MCPError, UsageError) as exc:
+                self.after_outcome(exc)
                 return None
+            self.after_outcome(None)
+            return result
         return None
+
+    def call_with_recovery(self, tool: str, arguments: dict[str, Any]) -> str | None:
+        return self.in_session(lambda: self.client.call_tool(tool, arguments))
 
 
 class MCPUser(_MCPBase):
@@ -246,19 +278,42 @@ class MCPUser(_MCPBase):
     def on_start(self) -> None:
         try:
             self.client.ensure_session()
-        except proto.MCPError:
-            pass
+        except (proto.MCPError, UsageError) as exc:
+            self.after_outcome(exc)
 
     @task
     def call(self) -> None:
         self.call_with_recovery(self.options.tool, self.options.args)
 
 
+class MCPToolUser(MCPUser):
+    """A long session calling ``--mcp-tool`` with ``--mcp-args`` (any tool, any arguments), mixed with ``tools/list``
+    at ``--mcp-list-weight`` against 1: e.g. ``--mcp-list-weight 0.25`` makes one list call per four tool calls.
+    """
+
+    abstract = True
+
+    def __init__(self, environment: Any) -> None:
+        super().__init__(environment)
+        self._mix = random.Random()
+
+    @task
+    def call(self) -> None:
+        weight = self.options.list_weight
+        if weight > 0 and self._mix.random() < weight / (1.0 + weight):
+            self.in_session(lambda: self.client.list_items(LIST_METHOD))
+        else:
+            self.call_with_recovery(self.options.tool, self.options.args)
+
+
 class MCPChurnUser(_MCPBase):
     """Each iteration is a brand-new session: initialize, initialized, one tool call, and no DELETE.
 
     Paced by ``SessionPacer`` at ``--mcp-churn-rate`` new sessions per second per process; run enough users that
-    one always waits for its ticket (latency x rate, plus margin).
+    one always waits for its ticket (latency x rate, plus margin). Under a stateless protocol version
+    (``--mcp-protocol 2026-07-28``) there is no handshake and no server-side session: a "session" is one
+    self-contained ``tools/call`` (version and capabilities in its ``_meta``), so the rate is calls per second and
+    nothing can accumulate on the server.
     """
 
     abstract = True
@@ -271,17 +326,20 @@ class MCPChurnUser(_MCPBase):
     @task
     def one_session(self) -> None:
         self.client.session.abandon()
+        fault: BaseException | None = None
         try:
-            self.client.open_session()
+            if not self.client.session.stateless:
+                self.client.open_session()
             self.client.call_tool(self.options.tool, self.options.args)
-        except (proto.MCPError, UsageError):
-            pass
-        if self.options.delete:
+        except (proto.MCPError, UsageError) as exc:
+            fault = exc
+        if self.options.delete and not isinstance(fault, TRANSPORT_FAULTS):
             try:
                 self.client.delete()
             except proto.MCPError:
                 pass
         self.client.session.abandon()
+        self.after_outcome(fault)
 
 
 class MCPFetchUser(MCPUser):

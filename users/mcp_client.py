@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import socket
 from typing import Any
+from urllib.parse import urlsplit
 
 import gevent
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
+from geventhttpclient.useragent import ConnectionError as AgentConnectionError
 from locust.contrib.fasthttp import FastHttpSession
 
 from swarmgauge.protocols import mcp as proto
@@ -24,7 +27,54 @@ _ALL_STATUSES = frozenset(range(100, 600))
 
 
 class MCPUnreachable(proto.MCPError):
-    """The connection failed (refused, reset, closed before an answer)."""
+    """The connection failed (refused, reset, closed before an answer); the message is the kind, never the address."""
+
+
+class MCPConnectionLost(MCPUnreachable):
+    """The connection was reset or closed before the answer was complete (a server restart, a proxy cut)."""
+
+
+class MCPBadHTTP(proto.MCPProtocolError):
+    """What came back is not HTTP (a non-HTTP server on the port, a garbled status line or headers)."""
+
+
+def transport_failure(exc: BaseException) -> proto.MCPError:
+    """One named MCP error for any fault below HTTP, with a message from a fixed set (bounded failure rows)."""
+    if isinstance(exc, proto.MCPError):
+        return exc
+    if isinstance(exc, AgentConnectionError) and isinstance(getattr(exc, "original", None), BaseException):
+        return transport_failure(exc.original)
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return proto.MCPTimeout("no answer within the timeout")
+    if isinstance(exc, HTTPConnectionClosed):
+        return MCPConnectionLost("connection closed before the answer was complete")
+    if isinstance(exc, HTTPParseError):
+        return MCPBadHTTP("answer is not valid HTTP")
+    if isinstance(exc, ConnectionRefusedError):
+        return MCPUnreachable("connection refused")
+    if isinstance(exc, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+        return MCPConnectionLost("connection reset")
+    if isinstance(exc, socket.gaierror):
+        return MCPUnreachable("host name not resolved")
+    if isinstance(exc, OSError):
+        return MCPUnreachable(f"network error ({type(exc).__name__})")
+    return MCPBadHTTP(f"answer could not be read ({type(exc).__name__})")
+
+
+def session_lost(status: int, body: bytes) -> bool:
+    """404 (the spec), or a 400 whose error says the session id is not valid (server-everything after a restart)."""
+    if status == 404:
+        return True
+    return status == 400 and "session" in proto.error_detail(body).lower()
+
+
+def split_endpoint(host: str, path: str) -> tuple[str, str]:
+    """``(base_url, endpoint_url)``: a ``--host`` with a path of its own is the endpoint; else host + ``--mcp-path``."""
+    parts = urlsplit(host)
+    base = f"{parts.scheme}://{parts.netloc}"
+    if parts.path not in ("", "/"):
+        return base, base + parts.path + (f"?{parts.query}" if parts.query else "")
+    return base, base + path + (f"?{parts.query}" if parts.query else "")
 
 
 class _NoEvents:
@@ -74,8 +124,7 @@ class MCPClient:
             raise UsageError(f"--mcp-path must start with '/', got {path!r}")
         if timeout <= 0:
             raise UsageError("--mcp-timeout must be positive")
-        self.base_url = base_url.rstrip("/")
-        self.url = self.base_url + path
+        self.base_url, self.url = split_endpoint(base_url, path)
         self.environment = environment
         self.events = getattr(environment, "events", None)
         self.timeout = timeout
@@ -85,6 +134,7 @@ class MCPClient:
         self.session = self._new_session()
         self._http = http or self._new_http()
         self.last_status: int | None = None
+        self.last_notifications: list[dict[str, Any]] = []
 
     def _new_session(self) -> proto.MCPSession:
         return proto.MCPSession(protocol_version=self.protocol_version, require_session_id=self.require_session_id)
@@ -118,7 +168,8 @@ class MCPClient:
         return result
 
     def ensure_session(self) -> None:
-        if self.session.needs_initialize:
+        """Initialize when the session era needs it; a stateless version never does."""
+        if not self.session.stateless and self.session.needs_initialize:
             self.open_session()
 
     def initialize(self) -> dict[str, Any]:
@@ -145,11 +196,17 @@ class MCPClient:
         with measure(self.events, REQUEST_TYPE, "initialized", reraise=True):
             self._exchange(self.session.initialized())
 
-    def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> str:
-        """``tools/call``; returns the result text, raises ``ToolError`` on ``isError: true``."""
+    def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *, progress: bool = False) -> str:
+        """``tools/call``; returns the result text, raises ``ToolError`` on ``isError: true``.
+
+        ``progress`` asks for progress notifications (a ``progressToken``); the ones that arrived before the result
+        are kept in ``last_notifications`` and counted in the event's context.
+        """
         with measure(self.events, REQUEST_TYPE, f"tools/call {name}", reraise=True) as outcome:
-            outgoing = self.session.call_tool(name, arguments)
+            outgoing = self.session.call_tool(name, arguments, progress=progress)
             messages, _, outcome.response_length = self._exchange(outgoing)
+            self.last_notifications = [m for m in messages if "method" in m]
+            outcome.context["notifications"] = len(self.last_notifications)
             text = proto.tool_text(proto.result_of(messages, outgoing.request_id))
         return text
 
@@ -159,6 +216,17 @@ class MCPClient:
             messages, _, outcome.response_length = self._exchange(outgoing)
             result = proto.result_of(messages, outgoing.request_id)
         return list(result.get("tools", [])) if isinstance(result, dict) else []
+
+    def list_items(self, method: str) -> list[Any]:
+        """``tools/list``, ``resources/list`` or ``prompts/list`` (first page); one measured request named by method."""
+        kinds = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts"}
+        if method not in kinds:
+            raise UsageError(f"unknown MCP list method {method!r}; use one of {', '.join(kinds)}")
+        with measure(self.events, REQUEST_TYPE, method, reraise=True) as outcome:
+            outgoing = self.session.request(method, {})
+            messages, _, outcome.response_length = self._exchange(outgoing)
+            result = proto.result_of(messages, outgoing.request_id)
+        return list(result.get(kinds[method], [])) if isinstance(result, dict) else []
 
     def ping(self) -> None:
         with measure(self.events, REQUEST_TYPE, "ping", reraise=True):
@@ -189,12 +257,12 @@ class MCPClient:
     def _send(self, method: str, body: bytes, headers: dict[str, str]) -> Any:
         try:
             return self._http.client.urlopen(self.url, method=method, payload=body, headers=headers)
-        except (socket.timeout, TimeoutError) as exc:
+        except proto.MCPError:
             self.close()
-            raise proto.MCPTimeout(f"no answer within {self.timeout:g} s") from exc
-        except OSError as exc:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every fault below HTTP becomes one named MCP error
             self.close()
-            raise MCPUnreachable(f"{type(exc).__name__}: {exc}") from exc
+            raise transport_failure(exc) from exc
 
     def _exchange(self, outgoing: proto.Outgoing) -> tuple[list[dict[str, Any]], Any, int]:
         """POST one message; returns (messages, response headers, bytes read). Bounded by ``timeout`` overall."""
@@ -208,12 +276,11 @@ class MCPClient:
         except proto.MCPTimeout:
             self.close()
             raise
-        except (socket.timeout, TimeoutError) as exc:
+        except proto.MCPError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a fault while reading the answer: one named MCP error
             self.close()
-            raise proto.MCPTimeout(f"answer stalled for {self.timeout:g} s") from exc
-        except (OSError, ValueError) as exc:
-            self.close()
-            raise MCPUnreachable(f"{type(exc).__name__}: {exc}") from exc
+            raise transport_failure(exc) from exc
         finally:
             timer.close()
 
@@ -221,11 +288,13 @@ class MCPClient:
         status = response.status_code
         self.last_status = status
         headers = response.headers
-        if status == 404 and self.session.session_id is not None and outgoing.method != "initialize":
+        if self.session.session_id is not None and outgoing.method != "initialize" and status in (400, 404):
             body = response.content or b""
-            self.session.expire()
-            _count(self.environment, "sessions_expired")
-            raise proto.SessionExpired(proto.error_detail(body))
+            if session_lost(status, body):
+                self.session.expire()
+                _count(self.environment, "sessions_expired")
+                raise proto.SessionExpired(proto.error_detail(body), status)
+            raise proto.MCPHTTPError(status, proto.error_detail(body))
         if status == 503 and outgoing.method == "initialize":
             raise proto.SessionRefused(proto.error_detail(response.content or b""))
         if status == 202 and outgoing.request_id is None:

@@ -7,8 +7,12 @@ Go prints one line per collection to stderr, e.g. (Go 1.19 and later)::
 ``4->4->2 MB`` is heap at GC start -> heap at GC end -> live heap (marked), in MiB (the runtime shifts by 20).
 The file is tailed like ``tail -F``: only new bytes are read each poll, a rename (logrotate) or truncation
 (copytruncate) is detected and followed, partial lines wait for their newline, and lines from other writers
-(log prefixes, JSON logs, scavenger lines) are skipped. The last GC seen is re-reported every interval, so the
-series stays regular between collections.
+(log prefixes, JSON logs, scavenger lines) are skipped.
+
+The points of the series are the GCs themselves: a poll reports each collection logged since the last poll (the
+first poll only the newest one of the log's tail) and nothing when none ran. Re-reporting the last GC between
+collections made the live heap lag and weighted a trend by when the GC happened to run; now a series' point count
+is its GC count, and ``verdict`` can refuse to judge on too few (``MIN_GCS_FOR_VERDICT``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ GC_LINE = re.compile(
 )
 SEED_TAIL_BYTES = 64 * 1024  # how far back the first poll looks for the most recent GC line
 MAX_READ_BYTES = 8 * MIB  # one poll reads at most this much; a flood is caught up over several polls
+MAX_GCS_PER_POLL = 1000  # a poll after a long pause reports the newest this many GCs (the older ones are dropped)
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,7 @@ class GctraceSource:
         self._partial = b""
         self.last: GcLine | None = None
         self.gcs_seen = 0
+        self._new: list[GcLine] = []
 
     @classmethod
     def from_spec(cls, argument: str) -> "GctraceSource":
@@ -102,10 +108,14 @@ class GctraceSource:
             if parsed is not None:
                 self.last = parsed
                 self.gcs_seen += 1
+                self._new.append(parsed)
+        del self._new[:-MAX_GCS_PER_POLL]
 
     def sample(self) -> list[Reading]:
+        """The readings of every GC logged since the last poll, oldest first; ``[]`` when none ran."""
+        first_poll = self._inode is None
         if self._file is None:
-            self._open(seed=self._inode is None)
+            self._open(seed=first_poll)
         if self._file is not None:
             self._drain()
             try:
@@ -121,12 +131,17 @@ class GctraceSource:
                 self._drain()
         if self._file is None and self.last is None:
             raise SourceError(f"log file {self.path} does not exist")
-        if self.last is None:
-            return []
-        gc = self.last
-        readings = [Reading("live_heap_bytes", gc.live_heap), Reading("heap_goal_bytes", gc.heap_goal),
-                    Reading("heap_at_gc_start_bytes", gc.heap_start), Reading("gc_count", gc.number),
-                    Reading("gc_cpu_percent", gc.cpu_percent)]
-        if gc.stacks is not None:
-            readings.append(Reading("stacks_bytes", gc.stacks))
-        return readings
+        new, self._new = self._new, []
+        if first_poll:
+            new = new[-1:]  # the log's tail may go back to before the run: only its newest GC is "now"
+        return [reading for gc in new for reading in gc_readings(gc)]
+
+
+def gc_readings(gc: GcLine) -> list[Reading]:
+    """The readings of one collection."""
+    readings = [Reading("live_heap_bytes", gc.live_heap), Reading("heap_goal_bytes", gc.heap_goal),
+                Reading("heap_at_gc_start_bytes", gc.heap_start), Reading("gc_count", gc.number),
+                Reading("gc_cpu_percent", gc.cpu_percent)]
+    if gc.stacks is not None:
+        readings.append(Reading("stacks_bytes", gc.stacks))
+    return readings

@@ -1,8 +1,9 @@
 """``pprof:URL`` and ``expvar:URL`` sources: a Go program's ``runtime.MemStats`` over HTTP.
 
 ``pprof:`` reads the ``# runtime.MemStats`` trailer of ``/debug/pprof/heap?debug=1`` (``debug=1`` is added when the
-URL has no query); ``expvar:`` reads the ``memstats`` object of ``/debug/vars``. Both give HeapAlloc, HeapInuse,
-Sys and NumGC without a profile parser. Each poll is one short GET with a timeout; no connection is kept.
+query has no ``debug``, so ``?gc=1`` works; ``/debug/pprof/`` alone means its heap profile); ``expvar:`` reads the
+``memstats`` object of ``/debug/vars``. A trailing slash is dropped: Go serves both at the exact path only.
+Both give HeapAlloc, HeapInuse, Sys and NumGC without a profile parser. Each poll is one short GET with a timeout; no connection is kept.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import requests
 
@@ -35,6 +37,25 @@ def check_url(kind: str, url: str) -> str:
     if not re.match(r"^https?://[^/\s]+", url):
         raise UsageError(f"{kind}:{url}: expected an http:// or https:// URL")
     return url
+
+
+def pprof_heap_url(url: str) -> str:
+    """The ``debug=1`` text form of the heap profile, whatever query or trailing slash the URL came with."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    if path.endswith("/debug/pprof") or path == "":
+        path += "/heap" if path.endswith("/debug/pprof") else "/debug/pprof/heap"
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if not any(key == "debug" for key, _ in query):
+        query.append(("debug", "1"))
+    return urlunsplit((parts.scheme, parts.netloc, path, urlencode(query), ""))
+
+
+def expvar_url(url: str) -> str:
+    """``/debug/vars`` without a trailing slash (Go's mux answers ``/debug/vars/`` with 404); the bare host means it."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/") or "/debug/vars"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
 def http_get(url: str) -> requests.Response:
@@ -67,7 +88,7 @@ class PprofSource:
     label = "pprof"
 
     def __init__(self, url: str) -> None:
-        self.url = url if "?" in url else url + "?debug=1"
+        self.url = pprof_heap_url(url)
 
     @classmethod
     def from_spec(cls, argument: str) -> "PprofSource":
@@ -86,7 +107,7 @@ class ExpvarSource:
     label = "expvar"
 
     def __init__(self, url: str) -> None:
-        self.url = url
+        self.url = expvar_url(url)
 
     @classmethod
     def from_spec(cls, argument: str) -> "ExpvarSource":

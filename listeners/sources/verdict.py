@@ -19,6 +19,8 @@ RSS_METRICS = ("rss_bytes", "process_resident_memory_bytes")
 HEAP_METRICS = ("live_heap_bytes", "heap_inuse_bytes", "go_memstats_heap_inuse_bytes", "heap_alloc_bytes")
 WORKING_SET_METRICS = ("working_set_bytes",)
 LEAK_DELTA_BYTES = 50 * MIB  # the 2dph page's criterion: under 50 MiB growth after warm-up
+GCTRACE_SOURCE = "gctrace:"
+MIN_GCS_FOR_VERDICT = 8  # a gctrace series' points are GCs: fewer after warm-up and the fit is the GC timing
 
 
 @dataclass(frozen=True)
@@ -102,14 +104,36 @@ def describe(item: SeriesTrend, warmup: Warmup) -> str:
             f"over {t.span_s:,.0f} s after a warm-up of {warmup}; slope {per_hour}{per_1k}")
 
 
+def heap_trends(rows: list[Row], warmup: Warmup) -> tuple[list[SeriesTrend], str]:
+    """Heap series to judge on, and a note on what was set aside.
+
+    pprof/expvar (MemStats at every poll) are preferred to gctrace (a figure only at each GC) when both are sampled;
+    a gctrace series with fewer than ``MIN_GCS_FOR_VERDICT`` GCs after warm-up is not judged at all.
+    """
+    found = [s for s in trends(rows, HEAP_METRICS, warmup) if s.trend.points >= 2]
+    polled = [s for s in found if not s.source.startswith(GCTRACE_SOURCE)]
+    if polled:
+        note = "; gctrace set aside: pprof/expvar MemStats preferred" if len(polled) < len(found) else ""
+        return polled, note
+    enough = [s for s in found if s.trend.points >= MIN_GCS_FOR_VERDICT]
+    if found and not enough:
+        fewest = max(s.trend.points for s in found)
+        return [], (f"only {fewest} GCs after warm-up in the gctrace series (a verdict needs "
+                    f"{MIN_GCS_FOR_VERDICT}); run longer or sample pprof/expvar")
+    return enough, ""
+
+
 def leak_verdict(rows: list[Row], warmup: Warmup, threshold: float = LEAK_DELTA_BYTES) -> tuple[str | None, str]:
     """``("leak"|"no leak"|None, text)``: the verdict on the target's RSS (else heap), naming the slope measured."""
-    found = trends(rows, RSS_METRICS, warmup) or trends(rows, HEAP_METRICS, warmup)
-    found = [s for s in found if s.trend.points >= 2]
+    found = [s for s in trends(rows, RSS_METRICS, warmup) if s.trend.points >= 2]
+    note = ""
     if not found:
-        return None, "leak verdict: unknown - no target RSS or heap series with two samples after warm-up"
+        found, note = heap_trends(rows, warmup)
+    if not found:
+        return None, "leak verdict: unknown - " + (
+            note or "no target RSS or heap series with two samples after warm-up")
     top = max(found, key=lambda s: s.trend.delta)
     status = "leak" if top.trend.delta > threshold else "no leak"
     label = "LEAK" if status == "leak" else "no leak"
     return status, (f"leak verdict: {label} (delta {'>' if status == 'leak' else '<='} "
-                    f"{format_bytes(threshold)}) - {describe(top, warmup)}")
+                    f"{format_bytes(threshold)}) - {describe(top, warmup)}{note}")

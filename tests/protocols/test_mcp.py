@@ -95,8 +95,9 @@ def test_jsonrpc_error_carries_its_code():
 
 
 def test_is_error_result_is_a_tool_error():
-    with pytest.raises(mcp.ToolError, match="boom"):
+    with pytest.raises(mcp.ToolError) as info:
         mcp.tool_text({"content": [{"type": "text", "text": "boom"}], "isError": True})
+    assert info.value.text == "boom" and str(info.value) == "tool reported isError"
 
 
 @pytest.mark.parametrize("body", [b"<html>oops</html>", b'{"jsonrpc"'])

@@ -48,7 +48,7 @@ def test_follows_appends_and_ignores_other_writers(tmp_path):
         f.write(OTHER_WRITERS[0] + "\n" + GO_LINES[1] + "\n" + OTHER_WRITERS[2] + "\n")
     got = readings(source)
     assert got["gc_count"] == 12 and got["live_heap_bytes"] == 2 * MIB and got["heap_goal_bytes"] == 5 * MIB
-    assert readings(source)["gc_count"] == 12  # no new GC: the last one is re-reported
+    assert source.sample() == []  # no new GC: no point (the series' points are the GCs)
 
 
 def test_partial_line_waits_for_its_newline(tmp_path):
@@ -104,3 +104,14 @@ def test_missing_log_is_a_source_error_until_it_appears(tmp_path):
     with log.open("a") as f:
         f.write(GO_LINES[0] + "\n")
     assert readings(source)["gc_count"] == 1
+
+
+def test_each_gc_since_the_last_poll_is_one_point_and_the_first_poll_only_the_newest(tmp_path):
+    log = tmp_path / "go.log"
+    log.write_text(GO_LINES[0] + "\n" + GO_LINES[1] + "\n")
+    source = parse_source(f"gctrace:{log}")
+    assert [r.value for r in source.sample() if r.metric == "gc_count"] == [12]
+    with log.open("a") as f:
+        f.write(GO_LINES[2] + "\n" + OTHER_WRITERS[0] + "\n" + GO_LINES[2].replace("gc 13", "gc 14") + "\n")
+    assert [r.value for r in source.sample() if r.metric == "gc_count"] == [13, 14]
+    assert source.sample() == []

@@ -119,3 +119,15 @@ def test_unreachable_endpoint_is_a_source_error():
 def test_bad_url_is_a_usage_error():
     with pytest.raises(UsageError):
         parse_source("pprof:localhost:6060/debug/pprof/heap")
+
+
+def test_a_query_or_a_trailing_slash_still_reaches_the_text_profile_and_the_vars():
+    from swarmgauge.listeners.sources.goheap import expvar_url, pprof_heap_url
+
+    base = "http://127.0.0.1:6060"
+    assert pprof_heap_url(base + "/debug/pprof/heap?gc=1") == base + "/debug/pprof/heap?gc=1&debug=1"
+    assert pprof_heap_url(base + "/debug/pprof/heap/") == base + "/debug/pprof/heap?debug=1"
+    assert pprof_heap_url(base + "/debug/pprof/") == base + "/debug/pprof/heap?debug=1"
+    assert pprof_heap_url(base + "/debug/pprof/heap?debug=1") == base + "/debug/pprof/heap?debug=1"
+    assert expvar_url(base + "/debug/vars/") == base + "/debug/vars"
+    assert expvar_url(base) == base + "/debug/vars"
