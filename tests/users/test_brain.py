@@ -36,6 +36,14 @@ def test_classify():
     assert "HTTP 404" in str(classify(404, b"{}"))
 
 
+def test_failure_names_do_not_carry_the_body():
+    """Locust groups failures by message: distinct bodies must not make distinct failure rows."""
+    first, second = classify(500, b"request 1 failed"), classify(500, b"request 2 failed")
+    assert str(first) == str(second) == "HTTP 500"
+    assert first.detail == "request 1 failed"
+    assert str(classify(502, b"embedder 7 down")) == str(classify(502, b"embedder 8 down")) == "HTTP 502"
+
+
 class FakeBrain(BaseHTTPRequestHandler):
     """A fake brain (below the HTTP seam) whose /stats answers 200 with a body that is not JSON."""
 
