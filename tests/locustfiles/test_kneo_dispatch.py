@@ -16,6 +16,7 @@ import pytest
 from swarmgauge.targets.kneo import KneoService
 from swarmgauge.files import write_atomic
 from swarmgauge.targets.postgres import PostgresCluster
+from swarmgauge.run_folders import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUST = str(Path(sys.executable).parent / "locust")
@@ -47,23 +48,23 @@ def _explain(run_dir: Path, proc: subprocess.CompletedProcess) -> str:
     """What a failed assertion on the exit code shows: the gate verdicts, the checks, the end of stderr."""
     parts = [proc.stderr[-1200:]]
     for name in ("slo.json", "kneo.json"):
-        if (run_dir / name).is_file():
-            parts.append(f"{name}: {(run_dir / name).read_text()[-1500:]}")
+        if (resolve(run_dir) / name).is_file():
+            parts.append(f"{name}: {(resolve(run_dir) / name).read_text()[-1500:]}")
     return "\n".join(parts)
 
 
 def _result(run_dir: Path) -> dict:
-    return json.loads((run_dir / "kneo.json").read_text())
+    return json.loads((resolve(run_dir) / "kneo.json").read_text())
 
 
 def _all_output(run_dir: Path, proc: subprocess.CompletedProcess) -> str:
     texts = [proc.stdout, proc.stderr]
-    texts += [p.read_text(errors="replace") for p in run_dir.iterdir() if p.is_file()]
+    texts += [p.read_text(errors="replace") for p in resolve(run_dir).iterdir() if p.is_file()]
     return "\n".join(texts)
 
 
 def _steps(run_dir: Path) -> list[dict]:
-    with open(run_dir / "steps.csv") as handle:
+    with open(resolve(run_dir) / "steps.csv") as handle:
         return list(csv.DictReader(handle))
 
 
