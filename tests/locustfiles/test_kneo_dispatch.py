@@ -76,13 +76,13 @@ def test_embedded_sqlite_sync_run_reconciles_and_reports_backlog_and_rss(kneo_ve
     assert result["ledger"]["accepted"] > 0 and result["ledger"]["indeterminate"] == 0
     assert result["ledger"]["observed"] == {"completed": result["ledger"]["accepted"]}
     assert "kneo reconciliation" in proc.stdout and "matches" in proc.stdout
-    rows = list(csv.DictReader(open(tmp_path / "resources.csv")))
+    rows = list(csv.DictReader(open(resolve(tmp_path) / "resources.csv")))
     metrics = {(r["source"].split(":", 1)[0], r["metric"]) for r in rows}
     assert {("prom", "kneo_runs_queued"), ("prom", "kneo_worker_count"), ("psutil", "rss_bytes")} <= metrics
-    report = (tmp_path / "report.md").read_text()
+    report = (resolve(tmp_path) / "report.md").read_text()
     assert "## kneo-serv runs" in report and "| accepted runs present" in report
     assert "Backlog over time" in report and "service RSS MiB (peak)" in report
-    slo = json.loads((tmp_path / "slo.json").read_text())
+    slo = json.loads((resolve(tmp_path) / "slo.json").read_text())
     assert [(v["expr"], v["status"]) for v in slo["verdicts"]] == [("kneo_mismatches==0", "pass")]
     steps = _steps(tmp_path)
     assert {r["request_type"] for r in steps} == {"run sync", ""} and "queue_full" in steps[0]
@@ -121,7 +121,7 @@ def test_queue_depth_two_burst_gets_queue_full_and_still_matches_row_for_row(kne
     assert sum(int(r["queue_full"]) for r in _steps(tmp_path) if r["name"] == "Aggregated") == queue_full
     failures = (tmp_path / "locust_failures.csv").read_text()
     assert "QueueFull" in failures and "RunFailed" not in failures
-    slo = json.loads((tmp_path / "slo.json").read_text())
+    slo = json.loads((resolve(tmp_path) / "slo.json").read_text())
     assert slo["passed"] is True
 
 
@@ -134,7 +134,7 @@ def test_a_store_that_does_not_match_fails_the_gate_with_exit_3(sqlite_service, 
     present = result["checks"][0]
     assert present["check"] == "accepted runs present" and present["store"] == 0 and not present["ok"]
     assert "FAIL" in proc.stdout
-    assert json.loads((tmp_path / "slo.json").read_text())["passed"] is False
+    assert json.loads((resolve(tmp_path) / "slo.json").read_text())["passed"] is False
 
 
 def test_bad_dsn_gives_a_clear_error_and_keeps_the_runs_other_results(sqlite_service, tmp_path):
@@ -147,7 +147,7 @@ def test_bad_dsn_gives_a_clear_error_and_keeps_the_runs_other_results(sqlite_ser
     assert result["mismatches"] is None and result["ledger"]["accepted"] > 0
     assert "reconciliation" in proc.stdout and "not done" in proc.stdout
     assert int(next(r for r in _steps(tmp_path) if r["request_type"] == "run sync")["requests"]) > 0
-    assert "reconciliation not done" in (tmp_path / "report.md").read_text()
+    assert "reconciliation not done" in (resolve(tmp_path) / "report.md").read_text()
     assert secret not in _all_output(tmp_path, proc)
 
 
@@ -165,4 +165,4 @@ def test_workers_send_their_ledgers_to_the_master_and_the_run_reconciles(sqlite_
     assert result["mismatches"] == 0, result["checks"]
     assert result["ledger"]["accepted"] > 0
     assert result["store_statuses"] == {"completed": result["ledger"]["accepted"]}
-    assert json.loads((tmp_path / "run.json").read_text())["runner"] == "MasterRunner"
+    assert json.loads((resolve(tmp_path) / "run.json").read_text())["runner"] == "MasterRunner"
