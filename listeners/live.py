@@ -6,7 +6,8 @@ measures. A snapshot is redacted like ``run.json``.
 
 ``--slo-abort EXPR`` (the ``--slo`` grammar, repeatable) is a threshold that also stops the run when it is breached:
 the master checks it every ``--sample-interval`` seconds while the run goes, and the first breach stops the run (the
-web UI's STOP, or a headless quit), with ``"aborted": {expr, observed, step, label, at, after_s}`` in ``run.json``.
+web UI's STOP, or a headless quit), with ``"aborted": {expr, observed, threshold, step, label, at, after_s, check,
+interval_s}`` in ``run.json`` (``check``: which periodic check found it, so 1 means within the first interval).
 An abort threshold is part of the final SLO gate too, so the run exits 3.
 """
 
@@ -182,7 +183,7 @@ def _merge_local(environment: Any) -> None:
 
 def _abort_loop(environment: Any, started: float) -> None:
     interval = _check_interval(environment)
-    for _ in range(MAX_ABORT_CHECKS):
+    for check in range(1, MAX_ABORT_CHECKS + 1):
         gevent.sleep(interval)
         runner = environment.runner
         if runner is None or runner.state not in (STATE_RUNNING, STATE_SPAWNING):
@@ -191,6 +192,7 @@ def _abort_loop(environment: Any, started: float) -> None:
         found = breached(environment)
         if found is not None:
             found["after_s"] = round(found["at"] - started, 3)
+            found["check"], found["interval_s"] = check, interval
             _abort(environment, found)
             return
 
