@@ -29,7 +29,8 @@ def test_the_tab_of_a_master_with_two_workers_adds_a_row_per_step_and_charts_the
             web_locust(HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3",
                        workers=2, log_dir=tmp_path) as web, browser_page() as page:
         start_from_form(page, web.url, {"steps": "1,2,3", "stepTime": f"{STEP_SECONDS}s", "sampleInterval": "1",
-                                        "sample": f"psutil:pid={target.process.pid}"})
+                                        "sample": f"psutil:pid={target.process.pid}",
+                                        "slo": "GET:p99<2s@step,fail_ratio<0.01"})
         page.goto(web.url + "/?tab=swarmgauge")
         page.get_by_role("tab", name="swarmgauge").click()
         seen = []
@@ -46,6 +47,7 @@ def test_the_tab_of_a_master_with_two_workers_adds_a_row_per_step_and_charts_the
         wait_until(lambda: page.locator("#memory svg circle.point").count() >= 4, WAIT_SECONDS, "memory points")
         assert f"psutil:pid={target.process.pid}" in page.inner_text("#memory")
         assert "slope" in page.inner_text("#memory")
+        assert page.locator("#slo td.green").count() == 2 and page.locator("#slo td.red").count() == 0
         assert web.get_json("/swarmgauge/api/live")["workers"] == 2
         page.screenshot(path=SCREENSHOT, full_page=True)
         folder = closed_folders(run_dir, 1)[0]
