@@ -98,7 +98,7 @@ def apply_form(environment: Any, form: Any) -> ImmutableMultiDict:
     options = web_options()
     keep = set_at_start_up(environment, options)
     parsed = environment.parsed_options
-    handled = set()
+    handled, values = set(), {}
     for dest, action in options.items():
         if dest not in form:
             continue
@@ -111,7 +111,9 @@ def apply_form(environment: Any, form: Any) -> ImmutableMultiDict:
             continue
         if ",".join(texts) == _shown(current, environment):
             continue  # left as the form showed it: keep the value exactly (a redacted URL stays whole)
-        setattr(parsed, dest, convert(action, texts, current))
+        values[dest] = convert(action, texts, current)
+    for dest, value in values.items():  # only once every field converted: a bad one changes nothing
+        setattr(parsed, dest, value)
     return ImmutableMultiDict([(k, v) for k, v in form.items(multi=True) if k not in handled])
 
 

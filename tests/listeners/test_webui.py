@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import csv
 import json
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -122,6 +124,12 @@ def test_no_secret_in_the_page_the_form_or_any_api_while_a_token_is_set(tmp_path
                        str(tmp_path / "runs"), log_dir=tmp_path) as web, browser_page() as page:
         args = web.template_args()
         assert args["extra_options"]["sim_token"]["default_value"] == ""
+        bad = urllib.parse.urlencode({"user_count": "1", "spawn_rate": "1", "host": target.url, "steps": "1",
+                                      "sample_interval": "banana"}).encode()
+        with urllib.request.urlopen(urllib.request.Request(web.url + "/swarm", data=bad), timeout=30) as answer:
+            refused = json.loads(answer.read())
+        assert refused["success"] is False and "--sample-interval 'banana'" in refused["message"]
+        assert web.get_json("/swarmgauge/api/live")["state"] == "ready"
         start_from_form(page, web.url, {"steps": "1", "stepTime": "2s"})
         assert SECRET not in page.content()
         wait_until(lambda: web.get_json("/swarmgauge/api/live")["steps"], RUN_SECONDS, "requests")

@@ -34,7 +34,7 @@ class WebLocust:
     log: Path
     workers: list[subprocess.Popen] = field(default_factory=list)
 
-    def get(self, path: str, timeout: float = 10.0) -> bytes:
+    def get(self, path: str, timeout: float = 30.0) -> bytes:
         with urllib.request.urlopen(self.url + path, timeout=timeout) as answer:
             return answer.read()
 
