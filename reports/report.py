@@ -26,7 +26,7 @@ from swarmgauge.reports.sections import Section
 logger = logging.getLogger("swarmgauge.report")
 
 SECTION_MODULES = ("swarmgauge.reports.resources", "swarmgauge.reports.failures", "swarmgauge.reports.mcp", "swarmgauge.reports.kneo", "swarmgauge.reports.mdk",
-                   "swarmgauge.reports.workers")
+                   "swarmgauge.reports.workers", "swarmgauge.reports.aborted")
 KNEE_GAIN = 0.10
 STYLE = ("<style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:1em 0}"
          "th,td{border:1px solid #ccc;padding:4px 10px;text-align:right}th{background:#f3f3f3}"

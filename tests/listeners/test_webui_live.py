@@ -4,10 +4,14 @@ and an abort threshold that stops a run against a slow target, with exit code 3 
 from __future__ import annotations
 
 import json
+import subprocess
+import urllib.error
+import urllib.request
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
-from tests.listeners.sim_run import ROOT, read_steps, run_local, sim_target
+from tests.listeners.sim_run import ROOT, _env, free_port, locust_command, read_steps, run_local, sim_target
 from tests.listeners.test_webui import closed_folders, start_from_form
 from tests.listeners.webui_harness import browser_page, wait_until, web_locust
 
@@ -72,3 +76,39 @@ def test_an_abort_threshold_stops_a_run_against_a_slow_target_with_exit_3_and_sa
     slo = json.loads((run_dir / "latest" / "slo.json").read_text())
     assert slo["passed"] is False and "p99<50ms" in [v["expr"] for v in slo["verdicts"] if v["status"] == "fail"]
     assert {r["step"] for r in read_steps(run_dir)} == {"0"}
+    report = (run_dir / "latest" / "report.md").read_text()
+    assert "## Run aborted" in report and "aborted in step 0 (1 users)" in report and "p99<50ms was breached" in report
+
+
+def _scrape(url: str) -> dict[tuple[str, str], float] | None:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            text = answer.read().decode()
+    except (urllib.error.URLError, OSError):
+        return None
+    found = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "swarmgauge_requests_total":
+                found[(sample.labels["step"], sample.labels["name"])] = sample.value
+    return found or None
+
+
+@pytest.mark.integration
+def test_a_headless_run_serves_prometheus_text_on_its_own_loopback_port(tmp_path):
+    port = free_port()
+    with sim_target("--delay", "const:2") as target:
+        process = subprocess.Popen(
+            locust_command(HTTP_RAMP, "--headless", "--host", target.url, "--steps", "1", "--step-time", "8s",
+                           "--stop-timeout", "3", "--prometheus-port", str(port), "--run-dir", str(tmp_path / "runs")),
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(None))
+        try:
+            scraped = wait_until(lambda: _scrape(f"http://127.0.0.1:{port}/metrics"), WAIT_SECONDS, "a scrape")
+            _stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
+        finally:
+            process.kill()
+            process.wait(timeout=30)
+    assert process.returncode == 0, stderr[-3000:]
+    assert f"Prometheus metrics at http://127.0.0.1:{port}/metrics" in stderr
+    final = {(r["step"], r["name"]): int(r["requests"]) for r in read_steps(tmp_path / "runs") if r["name"] != "Aggregated"}
+    assert set(scraped) == set(final) and all(0 < scraped[key] <= final[key] for key in final)
