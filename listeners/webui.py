@@ -30,7 +30,7 @@ from locust.runners import STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, MasterR
 
 from swarmgauge.errors import UsageError
 from swarmgauge.listeners import live, prom_export, rundir, slo, steps
-from swarmgauge.listeners.webui_form import FormError, apply_form, scrub_template_args
+from swarmgauge.listeners.webui_form import FormError, apply_common_fields, apply_form, scrub_template_args
 
 logger = logging.getLogger("swarmgauge.webui")
 
@@ -158,6 +158,7 @@ def _install(environment: Any, web_ui: Any) -> None:
         running = environment.runner is not None and environment.runner.state in (STATE_RUNNING, STATE_SPAWNING)
         try:
             request.form = apply_form(environment, request.form)
+            apply_common_fields(environment, request.form)
             if not running:
                 start_fresh_run(environment)
         except (FormError, UsageError) as exc:

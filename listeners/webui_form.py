@@ -117,6 +117,23 @@ def apply_form(environment: Any, form: Any) -> ImmutableMultiDict:
     return ImmutableMultiDict([(k, v) for k, v in form.items(multi=True) if k not in handled])
 
 
+def apply_common_fields(environment: Any, form: Any) -> None:
+    """Users, spawn rate and run time as Locust's handler will set them, now, so the plan rebuilt before it sees them
+    (a shape's fallback plan is ``-u/-r/-t``); a value Locust would refuse is left for Locust to refuse."""
+    from locust.util.timespan import parse_timespan
+
+    parsed = environment.parsed_options
+    readers = {"user_count": ("num_users", int), "spawn_rate": ("spawn_rate", float), "run_time": ("run_time", parse_timespan)}
+    for field, (dest, read) in readers.items():
+        text = (form.get(field) or "").strip()
+        if not text:
+            continue
+        try:
+            setattr(parsed, dest, read(text))
+        except ValueError:
+            continue
+
+
 def _secret(dest: str, action: Any) -> bool:
     return bool(getattr(action, "is_secret", False)) or _is_secret_name(dest)
 

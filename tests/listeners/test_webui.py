@@ -56,9 +56,9 @@ def start_from_form(page, url: str, values: dict[str, str]) -> None:
     if page.locator("form").count() == 0:
         page.get_by_role("button", name="NEW").click()  # after a run Locust shows its stats; NEW opens the form
         page.wait_for_selector("form")
-    if any(page.locator(f'input[name="{name}"]').count() == 0 or not page.locator(f'input[name="{name}"]').is_visible()
-           for name in values):
-        page.get_by_text("Custom parameters").click()
+    for section in ("Custom parameters", "Advanced options"):
+        if any(not page.locator(f'input[name="{name}"]').is_visible() for name in values):
+            page.get_by_text(section).click()
     for name, value in values.items():
         page.fill(f'input[name="{name}"]', value)
     page.get_by_role("button", name="START").click()
@@ -139,3 +139,16 @@ def test_no_secret_in_the_page_the_form_or_any_api_while_a_token_is_set(tmp_path
         folder = closed_folders(tmp_path / "runs", 1)[0]
         run = json.loads((folder / "run.json").read_text())
         assert run["options"]["sim_token"] == "***"
+
+
+@pytest.mark.integration
+def test_a_plain_run_follows_the_typed_users_and_run_time_and_its_end_closes_the_run(tmp_path):
+    run_dir = tmp_path / "runs"
+    with sim_target("--delay", "const:2") as target, \
+            web_locust(HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3",
+                       log_dir=tmp_path) as web, browser_page() as page:
+        start_from_form(page, web.url, {"userCount": "3", "spawnRate": "3", "runTime": "4s"})
+        folder = closed_folders(run_dir, 1)[0]
+        rows = steps_by_name(folder)
+        assert [(r["label"], r["users"]) for r in rows] == [("3 users", "3")]
+        assert int(rows[0]["requests"]) == locust_total(folder) > 0
