@@ -54,7 +54,8 @@ class RunCollector:
         requests = CounterMetricFamily("swarmgauge_requests", "Requests per step and name (as steps.csv)",
                                        labels=NAME_LABELS)
         failures = CounterMetricFamily("swarmgauge_failures", "Failed requests per step and name", labels=NAME_LABELS)
-        dropped = CounterMetricFamily("swarmgauge_dropped", "Open-model tickets dropped per step", labels=["step", "label"])
+        dropped = CounterMetricFamily("swarmgauge_dropped", "Open-model tickets dropped per step",
+                                      labels=["step", "label"])
         latency = GaugeMetricFamily("swarmgauge_latency_seconds", "Latency quantiles per step and name (HDR)",
                                     labels=NAME_LABELS + ["quantile"])
         users = GaugeMetricFamily("swarmgauge_step_users", "Users planned for the step", labels=["step", "label"])

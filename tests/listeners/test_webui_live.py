@@ -110,5 +110,6 @@ def test_a_headless_run_serves_prometheus_text_on_its_own_loopback_port(tmp_path
             process.wait(timeout=30)
     assert process.returncode == 0, stderr[-3000:]
     assert f"Prometheus metrics at http://127.0.0.1:{port}/metrics" in stderr
-    final = {(r["step"], r["name"]): int(r["requests"]) for r in read_steps(tmp_path / "runs") if r["name"] != "Aggregated"}
+    final = {(r["step"], r["name"]): int(r["requests"]) for r in read_steps(tmp_path / "runs")
+             if r["name"] != "Aggregated"}
     assert set(scraped) == set(final) and all(0 < scraped[key] <= final[key] for key in final)
