@@ -58,7 +58,7 @@ def capped_run(tmp_path_factory) -> Path:
     report = subprocess.run([sys.executable, "-m", "swarmgauge.cli", "report", str(run_dir)], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr[-3000:]
-    return run_dir
+    return resolve(run_dir)
 
 
 def _markdown_table(text: str) -> list[list[str]]:
