@@ -4,8 +4,9 @@ Layout: ``--run-dir DIR`` is the parent of every run's own folder. Each run (hea
 UI) writes into ``DIR/<UTC start, YYYYmmddTHHMMSSZ>`` (``-2``, ``-3``... appended when two runs start in the same
 second), and ``DIR/latest`` is a symlink to the newest run's folder, so nothing is ever overwritten.
 :func:`resolve` turns ``DIR``, ``DIR/latest`` or a run folder into the run folder (``swarmgauge report`` takes
-any). :func:`run_dir` is the current run's folder: created when the run opens, ``None`` once it closed (until the
-next web UI start opens another), without ``--run-dir`` and on workers.
+any). :func:`run_dir` is the current run's folder, created on the first write once the run started (``test_start``, or a
+web UI START); it is ``None`` before that, once the run closed (until the next START), without ``--run-dir`` and on
+workers. :func:`close_run` closes it (at ``quitting``, or at STOP / the plan's end in the web UI).
 
 Each run folder collects Locust's CSVs, ``steps.csv`` (``listeners.steps``), ``slo.json`` (``listeners.slo``),
 ``resources.csv`` (``listeners.resources``) and ``run.json`` (options with secrets redacted, locustfile, shape and
