@@ -18,7 +18,7 @@ from tests.deploy.compose_local import (ComposeInterpolationError, interpolate, 
                                         with_option)
 from tests.deploy.test_manifests import compose_schema
 from tests.listeners.sim_run import free_port
-from swarmgauge.run_folders import resolve
+from swarmgauge.run_folders import resolve as run_folder
 
 TALLY = "tests/deploy/worker_tally.py"
 WORKERS = 2
@@ -75,14 +75,14 @@ def _run(document: dict, shell: dict[str, str], tmp_path: Path) -> tuple[subproc
 
 
 def _aggregated(run_dir: Path) -> dict[int, dict[str, str]]:
-    with open(resolve(run_dir) / "steps.csv", newline="") as handle:
+    with open(run_folder(run_dir) / "steps.csv", newline="") as handle:
         return {int(r["step"]): r for r in csv.DictReader(handle) if r["name"] == "Aggregated"}
 
 
 def _check_run(result: subprocess.CompletedProcess, tallies: list[dict], run_dir: Path) -> dict[int, dict]:
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(tallies) == WORKERS, "every worker ran and quit when the master did"
-    run = json.loads((resolve(run_dir) / "run.json").read_text())
+    run = json.loads((run_folder(run_dir) / "run.json").read_text())
     assert run["runner"] == "MasterRunner" and run["exit_code"] == 0
     assert [s["users"] for s in run["steps"]] == [2, 4], "the plan ran to its end"
     rows = _aggregated(run_dir)
@@ -93,8 +93,8 @@ def _check_run(result: subprocess.CompletedProcess, tallies: list[dict], run_dir
         assert all(w["requests"] > 0 for w in per_worker), f"step {step}: a worker sent nothing"
         assert int(row["requests"]) == sum(w["requests"] for w in per_worker), f"step {step}"
         assert int(row["warmup_requests"]) == sum(w["warmup"] for w in per_worker), f"step {step}"
-    report = (run_dir / "report.md").read_text()
-    assert "FETCH" in report and (run_dir / "report.html").stat().st_size > 0
+    report = (run_folder(run_dir) / "report.md").read_text()
+    assert "FETCH" in report and (run_folder(run_dir) / "report.html").stat().st_size > 0
     return rows
 
 
@@ -140,7 +140,7 @@ def test_master_and_two_workers_run_the_plan_against_the_mark_profile(tmp_path: 
     assert "started the embedded" not in result.stderr
     served = re.search(r"served (\d+) requests", log)
     assert served, log[-2000:]
-    with open(resolve(tmp_path / "runs" / "mark") / "steps.csv", newline="") as handle:
+    with open(run_folder(tmp_path / "runs" / "mark") / "steps.csv", newline="") as handle:
         fetches = sum(int(r["requests"]) for r in csv.DictReader(handle) if r["request_type"] == "FETCH")
     assert int(served.group(1)) == fetches
     assert fetches < sum(int(r["requests"]) for r in rows.values()), "handshakes are counted apart"
