@@ -119,7 +119,7 @@ def test_queue_depth_two_burst_gets_queue_full_and_still_matches_row_for_row(kne
     check = next(c for c in result["checks"] if c["check"].startswith("queue_full"))
     assert check["locust"] == check["store"] == queue_full and check["ok"]
     assert sum(int(r["queue_full"]) for r in _steps(tmp_path) if r["name"] == "Aggregated") == queue_full
-    failures = (tmp_path / "locust_failures.csv").read_text()
+    failures = (resolve(tmp_path) / "locust_failures.csv").read_text()
     assert "QueueFull" in failures and "RunFailed" not in failures
     slo = json.loads((resolve(tmp_path) / "slo.json").read_text())
     assert slo["passed"] is True
