@@ -39,5 +39,8 @@ USER swarm
 
 # 8089: web UI (master); 5557: master <- worker traffic.
 EXPOSE 8089 5557
+# swarmgauge's web UI listens on 127.0.0.1 unless told otherwise; inside the container it must take the published
+# port's traffic (compose publishes it on the host's loopback only).
+ENV LOCUST_WEB_HOST=0.0.0.0
 ENTRYPOINT ["locust"]
 CMD ["--help"]

@@ -63,6 +63,9 @@ def peak_rss_by_step(resources: list[dict[str, str]]) -> dict[int, float]:
 
 def rows_from_run(run_dir: Path, store: str, mode: str) -> list[dict[str, Any]]:
     """One table row per step of the run: the end-to-end request type (``run sync`` or ``run queued``)."""
+    from swarmgauge.run_folders import resolve
+
+    run_dir = resolve(run_dir)
     request_type = "run sync" if mode == "sync" else "run queued"
     peaks = peak_rss_by_step(_read_csv(run_dir / "resources.csv"))
     kneo = json.loads((run_dir / "kneo.json").read_text()) if (run_dir / "kneo.json").is_file() else {}

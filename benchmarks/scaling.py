@@ -147,7 +147,9 @@ def run_distributed(url: str, workers: int, users: int, seconds: int, run_dir: P
 
 
 def _step_figures(run_dir: Path) -> dict[str, Any]:
-    with open(run_dir / "steps.csv", newline="") as handle:
+    from swarmgauge.run_folders import resolve
+
+    with open(resolve(run_dir) / "steps.csv", newline="") as handle:
         [row] = [r for r in csv.DictReader(handle) if r["name"] == "Aggregated"]
     return {"requests": int(row["requests"]), "failures": int(row["failures"]), "duration_s": float(row["duration_s"]),
             "rps": float(row["rps"]), "p50_ms": float(row["p50_ms"] or 0), "p99_ms": float(row["p99_ms"] or 0),

@@ -12,6 +12,8 @@ LISTENER_MODULES = (
     "swarmgauge.listeners.steps",
     "swarmgauge.listeners.slo",
     "swarmgauge.listeners.resources",
+    "swarmgauge.listeners.live",
+    "swarmgauge.listeners.prom_export",
     "swarmgauge.listeners.webui",
     "swarmgauge.listeners.workers",
     "swarmgauge.listeners.summary",

@@ -1,6 +1,14 @@
 """The run directory: one folder per run that a report can be rendered from at any time later.
 
-``--run-dir DIR`` collects Locust's CSVs, ``steps.csv`` (``listeners.steps``), ``slo.json`` (``listeners.slo``),
+Layout: ``--run-dir DIR`` is the parent of every run's own folder. Each run (headless or one start -> stop in the web
+UI) writes into ``DIR/<UTC start, YYYYmmddTHHMMSSZ>`` (``-2``, ``-3``... appended when two runs start in the same
+second), and ``DIR/latest`` is a symlink to the newest run's folder, so nothing is ever overwritten.
+:func:`resolve` turns ``DIR``, ``DIR/latest`` or a run folder into the run folder (``swarmgauge report`` takes
+any). :func:`run_dir` is the current run's folder, created on the first write once the run started (``test_start``, or a
+web UI START); it is ``None`` before that, once the run closed (until the next START), without ``--run-dir`` and on
+workers. :func:`close_run` closes it (at ``quitting``, or at STOP / the plan's end in the web UI).
+
+Each run folder collects Locust's CSVs, ``steps.csv`` (``listeners.steps``), ``slo.json`` (``listeners.slo``),
 ``resources.csv`` (``listeners.resources``) and ``run.json`` (options with secrets redacted, locustfile, shape and
 plan, versions, workers, start/end, exit code). Only the master (or a local run) writes here: workers get the same
 options from the master, so :func:`run_dir` is ``None`` on a worker. Every file is written atomically, so a reader
@@ -24,6 +32,7 @@ from locust import events
 from locust.runners import WorkerRunner
 
 from swarmgauge.files import write_atomic
+from swarmgauge.run_folders import LATEST, new_run_folder, resolve  # noqa: F401 - resolve is part of this API
 
 logger = logging.getLogger("swarmgauge.rundir")
 
@@ -131,17 +140,57 @@ def _current_env() -> Any:
     return _envs[-1] if _envs else None
 
 
-def run_dir(environment: Any) -> Path | None:
-    """The run directory (created on first use), or None when not asked for or on a worker."""
+class _RunFolder:
+    """Which folder the current run writes to; ``closed`` until the next run opens once a run was closed."""
+
+    def __init__(self) -> None:
+        self.folder: Path | None = None
+        self.started = False
+        self.closed = False
+        self.lasting_info: set[str] | None = None
+
+
+def _run_folder(environment: Any) -> _RunFolder:
+    state = getattr(environment, "_swarmgauge_run_folder", None)
+    if state is None:
+        state = _RunFolder()
+        environment._swarmgauge_run_folder = state
+    return state
+
+
+def parent_dir(environment: Any) -> Path | None:
+    """``--run-dir`` as given (the parent of the run folders), or None when not asked for or on a worker."""
     if isinstance(getattr(environment, "runner", None), WorkerRunner):
         return None
     options = getattr(environment, "parsed_options", None)
     value = getattr(options, "run_dir", None) if options is not None else None
-    if not value:
+    return Path(value) if value else None
+
+
+def run_dir(environment: Any) -> Path | None:
+    """The current run's folder (created on first use), or None: no ``--run-dir``, a worker, no run started yet
+    (a web UI before its first START), or the run closed."""
+    parent = parent_dir(environment)
+    state = _run_folder(environment)
+    if parent is None or state.closed or not state.started:
         return None
-    path = Path(value)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    if state.folder is None or state.folder.parent != parent:
+        state.folder = new_run_folder(parent)
+    return state.folder
+
+
+def open_new_run(environment: Any) -> None:
+    """Start a fresh run (a new web UI start): a new folder on first write, and only start-up facts kept in run.json."""
+    state = _run_folder(environment)
+    info = _info(environment)
+    if state.lasting_info is not None:
+        for key in [k for k in info if k not in state.lasting_info]:
+            del info[key]
+    state.folder, state.closed, state.started = None, False, True
+
+
+def run_is_closed(environment: Any) -> bool:
+    return _run_folder(environment).closed
 
 
 def _info(environment: Any) -> dict[str, Any]:
@@ -268,18 +317,21 @@ def _on_init(environment: Any, **_kwargs: Any) -> None:
 
 @events.test_start.add_listener
 def _on_test_start(environment: Any, **_kwargs: Any) -> None:
+    state = _run_folder(environment)
+    if state.lasting_info is None:
+        state.lasting_info = set(_info(environment))  # what init put there (targets, ...) outlives one UI run
+    state.started = True
     if run_dir(environment) is None:
         return
     add_run_info(environment, "started_at", time.time())
     write_run_json(environment, final=False)
 
 
-@events.quitting.add_listener
-def _on_quitting(environment: Any, **_kwargs: Any) -> None:
-    """Registered first, so (quitting fires in reverse) it runs after every other swarmgauge listener."""
+def close_run(environment: Any) -> Path | None:
+    """Write this run's closing files (Locust's CSVs, the final run.json, the report) and close its folder."""
     directory = run_dir(environment)
     if directory is None:
-        return
+        return None
     add_run_info(environment, "ended_at", time.time())
     try:
         _locust_csvs(environment, directory)
@@ -294,3 +346,12 @@ def _on_quitting(environment: Any, **_kwargs: Any) -> None:
             logger.info("report written to %s", directory / "report.md")
         except Exception as exc:  # noqa: BLE001 - the run's data is already safe on disk
             logger.warning("could not render the report in %s: %s", directory, exc)
+    state = _run_folder(environment)
+    state.closed = True
+    return directory
+
+
+@events.quitting.add_listener
+def _on_quitting(environment: Any, **_kwargs: Any) -> None:
+    """Registered first, so (quitting fires in reverse) it runs after every other swarmgauge listener."""
+    close_run(environment)

@@ -30,7 +30,7 @@ logger = logging.getLogger("swarmgauge.report")
 
 SECTION_MODULES = ("swarmgauge.reports.resources", "swarmgauge.reports.failures", "swarmgauge.reports.outages",
                    "swarmgauge.reports.mcp", "swarmgauge.reports.kneo", "swarmgauge.reports.mdk",
-                   "swarmgauge.reports.workers")
+                   "swarmgauge.reports.workers", "swarmgauge.reports.aborted")
 STYLE = ("<style>body{font-family:sans-serif;margin:2em;max-width:1500px}table{border-collapse:collapse;margin:1em 0}"
          "th,td{border:1px solid #ccc;padding:4px 10px;text-align:right;white-space:nowrap}th{background:#f3f3f3}"
          "figure{margin:1em 0}img{max-width:100%}.knee{font-weight:bold}.bound{color:#a40}</style>")

@@ -7,6 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
+from swarmgauge.run_folders import resolve
+
 WORKERS = 2
 
 
@@ -19,13 +21,13 @@ def short_plan(folder: Path, warmup: str) -> Path:
 
 
 def aggregated_steps(run_dir: Path) -> dict[int, dict[str, str]]:
-    with open(run_dir / "steps.csv", newline="") as handle:
+    with open(resolve(run_dir) / "steps.csv", newline="") as handle:
         return {int(r["step"]): r for r in csv.DictReader(handle) if r["name"] == "Aggregated"}
 
 
 def fetches(run_dir: Path) -> int:
     """FETCH requests in steps.csv (warm-up included): what the target served."""
-    with open(run_dir / "steps.csv", newline="") as handle:
+    with open(resolve(run_dir) / "steps.csv", newline="") as handle:
         return sum(int(r["requests"]) + int(r["warmup_requests"]) for r in csv.DictReader(handle)
                    if r["request_type"] == "FETCH")
 
@@ -34,7 +36,7 @@ def check_run(result: subprocess.CompletedProcess, tallies: list[dict], run_dir:
     """The plan ran to its end on both workers, and each step's counts are the sum of the workers' own tallies."""
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(tallies) == WORKERS, "every worker ran and quit when the master did"
-    run = json.loads((run_dir / "run.json").read_text())
+    run = json.loads((resolve(run_dir) / "run.json").read_text())
     assert run["runner"] == "MasterRunner" and run["exit_code"] == 0
     assert [s["users"] for s in run["steps"]] == [2, 4], "the plan ran to its end"
     rows = aggregated_steps(run_dir)
@@ -45,6 +47,6 @@ def check_run(result: subprocess.CompletedProcess, tallies: list[dict], run_dir:
         assert all(w["requests"] > 0 for w in per_worker), f"step {step}: a worker sent nothing"
         assert int(row["requests"]) == sum(w["requests"] for w in per_worker), f"step {step}"
         assert int(row["warmup_requests"]) == sum(w["warmup"] for w in per_worker), f"step {step}"
-    report = (run_dir / "report.md").read_text()
-    assert "FETCH" in report and (run_dir / "report.html").stat().st_size > 0
+    report = (resolve(run_dir) / "report.md").read_text()
+    assert "FETCH" in report and (resolve(run_dir) / "report.html").stat().st_size > 0
     return rows

@@ -19,6 +19,7 @@ from tests.deploy.compose_local import (ComposeInterpolationError, interpolate, 
 from tests.deploy.run_checks import WORKERS, check_run, short_plan
 from tests.deploy.test_manifests import compose_schema
 from tests.listeners.sim_run import free_port
+from swarmgauge.run_folders import resolve as run_folder
 
 TALLY = "tests/deploy/worker_tally.py"
 RUN_SECONDS = 120
@@ -107,7 +108,7 @@ def test_master_and_two_workers_run_the_plan_against_the_mark_profile(tmp_path: 
     assert "started the embedded" not in result.stderr
     served = re.search(r"served (\d+) requests", log)
     assert served, log[-2000:]
-    with open(tmp_path / "runs" / "mark" / "steps.csv", newline="") as handle:
+    with open(run_folder(tmp_path / "runs" / "mark") / "steps.csv", newline="") as handle:
         fetches = sum(int(r["requests"]) for r in csv.DictReader(handle) if r["request_type"] == "FETCH")
     assert int(served.group(1)) == fetches
     assert fetches < sum(int(r["requests"]) for r in rows.values()), "handshakes are counted apart"

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from swarmgauge.targets.launch import TargetProcess, launch_target, stop_processes
+from swarmgauge.run_folders import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM_LOCUSTFILE = Path(__file__).resolve().parent / "sim_locustfile.py"
@@ -90,7 +91,7 @@ def run_distributed(host: str, *args: str, workers: int = 2, locustfile: Path | 
 
 
 def read_steps(run_dir: Path) -> list[dict[str, str]]:
-    with open(run_dir / "steps.csv", newline="") as handle:
+    with open(resolve(run_dir) / "steps.csv", newline="") as handle:
         return list(csv.DictReader(handle))
 
 

@@ -9,12 +9,13 @@ import os
 from collections import Counter
 
 from tests.listeners.sim_run import ROOT, run_distributed, run_local, sim_target
+from swarmgauge.run_folders import resolve
 
 HTTP_RAMP = ROOT / "locustfiles" / "http_ramp.py"
 
 
 def read_rows(run_dir) -> list[dict[str, str]]:
-    with open(run_dir / "resources.csv", newline="") as handle:
+    with open(resolve(run_dir) / "resources.csv", newline="") as handle:
         return list(csv.DictReader(handle))
 
 
@@ -40,7 +41,7 @@ def test_a_failing_source_is_counted_per_interval_and_the_run_goes_on(tmp_path):
         result = run_local(target.url, "--steps", "1", "--step-time", "3", "--sample", f"psutil:pidfile={missing}",
                            "--sample-interval", "0.5", "--run-dir", str(tmp_path), locustfile=HTTP_RAMP)
     assert result.returncode == 0, result.stderr[-2000:]
-    failures = json.loads((tmp_path / "run.json").read_text())["resources"]["source_failures"]
+    failures = json.loads((resolve(tmp_path) / "run.json").read_text())["resources"]["source_failures"]
     assert failures.get(f"psutil:pidfile={missing}", 0) >= 2
     complaints = [line for line in result.stderr.splitlines() if "no-such.pid" in line]
     assert 0 < len(complaints) <= failures[f"psutil:pidfile={missing}"]

@@ -47,7 +47,7 @@ def test_a_real_run_leaves_no_secret_in_any_file_and_records_the_run(tmp_path):
                            "--sim-dsn", f"postgresql://swarm:{DSN_PASSWORD}@127.0.0.1:5432/db",
                            "--run-dir", str(run_dir), "--csv", str(run_dir / "locust"), locustfile=locustfile)
     assert result.returncode == 0, result.stderr[-3000:]
-    files = sorted(p for p in run_dir.iterdir() if p.is_file())
+    files = sorted(p for p in rundir.resolve(run_dir).iterdir() if p.is_file())
     assert {"run.json", "steps.csv", "slo.json", "timeline.csv", "report.md", "report.html", "summary.json",
             "locust_stats.csv"} <= {p.name for p in files}
     for path in files:
@@ -55,7 +55,7 @@ def test_a_real_run_leaves_no_secret_in_any_file_and_records_the_run(tmp_path):
         assert SECRET_TOKEN.encode() not in content and DSN_PASSWORD.encode() not in content, path.name
     for stream in (result.stdout, result.stderr):
         assert SECRET_TOKEN not in stream and DSN_PASSWORD not in stream
-    doc = json.loads((run_dir / "run.json").read_text())
+    doc = json.loads((rundir.resolve(run_dir) / "run.json").read_text())
     assert doc["exit_code"] == 0
     assert doc["options"]["sim_token"] == "***"
     assert doc["options"]["sim_dsn"] == "postgresql://swarm:***@127.0.0.1:5432/db"
@@ -65,4 +65,4 @@ def test_a_real_run_leaves_no_secret_in_any_file_and_records_the_run(tmp_path):
     assert doc["started_at"] <= doc["ended_at"]
     assert doc["versions"]["locust"] and doc["locustfile"].endswith("secret_locustfile.py")
     assert [s["label"] for s in doc["steps"]] == ["1 users"]
-    assert not [p for p in Path(run_dir).iterdir() if p.name.endswith(".tmp")]
+    assert not [p for p in rundir.resolve(run_dir).iterdir() if p.name.endswith(".tmp")]

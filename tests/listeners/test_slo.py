@@ -7,6 +7,7 @@ import pytest
 from swarmgauge.listeners.slo import parse, split_exprs
 from swarmgauge.errors import UsageError
 from tests.listeners.sim_run import run_local, sim_target
+from swarmgauge.run_folders import resolve
 
 
 def test_grammar_with_type_name_units_and_scope():
@@ -42,7 +43,7 @@ def _run(tmp_path, *slos: str, status: str | None = None):
 
 
 def _slo_doc(run_dir):
-    return json.loads((run_dir / "slo.json").read_text())
+    return json.loads((resolve(run_dir) / "slo.json").read_text())
 
 
 def test_a_failed_threshold_exits_3_and_says_so(tmp_path):
@@ -53,7 +54,7 @@ def test_a_failed_threshold_exits_3_and_says_so(tmp_path):
     doc = _slo_doc(run_dir)
     assert doc["passed"] is False and doc["exit_code"] == 3
     assert {v["expr"]: v["status"] for v in doc["verdicts"]} == {"GET:p99<1ms": "fail", "fail_ratio<0.01": "pass"}
-    assert json.loads((run_dir / "run.json").read_text())["exit_code"] == 3
+    assert json.loads((resolve(run_dir) / "run.json").read_text())["exit_code"] == 3
 
 
 def test_all_thresholds_holding_exits_0(tmp_path):
@@ -70,7 +71,7 @@ def test_request_errors_exit_1_as_locust_does(tmp_path):
     result, run_dir = _run(tmp_path, "GET:p99<5s", status="500")
     assert result.returncode == 1, result.stderr[-2000:]
     assert _slo_doc(run_dir)["passed"] is True
-    assert json.loads((run_dir / "run.json").read_text())["exit_code"] == 1
+    assert json.loads((resolve(run_dir) / "run.json").read_text())["exit_code"] == 1
 
 
 def test_a_failed_threshold_wins_over_request_errors(tmp_path):
@@ -85,4 +86,4 @@ def test_a_malformed_slo_stops_the_run_before_it_starts(tmp_path):
     lines = [line for line in result.stderr.splitlines() if line.startswith("swarmgauge:")]
     assert lines == ["swarmgauge: malformed --slo 'GET:p99<<5ms': expected [TYPE[:NAME]:]METRIC OP VALUE[UNIT][@step|@run]"]
     assert "Traceback" not in result.stderr
-    assert not (run_dir / "steps.csv").exists()
+    assert not (resolve(run_dir) / "steps.csv").exists()

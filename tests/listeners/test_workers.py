@@ -18,6 +18,7 @@ from pathlib import Path
 from swarmgauge.listeners.workers import WorkerLossWatcher
 from swarmgauge.targets.launch import stop_processes
 from tests.listeners.sim_run import ROOT, free_port, locust_command, read_steps, sim_target
+from swarmgauge.run_folders import resolve
 
 LOCUSTFILE = Path(__file__).resolve().parent / "workers_locustfile.py"
 STEP_TIME = 10
@@ -77,8 +78,8 @@ def _wait_for_step_zero(run_dir: Path, master: subprocess.Popen) -> float:
     """The wall time the first step began (run.json is written at test_start), bounded."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and master.poll() is None:
-        if (run_dir / "run.json").exists():
-            started = json.loads((run_dir / "run.json").read_text()).get("started_at")
+        if (resolve(run_dir) / "run.json").exists():
+            started = json.loads((resolve(run_dir) / "run.json").read_text()).get("started_at")
             if started:
                 return float(started)
         time.sleep(0.2)
@@ -102,7 +103,7 @@ def test_sigkill_of_a_worker_mid_step_loses_nothing_it_reported(tmp_path: Path):
         records = target.records()
 
     assert master.returncode in (0, 3), stderr[-3000:]
-    run = json.loads((run_dir / "run.json").read_text())
+    run = json.loads((resolve(run_dir) / "run.json").read_text())
     [lost] = run["lost_workers"]
     assert lost["last_seen"] <= killed_at + 0.5 < lost["noticed_at"]
     assert lost["step"] == 0 and 0 in lost["steps_touched"]
@@ -120,5 +121,5 @@ def test_sigkill_of_a_worker_mid_step_loses_nothing_it_reported(tmp_path: Path):
     assert 0 < len(before_last_report) <= reported <= len(by_victim)
     assert reported == lost["locust_requests_reported"], "the per-step tally agrees with Locust's own"
 
-    report = (run_dir / "report.md").read_text()
+    report = (resolve(run_dir) / "report.md").read_text()
     assert "Lost workers" in report and lost["worker"] in report

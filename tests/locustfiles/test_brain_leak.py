@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from swarmgauge.targets.launch import REPO_ROOT, child_env
+from swarmgauge.run_folders import resolve
 
 
 def run(tmp_path, locustfile: str, target_args: str, *extra: str) -> subprocess.CompletedProcess:
@@ -22,10 +23,10 @@ def test_a_leaking_target_fails_with_exit_3_and_the_verdict_names_its_slope(tmp_
     assert result.returncode == 3, result.stderr[-2000:]
     assert "leak verdict: LEAK" in result.stdout + result.stderr
     assert "MiB/h" in result.stdout + result.stderr
-    verdicts = {v["expr"]: v["status"] for v in json.loads((tmp_path / "slo.json").read_text())["verdicts"]}
+    verdicts = {v["expr"]: v["status"] for v in json.loads((resolve(tmp_path) / "slo.json").read_text())["verdicts"]}
     assert verdicts["rss_delta<50MiB"] == "fail"
-    report = (tmp_path / "report.md").read_text()
-    assert "Target memory" in report and "leak verdict: LEAK" in report and (tmp_path / "resources.png").exists()
+    report = (resolve(tmp_path) / "report.md").read_text()
+    assert "Target memory" in report and "leak verdict: LEAK" in report and (resolve(tmp_path) / "resources.png").exists()
 
 
 def test_the_fixed_target_passes_with_exit_0(tmp_path):
@@ -37,5 +38,5 @@ def test_the_fixed_target_passes_with_exit_0(tmp_path):
 def test_pool_exhaustion_is_its_own_failure_class_and_the_report_says_when_it_began(tmp_path):
     result = run(tmp_path, "brain_stress.py", "--pool-exhaustion 40 --search-ms 5", "--brain-mix", "search:3,stats:1")
     assert result.returncode == 3, result.stderr[-2000:]
-    report = (tmp_path / "report.md").read_text()
+    report = (resolve(tmp_path) / "report.md").read_text()
     assert "Failures by class: PoolExhausted" in report and "First seen: PoolExhausted at" in report

@@ -16,6 +16,7 @@ import pytest
 from swarmgauge.targets.kneo import KneoService
 from swarmgauge.files import write_atomic
 from swarmgauge.targets.postgres import PostgresCluster
+from swarmgauge.run_folders import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUST = str(Path(sys.executable).parent / "locust")
@@ -47,23 +48,23 @@ def _explain(run_dir: Path, proc: subprocess.CompletedProcess) -> str:
     """What a failed assertion on the exit code shows: the gate verdicts, the checks, the end of stderr."""
     parts = [proc.stderr[-1200:]]
     for name in ("slo.json", "kneo.json"):
-        if (run_dir / name).is_file():
-            parts.append(f"{name}: {(run_dir / name).read_text()[-1500:]}")
+        if (resolve(run_dir) / name).is_file():
+            parts.append(f"{name}: {(resolve(run_dir) / name).read_text()[-1500:]}")
     return "\n".join(parts)
 
 
 def _result(run_dir: Path) -> dict:
-    return json.loads((run_dir / "kneo.json").read_text())
+    return json.loads((resolve(run_dir) / "kneo.json").read_text())
 
 
 def _all_output(run_dir: Path, proc: subprocess.CompletedProcess) -> str:
     texts = [proc.stdout, proc.stderr]
-    texts += [p.read_text(errors="replace") for p in run_dir.iterdir() if p.is_file()]
+    texts += [p.read_text(errors="replace") for p in resolve(run_dir).iterdir() if p.is_file()]
     return "\n".join(texts)
 
 
 def _steps(run_dir: Path) -> list[dict]:
-    with open(run_dir / "steps.csv") as handle:
+    with open(resolve(run_dir) / "steps.csv") as handle:
         return list(csv.DictReader(handle))
 
 
@@ -75,13 +76,13 @@ def test_embedded_sqlite_sync_run_reconciles_and_reports_backlog_and_rss(kneo_ve
     assert result["ledger"]["accepted"] > 0 and result["ledger"]["indeterminate"] == 0
     assert result["ledger"]["observed"] == {"completed": result["ledger"]["accepted"]}
     assert "kneo reconciliation" in proc.stdout and "matches" in proc.stdout
-    rows = list(csv.DictReader(open(tmp_path / "resources.csv")))
+    rows = list(csv.DictReader(open(resolve(tmp_path) / "resources.csv")))
     metrics = {(r["source"].split(":", 1)[0], r["metric"]) for r in rows}
     assert {("prom", "kneo_runs_queued"), ("prom", "kneo_worker_count"), ("psutil", "rss_bytes")} <= metrics
-    report = (tmp_path / "report.md").read_text()
+    report = (resolve(tmp_path) / "report.md").read_text()
     assert "## kneo-serv runs" in report and "| accepted runs present" in report
     assert "Backlog over time" in report and "service RSS MiB (peak)" in report
-    slo = json.loads((tmp_path / "slo.json").read_text())
+    slo = json.loads((resolve(tmp_path) / "slo.json").read_text())
     assert [(v["expr"], v["status"]) for v in slo["verdicts"]] == [("kneo_mismatches==0", "pass")]
     steps = _steps(tmp_path)
     assert {r["request_type"] for r in steps} == {"run sync", ""} and "queue_full" in steps[0]
@@ -118,9 +119,9 @@ def test_queue_depth_two_burst_gets_queue_full_and_still_matches_row_for_row(kne
     check = next(c for c in result["checks"] if c["check"].startswith("queue_full"))
     assert check["locust"] == check["store"] == queue_full and check["ok"]
     assert sum(int(r["queue_full"]) for r in _steps(tmp_path) if r["name"] == "Aggregated") == queue_full
-    failures = (tmp_path / "locust_failures.csv").read_text()
+    failures = (resolve(tmp_path) / "locust_failures.csv").read_text()
     assert "QueueFull" in failures and "RunFailed" not in failures
-    slo = json.loads((tmp_path / "slo.json").read_text())
+    slo = json.loads((resolve(tmp_path) / "slo.json").read_text())
     assert slo["passed"] is True
 
 
@@ -133,7 +134,7 @@ def test_a_store_that_does_not_match_fails_the_gate_with_exit_3(sqlite_service, 
     present = result["checks"][0]
     assert present["check"] == "accepted runs present" and present["store"] == 0 and not present["ok"]
     assert "FAIL" in proc.stdout
-    assert json.loads((tmp_path / "slo.json").read_text())["passed"] is False
+    assert json.loads((resolve(tmp_path) / "slo.json").read_text())["passed"] is False
 
 
 def test_bad_dsn_gives_a_clear_error_and_keeps_the_runs_other_results(sqlite_service, tmp_path):
@@ -146,7 +147,7 @@ def test_bad_dsn_gives_a_clear_error_and_keeps_the_runs_other_results(sqlite_ser
     assert result["mismatches"] is None and result["ledger"]["accepted"] > 0
     assert "reconciliation" in proc.stdout and "not done" in proc.stdout
     assert int(next(r for r in _steps(tmp_path) if r["request_type"] == "run sync")["requests"]) > 0
-    assert "reconciliation not done" in (tmp_path / "report.md").read_text()
+    assert "reconciliation not done" in (resolve(tmp_path) / "report.md").read_text()
     assert secret not in _all_output(tmp_path, proc)
 
 
@@ -164,4 +165,4 @@ def test_workers_send_their_ledgers_to_the_master_and_the_run_reconciles(sqlite_
     assert result["mismatches"] == 0, result["checks"]
     assert result["ledger"]["accepted"] > 0
     assert result["store_statuses"] == {"completed": result["ledger"]["accepted"]}
-    assert json.loads((tmp_path / "run.json").read_text())["runner"] == "MasterRunner"
+    assert json.loads((resolve(tmp_path) / "run.json").read_text())["runner"] == "MasterRunner"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from swarmgauge.targets.launch import REPO_ROOT, child_env
+from swarmgauge.run_folders import resolve
 
 LOCUSTFILE = REPO_ROOT / "locustfiles" / "mcp_churn.py"
 RATE, MINUTE, TTL, IDLE = 10, 60, 12, 15
@@ -57,7 +58,7 @@ def test_a_minute_of_churn_starts_that_many_sessions_and_the_report_shows_memory
     assert started and "stopped the embedded MCP gateway" in result.stderr
     assert not _pid_alive(int(started.group(1)))
 
-    rows = read_csv(run_dir / "steps.csv")
+    rows = read_csv(resolve(run_dir) / "steps.csv")
     churn = {r["name"]: r for r in rows if r["label"] == "churn"}
     expected = RATE * MINUTE
     assert int(churn["Aggregated"]["tickets"]) == expected
@@ -70,7 +71,7 @@ def test_a_minute_of_churn_starts_that_many_sessions_and_the_report_shows_memory
     stats = read_csv(Path(f"{run_dir / 'locust'}_stats.csv"))
     assert "DELETE" not in {r["Name"] for r in stats}
 
-    summary = json.loads((run_dir / "summary.json").read_text())["MCP sessions"]
+    summary = json.loads((resolve(run_dir) / "summary.json").read_text())["MCP sessions"]
     assert summary["sessions"]["sessions_started"] == sessions
     memory = summary["memory_per_session"]
     assert memory["live_source"] == "gateway gauge" and memory["samples"] >= 5
@@ -78,10 +79,10 @@ def test_a_minute_of_churn_starts_that_many_sessions_and_the_report_shows_memory
     drop = summary["ttl_drop"]
     assert RATE * TTL * 0.8 <= drop["peak_live"] <= RATE * TTL * 1.3  # the TTL bounds the live sessions
     assert drop["low_live"] <= 0.1 * drop["peak_live"] and drop["low_at_s"] > drop["peak_at_s"]
-    report = (run_dir / "report.md").read_text()
+    report = (resolve(run_dir) / "report.md").read_text()
     assert "Memory per live session on the gateway" in report and "Idle TTL: live sessions fell" in report
 
-    for path in run_dir.iterdir():
+    for path in resolve(run_dir).iterdir():
         assert TOKEN not in path.read_text(errors="replace"), path.name
     assert TOKEN not in result.stderr + result.stdout
 
@@ -92,16 +93,16 @@ def test_gateway_vs_direct_at_one_user_is_reported(tmp_path):
     result = locust("--headless", "--mcp-scenario", "compare", "--mcp-compare-time", "5s", "--run-dir",
                     str(run_dir), timeout=80)
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = read_csv(run_dir / "steps.csv")
+    rows = read_csv(resolve(run_dir) / "steps.csv")
     gateway = [r for r in rows if r["request_type"] == "MCP" and r["name"] == "tools/call mark_fetch"]
     direct = [r for r in rows if r["request_type"] == "FETCH"]
     assert len(gateway) == 1 and len(direct) == 1
     assert gateway[0]["users"] == direct[0]["users"] == "1" and gateway[0]["step"] != direct[0]["step"]
     assert int(gateway[0]["requests"]) > 0 and int(direct[0]["requests"]) > 0
     assert gateway[0]["failures"] == direct[0]["failures"] == "0"
-    compared = json.loads((run_dir / "summary.json").read_text())["MCP sessions"]["gateway_vs_direct"]
+    compared = json.loads((resolve(run_dir) / "summary.json").read_text())["MCP sessions"]["gateway_vs_direct"]
     assert compared["difference_ms"] == pytest.approx(float(gateway[0]["p50_ms"]) - float(direct[0]["p50_ms"]))
-    assert "Gateway vs direct at 1 user" in (run_dir / "report.md").read_text()
+    assert "Gateway vs direct at 1 user" in (resolve(run_dir) / "report.md").read_text()
 
 
 @pytest.mark.timeout(60)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from swarmgauge.targets.launch import REPO_ROOT, child_env
+from swarmgauge.run_folders import resolve
 
 LOCUSTFILE = REPO_ROOT / "locustfiles" / "mdk_fleet.py"
 BURST = 3000  # 1,000 submits/s for 3 s
@@ -32,13 +33,13 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 
 
 def burst_row(run_dir: Path) -> dict[str, str]:
-    rows = [r for r in read_csv(run_dir / "steps.csv") if r["label"] == "action burst" and r["name"] == "action"]
+    rows = [r for r in read_csv(resolve(run_dir) / "steps.csv") if r["label"] == "action burst" and r["name"] == "action"]
     assert len(rows) == 1
     return rows[0]
 
 
 def mdk_doc(run_dir: Path) -> dict:
-    return json.loads((run_dir / "mdk.json").read_text())
+    return json.loads((resolve(run_dir) / "mdk.json").read_text())
 
 
 def test_a_burst_of_1000_submits_a_second_for_3_s_is_counted_exactly(tmp_path):
@@ -53,11 +54,11 @@ def test_a_burst_of_1000_submits_a_second_for_3_s_is_counted_exactly(tmp_path):
     doc = mdk_doc(run_dir)
     assert doc["actions"]["submitted"] == int(row["requests"])
     assert doc["actions"]["queued"] == doc["kernel"]["commands"]["QUEUED"] == int(row["requests"])
-    summary = json.loads((run_dir / "summary.json").read_text())["MDK fleet"]
+    summary = json.loads((resolve(run_dir) / "summary.json").read_text())["MDK fleet"]
     acceptance = summary["actions"]["acceptance"]
     assert [a["submits"] for a in acceptance] == [int(row["requests"])]
     assert 0 < acceptance[0]["p50_ms"] <= acceptance[0]["p99_ms"]
-    report = (run_dir / "report.md").read_text()
+    report = (resolve(run_dir) / "report.md").read_text()
     assert "| QUEUED (accepted)" in report and "acceptance p50" in report
 
 
@@ -66,7 +67,7 @@ def test_a_worker_killed_mid_burst_shows_as_rejections_in_the_failures_table_and
     result = locust("--mdk-scenario", "burst", "--mdk-profile", "50x2", "--run-dir", str(run_dir),
                     "--mdk-drill", "worker-restart", "--mdk-drill-step", "1", "--mdk-drill-after", "1s")
     assert result.returncode in (0, 3), result.stderr[-3000:]
-    failures = read_csv(run_dir / "locust_failures.csv")
+    failures = read_csv(resolve(run_dir) / "locust_failures.csv")
     rejected = [r for r in failures if r["Error"] == "Rejected(ERR_WORKER_NOT_ROUTABLE)"]
     assert rejected and {r["Name"] for r in failures} == {"action"}
     assert {r["Error"] for r in failures} == {"Rejected(ERR_WORKER_NOT_ROUTABLE)"}
@@ -76,18 +77,18 @@ def test_a_worker_killed_mid_burst_shows_as_rejections_in_the_failures_table_and
     doc = mdk_doc(run_dir)
     assert doc["kernel"]["rejected"] == {"ERR_WORKER_NOT_ROUTABLE": count}
     assert doc["kernel"]["commands"]["QUEUED"] == int(row["requests"]) - count
-    slo = {v["expr"]: v for v in json.loads((run_dir / "slo.json").read_text())["verdicts"]}
+    slo = {v["expr"]: v for v in json.loads((resolve(run_dir) / "slo.json").read_text())["verdicts"]}
     ratio = slo["mdk_rejected_ratio<0.01"]
     assert ratio["observed"] == pytest.approx(count / int(row["requests"]))
     assert (ratio["status"] == "fail") == (ratio["observed"] >= 0.01) == (result.returncode == 3)
-    report = (run_dir / "report.md").read_text()
+    report = (resolve(run_dir) / "report.md").read_text()
     failures_part = report.split("## Failures")[1].split("## MDK fleet")[0]
     assert "Rejected" in failures_part and "action" in failures_part
     mdk_part = report.split("## MDK fleet")[1]
     assert f"| Rejected(ERR_WORKER_NOT_ROUTABLE) | {count:>8} | {count:>8} | yes" in mdk_part
     drills = mdk_part.split("### Failure drills")[1]
     assert "| READY " in drills and "| first successful read " in drills and "| worker-restart | worker-0 " in drills
-    saved = json.loads((run_dir / "mdk_drills.json").read_text())["drills"]
+    saved = json.loads((resolve(run_dir) / "mdk_drills.json").read_text())["drills"]
     assert saved[0]["recovered"] and saved[0]["ready_s"] < saved[0]["first_read_s"]
 
 
@@ -102,21 +103,21 @@ def test_a_read_sweep_gives_a_headroom_figure_and_its_colour(tmp_path, profile, 
                     profile, "--mdk-embedded-args", knobs, "--run-dir", str(run_dir), *drill)
     assert result.returncode in (0, 1, 3), result.stderr[-3000:]
     assert "Traceback" not in result.stderr
-    headroom = json.loads((run_dir / "summary.json").read_text())["MDK fleet"]["headroom"]
+    headroom = json.loads((resolve(run_dir) / "summary.json").read_text())["MDK fleet"]["headroom"]
     assert headroom["value"] is not None and headroom["colour"] == colour
     assert (headroom["value"] < 0.7) if colour == "green" else (headroom["value"] >= 1.0)
-    slo = {v["expr"]: v for v in json.loads((run_dir / "slo.json").read_text())["verdicts"]}
+    slo = {v["expr"]: v for v in json.loads((resolve(run_dir) / "slo.json").read_text())["verdicts"]}
     assert slo["headroom<1"]["status"] == ("pass" if colour == "green" else "fail")
-    report = (run_dir / "report.md").read_text()
+    report = (resolve(run_dir) / "report.md").read_text()
     assert f"| Telemetry freshness (headroom)   | {headroom['value']:.3f}" in report
-    reads = [r for r in read_csv(run_dir / "steps.csv") if r["name"] == "telemetry"]
+    reads = [r for r in read_csv(resolve(run_dir) / "steps.csv") if r["name"] == "telemetry"]
     assert reads and int(reads[0]["requests"]) > 0
     if drill:
-        outage = json.loads((run_dir / "mdk_drills.json").read_text())["drills"][0]
+        outage = json.loads((resolve(run_dir) / "mdk_drills.json").read_text())["drills"][0]
         assert outage["drill"] == "device-outage" and outage["recovered"]
         assert outage["snap_failed_s"] <= outage["cached_failed_s"] < outage["restored_read_s"]
         assert "| device-outage" in report.split("### Failure drills")[1]
-        errors = {r["Error"] for r in read_csv(run_dir / "locust_failures.csv")}
+        errors = {r["Error"] for r in read_csv(resolve(run_dir) / "locust_failures.csv")}
         assert "MetricError(snap: ECONNREFUSED)" in errors  # readers saw the refused devices as named failures
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from swarmgauge.reports.report import format_latency, knee_sentence, step_tables
 from tests.listeners.sim_run import ROOT, read_steps, run_local, sim_target
+from swarmgauge.run_folders import resolve
 
 CAPACITY, DELAY_MS = 2, 40  # the target serves at most 2 at once, 40 ms each: it tops out at 50 req/s
 CEILING = CAPACITY * 1000.0 / DELAY_MS
@@ -53,11 +54,11 @@ def capped_run(tmp_path_factory) -> Path:
         result = run_local(target.url, "--steps", "1,2,4,8", "--step-time", "2", "--stop-timeout", "5",
                            "--run-dir", str(run_dir), "--no-report")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert not (run_dir / "report.md").exists()
+    assert not (resolve(run_dir) / "report.md").exists()
     report = subprocess.run([sys.executable, "-m", "swarmgauge.cli", "report", str(run_dir)], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr[-3000:]
-    return run_dir
+    return resolve(run_dir)
 
 
 def _markdown_table(text: str) -> list[list[str]]:

@@ -6,6 +6,7 @@ from swarmgauge.shapes.open_model import arrival_time, arrivals_by
 from swarmgauge.shapes.plan import build_plan, load_plan_file, parse_duration
 from swarmgauge.errors import UsageError
 from tests.listeners.sim_run import run_local
+from swarmgauge.run_folders import resolve
 
 
 def test_step_ramp_expands_to_one_stage_per_step():
@@ -67,7 +68,7 @@ def test_bad_plan_options_exit_2_with_one_line(tmp_path, args, words):
     lines = [line for line in result.stderr.splitlines() if line.startswith("swarmgauge:")]
     assert len(lines) == 1 and words in lines[0], result.stderr[-2000:]
     assert "Traceback" not in result.stderr
-    assert not (run_dir / "steps.csv").exists()
+    assert not (resolve(run_dir) / "steps.csv").exists()
 
 
 def test_a_bad_plan_file_exits_2_with_one_line(tmp_path):

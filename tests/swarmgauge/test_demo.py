@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from swarmgauge.run_folders import resolve
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -20,15 +22,15 @@ def test_demo_writes_the_run_directory_and_report(tmp_path: Path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert f"results: {run_dir}" in result.stdout
     for name in ("steps.csv", "run.json", "slo.json", "locust_stats.csv", "report.md", "report.html"):
-        assert (run_dir / name).exists(), name
-    with open(run_dir / "steps.csv", newline="") as handle:
+        assert (resolve(run_dir) / name).exists(), name
+    with open(resolve(run_dir) / "steps.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert {row["users"] for row in rows} >= {"1", "2"}
     assert {row["request_type"] for row in rows} >= {"FETCH", "QUIC"}
     assert all(row["failures"] == "0" for row in rows)
     assert "started the embedded mark at mark://127.0.0.1:" in result.stderr
     assert "stopped the embedded mark" in result.stderr
-    report = (run_dir / "report.md").read_text()
+    report = (resolve(run_dir) / "report.md").read_text()
     assert "| Step" in report
     assert "| date |" in report and "| command |" in report and "aioquic" in report  # the run's context
     assert "## Target memory" in report and "embedded mark (pid" in report  # the embedded server sampled as target

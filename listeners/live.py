@@ -1,0 +1,240 @@
+"""What a run looks like right now (for the web UI tab and the Prometheus endpoint), and SLOs that abort a run.
+
+Everything here reads what the master (or a local run) has already merged in ``listeners.steps``, ``listeners.slo``,
+``listeners.resources`` and ``listeners.workers``, and changes none of it, so watching a run cannot change what it
+measures. A snapshot is redacted like ``run.json``.
+
+``--slo-abort EXPR`` (the ``--slo`` grammar, repeatable) is a threshold that also stops the run when it is breached:
+the master checks it every ``--sample-interval`` seconds while the run goes, and the first breach stops the run (the
+web UI's STOP, or a headless quit), with ``"aborted": {expr, observed, threshold, step, label, at, after_s, check,
+interval_s}`` in ``run.json`` (``check``: which periodic check found it, so 1 means within the first interval).
+An abort threshold is part of the final SLO gate too, so the run exits 3.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Any
+
+import gevent
+from locust import events
+from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner, WorkerRunner
+
+from swarmgauge.listeners import rundir, slo, steps
+
+logger = logging.getLogger("swarmgauge.live")
+
+DEFAULT_CHECK_SECONDS = 5.0
+FINAL_REPORT_SECONDS = 5.0
+MAX_ABORT_CHECKS = 10_000_000
+MEMORY_METRICS = ("rss_bytes", "process_resident_memory_bytes", "working_set_bytes", "live_heap_bytes",
+                  "heap_inuse_bytes", "go_memstats_heap_inuse_bytes", "heap_alloc_bytes", "uss_bytes")
+MAX_POINTS_PER_SERIES = 2000
+MIB = 1024.0 * 1024.0
+
+
+def _optional(module: str) -> Any:
+    return sys.modules.get(module)
+
+
+def step_rows(environment: Any) -> list[dict[str, Any]]:
+    """``steps.csv`` rows as they stand (one per step and name, plus each step's ``Aggregated`` row)."""
+    return steps.rows_now(environment)
+
+
+def slo_verdicts(environment: Any) -> list[dict[str, Any]]:
+    """Every threshold evaluated on what was merged so far (final verdicts once the run closed)."""
+    final = getattr(environment, "_swarmgauge_slo_verdicts", None)
+    if final is not None:
+        return final
+    verdicts = []
+    for expr in slo.all_exprs(environment):
+        try:
+            verdicts.append(slo.evaluate(environment, slo.parse(expr)))
+        except Exception as exc:  # noqa: BLE001 - a view must not break on one threshold
+            verdicts.append({"expr": expr, "status": "unknown", "colour": "amber", "observed": None,
+                             "error": f"{type(exc).__name__}: {exc}"})
+    return verdicts
+
+
+def _slope_per_hour(points: list[tuple[float, float]]) -> float | None:
+    """Least-squares slope of (elapsed s, value) in value per hour; None under two points."""
+    if len(points) < 2:
+        return None
+    n = float(len(points))
+    mean_t = sum(t for t, _ in points) / n
+    mean_v = sum(v for _, v in points) / n
+    spread = sum((t - mean_t) ** 2 for t, _ in points)
+    if spread == 0:
+        return None
+    return sum((t - mean_t) * (v - mean_v) for t, v in points) / spread * 3600.0
+
+
+def resource_series(environment: Any) -> list[dict[str, Any]]:
+    """Each sampled memory series (node, source, metric) with its points in MiB and its slope in MiB/h."""
+    resources = _optional("swarmgauge.listeners.resources")
+    sampler = getattr(resources, "_SAMPLERS", {}).get(environment) if resources is not None else None
+    if sampler is None:
+        return []
+    series: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    for row in list(sampler.rows):
+        if row.metric in MEMORY_METRICS:
+            series.setdefault((row.node, row.source, row.metric), []).append((row.elapsed_s, row.value / MIB))
+    result = []
+    for (node, source, metric), points in sorted(series.items(), key=lambda item: (item[0][1] == "generator", item[0])):
+        points = sorted(points)[-MAX_POINTS_PER_SERIES:]
+        result.append({"node": node, "source": source, "metric": metric, "unit": "MiB",
+                       "points": [[round(t, 3), round(v, 3)] for t, v in points],
+                       "slope_mib_per_h": _slope_per_hour(points)})
+    return result
+
+
+def latest_resources(environment: Any) -> list[dict[str, Any]]:
+    """The last sample of every sampled series (any metric), for the Prometheus endpoint."""
+    resources = _optional("swarmgauge.listeners.resources")
+    sampler = getattr(resources, "_SAMPLERS", {}).get(environment) if resources is not None else None
+    latest: dict[tuple[str, str, str], float] = {}
+    for row in list(sampler.rows) if sampler is not None else []:
+        latest[(row.node, row.source, row.metric)] = row.value
+    return [{"node": n, "source": s, "metric": m, "value": v} for (n, s, m), v in sorted(latest.items())]
+
+
+def lost_workers(environment: Any) -> list[dict[str, Any]]:
+    workers = _optional("swarmgauge.listeners.workers")
+    watcher = workers.watcher_for(environment) if workers is not None else None
+    return list(watcher.lost) if watcher is not None else []
+
+
+def snapshot(environment: Any) -> dict[str, Any]:
+    """The whole live view as JSON-able data, secrets redacted."""
+    runner = environment.runner
+    closed = getattr(environment, "_swarmgauge_closed_run", None)
+    doc = {
+        "state": getattr(runner, "state", None),
+        "workers": getattr(runner, "worker_count", 0) if isinstance(runner, MasterRunner) else 0,
+        "current_step": _step_doc(steps.current_step(environment)),
+        "steps": step_rows(environment),
+        "slo": slo_verdicts(environment),
+        "resources": resource_series(environment),
+        "latest_resources": latest_resources(environment),
+        "lost_workers": lost_workers(environment),
+        "aborted": getattr(environment, "_swarmgauge_aborted", None),
+        "closed_run": closed.name if closed is not None else None,
+    }
+    return rundir.redact_tree(doc, environment)
+
+
+def _step_doc(info: Any) -> dict[str, Any] | None:
+    if info is None:
+        return None
+    return {"index": info.index, "label": info.label, "users": info.users, "rate": info.rate}
+
+
+# -- abort thresholds ----------------------------------------------------------------------------------------------
+@events.init_command_line_parser.add_listener
+def _add_options(parser: Any) -> None:
+    parser.add_argument(
+        "--slo-abort",
+        action="append",
+        default=None,
+        env_var="SWARMGAUGE_SLO_ABORT",
+        include_in_web_ui=True,
+        help="Threshold (as --slo) that stops the run as soon as it is breached, checked every --sample-interval; "
+        "exit code 3 (repeatable; env: ; or , separated)",
+    )
+
+
+def abort_exprs(environment: Any) -> list[str]:
+    return slo.split_exprs(getattr(getattr(environment, "parsed_options", None), "slo_abort", None))
+
+
+def _check_interval(environment: Any) -> float:
+    value = getattr(getattr(environment, "parsed_options", None), "sample_interval", None)
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return DEFAULT_CHECK_SECONDS
+    return seconds if 0 < seconds < float("inf") else DEFAULT_CHECK_SECONDS
+
+
+def breached(environment: Any) -> dict[str, Any] | None:
+    """The first abort threshold that fails on the data merged so far, as the ``aborted`` record; else None."""
+    for expr in abort_exprs(environment):
+        verdict = slo.evaluate(environment, slo.parse(expr))
+        if verdict["status"] != "fail":
+            continue
+        info = steps.current_step(environment)
+        failing = [s for s in verdict.get("steps", []) if s["status"] == "fail"]
+        return {"expr": expr, "observed": verdict["observed"], "threshold": verdict["value"],
+                "step": failing[0]["step"] if failing else getattr(info, "index", None),
+                "label": failing[0]["label"] if failing else getattr(info, "label", None),
+                "at": time.time()}
+    return None
+
+
+def _merge_local(environment: Any) -> None:
+    """On a local run, fold this process's latest recordings in so the check sees them now."""
+    if not isinstance(environment.runner, MasterRunner):
+        state = steps._state(environment)
+        steps._merge_batch(environment, "local", state.recorder.drain())
+
+
+def _abort_loop(environment: Any, started: float) -> None:
+    interval = _check_interval(environment)
+    for check in range(1, MAX_ABORT_CHECKS + 1):
+        gevent.sleep(interval)
+        runner = environment.runner
+        if runner is None or runner.state not in (STATE_RUNNING, STATE_SPAWNING):
+            return
+        _merge_local(environment)
+        found = breached(environment)
+        if found is not None:
+            found["after_s"] = round(found["at"] - started, 3)
+            found["check"], found["interval_s"] = check, interval
+            _abort(environment, found)
+            return
+
+
+def _abort(environment: Any, record: dict[str, Any]) -> None:
+    environment._swarmgauge_aborted = record
+    environment.process_exit_code = slo.SLO_EXIT_CODE
+    rundir.add_run_info(environment, "aborted", record)
+    message = (f"swarmgauge: run aborted: {record['expr']} breached in step {record['step']} ({record['label']}), "
+               f"observed {record['observed']:.6g}, after {record['after_s']} s")
+    logger.error(message)
+    sys.stderr.write(message + "\n")
+    steps.end_run(environment)
+    steps.request_final_reports(environment)
+    deadline = time.monotonic() + FINAL_REPORT_SECONDS
+    while not steps.final_reports_in(environment) and time.monotonic() < deadline:
+        gevent.sleep(0.05)
+    runner = environment.runner
+    if getattr(environment.parsed_options, "headless", False):
+        runner.quit()
+    else:
+        runner.stop()
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_kwargs: Any) -> None:
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    exprs = abort_exprs(environment)
+    if exprs:
+        from swarmgauge.errors import stop_on_usage_error
+
+        stop_on_usage_error(lambda env: slo.add_default_slos(env, exprs), environment)
+
+
+@events.test_start.add_listener
+def _on_test_start(environment: Any, **_kwargs: Any) -> None:
+    if isinstance(environment.runner, WorkerRunner) or not abort_exprs(environment):
+        return
+    slo.add_default_slos(environment, abort_exprs(environment))
+    previous = getattr(environment, "_swarmgauge_abort_checker", None)
+    if previous is not None:
+        previous.kill(block=False)
+    environment._swarmgauge_aborted = None
+    environment._swarmgauge_abort_checker = gevent.spawn(_abort_loop, environment, time.time())

@@ -1,0 +1,207 @@
+"""swarmgauge in Locust's web UI: the start form, one run folder per start -> stop, a live tab, no secrets shown.
+
+- **Loopback by default.** ``--web-host`` defaults to 127.0.0.1 (Locust's start-up line then says so); give
+  ``--web-host 0.0.0.0`` (or ``*``) to listen on every interface, as the compose master does inside its container.
+- **The form.** swarmgauge's options are read from the form here, with each option's own type (lists split on
+  commas, ticks as booleans, empty = the option's default), before Locust's handler sees the form; a bad value
+  answers START with one line naming the option. An option that code set at start-up (an embedded target switching
+  ``--mark-insecure`` on) keeps that value whatever the form says. Secret options are shown empty and an empty
+  secret keeps its value.
+- **One run per start.** Each START rebuilds the shape's plan from the form and starts a fresh run (new folder under
+  ``--run-dir``, fresh per-step statistics and SLO verdicts; Locust clears its own stats). STOP, or the plan's end,
+  closes the run: the workers' last figures are waited for, then ``steps.csv``, ``slo.json``, ``resources.csv``,
+  Locust's CSVs, ``run.json`` and the report are written into its folder.
+- **The tab.** Locust's UI gets a "swarmgauge" tab (the live per-step table); ``/swarmgauge/`` is the full live view
+  (steps, SLO verdicts in colour, memory chart with slope, lost workers, the closed run's report), fed by
+  ``/swarmgauge/api/live``; ``/swarmgauge/metrics`` is the Prometheus text (:mod:`listeners.prom_export`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import gevent
+from locust import events
+from locust.runners import STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, MasterRunner, WorkerRunner
+
+from swarmgauge.errors import UsageError
+from swarmgauge.listeners import live, prom_export, rundir, slo, steps
+from swarmgauge.listeners.webui_form import FormError, apply_common_fields, apply_form, scrub_template_args
+
+logger = logging.getLogger("swarmgauge.webui")
+
+LOOPBACK = "127.0.0.1"
+CLOSE_WAIT_SECONDS = 30.0
+POLL_SECONDS = 0.1
+TAB_KEY = "swarmgauge"
+TAB_COLUMNS = [("step", "Step"), ("label", "Label"), ("users", "Users"), ("target_rate", "Rate"), ("rps", "req/s"),
+               ("p50_ms", "p50 ms"), ("p90_ms", "p90 ms"), ("p99_ms", "p99 ms"), ("requests", "Requests"),
+               ("failures", "Failures"), ("dropped", "Dropped"), ("generator_bound", "Generator-bound"),
+               ("slo", "SLO")]
+PAGE = Path(__file__).with_name("webui_page.html")
+
+
+@events.init_command_line_parser.add_listener
+def _loopback_by_default(parser: Any) -> None:
+    parser.set_defaults(web_host=LOOPBACK)
+
+
+# -- one run per start ---------------------------------------------------------------------------------------------
+def start_fresh_run(environment: Any) -> None:
+    """Before a START: a new run folder, fresh per-step state and verdicts, and the plan rebuilt from the options."""
+    pending = getattr(environment, "_swarmgauge_closing", None)
+    if pending is not None:
+        pending.join(timeout=CLOSE_WAIT_SECONDS)
+    old = getattr(environment, "_swarmgauge_steps", None)
+    if old is not None and old.sampler is not None:
+        old.sampler_stop = True
+        old.sampler.kill(block=False)
+    environment._swarmgauge_steps = steps._StepState()
+    environment._swarmgauge_slo_verdicts = None
+    environment._swarmgauge_aborted = None
+    environment._swarmgauge_closed_run = None
+    environment.process_exit_code = None
+    rundir.open_new_run(environment)
+    shape = getattr(environment, "shape_class", None)
+    if shape is not None and hasattr(shape, "_plan"):
+        shape.runner = environment.runner
+        shape._plan, shape._announced, shape._ended, shape._stopping_users = None, None, False, False
+        shape._last_run_time = 0.0
+        shape.plan()
+    slo.validate(environment)
+
+
+def close_ui_run(environment: Any) -> Path | None:
+    """Close the run the way the end of a headless run does, into its own folder; returns the folder."""
+    runner = environment.runner
+    deadline = time.monotonic() + CLOSE_WAIT_SECONDS
+    if isinstance(runner, MasterRunner):
+        while runner.state != STATE_STOPPED and time.monotonic() < deadline:
+            gevent.sleep(POLL_SECONDS)
+    steps.end_run(environment)
+    steps.request_final_reports(environment)
+    while not steps.final_reports_in(environment) and time.monotonic() < deadline:
+        gevent.sleep(POLL_SECONDS)
+    steps.finalize(environment)
+    verdicts = slo.check(environment)
+    if verdicts:
+        logger.info("SLO verdicts:\n%s", slo.format_verdicts(verdicts))
+    resources = live._optional("swarmgauge.listeners.resources")
+    if resources is not None:
+        resources._on_quitting(environment)
+    folder = rundir.close_run(environment)
+    environment._swarmgauge_closed_run = folder
+    if folder is not None:
+        logger.info("run closed: %s", folder)
+    return folder
+
+
+def _on_test_stop(environment: Any, **_kwargs: Any) -> None:
+    if getattr(environment, "_swarmgauge_quitting", False):
+        return
+    environment._swarmgauge_closing = gevent.spawn(close_ui_run, environment)
+
+
+def _on_quitting(environment: Any, **_kwargs: Any) -> None:
+    """Fires first (quitting runs in reverse, this was added last): a close under way finishes before the rest."""
+    environment._swarmgauge_quitting = True
+    pending = getattr(environment, "_swarmgauge_closing", None)
+    if pending is not None:
+        pending.join(timeout=CLOSE_WAIT_SECONDS)
+
+
+# -- routes --------------------------------------------------------------------------------------------------------
+def _tab_rows(environment: Any) -> list[dict[str, Any]]:
+    view = live.snapshot(environment)
+    worst: dict[int, str] = {}
+    rank = {"fail": 2, "unknown": 1, "pass": 0}
+    for verdict in view["slo"]:
+        for entry in verdict.get("steps") or []:
+            if rank.get(entry["status"], 0) >= rank.get(worst.get(entry["step"], "pass"), 0):
+                worst[entry["step"]] = entry["status"]
+    rows = []
+    for row in view["steps"]:
+        if row["name"] != "Aggregated":
+            continue
+        shown = {key: row.get(key, "") for key, _ in TAB_COLUMNS}
+        shown["slo"] = worst.get(row["step"], "")
+        rows.append(shown)
+    return rows
+
+
+def _install(environment: Any, web_ui: Any) -> None:
+    from flask import Response, jsonify, request, send_from_directory
+
+    app = web_ui.app
+    protect = web_ui.auth_required_if_enabled
+    web_ui.template_args["extended_tabs"] = [{"title": "swarmgauge", "key": TAB_KEY}]
+    web_ui.template_args["extended_tables"] = [
+        {"key": TAB_KEY, "structure": [{"key": key, "title": title} for key, title in TAB_COLUMNS]}]
+    web_ui.template_args["extended_csv_files"] = [
+        {"href": "./swarmgauge/", "title": "swarmgauge live view: steps, SLOs, memory chart, report"}]
+    original_update = web_ui.update_template_args
+
+    def update_template_args() -> None:
+        original_update()
+        scrub_template_args(environment, web_ui.template_args)
+
+    web_ui.update_template_args = update_template_args
+
+    @app.before_request
+    def _swarm_form() -> Any:
+        if (request.endpoint or "").rsplit(".", 1)[-1] != "swarm" or request.method != "POST":
+            return None
+        running = environment.runner is not None and environment.runner.state in (STATE_RUNNING, STATE_SPAWNING)
+        try:
+            request.form = apply_form(environment, request.form)
+            apply_common_fields(environment, request.form)
+            if not running:
+                start_fresh_run(environment)
+        except (FormError, UsageError) as exc:
+            logger.error("swarmgauge: %s", exc)
+            return jsonify({"success": False, "message": f"swarmgauge: {exc}", "host": environment.host})
+        return None
+
+    @app.after_request
+    def _extend_stats(response: Any) -> Any:
+        if request.path.rstrip("/").endswith("/stats/requests") and response.is_json:
+            doc = response.get_json()
+            doc["extended_stats"] = [{"key": TAB_KEY, "data": _tab_rows(environment)}]
+            response.set_data(json.dumps(doc))
+        return response
+
+    @app.route("/swarmgauge/")
+    @protect
+    def swarmgauge_page() -> Any:
+        return Response(PAGE.read_text(), mimetype="text/html")
+
+    @app.route("/swarmgauge/api/live")
+    @protect
+    def swarmgauge_live() -> Any:
+        return jsonify(live.snapshot(environment))
+
+    @app.route("/swarmgauge/metrics")
+    @protect
+    def swarmgauge_metrics() -> Any:
+        return Response(prom_export.exposition(environment), mimetype=prom_export.CONTENT_TYPE)
+
+    @app.route("/swarmgauge/runs/<name>/<path:filename>")
+    @protect
+    def swarmgauge_run_file(name: str, filename: str) -> Any:
+        parent = rundir.parent_dir(environment)
+        if parent is None or filename not in ("report.html", "report.md", "steps.csv", "slo.json", "run.json"):
+            return Response("not found\n", status=404, mimetype="text/plain")
+        return send_from_directory(parent.resolve() / name, filename)
+
+
+@events.init.add_listener
+def _on_init(environment: Any, web_ui: Any = None, **_kwargs: Any) -> None:
+    if isinstance(environment.runner, WorkerRunner) or web_ui is None:
+        return
+    _install(environment, web_ui)
+    environment.events.test_stop.add_listener(lambda **kw: _on_test_stop(environment))
+    environment.events.quitting.add_listener(lambda **kw: _on_quitting(environment))

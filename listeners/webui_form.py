@@ -1,0 +1,160 @@
+"""Locust's start form and swarmgauge's options: values read with each option's own type, and no secret shown.
+
+Locust's form handler converts a field by the type of the option's current value, so an empty list default makes it
+call ``int('')`` and an unticked box overrides a value an embedded target set. :func:`apply_form` takes every
+non-Locust option out of the form first and sets it the way the command line would have; :func:`scrub_template_args`
+shows the values the run will really use in the form, with secrets blank.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from werkzeug.datastructures import ImmutableMultiDict
+
+from swarmgauge.listeners.rundir import _is_secret_name, redact
+
+LIST_SEPARATORS = (",", ";")
+
+
+class FormError(ValueError):
+    """A value typed into the start form that its option does not accept."""
+
+
+def _parser() -> Any:
+    from locust import argument_parser
+
+    return argument_parser.get_parser()
+
+
+def _locust_dests() -> set[str]:
+    from locust import argument_parser
+
+    return set(argument_parser.default_args_dict())
+
+
+def web_options() -> dict[str, argparse.Action]:
+    """swarmgauge's (and any plugin's) options shown in the form, by dest; Locust's own are left to Locust."""
+    parser = _parser()
+    locust_own = _locust_dests()
+    return {dest: action for dest, action in parser.args_included_in_web_ui.items() if dest not in locust_own}
+
+
+def set_at_start_up(environment: Any, options: dict[str, argparse.Action]) -> set[str]:
+    """Options whose value differs from what the command line, environment and config gave: code set them at
+    start-up (an embedded target), so the form must not undo them. Computed once, before the first START."""
+    known = getattr(environment, "_swarmgauge_code_set_options", None)
+    if known is None:
+        given = vars(_parser().parse_args())
+        current = vars(environment.parsed_options) if environment.parsed_options is not None else {}
+        known = {dest for dest in options if dest in current and dest in given and current[dest] != given[dest]}
+        environment._swarmgauge_code_set_options = known
+    return known
+
+
+def _is_flag(action: argparse.Action) -> bool:
+    return action.nargs == 0
+
+
+def _is_list(action: argparse.Action, current: Any) -> bool:
+    return isinstance(action, argparse._AppendAction) or action.nargs in ("*", "+") or isinstance(current, list)
+
+
+def _convert_one(action: argparse.Action, text: str) -> Any:
+    value: Any = text
+    if callable(action.type):
+        try:
+            value = action.type(text)
+        except (TypeError, ValueError, argparse.ArgumentTypeError) as exc:
+            raise FormError(f"{action.option_strings[0]} {text!r}: {exc}") from None
+    if action.choices is not None and value not in action.choices:
+        raise FormError(f"{action.option_strings[0]} {text!r}: choose from {', '.join(map(str, action.choices))}")
+    return value
+
+
+def convert(action: argparse.Action, texts: list[str], current: Any) -> Any:
+    """The option's value for what the form holds; an empty field means the option's default."""
+    if _is_flag(action):
+        ticked = any(t.strip().lower() in ("true", "on", "1", "yes") for t in texts)
+        return ticked if action.const is not False else not ticked
+    if _is_list(action, current):
+        items = [part.strip() for text in texts for part in _split(text) if part.strip()]
+        if not items:
+            return action.default
+        return [_convert_one(action, item) for item in items]
+    text = (texts[-1] if texts else "").strip()
+    return action.default if text == "" else _convert_one(action, text)
+
+
+def _split(text: str) -> list[str]:
+    for separator in LIST_SEPARATORS[1:]:
+        text = text.replace(separator, LIST_SEPARATORS[0])
+    return text.split(LIST_SEPARATORS[0])
+
+
+def apply_form(environment: Any, form: Any) -> ImmutableMultiDict:
+    """Set every non-Locust option present in ``form`` on ``parsed_options``; return the form Locust should see."""
+    options = web_options()
+    keep = set_at_start_up(environment, options)
+    parsed = environment.parsed_options
+    handled, values = set(), {}
+    for dest, action in options.items():
+        if dest not in form:
+            continue
+        handled.add(dest)
+        texts = form.getlist(dest)
+        current = getattr(parsed, dest, None)
+        if dest in keep:
+            continue
+        if _secret(dest, action) and not any(t.strip() for t in texts):
+            continue
+        if ",".join(texts) == _shown(current, environment):
+            continue  # left as the form showed it: keep the value exactly (a redacted URL stays whole)
+        values[dest] = convert(action, texts, current)
+    for dest, value in values.items():  # only once every field converted: a bad one changes nothing
+        setattr(parsed, dest, value)
+    return ImmutableMultiDict([(k, v) for k, v in form.items(multi=True) if k not in handled])
+
+
+def apply_common_fields(environment: Any, form: Any) -> None:
+    """Users, spawn rate and run time as Locust's handler will set them, now, so the plan rebuilt before it sees them
+    (a shape's fallback plan is ``-u/-r/-t``); a value Locust would refuse is left for Locust to refuse."""
+    from locust.util.timespan import parse_timespan
+
+    parsed = environment.parsed_options
+    readers = {"user_count": ("num_users", int), "spawn_rate": ("spawn_rate", float),
+               "run_time": ("run_time", parse_timespan)}
+    for field, (dest, read) in readers.items():
+        text = (form.get(field) or "").strip()
+        if not text:
+            continue
+        try:
+            setattr(parsed, dest, read(text))
+        except ValueError:
+            continue
+
+
+def _secret(dest: str, action: Any) -> bool:
+    return bool(getattr(action, "is_secret", False)) or _is_secret_name(dest)
+
+
+def _shown(value: Any, environment: Any) -> Any:
+    """An option's value as the form shows it: lists as comma-separated text, secrets inside strings redacted."""
+    if isinstance(value, (list, tuple)):
+        value = ",".join(str(v) for v in value)
+    return redact(value, environment) if isinstance(value, str) else value
+
+
+def scrub_template_args(environment: Any, template_args: dict[str, Any]) -> None:
+    """Show each option's value for this run in the form (lists as text) and no secret value anywhere."""
+    extra = template_args.get("extra_options") or {}
+    parsed = environment.parsed_options
+    for dest, entry in extra.items():
+        if entry.get("is_secret") or _is_secret_name(dest):
+            entry["default_value"] = ""
+            continue
+        value = getattr(parsed, dest) if parsed is not None and hasattr(parsed, dest) else entry.get("default_value")
+        entry["default_value"] = _shown(value, environment)
+    if isinstance(template_args.get("host"), str):
+        template_args["host"] = redact(template_args["host"], environment)

@@ -1,0 +1,32 @@
+"""Report section "Run aborted": which ``--slo-abort`` threshold stopped the run, in which step, on what value.
+
+Input: ``run.json``'s ``aborted`` (written by :mod:`listeners.live`). Without it (the run was not aborted) there is no
+section.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from swarmgauge.reports.sections import Section
+
+
+def sentence(aborted: dict) -> str:
+    observed = aborted.get("observed")
+    shown = "no value" if observed is None else f"{float(observed):.4g}"
+    return (f"The run was aborted in step {aborted.get('step')} ({aborted.get('label')}), "
+            f"{aborted.get('after_s')} s after it started: {aborted.get('expr')} was breached "
+            f"(observed {shown}, base units). The steps after it never ran; exit code 3.")
+
+
+def section(run_dir: Path) -> Section | None:
+    path = run_dir / "run.json"
+    if not path.is_file():
+        return None
+    aborted = json.loads(path.read_text()).get("aborted")
+    if not aborted:
+        return None
+    text = sentence(aborted)
+    return Section("Run aborted", text, f"<p class='aborted'>{html.escape(text)}</p>", dict(aborted))

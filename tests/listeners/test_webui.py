@@ -1,0 +1,154 @@
+"""The web UI as a person uses it, in Debian's Chromium driven by Playwright, against a real sim-http target:
+values typed into the start form are followed, each start -> stop is its own run folder with that run's counts,
+the Prometheus text parses and matches steps.csv, and no secret reaches the page or its API."""
+
+from __future__ import annotations
+
+import csv
+import json
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.listeners.sim_run import ROOT, sim_target
+from tests.listeners.webui_harness import browser_page, run_folders, wait_until, web_locust
+
+HTTP_RAMP = ROOT / "locustfiles" / "http_ramp.py"
+SECRET = "tok-web-5ecret-never-shown"
+RUN_SECONDS = 120.0
+
+SECRET_LOCUSTFILE = '''
+from locust import events
+
+import swarmgauge.listeners.all  # noqa: F401
+from swarmgauge.shapes import PlanShape  # noqa: F401
+from locustfiles.http_ramp import HttpGetUser  # noqa: F401
+
+
+@events.init_command_line_parser.add_listener
+def _options(parser):
+    parser.add_argument("--sim-token", default="", is_secret=True, include_in_web_ui=True, env_var="SIM_TOKEN",
+                        help="a secret")
+'''
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def locust_total(folder: Path) -> int:
+    rows = read_csv(folder / "locust_stats.csv")
+    return int(next(r for r in rows if r["Name"] == "Aggregated")["Request Count"])
+
+
+def steps_by_name(folder: Path) -> list[dict[str, str]]:
+    return [r for r in read_csv(folder / "steps.csv") if r["name"] != "Aggregated"]
+
+
+def start_from_form(page, url: str, values: dict[str, str]) -> None:
+    """Open the start form, type ``values`` (by the form's field names), press START, wait until it runs."""
+    page.goto(url + "/")
+    page.wait_for_selector("form, button:has-text('NEW')")
+    if page.locator("form").count() == 0:
+        page.get_by_role("button", name="NEW").click()  # after a run Locust shows its stats; NEW opens the form
+        page.wait_for_selector("form")
+    for section in ("Custom parameters", "Advanced options"):
+        if any(not page.locator(f'input[name="{name}"]').is_visible() for name in values):
+            page.get_by_text(section).click()
+    for name, value in values.items():
+        page.fill(f'input[name="{name}"]', value)
+    page.get_by_role("button", name="START").click()
+    page.get_by_role("button", name="STOP").wait_for(timeout=30_000)
+
+
+def closed_folders(run_dir: Path, count: int) -> list[Path]:
+    """Wait until ``count`` run folders hold their report (the last file a closing run writes)."""
+    return wait_until(lambda: [f for f in run_folders(run_dir) if (f / "report.html").exists()][:count]
+                      if len([f for f in run_folders(run_dir) if (f / "report.html").exists()]) >= count else None,
+                      RUN_SECONDS, f"{count} closed run folders")
+
+
+@pytest.mark.integration
+def test_typed_values_are_followed_and_each_start_stop_is_its_own_run_folder(tmp_path):
+    run_dir = tmp_path / "runs"
+    with sim_target("--delay", "const:2") as target, \
+            web_locust(HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3",
+                       log_dir=tmp_path) as web, browser_page() as page:
+        assert "Starting web interface at http://127.0.0.1:" in web.output()
+        start_from_form(page, web.url, {"steps": "1,3", "stepTime": "3s", "sampleInterval": "1"})
+        first = closed_folders(run_dir, 1)[0]
+        rows = steps_by_name(first)
+        assert [(r["step"], r["label"], r["users"]) for r in rows] == [("0", "1 users", "1"), ("1", "3 users", "3")]
+        assert all(float(r["duration_s"]) > 0 and int(r["requests"]) > 0 and r["failures"] == "0" for r in rows)
+        assert sum(int(r["requests"]) for r in rows) == locust_total(first)
+
+        start_from_form(page, web.url, {"steps": "2", "stepTime": "10m"})
+        wait_until(lambda: web.get_json("/swarmgauge/api/live")["steps"], RUN_SECONDS, "requests in run 2")
+        during = web.get("/swarmgauge/metrics").decode()
+        assert "swarmgauge_requests_total" in during
+        list(text_string_to_metric_families(during))
+        page.get_by_role("button", name="STOP").click()
+        folders = closed_folders(run_dir, 2)
+        second = folders[1]
+        assert (run_dir / "latest").resolve() == second.resolve()
+        rows = steps_by_name(second)
+        assert [(r["label"], r["users"]) for r in rows] == [("2 users", "2")]
+        assert sum(int(r["requests"]) for r in rows) == locust_total(second) > 0
+        assert json.loads((second / "run.json").read_text())["plan"]["stages"][0]["users"] == 2
+
+        scraped = {}
+        for family in text_string_to_metric_families(web.get("/swarmgauge/metrics").decode()):
+            for sample in family.samples:
+                if sample.name in ("swarmgauge_requests_total", "swarmgauge_failures_total"):
+                    scraped[(sample.name, sample.labels["step"], sample.labels["name"])] = sample.value
+        for row in rows:
+            assert scraped[("swarmgauge_requests_total", row["step"], row["name"])] == float(row["requests"])
+            assert scraped[("swarmgauge_failures_total", row["step"], row["name"])] == float(row["failures"])
+        page.goto(web.url + "/swarmgauge/")
+        page.locator("#report-link").wait_for()
+        page.locator("#report-link").click()
+        page.wait_for_load_state()
+        assert second.name in page.url
+
+
+@pytest.mark.integration
+def test_no_secret_in_the_page_the_form_or_any_api_while_a_token_is_set(tmp_path):
+    locustfile = tmp_path / "secret_locustfile.py"
+    locustfile.write_text(SECRET_LOCUSTFILE)
+    with sim_target("--delay", "const:2") as target, \
+            web_locust(locustfile, "--host", target.url, f"--sim-token={SECRET}", "--run-dir",
+                       str(tmp_path / "runs"), log_dir=tmp_path) as web, browser_page() as page:
+        args = web.template_args()
+        assert args["extra_options"]["sim_token"]["default_value"] == ""
+        bad = urllib.parse.urlencode({"user_count": "1", "spawn_rate": "1", "host": target.url, "steps": "1",
+                                      "sample_interval": "banana"}).encode()
+        with urllib.request.urlopen(urllib.request.Request(web.url + "/swarm", data=bad), timeout=30) as answer:
+            refused = json.loads(answer.read())
+        assert refused["success"] is False and "--sample-interval 'banana'" in refused["message"]
+        assert web.get_json("/swarmgauge/api/live")["state"] == "ready"
+        start_from_form(page, web.url, {"steps": "1", "stepTime": "2s"})
+        assert SECRET not in page.content()
+        wait_until(lambda: web.get_json("/swarmgauge/api/live")["steps"], RUN_SECONDS, "requests")
+        for path in ("/", "/stats/requests", "/swarmgauge/", "/swarmgauge/api/live", "/swarmgauge/metrics",
+                     "/tasks", "/exceptions", "/stats/report"):
+            assert SECRET.encode() not in web.get(path), path
+        folder = closed_folders(tmp_path / "runs", 1)[0]
+        run = json.loads((folder / "run.json").read_text())
+        assert run["options"]["sim_token"] == "***"
+
+
+@pytest.mark.integration
+def test_a_plain_run_follows_the_typed_users_and_run_time_and_its_end_closes_the_run(tmp_path):
+    run_dir = tmp_path / "runs"
+    with sim_target("--delay", "const:2") as target, \
+            web_locust(HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3",
+                       log_dir=tmp_path) as web, browser_page() as page:
+        start_from_form(page, web.url, {"userCount": "3", "spawnRate": "3", "runTime": "4s"})
+        folder = closed_folders(run_dir, 1)[0]
+        rows = steps_by_name(folder)
+        assert [(r["label"], r["users"]) for r in rows] == [("3 users", "3")]
+        assert int(rows[0]["requests"]) == locust_total(folder) > 0

@@ -1,0 +1,115 @@
+"""The live views of a distributed run in Chromium (a new step row at each step change, the target's memory chart)
+and an abort threshold that stops a run against a slow target, with exit code 3 and the reason recorded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.listeners.sim_run import ROOT, _env, free_port, locust_command, read_steps, run_local, sim_target
+from tests.listeners.test_webui import closed_folders, start_from_form
+from tests.listeners.webui_harness import browser_page, wait_until, web_locust
+
+HTTP_RAMP = ROOT / "locustfiles" / "http_ramp.py"
+SCREENSHOT = "/tmp/sg/webui-tab.png"
+LOCUST_TAB_SCREENSHOT = "/tmp/sg/webui-locust-tab.png"
+STEP_SECONDS = 6
+WAIT_SECONDS = 90.0
+
+
+def _tab_rows(page) -> list[str]:
+    return [text for text in page.locator("table tbody tr").all_inner_texts() if "users" in text]
+
+
+@pytest.mark.integration
+def test_the_tab_of_a_master_with_two_workers_adds_a_row_per_step_and_charts_the_targets_memory(tmp_path):
+    run_dir = tmp_path / "runs"
+    with sim_target("--delay", "const:2") as target, \
+            web_locust(HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3",
+                       workers=2, log_dir=tmp_path) as web, browser_page() as page:
+        start_from_form(page, web.url, {"steps": "1,2,3", "stepTime": f"{STEP_SECONDS}s", "sampleInterval": "1",
+                                        "sample": f"psutil:pid={target.process.pid}",
+                                        "slo": "GET:p99<2s@step,fail_ratio<0.01"})
+        page.goto(web.url + "/?tab=swarmgauge")
+        page.get_by_role("tab", name="swarmgauge").click()
+        seen = []
+        for count in (1, 2, 3):
+            rows = wait_until(lambda: _tab_rows(page) if len(_tab_rows(page)) >= count else None, WAIT_SECONDS,
+                              f"{count} step rows in the tab")
+            seen.append(len(rows))
+            assert f"{count} users" in rows[count - 1]
+        page.screenshot(path=LOCUST_TAB_SCREENSHOT, full_page=True)
+        assert seen == [1, 2, 3]
+
+        page.goto(web.url + "/swarmgauge/")
+        page.wait_for_selector("#steps tbody tr.step-row")
+        wait_until(lambda: page.locator("#memory svg circle.point").count() >= 4, WAIT_SECONDS, "memory points")
+        assert f"psutil:pid={target.process.pid}" in page.inner_text("#memory")
+        assert "slope" in page.inner_text("#memory")
+        assert page.locator("#slo td.green").count() == 2 and page.locator("#slo td.red").count() == 0
+        assert web.get_json("/swarmgauge/api/live")["workers"] == 2
+        page.screenshot(path=SCREENSHOT, full_page=True)
+        folder = closed_folders(run_dir, 1)[0]
+        assert [r["users"] for r in read_steps(folder) if r["name"] == "Aggregated"] == ["1", "2", "3"]
+        assert json.loads((folder / "run.json").read_text())["runner"] == "MasterRunner"
+
+
+@pytest.mark.integration
+def test_an_abort_threshold_stops_a_run_against_a_slow_target_with_exit_3_and_says_where_and_why(tmp_path):
+    run_dir = tmp_path / "runs"
+    with sim_target("--delay", "const:200") as target:
+        result = run_local(target.url, "--steps", "1,2", "--step-time", "5m", "--stop-timeout", "3",
+                           "--sample-interval", "1", "--slo-abort", "p99<50ms", "--run-dir", str(run_dir),
+                           locustfile=HTTP_RAMP, timeout=120)
+    assert result.returncode == 3, result.stderr[-3000:]
+    assert "run aborted: p99<50ms breached in step 0 (1 users)" in result.stderr
+    run = json.loads((run_dir / "latest" / "run.json").read_text())
+    aborted = run["aborted"]
+    assert (aborted["expr"], aborted["step"], aborted["label"]) == ("p99<50ms", 0, "1 users")
+    assert aborted["observed"] >= 200.0 and run["exit_code"] == 3
+    assert (aborted["check"], aborted["interval_s"]) == (1, 1.0)  # found by the first check, one interval in
+    slo = json.loads((run_dir / "latest" / "slo.json").read_text())
+    assert slo["passed"] is False and "p99<50ms" in [v["expr"] for v in slo["verdicts"] if v["status"] == "fail"]
+    assert {r["step"] for r in read_steps(run_dir)} == {"0"}
+    report = (run_dir / "latest" / "report.md").read_text()
+    assert "## Run aborted" in report and "aborted in step 0 (1 users)" in report and "p99<50ms was breached" in report
+
+
+def _scrape(url: str) -> dict[tuple[str, str], float] | None:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            text = answer.read().decode()
+    except (urllib.error.URLError, OSError):
+        return None
+    found = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "swarmgauge_requests_total":
+                found[(sample.labels["step"], sample.labels["name"])] = sample.value
+    return found or None
+
+
+@pytest.mark.integration
+def test_a_headless_run_serves_prometheus_text_on_its_own_loopback_port(tmp_path):
+    port = free_port()
+    with sim_target("--delay", "const:2") as target:
+        process = subprocess.Popen(
+            locust_command(HTTP_RAMP, "--headless", "--host", target.url, "--steps", "1", "--step-time", "8s",
+                           "--stop-timeout", "3", "--prometheus-port", str(port), "--run-dir", str(tmp_path / "runs")),
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(None))
+        try:
+            scraped = wait_until(lambda: _scrape(f"http://127.0.0.1:{port}/metrics"), WAIT_SECONDS, "a scrape")
+            _stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
+        finally:
+            process.kill()
+            process.wait(timeout=30)
+    assert process.returncode == 0, stderr[-3000:]
+    assert f"Prometheus metrics at http://127.0.0.1:{port}/metrics" in stderr
+    final = {(r["step"], r["name"]): int(r["requests"]) for r in read_steps(tmp_path / "runs")
+             if r["name"] != "Aggregated"}
+    assert set(scraped) == set(final) and all(0 < scraped[key] <= final[key] for key in final)

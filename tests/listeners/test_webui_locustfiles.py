@@ -1,0 +1,56 @@
+"""Every locustfile starts from the web UI: the start form submitted with its defaults (in Chromium) makes requests
+with no failures against the locustfile's embedded target, and STOP closes the run into its own folder."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.listeners.sim_run import ROOT, sim_target
+from tests.listeners.test_webui import closed_folders, locust_total, start_from_form, steps_by_name
+from tests.listeners.webui_harness import browser_page, wait_until, web_locust
+
+LOCUSTFILES = ROOT / "locustfiles"
+EMBEDDED = ["brain_leak", "brain_stress", "demarkus_reads", "demarkus_writes", "mcp_churn", "mdk_fleet",
+            "kneo_dispatch"]
+MIN_REQUESTS = 20
+WAIT_SECONDS = 180.0
+
+
+def _aggregated(web) -> dict:
+    stats = web.get_json("/stats/requests")["stats"]
+    return next(row for row in stats if row["name"] == "Aggregated")
+
+
+def _runs_cleanly(web, page, tmp_path) -> None:
+    start_from_form(page, web.url, {})
+    total = wait_until(lambda: _aggregated(web) if _aggregated(web)["num_requests"] >= MIN_REQUESTS else None,
+                       WAIT_SECONDS, f"{MIN_REQUESTS} requests")
+    assert total["num_failures"] == 0, web.get_json("/stats/requests")["errors"]
+    page.get_by_role("button", name="STOP").click()
+    folder = closed_folders(tmp_path / "runs", 1)[0]
+    rows = steps_by_name(folder)
+    assert rows and all(r["failures"] == "0" for r in rows)
+    assert sum(int(r["requests"]) for r in rows) == locust_total(folder)
+
+
+def test_every_locustfile_is_covered():
+    assert sorted(p.stem for p in LOCUSTFILES.glob("*.py") if p.stem != "__init__") == sorted(EMBEDDED + ["http_ramp"])
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", EMBEDDED)
+def test_the_start_form_with_defaults_runs_against_the_embedded_target(name, tmp_path, request):
+    if name == "kneo_dispatch":
+        request.getfixturevalue("kneo_venv")
+    with web_locust(LOCUSTFILES / f"{name}.py", "--run-dir", str(tmp_path / "runs"), "--stop-timeout", "3",
+                    log_dir=tmp_path) as web, browser_page() as page:
+        _runs_cleanly(web, page, tmp_path)
+
+
+@pytest.mark.integration
+def test_the_start_form_with_defaults_runs_against_a_given_host(tmp_path):
+    with sim_target("--delay", "const:2") as target, \
+            web_locust(LOCUSTFILES / "http_ramp.py", "--host", target.url, "--run-dir", str(tmp_path / "runs"),
+                       "--stop-timeout", "3", log_dir=tmp_path) as web, browser_page() as page:
+        _runs_cleanly(web, page, tmp_path)
