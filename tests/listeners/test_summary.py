@@ -15,6 +15,7 @@ from swarmgauge.listeners.quiet import quiet_libraries
 from swarmgauge.listeners.slo import covers_failures, format_verdicts, in_unit, parse
 from swarmgauge.listeners.summary import exit_reason
 from tests.listeners.sim_run import ROOT, run_local, sim_target
+from swarmgauge.run_folders import resolve
 
 
 def test_slo_lines_are_in_the_thresholds_own_units():
@@ -57,7 +58,7 @@ def test_failed_requests_exit_1_only_when_no_slo_covers_failures(tmp_path, slos,
         args = [arg for expr in slos for arg in ("--slo", expr)]
         result = run_local(target.url, *SHORT_RUN, *args, "--run-dir", str(run_dir), env={"SIM_STATUS": "500"})
     assert result.returncode == code, result.stderr[-2000:]
-    assert json.loads((run_dir / "run.json").read_text())["exit_code"] == code
+    assert json.loads((resolve(run_dir) / "run.json").read_text())["exit_code"] == code
 
 
 @pytest.mark.integration
@@ -79,8 +80,8 @@ def test_the_demo_locustfile_ends_with_the_step_table_and_verdicts_and_no_quic_i
     assert "SLO PASS    fail_ratio<0.01  (observed 0)" in tail
     assert tail.rstrip().endswith("exit code 0")
     assert "/INFO/quic" not in output
-    info = json.loads((run_dir / "run.json").read_text())
+    info = json.loads((resolve(run_dir) / "run.json").read_text())
     embedded = info["embedded_targets"]["mark"]
     assert f"psutil:pid={embedded['pid']}" in info["resources"]["sources"]  # the embedded target is sampled
-    report = (run_dir / "report.md").read_text()
+    report = (resolve(run_dir) / "report.md").read_text()
     assert "## Target memory" in report and f"(embedded mark, pid {embedded['pid']})" in report

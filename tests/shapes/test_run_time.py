@@ -13,6 +13,7 @@ import pytest
 from swarmgauge.shapes import PlanShape
 from swarmgauge.shapes.plan import build_plan
 from swarmgauge.targets.launch import REPO_ROOT, child_env
+from swarmgauge.run_folders import resolve
 
 
 def _shape(run_time: float | None) -> PlanShape:
@@ -46,10 +47,10 @@ def test_run_time_20s_ends_the_40_minute_churn_plan_at_20s_with_a_report(tmp_pat
                              "--stop-timeout", "2"],
                             capture_output=True, text=True, timeout=120, env=child_env(), cwd=REPO_ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
-    info = json.loads((run_dir / "run.json").read_text())
+    info = json.loads((resolve(run_dir) / "run.json").read_text())
     assert info["plan"]["stages"][0]["duration"] == 2400.0  # the plan runs 40 minutes
     assert info["cut_short"]["run_time_s"] == pytest.approx(20.0, abs=1.0)
     assert 18.0 <= info["ended_at"] - info["started_at"] <= 22.0
-    report = (run_dir / "report.md").read_text()
+    report = (resolve(run_dir) / "report.md").read_text()
     assert "The plan was cut short by -t/--run-time at 20.0 s of its 40 min 0 s" in report
     assert "The plan was cut short by -t/--run-time" in result.stdout  # the end-of-run summary says so too

@@ -14,6 +14,7 @@ import pytest
 from swarmgauge.targets.launch import REPO_ROOT, child_env
 from tests.locustfiles.test_mcp_churn import read_csv
 from tests.thirdparty import servers
+from swarmgauge.run_folders import resolve
 
 pytestmark = pytest.mark.integration
 RUN_SECONDS = 20
@@ -53,14 +54,14 @@ def test_a_run_through_a_server_restart_is_reported_with_its_outage(tmp_path, ca
     assert run.returncode in (0, 1), stderr[-3000:]  # 1: the run had request failures, as it should
     assert "Traceback" not in stderr, stderr[-3000:]
 
-    windows = json.loads((run_dir / "summary.json").read_text())["Outages"]["windows"]
+    windows = json.loads((resolve(run_dir) / "summary.json").read_text())["Outages"]["windows"]
     assert len(windows) == 1, windows
     window = windows[0]
     assert window["start"] <= back and window["end"] >= killed
     assert window["end"] - window["start"] <= (back - killed) + 10
-    assert "Outages" in (run_dir / "report.md").read_text()
+    assert "Outages" in (resolve(run_dir) / "report.md").read_text()
 
-    steps = {r["name"]: r for r in read_csv(run_dir / "steps.csv") if r["label"] == "tools"}
+    steps = {r["name"]: r for r in read_csv(resolve(run_dir) / "steps.csv") if r["label"] == "tools"}
     assert int(steps["Aggregated"]["sessions_expired"]) >= 1  # both users lost their session and said so
     assert int(steps["initialize"]["requests"]) - int(steps["initialize"]["failures"]) >= 4  # 2 users x 2 sessions
     with capsys.disabled():
