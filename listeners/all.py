@@ -1,21 +1,10 @@
-"""Import this from a locustfile to get every swarmgauge listener and its options.
+"""Every swarmgauge listener, imported for its event handlers and options; ``swarmgauge.locust`` imports this.
 
-Each listener module registers its own event handlers when imported; a module not yet present is skipped, so a
-locustfile works with whatever this installation ships.
+A listener module that is missing is an ImportError here, never a silent skip: a run without its SLO checks or
+run directory would look like a passing run. Add a new listener module to :data:`LISTENER_MODULES` and the import
+list below.
 """
 
-import importlib
-import importlib.util
+from swarmgauge.listeners import resources, rundir, slo, steps, workers
 
-LISTENER_MODULES = (
-    "swarmgauge.listeners.rundir",
-    "swarmgauge.listeners.steps",
-    "swarmgauge.listeners.slo",
-    "swarmgauge.listeners.resources",
-    "swarmgauge.listeners.webui",
-    "swarmgauge.listeners.workers",
-)
-
-for _name in LISTENER_MODULES:
-    if importlib.util.find_spec(_name) is not None:
-        importlib.import_module(_name)
+LISTENER_MODULES = (rundir, steps, slo, resources, workers)

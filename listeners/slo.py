@@ -23,7 +23,9 @@ from typing import Any, Callable
 from locust import events
 from locust.runners import WorkerRunner
 
+from swarmgauge.core import hooks
 from swarmgauge.listeners import rundir, steps
+from swarmgauge.listeners.steps_csv import step_durations
 from swarmgauge.errors import UsageError, stop_on_usage_error
 
 logger = logging.getLogger("swarmgauge.slo")
@@ -31,6 +33,7 @@ logger = logging.getLogger("swarmgauge.slo")
 SLO_EXIT_CODE = 3
 AMBER_MARGIN = 0.10
 Provider = Callable[[Any, "int | None"], "float | None"]
+register_metric = hooks.register_metric
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt,
@@ -46,16 +49,8 @@ _EXPR = re.compile(
 LATENCY_METRICS = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99.9": 99.9, "p999": 99.9}
 REQUEST_METRICS = set(LATENCY_METRICS) | {"max", "avg", "fail_ratio", "rps", "requests", "failures"}
 
-_PROVIDERS: dict[str, Provider] = {}
-
-
-def register_metric(term: str, provider: Provider) -> None:
-    """Add an SLO term: ``provider(environment, step_index_or_None) -> float | None`` in base units."""
-    _PROVIDERS[term] = provider
-
-
 def known_metric(metric: str) -> bool:
-    return metric in REQUEST_METRICS or metric in _PROVIDERS or metric in steps.step_counter_names()
+    return metric in REQUEST_METRICS or hooks.metric_provider(metric) is not None or metric in steps.step_counter_names()
 
 
 @dataclass(frozen=True)
@@ -147,16 +142,15 @@ def _request_metric(environment: Any, threshold: Threshold, step: int | None) ->
         return float(stats.requests)
     if metric == "failures":
         return float(stats.failures)
-    from swarmgauge.listeners.steps_csv import step_durations
-
     durations = step_durations(steps.step_infos(environment), steps.stopped_at(environment))
     seconds = durations.get(step) if step is not None else sum(d for d in durations.values() if d)
     return stats.requests / seconds if seconds else None
 
 
 def observe(environment: Any, threshold: Threshold, step: int | None) -> float | None:
-    if threshold.metric in _PROVIDERS and threshold.metric not in REQUEST_METRICS:
-        return _PROVIDERS[threshold.metric](environment, step)
+    provider = hooks.metric_provider(threshold.metric)
+    if provider is not None and threshold.metric not in REQUEST_METRICS:
+        return provider(environment, step)
     return _request_metric(environment, threshold, step)
 
 
@@ -255,3 +249,6 @@ def _on_quitting(environment: Any, **_kwargs: Any) -> None:
         text = format_verdicts(verdicts)
         sys.stdout.write(text + "\n")
         logger.info("SLO verdicts:\n%s", text)
+
+
+hooks.add_slos.implement(add_default_slos)

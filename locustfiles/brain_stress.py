@@ -11,7 +11,7 @@ from typing import Any
 
 from locust import events
 
-import swarmgauge.listeners.all  # noqa: F401
+import swarmgauge.locust  # noqa: F401
 from swarmgauge.users.brain import BrainUser, add_gates, parse_mix, start_embedded_brain
 
 

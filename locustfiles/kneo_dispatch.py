@@ -18,7 +18,7 @@ from typing import Any
 from locust import events
 from locust.runners import LocalRunner
 
-import swarmgauge.listeners.all  # noqa: F401
+import swarmgauge.locust  # noqa: F401
 from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.users.kneo import KneoUser

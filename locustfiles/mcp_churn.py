@@ -27,7 +27,7 @@ from typing import Any
 from locust import events, task
 from locust.runners import WorkerRunner
 
-import swarmgauge.listeners.all  # noqa: F401 - steps, SLOs, resources, run directory
+import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge import shapes
 from swarmgauge.shapes.plan import Plan, build_plan, load_plan_file, parse_duration
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error

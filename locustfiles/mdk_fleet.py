@@ -34,7 +34,7 @@ import gevent
 from locust import constant, events
 from locust.runners import WorkerRunner
 
-import swarmgauge.listeners.all  # noqa: F401 - steps, SLOs, resources, run directory
+import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge import shapes
 from swarmgauge.listeners import resources, rundir, slo, steps
 from swarmgauge.shapes.open_model import OpenModel, tickets

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from swarmgauge.listeners.rundir import write_atomic
+from swarmgauge.files import write_atomic
 from swarmgauge.reports.sections import Section
 
 logger = logging.getLogger("swarmgauge.report")
