@@ -4,7 +4,7 @@ Every ``--sample-interval`` seconds a background greenlet (started at ``test_sta
 ``--sample`` source on the master (default) or on every worker (``--sample-on workers``), and every process polls
 its own RSS and CPU (source ``generator``). Workers drain their rows into ``report_to_master`` and the master keeps
 each row once. At the end the master writes ``resources.csv`` (long format, columns
-:data:`listeners.sources.verdict.COLUMNS`) into the run directory, registers the SLO terms ``rss_slope`` (bytes/h),
+:data:`swarmgauge.core.verdict.COLUMNS`) into the run directory, registers the SLO terms ``rss_slope`` (bytes/h),
 ``rss_delta`` (bytes), ``heap_slope`` (bytes/h) and ``working_set_max`` (bytes), and a headless run prints the leak
 verdict naming the slope it measured. A failing source is logged once per interval with a count; it never stops
 the run.
@@ -29,9 +29,9 @@ from swarmgauge.files import write_atomic
 from swarmgauge.listeners.rundir import add_run_info, run_dir
 from swarmgauge.listeners.sources import Source, SourceError, parse_source
 from swarmgauge.listeners.sources.proc import PsutilSource
-from swarmgauge.listeners.sources.trend import Warmup, parse_warmup
+from swarmgauge.core.trend import Warmup, parse_warmup
 from swarmgauge.listeners.steps import current_step
-from swarmgauge.listeners.sources.verdict import (COLUMNS, GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
+from swarmgauge.core.verdict import (COLUMNS, GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
                                        WORKING_SET_METRICS, Row, leak_verdict, trends, worst)
 from swarmgauge.errors import UsageError, stop_on_usage_error
 

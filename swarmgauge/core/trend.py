@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from swarmgauge.errors import UsageError
 
+MIB = 1024 * 1024
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
