@@ -34,6 +34,9 @@ from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.targets.mark.seed import corpus_paths
 from swarmgauge.users import mcp as mcp_users
 from swarmgauge.users.mark_user import MarkUser
+from swarmgauge.listeners.resources import add_sample_source
+from swarmgauge.targets.launch import launch_target
+from swarmgauge.targets.mcp_gateway import launch
 
 log = logging.getLogger(__name__)
 CORPUS = 300
@@ -129,9 +132,6 @@ class EmbeddedGateway:
         self.gateway: Any = None
 
     def start(self, gateway_args: list[str]) -> Any:
-        from swarmgauge.targets.launch import launch_target
-        from swarmgauge.targets.mcp_gateway import launch
-
         try:
             self.mark = launch_target("mark", ["--port", "0", "--seed-corpus", str(CORPUS)])
             self.gateway = launch(["--mark", self.mark.url, *gateway_args])
@@ -158,7 +158,6 @@ def start_embedded(environment: Any) -> None:
     """No ``--host`` on the master or a local run: start the gateway, point every user at it, sample it."""
     if environment.host or isinstance(environment.runner, WorkerRunner):
         return
-    from swarmgauge.listeners.resources import add_sample_source
 
     options = environment.parsed_options
     try:
