@@ -19,6 +19,8 @@ from tests.deploy.compose_local import (ComposeInterpolationError, interpolate, 
 from tests.deploy.test_manifests import compose_schema
 from tests.listeners.sim_run import free_port
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 TALLY = "tests/deploy/worker_tally.py"
 WORKERS = 2
 RUN_SECONDS = 120

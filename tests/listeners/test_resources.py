@@ -9,6 +9,9 @@ import os
 from collections import Counter
 
 from tests.listeners.sim_run import ROOT, run_distributed, run_local, sim_target
+import pytest
+
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 HTTP_RAMP = ROOT / "locustfiles" / "http_ramp.py"
 

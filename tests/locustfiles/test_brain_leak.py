@@ -7,6 +7,9 @@ import subprocess
 import sys
 
 from swarmgauge.targets.launch import REPO_ROOT, child_env
+import pytest
+
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 
 def run(tmp_path, locustfile: str, target_args: str, *extra: str) -> subprocess.CompletedProcess:

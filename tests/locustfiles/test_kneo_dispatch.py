@@ -19,7 +19,7 @@ from swarmgauge.targets.postgres import PostgresCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUST = str(Path(sys.executable).parent / "locust")
-pytestmark = pytest.mark.timeout(900)  # the first test may build the cached kneo-serv venv
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may build the cached kneo-serv venv
 
 
 def _database(cluster: PostgresCluster) -> str:

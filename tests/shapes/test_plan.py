@@ -7,6 +7,8 @@ from swarmgauge.shapes.plan import build_plan, load_plan_file, parse_duration
 from swarmgauge.errors import UsageError
 from tests.listeners.sim_run import run_local
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 
 def test_step_ramp_expands_to_one_stage_per_step():
     plan = build_plan({"kind": "step_ramp", "steps": [1, 4, 16], "step_time": "30s", "warmup": "2s"})

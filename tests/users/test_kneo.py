@@ -29,7 +29,7 @@ from swarmgauge.targets.kneo import KneoService
 from swarmgauge.targets.kneo.store import StoreUnavailable, drain, read_rows, reconcile
 from swarmgauge.users.kneo import KneoClient
 
-pytestmark = pytest.mark.timeout(900)  # the first test may build the cached kneo-serv venv
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may build the cached kneo-serv venv
 BAD_SPEC = "version: v1\nagent:\n  name: echo\n  model: {provider: dummy, name: dummy}\n  strategy: bogus\n"
 
 

@@ -14,6 +14,8 @@ from swarmgauge.users.mark import NotFound, Unauthorized
 from swarmgauge.users.mark_user import MarkUser
 from swarmgauge.users.quic import QuicError
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 TOKEN = "user-test-token"
 
 

@@ -20,7 +20,7 @@ from locust.event import Events
 from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
 from swarmgauge.users import mdk
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 DEVICES = ["ok-1", "junk-1", "gone-1", "hang-1", "null-1", "err-1"]
 GOOD_METRICS = {"snap": {"success": True}, "hashrate_avg": 110.0, "power": 3300}
 HANG_S = 3.0
