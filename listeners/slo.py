@@ -252,3 +252,4 @@ def _on_quitting(environment: Any, **_kwargs: Any) -> None:
 
 
 hooks.add_slos.implement(add_default_slos)
+hooks.validate_slos.implement(validate)

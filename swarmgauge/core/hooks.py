@@ -92,6 +92,8 @@ final_reports_in: Hook[bool] = Hook("final_reports_in", _all_in)
 """``final_reports_in(env)``: True once every asked worker answered."""
 add_slos: Hook[None] = Hook("add_slos", _nothing)
 """``add_slos(env, exprs)``: a User's own gates, checked alongside ``--slo``."""
+validate_slos: Hook[None] = Hook("validate_slos", _nothing)
+"""``validate_slos(env)``: raise UsageError for a bad ``--slo`` (a shape checks its plan's SLOs with it)."""
 add_run_info: Hook[None] = Hook("add_run_info", _nothing)
 """``add_run_info(env, key, value)``: merge a JSON-able value into ``run.json``."""
 run_dir: Hook[Path | None] = Hook("run_dir", _nothing)
@@ -133,4 +135,4 @@ def metric_terms() -> list[str]:
 
 
 ALL_HOOKS = (count_step, current_step, announce_step, end_run, request_final_reports, final_reports_in, add_slos,
-             add_run_info, run_dir, redact, render_report, take_ticket, add_sample_source)
+             validate_slos, add_run_info, run_dir, redact, render_report, take_ticket, add_sample_source)
