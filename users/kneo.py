@@ -248,7 +248,9 @@ class KneoUser(User):
 
 @events.init.add_listener
 def _on_init(environment: Any, **_: Any) -> None:
-    if not environment.stop_timeout and any(issubclass(u, KneoUser) for u in environment.user_classes):
+    if not any(issubclass(u, KneoUser) for u in environment.user_classes):
+        return  # imported (by swarmgauge.api, say) into a run without kneo users: no ledger, no gauges
+    if not environment.stop_timeout:
         environment.stop_timeout = DEFAULT_STOP_TIMEOUT
     if isinstance(environment.runner, WorkerRunner):
         return

@@ -151,7 +151,7 @@ def _on_init(environment: Any, **_: Any) -> None:
 
 @events.test_start.add_listener
 def _on_test_start(environment: Any, **_: Any) -> None:
-    if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None:
+    if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None or environment not in _ENVS:
         return
     if store_locator(environment.parsed_options):
         hooks.add_slos(environment, [f"{MISMATCH_TERM}==0"])
@@ -176,4 +176,5 @@ def _on_worker_report(client_id: str, data: dict, **_: Any) -> None:
 
 @events.quitting.add_listener
 def _on_quitting(environment: Any, **_: Any) -> None:
-    reconcile_run(environment)
+    if environment in _ENVS:  # a run with kneo users (users/kneo.py starts the ledger at init)
+        reconcile_run(environment)
