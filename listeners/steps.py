@@ -27,7 +27,7 @@ from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
 
 from swarmgauge.core import hooks
 from swarmgauge.core.locust_compat import cache_default_args, has_message_handler
-from swarmgauge.core.hooks import StepInfo, before_flush, register_step_counter, step_changed, step_counter_names
+from swarmgauge.core.hooks import StepInfo, before_flush, step_changed, step_counter_names
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import rundir
 from swarmgauge.listeners.step_stats import NameStats, StepMerge, StepRecorder
@@ -44,6 +44,7 @@ LOCAL_DRAIN_INTERVAL = 1.0
 WORKER_REPORT_SECONDS = 3.0  # Locust's WORKER_REPORT_INTERVAL: a master's timeline cannot be finer than this
 MAX_SAMPLER_SECONDS = 30 * 24 * 3600.0
 
+register_step_counter = hooks.register_step_counter  # kept here for locustfiles that declare counters
 _envs: list[Any] = []
 
 

@@ -118,10 +118,6 @@ class WorkerLossWatcher:
 _watchers: dict[int, WorkerLossWatcher] = {}
 
 
-def watcher_for(environment: Any) -> WorkerLossWatcher | None:
-    return _watchers.get(id(environment))
-
-
 @events.init.add_listener
 def _on_init(environment: Any, **_kwargs: Any) -> None:
     if not isinstance(environment.runner, MasterRunner):

@@ -205,21 +205,6 @@ def poll_delays(initial: float, factor: float, cap: float) -> Iterator[float]:
         delay = min(cap, delay * factor)
 
 
-def parse_metrics(text: str) -> dict[str, float]:
-    """Unlabelled samples of a Prometheus text page (kneo-serv's gauges and counters are unlabelled)."""
-    values: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        parts = line.split()
-        if len(parts) >= 2 and "{" not in parts[0]:
-            try:
-                values[parts[0]] = float(parts[1])
-            except ValueError:
-                continue
-    return values
-
-
 @dataclass
 class RunLedger:
     """What this process's users sent and saw, per run tag, for the end-of-run reconciliation.

@@ -99,10 +99,6 @@ class GatewayUnreachable(MDKError):
 TIMED_OUT = (GatewayTimeout,)
 
 
-def is_timeout_code(code: str) -> bool:
-    return "TIMEOUT" in code
-
-
 def check_metrics(metrics: Any) -> dict:
     """The harness's rule, made stricter: null metrics, any metric with ``error``, or a failed snap fail."""
     if metrics is None:
