@@ -29,7 +29,8 @@ from locust.runners import WorkerRunner
 
 import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge import shapes
-from swarmgauge.shapes.plan import Plan, build_plan, load_plan_file, parse_duration
+from swarmgauge.core.durations import parse_duration
+from swarmgauge.shapes.plan import Plan, build_plan, load_plan_file
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.targets.mark.seed import corpus_paths
 from swarmgauge.users import mcp as mcp_users

@@ -38,7 +38,8 @@ import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge import shapes
 from swarmgauge.listeners import resources, rundir, slo, steps
 from swarmgauge.shapes.open_model import OpenModel, tickets
-from swarmgauge.shapes.plan import Plan, build_plan, parse_duration
+from swarmgauge.core.durations import parse_duration
+from swarmgauge.shapes.plan import Plan, build_plan
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.targets.embedded import start_embedded
 from swarmgauge.users import mdk
