@@ -103,7 +103,7 @@ def main(argv: list[str]) -> int:
     try:
         response = codec.parse_response(raw)
     except codec.MarkParseError as exc:
-        print(f"swarmgauge mark: MalformedResponse: {exc.reason}", file=sys.stderr)
+        print(f"swarmgauge mark: MarkMalformedResponse: {exc.reason}", file=sys.stderr)
         return 2
     sys.stdout.buffer.write(format_response(response))
     sys.stdout.buffer.flush()

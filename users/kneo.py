@@ -25,7 +25,7 @@ from locust.runners import WorkerRunner
 from swarmgauge.protocols.kneo import (
     KneoHTTPError,
     KneoUnreachable,
-    MalformedResponse,
+    KneoMalformedResponse,
     PollTimeout,
     QueueFull,
     RunLedger,
@@ -149,7 +149,7 @@ class KneoClient:
         except KneoHTTPError as exc:
             self.ledger.refuse(exc.code)
             raise
-        except MalformedResponse:
+        except KneoMalformedResponse:
             self.ledger.lost()
             raise
         self.ledger.accept(state.run_id)

@@ -228,7 +228,7 @@ def test_one_client_is_rate_limited_after_300_requests_in_a_minute(limited_stand
     result, stats, failures = run_locust(tmp_path, limited_stand_in.url, 1, {"MDK_TEST_WAIT": "0"},
                                          "--mdk-weights", "alerts=1")
     total = next(r for r in stats if r["Name"] == "Aggregated")
-    limited = sum(int(r["Occurrences"]) for r in failures if r["Error"] == "RateLimited(HTTP 429)")
+    limited = sum(int(r["Occurrences"]) for r in failures if r["Error"] == "MDKRateLimited(HTTP 429)")
     assert limited > 0 and int(total["Failure Count"]) == limited
     assert int(total["Request Count"]) - limited == 300
 
