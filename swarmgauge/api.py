@@ -18,5 +18,22 @@ from swarmgauge.users.recording import measure
 USERS = (BrainUser, KneoUser, MarkUser, MCPUser, MCPChurnUser, MDKUser)
 SHAPES = (StepRamp, Soak, ArrivalRate, Burst, Churn, PlanShape)
 
-__all__ = ["BrainUser", "KneoUser", "MarkUser", "MCPUser", "MCPChurnUser", "MDKUser", "measure", "tickets",
-           "SwarmShape", "USERS", "SHAPES", "StepRamp", "Soak", "ArrivalRate", "Burst", "Churn", "PlanShape"]
+__all__ = [
+           "SHAPES",
+           "USERS",
+           "ArrivalRate",
+           "BrainUser",
+           "Burst",
+           "Churn",
+           "KneoUser",
+           "MCPChurnUser",
+           "MCPUser",
+           "MDKUser",
+           "MarkUser",
+           "PlanShape",
+           "Soak",
+           "StepRamp",
+           "SwarmShape",
+           "measure",
+           "tickets",
+]

@@ -7,9 +7,10 @@ the queries answer "no step", "no run directory", "every final report is in".
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from locust.event import EventHook
 

@@ -6,7 +6,8 @@ The ``locust`` upper bound in ``pyproject.toml`` keeps an unchecked version from
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from locust import argument_parser
 

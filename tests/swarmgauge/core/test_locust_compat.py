@@ -48,7 +48,8 @@ def test_runners_keep_custom_messages_as_a_mapping_filled_by_register_message():
 
 def test_has_message_handler_reads_the_registered_types():
     class RunnerWithMessages:
-        custom_messages = {"swarmgauge_step": (lambda **_: None, False)}
+        def __init__(self) -> None:
+            self.custom_messages = {"swarmgauge_step": (lambda **_: None, False)}
 
     assert locust_compat.has_message_handler(RunnerWithMessages(), "swarmgauge_step")
     assert not locust_compat.has_message_handler(RunnerWithMessages(), "other")
