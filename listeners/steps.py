@@ -23,10 +23,10 @@ from typing import Any
 import gevent
 import psutil
 from locust import events
-from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
+from locust.runners import MasterRunner, WorkerRunner
 
 from swarmgauge.core import hooks
-from swarmgauge.core.locust_compat import cache_default_args, has_message_handler
+from swarmgauge.core.locust_compat import cache_default_args, has_message_handler, live_worker_ids
 from swarmgauge.core.hooks import StepInfo, before_flush, step_changed, step_counter_names
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import rundir
@@ -113,7 +113,7 @@ def announce(environment: Any, info: StepInfo) -> None:
 
 
 def _live_workers(runner: Any) -> list[str]:
-    return sorted(client.id for client in runner.clients.all if client.state != STATE_MISSING)
+    return live_worker_ids(runner)
 
 
 def request_final_reports(environment: Any) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from swarmgauge.core import hooks
 from swarmgauge.files import write_atomic
 from swarmgauge.reports.sections import Section
 
@@ -191,3 +192,6 @@ def render_report(run_dir: Path | str) -> dict[str, Any]:
     write_atomic(run_dir / "report.html", page)
     write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2, default=str))
     return summary
+
+
+hooks.render_report.implement(render_report)  # a run directory's report at the end of the run

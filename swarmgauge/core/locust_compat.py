@@ -10,9 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 from locust import argument_parser
+from locust.runners import STATE_MISSING
 
 #: Locust's attributes used here, by object, so the tests can check every one is still there.
-PRIVATE_ATTRIBUTES = {"locust.argument_parser": ("default_args_dict",), "Runner": ("custom_messages",)}
+PRIVATE_ATTRIBUTES = {"locust.argument_parser": ("default_args_dict",), "Runner": ("custom_messages",),
+                      "MasterRunner": ("clients",), "WorkerNode": ("id", "state"), "locust.runners": ("STATE_MISSING",)}
 
 
 def cache_default_args() -> None:
@@ -39,3 +41,18 @@ def cache_default_args() -> None:
 def has_message_handler(runner: Any, message_type: str) -> bool:
     """Whether ``runner`` already handles custom messages of ``message_type`` (Locust keeps no public query)."""
     return message_type in getattr(runner, "custom_messages", {})
+
+
+def _worker_nodes(runner: Any) -> list[Any]:
+    """The master's table of worker nodes (``MasterRunner.clients``, a ``WorkerNodes``; undocumented)."""
+    return list(runner.clients.values())
+
+
+def live_worker_ids(runner: Any) -> list[str]:
+    """The ids of the workers the master has not marked missing, sorted."""
+    return sorted(str(node.id) for node in _worker_nodes(runner) if node.state != STATE_MISSING)
+
+
+def missing_worker_ids(runner: Any) -> list[str]:
+    """The ids of the workers the master marked missing (no heartbeat)."""
+    return [str(node.id) for node in _worker_nodes(runner) if node.state == STATE_MISSING]

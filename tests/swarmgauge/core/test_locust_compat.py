@@ -60,3 +60,18 @@ def test_every_listed_private_attribute_is_checked_here():
     listed = {name for names in locust_compat.PRIVATE_ATTRIBUTES.values() for name in names}
     source = inspect.getsource(inspect.getmodule(test_every_listed_private_attribute_is_checked_here))
     assert all(name in source for name in listed)
+
+
+def test_the_masters_worker_table_gives_live_and_missing_workers():
+    from locust.runners import STATE_MISSING, STATE_RUNNING, MasterRunner, WorkerNode, WorkerNodes
+
+    class MasterWithWorkers:
+        def __init__(self) -> None:
+            self.clients = WorkerNodes()
+
+    runner = MasterWithWorkers()
+    for worker_id, state in (("b", STATE_RUNNING), ("a", STATE_RUNNING), ("c", STATE_MISSING)):
+        runner.clients[worker_id] = WorkerNode(worker_id, state=state)
+    assert locust_compat.live_worker_ids(runner) == ["a", "b"]
+    assert locust_compat.missing_worker_ids(runner) == ["c"]
+    assert "self.clients = WorkerNodes()" in inspect.getsource(MasterRunner.__init__)
