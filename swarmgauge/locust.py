@@ -5,7 +5,7 @@ shapes' options (``--steps``, ``--plan``, ...), and the report written into the 
 and shapes to subclass or use are re-exported by :mod:`swarmgauge.api`.
 """
 
-import swarmgauge.reports.report
+import swarmgauge.reports.report  # installs the end-of-run report
 import swarmgauge.shapes  # noqa: F401 - the shapes' options and the open-model ticket scheduler
 from swarmgauge.listeners import all as listeners_all
 
