@@ -10,25 +10,16 @@ passes its fault modes (``"--leak-per-search 2048"``, ``"--pool-exhaustion 50"``
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from locust import events
 
 import swarmgauge.locust  # noqa: F401 - steps, SLOs, run directory, resources
 from swarmgauge.core import hooks
-from swarmgauge.targets.embedded import start_embedded
+from swarmgauge.targets.embedded import start_embedded_brain
 from swarmgauge.users.brain import BrainUser, add_gates, parse_mix
 
 LEAK_SLO = "rss_delta<50MiB"
-
-
-def start_embedded_brain(environment: Any) -> None:
-    """With no ``--host``: start the brain stand-in (``--brain-embedded-args``) and sample its RSS by pid."""
-    extra = shlex.split(environment.parsed_options.brain_embedded_args or "")
-    target = start_embedded(environment, "brain", ["--port", "0", *extra], describe="2dph brain stand-in")
-    if target is not None:
-        hooks.add_sample_source(environment, f"psutil:pid={target.pid}")
 
 
 @events.init.add_listener
