@@ -1,12 +1,12 @@
-"""Import this from a locustfile to get every swarmgauge listener and its options.
+"""Every swarmgauge listener, imported for its event handlers and options; ``swarmgauge.locust`` imports this.
 
-Each listener module registers its own event handlers when imported; a module not yet present is skipped, so a
-locustfile works with whatever this installation ships.
+A listener module that is missing is an ImportError here, never a silent skip: a run without its SLO checks or
+run directory would look like a passing run. A new listener module goes into :data:`LISTENER_MODULES`.
 """
 
 import importlib
-import importlib.util
 
+#: Every listener module, in the order their handlers register (the run folder first).
 LISTENER_MODULES = (
     "swarmgauge.listeners.rundir",
     "swarmgauge.listeners.steps",
@@ -16,10 +16,8 @@ LISTENER_MODULES = (
     "swarmgauge.listeners.prom_export",
     "swarmgauge.listeners.webui",
     "swarmgauge.listeners.workers",
-    "swarmgauge.listeners.summary",
     "swarmgauge.listeners.quiet",
 )
 
 for _name in LISTENER_MODULES:
-    if importlib.util.find_spec(_name) is not None:
-        importlib.import_module(_name)
+    importlib.import_module(_name)

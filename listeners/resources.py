@@ -4,7 +4,7 @@ Every ``--sample-interval`` seconds a background greenlet (started at ``test_sta
 ``--sample`` source on the master (default) or on every worker (``--sample-on workers``), and every process polls
 its own RSS and CPU (source ``generator``). Workers drain their rows into ``report_to_master`` and the master keeps
 each row once. At the end the master writes ``resources.csv`` (long format, columns
-:data:`listeners.sources.verdict.COLUMNS`) into the run directory, registers the SLO terms ``rss_slope`` (bytes/h),
+:data:`swarmgauge.core.verdict.COLUMNS`) into the run directory, registers the SLO terms ``rss_slope`` (bytes/h),
 ``rss_delta`` (bytes), ``heap_slope`` (bytes/h) and ``working_set_max`` (bytes), and a headless run prints the leak
 verdict naming the slope it measured. A failing source is logged once per interval with a count; it never stops
 the run.
@@ -24,10 +24,14 @@ import gevent
 from locust import events
 from locust.runners import MasterRunner, WorkerRunner
 
+from swarmgauge.core import hooks
+from swarmgauge.files import write_atomic
+from swarmgauge.listeners.rundir import add_run_info, run_dir
 from swarmgauge.listeners.sources import Source, SourceError, parse_source
 from swarmgauge.listeners.sources.proc import PsutilSource
-from swarmgauge.listeners.sources.trend import Warmup, parse_warmup
-from swarmgauge.listeners.sources.verdict import (COLUMNS, GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
+from swarmgauge.core.trend import Warmup, parse_warmup
+from swarmgauge.listeners.steps import current_step
+from swarmgauge.core.verdict import (COLUMNS, GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
                                        WORKING_SET_METRICS, Row, leak_verdict, trends, worst)
 from swarmgauge.errors import UsageError, stop_on_usage_error
 
@@ -86,10 +90,6 @@ def _node_name(environment) -> str:
 
 
 def _current_step(environment) -> int | None:
-    try:
-        from swarmgauge.listeners.steps import current_step
-    except ImportError:
-        return None
     info = current_step(environment)
     return None if info is None else int(info.index)
 
@@ -224,17 +224,9 @@ SLO_TERMS = {
 }
 
 
-def _register_slo_terms() -> None:
-    try:
-        from swarmgauge.listeners.slo import register_metric
-    except ImportError:
-        log.debug("listeners.slo is not installed: resource SLO terms are not registered")
-        return
-    for term, provider in SLO_TERMS.items():
-        register_metric(term, provider)
-
-
-_register_slo_terms()
+for _term, _provider in SLO_TERMS.items():
+    hooks.register_metric(_term, _provider)
+hooks.add_sample_source.implement(add_sample_source)
 
 
 @events.init.add_listener
@@ -290,10 +282,6 @@ def _on_quitting(environment, **_kwargs) -> None:
 
 
 def _write_outputs(environment, sampler: ResourceSampler, status: str | None, text: str) -> None:
-    try:
-        from swarmgauge.listeners.rundir import add_run_info, run_dir, write_atomic
-    except ImportError:
-        return
     directory = run_dir(environment)
     if directory is None:
         return

@@ -28,9 +28,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from locust import events
+from locust import events, log
+from locust import stats as locust_stats
 from locust.runners import WorkerRunner
 
+from swarmgauge.core import hooks
 from swarmgauge.files import write_atomic
 from swarmgauge.run_folders import LATEST, new_run_folder, resolve  # noqa: F401 - resolve is part of this API
 
@@ -212,8 +214,6 @@ def add_run_info(environment: Any, key: str, value: Any) -> None:
 
 def exit_code_as_locust_decides(environment: Any) -> int:
     """The exit code Locust's ``shutdown`` will pick: ours if set, then errors, then crashes, else 0."""
-    from locust import log
-
     if environment.process_exit_code is not None:
         return int(environment.process_exit_code)
     runner = environment.runner
@@ -296,8 +296,6 @@ def write_run_json(environment: Any, *, final: bool) -> None:
 
 
 def _locust_csvs(environment: Any, directory: Path) -> None:
-    from locust import stats as locust_stats
-
     writer = locust_stats.StatsCSV(environment, locust_stats.PERCENTILES_TO_REPORT)
     for name, method in (
         ("locust_stats.csv", writer.requests_csv),
@@ -340,9 +338,7 @@ def close_run(environment: Any) -> Path | None:
     write_run_json(environment, final=True)
     if not getattr(environment.parsed_options, "no_report", False):
         try:
-            from swarmgauge.reports.report import render_report
-
-            render_report(directory)
+            hooks.render_report(directory)
             logger.info("report written to %s", directory / "report.md")
         except Exception as exc:  # noqa: BLE001 - the run's data is already safe on disk
             logger.warning("could not render the report in %s: %s", directory, exc)
@@ -355,3 +351,8 @@ def close_run(environment: Any) -> Path | None:
 def _on_quitting(environment: Any, **_kwargs: Any) -> None:
     """Registered first, so (quitting fires in reverse) it runs after every other swarmgauge listener."""
     close_run(environment)
+
+
+hooks.add_run_info.implement(add_run_info)
+hooks.run_dir.implement(run_dir)
+hooks.redact.implement(redact)

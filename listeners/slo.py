@@ -24,7 +24,10 @@ from typing import Any, Callable
 from locust import events
 from locust.runners import WorkerRunner
 
+from swarmgauge.core import hooks
+from swarmgauge.core.slo_units import LATENCY_METRICS, UNITS, in_unit  # noqa: F401 - in_unit is part of this API
 from swarmgauge.listeners import rundir, steps
+from swarmgauge.listeners.steps_csv import step_durations
 from swarmgauge.errors import UsageError, stop_on_usage_error
 
 logger = logging.getLogger("swarmgauge.slo")
@@ -32,31 +35,19 @@ logger = logging.getLogger("swarmgauge.slo")
 SLO_EXIT_CODE = 3
 AMBER_MARGIN = 0.10
 Provider = Callable[[Any, "int | None"], "float | None"]
+register_metric = hooks.register_metric
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt,
-}
-_UNITS: dict[str, float] = {
-    "": 1.0, "ms": 1.0, "s": 1000.0, "%": 0.01, "B": 1.0, "KiB": 1024.0, "MiB": 1024.0**2, "GiB": 1024.0**3,
-    "KB": 1e3, "MB": 1e6, "GB": 1e9, "MiB/h": 1024.0**2, "GiB/h": 1024.0**3, "KiB/h": 1024.0, "B/h": 1.0, "/s": 1.0,
 }
 _EXPR = re.compile(
     r"^\s*(?P<left>[^<>=!]+?)\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<value>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
     r"\s*(?P<unit>[A-Za-z%/]*)\s*(?:@(?P<scope>step|run))?\s*$"
 )
-LATENCY_METRICS = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99.9": 99.9, "p999": 99.9}
 REQUEST_METRICS = set(LATENCY_METRICS) | {"max", "avg", "fail_ratio", "rps", "requests", "failures"}
 
-_PROVIDERS: dict[str, Provider] = {}
-
-
-def register_metric(term: str, provider: Provider) -> None:
-    """Add an SLO term: ``provider(environment, step_index_or_None) -> float | None`` in base units."""
-    _PROVIDERS[term] = provider
-
-
 def known_metric(metric: str) -> bool:
-    return metric in REQUEST_METRICS or metric in _PROVIDERS or metric in steps.step_counter_names()
+    return metric in REQUEST_METRICS or hooks.metric_provider(metric) is not None or metric in steps.step_counter_names()
 
 
 @dataclass(frozen=True)
@@ -92,9 +83,9 @@ def parse(expr: str) -> Threshold:
     if request_type is not None and metric not in REQUEST_METRICS and metric not in steps.step_counter_names():
         raise UsageError(f"--slo {expr!r}: metric {metric!r} does not take a request type")
     unit = match.group("unit")
-    if unit not in _UNITS:
+    if unit not in UNITS:
         raise UsageError(f"unknown unit {unit!r} in --slo {expr!r}")
-    return Threshold(expr.strip(), metric, match.group("op"), float(match.group("value")) * _UNITS[unit], unit,
+    return Threshold(expr.strip(), metric, match.group("op"), float(match.group("value")) * UNITS[unit], unit,
                      match.group("scope") or "run", request_type, name)
 
 
@@ -148,16 +139,15 @@ def _request_metric(environment: Any, threshold: Threshold, step: int | None) ->
         return float(stats.requests)
     if metric == "failures":
         return float(stats.failures)
-    from swarmgauge.listeners.steps_csv import step_durations
-
     durations = step_durations(steps.step_infos(environment), steps.stopped_at(environment))
     seconds = durations.get(step) if step is not None else sum(d for d in durations.values() if d)
     return stats.requests / seconds if seconds else None
 
 
 def observe(environment: Any, threshold: Threshold, step: int | None) -> float | None:
-    if threshold.metric in _PROVIDERS and threshold.metric not in REQUEST_METRICS:
-        return _PROVIDERS[threshold.metric](environment, step)
+    provider = hooks.metric_provider(threshold.metric)
+    if provider is not None and threshold.metric not in REQUEST_METRICS:
+        return provider(environment, step)
     return _request_metric(environment, threshold, step)
 
 
@@ -216,16 +206,6 @@ def check(environment: Any) -> list[dict[str, Any]]:
     return verdicts
 
 
-def in_unit(value: float | None, unit: str, metric: str = "") -> str:
-    """A base-unit value in the threshold's own unit, 3 significant digits: ``45.2 MiB``, ``1.5 %``, ``12.3 ms``."""
-    if value is None:
-        return "no data"
-    shown_unit = unit or ("ms" if metric in LATENCY_METRICS or metric in ("max", "avg") else "")
-    number = float(value) / _UNITS.get(unit, 1.0)
-    text = f"{number:.0f}" if abs(number) >= 100 else f"{number:.3g}"
-    return f"{text} {shown_unit}".rstrip() if shown_unit != "%" else f"{text} %"
-
-
 FAILURE_METRICS = ("fail_ratio", "failures")
 
 
@@ -282,6 +262,10 @@ def _on_quitting(environment: Any, **_kwargs: Any) -> None:
     verdicts = check(environment)
     if verdicts:
         text = format_verdicts(verdicts)
-        if "swarmgauge.listeners.summary" not in sys.modules:  # else printed after Locust's table, in the summary
+        if "swarmgauge.summary" not in sys.modules:  # else printed after Locust's table, in the summary
             sys.stdout.write(text + "\n")
         logger.debug("SLO verdicts:\n%s", text)
+
+
+hooks.add_slos.implement(add_default_slos)
+hooks.validate_slos.implement(validate)

@@ -7,7 +7,7 @@ No Locust and no I/O here, so the drain/merge round trip is tested directly. A d
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
@@ -172,10 +172,3 @@ class StepMerge:
 
     def workers(self, step: int) -> int:
         return len(self.sources.get(step, set()))
-
-
-def merge_all(batches: Iterable[tuple[str, dict[str, Any]]]) -> StepMerge:
-    merged = StepMerge()
-    for source, batch in batches:
-        merged.add_batch(source, batch)
-    return merged

@@ -17,17 +17,21 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from typing import Any
 
 import gevent
 import psutil
 from locust import events
-from locust.event import EventHook
-from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
+from locust.runners import MasterRunner, WorkerRunner
 
+from swarmgauge.core import hooks
+from swarmgauge.core.locust_compat import cache_default_args, has_message_handler, live_worker_ids
+from swarmgauge.core.hooks import StepInfo, before_flush, step_changed, step_counter_names
+from swarmgauge.files import write_atomic
 from swarmgauge.listeners import rundir
 from swarmgauge.listeners.step_stats import NameStats, StepMerge, StepRecorder
+from swarmgauge.listeners.steps_csv import TIMELINE_COLUMNS, step_rows, timeline_rows, write_rows
 
 logger = logging.getLogger("swarmgauge.steps")
 
@@ -40,46 +44,8 @@ LOCAL_DRAIN_INTERVAL = 1.0
 WORKER_REPORT_SECONDS = 3.0  # Locust's WORKER_REPORT_INTERVAL: a master's timeline cannot be finer than this
 MAX_SAMPLER_SECONDS = 30 * 24 * 3600.0
 
-step_changed = EventHook()
-"""Fired on every process as ``step_changed.fire(environment=env, step=StepInfo)`` at each stage change."""
-
-before_flush = EventHook()
-"""Fired on each load-generating process as ``before_flush.fire(environment=env)`` just before its final drain."""
-
-_STEP_COUNTERS: list[str] = ["dropped"]
+register_step_counter = hooks.register_step_counter  # kept here for locustfiles that declare counters
 _envs: list[Any] = []
-
-
-@dataclass(frozen=True)
-class StepInfo:
-    """One stage of a plan as the master announced it; ``started_at`` is the master's wall clock.
-
-    ``slot`` of ``slots`` says which share of an open-model step's arrivals this process issues (every
-    ``slots``-th ticket, starting at ``slot``), so the workers together issue exactly the plan's count.
-    """
-
-    index: int
-    label: str
-    users: int | None
-    rate: float | None
-    started_at: float
-    duration: float | None = None
-    warmup: float = 0.0
-    rate_share: float | None = None
-    drop_after: float | None = None
-    rate_end: float | None = None
-    slot: int = 0
-    slots: int = 1
-
-
-def register_step_counter(name: str) -> None:
-    """Declare a per-step counter so it appears as a ``steps.csv`` column even when it stays zero."""
-    if name not in _STEP_COUNTERS:
-        _STEP_COUNTERS.append(name)
-
-
-def step_counter_names() -> list[str]:
-    return list(_STEP_COUNTERS)
 
 
 class _StepState:
@@ -147,7 +113,7 @@ def announce(environment: Any, info: StepInfo) -> None:
 
 
 def _live_workers(runner: Any) -> list[str]:
-    return sorted(client.id for client in runner.clients.all if client.state != STATE_MISSING)
+    return live_worker_ids(runner)
 
 
 def request_final_reports(environment: Any) -> None:
@@ -272,41 +238,18 @@ def _merge_batch(environment: Any, source: str, batch: dict[str, Any]) -> None:
         state.timeline_steps[bucket] = info.index if info else 0
 
 
-def _cache_default_args() -> None:
-    """Build Locust's default-options dict once per worker process instead of once per option per message.
-
-    Locust's worker rebuilds a whole argument parser for every option of every ``spawn`` message it handles,
-    which holds the event loop for about half a second at each step change; requests in flight then look that much
-    slower. The dict only answers "is this a default option?", so one copy per process serves every message.
-    """
-    from locust import argument_parser
-
-    build = argument_parser.default_args_dict
-    if getattr(build, "swarmgauge_cached", False):
-        return
-    cached: dict[str, Any] = {}
-
-    def default_args_dict() -> dict:
-        if not cached:
-            cached.update(build())
-        return dict(cached)
-
-    default_args_dict.swarmgauge_cached = True  # type: ignore[attr-defined]
-    argument_parser.default_args_dict = default_args_dict
-
-
 @events.init.add_listener
 def _on_init(environment: Any, **_kwargs: Any) -> None:
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
-        _cache_default_args()
+        cache_default_args()
     handlers = {MESSAGE_TYPE: _on_step_message}
     if isinstance(runner, WorkerRunner):
         handlers[FLUSH_MESSAGE] = _on_flush_message
     if isinstance(runner, MasterRunner):
         handlers[FLUSHED_MESSAGE] = _on_flushed_message
     for message_type, handler in handlers.items():
-        if runner is not None and message_type not in getattr(runner, "custom_messages", {}):
+        if runner is not None and not has_message_handler(runner, message_type):
             runner.register_message(message_type, handler)
     _envs.append(environment)
     environment.events.request.add_listener(
@@ -353,11 +296,9 @@ def finalize(environment: Any) -> StepMerge:
         state.finalized = True
         directory = rundir.run_dir(environment)
         if directory is not None:
-            from swarmgauge.listeners.steps_csv import TIMELINE_COLUMNS, step_rows, timeline_rows, write_rows
-
             rows = step_rows(state.merged, step_infos(environment), state.stopped_at, step_counter_names())
-            rundir.write_atomic(directory / "steps.csv", write_rows(rows))
-            rundir.write_atomic(directory / "timeline.csv",
+            write_atomic(directory / "steps.csv", write_rows(rows))
+            write_atomic(directory / "timeline.csv",
                                 write_rows(timeline_rows(state.timeline, state.timeline_steps, _timeline_bucket(environment)),
                                            TIMELINE_COLUMNS))
             rundir.add_run_info(environment, "steps", [asdict(i) for i in step_infos(environment)])
@@ -370,6 +311,12 @@ def step_infos(environment: Any) -> list[StepInfo]:
     return [state.announced[i] for i in sorted(state.announced)]
 
 
+def rows_now(environment: Any) -> list[dict[str, Any]]:
+    """``steps.csv`` rows from what the master has merged so far, without writing anything (live views, summary)."""
+    state = _state(environment)
+    return step_rows(state.merged, step_infos(environment), state.stopped_at or time.time(), step_counter_names())
+
+
 def merged(environment: Any) -> StepMerge:
     """The master's merged per-step statistics so far (for SLO checks and the web UI)."""
     return _state(environment).merged
@@ -379,9 +326,9 @@ def stopped_at(environment: Any) -> float | None:
     return _state(environment).stopped_at
 
 
-def rows_now(environment: Any) -> list[dict[str, Any]]:
-    """``steps.csv`` rows from what the master has merged so far, without writing anything."""
-    from swarmgauge.listeners.steps_csv import step_rows
-
-    state = _state(environment)
-    return step_rows(state.merged, step_infos(environment), state.stopped_at or time.time(), step_counter_names())
+hooks.count_step.implement(count)
+hooks.current_step.implement(current_step)
+hooks.announce_step.implement(announce)
+hooks.end_run.implement(end_run)
+hooks.request_final_reports.implement(request_final_reports)
+hooks.final_reports_in.implement(final_reports_in)

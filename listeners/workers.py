@@ -10,25 +10,20 @@ stays in the stats and in the per-step histograms, because both are merged on ar
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 from typing import Any
 
 import gevent
 from locust import events
-from locust.runners import STATE_MISSING, MasterRunner
+from locust.runners import MasterRunner
+
+from swarmgauge.core.locust_compat import missing_worker_ids
+from swarmgauge.listeners import rundir, steps
 
 log = logging.getLogger(__name__)
 
 POLL_INTERVAL_S = 1.0
-
-
-def _optional(module: str, name: str):
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return None
 
 
 class WorkerLossWatcher:
@@ -76,18 +71,16 @@ class WorkerLossWatcher:
     def check(self) -> None:
         runner = self.environment.runner
         known = {entry["worker"] for entry in self.lost}
-        for client in list(runner.clients.values()):
-            if client.state == STATE_MISSING and client.id not in known:
-                self._record(client.id)
+        for worker_id in missing_worker_ids(runner):
+            if worker_id not in known:
+                self._record(worker_id)
 
     def _step_at(self, wall_time: float | None) -> Any:
-        step_at = _optional("swarmgauge.listeners.steps", "step_at")
-        current = _optional("swarmgauge.listeners.steps", "current_step")
-        if wall_time is not None and step_at is not None:
-            found = step_at(self.environment, wall_time)
+        if wall_time is not None:
+            found = steps.step_at(self.environment, wall_time)
             if found is not None:
                 return found[0]
-        return current(self.environment) if current else None
+        return steps.current_step(self.environment)
 
     def _record(self, client_id: str) -> None:
         last_seen = self.last_seen.get(client_id)
@@ -110,16 +103,10 @@ class WorkerLossWatcher:
         self._publish()
 
     def _publish(self) -> None:
-        add_run_info = _optional("swarmgauge.listeners.rundir", "add_run_info")
-        if add_run_info is not None:
-            add_run_info(self.environment, "lost_workers", list(self.lost))
+        rundir.add_run_info(self.environment, "lost_workers", list(self.lost))
 
 
 _watchers: dict[int, WorkerLossWatcher] = {}
-
-
-def watcher_for(environment: Any) -> WorkerLossWatcher | None:
-    return _watchers.get(id(environment))
 
 
 @events.init.add_listener

@@ -14,8 +14,10 @@ from typing import Any
 
 from locust import events
 
-import swarmgauge.listeners.all  # noqa: F401 - steps, SLOs, run directory, resources
-from swarmgauge.users.brain import BrainUser, add_gates, parse_mix, start_embedded_brain
+import swarmgauge.locust  # noqa: F401 - steps, SLOs, run directory, resources
+from swarmgauge.core import hooks
+from swarmgauge.targets.embedded import start_embedded_brain
+from swarmgauge.users.brain import BrainUser, add_gates, parse_mix
 
 LEAK_SLO = "rss_delta<50MiB"
 
@@ -27,11 +29,7 @@ def _on_init(environment: Any, **_kwargs: Any) -> None:
         return
     start_embedded_brain(environment)
     add_gates(environment, parse_mix(SequentialSearchUser.mix))
-    try:
-        from swarmgauge.listeners.slo import add_default_slos
-    except ImportError:
-        return
-    add_default_slos(environment, [LEAK_SLO])
+    hooks.add_slos(environment, [LEAK_SLO])
 
 
 class SequentialSearchUser(BrainUser):

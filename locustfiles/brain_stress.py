@@ -11,8 +11,9 @@ from typing import Any
 
 from locust import events
 
-import swarmgauge.listeners.all  # noqa: F401
-from swarmgauge.users.brain import BrainUser, add_gates, parse_mix, start_embedded_brain
+import swarmgauge.locust  # noqa: F401
+from swarmgauge.targets.embedded import start_embedded_brain
+from swarmgauge.users.brain import BrainUser, add_gates, parse_mix
 
 
 @events.init.add_listener

@@ -17,7 +17,7 @@ from typing import Any
 
 from locust import constant, events, task
 
-import swarmgauge.listeners.all  # noqa: F401 - steps, SLOs, run directory
+import swarmgauge.locust  # noqa: F401 - steps, SLOs, run directory
 from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 from swarmgauge.targets.mark.embedded import CORPUS_SIZE, start_embedded_default
 from swarmgauge.targets.mark.seed import TOPICS, corpus_paths

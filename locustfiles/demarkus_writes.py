@@ -17,7 +17,7 @@ from typing import Any
 
 from locust import constant, constant_throughput, events, task
 
-import swarmgauge.listeners.all  # noqa: F401
+import swarmgauge.locust  # noqa: F401
 from swarmgauge.shapes import PlanShape  # noqa: F401
 from swarmgauge.targets.mark.embedded import start_embedded_default
 from swarmgauge.users.mark import Conflict, MarkError

@@ -7,7 +7,7 @@ With ``--stop-timeout`` the requests in flight at the end finish and are counted
 
 from locust import FastHttpUser, constant, task
 
-import swarmgauge.listeners.all  # noqa: F401
+import swarmgauge.locust  # noqa: F401
 from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 
 

@@ -18,10 +18,13 @@ from typing import Any
 from locust import events
 from locust.runners import LocalRunner
 
-import swarmgauge.listeners.all  # noqa: F401
+import swarmgauge.locust  # noqa: F401
 from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.users.kneo import KneoUser
+from swarmgauge.listeners.resources import add_sample_source
+from swarmgauge.targets.kneo import KneoService
+from swarmgauge.targets.postgres import PostgresCluster
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +54,10 @@ class EmbeddedKneo:
         self.cluster: Any = None
 
     def start(self, options: Any) -> Any:
-        from swarmgauge.targets.kneo import KneoService
-
         store = options.kneo_embedded_store
         try:
             dsn = None
             if store == "postgres":
-                from swarmgauge.targets.postgres import PostgresCluster
-
                 self.cluster = PostgresCluster(fsync=False).start()
                 dsn = self.cluster.dsn
             self.service = KneoService(store=store, dsn=dsn, worker_concurrency=options.kneo_embedded_workers,
@@ -88,7 +87,6 @@ def start_embedded(environment: Any) -> None:
         if environment.runner is not None and not hasattr(environment.runner, "client_id"):
             raise UsageError("a distributed kneo run needs --host (start the service with 'swarmgauge target kneo')")
         return
-    from swarmgauge.listeners.resources import add_sample_source
 
     options = environment.parsed_options
     try:

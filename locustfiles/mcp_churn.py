@@ -32,13 +32,17 @@ from typing import Any
 from locust import events, task
 from locust.runners import WorkerRunner
 
-import swarmgauge.listeners.all  # noqa: F401 - steps, SLOs, resources, run directory
+import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge import shapes
-from swarmgauge.shapes.plan import Plan, build_plan, load_plan_file, parse_duration
+from swarmgauge.core.durations import parse_duration
+from swarmgauge.shapes.plan import Plan, build_plan, load_plan_file
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.targets.mark.seed import corpus_paths
 from swarmgauge.users import mcp as mcp_users
 from swarmgauge.users.mark_user import MarkUser
+from swarmgauge.listeners.resources import add_sample_source
+from swarmgauge.targets.launch import launch_target
+from swarmgauge.targets.mcp_gateway import launch
 
 log = logging.getLogger(__name__)
 CORPUS = 300
@@ -140,9 +144,6 @@ class EmbeddedGateway:
         self.gateway: Any = None
 
     def start(self, gateway_args: list[str]) -> Any:
-        from swarmgauge.targets.launch import launch_target
-        from swarmgauge.targets.mcp_gateway import launch
-
         try:
             self.mark = launch_target("mark", ["--port", "0", "--seed-corpus", str(CORPUS)])
             self.gateway = launch(["--mark", self.mark.url, *gateway_args])
@@ -169,7 +170,6 @@ def start_embedded(environment: Any) -> None:
     """No ``--host`` on the master or a local run: start the gateway, point every user at it, sample it."""
     if environment.host or isinstance(environment.runner, WorkerRunner):
         return
-    from swarmgauge.listeners.resources import add_sample_source
 
     options = environment.parsed_options
     try:

@@ -34,14 +34,17 @@ import gevent
 from locust import constant, events
 from locust.runners import WorkerRunner
 
-import swarmgauge.listeners.all  # noqa: F401 - steps, SLOs, resources, run directory
+import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge import shapes
 from swarmgauge.listeners import resources, rundir, slo, steps
 from swarmgauge.shapes.open_model import OpenModel, tickets
-from swarmgauge.shapes.plan import Plan, build_plan, parse_duration
+from swarmgauge.core.durations import parse_duration
+from swarmgauge.shapes.plan import Plan, build_plan
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.targets.embedded import start_embedded
 from swarmgauge.users import mdk
+from swarmgauge.targets.mdk.drills import format_result, run_drill, save_results
+from swarmgauge.targets.mdk.stack import MDKStack
 
 log = logging.getLogger(__name__)
 RESULT_NAME = "mdk.json"
@@ -182,8 +185,6 @@ def start_target(environment: Any) -> None:
     if _target.url:
         resources.add_sample_source(environment, f"prom:{_target.url.rstrip('/')}/metrics#{','.join(PROM_METRICS)}")
     if _target.root is not None:
-        from swarmgauge.targets.mdk.stack import MDKStack
-
         for component in MDKStack.attach(_target.root).components:
             resources.add_sample_source(environment, f"psutil:pidfile={_target.root}/pids/{component}.pid")
     slo.add_default_slos(environment, DEFAULT_SLOS)
@@ -192,9 +193,6 @@ def start_target(environment: Any) -> None:
 
 
 def _run_drill(environment: Any) -> None:
-    from swarmgauge.targets.mdk.drills import format_result, run_drill
-    from swarmgauge.targets.mdk.stack import MDKStack
-
     options = environment.parsed_options
     gevent.sleep(parse_duration(options.mdk_drill_after, "--mdk-drill-after"))
     try:
@@ -313,8 +311,6 @@ def write_results(environment: Any) -> None:
     if directory is None:
         return
     if _target.drill_results:
-        from swarmgauge.targets.mdk.drills import save_results
-
         save_results(directory / DRILLS_NAME, _target.drill_results)
     rundir.write_atomic(directory / RESULT_NAME, json.dumps(result_doc(environment), indent=1, default=str))
 

@@ -28,7 +28,7 @@ class KneoUnreachable(KneoError):
     """No HTTP response at all: refused, reset, or timed out."""
 
 
-class MalformedResponse(KneoError):
+class KneoMalformedResponse(KneoError):
     """A response whose body is not the JSON object the API promises."""
 
 
@@ -53,7 +53,7 @@ class QueueFull(KneoHTTPError):
         self.limit = limit
 
 
-class Unauthorized(KneoHTTPError):
+class KneoUnauthorized(KneoHTTPError):
     """401: missing or unknown API key."""
 
 
@@ -117,9 +117,9 @@ def _decode_object(body: bytes) -> dict:
     try:
         value = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise MalformedResponse(f"body is not JSON: {body[:60]!r}") from exc
+        raise KneoMalformedResponse(f"body is not JSON: {body[:60]!r}") from exc
     if not isinstance(value, dict):
-        raise MalformedResponse(f"body is JSON {type(value).__name__}, not an object")
+        raise KneoMalformedResponse(f"body is JSON {type(value).__name__}, not an object")
     return value
 
 
@@ -138,7 +138,7 @@ def error_for(status: int, headers: Mapping[str, str], body: bytes) -> KneoHTTPE
     detail: Any = None
     try:
         detail = _decode_object(body).get("detail")
-    except MalformedResponse:
+    except KneoMalformedResponse:
         pass
     code, message, extra = f"http_{status}", "", {}
     if isinstance(detail, dict):
@@ -151,7 +151,7 @@ def error_for(status: int, headers: Mapping[str, str], body: bytes) -> KneoHTTPE
         return QueueFull(status, code, message, retry_after=_retry_after(headers),
                          depth=extra.get("queue_depth"), limit=extra.get("limit"))
     if status == 401:
-        return Unauthorized(status, code if code != "http_401" else "unauthorized", message)
+        return KneoUnauthorized(status, code if code != "http_401" else "unauthorized", message)
     if status == 403:
         return Forbidden(status, code if code != "http_403" else "forbidden", message)
     if code in ("spec_invalid", "spec_path_confined"):
@@ -178,12 +178,12 @@ def parse_run(status: int, headers: Mapping[str, str], body: bytes, *, expect: t
     """Parse a create (200/202) or poll (200) response, or raise its named error."""
     if status not in expect:
         if 200 <= status < 300:
-            raise MalformedResponse(f"unexpected HTTP {status}, expected {expect}")
+            raise KneoMalformedResponse(f"unexpected HTTP {status}, expected {expect}")
         raise error_for(status, headers, body)
     obj = _decode_object(body)
     run_id, run_status = obj.get("run_id"), obj.get("status")
     if not isinstance(run_id, str) or not run_id or not isinstance(run_status, str):
-        raise MalformedResponse("response lacks run_id/status")
+        raise KneoMalformedResponse("response lacks run_id/status")
     return RunState(run_id, run_status, obj.get("error"))
 
 
@@ -194,7 +194,7 @@ def check_terminal(state: RunState) -> None:
     cls = _TERMINAL_FAILURES.get(state.status)
     if cls is not None:
         raise cls(state.run_id, state.status)
-    raise MalformedResponse(f"status {state.status!r} is not terminal")
+    raise KneoMalformedResponse(f"status {state.status!r} is not terminal")
 
 
 def poll_delays(initial: float, factor: float, cap: float) -> Iterator[float]:
@@ -203,21 +203,6 @@ def poll_delays(initial: float, factor: float, cap: float) -> Iterator[float]:
     while True:
         yield delay
         delay = min(cap, delay * factor)
-
-
-def parse_metrics(text: str) -> dict[str, float]:
-    """Unlabelled samples of a Prometheus text page (kneo-serv's gauges and counters are unlabelled)."""
-    values: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        parts = line.split()
-        if len(parts) >= 2 and "{" not in parts[0]:
-            try:
-                values[parts[0]] = float(parts[1])
-            except ValueError:
-                continue
-    return values
 
 
 @dataclass

@@ -79,11 +79,6 @@ class SSEDecoder:
         if self._buffer.strip() or self._data or self._event or self._pending_bytes:
             raise SSETruncated("event stream ended in the middle of an event")
 
-    @property
-    def in_event(self) -> bool:
-        """True while part of an event has been received but not dispatched."""
-        return bool(self._buffer or self._data or self._event or self._pending_bytes)
-
     def _take_lines(self) -> list[bytes]:
         lines: list[bytes] = []
         buffer = self._buffer

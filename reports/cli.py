@@ -9,6 +9,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from swarmgauge.reports.report import render_report
+from swarmgauge.run_folders import resolve
+
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="swarmgauge report", description=__doc__)
@@ -18,9 +21,6 @@ def main(argv: list[str]) -> int:
     if not run_dir.is_dir():
         print(f"swarmgauge report: {run_dir} is not a directory", file=sys.stderr)
         return 2
-    from swarmgauge.run_folders import resolve
-    from swarmgauge.reports.report import render_report
-
     run_dir = resolve(run_dir)
     render_report(run_dir)
     print(f"wrote {run_dir / 'report.md'} and {run_dir / 'report.html'}")

@@ -15,10 +15,12 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 
+from swarmgauge.errors import UsageError
 from swarmgauge.files import write_atomic
 from swarmgauge.reports.reference import percent_change
 from swarmgauge.reports.trend import format_latency, format_rate
@@ -81,13 +83,17 @@ def load_run(path: Path) -> Side:
     return Side(str(path), rows, slos, _memory_slope(run_dir))
 
 
-def load_reference(path: Path) -> Side:
-    """A plan (file or bundled name) whose ``reference:`` rows become the BASE side."""
-    from swarmgauge.errors import UsageError
-    from swarmgauge.shapes.plan import load_plan_file
+#: Reads a plan file or bundled plan name (``swarmgauge.shapes.plan.load_plan_file``); the app layer passes it in,
+#: since reports do not import shapes.
+PlanLoader = Callable[[Path], Any]
 
+
+def load_reference(path: Path, load_plan: PlanLoader | None) -> Side:
+    """A plan (file or bundled name) whose ``reference:`` rows become the BASE side."""
+    if load_plan is None:
+        raise CompareError(f"{path}: reading a plan's reference figures needs the plan loader (use swarmgauge compare)")
     try:
-        plan = load_plan_file(path)
+        plan = load_plan(path)
     except UsageError as exc:
         raise CompareError(str(exc)) from None
     if not plan.reference:
@@ -97,12 +103,12 @@ def load_reference(path: Path) -> Side:
     return Side(f"{plan.reference.get('page') or plan.name} (reference page)", rows, {})
 
 
-def load_side(text: str) -> Side:
+def load_side(text: str, load_plan: PlanLoader | None = None) -> Side:
     path = Path(text)
     if path.is_dir():
         return load_run(path)
     if path.suffix in (".yaml", ".yml") or not path.exists():
-        return load_reference(path)
+        return load_reference(path, load_plan)
     raise CompareError(f"{text}: neither a run folder nor a plan with reference figures")
 
 
@@ -211,7 +217,7 @@ def parse_tolerance(text: str) -> float:
     return number
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], load_plan: PlanLoader | None = None) -> int:
     parser = argparse.ArgumentParser(prog="swarmgauge compare", description=__doc__.splitlines()[0])
     parser.add_argument("base", help="run folder, or a plan with reference: figures (e.g. demarkus-reads)")
     parser.add_argument("new", help="run folder")
@@ -220,7 +226,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         tolerance = parse_tolerance(args.tolerance)
-        base, new = load_side(args.base), load_run(Path(args.new))
+        base, new = load_side(args.base, load_plan), load_run(Path(args.new))
     except CompareError as exc:
         print(f"swarmgauge compare: {exc}", file=sys.stderr)
         return USAGE_EXIT

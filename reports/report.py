@@ -21,7 +21,9 @@ from typing import Any
 
 import pandas as pd
 
-from swarmgauge.listeners.rundir import write_atomic
+from swarmgauge.core import hooks
+from swarmgauge.core.slo_units import in_unit
+from swarmgauge.files import write_atomic
 from swarmgauge.reports import context, trend
 from swarmgauge.reports.reference import beside_reference, reference_rows
 from swarmgauge.reports.sections import Section
@@ -138,8 +140,6 @@ def step_tables(steps: pd.DataFrame, spreads: dict[int, float] | None = None,
 
 def _slo_frame(run_dir: Path) -> pd.DataFrame | None:
     """The SLO table with verdicts, each observed value in its threshold's own unit (45.2 MiB, not base units)."""
-    from swarmgauge.listeners.slo import in_unit
-
     path = run_dir / "slo.json"
     if not path.is_file():
         return None
@@ -287,3 +287,6 @@ def render_report(run_dir: Path | str) -> dict[str, Any]:
     write_atomic(run_dir / "report.html", page)
     write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2, default=str))
     return summary
+
+
+hooks.render_report.implement(render_report)  # a run directory's report at the end of the run

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from swarmgauge.listeners.sources import MIB
-from swarmgauge.listeners.sources.trend import parse_warmup
-from swarmgauge.listeners.sources.verdict import (GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
+from swarmgauge.core.trend import MIB, parse_warmup
+from swarmgauge.core.verdict import (GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
                                        WORKING_SET_METRICS, Row, leak_verdict, trends)
 from swarmgauge.reports.context import embedded_targets
 from swarmgauge.reports.sections import Section

@@ -18,7 +18,6 @@ see :mod:`shapes.open_model`. Options: ``--plan``, ``--steps``, ``--step-time``,
 
 from __future__ import annotations
 
-import sys
 from typing import Any, ClassVar
 
 from locust import events
@@ -27,6 +26,7 @@ from locust.runners import WorkerRunner
 from swarmgauge.shapes import open_model  # noqa: F401 - its step listener runs the ticket scheduler
 from swarmgauge.shapes.base import FOREVER, SwarmShape
 from swarmgauge.shapes.plan import KINDS, Plan, Stage, build_plan, load_plan_file, plan_from_options
+from swarmgauge.core import hooks
 from swarmgauge.errors import stop_on_usage_error
 
 __all__ = ["StepRamp", "Soak", "ArrivalRate", "Burst", "Churn", "PlanShape", "SwarmShape", "Plan", "Stage",
@@ -143,9 +143,7 @@ def validate_shape(environment: Any) -> None:
         shape.runner = environment.runner
         shape._plan = None
         shape.plan()
-        slo = sys.modules.get("swarmgauge.listeners.slo")
-        if slo is not None:
-            slo.validate(environment)
+        hooks.validate_slos(environment)
 
 
 @events.init.add_listener

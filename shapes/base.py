@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import gevent
 from locust import LoadTestShape
 
-from swarmgauge.listeners import rundir, steps
+from swarmgauge.core import hooks
 from swarmgauge.shapes.plan import Plan, Stage, build_plan, plan_from_options
 from swarmgauge.errors import UsageError
 
@@ -109,10 +109,10 @@ class SwarmShape(LoadTestShape):
         return max(1.0, abs(stage.user_count - previous) / max(window, 0.05))
 
     def _announce(self, index: int, stage: Stage) -> None:
-        info = steps.StepInfo(index=index, label=stage.label, users=stage.user_count, rate=stage.rate,
+        info = hooks.StepInfo(index=index, label=stage.label, users=stage.user_count, rate=stage.rate,
                               started_at=time.time(), duration=stage.duration, warmup=stage.warmup,
                               drop_after=stage.drop_after if stage.open_model else None, rate_end=stage.rate_end)
-        steps.announce(self.runner.environment, info)
+        hooks.announce_step(self.runner.environment, info)
         self._announced = index
 
     def _user_classes(self, stage: Stage) -> list[Any] | None:
@@ -138,7 +138,7 @@ class SwarmShape(LoadTestShape):
         found = self.stage_at(run_time)
         self._cut_at = run_time
         logger.info("run time limit of %.0f s reached: the %.0f s plan is cut short", run_time, plan.total_duration)
-        rundir.add_run_info(self.runner.environment, "cut_short", {
+        hooks.add_run_info(self.runner.environment, "cut_short", {
             "run_time_s": round(run_time, 1), "planned_s": plan.total_duration,
             "during_step": found[1].label if found else None,
             "steps_not_run": [s.label for s in plan.stages[found[0] + 1:]] if found else []})
@@ -151,7 +151,7 @@ class SwarmShape(LoadTestShape):
         """After the last stage: the open-model tail, then all users stopped, then the final reports."""
         environment = self.runner.environment
         if not self._ended:
-            steps.end_run(environment)
+            hooks.end_run(environment)
             self._ended = True
         if self._announced is None:
             return None
@@ -164,8 +164,8 @@ class SwarmShape(LoadTestShape):
             return 0, STOP_SPAWN_RATE
         self._wait_until(lambda: self.runner.user_count == 0,
                          float(getattr(environment, "stop_timeout", 0) or 0) + STOP_GRACE_SECONDS)
-        steps.request_final_reports(environment)
-        self._wait_until(lambda: steps.final_reports_in(environment), FINAL_REPORT_SECONDS)
+        hooks.request_final_reports(environment)
+        self._wait_until(lambda: hooks.final_reports_in(environment), FINAL_REPORT_SECONDS)
         return None
 
     @staticmethod

@@ -27,13 +27,13 @@ from gevent.event import AsyncResult
 from locust import events
 from locust.runners import MasterRunner
 
-from swarmgauge.listeners import steps
-from swarmgauge.users.recording import set_intended_start
+from swarmgauge.core import hooks
+from swarmgauge.core.intended import set_intended_start
 
 MAX_TICKET_WAIT = 3600.0
 IDLE_WAIT = 0.5
 MAX_SLEEP = 0.05
-steps.register_step_counter("tickets")
+hooks.register_step_counter("tickets")
 
 
 class TicketScheduler:
@@ -49,12 +49,12 @@ class TicketScheduler:
         self.queue: deque[tuple[float, int]] = deque()
         self.waiters: deque[AsyncResult] = deque()
         self.greenlet: gevent.Greenlet | None = None
-        self.step: steps.StepInfo | None = None
+        self.step: hooks.StepInfo | None = None
         self._schedule: _Schedule | None = None
         self.issued = 0
         self.dropped = 0
 
-    def start(self, info: steps.StepInfo) -> None:
+    def start(self, info: hooks.StepInfo) -> None:
         self.finish_step()
         self.step = info
         if info.rate is None:
@@ -100,7 +100,7 @@ class TicketScheduler:
             issued_now += 1
         if issued_now:
             self.issued += issued_now
-            steps.count(self.environment, "tickets", issued_now, step=schedule.info.index)
+            hooks.count_step(self.environment, "tickets", issued_now, step=schedule.info.index)
 
     def _issue(self, schedule: "_Schedule") -> None:
         """Every ``slots``-th arrival of the step's schedule from ``slot`` on, each at its due time."""
@@ -119,7 +119,7 @@ class TicketScheduler:
         dropped = 0
         while self.queue and (everything or now - self.queue[0][0] > bound):
             _due, step_index = self.queue.popleft()
-            steps.count(self.environment, "dropped", 1, step=step_index)
+            hooks.count_step(self.environment, "dropped", 1, step=step_index)
             dropped += 1
         self.dropped += dropped
         return dropped
@@ -148,7 +148,7 @@ class TicketScheduler:
 class _Schedule:
     """One process's share of a step's arrivals: ticket ``k`` is due ``arrival_time(k)`` after ``began``."""
 
-    def __init__(self, info: steps.StepInfo, began: float) -> None:
+    def __init__(self, info: hooks.StepInfo, began: float) -> None:
         self.info, self.began = info, began
         self.rate, self.rate_end = float(info.rate or 0.0), info.rate_end
         self.duration = info.duration if info.duration else MAX_TICKET_WAIT * 24
@@ -184,7 +184,7 @@ def scheduler(environment: Any) -> TicketScheduler:
 
 def take_ticket(user: Any, timeout: float = MAX_TICKET_WAIT) -> bool:
     """Block until this process issues a ticket; the next measured request is timed from its intended start."""
-    current = steps.current_step(user.environment)
+    current = hooks.current_step(user.environment)
     if current is None or current.rate is None:
         return False
     due = scheduler(user.environment).take(timeout)
@@ -192,6 +192,9 @@ def take_ticket(user: Any, timeout: float = MAX_TICKET_WAIT) -> bool:
         return False
     set_intended_start(due)
     return True
+
+
+hooks.take_ticket.implement(take_ticket)
 
 
 def tickets(idle_wait: float = IDLE_WAIT) -> Callable[[Any], float]:
@@ -204,7 +207,7 @@ def tickets(idle_wait: float = IDLE_WAIT) -> Callable[[Any], float]:
     def wait_for_ticket(user: Any) -> float:
         deadline = time.monotonic() + MAX_TICKET_WAIT
         while time.monotonic() < deadline:
-            current = steps.current_step(user.environment)
+            current = hooks.current_step(user.environment)
             if current is None or current.rate is None:
                 return idle_wait
             if take_ticket(user, timeout=IDLE_WAIT):
@@ -235,8 +238,8 @@ def _flush_tickets(environment: Any) -> None:
         found.expire(everything=True)
 
 
-@steps.step_changed.add_listener
-def _on_step_changed(environment: Any, step: steps.StepInfo, **_kwargs: Any) -> None:
+@hooks.step_changed.add_listener
+def _on_step_changed(environment: Any, step: hooks.StepInfo, **_kwargs: Any) -> None:
     if isinstance(environment.runner, MasterRunner):
         return
     ticket_scheduler = scheduler(environment)
@@ -246,7 +249,7 @@ def _on_step_changed(environment: Any, step: steps.StepInfo, **_kwargs: Any) -> 
         ticket_scheduler.expire(everything=True)
 
 
-@steps.before_flush.add_listener
+@hooks.before_flush.add_listener
 def _on_before_flush(environment: Any, **_kwargs: Any) -> None:
     _flush_tickets(environment)
 

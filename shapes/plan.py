@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from swarmgauge.core.durations import parse_duration
 from swarmgauge.errors import UsageError
 
 KINDS = ("step_ramp", "soak", "arrival_rate", "burst", "churn", "stages")
@@ -37,26 +38,6 @@ _TOP_KEYS = {"name", "description", "kind", "shape", "steps", "step_time", "warm
              "max_users", "drop_after", "users", "user_classes", "slos", "stages", "spawn_rate", "reference"}
 _STAGE_KEYS = {"label", "users", "rate", "rate_end", "duration", "warmup", "max_users", "drop_after", "spawn_rate",
                "user_classes"}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
-_DURATION_UNITS = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
-
-
-def parse_duration(value: Any, what: str) -> float:
-    """``30s``, ``5m``, ``1h``, ``1.5`` (seconds) -> seconds; anything else is a UsageError."""
-    if isinstance(value, bool):
-        raise UsageError(f"{what}: expected a duration such as 30s, got {value!r}")
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    else:
-        match = _DURATION.match(str(value))
-        if not match:
-            raise UsageError(f"{what}: expected a duration such as 30s, 5m or 1h, got {value!r}")
-        seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-    if seconds < 0:
-        raise UsageError(f"{what}: must not be negative, got {value!r}")
-    return seconds
-
-
 def _number(value: Any, what: str, *, integer: bool = False, positive: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise UsageError(f"{what}: expected a number, got {value!r}")

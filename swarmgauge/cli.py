@@ -13,7 +13,7 @@ import sys
 COMMANDS = {
     "demo": "swarmgauge.demo",
     "report": "swarmgauge.reports.cli",
-    "compare": "swarmgauge.reports.compare",
+    "compare": "swarmgauge.compare_cli",
     "mark": "swarmgauge.mark_cli",
     "drill": "swarmgauge.targets.mdk.drills",
 }

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from swarmgauge.protocols import mark as codec
 from swarmgauge.errors import SwarmgaugeError
+from swarmgauge.users.mark import MarkClient
 
 WRITE_VERBS = {"PUBLISH", "APPEND"}
 VERB_CHOICES = [v.lower() for v in codec.VERBS] + ["raw"]
@@ -68,8 +69,6 @@ def format_response(response: codec.Response) -> bytes:
 
 
 def main(argv: list[str]) -> int:
-    from swarmgauge.users.mark import MarkClient  # imported here: `swarmgauge --help` stays light
-
     logging.getLogger("quic").setLevel(logging.CRITICAL)  # aioquic's own log would add a second stderr line
 
     try:
@@ -104,7 +103,7 @@ def main(argv: list[str]) -> int:
     try:
         response = codec.parse_response(raw)
     except codec.MarkParseError as exc:
-        print(f"swarmgauge mark: MalformedResponse: {exc.reason}", file=sys.stderr)
+        print(f"swarmgauge mark: MarkMalformedResponse: {exc.reason}", file=sys.stderr)
         return 2
     sys.stdout.buffer.write(format_response(response))
     sys.stdout.buffer.flush()

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import atexit
 import logging
+import shlex
 from typing import Any
 
 from locust import events
 from locust.runners import WorkerRunner
 
+from swarmgauge.core import hooks
 from swarmgauge.targets.launch import TargetProcess, launch_target
 
 log = logging.getLogger(__name__)
@@ -78,3 +80,11 @@ def _on_quitting(**_kwargs: Any) -> None:
 
 
 atexit.register(stop_embedded)
+
+
+def start_embedded_brain(environment: Any) -> None:
+    """With no ``--host``: start the brain stand-in (``--brain-embedded-args``) and sample its RSS by pid."""
+    extra = shlex.split(environment.parsed_options.brain_embedded_args or "")
+    target = start_embedded(environment, "brain", ["--port", "0", *extra], describe="2dph brain stand-in")
+    if target is not None:
+        hooks.add_sample_source(environment, f"psutil:pid={target.pid}")

@@ -14,6 +14,7 @@ from typing import Any
 
 from locust import FastHttpUser, constant, events, task
 
+from swarmgauge.core import hooks
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 
 DEFAULT_MIX = "search:6,get:2,stats:1,audit:1"
@@ -87,24 +88,7 @@ def gates(mix: dict[str, int]) -> list[str]:
 
 def add_gates(environment: Any, mix: dict[str, int]) -> None:
     """Check the gates as SLOs (exit 3 when one fails), as the stress tool exits 1."""
-    try:
-        from swarmgauge.listeners.slo import add_default_slos
-    except ImportError:
-        return
-    add_default_slos(environment, gates(mix))
-
-
-def start_embedded_brain(environment: Any) -> None:
-    """With no ``--host``: start the brain stand-in (``--brain-embedded-args``) and sample its RSS by pid."""
-    import shlex
-
-    from swarmgauge.listeners.resources import add_sample_source
-    from swarmgauge.targets.embedded import start_embedded
-
-    extra = shlex.split(environment.parsed_options.brain_embedded_args or "")
-    target = start_embedded(environment, "brain", ["--port", "0", *extra], describe="2dph brain stand-in")
-    if target is not None:
-        add_sample_source(environment, f"psutil:pid={target.pid}")
+    hooks.add_slos(environment, gates(mix))
 
 
 def classify(status: int, body: bytes) -> BrainError | None:

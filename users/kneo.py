@@ -25,7 +25,7 @@ from locust.runners import WorkerRunner
 from swarmgauge.protocols.kneo import (
     KneoHTTPError,
     KneoUnreachable,
-    MalformedResponse,
+    KneoMalformedResponse,
     PollTimeout,
     QueueFull,
     RunLedger,
@@ -35,6 +35,7 @@ from swarmgauge.protocols.kneo import (
     poll_delays,
     run_request,
 )
+from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.users.kneo_ledger import MISMATCH_TERM, ledger_for, reconcile_run, run_tag, store_locator
 from swarmgauge.users.recording import measure, set_intended_start
@@ -79,11 +80,7 @@ def _add_options(parser: Any) -> None:
 
 
 def _count_step(environment: Any, name: str) -> None:
-    try:
-        from swarmgauge.listeners import steps
-    except ImportError:
-        return
-    steps.count(environment, name)
+    hooks.count_step(environment, name)
 
 
 class KneoClient:
@@ -152,7 +149,7 @@ class KneoClient:
         except KneoHTTPError as exc:
             self.ledger.refuse(exc.code)
             raise
-        except MalformedResponse:
+        except KneoMalformedResponse:
             self.ledger.lost()
             raise
         self.ledger.accept(state.run_id)
@@ -251,7 +248,9 @@ class KneoUser(User):
 
 @events.init.add_listener
 def _on_init(environment: Any, **_: Any) -> None:
-    if not environment.stop_timeout and any(issubclass(u, KneoUser) for u in environment.user_classes):
+    if not any(issubclass(u, KneoUser) for u in environment.user_classes):
+        return  # imported (by swarmgauge.api, say) into a run without kneo users: no ledger, no gauges
+    if not environment.stop_timeout:
         environment.stop_timeout = DEFAULT_STOP_TIMEOUT
     if isinstance(environment.runner, WorkerRunner):
         return
@@ -262,10 +261,6 @@ def _on_init(environment: Any, **_: Any) -> None:
         return
     stop_on_usage_error(lambda env: store_locator(env.parsed_options), environment)
     if environment.host and not getattr(options, "kneo_no_gauges", False):
-        try:
-            from swarmgauge.listeners.resources import add_sample_source
-        except ImportError:
-            return
-        add_sample_source(environment, f"prom:{environment.host.rstrip('/')}/metrics#{','.join(GAUGES)}")
+        hooks.add_sample_source(environment, f"prom:{environment.host.rstrip('/')}/metrics#{','.join(GAUGES)}")
 
 

@@ -19,8 +19,13 @@ import gevent
 from locust import events
 from locust.runners import MasterRunner, WorkerRunner
 
-from swarmgauge.protocols.kneo import RunLedger
+from swarmgauge.core import hooks
+from swarmgauge.core.locust_compat import has_message_handler
 from swarmgauge.errors import UsageError
+from swarmgauge.files import write_atomic
+from swarmgauge.protocols.kneo import RunLedger
+from swarmgauge.targets.kneo.store import StoreUnavailable, drain, reconcile, table_lines
+from swarmgauge.targets.postgres import redact_dsn
 
 log = logging.getLogger(__name__)
 REPORT_KEY = "swarmgauge_kneo"
@@ -71,9 +76,6 @@ def reconcile_run(environment: Any) -> dict[str, Any] | None:
     done = getattr(environment, "_kneo_reconciliation", None)
     if done is not None:
         return done
-    from swarmgauge.targets.kneo.store import StoreUnavailable, drain, reconcile, table_lines
-    from swarmgauge.targets.postgres import redact_dsn
-
     options = environment.parsed_options
     ledger = ledger_for(environment).drain()
     observed: dict[str, int] = {}
@@ -105,14 +107,10 @@ def reconcile_run(environment: Any) -> dict[str, Any] | None:
 
 
 def _write_result(environment: Any, doc: dict[str, Any]) -> None:
-    try:
-        from swarmgauge.listeners.rundir import add_run_info, redact, run_dir, write_atomic
-    except ImportError:
-        return
-    add_run_info(environment, "kneo", {k: doc.get(k) for k in ("tag", "store", "mismatches", "error")})
-    directory = run_dir(environment)
+    hooks.add_run_info(environment, "kneo", {k: doc.get(k) for k in ("tag", "store", "mismatches", "error")})
+    directory = hooks.run_dir(environment)
     if directory is not None:
-        write_atomic(directory / RESULT_NAME, redact(json.dumps(doc, indent=2, default=str), environment))
+        write_atomic(directory / RESULT_NAME, hooks.redact(json.dumps(doc, indent=2, default=str), environment))
 
 
 def _mismatches(environment: Any, step: int | None) -> float | None:
@@ -137,18 +135,9 @@ def _on_final_ledger(environment: Any, msg: Any, **_: Any) -> None:
         ledger_for(environment).merge(msg.data)
 
 
-def _register_with_listeners() -> None:
-    try:
-        from swarmgauge.listeners.slo import register_metric
-        from swarmgauge.listeners.steps import before_flush, register_step_counter
-    except ImportError:
-        return
-    register_metric(MISMATCH_TERM, _mismatches)
-    register_step_counter("queue_full")
-    before_flush.add_listener(_send_final_ledger)
-
-
-_register_with_listeners()
+hooks.register_metric(MISMATCH_TERM, _mismatches)
+hooks.register_step_counter("queue_full")
+hooks.before_flush.add_listener(_send_final_ledger)
 
 
 
@@ -156,20 +145,16 @@ _register_with_listeners()
 @events.init.add_listener
 def _on_init(environment: Any, **_: Any) -> None:
     runner = environment.runner
-    if isinstance(runner, MasterRunner) and FINAL_MESSAGE not in getattr(runner, "custom_messages", {}):
+    if isinstance(runner, MasterRunner) and not has_message_handler(runner, FINAL_MESSAGE):
         runner.register_message(FINAL_MESSAGE, _on_final_ledger)
 
 
 @events.test_start.add_listener
 def _on_test_start(environment: Any, **_: Any) -> None:
-    if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None:
+    if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None or environment not in _ENVS:
         return
     if store_locator(environment.parsed_options):
-        try:
-            from swarmgauge.listeners.slo import add_default_slos
-        except ImportError:
-            return
-        add_default_slos(environment, [f"{MISMATCH_TERM}==0"])
+        hooks.add_slos(environment, [f"{MISMATCH_TERM}==0"])
 
 
 @events.report_to_master.add_listener
@@ -191,4 +176,5 @@ def _on_worker_report(client_id: str, data: dict, **_: Any) -> None:
 
 @events.quitting.add_listener
 def _on_quitting(environment: Any, **_: Any) -> None:
-    reconcile_run(environment)
+    if environment in _ENVS:  # a run with kneo users (users/kneo.py starts the ledger at init)
+        reconcile_run(environment)

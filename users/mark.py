@@ -30,7 +30,7 @@ class MarkError(SwarmgaugeError):
     """A failure at the Mark Protocol level (above QUIC)."""
 
 
-class MalformedResponse(MarkError):
+class MarkMalformedResponse(MarkError):
     """The server's bytes are not a Mark response; ``reason`` says why (from ``MarkParseError``)."""
 
     def __init__(self, reason: str):
@@ -60,7 +60,7 @@ class Archived(MarkStatusError):
     """``archived``."""
 
 
-class Unauthorized(MarkStatusError):
+class MarkUnauthorized(MarkStatusError):
     """``unauthorized``: a missing, unknown or expired token."""
 
 
@@ -85,19 +85,19 @@ class ServerError(MarkStatusError):
     """``server-error``."""
 
 
-class RateLimited(MarkStatusError):
+class MarkRateLimited(MarkStatusError):
     """``rate-limited``."""
 
 
 STATUS_ERRORS: dict[str, type[MarkStatusError]] = {
     "not-found": NotFound,
     "archived": Archived,
-    "unauthorized": Unauthorized,
+    "unauthorized": MarkUnauthorized,
     "not-permitted": NotPermitted,
     "conflict": Conflict,
     "bad-request": BadRequest,
     "server-error": ServerError,
-    "rate-limited": RateLimited,
+    "rate-limited": MarkRateLimited,
 }
 
 
@@ -284,7 +284,7 @@ class MarkClient:
         try:
             response = parse_response(raw)
         except MarkParseError as exc:
-            raise MalformedResponse(exc.reason) from None
+            raise MarkMalformedResponse(exc.reason) from None
         return raise_for_status(response)
 
     def fetch(self, path: str, *, if_none_match: str | None = None,

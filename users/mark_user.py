@@ -19,6 +19,7 @@ from typing import Any, Callable
 from locust import User, events
 
 from swarmgauge.protocols.mark import Response
+from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
 from swarmgauge.users.mark import MarkClient, MarkError
 from swarmgauge.users.quic import QuicError, QuicStats
@@ -49,11 +50,7 @@ def _add_options(parser: Any) -> None:
 
 @events.init.add_listener
 def _register_counter(environment: Any, **_kwargs: Any) -> None:
-    try:
-        from swarmgauge.listeners.steps import register_step_counter
-    except ImportError:
-        return
-    register_step_counter(RECONNECT_COUNTER)
+    hooks.register_step_counter(RECONNECT_COUNTER)
 
 
 class RecordedMarkClient:
@@ -158,11 +155,7 @@ class MarkUser(User):
         if inner.connection == "fresh" or not inner.connected:
             return
         inner.close()
-        try:
-            from swarmgauge.listeners.steps import count
-        except ImportError:
-            return
-        count(self.environment, RECONNECT_COUNTER)
+        hooks.count_step(self.environment, RECONNECT_COUNTER)
 
     def on_stop(self) -> None:
         if self.policy != "shared":

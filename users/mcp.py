@@ -23,8 +23,10 @@ import gevent
 from locust import User, events, task
 
 from swarmgauge.protocols import mcp as proto
+from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
 from swarmgauge.users.mcp_client import MCPBadHTTP, MCPClient, MCPUnreachable, _count
+from swarmgauge.users.recording import set_intended_start
 
 __all__ = [
     "MCPClient",
@@ -126,17 +128,8 @@ def options_from(parsed: Any) -> MCPOptions:
 
 @events.init.add_listener
 def _on_init(environment: Any, **_kwargs: Any) -> None:
-    try:
-        from swarmgauge.listeners import steps
-    except ImportError:
-        steps = None
-    register = getattr(steps, "register_step_counter", None)
-    if register is not None:
-        for name in STEP_COUNTERS:
-            try:
-                register(name)
-            except Exception:  # noqa: BLE001 - registering twice is harmless
-                pass
+    for name in STEP_COUNTERS:
+        hooks.register_step_counter(name)
     if getattr(environment, "parsed_options", None) is not None:
         try:
             options_from(environment.parsed_options)
@@ -189,17 +182,8 @@ def _churn_wait(user: "MCPChurnUser") -> float:
     In a step with a rate (the ``Churn``/``ArrivalRate`` shapes) the tickets come from ``shapes.open_model``;
     otherwise from this class's ``SessionPacer`` at ``--mcp-churn-rate``.
     """
-    from swarmgauge.users.recording import set_intended_start
-
-    try:
-        from swarmgauge.listeners import steps
-        from swarmgauge.shapes import open_model
-
-        current = steps.current_step(user.environment)
-    except ImportError:
-        current = None
-    if current is not None and current.rate is not None:
-        open_model.take_ticket(user)
+    current = hooks.current_step(user.environment)
+    if current is not None and current.rate is not None and hooks.take_ticket(user):
         return 0.0
     ticket = _pacer_for(user).take()
     delay = ticket - time.perf_counter()

@@ -18,6 +18,7 @@ from geventhttpclient.useragent import ConnectionError as AgentConnectionError
 from locust.contrib.fasthttp import FastHttpSession
 
 from swarmgauge.protocols import mcp as proto
+from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
 from swarmgauge.users.recording import measure
 
@@ -91,16 +92,7 @@ def _count(environment: Any, name: str, n: int = 1, at: float | None = None) -> 
     """Per-step counters from ``listeners.steps`` when that listener is present; a no-op otherwise."""
     if environment is None:
         return
-    try:
-        from swarmgauge.listeners import steps
-    except ImportError:
-        return
-    counter = getattr(steps, "count", None)
-    if counter is not None:
-        try:
-            counter(environment, name, n, at=at)
-        except Exception:  # noqa: BLE001 - a missing counter registry must not fail the request
-            pass
+    hooks.count_step(environment, name, n, at=at)
 
 
 class MCPClient:

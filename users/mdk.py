@@ -2,7 +2,7 @@
 
 The client checks what the Gateway's HTTP status hides: a 200 action whose ``result.status`` is not ``QUEUED``
 is ``Rejected(code)``, a 200 read with null ``metrics`` or a metric carrying ``error`` is a failure. Non-2xx
-bodies ``{statusCode, error, message: "ERR_..."}`` are classified by code, 429 as ``RateLimited``. Every request
+bodies ``{statusCode, error, message: "ERR_..."}`` are classified by code, 429 as ``MDKRateLimited``. Every request
 event goes through ``users.recording.measure``; failures are named exceptions, and the user greenlet goes on.
 """
 
@@ -52,7 +52,7 @@ class Rejected(MDKError):
         self.code = code
 
 
-class RateLimited(MDKError):
+class MDKRateLimited(MDKError):
     """HTTP 429 from the Gateway's per-IP limiter; counted apart from errors."""
 
 
@@ -97,10 +97,6 @@ class GatewayUnreachable(MDKError):
 
 
 TIMED_OUT = (GatewayTimeout,)
-
-
-def is_timeout_code(code: str) -> bool:
-    return "TIMEOUT" in code
 
 
 def check_metrics(metrics: Any) -> dict:
@@ -177,7 +173,7 @@ class MDKClient:
         outcome.response_length = len(raw)
         outcome.context["status"] = status
         if status == 429:
-            raise RateLimited("HTTP 429")
+            raise MDKRateLimited("HTTP 429")
         try:
             value = json.loads(raw) if raw else None
         except ValueError:

@@ -12,20 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import gevent.local
+from swarmgauge.core.intended import set_intended_start, take_intended_start
 
-_local = gevent.local.local()
-
-
-def set_intended_start(perf_time: float | None) -> None:
-    """Time the next request of this greenlet from ``perf_time`` (a ``time.perf_counter()`` value)."""
-    _local.intended_start = perf_time
-
-
-def _take_intended_start() -> float | None:
-    value = getattr(_local, "intended_start", None)
-    _local.intended_start = None
-    return value
+__all__ = ["set_intended_start", "fire", "measure", "Outcome"]
 
 
 @dataclass
@@ -89,7 +78,7 @@ class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH
         self._outcome = Outcome(request_type, name, context=dict(context) if context else {})
 
     def __enter__(self) -> Outcome:
-        intended = _take_intended_start()
+        intended = take_intended_start()
         wall_start = time.time()
         started = time.perf_counter()
         if intended is not None and intended < started:

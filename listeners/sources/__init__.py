@@ -14,6 +14,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Protocol
 
+from swarmgauge.core.trend import MIB
 from swarmgauge.errors import SwarmgaugeError, UsageError
 
 # kind -> "module:factory"; factories take the argument after "KIND:" and raise UsageError when it is malformed.
@@ -26,7 +27,7 @@ SOURCE_KINDS = {
     "prom": "swarmgauge.listeners.sources.prom:PromSource.from_spec",
 }
 
-MIB = 1024 * 1024
+__all__ = ["MIB", "Reading", "Source", "SourceError", "parse_source", "SOURCE_KINDS"]
 
 
 class SourceError(SwarmgaugeError):

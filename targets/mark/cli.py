@@ -16,6 +16,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from swarmgauge.core.durations import DurationError, parse_duration
 from swarmgauge.errors import UsageError
 from swarmgauge.targets.mark import seed
 from swarmgauge.targets.mark.auth import TokenStore, parse_tokens_toml, publish_token
@@ -30,13 +31,10 @@ PUBLISH_TOKEN_ENV = "SWARMGAUGE_MARK_PUBLISH_TOKEN"
 
 
 def _duration(text: str) -> float:
-    """``1.5s``, ``250ms`` or a bare number of seconds."""
-    value = text.strip().lower()
+    """``1.5s``, ``250ms``, ``1h30m`` or a bare number of seconds (the one duration parser, as an argparse type)."""
     try:
-        if value.endswith("ms"):
-            return float(value[:-2]) / 1000
-        return float(value[:-1] if value.endswith("s") else value)
-    except ValueError:
+        return parse_duration(text.strip().lower(), "duration")
+    except DurationError:
         raise argparse.ArgumentTypeError(f"not a duration: {text!r} (use e.g. 1.5s or 250ms)") from None
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks import kneo_sweep
 
-pytestmark = pytest.mark.timeout(900)  # the first test may build the cached kneo-serv venv
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may build the cached kneo-serv venv
 
 
 def test_tiny_sweep_prints_the_page_layout_and_writes_json(kneo_venv, tmp_path, capsys):

@@ -10,7 +10,7 @@ import pytest
 from benchmarks import mark_client
 from benchmarks.mark_client_cases import part_of, percentile
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 CASE_FIELDS = {"client", "connection", "users", "requests", "failures", "seconds", "req_per_s", "cpu_us_per_fetch",
                "cpu_use", "sys_share", "p50_ms", "p99_ms", "server_cpu_us_per_fetch", "load_average"}

@@ -9,6 +9,8 @@ import pytest
 
 from benchmarks import mcp_client
 
+pytestmark = pytest.mark.integration  # runs every MCP client against a started gateway
+
 
 @pytest.mark.timeout(120)
 def test_short_run_prints_every_client_side_by_side_and_writes_json(tmp_path, capsys):

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -21,6 +21,8 @@ from tests.deploy.test_manifests import compose_schema
 from tests.listeners.sim_run import free_port
 from swarmgauge.run_folders import resolve as run_folder
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 TALLY = "tests/deploy/worker_tally.py"
 RUN_SECONDS = 120
 

@@ -13,6 +13,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 ROOT = Path(__file__).resolve().parents[2]
 K8S_DIR = ROOT / "deploy" / "k8s"
 K8S = sorted(K8S_DIR.rglob("*.yaml"))

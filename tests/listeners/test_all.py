@@ -5,6 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+import pytest
+
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,6 +10,9 @@ from collections import Counter
 
 from tests.listeners.sim_run import ROOT, run_distributed, run_local, sim_target
 from swarmgauge.run_folders import resolve
+import pytest
+
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 HTTP_RAMP = ROOT / "locustfiles" / "http_ramp.py"
 

@@ -9,6 +9,9 @@ from types import SimpleNamespace
 
 from swarmgauge.listeners import rundir
 from tests.listeners.sim_run import run_local, sim_target
+import pytest
+
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 SECRET_TOKEN = "tok-5ecret-d0-not-leak"
 DSN_PASSWORD = "pw-in-the-dsn-9f2"

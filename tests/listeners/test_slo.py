@@ -9,6 +9,8 @@ from swarmgauge.errors import UsageError
 from tests.listeners.sim_run import run_local, sim_target
 from swarmgauge.run_folders import resolve
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 
 def test_grammar_with_type_name_units_and_scope():
     t = parse("FETCH:/docs:p99<500ms@step")

@@ -16,6 +16,8 @@ from swarmgauge.listeners.step_stats import StepMerge, StepRecorder
 from swarmgauge.listeners.steps_csv import BASE_COLUMNS, TAIL_COLUMNS, step_durations, step_rows
 from tests.listeners.sim_run import rank_percentile, read_steps, run_distributed, run_local, sim_target
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 # Slow enough that 1 % of each percentile (20 ms at the median) covers what a busy 2-core machine adds on top of the
 # target's own serving time (1.5 ms typical when idle, over 10 ms when other loads share the cores), and spread so
 # that rounding to two significant digits, as Locust's own percentiles do, would already miss by up to 2.5 %.

@@ -19,6 +19,9 @@ from swarmgauge.listeners.workers import WorkerLossWatcher
 from swarmgauge.targets.launch import stop_processes
 from tests.listeners.sim_run import ROOT, free_port, locust_command, read_steps, sim_target
 from swarmgauge.run_folders import resolve
+import pytest
+
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 LOCUSTFILE = Path(__file__).resolve().parent / "workers_locustfile.py"
 STEP_TIME = 10

@@ -8,6 +8,9 @@ import sys
 
 from swarmgauge.targets.launch import REPO_ROOT, child_env
 from swarmgauge.run_folders import resolve
+import pytest
+
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 
 def run(tmp_path, locustfile: str, target_args: str, *extra: str) -> subprocess.CompletedProcess:

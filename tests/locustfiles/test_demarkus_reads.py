@@ -12,6 +12,9 @@ import time
 from pathlib import Path
 
 from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
+import pytest
+
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 LOCUSTFILE = REPO_ROOT / "locustfiles" / "demarkus_reads.py"
 

@@ -7,6 +7,9 @@ import subprocess
 import sys
 
 from swarmgauge.targets.launch import REPO_ROOT, child_env
+import pytest
+
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 LOCUSTFILE = REPO_ROOT / "locustfiles" / "demarkus_writes.py"
 

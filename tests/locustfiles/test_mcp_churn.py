@@ -17,6 +17,8 @@ import pytest
 from swarmgauge.targets.launch import REPO_ROOT, child_env
 from swarmgauge.run_folders import resolve
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 LOCUSTFILE = REPO_ROOT / "locustfiles" / "mcp_churn.py"
 RATE, MINUTE, TTL, IDLE = 10, 60, 12, 15
 TOKEN = "churn-secret-7d1f"

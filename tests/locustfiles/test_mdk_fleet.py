@@ -18,7 +18,7 @@ from swarmgauge.run_folders import resolve
 
 LOCUSTFILE = REPO_ROOT / "locustfiles" / "mdk_fleet.py"
 BURST = 3000  # 1,000 submits/s for 3 s
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
 def locust(*args: str, timeout: float = 100) -> subprocess.CompletedProcess:

@@ -7,6 +7,9 @@ import subprocess
 import sys
 
 from tests.listeners.sim_run import ROOT
+import pytest
+
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 
 def _report(*args: str) -> subprocess.CompletedProcess:

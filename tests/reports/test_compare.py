@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from swarmgauge.reports.compare import Side, compare, main, parse_tolerance, CompareError
+from swarmgauge.compare_cli import main
+from swarmgauge.reports.compare import CompareError, Side, compare, parse_tolerance
 from tests.listeners.sim_run import ROOT, run_local, sim_target
 
 STEPS_HEADER = "step,label,request_type,name,users,target_rate,requests,failures,rps,p50_ms,p99_ms\n"

@@ -83,7 +83,7 @@ def test_users_axis_is_labelled_as_run_and_a_spike_does_not_flatten_the_chart():
 
 
 def test_thinning_keeps_every_samples_peak_and_sources_read_as_names():
-    from swarmgauge.listeners.sources.verdict import Row
+    from swarmgauge.core.verdict import Row
     from swarmgauge.reports.resources import MIB, memory_table, readable_source
 
     rows = [Row(1000.0 + t, float(t), 0, "local", "psutil:pid=7", "rss_bytes", (100 + (50 if t == 6 else 0)) * MIB, t)

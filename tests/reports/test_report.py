@@ -18,6 +18,8 @@ from swarmgauge.reports.report import format_latency, knee_sentence, step_tables
 from tests.listeners.sim_run import ROOT, read_steps, run_local, sim_target
 from swarmgauge.run_folders import resolve
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 CAPACITY, DELAY_MS = 2, 40  # the target serves at most 2 at once, 40 ms each: it tops out at 50 req/s
 CEILING = CAPACITY * 1000.0 / DELAY_MS
 TABLE_HEADER = ["Step", "Users", "req/s", "p50", "p99", "errors"]

@@ -14,6 +14,8 @@ from swarmgauge.listeners.steps import StepInfo
 from swarmgauge.shapes.open_model import TicketScheduler, arrival_time, arrivals_by
 from tests.listeners.sim_run import rank_percentile, read_steps, run_distributed, run_local, sim_target
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 OPEN = {"SIM_USER_MODE": "open"}
 STOP = ("--stop-timeout", "5")
 

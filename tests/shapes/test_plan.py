@@ -8,6 +8,8 @@ from swarmgauge.errors import UsageError
 from tests.listeners.sim_run import run_local
 from swarmgauge.run_folders import resolve
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 
 def test_step_ramp_expands_to_one_stage_per_step():
     plan = build_plan({"kind": "step_ramp", "steps": [1, 4, 16], "step_time": "30s", "warmup": "2s"})

@@ -6,6 +6,9 @@ import csv
 import subprocess
 import sys
 from pathlib import Path
+import pytest
+
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 from swarmgauge.run_folders import resolve
 

@@ -8,6 +8,8 @@ import requests
 
 from swarmgauge.targets.launch import TargetStartError, launch_target
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 
 @pytest.fixture
 def brain():

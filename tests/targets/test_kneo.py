@@ -21,7 +21,7 @@ from swarmgauge.targets.kneo import KneoService, NoSuitablePython, find_python
 from swarmgauge.targets.postgres import PostgresError, find_bindir
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.timeout(900)  # the first test may build the cached kneo-serv venv
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may build the cached kneo-serv venv
 
 
 def _get(url: str) -> tuple[int, bytes]:

@@ -12,6 +12,8 @@ import psutil
 import pytest
 from gevent import monkey
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 monkey.patch_all()
 
 from swarmgauge.protocols import mcp as proto  # noqa: E402

@@ -17,7 +17,7 @@ import requests
 from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
 from swarmgauge.targets.mdk.stack import MDKStack
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 SET_NORMAL = {"action": "setPowerMode", "params": {"mode": "normal"}}
 
 

@@ -12,7 +12,7 @@ import requests
 
 from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 CACHE_S = 2
 
 

@@ -13,6 +13,8 @@ import pytest
 
 from swarmgauge.targets.postgres import PostgresCluster, PostgresError, find_bindir, redact_dsn
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -15,6 +15,8 @@ from swarmgauge.targets.sim_http import SimHttpApp, delay_sampler, serve
 from swarmgauge.errors import UsageError
 from tests.listeners.sim_run import ROOT, sim_target
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 
 def _get(url: str, timeout: float = 10.0) -> tuple[int, bytes]:
     try:

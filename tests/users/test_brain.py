@@ -14,6 +14,8 @@ from swarmgauge.errors import UsageError
 from swarmgauge.targets.launch import REPO_ROOT, child_env
 from swarmgauge.users.brain import (BackendError, BrainUser, MalformedAnswer, PoolExhausted, classify, gates, parse_mix)
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 
 def test_parse_mix():
     assert parse_mix("search:6,get:2,stats:1,audit:1") == {"search": 6, "get": 2, "stats": 1, "audit": 1}

@@ -17,19 +17,19 @@ from locust.event import Events
 from swarmgauge.protocols.kneo import (
     Forbidden,
     KneoUnreachable,
-    MalformedResponse,
+    KneoMalformedResponse,
     PollTimeout,
     QueueFull,
     RunFailed,
     RunLedger,
     SpecInvalid,
-    Unauthorized,
+    KneoUnauthorized,
 )
 from swarmgauge.targets.kneo import KneoService
 from swarmgauge.targets.kneo.store import StoreUnavailable, drain, read_rows, reconcile
 from swarmgauge.users.kneo import KneoClient
 
-pytestmark = pytest.mark.timeout(900)  # the first test may build the cached kneo-serv venv
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may build the cached kneo-serv venv
 BAD_SPEC = "version: v1\nagent:\n  name: echo\n  model: {provider: dummy, name: dummy}\n  strategy: bogus\n"
 
 
@@ -132,13 +132,13 @@ def guarded(kneo_venv, request) -> KneoService:
 
 def test_missing_key_is_unauthorized_and_a_key_without_runs_write_is_forbidden(guarded):
     recorder = Recorder()
-    with pytest.raises(Unauthorized):
+    with pytest.raises(KneoUnauthorized):
         _client(guarded.url, recorder).dispatch()
     with pytest.raises(Forbidden) as forbidden:
         _client(guarded.url, recorder, api_key="viewer-key-456").dispatch()
     assert forbidden.value.status == 403
     assert _client(guarded.url, recorder, api_key="loader-key-123").dispatch().status == "completed"
-    assert recorder.failures("run sync") == ["Unauthorized", "Forbidden"]
+    assert recorder.failures("run sync") == ["KneoUnauthorized", "Forbidden"]
 
 
 def test_invalid_spec_is_a_named_failure_sync_and_queued(service):
@@ -288,9 +288,9 @@ def test_non_json_200_is_a_named_failure_and_the_client_goes_on():
     with FakeKneoServer("non_json_200") as fake:
         client = _client(fake.url, recorder)
         for _ in range(2):
-            with pytest.raises(MalformedResponse, match="not JSON"):
+            with pytest.raises(KneoMalformedResponse, match="not JSON"):
                 client.dispatch()
-    assert recorder.failures("run sync") == ["MalformedResponse", "MalformedResponse"]
+    assert recorder.failures("run sync") == ["KneoMalformedResponse", "KneoMalformedResponse"]
     assert client.ledger.indeterminate == 2 and not client.ledger.accepted
 
 

@@ -16,14 +16,14 @@ from swarmgauge.users.mark import (
     BadRequest,
     Conflict,
     IncompleteListing,
-    MalformedResponse,
+    MarkMalformedResponse,
     MarkClient,
     MarkStatusError,
     NotFound,
     NotPermitted,
-    RateLimited,
+    MarkRateLimited,
     ServerError,
-    Unauthorized,
+    MarkUnauthorized,
     raise_for_status,
 )
 from swarmgauge.users.quic import (
@@ -36,7 +36,7 @@ from swarmgauge.users.quic import (
 )
 from swarmgauge.users.quic_transport import MemoryPair
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 TOKEN = "sekrit-token-5f3a"
 
 
@@ -60,13 +60,13 @@ def assert_still_usable(client):
 
 
 def test_truncated_frontmatter(client):
-    with pytest.raises(MalformedResponse, match="unterminated"):
+    with pytest.raises(MarkMalformedResponse, match="unterminated"):
         client.fetch("/truncated")
     assert_still_usable(client)
 
 
 def test_non_utf8_metadata(client):
-    with pytest.raises(MalformedResponse, match="UTF-8"):
+    with pytest.raises(MarkMalformedResponse, match="UTF-8"):
         client.fetch("/non-utf8")
     assert_still_usable(client)
 
@@ -210,9 +210,9 @@ def test_methods_write_the_expected_wire_bytes(server, call, wire):
 
 @pytest.mark.parametrize(
     "status, error_class",
-    [("not-found", NotFound), ("archived", Archived), ("unauthorized", Unauthorized),
+    [("not-found", NotFound), ("archived", Archived), ("unauthorized", MarkUnauthorized),
      ("not-permitted", NotPermitted), ("bad-request", BadRequest), ("server-error", ServerError),
-     ("rate-limited", RateLimited), ("closing", MarkStatusError)],
+     ("rate-limited", MarkRateLimited), ("closing", MarkStatusError)],
 )
 def test_each_status_has_its_error(status, error_class):
     response = Response(status, {}, b"\n# Title\n\n/docs/x.md went wrong\n")

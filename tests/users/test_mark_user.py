@@ -10,9 +10,11 @@ from locust import task
 from locust.env import Environment
 
 from swarmgauge.targets.launch import launch_target
-from swarmgauge.users.mark import NotFound, Unauthorized
+from swarmgauge.users.mark import NotFound, MarkUnauthorized
 from swarmgauge.users.mark_user import MarkUser
 from swarmgauge.users.quic import QuicError
+
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 TOKEN = "user-test-token"
 
@@ -90,7 +92,7 @@ def test_failures_carry_their_named_errors(server, recorded):
         user.client.fetch("/t/none.md", reraise=True)
     user.on_stop()
     errors = [type(r["exception"]) for r in non_handshake(recorded)]
-    assert errors == [NotFound, Unauthorized, NotFound]
+    assert errors == [NotFound, MarkUnauthorized, NotFound]
 
 
 def test_pooled_is_one_handshake_per_user_and_fresh_one_per_request(server, recorded):

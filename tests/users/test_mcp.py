@@ -16,6 +16,8 @@ from swarmgauge.users.mcp import MCPChurnUser, MCPUser, SessionPacer, options_fr
 from swarmgauge.users.mcp_client import MCPClient, MCPUnreachable
 from swarmgauge.errors import UsageError
 
+pytestmark = pytest.mark.integration  # starts the gateway and fake MCP servers
+
 NO_MARK = ["--mark", "mark://127.0.0.1:9", "--mark-timeout", "1"]
 
 

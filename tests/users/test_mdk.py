@@ -20,7 +20,7 @@ from locust.event import Events
 from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
 from swarmgauge.users import mdk
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 DEVICES = ["ok-1", "junk-1", "gone-1", "hang-1", "null-1", "err-1"]
 GOOD_METRICS = {"snap": {"success": True}, "hashrate_avg": 110.0, "power": 3300}
 HANG_S = 3.0
@@ -228,7 +228,7 @@ def test_one_client_is_rate_limited_after_300_requests_in_a_minute(limited_stand
     result, stats, failures = run_locust(tmp_path, limited_stand_in.url, 1, {"MDK_TEST_WAIT": "0"},
                                          "--mdk-weights", "alerts=1")
     total = next(r for r in stats if r["Name"] == "Aggregated")
-    limited = sum(int(r["Occurrences"]) for r in failures if r["Error"] == "RateLimited(HTTP 429)")
+    limited = sum(int(r["Occurrences"]) for r in failures if r["Error"] == "MDKRateLimited(HTTP 429)")
     assert limited > 0 and int(total["Failure Count"]) == limited
     assert int(total["Request Count"]) - limited == 300
 

@@ -23,7 +23,7 @@ from swarmgauge.users.quic import (
 )
 from swarmgauge.users.quic_transport import MemoryPair
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from swarmgauge.listeners.sources import MIB, parse_source
-from swarmgauge.listeners.sources.trend import Warmup
-from swarmgauge.listeners.sources.verdict import Row, leak_verdict
+from swarmgauge.core.trend import Warmup
+from swarmgauge.core.verdict import Row, leak_verdict
 
 pytestmark = pytest.mark.integration
 

@@ -10,6 +10,8 @@ from swarmgauge.listeners.sources import SourceError, parse_source
 from swarmgauge.listeners.sources.goheap import parse_pprof_memstats
 from swarmgauge.errors import UsageError
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 # the shape of Go's /debug/pprof/heap?debug=1 (runtime/pprof writeHeapInternal): records, then the MemStats trailer
 PPROF_BODY = """heap profile: 3: 1581056 [27: 9175040] @ heap/1048576
 1: 1048576 [1: 1048576] @ 0x43e5a5 0x4b9a2a 0x4b9a0b 0x46f5a1

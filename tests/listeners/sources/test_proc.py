@@ -10,6 +10,8 @@ from swarmgauge.listeners.sources import MIB, SourceError, parse_source
 from swarmgauge.listeners.sources.proc import PsutilSource
 from swarmgauge.errors import UsageError
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 GROWER = textwrap.dedent("""
     import sys, time
     held = []

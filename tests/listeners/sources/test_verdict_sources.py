@@ -1,8 +1,8 @@
 """The leak verdict on heap series: gctrace needs enough GCs after warm-up; pprof/expvar are preferred to it."""
 
 from swarmgauge.listeners.sources import MIB
-from swarmgauge.listeners.sources.trend import Warmup
-from swarmgauge.listeners.sources.verdict import MIN_GCS_FOR_VERDICT, Row, leak_verdict
+from swarmgauge.core.trend import Warmup
+from swarmgauge.core.verdict import MIN_GCS_FOR_VERDICT, Row, leak_verdict
 
 GCTRACE = "gctrace:/tmp/go.log"
 PPROF = "pprof:http://127.0.0.1:6060/debug/pprof/heap"

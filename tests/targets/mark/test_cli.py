@@ -11,6 +11,8 @@ import pytest
 
 from swarmgauge.targets.launch import REPO_ROOT, TargetStartError, child_env, launch_target
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 
 def run_cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "swarmgauge.cli", "target", "mark", *args], capture_output=True,

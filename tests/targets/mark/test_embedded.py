@@ -6,6 +6,9 @@ from swarmgauge.protocols.mark import encode_request, parse_response
 from swarmgauge.targets.launch import launch_target
 from swarmgauge.targets.mark.cli import PUBLISH_TOKEN_ENV
 from swarmgauge.targets.embedded import redact_args
+import pytest
+
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 
 def test_redact_args_hides_publish_tokens():

@@ -6,6 +6,8 @@ import pytest
 
 from swarmgauge.targets.mark.pacing import PerClientLimiter, TokenBucket
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 
 def test_burst_then_waits_at_the_rate():
     bucket = TokenBucket(rate=10, burst=2)

@@ -10,6 +10,8 @@ from tests.targets.mark.conftest import WRITE_TOKEN, write_tokens_toml
 from swarmgauge.users.mark import parse_mark_url
 from swarmgauge.users.quic import QuicDriver, client_configuration
 
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
+
 HEALTH = b"FETCH /health\n"
 
 

@@ -11,8 +11,12 @@ import logging
 import sys
 from typing import Any
 
+import pandas as pd
 from locust import events
 from locust.runners import WorkerRunner
+
+from swarmgauge.listeners import rundir, slo, steps
+from swarmgauge.reports.report import step_spreads, step_tables, target_cpu_by_step
 
 logger = logging.getLogger("swarmgauge.summary")
 
@@ -33,10 +37,6 @@ def exit_reason(code: int, verdicts: list[dict[str, Any]]) -> str:
 
 def summary_text(environment: Any, code: int) -> str:
     """The step tables with their trend sentences, the SLO verdicts and the exit code, as plain text."""
-    import pandas as pd
-
-    from swarmgauge.listeners import rundir, slo, steps
-    from swarmgauge.reports.report import step_spreads, step_tables, target_cpu_by_step
 
     lines = ["", "swarmgauge: per-step results (warm-up excluded)"]
     rows = steps.rows_now(environment)

@@ -7,13 +7,13 @@ Kept apart from the sampler so the verdict maths is tested without Locust, and t
 from __future__ import annotations
 
 import bisect
-import re
 from dataclasses import dataclass
 
+from swarmgauge.core.durations import parse_duration
 from swarmgauge.errors import UsageError
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+MIB = 1024 * 1024
+
 
 
 @dataclass(frozen=True)
@@ -42,10 +42,7 @@ def parse_warmup(text: str) -> Warmup:
         if not 0 <= value < 100:
             raise UsageError(f"--sample-warmup {text!r}: a percentage must be in [0, 100)")
         return Warmup(fraction=value / 100)
-    m = _DURATION.match(text)
-    if m is None:
-        raise UsageError(f"--sample-warmup {text!r}: expected e.g. 30s, 2m or 10%")
-    return Warmup(seconds=float(m[1]) * _UNIT_S[m[2]])
+    return Warmup(seconds=parse_duration(text, f"--sample-warmup {text!r} (e.g. 30s, 2m or 10%)"))
 
 
 def least_squares_slope(xs: list[float], ys: list[float]) -> float | None:

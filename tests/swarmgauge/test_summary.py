@@ -13,7 +13,7 @@ import pytest
 import swarmgauge.listeners.resources  # noqa: F401 - registers the rss_delta SLO term
 from swarmgauge.listeners.quiet import quiet_libraries
 from swarmgauge.listeners.slo import covers_failures, format_verdicts, in_unit, parse
-from swarmgauge.listeners.summary import exit_reason
+from swarmgauge.summary import exit_reason
 from tests.listeners.sim_run import ROOT, run_local, sim_target
 from swarmgauge.run_folders import resolve
 

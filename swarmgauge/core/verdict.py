@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import MIB
-from .trend import Trend, Warmup, format_bytes, trend
+from swarmgauge.core.trend import MIB, Trend, Warmup, format_bytes, trend
 
 COLUMNS = ("time", "elapsed_s", "step", "node", "source", "metric", "value", "round")
 GENERATOR_SOURCE = "generator"
