@@ -27,7 +27,7 @@ from locust.event import EventHook
 from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
 
 from swarmgauge.listeners import rundir
-from swarmgauge.listeners.step_stats import NameStats, StepMerge, StepRecorder
+from swarmgauge.listeners.step_stats import NameStats, StepMerge, StepRecorder, TimelinePoint
 
 logger = logging.getLogger("swarmgauge.steps")
 
@@ -90,8 +90,10 @@ class _StepState:
         self.recorder = StepRecorder()
         self.merged = StepMerge()
         self.announced: dict[int, StepInfo] = {}
-        self.timeline: dict[int, NameStats] = {}
+        self.timeline: dict[int, TimelinePoint] = {}
         self.timeline_steps: dict[int, int] = {}
+        self.open_bucket: int | None = None
+        self.open_stats: NameStats | None = None
         self.stopped_at: float | None = None
         self.finalized = False
         self.sampler: gevent.Greenlet | None = None
@@ -267,9 +269,24 @@ def _merge_batch(environment: Any, source: str, batch: dict[str, Any]) -> None:
     combined = state.merged.add_batch(source, batch)
     if combined.requests:
         bucket = int(time.time() // _timeline_bucket(environment))
-        state.timeline.setdefault(bucket, NameStats()).add(combined)
+        if state.open_bucket is not None and bucket != state.open_bucket:
+            _close_bucket(state)
+        if state.open_stats is None:
+            state.open_bucket, state.open_stats = bucket, NameStats()
+        state.open_stats.add(combined)
         info = current_step(environment)
         state.timeline_steps[bucket] = info.index if info else 0
+
+
+def _close_bucket(state: _StepState) -> None:
+    """Keep a finished timeline bucket as its few figures and drop its histogram, so memory stays flat in long runs.
+
+    Buckets follow the wall clock and batches are merged as they arrive, so once a later bucket has begun no
+    batch lands in an earlier one.
+    """
+    if state.open_bucket is not None and state.open_stats is not None:
+        state.timeline[state.open_bucket] = TimelinePoint.of(state.open_stats)
+    state.open_bucket, state.open_stats = None, None
 
 
 def _cache_default_args() -> None:
@@ -349,6 +366,7 @@ def finalize(environment: Any) -> StepMerge:
     if not state.finalized:
         state.sampler_stop = True
         _merge_batch(environment, "local", state.recorder.drain())
+        _close_bucket(state)
         end_run(environment)
         state.finalized = True
         directory = rundir.run_dir(environment)
