@@ -14,6 +14,7 @@ LISTENER_MODULES = (
     "swarmgauge.listeners.resources",
     "swarmgauge.listeners.webui",
     "swarmgauge.listeners.workers",
+    "swarmgauge.listeners.signals",
 )
 
 for _name in LISTENER_MODULES:

@@ -52,6 +52,7 @@ class SwarmShape(LoadTestShape):
         self._ended = False
         self._stopping_users = False
         self._last_run_time = 0.0
+        self._end_requested = False
 
     # plan -------------------------------------------------------------------------------------------------------
     def class_plan_doc(self) -> dict[str, Any]:
@@ -125,6 +126,10 @@ class SwarmShape(LoadTestShape):
             raise UsageError(f"plan stage {stage.label!r}: unknown user class(es) {', '.join(missing)}")
         return [known[name] for name in stage.user_classes]
 
+    def request_end(self) -> None:
+        """End the plan at the next tick, as if its last stage were over (SIGTERM/SIGINT: ``listeners.signals``)."""
+        self._end_requested = True
+
     def tail_seconds(self) -> float:
         last = self.plan().stages[-1]
         return min(last.drop_after, 1.0) if last.open_model else 0.0
@@ -138,7 +143,7 @@ class SwarmShape(LoadTestShape):
         if self._announced is None:
             return None
         tail_left = self.plan().total_duration + self.tail_seconds() - run_time
-        if tail_left > 0:
+        if tail_left > 0 and not self._end_requested:
             gevent.sleep(tail_left)
         if not self._stopping_users:
             self._stopping_users = True
@@ -162,8 +167,9 @@ class SwarmShape(LoadTestShape):
         run_time = self.get_run_time()
         if self._ended and run_time < self._last_run_time:
             self._announced, self._ended, self._stopping_users = None, False, False  # a new run (web UI)
+            self._end_requested = False
         self._last_run_time = run_time
-        found = self.stage_at(run_time)
+        found = None if self._end_requested else self.stage_at(run_time)
         if found is None:
             return self._finish(run_time)
         index, stage, left = found
