@@ -15,6 +15,7 @@ LISTENER_MODULES = (
     "swarmgauge.listeners.webui",
     "swarmgauge.listeners.workers",
     "swarmgauge.listeners.signals",
+    "swarmgauge.listeners.privacy",
 )
 
 for _name in LISTENER_MODULES:

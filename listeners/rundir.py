@@ -24,6 +24,7 @@ from locust import events
 from locust.runners import WorkerRunner
 
 from swarmgauge.files import write_atomic
+from swarmgauge.redaction import known_secrets
 
 logger = logging.getLogger("swarmgauge.rundir")
 
@@ -84,7 +85,7 @@ _secret_values: list[str] = []
 
 
 def _known_secret_values(environment: Any = None) -> list[str]:
-    values = set(_secret_values)
+    values = set(_secret_values) | set(known_secrets())
     options = getattr(environment, "parsed_options", None) if environment is not None else None
     if options is not None:
         for name, value in vars(options).items():

@@ -18,6 +18,7 @@ from locust import User, events, task
 
 from swarmgauge.protocols import mcp as proto
 from swarmgauge.errors import UsageError
+from swarmgauge.users import option_checks  # noqa: F401 - range-checks the options at init
 from swarmgauge.users.mcp_client import MCPClient, MCPUnreachable, _count
 
 __all__ = [
