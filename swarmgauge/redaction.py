@@ -11,7 +11,7 @@ import re
 
 REDACTED = "***"
 MIN_SECRET_LENGTH = 3  # shorter values would redact ordinary text ("a", "10")
-SECRET_NAME = re.compile(r"(token|password|passwd|secret|api[_-]?key|credential|dsn)", re.IGNORECASE)
+SECRET_NAME = re.compile(r"(token|password|passwd|secret|api[_-]?key|credential)", re.IGNORECASE)
 
 _known: set[str] = set()
 _ordered: list[str] = []
