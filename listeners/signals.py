@@ -6,7 +6,8 @@ with no files, no exit code and the embedded target orphaned. This module instal
 master or local runner: the first SIGTERM or SIGINT asks a swarmgauge shape to end its plan now (stop the users,
 collect every worker's last figures, then let Locust quit, which stops the workers and fires ``quitting``, where
 the listeners write their files and the embedded targets stop). A second signal, or a run with no swarmgauge shape,
-falls back to Locust's own Ctrl+C path (``KeyboardInterrupt``). Nothing is written here.
+falls back to Locust's own Ctrl+C path (``KeyboardInterrupt``); before the run has started (a master waiting for
+its workers) the process exits with 128 + the signal number, as nothing was measured. Nothing is written here.
 
 Workers and the web UI keep Locust's own SIGTERM handler, which it installs before their main loop starts: a
 worker's ``quit`` tells the master it is gone, and the web UI's shutdown fires ``quitting`` as well.
@@ -38,8 +39,10 @@ class StopOnSignal:
         name = signal.Signals(signum).name
         shape = getattr(self.environment, "shape_class", None)
         runner = self.environment.runner
-        can_end = (len(self.received) == 1 and callable(getattr(shape, "request_end", None))
-                   and runner is not None and runner.state != STATE_INIT)
+        if runner is not None and runner.state == STATE_INIT:
+            logger.info("Got %s before the run started: exiting, nothing was measured", name)
+            raise SystemExit(128 + signum)  # gevent hands it to the main greenlet; atexit stops embedded targets
+        can_end = len(self.received) == 1 and callable(getattr(shape, "request_end", None)) and runner is not None
         if can_end:
             logger.info("Got %s: ending the plan now (files are written as at its end; again to quit at once)", name)
             shape.request_end()
@@ -62,6 +65,6 @@ def install(environment: Any) -> StopOnSignal | None:
 @events.init.add_listener
 def _on_init(environment: Any, **_kwargs: Any) -> None:
     options = getattr(environment, "parsed_options", None)
-    if options is not None and not getattr(options, "headless", False) and not getattr(options, "autostart", False):
-        return  # web UI: Locust's SIGTERM handler is in place before its main loop starts
+    if options is not None and not getattr(options, "headless", False):
+        return  # web UI: Locust's SIGTERM handler (shutdown, which fires quitting) is in place before its main loop
     install(environment)

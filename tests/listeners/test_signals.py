@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import psutil
 import pytest
-from locust.runners import STATE_RUNNING
+from locust.runners import STATE_INIT, STATE_RUNNING
 
 from swarmgauge.listeners.signals import StopOnSignal
 from swarmgauge.targets.launch import REPO_ROOT, child_env, stop_processes
@@ -175,3 +175,36 @@ def test_a_target_exits_when_its_parent_is_killed():
         assert _wait_gone([target_pid]) == []
     finally:
         stop_processes([parent], grace=0)
+
+
+def test_a_signal_before_the_run_started_exits_with_128_plus_the_signal():
+    shape = _ShapeThatCanEnd()
+    handler = StopOnSignal(SimpleNamespace(shape_class=shape, runner=SimpleNamespace(state=STATE_INIT)))
+    with pytest.raises(SystemExit) as exited:
+        handler(signal.SIGTERM, None)
+    assert exited.value.code == 128 + signal.SIGTERM and shape.end_requests == 0
+
+
+@pytest.mark.integration
+def test_sigterm_while_a_master_waits_for_workers_exits_cleanly_and_stops_its_target(tmp_path):
+    process = subprocess.Popen(
+        locust_command(REPO_ROOT / "locustfiles/demarkus_reads.py", "FetchUser", "--headless", "--master",
+                       "--master-bind-host", "127.0.0.1", "--master-bind-port", str(free_port()),
+                       "--expect-workers", "1", "--expect-workers-max-wait", "120", *LONG_PLAN,
+                       "--run-dir", str(tmp_path / "run")),
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env())
+    try:
+        children: list[int] = []
+        deadline = time.monotonic() + WAIT_SECONDS
+        while time.monotonic() < deadline and not children:
+            children = [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
+            time.sleep(0.5)
+        assert children, "no embedded target started"
+        time.sleep(2)  # the master is in Locust's wait for workers
+        process.send_signal(signal.SIGTERM)
+        _stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
+    finally:
+        stop_processes([process], grace=5)
+    assert process.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+    assert "Traceback" not in stderr
+    assert _wait_gone(children) == []
