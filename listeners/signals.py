@@ -10,7 +10,8 @@ falls back to Locust's own Ctrl+C path (``KeyboardInterrupt``); before the run h
 its workers) the process exits with 128 + the signal number, as nothing was measured. Nothing is written here.
 
 Workers and the web UI keep Locust's own SIGTERM handler, which it installs before their main loop starts: a
-worker's ``quit`` tells the master it is gone, and the web UI's shutdown fires ``quitting`` as well.
+worker's shutdown fires ``quitting``, where it first sends its last per-step figures (here) and then tells the master
+it is gone; the web UI's shutdown fires ``quitting`` as well.
 """
 
 from __future__ import annotations
@@ -62,8 +63,22 @@ def install(environment: Any) -> StopOnSignal | None:
     return handler
 
 
+def _send_last_figures_on_quit(environment: Any) -> None:
+    """Added at ``init`` (after the runner's own listeners), so it runs before the worker tells the master it quit."""
+
+    def on_quitting(**_kwargs: Any) -> None:
+        from swarmgauge.listeners import steps
+
+        steps.send_last_figures(environment)
+
+    environment.events.quitting.add_listener(on_quitting)
+
+
 @events.init.add_listener
 def _on_init(environment: Any, **_kwargs: Any) -> None:
+    if isinstance(environment.runner, WorkerRunner):
+        _send_last_figures_on_quit(environment)
+        return
     options = getattr(environment, "parsed_options", None)
     if options is not None and not getattr(options, "headless", False):
         return  # web UI: Locust's SIGTERM handler (shutdown, which fires quitting) is in place before its main loop

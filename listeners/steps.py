@@ -175,6 +175,12 @@ def _on_flush_message(environment: Any, msg: Any, **_kwargs: Any) -> None:
     environment.runner.send_message(FLUSHED_MESSAGE, _state(environment).recorder.drain())
 
 
+def send_last_figures(environment: Any) -> None:
+    """A worker quitting on its own (SIGTERM) sends what it has not reported yet, as a final flush would."""
+    before_flush.fire(environment=environment)
+    environment.runner.send_message(FLUSHED_MESSAGE, _state(environment).recorder.drain())
+
+
 def _on_flushed_message(environment: Any, msg: Any, **_kwargs: Any) -> None:
     state = _state(environment)
     if msg.data:

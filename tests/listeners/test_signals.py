@@ -208,3 +208,37 @@ def test_sigterm_while_a_master_waits_for_workers_exits_cleanly_and_stops_its_ta
     assert process.returncode == 128 + signal.SIGTERM, stderr[-2000:]
     assert "Traceback" not in stderr
     assert _wait_gone(children) == []
+
+
+@pytest.mark.integration
+def test_sigterm_to_one_worker_mid_step_keeps_what_it_measured(tmp_path):
+    run_dir = tmp_path / "run"
+    port = free_port()
+    locustfile = Path(ROOT) / "tests/listeners/sim_locustfile.py"
+    with sim_target("--delay", "const:5") as target:
+        master = subprocess.Popen(
+            locust_command(locustfile, "--headless", "--host", target.url, "--master", "--master-bind-host",
+                           "127.0.0.1", "--master-bind-port", str(port), "--expect-workers", "2",
+                           "--expect-workers-max-wait", "60", "--steps", "4", "--step-time", "120",
+                           "--stop-timeout", "5", "--run-dir", str(run_dir)),
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        workers = [subprocess.Popen(locust_command(locustfile, "--worker", "--master-host", "127.0.0.1",
+                                                   "--master-port", str(port)),
+                                    cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   for _ in range(2)]
+        try:
+            _wait_for_requests(target, 40)
+            workers[0].send_signal(signal.SIGTERM)
+            workers[0].wait(WAIT_SECONDS)
+            time.sleep(4)  # the master has its last report and the other worker's next ones
+            master.send_signal(signal.SIGTERM)
+            _stdout, stderr = master.communicate(timeout=WAIT_SECONDS)
+            left = _wait_gone([workers[1].pid])
+            served = len(target.records())
+        finally:
+            stop_processes([master, *workers], grace=5)
+    assert workers[0].returncode == 0 and master.returncode == 0, stderr[-2000:]
+    assert left == []
+    aggregated = [row for row in read_steps(run_dir) if row["name"] == "Aggregated"]
+    measured = int(aggregated[0]["requests"])
+    assert served - 4 <= measured <= served  # at most the 4 users' requests in flight when they were stopped
