@@ -7,8 +7,9 @@ terms with :func:`register_metric`. Providers return base units: milliseconds fo
 hour for slopes (``MiB/h``), fractions for ratios (``%`` divides by 100). ``@run`` (the default) checks the whole run;
 ``@step`` checks every step and fails if any step fails. A provider's ``None`` means no data: the verdict is
 ``no data``, which fails the gate (a gate that passes on nothing measured would pass a target that never answered);
-a threshold naming a request type or name that never appeared fails and says so. Exit codes: 3 when any threshold fails — it wins over Locust's 1 for request
-errors, because a failed gate is the more specific answer; 0 when all hold and nothing errored.
+a threshold naming a request type or name that never appeared fails and says so. Exit codes: 3 when any threshold
+fails — it wins over Locust's 1 for request errors, because a failed gate is the more specific answer; 0 when all
+hold and nothing errored.
 """
 
 from __future__ import annotations

@@ -285,11 +285,7 @@ def _merge_batch(environment: Any, source: str, batch: dict[str, Any]) -> None:
 
 
 def _close_bucket(state: _StepState) -> None:
-    """Keep a finished timeline bucket as its few figures and drop its histogram, so memory stays flat in long runs.
-
-    Buckets follow the wall clock and batches are merged as they arrive, so once a later bucket has begun no
-    batch lands in an earlier one.
-    """
+    """A finished bucket (buckets follow the wall clock) kept as its figures, its histogram dropped: flat memory."""
     if state.open_bucket is not None and state.open_stats is not None:
         state.timeline[state.open_bucket] = TimelinePoint.of(state.open_stats)
     state.open_bucket, state.open_stats = None, None
