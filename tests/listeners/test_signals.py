@@ -242,3 +242,24 @@ def test_sigterm_to_one_worker_mid_step_keeps_what_it_measured(tmp_path):
     aggregated = [row for row in read_steps(run_dir) if row["name"] == "Aggregated"]
     measured = int(aggregated[0]["requests"])
     assert served - 4 <= measured <= served  # at most the 4 users' requests in flight when they were stopped
+
+
+@pytest.mark.integration
+def test_sigterm_mid_step_in_a_web_ui_run_writes_the_run(tmp_path):
+    run_dir = tmp_path / "run"
+    with sim_target("--delay", "const:5") as target:
+        process = subprocess.Popen(
+            locust_command(Path(ROOT) / "tests/listeners/sim_locustfile.py", "--host", target.url, "--web-host",
+                           "127.0.0.1", "--web-port", str(free_port()), "--autostart", *LONG_PLAN,
+                           "--run-dir", str(run_dir)),
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            _wait_for_requests(target, 20)
+            process.send_signal(signal.SIGTERM)
+            _stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
+        finally:
+            stop_processes([process], grace=5)
+    assert process.returncode == 0, stderr[-2000:]
+    assert json.loads((run_dir / "run.json").read_text())["exit_code"] == 0
+    partial = [row for row in read_steps(run_dir) if row["name"] == "Aggregated"][0]
+    assert int(partial["requests"]) > 0 and 0.0 < float(partial["duration_s"]) < 120.0
