@@ -17,6 +17,8 @@ LISTENER_MODULES = (
     "swarmgauge.listeners.webui",
     "swarmgauge.listeners.workers",
     "swarmgauge.listeners.quiet",
+    "swarmgauge.listeners.signals",
+    "swarmgauge.listeners.privacy",
 )
 
 for _name in LISTENER_MODULES:

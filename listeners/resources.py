@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import math
 import os
 import time
 import weakref
@@ -94,6 +95,24 @@ def _current_step(environment) -> int | None:
     return None if info is None else int(info.index)
 
 
+def sample_interval(options: Any) -> float:
+    """``--sample-interval``: finite seconds above zero (0 is a mistake, not "the default")."""
+    value = getattr(options, "sample_interval", None)
+    interval = 5.0 if value is None else float(value)
+    if not math.isfinite(interval) or interval <= 0:
+        raise UsageError(f"--sample-interval {value}: must be a finite number of seconds above 0")
+    return interval
+
+
+def check_options(environment: Any) -> None:
+    """Every sampler option, at ``init``: a bad one is one line and exit 2 before any load, not a traceback later."""
+    options = environment.parsed_options
+    sample_interval(options)
+    parse_warmup(getattr(options, "sample_warmup", "10%") or "0")
+    for spec in source_specs(options):
+        parse_source(spec)
+
+
 class ResourceSampler:
     """Per-environment sampler state: the sources, the greenlet, the rows, and the failure counts."""
 
@@ -114,9 +133,7 @@ class ResourceSampler:
     def configure(self) -> None:
         """Read the options and build the sources; a bad one raises UsageError before any load starts."""
         options = self.environment.parsed_options
-        self.interval = float(getattr(options, "sample_interval", 5.0) or 5.0)
-        if self.interval <= 0:
-            raise UsageError(f"--sample-interval {self.interval}: must be positive")
+        self.interval = sample_interval(options)
         self.warmup = parse_warmup(getattr(options, "sample_warmup", "10%") or "0")
         self.node = _node_name(self.environment)
         on_workers = getattr(options, "sample_on", "master") == "workers"
@@ -234,8 +251,7 @@ def _on_init(environment, **_kwargs) -> None:
     sampler_for(environment)
     if environment.parsed_options is not None:
         # a bad --sample stops the run here, with one line and exit 2, before any load
-        stop_on_usage_error(lambda env: [parse_source(spec) for spec in source_specs(env.parsed_options)],
-                            environment)
+        stop_on_usage_error(check_options, environment)
 
 
 @events.test_start.add_listener

@@ -34,6 +34,7 @@ from locust.runners import WorkerRunner
 
 from swarmgauge.core import hooks
 from swarmgauge.files import write_atomic
+from swarmgauge.redaction import known_secrets
 from swarmgauge.run_folders import LATEST, new_run_folder, resolve  # noqa: F401 - resolve is part of this API
 
 logger = logging.getLogger("swarmgauge.rundir")
@@ -95,7 +96,7 @@ _secret_values: list[str] = []
 
 
 def _known_secret_values(environment: Any = None) -> list[str]:
-    values = set(_secret_values)
+    values = set(_secret_values) | set(known_secrets())
     options = getattr(environment, "parsed_options", None) if environment is not None else None
     if options is not None:
         for name, value in vars(options).items():

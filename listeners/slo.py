@@ -6,15 +6,18 @@ Grammar: ``[TYPE[:NAME]:]METRIC OP VALUE[UNIT][@step|@run]`` such as ``FETCH:p99
 terms with :func:`register_metric`. Providers return base units: milliseconds for times, bytes for sizes, bytes per
 hour for slopes (``MiB/h``), fractions for ratios (``%`` divides by 100). ``@run`` (the default) checks the whole run;
 ``@step`` checks every step and fails if any step fails. A provider's ``None`` means no data: the verdict is
-``unknown``, which is not a failure. Exit codes: 3 when any threshold fails — it wins over Locust's 1 for request
-errors, because a failed gate is the more specific answer; when an SLO on ``fail_ratio`` or ``failures`` holds,
-failed requests alone give 0 (Locust's 1 applies only when no SLO covers failures).
+``no data``, which fails the gate (a gate that passes on nothing measured would pass a target that never answered);
+a threshold naming a request type or name that never appeared fails and says so. Exit codes: 3 when any threshold
+fails — it wins over Locust's 1 for request errors, because a failed gate is the more specific answer; when an SLO on
+``fail_ratio`` or ``failures`` holds, failed requests alone give 0 (Locust's 1 applies only when no SLO covers
+failures).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import operator
 import re
 import sys
@@ -85,8 +88,13 @@ def parse(expr: str) -> Threshold:
     unit = match.group("unit")
     if unit not in UNITS:
         raise UsageError(f"unknown unit {unit!r} in --slo {expr!r}")
-    return Threshold(expr.strip(), metric, match.group("op"), float(match.group("value")) * UNITS[unit], unit,
-                     match.group("scope") or "run", request_type, name)
+    value = float(match.group("value")) * UNITS[unit]
+    if not math.isfinite(value):
+        raise UsageError(f"--slo {expr!r}: the threshold must be a finite number")
+    if value < 0 and (metric in REQUEST_METRICS or metric in steps.step_counter_names()):
+        raise UsageError(f"--slo {expr!r}: {metric} is never negative, so a negative threshold cannot be meant")
+    return Threshold(expr.strip(), metric, match.group("op"), value, unit, match.group("scope") or "run",
+                     request_type, name)
 
 
 def split_exprs(values: list[str] | str | None) -> list[str]:
@@ -151,9 +159,13 @@ def observe(environment: Any, threshold: Threshold, step: int | None) -> float |
     return _request_metric(environment, threshold, step)
 
 
+NO_DATA = "no data"
+FAILING = ("fail", NO_DATA)
+
+
 def _status(threshold: Threshold, observed: float | None) -> tuple[str, str]:
     if observed is None:
-        return "unknown", "amber"
+        return NO_DATA, "red"
     if not threshold.holds(observed):
         return "fail", "red"
     near = threshold.value != 0 and abs(observed - threshold.value) <= AMBER_MARGIN * abs(threshold.value)
@@ -163,6 +175,10 @@ def _status(threshold: Threshold, observed: float | None) -> tuple[str, str]:
 def evaluate(environment: Any, threshold: Threshold) -> dict[str, Any]:
     """One verdict: over the run, or per step (failing if any step fails, unknown if none had data)."""
     verdict: dict[str, Any] = asdict(threshold)
+    missing = _missing_request(environment, threshold)
+    if missing:
+        verdict.update(observed=None, status="fail", colour="red", reason=missing)
+        return verdict
     if threshold.scope == "run":
         observed = observe(environment, threshold, None)
         verdict["observed"] = observed
@@ -180,9 +196,21 @@ def evaluate(environment: Any, threshold: Threshold) -> dict[str, Any]:
     worst = failing[0] if failing else (known[-1] if known else None)
     verdict["observed"] = worst["observed"] if worst else None
     verdict["worst_step"] = worst["label"] if worst else None
-    verdict["status"] = "fail" if "fail" in statuses else ("pass" if "pass" in statuses else "unknown")
-    verdict["colour"] = {"fail": "red", "pass": "green", "unknown": "amber"}[verdict["status"]]
+    verdict["status"] = "fail" if "fail" in statuses else ("pass" if "pass" in statuses else NO_DATA)
+    verdict["colour"] = "green" if verdict["status"] == "pass" else "red"
     return verdict
+
+
+def _missing_request(environment: Any, threshold: Threshold) -> str | None:
+    """Why a threshold's request type or name matches nothing measured in the run (a typo never passes)."""
+    if threshold.request_type is None or threshold.metric not in REQUEST_METRICS:
+        return None
+    keys = [(rtype, name) for (_step, rtype, name) in steps.merged(environment).entries]
+    if any(rtype == threshold.request_type and threshold.name in (None, name) for rtype, name in keys):
+        return None
+    what = threshold.request_type if threshold.name is None else f"{threshold.request_type}:{threshold.name}"
+    seen = sorted({f"{rtype}:{name}" for rtype, name in keys})[:10]
+    return f"request {what!r} never appeared in the run (seen: {', '.join(seen) or 'no requests at all'})"
 
 
 def check(environment: Any) -> list[dict[str, Any]]:
@@ -193,7 +221,7 @@ def check(environment: Any) -> list[dict[str, Any]]:
     steps.finalize(environment)
     verdicts = [evaluate(environment, parse(expr)) for expr in all_exprs(environment)]
     environment._swarmgauge_slo_verdicts = verdicts
-    failed = [v for v in verdicts if v["status"] == "fail"]
+    failed = [v for v in verdicts if v["status"] in FAILING]
     if failed:
         environment.process_exit_code = SLO_EXIT_CODE
     elif covers_failures(verdicts) and environment.process_exit_code is None and not _crashed():
@@ -225,7 +253,8 @@ def format_verdicts(verdicts: list[dict[str, Any]]) -> str:
     for v in verdicts:
         observed = in_unit(v["observed"], v.get("unit", ""), v.get("metric", ""))
         where = f", at {v['worst_step']}" if v.get("worst_step") else ""
-        lines.append(f"SLO {v['status'].upper():7} {v['expr']}  (observed {observed}{where})")
+        why = f": {v['reason']}" if v.get("reason") else ""
+        lines.append(f"SLO {v['status'].upper():7} {v['expr']}  (observed {observed}{where}){why}")
     return "\n".join(lines)
 
 

@@ -30,7 +30,7 @@ from swarmgauge.core.locust_compat import cache_default_args, has_message_handle
 from swarmgauge.core.hooks import StepInfo, before_flush, step_changed, step_counter_names
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import rundir
-from swarmgauge.listeners.step_stats import NameStats, StepMerge, StepRecorder
+from swarmgauge.listeners.step_stats import NameStats, StepMerge, StepRecorder, TimelinePoint
 from swarmgauge.listeners.steps_csv import TIMELINE_COLUMNS, step_rows, timeline_rows, write_rows
 
 logger = logging.getLogger("swarmgauge.steps")
@@ -56,8 +56,10 @@ class _StepState:
         self.recorder = StepRecorder()
         self.merged = StepMerge()
         self.announced: dict[int, StepInfo] = {}
-        self.timeline: dict[int, NameStats] = {}
+        self.timeline: dict[int, TimelinePoint] = {}
         self.timeline_steps: dict[int, int] = {}
+        self.open_bucket: int | None = None
+        self.open_stats: NameStats | None = None
         self.stopped_at: float | None = None
         self.finalized = False
         self.sampler: gevent.Greenlet | None = None
@@ -135,6 +137,12 @@ def final_reports_in(environment: Any) -> bool:
 
 
 def _on_flush_message(environment: Any, msg: Any, **_kwargs: Any) -> None:
+    before_flush.fire(environment=environment)
+    environment.runner.send_message(FLUSHED_MESSAGE, _state(environment).recorder.drain())
+
+
+def send_last_figures(environment: Any) -> None:
+    """A worker quitting on its own (SIGTERM) sends what it has not reported yet, as a final flush would."""
     before_flush.fire(environment=environment)
     environment.runner.send_message(FLUSHED_MESSAGE, _state(environment).recorder.drain())
 
@@ -233,9 +241,20 @@ def _merge_batch(environment: Any, source: str, batch: dict[str, Any]) -> None:
     combined = state.merged.add_batch(source, batch)
     if combined.requests:
         bucket = int(time.time() // _timeline_bucket(environment))
-        state.timeline.setdefault(bucket, NameStats()).add(combined)
+        if state.open_bucket is not None and bucket != state.open_bucket:
+            _close_bucket(state)
+        if state.open_stats is None:
+            state.open_bucket, state.open_stats = bucket, NameStats()
+        state.open_stats.add(combined)
         info = current_step(environment)
         state.timeline_steps[bucket] = info.index if info else 0
+
+
+def _close_bucket(state: _StepState) -> None:
+    """A finished bucket (buckets follow the wall clock) kept as its figures, its histogram dropped: flat memory."""
+    if state.open_bucket is not None and state.open_stats is not None:
+        state.timeline[state.open_bucket] = TimelinePoint.of(state.open_stats)
+    state.open_bucket, state.open_stats = None, None
 
 
 @events.init.add_listener
@@ -292,6 +311,7 @@ def finalize(environment: Any) -> StepMerge:
     if not state.finalized:
         state.sampler_stop = True
         _merge_batch(environment, "local", state.recorder.drain())
+        _close_bucket(state)
         end_run(environment)
         state.finalized = True
         directory = rundir.run_dir(environment)

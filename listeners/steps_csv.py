@@ -6,7 +6,7 @@ import csv
 import io
 from typing import Any, Iterable
 
-from swarmgauge.listeners.step_stats import AGGREGATED, NameStats, StepMerge
+from swarmgauge.listeners.step_stats import AGGREGATED, NameStats, StepMerge, TimelinePoint
 
 GENERATOR_BOUND_CPU = 90.0
 BASE_COLUMNS = [
@@ -97,16 +97,17 @@ def write_rows(rows: list[dict[str, Any]], columns: Iterable[str] | None = None)
     return buffer.getvalue()
 
 
-def timeline_rows(timeline: dict[int, NameStats], steps: dict[int, int], bucket_seconds: float) -> list[dict[str, Any]]:
+def timeline_rows(timeline: dict[int, TimelinePoint], steps: dict[int, int],
+                  bucket_seconds: float) -> list[dict[str, Any]]:
     rows = []
     for bucket in sorted(timeline):
-        stats = timeline[bucket]
+        point = timeline[bucket]
         rows.append({
             "time": bucket * bucket_seconds,
             "step": steps.get(bucket, 0),
-            "requests": stats.requests,
-            "failures": stats.failures,
-            "p50_ms": _round(stats.percentile_ms(50)),
-            "p99_ms": _round(stats.percentile_ms(99)),
+            "requests": point.requests,
+            "failures": point.failures,
+            "p50_ms": _round(point.p50_ms),
+            "p99_ms": _round(point.p99_ms),
         })
     return rows

@@ -142,7 +142,8 @@ def validate_shape(environment: Any) -> None:
     if isinstance(shape, SwarmShape):
         shape.runner = environment.runner
         shape._plan = None
-        shape.plan()
+        for stage in shape.plan().stages:
+            shape._user_classes(stage)  # an unknown class fails now, not when its stage starts
         hooks.validate_slos(environment)
 
 

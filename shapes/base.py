@@ -53,6 +53,7 @@ class SwarmShape(LoadTestShape):
         self._stopping_users = False
         self._last_run_time = 0.0
         self._cut_at: float | None = None
+        self._end_requested = False
 
     # plan -------------------------------------------------------------------------------------------------------
     def class_plan_doc(self) -> dict[str, Any]:
@@ -143,6 +144,10 @@ class SwarmShape(LoadTestShape):
             "during_step": found[1].label if found else None,
             "steps_not_run": [s.label for s in plan.stages[found[0] + 1:]] if found else []})
 
+    def request_end(self) -> None:
+        """End the plan at the next tick, as if its last stage were over (SIGTERM/SIGINT: ``listeners.signals``)."""
+        self._end_requested = True
+
     def tail_seconds(self) -> float:
         last = self.plan().stages[-1]
         return min(last.drop_after, 1.0) if last.open_model else 0.0
@@ -157,7 +162,7 @@ class SwarmShape(LoadTestShape):
             return None
         end = self._cut_at if self._cut_at is not None else self.plan().total_duration + self.tail_seconds()
         tail_left = end - run_time
-        if tail_left > 0:
+        if tail_left > 0 and not self._end_requested:
             gevent.sleep(tail_left)
         if not self._stopping_users:
             self._stopping_users = True
@@ -182,8 +187,9 @@ class SwarmShape(LoadTestShape):
         if self._ended and run_time < self._last_run_time:
             self._announced, self._ended, self._stopping_users = None, False, False  # a new run (web UI)
             self._cut_at = None
+            self._end_requested = False
         self._last_run_time = run_time
-        found = self.stage_at(run_time)
+        found = None if self._end_requested else self.stage_at(run_time)
         limit = self.run_time_limit()
         if found is not None and self._cut_at is None and limit is not None and run_time >= limit:
             self._cut_short(run_time)

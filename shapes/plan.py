@@ -23,6 +23,7 @@ that runs it is the same. YAML keys (``shapes/plans/*.yaml`` are examples)::
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,6 +35,8 @@ from swarmgauge.errors import UsageError
 KINDS = ("step_ramp", "soak", "arrival_rate", "burst", "churn", "stages")
 DEFAULT_MAX_USERS = 100
 DEFAULT_DROP_AFTER = 1.0
+MAX_USERS = 100_000  # per stage and process group: past this a typo (1e9) would only exhaust the generator's memory
+MAX_RATE = 1_000_000.0
 _TOP_KEYS = {"name", "description", "kind", "shape", "steps", "step_time", "warmup", "rate", "rates", "duration",
              "max_users", "drop_after", "users", "user_classes", "slos", "stages", "spawn_rate", "reference"}
 _STAGE_KEYS = {"label", "users", "rate", "rate_end", "duration", "warmup", "max_users", "drop_after", "spawn_rate",
@@ -45,6 +48,8 @@ def _number(value: Any, what: str, *, integer: bool = False, positive: bool = Fa
         number = float(value)
     except ValueError:
         raise UsageError(f"{what}: expected a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise UsageError(f"{what}: must be a finite number, got {value!r}")
     if number < 0:
         raise UsageError(f"{what}: must not be negative, got {value!r}")
     if positive and number == 0:
@@ -54,12 +59,19 @@ def _number(value: Any, what: str, *, integer: bool = False, positive: bool = Fa
     return number
 
 
-def _number_list(value: Any, what: str, *, integer: bool = False) -> list[float]:
+def _number_list(value: Any, what: str, *, integer: bool = False, limit: float | None = None) -> list[float]:
+    """``1,4,16`` (or ``1 4 16``, or a YAML list); an empty item such as ``1,,4`` is a typo, not a skip."""
     if isinstance(value, str):
-        value = [v for v in re.split(r"[,\s]+", value.strip()) if v]
+        items = [v.strip() for v in value.strip().split(",")] if "," in value else value.split()
+        if any(not v for v in items):
+            raise UsageError(f"{what}: empty item in {value!r}")
+        value = items
     if not isinstance(value, (list, tuple)) or not value:
         raise UsageError(f"{what}: expected a list such as 1,4,16, got {value!r}")
-    return [_number(v, what, integer=integer) for v in value]
+    numbers = [_number(v, what, integer=integer) for v in value]
+    if limit is not None and any(n > limit for n in numbers):
+        raise UsageError(f"{what}: {max(numbers):g} is past the limit of {limit:g}")
+    return numbers
 
 
 @dataclass(frozen=True)
@@ -157,6 +169,12 @@ def _stage(raw: dict[str, Any], position: int, defaults: dict[str, Any], where: 
         if merged.get("spawn_rate") is not None else None,
         user_classes=tuple(classes) if classes else None,
     )
+    for count, name in ((stage.users, "users"), (stage.max_users, "max_users")):
+        if count is not None and count > MAX_USERS:
+            raise UsageError(f"{what}: {name} {count} is past the limit of {MAX_USERS}")
+    for rate_value, name in ((stage.rate, "rate"), (stage.rate_end, "rate_end")):
+        if rate_value is not None and rate_value > MAX_RATE:
+            raise UsageError(f"{what}: {name} {rate_value:g}/s is past the limit of {MAX_RATE:g}/s")
     if stage.warmup >= stage.duration:
         raise UsageError(f"{what}: warmup ({stage.warmup:g}s) must be shorter than the stage ({stage.duration:g}s)")
     return stage
@@ -176,7 +194,7 @@ def build_plan(doc: dict[str, Any], *, source: str = "options") -> Plan:
     common = {k: doc[k] for k in ("warmup", "max_users", "drop_after", "spawn_rate", "user_classes") if k in doc}
     raws: list[dict[str, Any]]
     if kind == "step_ramp":
-        steps = _number_list(doc.get("steps"), f"{where} steps", integer=True)
+        steps = _number_list(doc.get("steps"), f"{where} steps", integer=True, limit=MAX_USERS)
         if any(b <= a for a, b in zip(steps, steps[1:])):
             raise UsageError(f"{where}: steps must be strictly increasing, got {', '.join(f'{s:g}' for s in steps)}")
         if steps[0] <= 0:
@@ -186,7 +204,7 @@ def build_plan(doc: dict[str, Any], *, source: str = "options") -> Plan:
             raise UsageError(f"{where}: step_time is missing")
         raws = [{"users": int(s), "duration": step_time, "label": f"{int(s)} users"} for s in steps]
     elif kind == "arrival_rate" and doc.get("rates") is not None:
-        rates = _number_list(doc.get("rates"), f"{where} rates")
+        rates = _number_list(doc.get("rates"), f"{where} rates", limit=MAX_RATE)
         raws = [{"rate": r, "duration": doc.get("step_time", doc.get("duration")), "label": f"{r:g}/s"} for r in rates]
     elif kind in ("soak", "arrival_rate", "burst", "churn"):
         if kind == "soak" and doc.get("users") is not None:
@@ -225,7 +243,15 @@ def load_plan_file(path: str | Path) -> Plan:
             raise UsageError(f"plan file {str(path)!r} not found")
         file = bundled
     try:
-        doc = yaml.safe_load(file.read_text(encoding="utf-8"))
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"plan {file}: not a text file (a plan is YAML in UTF-8)") from None
+    except OSError as exc:
+        raise UsageError(f"plan {file}: cannot read it ({exc.strerror or exc})") from None
+    if "\x00" in text:
+        raise UsageError(f"plan {file}: not a text file (a plan is YAML in UTF-8)")
+    try:
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UsageError(f"plan {file}: not valid YAML ({first})") from None

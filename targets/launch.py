@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import selectors
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 from swarmgauge.errors import SwarmgaugeError
 
@@ -79,6 +81,29 @@ def stop_processes(processes: list[subprocess.Popen], *, grace: float = 15.0, ki
             process.wait(timeout=kill_wait)
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> Callable[[], None]:
+    """A ``preexec_fn``: the child gets SIGTERM when its parent dies, even by SIGKILL (Linux ``prctl``).
+
+    A target left behind by a killed locust would keep its port and go on serving whatever still sends load.
+    Elsewhere it does nothing; the parent's own stop path (``stop_processes`` at ``quitting``) still applies.
+    """
+
+    def preexec() -> None:
+        if not sys.platform.startswith("linux"):
+            return
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
+
+
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for a child that must import this checkout (also when it is not pip-installed)."""
     env = {**os.environ, **(extra or {})}
@@ -95,7 +120,8 @@ def launch_target(name: str, args: list[str] | None = None, *, timeout: float = 
     """
     command = [sys.executable, "-m", "swarmgauge.cli", "target", name, *(args or [])]
     log = tempfile.TemporaryFile()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, env=child_env(env), cwd=str(REPO_ROOT))
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, env=child_env(env), cwd=str(REPO_ROOT),
+                               preexec_fn=die_with_parent(os.getpid()))
     lines: dict[str, str] = {}
     buffer = b""
     deadline = time.monotonic() + timeout

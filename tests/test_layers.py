@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 MAPPED = ("protocols", "users", "shapes", "listeners", "reports", "targets", "locustfiles")
-CORE_MODULES = ("swarmgauge.core", "swarmgauge.errors", "swarmgauge.files", "swarmgauge.run_folders")
+CORE_MODULES = ("swarmgauge.core", "swarmgauge.errors", "swarmgauge.files", "swarmgauge.run_folders", "swarmgauge.redaction")
 
 #: layer -> the project layers it may import (besides itself). The top (``app``) may import everything.
 MAY_IMPORT: dict[str, set[str]] = {

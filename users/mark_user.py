@@ -21,6 +21,7 @@ from locust import User, events
 from swarmgauge.protocols.mark import Response
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
+from swarmgauge.users import option_checks  # noqa: F401 - range-checks the options at init
 from swarmgauge.users.mark import MarkClient, MarkError
 from swarmgauge.users.quic import QuicError, QuicStats
 from swarmgauge.users.recording import fire, measure

@@ -25,6 +25,7 @@ from locust import User, events, task
 from swarmgauge.protocols import mcp as proto
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
+from swarmgauge.users import option_checks  # noqa: F401 - range-checks the options at init
 from swarmgauge.users.mcp_client import MCPBadHTTP, MCPClient, MCPUnreachable, _count
 from swarmgauge.users.recording import set_intended_start
 

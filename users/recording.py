@@ -12,9 +12,36 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from swarmgauge.core.intended import set_intended_start, take_intended_start
+from locust import events as locust_events
 
-__all__ = ["set_intended_start", "fire", "measure", "Outcome"]
+from swarmgauge.core.intended import set_intended_start, take_intended_start
+from swarmgauge.errors import SwarmgaugeError
+from swarmgauge.redaction import contains_secret, redact_known, register_secret_options
+
+__all__ = ["set_intended_start", "fire", "measure", "Outcome", "RedactedFailure", "redacted_exception"]
+
+
+class RedactedFailure(SwarmgaugeError):
+    """A failure whose message held a secret (a server echoing the bearer token) and could not be rebuilt as its
+    own class; the message names the original class, with the secret replaced by ``***``."""
+
+
+def redacted_exception(exception: BaseException) -> BaseException:
+    """``exception`` as Locust may show and store it: no known secret in its text (failures table, CSVs, HTML).
+
+    The same class with the message redacted when it can be rebuilt that way, else a :class:`RedactedFailure`.
+    """
+    text = str(exception)
+    if not contains_secret(text) and not contains_secret(repr(exception)):
+        return exception
+    clean = redact_known(text)
+    try:
+        rebuilt = type(exception)(clean)
+        if not contains_secret(repr(rebuilt)) and not contains_secret(str(rebuilt)):
+            return rebuilt
+    except Exception:  # noqa: BLE001 - a class with its own constructor: fall back to the named stand-in
+        pass
+    return RedactedFailure(f"{type(exception).__name__}: {clean}")
 
 
 @dataclass
@@ -46,7 +73,9 @@ def fire(
     start_time: float | None = None,
     url: str | None = None,
 ) -> None:
-    """Fire one ``request`` event with every keyword Locust and its plugins read."""
+    """Fire one ``request`` event with every keyword Locust and its plugins read; no known secret in the failure."""
+    if exception is not None:
+        exception = redacted_exception(exception)
     events.request.fire(
         request_type=request_type,
         name=name,
@@ -106,3 +135,14 @@ class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH
                 start_time=outcome.start_time,
             )
         return exc is not None and not self._reraise
+
+
+@locust_events.init.add_listener
+def _register_secrets_at_init(environment: Any, **_kwargs: Any) -> None:
+    register_secret_options(getattr(environment, "parsed_options", None))
+
+
+@locust_events.test_start.add_listener
+def _register_secrets_at_start(environment: Any, **_kwargs: Any) -> None:
+    """A worker gets the master's options with its first spawn message: register their secrets too."""
+    register_secret_options(getattr(environment, "parsed_options", None))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import re
 from typing import Any
 
@@ -34,6 +36,8 @@ def parse_duration(value: Any, what: str = "duration") -> float:
             if not parts or "".join(number + unit for number, unit in parts) != text:
                 raise DurationError(f"{what}: expected a duration such as 500ms, 30s, 5m or 1h30m, got {value!r}")
             seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
-    if seconds < 0 or seconds != seconds:
+    if not math.isfinite(seconds):
+        raise DurationError(f"{what}: must be a finite duration, got {value!r}")
+    if seconds < 0:
         raise DurationError(f"{what}: must not be negative, got {value!r}")
     return seconds

@@ -15,6 +15,8 @@ import swarmgauge.listeners.rundir  # noqa: F401 - only the run machinery under 
 import swarmgauge.listeners.slo  # noqa: F401
 import swarmgauge.listeners.steps  # noqa: F401
 import swarmgauge.reports.report  # noqa: F401 - the report at the end of a run
+import swarmgauge.listeners.signals  # noqa: F401 - SIGTERM/SIGINT end the plan as its end does
+import swarmgauge.listeners.privacy  # noqa: F401 - run files private to their owner
 from swarmgauge.listeners import steps
 from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 from swarmgauge.shapes.open_model import OpenModel

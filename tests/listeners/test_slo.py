@@ -89,3 +89,33 @@ def test_a_malformed_slo_stops_the_run_before_it_starts(tmp_path):
     assert lines == ["swarmgauge: malformed --slo 'GET:p99<<5ms': expected [TYPE[:NAME]:]METRIC OP VALUE[UNIT][@step|@run]"]
     assert "Traceback" not in result.stderr
     assert not (resolve(run_dir) / "steps.csv").exists()
+
+
+@pytest.mark.parametrize("expr", ["p99<-5ms", "rps>1e999", "fail_ratio<-0.1", "GET:max<1e400s"])
+def test_thresholds_that_cannot_be_meant_are_usage_errors(expr):
+    with pytest.raises(UsageError):
+        parse(expr)
+
+
+@pytest.mark.integration
+def test_a_gate_over_no_data_fails_with_a_no_data_verdict(tmp_path):
+    run_dir = tmp_path / "run"
+    with sim_target("--delay", "const:20000") as target:
+        result = run_local(target.url, *SHORT_RUN, "--slo", "p99<500ms", "--run-dir", str(run_dir))
+    assert result.returncode == 3, result.stderr[-2000:]
+    assert "SLO NO DATA p99<500ms" in result.stdout
+    doc = _slo_doc(run_dir)
+    assert doc["passed"] is False and doc["exit_code"] == 3
+    assert [v["status"] for v in doc["verdicts"]] == ["no data"]
+
+
+@pytest.mark.integration
+def test_an_slo_naming_a_request_that_never_appeared_fails_and_says_so(tmp_path):
+    result, run_dir = _run(tmp_path, "GET:/itme:p99<5s", "GET:p99<5s")
+    assert result.returncode == 3, result.stderr[-2000:]
+    verdicts = {v["expr"]: v for v in _slo_doc(run_dir)["verdicts"]}
+    assert verdicts["GET:p99<5s"]["status"] == "pass"
+    missing = verdicts["GET:/itme:p99<5s"]
+    assert missing["status"] == "fail"
+    assert "'GET:/itme' never appeared" in missing["reason"] and "GET:/item" in missing["reason"]
+    assert "never appeared" in result.stdout

@@ -12,8 +12,8 @@ import msgpack
 import pytest
 
 from swarmgauge.listeners import steps
-from swarmgauge.listeners.step_stats import StepMerge, StepRecorder
-from swarmgauge.listeners.steps_csv import BASE_COLUMNS, TAIL_COLUMNS, step_durations, step_rows
+from swarmgauge.listeners.step_stats import StepMerge, StepRecorder, TimelinePoint
+from swarmgauge.listeners.steps_csv import BASE_COLUMNS, TAIL_COLUMNS, step_durations, step_rows, timeline_rows
 from tests.listeners.sim_run import rank_percentile, read_steps, run_distributed, run_local, sim_target
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
@@ -139,3 +139,27 @@ def test_per_step_counts_and_percentiles_match_the_targets_own_record(tmp_path, 
             assert truth - 1.0 <= measured <= truth + _tolerance_ms(truth), \
                 f"step {row['step']} p{percentile}: HDR {measured} ms, target {truth:.3f} ms " \
                 f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+
+
+def test_closed_timeline_buckets_keep_figures_only_and_one_histogram_stays_open(monkeypatch):
+    """Long runs stay flat: a finished one-second bucket is kept as four figures, its histogram dropped."""
+    environment = _environment()
+    state = steps._state(environment)
+    clock = [1000.2]
+    monkeypatch.setattr(steps.time, "time", lambda: clock[0])
+    for second in range(300):
+        clock[0] = 1000.2 + second
+        for _ in range(2):
+            recorder = StepRecorder()
+            recorder.record(0, "GET", "/", 10.0 + second % 7, failed=second % 10 == 0)
+            steps._merge_batch(environment, "local", recorder.drain())
+    assert len(state.timeline) == 299
+    assert all(isinstance(point, TimelinePoint) for point in state.timeline.values())
+    assert state.open_bucket == 1299 and state.open_stats.requests == 2
+    steps._close_bucket(state)
+    rows = timeline_rows(state.timeline, state.timeline_steps, 1.0)
+    assert len(rows) == 300
+    assert {k: rows[0][k] for k in ("time", "step", "requests", "failures")} == {
+        "time": 1000.0, "step": 0, "requests": 2, "failures": 2}
+    assert rows[0]["p50_ms"] == pytest.approx(10.0, rel=1e-3)
+    assert rows[3]["p99_ms"] == pytest.approx(13.0, rel=1e-3) and rows[3]["failures"] == 0

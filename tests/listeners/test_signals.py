@@ -1,0 +1,265 @@
+"""SIGTERM/SIGINT mid-step end a run as the end of its plan does: files complete, exit code recorded, nothing left."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import psutil
+import pytest
+from locust.runners import STATE_INIT, STATE_RUNNING
+
+from swarmgauge.listeners.signals import StopOnSignal
+from swarmgauge.targets.launch import REPO_ROOT, child_env, stop_processes
+from tests.listeners.sim_run import ROOT, free_port, locust_command, read_steps, sim_target
+
+LONG_PLAN = ("--steps", "2,4", "--step-time", "120", "--stop-timeout", "5")
+WAIT_SECONDS = 90.0
+
+
+class _ShapeThatCanEnd:
+    def __init__(self) -> None:
+        self.end_requests = 0
+
+    def request_end(self) -> None:
+        self.end_requests += 1
+
+
+def test_the_first_signal_ends_the_plan_and_the_second_stops_at_once():
+    shape = _ShapeThatCanEnd()
+    handler = StopOnSignal(SimpleNamespace(shape_class=shape, runner=SimpleNamespace(state=STATE_RUNNING)))
+    handler(signal.SIGTERM, None)
+    assert shape.end_requests == 1
+    with pytest.raises(KeyboardInterrupt):
+        handler(signal.SIGINT, None)
+    assert shape.end_requests == 1
+
+
+def test_without_a_swarmgauge_shape_a_signal_is_locusts_ctrl_c():
+    handler = StopOnSignal(SimpleNamespace(shape_class=None, runner=SimpleNamespace(state=STATE_RUNNING)))
+    with pytest.raises(KeyboardInterrupt):
+        handler(signal.SIGTERM, None)
+
+
+def _wait_for_requests(target, count: int) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        if len(target.records()) >= count:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"fewer than {count} requests reached the target within {WAIT_SECONDS:.0f}s")
+
+
+def _assert_run_closed(run_dir: Path, returncode: int) -> None:
+    doc = json.loads((run_dir / "run.json").read_text())
+    assert doc["exit_code"] == returncode
+    rows = read_steps(run_dir)
+    aggregated = [row for row in rows if row["name"] == "Aggregated"]
+    assert [row["step"] for row in aggregated] == ["0"]
+    partial = aggregated[0]
+    assert int(partial["requests"]) > 0
+    assert 0.0 < float(partial["duration_s"]) < 120.0  # the partial step, with its real length
+    for name in ("timeline.csv", "locust_stats.csv", "locust_failures.csv", "report.md"):
+        assert (run_dir / name).is_file(), name
+    assert (run_dir.parent / "locust_stats.csv").is_file()  # Locust's own --csv files, closed by its shutdown
+
+
+def _wait_gone(pids: list[int], seconds: float = 30.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    left = pids
+    while left and time.monotonic() < deadline:
+        left = [pid for pid in left if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
+        time.sleep(0.2)
+    return left
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_mid_step_in_a_headless_local_run_keeps_everything(tmp_path, signum):
+    run_dir = tmp_path / "run"
+    with sim_target("--delay", "const:5") as target:
+        process = subprocess.Popen(
+            locust_command(Path(ROOT) / "tests/listeners/sim_locustfile.py", "--headless", "--host", target.url,
+                           *LONG_PLAN, "--run-dir", str(run_dir), "--csv", str(tmp_path / "locust")),
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            _wait_for_requests(target, 20)
+            process.send_signal(signum)
+            _stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
+        finally:
+            stop_processes([process], grace=5)
+    assert process.returncode == 0, stderr[-2000:]
+    _assert_run_closed(run_dir, process.returncode)
+
+
+@pytest.mark.integration
+def test_sigterm_mid_step_on_a_master_with_two_workers_stops_them_all(tmp_path):
+    run_dir = tmp_path / "run"
+    port = free_port()
+    locustfile = Path(ROOT) / "tests/listeners/sim_locustfile.py"
+    with sim_target("--delay", "const:5") as target:
+        master = subprocess.Popen(
+            locust_command(locustfile, "--headless", "--host", target.url, "--master", "--master-bind-host",
+                           "127.0.0.1", "--master-bind-port", str(port), "--expect-workers", "2",
+                           "--expect-workers-max-wait", "60", *LONG_PLAN, "--run-dir", str(run_dir),
+                           "--csv", str(tmp_path / "locust")),
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        workers = [subprocess.Popen(locust_command(locustfile, "--worker", "--master-host", "127.0.0.1",
+                                                   "--master-port", str(port)),
+                                    cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   for _ in range(2)]
+        try:
+            _wait_for_requests(target, 40)
+            master.send_signal(signal.SIGTERM)
+            _stdout, stderr = master.communicate(timeout=WAIT_SECONDS)
+            left = _wait_gone([worker.pid for worker in workers])
+        finally:
+            stop_processes([master, *workers], grace=5)
+    assert master.returncode == 0, stderr[-2000:]
+    assert left == [], "workers still running after the master's SIGTERM"
+    _assert_run_closed(run_dir, master.returncode)
+    assert {row["workers"] for row in read_steps(run_dir)} == {"2"}
+
+
+@pytest.mark.integration
+def test_sigterm_stops_the_embedded_target_and_writes_the_run(tmp_path):
+    run_dir = tmp_path / "run"
+    process = subprocess.Popen(
+        locust_command(REPO_ROOT / "locustfiles/demarkus_reads.py", "FetchUser", "--headless", *LONG_PLAN,
+                       "--run-dir", str(run_dir)),
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env())
+    try:
+        children: list[int] = []
+        deadline = time.monotonic() + WAIT_SECONDS
+        while time.monotonic() < deadline and not (children and (run_dir / "run.json").is_file()):
+            children = [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
+            time.sleep(0.5)
+        assert children, "no embedded target started"
+        time.sleep(3)  # into the first step
+        process.send_signal(signal.SIGTERM)
+        _stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
+    finally:
+        stop_processes([process], grace=5)
+    assert process.returncode == 0, stderr[-2000:]
+    assert _wait_gone(children) == []
+    doc = json.loads((run_dir / "run.json").read_text())
+    assert doc["exit_code"] == 0
+    assert (run_dir / "steps.csv").is_file() and (run_dir / "report.md").is_file()
+
+
+PARENT_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from swarmgauge.targets.launch import launch_target
+    target = launch_target("sim-http", ["--port", "0", "--max-seconds", "120"], timeout=30)
+    print(target.pid, flush=True)
+    time.sleep(120)
+""")
+
+
+@pytest.mark.integration
+def test_a_target_exits_when_its_parent_is_killed():
+    parent = subprocess.Popen([sys.executable, "-c", PARENT_SCRIPT], stdout=subprocess.PIPE, text=True,
+                              env=child_env(), cwd=str(REPO_ROOT))
+    try:
+        target_pid = int(parent.stdout.readline())
+        assert psutil.pid_exists(target_pid)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(10)
+        assert _wait_gone([target_pid]) == []
+    finally:
+        stop_processes([parent], grace=0)
+
+
+def test_a_signal_before_the_run_started_exits_with_128_plus_the_signal():
+    shape = _ShapeThatCanEnd()
+    handler = StopOnSignal(SimpleNamespace(shape_class=shape, runner=SimpleNamespace(state=STATE_INIT)))
+    with pytest.raises(SystemExit) as exited:
+        handler(signal.SIGTERM, None)
+    assert exited.value.code == 128 + signal.SIGTERM and shape.end_requests == 0
+
+
+@pytest.mark.integration
+def test_sigterm_while_a_master_waits_for_workers_exits_cleanly_and_stops_its_target(tmp_path):
+    process = subprocess.Popen(
+        locust_command(REPO_ROOT / "locustfiles/demarkus_reads.py", "FetchUser", "--headless", "--master",
+                       "--master-bind-host", "127.0.0.1", "--master-bind-port", str(free_port()),
+                       "--expect-workers", "1", "--expect-workers-max-wait", "120", *LONG_PLAN,
+                       "--run-dir", str(tmp_path / "run")),
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env())
+    try:
+        children: list[int] = []
+        deadline = time.monotonic() + WAIT_SECONDS
+        while time.monotonic() < deadline and not children:
+            children = [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
+            time.sleep(0.5)
+        assert children, "no embedded target started"
+        time.sleep(2)  # the master is in Locust's wait for workers
+        process.send_signal(signal.SIGTERM)
+        _stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
+    finally:
+        stop_processes([process], grace=5)
+    assert process.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+    assert "Traceback" not in stderr
+    assert _wait_gone(children) == []
+
+
+@pytest.mark.integration
+def test_sigterm_to_one_worker_mid_step_keeps_what_it_measured(tmp_path):
+    run_dir = tmp_path / "run"
+    port = free_port()
+    locustfile = Path(ROOT) / "tests/listeners/sim_locustfile.py"
+    with sim_target("--delay", "const:5") as target:
+        master = subprocess.Popen(
+            locust_command(locustfile, "--headless", "--host", target.url, "--master", "--master-bind-host",
+                           "127.0.0.1", "--master-bind-port", str(port), "--expect-workers", "2",
+                           "--expect-workers-max-wait", "60", "--steps", "4", "--step-time", "120",
+                           "--stop-timeout", "5", "--run-dir", str(run_dir)),
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        workers = [subprocess.Popen(locust_command(locustfile, "--worker", "--master-host", "127.0.0.1",
+                                                   "--master-port", str(port)),
+                                    cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   for _ in range(2)]
+        try:
+            _wait_for_requests(target, 40)
+            workers[0].send_signal(signal.SIGTERM)
+            workers[0].wait(WAIT_SECONDS)
+            time.sleep(4)  # the master has its last report and the other worker's next ones
+            master.send_signal(signal.SIGTERM)
+            _stdout, stderr = master.communicate(timeout=WAIT_SECONDS)
+            left = _wait_gone([workers[1].pid])
+            served = len(target.records())
+        finally:
+            stop_processes([master, *workers], grace=5)
+    assert workers[0].returncode == 0 and master.returncode == 0, stderr[-2000:]
+    assert left == []
+    aggregated = [row for row in read_steps(run_dir) if row["name"] == "Aggregated"]
+    measured = int(aggregated[0]["requests"])
+    assert served - 4 <= measured <= served  # at most the 4 users' requests in flight when they were stopped
+
+
+@pytest.mark.integration
+def test_sigterm_mid_step_in_a_web_ui_run_writes_the_run(tmp_path):
+    run_dir = tmp_path / "run"
+    with sim_target("--delay", "const:5") as target:
+        process = subprocess.Popen(
+            locust_command(Path(ROOT) / "tests/listeners/sim_locustfile.py", "--host", target.url, "--web-host",
+                           "127.0.0.1", "--web-port", str(free_port()), "--autostart", *LONG_PLAN,
+                           "--run-dir", str(run_dir)),
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            _wait_for_requests(target, 20)
+            process.send_signal(signal.SIGTERM)
+            _stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
+        finally:
+            stop_processes([process], grace=5)
+    assert process.returncode == 0, stderr[-2000:]
+    assert json.loads((run_dir / "run.json").read_text())["exit_code"] == 0
+    partial = [row for row in read_steps(run_dir) if row["name"] == "Aggregated"][0]
+    assert int(partial["requests"]) > 0 and 0.0 < float(partial["duration_s"]) < 120.0

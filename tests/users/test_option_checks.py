@@ -1,0 +1,80 @@
+"""Every bad option of issue 21's probe list stops a real run before any load: one line, exit 2, no traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from swarmgauge.errors import UsageError
+from swarmgauge.users.option_checks import positive_seconds
+from tests.listeners.sim_run import ROOT, run_local
+
+READS = ROOT / "locustfiles" / "demarkus_reads.py"
+MCP = ROOT / "locustfiles" / "mcp_churn.py"
+SIM = ROOT / "tests" / "listeners" / "sim_locustfile.py"
+NOWHERE_HTTP = "http://127.0.0.1:9"  # never contacted: the run must stop before any user starts
+NOWHERE_MARK = "mark://127.0.0.1:9"
+RUN = ("--steps", "1", "--step-time", "5")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0", "3601", "soon"])
+def test_a_timeout_is_finite_seconds_above_zero(value):
+    with pytest.raises(UsageError, match="--mark-timeout"):
+        positive_seconds("--mark-timeout", value)
+
+
+def test_a_good_timeout_passes():
+    assert positive_seconds("--mcp-timeout", "2.5") == 2.5
+
+
+def _binary_plan(tmp_path):
+    path = tmp_path / "plan.yaml"
+    path.write_bytes(bytes(range(256)) * 4)
+    return str(path)
+
+
+def _plan_with_unknown_class(tmp_path):
+    path = tmp_path / "plan.yaml"
+    path.write_text("kind: step_ramp\nsteps: [1]\nstep_time: 5s\nuser_classes: [NoSuchUser]\n")
+    return str(path)
+
+
+CASES = [
+    ("mark-host-http", READS, "http://", ("FetchUser", *RUN), "not a mark://host[:port] URL: 'http://'"),
+    ("mcp-host-mark", MCP, NOWHERE_MARK, ("MCPFetchUser", *RUN), "MCP users need an http(s)://HOST:PORT URL"),
+    ("mark-timeout-nan", READS, NOWHERE_MARK, ("FetchUser", "--mark-timeout", "nan", *RUN), "--mark-timeout nan:"),
+    ("mark-timeout-negative", READS, NOWHERE_MARK, ("FetchUser", "--mark-timeout=-1", *RUN), "--mark-timeout -1"),
+    ("mcp-timeout-nan", MCP, NOWHERE_HTTP, ("MCPFetchUser", "--mcp-timeout", "nan", *RUN), "--mcp-timeout nan:"),
+    ("steps-nan", SIM, NOWHERE_HTTP, ("--steps", "nan", "--step-time", "5"), "must be a finite number"),
+    ("steps-inf", SIM, NOWHERE_HTTP, ("--steps", "inf", "--step-time", "5"), "must be a finite number"),
+    ("steps-1e9", SIM, NOWHERE_HTTP, ("--steps", "1e9", "--step-time", "5"), "past the limit of 100000"),
+    ("steps-empty-item", SIM, NOWHERE_HTTP, ("--steps", "1,,4", "--step-time", "5"), "empty item in '1,,4'"),
+    ("plan-binary", SIM, NOWHERE_HTTP, ("--plan", _binary_plan), "not a text file"),
+    ("plan-unknown-class", SIM, NOWHERE_HTTP, ("--plan", _plan_with_unknown_class),
+     "unknown user class(es) NoSuchUser"),
+    ("slo-negative", SIM, NOWHERE_HTTP, (*RUN, "--slo", "p99<-5ms"), "negative threshold"),
+    ("slo-infinite", SIM, NOWHERE_HTTP, (*RUN, "--slo", "rps>1e999"), "must be a finite number"),
+    ("sample-interval-negative", READS, NOWHERE_MARK, ("FetchUser", *RUN, "--sample-interval=-1"),
+     "--sample-interval -1"),
+    ("sample-interval-zero", READS, NOWHERE_MARK, ("FetchUser", *RUN, "--sample-interval", "0"),
+     "--sample-interval 0"),
+    ("sample-warmup-banana", READS, NOWHERE_MARK, ("FetchUser", *RUN, "--sample-warmup", "banana"),
+     "--sample-warmup 'banana'"),
+    ("embedded-args-unknown", READS, "", ("FetchUser", *RUN, "--mark-embedded-args", "--bogus 3"),
+     "--mark-embedded-args: unrecognized arguments: --bogus"),
+    ("embedded-args-unsplittable", READS, "", ("FetchUser", *RUN, "--mark-embedded-args", "'unclosed"),
+     "cannot split it as a command line"),
+    ("mark-corpus-negative", READS, "", ("FetchUser", *RUN, "--mark-corpus=-5"), "--mark-corpus -5"),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("case, locustfile, host, args, words", CASES, ids=[case[0] for case in CASES])
+def test_a_bad_option_stops_the_run_before_any_load(tmp_path, case, locustfile, host, args, words):
+    run_dir = tmp_path / "run"
+    args = tuple(arg(tmp_path) if callable(arg) else arg for arg in args)
+    result = run_local(host, *args, "--run-dir", str(run_dir), locustfile=locustfile, timeout=90)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if "swarmgauge: " in line]
+    assert len(lines) == 1 and words in lines[0], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert not (run_dir / "steps.csv").exists()
