@@ -16,6 +16,7 @@ import gevent.lock
 
 from swarmgauge.protocols.mark import SUCCESS_STATUSES, MarkParseError, Response, encode_request, parse_response
 from swarmgauge.errors import SwarmgaugeError, UsageError
+from swarmgauge.quic_engine import DEFAULT_ENGINE
 from swarmgauge.users.quic import DEFAULT_MAX_STREAMS, QuicDriver, QuicError, QuicStats, client_configuration
 from swarmgauge.users.quic_transport import TransportFactory
 
@@ -177,6 +178,7 @@ class MarkClient:
         transport_factory: TransportFactory | None = None,
         on_handshake: HandshakeHook | None = None,
         stats: QuicStats | None = None,
+        quic_engine: str = DEFAULT_ENGINE,
     ):
         if connection not in CONNECTION_MODES:
             raise UsageError(f"connection must be one of {', '.join(CONNECTION_MODES)}, not {connection!r}")
@@ -193,8 +195,10 @@ class MarkClient:
         self.on_handshake = on_handshake
         self.stats = stats if stats is not None else QuicStats()
         self._configuration = client_configuration(
-            insecure=insecure, ca_file=ca_file, server_name=server_name or self.host, idle_timeout=idle_timeout
+            insecure=insecure, ca_file=ca_file, server_name=server_name or self.host, idle_timeout=idle_timeout,
+            quic_engine=quic_engine,
         )
+        self.quic_engine = quic_engine
         self._transport_factory = transport_factory
         self._driver: QuicDriver | None = None
         self._ever_connected = False

@@ -20,6 +20,7 @@ from locust import User, events
 
 from swarmgauge.protocols.mark import Response
 from swarmgauge.errors import UsageError
+from swarmgauge.quic_engine import DEFAULT_ENGINE, ENGINES
 from swarmgauge.users.mark import MarkClient, MarkError
 from swarmgauge.users.quic import QuicError, QuicStats
 from swarmgauge.users.recording import fire, measure
@@ -43,6 +44,9 @@ def _add_options(parser: Any) -> None:
     parser.add_argument("--mark-connection", default="", env_var="SWARMGAUGE_MARK_CONNECTION",
                         include_in_web_ui=True, choices=["", *CONNECTION_POLICIES],
                         help="pooled | shared | fresh (default: the user class's own, else pooled)")
+    parser.add_argument("--mark-quic-engine", default=DEFAULT_ENGINE, env_var="SWARMGAUGE_MARK_QUIC_ENGINE",
+                        include_in_web_ui=True, choices=list(ENGINES),
+                        help=f"QUIC library under the Mark client: {' | '.join(ENGINES)} (default {DEFAULT_ENGINE})")
     parser.add_argument("--mark-timeout", type=float, default=10.0, env_var="SWARMGAUGE_MARK_TIMEOUT",
                         include_in_web_ui=True, help="seconds per request and per handshake")
 
@@ -132,7 +136,8 @@ class MarkUser(User):
         env = self.environment
         return dict(token=_option(env, "mark_token", None), insecure=bool(_option(env, "mark_insecure", False)),
                     ca_file=_option(env, "mark_ca", None), server_name=_option(env, "mark_server_name", None),
-                    timeout=float(_option(env, "mark_timeout", 10.0)))
+                    timeout=float(_option(env, "mark_timeout", 10.0)),
+                    quic_engine=str(_option(env, "mark_quic_engine", DEFAULT_ENGINE)))
 
     def _client_for_policy(self) -> MarkClient:
         settings = self._settings()

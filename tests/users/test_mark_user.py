@@ -1,4 +1,5 @@
-"""MarkUser against the real reference server over QUIC: what each verb records, connection policies, recovery."""
+"""MarkUser against the real reference server over QUIC, on each engine (client and server on the same one): what
+each verb records, connection policies, recovery."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from swarmgauge.users.mark_user import MarkUser
 from swarmgauge.users.quic import QuicError
 
 TOKEN = "user-test-token"
+ENGINE_UNDER_TEST = {"name": "qh3"}  # set per test by ``engine_under_test``; every user and server takes it
 
 
 def free_udp_port() -> int:
@@ -33,14 +35,25 @@ class ProbeUser(MarkUser):
 
 def options(**overrides) -> argparse.Namespace:
     values = dict(mark_token=TOKEN, mark_insecure=True, mark_ca="", mark_server_name="", mark_connection="",
-                  mark_timeout=3.0)
+                  mark_timeout=3.0, mark_quic_engine=ENGINE_UNDER_TEST["name"])
     values.update(overrides)
     return argparse.Namespace(**values)
 
 
+@pytest.fixture(autouse=True)
+def engine_under_test(quic_engine):
+    ENGINE_UNDER_TEST["name"] = quic_engine
+    return quic_engine
+
+
+def launch_mark(args: list[str]):
+    return launch_target("mark", [*args, "--quic-engine", ENGINE_UNDER_TEST["name"]])
+
+
 @pytest.fixture(scope="module")
-def server():
-    with launch_target("mark", ["--port", "0", "--seed-corpus", "5", "--publish-token", TOKEN]) as running:
+def server(quic_engine):
+    ENGINE_UNDER_TEST["name"] = quic_engine
+    with launch_mark(["--port", "0", "--seed-corpus", "5", "--publish-token", TOKEN]) as running:
         yield running
 
 
@@ -119,13 +132,13 @@ def test_shared_is_one_connection_for_all_users(server, recorded):
 def test_a_server_restart_is_survived(recorded):
     port = free_udp_port()
     args = ["--port", str(port), "--seed-corpus", "3"]
-    server = launch_target("mark", args)
+    server = launch_mark(args)
     user = user_on(server.url, recorded, mark_timeout=1.0)
     try:
         assert user.client.fetch("/health") is not None
         server.stop()
         assert user.client.fetch("/health") is None
-        server = launch_target("mark", args)
+        server = launch_mark(args)
         results = [user.client.fetch("/health") for _ in range(3)]
     finally:
         server.stop()
