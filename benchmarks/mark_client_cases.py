@@ -136,7 +136,7 @@ def run_locust(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
     return result
 
 
-PARTS = (("aioquic", ("aioquic",)), ("crypto/TLS (C)", ("cryptography", "_rust", "libcrypto", "libssl")),
+PARTS = (("aioquic", ("aioquic",)), ("qh3", ("qh3",)), ("crypto/TLS (C)", ("cryptography", "_rust", "libcrypto", "libssl")),
          ("syscalls", ("libc.so", "_socket", "UdpTransport.send", "UdpTransport.drain", "'recv'", "'send'", "epoll")),
          ("swarmgauge", (str(ROOT / "users"), str(ROOT / "protocols"), str(ROOT / "locustfiles"), "users/", "protocols/")),
          ("locust", ("/locust/", "locust/")), ("gevent/greenlet", ("gevent", "greenlet", "libev")))

@@ -40,7 +40,7 @@ def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
     assert doc["ratios"]["pooled_over_memory@2"] > 0
     profile = doc["profile"]
     assert profile["profiler"] == "cprofile" and 0 < len(profile["top"]) <= 15
-    assert abs(sum(profile["by_part"].values()) - 1.0) < 0.01 and "aioquic" in profile["by_part"]
+    assert abs(sum(profile["by_part"].values()) - 1.0) < 0.01 and {"aioquic", "qh3"} & set(profile["by_part"])
     assert doc["profile_case"]["client"] == "locust" and doc["profile_case"]["requests"] > 0
     assert doc["settings"]["users"] == [2] and doc["machine"]["cpus"] >= 1 and doc["goals"]
 
@@ -68,6 +68,7 @@ def test_percentile_is_nearest_rank():
 
 def test_parts_follow_the_frame_file():
     assert part_of("QuicConnection.receive_datagram (aioquic/quic/connection.py:753)") == "aioquic"
+    assert part_of("{method 'receive_datagram' of 'qh3._hazmat.QuicConnectionCore' objects}") == "qh3"
     assert part_of("SocketMixin.send (gevent/_socketcommon.py:712)") == "syscalls"
     assert part_of("QuicDriver._run (users/quic.py:258)") == "swarmgauge"
     assert part_of("Hub.run (gevent/hub.py:631)") == "gevent/greenlet"
