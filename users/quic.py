@@ -45,7 +45,7 @@ class QuicStats:
 
     handshakes: int = 0
     streams_opened: int = 0
-    reconnects: int = 0
+    reconnects: int = 0  # attempts to replace a lost or failed connection (``MarkClient``, the one owner of them)
     connections_lost: int = 0
 
 

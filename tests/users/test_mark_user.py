@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import socket
+import time
 
 import pytest
 from locust import task
@@ -144,17 +145,59 @@ def test_a_server_restart_is_survived(recorded):
         server.stop()
         user.on_stop()
     assert all(r is not None for r in results)
-    failures = [r for r in non_handshake(recorded) if r["exception"] is not None]
-    assert len(failures) == 1 and isinstance(failures[0]["exception"], QuicError)
+    failures = [r for r in recorded if r["exception"] is not None]
+    assert len(failures) == 1 and isinstance(failures[0]["exception"], QuicError)  # once: QUIC row or FETCH row
     assert sum(r["request_type"] == "QUIC" and r["exception"] is None for r in recorded) == 2
+    assert user.client.inner.stats.reconnects >= 1  # the attempt that failed while it was down, if any, counts
 
 
-def test_unreachable_server_is_a_recorded_handshake_failure(recorded):
+def test_unreachable_server_is_one_handshake_failure_with_its_real_duration(recorded):
     user = user_on(f"mark://127.0.0.1:{free_udp_port()}", recorded, mark_timeout=0.5)
     assert user.client.fetch("/health") is None
     kinds = [(r["request_type"], type(r["exception"]).__name__) for r in recorded]
-    assert kinds[0][0] == "QUIC" and kinds[0][1].endswith(("Timeout", "Failed"))
-    assert kinds[1][0] == "FETCH"
+    assert kinds == [("QUIC", kinds[0][1])] and kinds[0][1].endswith(("Timeout", "Failed"))  # not a FETCH row too
+    assert recorded[0]["response_time"] > 0
+    assert isinstance(user.client.last_error, QuicError)
+
+
+def test_a_silent_server_handshake_is_recorded_with_the_time_it_took(recorded):
+    mute = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    mute.bind(("127.0.0.1", 0))
+    try:
+        user = user_on(f"mark://127.0.0.1:{mute.getsockname()[1]}", recorded, mark_timeout=0.3)
+        assert user.client.fetch("/health") is None
+    finally:
+        mute.close()
+    assert [r["request_type"] for r in recorded] == ["QUIC"]
+    assert recorded[0]["response_time"] >= 300 * 0.9
+
+
+def test_a_refused_port_is_retried_with_a_bounded_backoff_and_the_user_stays_alive(recorded):
+    user = user_on(f"mark://127.0.0.1:{free_udp_port()}", recorded, mark_timeout=0.5)
+    deadline = time.monotonic() + 1.0
+    calls = 0
+    while time.monotonic() < deadline and calls < 10_000:
+        assert user.client.fetch("/health") is None
+        calls += 1
+    attempts = [r for r in recorded if r["request_type"] == "QUIC"]
+    assert 3 <= len(attempts) <= 12  # 50 ms doubling: about 5 in a second, not hundreds
+    assert len(recorded) == len(attempts) == calls
+    assert user.client.inner.stats.reconnects == len(attempts) - 1
+
+
+def test_reconnects_are_counted_once_the_target_is_gone(recorded):
+    port = free_udp_port()
+    server = launch_mark(["--port", str(port), "--seed-corpus", "3"])
+    user = user_on(server.url, recorded, mark_timeout=0.5)
+    counted = []
+    user.client.inner.on_reconnect = lambda: counted.append(1)
+    try:
+        assert user.client.fetch("/health") is not None
+    finally:
+        server.stop()
+    for _ in range(4):
+        user.client.fetch("/health")
+    assert user.client.inner.stats.reconnects >= 2 and len(counted) == user.client.inner.stats.reconnects
 
 
 def test_bad_options_are_usage_errors(server, recorded):
@@ -164,3 +207,34 @@ def test_bad_options_are_usage_errors(server, recorded):
         user_on(server.url, recorded, mark_connection="sometimes")
     with pytest.raises(UsageError, match="needs --host"):
         ProbeUser(Environment(user_classes=[ProbeUser], host="", parsed_options=options()))
+
+
+def test_users_on_one_shared_connection_are_isolated_from_each_others_stream_errors(recorded, quic_engine):
+    """A timeout and a stream reset fail only their own requests: the others in flight on the shared connection
+    finish, and the connection is not replaced."""
+    import gevent
+
+    from tests.users.misbehaving_quic import MisbehavingQuicServer
+
+    server = MisbehavingQuicServer(quic_engine=quic_engine, slow_seconds=0.8).start()
+    users = [user_on(server.url, recorded, mark_connection="shared", mark_timeout=1.0) for _ in range(3)]
+    try:
+        shared = users[0].client.inner
+        assert users[1].client.inner is shared and users[2].client.inner is shared
+        assert users[2].client.fetch("/good") is not None
+        driver = shared._driver
+        timed_out = gevent.spawn(users[0].client.fetch, "/silent")  # times out at 1.0 s
+        gevent.sleep(0.5)
+        in_flight = gevent.spawn(users[2].client.fetch, "/slow")  # answered at 1.3 s, within its own 1.0 s
+        gevent.sleep(0.1)
+        reset = gevent.spawn(users[1].client.fetch, "/reset")  # reset at 0.6 s
+        gevent.joinall([in_flight, timed_out, reset], timeout=10, raise_error=True)
+        assert timed_out.value is None and type(users[0].client.last_error).__name__ == "RequestTimeout"
+        assert reset.value is None and type(users[1].client.last_error).__name__ == "StreamReset"
+        assert in_flight.value is not None and users[2].client.last_error is None
+        assert shared._driver is driver and driver.alive
+        assert all(user.client.fetch("/good") is not None for user in users)
+        assert shared.stats.handshakes == 1 and shared.stats.reconnects == 0
+    finally:
+        users[0].client.inner.close()
+        server.stop()
