@@ -238,3 +238,23 @@ def test_users_on_one_shared_connection_are_isolated_from_each_others_stream_err
     finally:
         users[0].client.inner.close()
         server.stop()
+
+
+@pytest.mark.integration
+def test_a_headless_reads_run_on_the_engine_against_the_embedded_target(tmp_path, quic_engine):
+    import csv
+    import subprocess
+    import sys
+
+    from swarmgauge.targets.launch import REPO_ROOT, child_env
+
+    command = [sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "locustfiles" / "demarkus_reads.py"), "FetchUser",
+               "--headless", "-u", "4", "-r", "4", "-t", "3s", "--csv", str(tmp_path / "run"), "--mark-corpus", "20",
+               "--mark-quic-engine", quic_engine, "--mark-embedded-args", f"--quic-engine {quic_engine}"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, env=child_env(), cwd=REPO_ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    with open(tmp_path / "run_stats.csv", newline="") as handle:
+        rows = {(row["Type"], row["Name"]): row for row in csv.DictReader(handle)}
+    fetch = rows[("FETCH", "/corpus/{topic}/{doc}")]
+    assert int(fetch["Request Count"]) > 0 and fetch["Failure Count"] == "0"
+    assert rows[("QUIC", "handshake")]["Request Count"] == "4" and rows[("QUIC", "handshake")]["Failure Count"] == "0"
