@@ -39,7 +39,8 @@ def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
     assert by_client[("memory", "fresh")]["handshake_cpu_us"] > 0
     assert by_client[("memory", "pooled")]["cpu_us_per_fetch_paced"] > 0
     assert {"qh3:pooled_over_memory@2", "qh3:pooled_over_asyncio@2", "qh3:fresh_over_memory@2",
-            "qh3:memory_handshake_cpu_us", "qh3:connection_cpu_us@2", "scaling:kib_per_connection@2"} <= set(doc["ratios"])
+            "qh3:memory_handshake_cpu_us", "qh3:connection_cpu_us@2",
+            "scaling:kib_per_connection@2"} <= set(doc["ratios"])
     assert doc["ratios"]["qh3:pooled_over_memory@2"] > 0
     assert doc["cases"][-1]["generator_kib_per_connection"] is not None
     profile = doc["profile"]
