@@ -127,16 +127,20 @@ def run_locust(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
     process = psutil.Process()
     rss_before = process.memory_info().rss
 
+    handshakes = [0]
+
     def on_request(request_type: str, response_time: float, exception: BaseException | None, **_: Any) -> None:
         if request_type == "FETCH":
             window.record(response_time, exception is None)
+        elif exception is None:
+            handshakes[0] += 1
 
     env.events.request.add_listener(on_request)
     runner = env.create_local_runner()
-    runner.start(opts.users, spawn_rate=min(opts.users, 1000))
-    for _ in range(int(opts.warmup * 10) + 600):  # bounded: the spawn, then the warm-up
+    runner.start(opts.users, spawn_rate=min(opts.users, 100))  # a faster burst of Initials overflows UDP buffers
+    for _ in range(1200):  # bounded (120 s): every user spawned, and connected if pooled
         gevent.sleep(0.1)
-        if runner.user_count >= opts.users:
+        if runner.user_count >= opts.users and (opts.policy == "fresh" or handshakes[0] >= opts.users):
             break
     gevent.sleep(opts.warmup)
     rss_per_user = (process.memory_info().rss - rss_before) / opts.users
