@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import logging
 import ssl
 from collections.abc import Callable, Iterator
 from types import ModuleType
@@ -151,7 +152,13 @@ class QuicEngine:
 
 
 class Qh3Engine(QuicEngine):
-    """qh3: a native packet core whose ACK timing is already quic-go's, and stream limits fixed at its creation."""
+    """qh3: a native packet core that bundles ACKs itself, and stream limits fixed at its creation."""
+
+    def __init__(self, package: str) -> None:
+        super().__init__(package)
+        quic_log = logging.getLogger("quic")
+        if quic_log.level == logging.NOTSET:  # qh3 warns on every peer close: routine here, thousands a minute
+            quic_log.setLevel(logging.ERROR)
 
     def client_configuration(self, *, alpn: str, insecure: bool, ca_file: str | None, server_name: str | None,
                              idle_timeout: float) -> Any:
