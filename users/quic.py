@@ -12,6 +12,7 @@ everything up to the peer's FIN (the Mark Protocol's framing). The network sits 
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ class QuicStats:
     connections_lost: int = 0
 
 
+@functools.lru_cache(maxsize=64)
 def client_configuration(
     *,
     alpn: str = "mark",
@@ -59,7 +61,10 @@ def client_configuration(
     quic_engine: str = DEFAULT_ENGINE,
 ) -> Any:
     """Client TLS/QUIC settings on ``quic_engine``: verification on unless ``insecure``; ``server_name`` is checked
-    and sent as SNI. The configuration's class decides which engine the driver runs on."""
+    and sent as SNI. The configuration's class decides which engine the driver runs on.
+
+    One configuration per distinct set of settings, shared by every connection that uses it (connections only read
+    it): per user it was 1.5 KiB and a CA file read each time. Do not modify the one returned."""
     return engine(quic_engine).client_configuration(alpn=alpn, insecure=insecure, ca_file=ca_file,
                                                      server_name=server_name, idle_timeout=idle_timeout)
 
