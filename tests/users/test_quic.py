@@ -232,7 +232,7 @@ class DatagramCountingMemoryPair(MemoryPair):
 
 
 # aioquic with the quic-go rule applied: one datagram per request, the ACK of an answer riding on the next request.
-# qh3's native core acknowledges each answer at once (and the server credits the stream back at once): two.
+# qh3's native core acknowledges an answer's FIN at once (its ACK timing is not reachable from Python): two.
 DATAGRAMS_PER_REQUEST = {"aioquic": 1, "qh3": 2}
 
 
