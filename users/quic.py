@@ -22,6 +22,7 @@ import gevent
 import gevent.event
 import gevent.lock
 
+from swarmgauge.protocols.quic_acks import MAX_ACK_DELAY
 from swarmgauge.quic_engine import DEFAULT_ENGINE, QuicEngine, engine, engine_of
 from swarmgauge.users.quic_errors import (ALPNMismatch, ConnectFailed, ConnectionLost, HandshakeTimeout, QuicError,
                                RequestTimeout, ResponseTooLarge, StreamReset, TLSVerificationFailed)
@@ -115,6 +116,7 @@ class QuicDriver:
         self._timer = None
         self._timer_at: float | None = None
         self._timer_fired = False
+        self._ack_wait_until: float | None = None  # an ACK held back to ride on the next request (qh3)
         self._service_pending = False
         self._closed = False
         self._handshake = gevent.event.AsyncResult()
@@ -263,7 +265,8 @@ class QuicDriver:
                 if timer_at is not None and now >= timer_at:
                     quic.handle_timer(now)
             self._process_events()
-            self._flush()
+            if not self._ack_may_wait(now):
+                self._flush()
         except OSError as exc:
             self._fail(self._lost_or_failed(f"network error: {exc}"))
         except Exception as exc:  # noqa: BLE001 - a dead driver must fail its streams, never hang them
@@ -279,6 +282,8 @@ class QuicDriver:
         if self._closed:
             return
         timer_at = self._quic.get_timer()
+        if self._ack_wait_until is not None and timer_at is not None:
+            timer_at = max(timer_at, self._ack_wait_until)
         if self.keepalive is not None and self._connected:
             ping_at = self._last_heard + self.keepalive
             timer_at = ping_at if timer_at is None else min(timer_at, ping_at)
@@ -390,7 +395,17 @@ class QuicDriver:
         if self._hub_loop is not None:
             self._schedule()  # the next pass flushes what aioquic still has to say, then shuts down
 
+    def _ack_may_wait(self, now: float) -> bool:
+        """quic-go's rule where the engine cannot be told it: hold an ACK-only datagram back up to the ACK delay, so
+        that it rides on the next request instead."""
+        if not self._engine.only_ack_pending(self._quic):
+            return False
+        if self._ack_wait_until is None:
+            self._ack_wait_until = now + MAX_ACK_DELAY
+        return now < self._ack_wait_until
+
     def _flush(self) -> None:
+        self._ack_wait_until = None
         if self._transport is None:
             return
         for data, _ in self._quic.datagrams_to_send(time.monotonic()):
