@@ -81,7 +81,7 @@ class MemoryExchange:
         """Move datagrams until ``done``, firing timers as they fall due; an ACK still owed waits for the next
         request, as the driver's does."""
         for _ in range(MAX_STEPS):
-            if self._move():
+            if self._move(hold_client_ack=done()):
                 continue
             if done():
                 return
@@ -96,10 +96,14 @@ class MemoryExchange:
                     self._timed(side.handle_timer, self.now) if side is self.client else side.handle_timer(self.now)
         raise BenchmarkError(f"memory exchange not finished after {MAX_STEPS} steps")
 
-    def _move(self) -> bool:
-        """One round: client datagrams to the server, the server's answers and datagrams back; True if any moved."""
+    def _move(self, hold_client_ack: bool = False) -> bool:
+        """One round: client datagrams to the server, the server's answers and datagrams back; True if any moved.
+
+        ``hold_client_ack``: once the answer is in, an ACK alone stays with the client for the next request, as the
+        driver holds it (``QuicDriver._ack_may_wait``)."""
         StreamDataReceived, moved = self._events.StreamDataReceived, False
-        for data, _ in self._timed(self.client.datagrams_to_send, self.now):
+        held = hold_client_ack and self._timed(self.engine.only_ack_pending, self.client)
+        for data, _ in ([] if held else self._timed(self.client.datagrams_to_send, self.now)):
             if self.server is None:
                 self.server = self._connection_class(configuration=self.server_config,
                                                      original_destination_connection_id=self._destination_cid(data))
