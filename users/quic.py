@@ -12,10 +12,8 @@ everything up to the peer's FIN (the Mark Protocol's framing). The network sits 
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import gevent
@@ -23,9 +21,10 @@ import gevent.event
 import gevent.lock
 
 from swarmgauge.protocols.quic_acks import MAX_ACK_DELAY
-from swarmgauge.quic_engine import DEFAULT_ENGINE, QuicEngine, engine, engine_of
+from swarmgauge.quic_engine import QuicEngine, engine_of
 from swarmgauge.users.quic_errors import (ALPNMismatch, ConnectFailed, ConnectionLost, HandshakeTimeout, QuicError,
                                RequestTimeout, ResponseTooLarge, StreamReset, TLSVerificationFailed)
+from swarmgauge.users.quic_settings import QuicStats, client_configuration
 from swarmgauge.users.quic_transport import DatagramTransport, TransportFactory, UdpTransport
 
 __all__ = ["QuicDriver", "QuicStats", "client_configuration", "QuicError", "ConnectFailed", "HandshakeTimeout",
@@ -39,35 +38,6 @@ DEFAULT_MAX_STREAMS = 10
 ABORT_ERROR_CODE = 0x10  # application code sent with RESET_STREAM / STOP_SENDING when we give up on a stream
 _TLS_VERIFY_ALERT_NAMES = ("bad_certificate", "unsupported_certificate", "certificate_revoked", "certificate_expired",
                            "certificate_unknown", "unknown_ca")
-
-
-@dataclass
-class QuicStats:
-    """Counters shared by every connection a client makes, for the User to report."""
-
-    handshakes: int = 0
-    streams_opened: int = 0
-    reconnects: int = 0  # attempts to replace a lost or failed connection (``MarkClient``, the one owner of them)
-    connections_lost: int = 0
-
-
-@functools.lru_cache(maxsize=64)
-def client_configuration(
-    *,
-    alpn: str = "mark",
-    insecure: bool = False,
-    ca_file: str | None = None,
-    server_name: str | None = None,
-    idle_timeout: float = 30.0,
-    quic_engine: str = DEFAULT_ENGINE,
-) -> Any:
-    """Client TLS/QUIC settings on ``quic_engine``: verification on unless ``insecure``; ``server_name`` is checked
-    and sent as SNI. The configuration's class decides which engine the driver runs on.
-
-    One configuration per distinct set of settings, shared by every connection that uses it (connections only read
-    it): per user it was 1.5 KiB and a CA file read each time. Do not modify the one returned."""
-    return engine(quic_engine).client_configuration(alpn=alpn, insecure=insecure, ca_file=ca_file,
-                                                     server_name=server_name, idle_timeout=idle_timeout)
 
 
 class _PendingStream:
