@@ -1,6 +1,8 @@
-"""Generator CPU per Mark FETCH: MarkUser under Locust, aioquic's asyncio client, and aioquic alone in memory.
+"""Generator CPU per Mark FETCH, per QUIC engine: MarkUser under Locust, aioquic's asyncio client, each engine alone
+in memory, and how the cost grows with mostly idle users.
 
 ``python -m benchmarks.mark_client [--duration 10] [--warmup 2] [--users 1,16] [--corpus 300] [--rounds 3]
+[--engines qh3,aioquic] [--server-engine qh3] [--scaling 1,16,64,256,1024] [--scaling-pace 160]
 [--profiler py-spy|cprofile|none] [--out benchmarks/results/mark_client.json]``
 
 One reference server (``swarmgauge target mark``, clock pinned so its bytes are reproducible) serves every case.
@@ -8,7 +10,10 @@ Each case runs in its own child process, so gevent's monkey-patching and asyncio
 CPU (user+sys), completed FETCHes and latencies over the steady window only, after a warm-up:
 
 - ``locust``: ``FetchUser`` / ``FreshFetchUser`` of ``locustfiles/demarkus_reads.py`` in an in-process Locust
-  ``Environment`` with a local runner (Locust's own stats included, swarmgauge's listeners not attached);
+  ``Environment`` with a local runner (Locust's own stats included, swarmgauge's listeners not attached), once per
+  engine of ``--engines``;
+- ``scaling``: ``FetchUser`` pooled on the first engine at each ``--scaling`` user count, all users together paced
+  to ``--scaling-pace`` FETCH/s (so most connections are idle), with the generator's RSS growth per connection;
 - ``asyncio``: ``aioquic.asyncio.connect`` with a minimal protocol, one request per stream with FIN, read to FIN;
 - ``memory``: a client and a server ``QuicConnection`` in one process on a virtual clock, no sockets; only the
   client-side calls are timed (``thread_time``); the server answers with the bytes the reference server sends,
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import subprocess
@@ -38,22 +44,26 @@ from typing import Any
 from benchmarks.mark_client_cases import CLOCK, ROOT, BenchmarkError, kind_path
 from swarmgauge.errors import UsageError
 from swarmgauge.files import write_json
+from swarmgauge.quic_engine import DEFAULT_ENGINE, ENGINES
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "mark_client.json"
 CLIENTS = ("locust", "asyncio", "memory")
 POLICIES = ("pooled", "fresh")
 PROFILERS = ("py-spy", "cprofile", "none")
-GOALS = {"pooled_over_memory": 1.6, "pooled_over_asyncio": 0.8}
-HEADER = ("client", "connection", "users", "FETCH/s", "CPU µs/FETCH", "CPU use", "of it sys", "p50 ms", "p99 ms",
-          "server µs/FETCH", "failed")
+GOALS = {"pooled_cpu_us": 200.0, "pooled_over_memory": 2.0, "fresh_cpu_us": 1600.0, "cpu_over_16": 1.5,
+         "kib_per_connection": 60.0}
+HEADER = ("client", "engine", "connection", "users", "paced req/s", "FETCH/s", "CPU µs/FETCH", "CPU use", "of it sys",
+          "p50 ms", "p99 ms", "server µs/FETCH", "KiB/conn", "failed")
 
 
 # -- orchestration ---------------------------------------------------------------------------------------------
-def run_case(opts: argparse.Namespace, url: str, server_pid: int, client: str, policy: str, users: int,
+def run_case(opts: argparse.Namespace, url: str, server_pid: int, case: tuple[str, str, str, int, float],
              profiler: str | None = None) -> dict[str, Any]:
+    client, engine, policy, users, pace = case
     command = [sys.executable, "-m", "benchmarks.mark_client", "--child", client, "--policy", policy,
                "--users", str(users), "--url", url, "--server-pid", str(server_pid), "--duration",
-               str(opts.duration), "--warmup", str(opts.warmup), "--corpus", str(opts.corpus)]
+               str(opts.duration), "--warmup", str(opts.warmup), "--corpus", str(opts.corpus), "--engine", engine,
+               "--pace", str(pace)]
     from swarmgauge.targets.launch import child_env
 
     try:
@@ -65,8 +75,8 @@ def run_case(opts: argparse.Namespace, url: str, server_pid: int, client: str, p
     if done.returncode != 0 or not lines:
         raise BenchmarkError(f"case {client}/{policy}/{users} failed (exit {done.returncode}): "
                              f"{done.stderr.strip()[-800:]}")
-    return {"client": client, "connection": policy, "users": users, "load_average": round(os.getloadavg()[0], 2),
-            **json.loads(lines[-1][len("RESULT "):])}
+    return {"client": client, "engine": engine, "connection": policy, "users": users, "pace": pace,
+            "load_average": round(os.getloadavg()[0], 2), **json.loads(lines[-1][len("RESULT "):])}
 
 
 def median_round(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -76,28 +86,43 @@ def median_round(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def ratios(cases: list[dict[str, Any]]) -> dict[str, Any]:
-    def cpu(client: str, policy: str, users: int | None) -> float | None:
+    """Per engine: MarkUser over its in-memory floor and over aioquic's asyncio client; engine against engine;
+    and the scaling table's CPU per FETCH against its 16-user row."""
+    def cpu(client: str, engine: str | None, policy: str, users: int | None, paced: bool = False) -> float | None:
         for case in cases:
-            if (case["client"], case["connection"]) == (client, policy) and users in (None, case["users"]):
+            if ((case["client"], case["connection"]) == (client, policy) and engine in (None, case["engine"])
+                    and users in (None, case["users"]) and bool(case["pace"]) == paced):
                 return case["cpu_us_per_fetch"]
         return None
 
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return round(a / b, 2) if a and b else None
+
     out: dict[str, Any] = {}
-    for users in sorted({c["users"] for c in cases if c["client"] == "locust"}):
-        for policy in POLICIES:
-            mark, memory, aio = cpu("locust", policy, users), cpu("memory", policy, None), cpu("asyncio", policy, users)
-            out[f"{policy}_over_memory@{users}"] = round(mark / memory, 2) if mark and memory else None
-            out[f"{policy}_over_asyncio@{users}"] = round(mark / aio, 2) if mark and aio else None
-        for client in ("locust", "asyncio"):
-            fresh, pooled = cpu(client, "fresh", users), cpu(client, "pooled", users)
-            out[f"{client}_connection_cpu_us@{users}"] = round(fresh - pooled, 1) if fresh and pooled else None
-    memory = {c["connection"]: c for c in cases if c["client"] == "memory"}
-    paced = memory.get("pooled", {}).get("cpu_us_per_fetch_paced")
-    for users in sorted({c["users"] for c in cases if c["client"] == "locust"}):
-        mark = cpu("locust", "pooled", users)
-        out[f"pooled_over_memory_paced@{users}"] = round(mark / paced, 2) if mark and paced else None
-    out["memory_pooled_paced_cpu_us"] = paced
-    out["memory_handshake_cpu_us"] = memory.get("fresh", {}).get("handshake_cpu_us")
+    engines = list(dict.fromkeys(c["engine"] for c in cases if c["client"] == "locust" and not c["pace"]))
+    user_counts = sorted({c["users"] for c in cases if c["client"] == "locust" and not c["pace"]})
+    for engine in engines:
+        memory = {c["connection"]: c for c in cases if c["client"] == "memory" and c["engine"] == engine}
+        for users in user_counts:
+            for policy in POLICIES:
+                mark = cpu("locust", engine, policy, users)
+                out[f"{engine}:{policy}_cpu_us@{users}"] = mark
+                out[f"{engine}:{policy}_over_memory@{users}"] = ratio(mark, cpu("memory", engine, policy, None))
+                out[f"{engine}:{policy}_over_asyncio@{users}"] = ratio(mark, cpu("asyncio", None, policy, users))
+            fresh, pooled = cpu("locust", engine, "fresh", users), cpu("locust", engine, "pooled", users)
+            out[f"{engine}:connection_cpu_us@{users}"] = round(fresh - pooled, 1) if fresh and pooled else None
+        out[f"{engine}:memory_pooled_paced_cpu_us"] = memory.get("pooled", {}).get("cpu_us_per_fetch_paced")
+        out[f"{engine}:memory_handshake_cpu_us"] = memory.get("fresh", {}).get("handshake_cpu_us")
+    if len(engines) > 1:
+        for users in user_counts:
+            for policy in POLICIES:
+                out[f"{engines[1]}_over_{engines[0]}:{policy}@{users}"] = ratio(
+                    cpu("locust", engines[1], policy, users), cpu("locust", engines[0], policy, users))
+    scaling = sorted((c for c in cases if c["pace"]), key=lambda c: c["users"])
+    base = next((c["cpu_us_per_fetch"] for c in scaling if c["users"] == 16), None)
+    for case in scaling:
+        out[f"scaling:cpu_over_16@{case['users']}"] = ratio(case["cpu_us_per_fetch"], base)
+        out[f"scaling:kib_per_connection@{case['users']}"] = case.get("generator_kib_per_connection")
     return out
 
 
@@ -110,22 +135,23 @@ def _cell(value: Any) -> str:
 def render(doc: dict[str, Any]) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     for c in doc["cases"]:
-        cells = (c["client"], c["connection"], c["users"], c["req_per_s"], c["cpu_us_per_fetch"],
-                 f"{c['cpu_use'] * 100:.0f} %", f"{c['sys_share'] * 100:.0f} %", c["p50_ms"], c["p99_ms"], c["server_cpu_us_per_fetch"], c["failures"])
+        cells = (c["client"], c["engine"], c["connection"], c["users"], c["pace"] or "", c["req_per_s"],
+                 c["cpu_us_per_fetch"], f"{c['cpu_use'] * 100:.0f} %", f"{c['sys_share'] * 100:.0f} %", c["p50_ms"],
+                 c["p99_ms"], c["server_cpu_us_per_fetch"], c.get("generator_kib_per_connection"), c["failures"])
         lines.append("| " + " | ".join(_cell(v) for v in cells) + " |")
     lines.append("")
     if any(len(c.get("rounds_cpu_us_per_fetch", [])) > 1 for c in doc["cases"]):
         lines += ["CPU µs/FETCH in each round (the table shows the median round):"]
-        lines += [f"  {c['client']}/{c['connection']}/{c['users']}: "
+        lines += [f"  {c['client']}/{c['engine']}/{c['connection']}/{c['users']}{'/paced' if c['pace'] else ''}: "
                   + ", ".join(f"{v:g}" for v in c["rounds_cpu_us_per_fetch"]) for c in doc["cases"]]
         lines.append("")
     for key, value in doc["ratios"].items():
-        goal = next((f" (goal {'≤' if g == 1.6 else '<'} {g})" for k, g in GOALS.items()
-                     if key.startswith(k)), "")
+        goal = next((f" (goal ≤ {g:g})" for k, g in GOALS.items() if key.split(":")[-1].startswith(k)), "")
         lines.append(f"{key}: {_cell(value)}{goal}")
     profile = doc.get("profile")
     if profile:
-        lines += ["", f"{profile['profiler']} of locust/pooled/{doc['profile_case']['users']} users "
+        lines += ["", f"{profile['profiler']} of locust/{doc['profile_case']['engine']}/pooled/"
+                      f"{doc['profile_case']['users']} users "
                       f"({profile['total']} {profile['unit']}), own time by part: "
                   + ", ".join(f"{part} {share * 100:.0f} %" for part, share in profile["by_part"].items()),
                   f"| own {profile['unit']} | share | part | function |", "|---|---|---|---|"]
@@ -154,15 +180,29 @@ def parse_options(argv: list[str] | None) -> argparse.Namespace:
                         help="rounds of every case, interleaved; each case reports its median round")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON file to write")
     parser.add_argument("--profiler", choices=PROFILERS, default="", help="default: py-spy if installed, else cprofile")
+    parser.add_argument("--engines", default=",".join(ENGINES),
+                        help="QUIC engines of the MarkUser and in-memory cases; the first one gets the scaling table")
+    parser.add_argument("--server-engine", default=DEFAULT_ENGINE, help="QUIC engine of the reference server")
+    parser.add_argument("--scaling", default="1,16,64,256,1024",
+                        help="user counts of the paced scaling table ('' for none)")
+    parser.add_argument("--scaling-pace", type=float, default=160.0, help="FETCH/s of all scaling users together")
     parser.add_argument("--child", choices=CLIENTS, help=argparse.SUPPRESS)
+    parser.add_argument("--engine", default=DEFAULT_ENGINE, help=argparse.SUPPRESS)
+    parser.add_argument("--pace", type=float, default=0.0, help=argparse.SUPPRESS)
     parser.add_argument("--policy", choices=POLICIES, default="pooled", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--server-pid", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--profile-case", choices=PROFILERS[:2], help=argparse.SUPPRESS)
     opts = parser.parse_args(argv)
     opts.user_counts = _users(opts.users)
+    opts.scaling_counts = _users(opts.scaling) if opts.scaling.strip() else []
+    opts.engine_names = [name.strip() for name in opts.engines.split(",") if name.strip()]
+    if not opts.engine_names or not set(opts.engine_names + [opts.server_engine, opts.engine]) <= set(ENGINES):
+        raise UsageError(f"engines are {', '.join(ENGINES)}, not {opts.engines!r} / {opts.server_engine!r}")
     if not opts.duration > 0 or opts.warmup < 0 or opts.corpus < 1 or opts.rounds < 1:
         raise UsageError("--duration must be > 0, --warmup >= 0, --corpus >= 1 and --rounds >= 1")
+    if not (math.isfinite(opts.scaling_pace) and opts.scaling_pace > 0):
+        raise UsageError("--scaling-pace must be a positive number of FETCH/s")
     if opts.child:
         opts.users = opts.user_counts[0]
     elif not opts.profiler:
@@ -185,21 +225,27 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from swarmgauge.targets.launch import launch_target
 
-    server = launch_target("mark", ["--port", "0", "--seed-corpus", str(opts.corpus), "--clock", CLOCK])
-    plan = [(client, policy, users) for client in CLIENTS for policy in POLICIES
-            for users in ([1] if client == "memory" else opts.user_counts)]
-    rounds: dict[tuple[str, str, int], list[dict[str, Any]]] = {case: [] for case in plan}
+    server = launch_target("mark", ["--port", "0", "--seed-corpus", str(opts.corpus), "--clock", CLOCK,
+                                    "--quic-engine", opts.server_engine])
+    first = opts.engine_names[0]
+    plan: list[tuple[str, str, str, int, float]] = [
+        (client, engine, policy, users, 0.0) for engine in opts.engine_names for client in ("locust", "memory")
+        for policy in POLICIES for users in ([1] if client == "memory" else opts.user_counts)]
+    plan += [("asyncio", "aioquic", policy, users, 0.0) for policy in POLICIES for users in opts.user_counts]
+    plan += [("locust", first, "pooled", users, opts.scaling_pace) for users in opts.scaling_counts]
+    rounds: dict[tuple[str, str, str, int, float], list[dict[str, Any]]] = {case: [] for case in plan}
     profile = None
     try:
         for round_index in range(opts.rounds):
-            for client, policy, users in plan:
-                result = run_case(opts, server.url, server.pid, client, policy, users)
-                rounds[(client, policy, users)].append(result)
-                print(f"round {round_index + 1}/{opts.rounds} {client}/{policy}/{users}: "
+            for case in plan:
+                result = run_case(opts, server.url, server.pid, case)
+                rounds[case].append(result)
+                print(f"round {round_index + 1}/{opts.rounds} {'/'.join(map(str, case))}: "
                       f"{result['cpu_us_per_fetch']} µs CPU per FETCH", file=sys.stderr, flush=True)
         cases = [median_round(rounds[case]) for case in plan]
         if opts.profiler != "none":
-            profile = run_case(opts, server.url, server.pid, "locust", "pooled", opts.user_counts[-1], opts.profiler)
+            profile = run_case(opts, server.url, server.pid, ("locust", first, "pooled", opts.user_counts[-1], 0.0),
+                               opts.profiler)
     except BenchmarkError as exc:
         print(f"mark_client: {exc}", file=sys.stderr)
         return 1
@@ -207,10 +253,11 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
     doc = {"benchmark": "mark_client", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "settings": {"duration_s": opts.duration, "warmup_s": opts.warmup, "users": opts.user_counts,
-                        "rounds": opts.rounds,
+                        "rounds": opts.rounds, "engines": opts.engine_names, "server_engine": opts.server_engine,
+                        "scaling_users": opts.scaling_counts, "scaling_pace": opts.scaling_pace,
                         "corpus": opts.corpus, "server_clock": CLOCK},
            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                       **{name: _metadata.version(name) for name in ("aioquic", "locust", "gevent")}},
+                       **{name: _metadata.version(name) for name in ("aioquic", "qh3", "locust", "gevent")}},
            "goals": GOALS, "cases": cases, "ratios": ratios(cases),
            "profile": profile.pop("profile", None) if profile else None, "profile_case": profile}
     print(render(doc))

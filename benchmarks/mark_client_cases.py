@@ -1,8 +1,10 @@
 """The three clients of ``benchmarks.mark_client``, each run in its own child process, and their profiler.
 
-(a) ``run_locust``: MarkUser (``FetchUser`` / ``FreshFetchUser``) under an in-process Locust Environment;
-(b) ``run_asyncio``: aioquic's asyncio client; (c) ``run_memory``: aioquic's client ``QuicConnection`` against a server
-one in memory on a virtual clock, the client's CPU alone. Each returns figures for the steady window only.
+(a) ``run_locust``: MarkUser (``FetchUser`` / ``FreshFetchUser``) under an in-process Locust Environment, on the QUIC
+engine ``--engine``, closed-loop or paced to ``--pace`` requests/s in total (the scaling table: most connections
+idle); (b) ``run_asyncio``: aioquic's asyncio client; (c) ``run_memory``: the engine's client ``QuicConnection``
+against a server one in memory on a virtual clock, the client's CPU alone. Each returns figures for the steady
+window only.
 """
 
 from __future__ import annotations
@@ -109,34 +111,51 @@ class Window:
 # -- (a) MarkUser under Locust ---------------------------------------------------------------------------------
 def run_locust(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
     import gevent
+    import psutil
+    from locust import constant_throughput
     from locust.env import Environment
 
     from swarmgauge.locustfiles.demarkus_reads import FetchUser, FreshFetchUser
 
     parsed = argparse.Namespace(host=opts.url, mark_insecure=True, mark_connection="", mark_timeout=10.0,
-                                mark_corpus=opts.corpus)
-    env = Environment(user_classes=[FreshFetchUser if opts.policy == "fresh" else FetchUser], host=opts.url,
-                      parsed_options=parsed)
+                                mark_corpus=opts.corpus, mark_quic_engine=opts.engine)
+    user_class = FreshFetchUser if opts.policy == "fresh" else FetchUser
+    if opts.pace:
+        user_class = type("PacedFetchUser", (user_class,),
+                          {"wait_time": constant_throughput(opts.pace / opts.users), "abstract": False})
+    env = Environment(user_classes=[user_class], host=opts.url, parsed_options=parsed)
+    process = psutil.Process()
+    rss_before = process.memory_info().rss
+
+    handshakes = [0]
 
     def on_request(request_type: str, response_time: float, exception: BaseException | None, **_: Any) -> None:
         if request_type == "FETCH":
             window.record(response_time, exception is None)
+        elif exception is None:
+            handshakes[0] += 1
 
     env.events.request.add_listener(on_request)
     runner = env.create_local_runner()
-    runner.start(opts.users, spawn_rate=min(opts.users, 100))
+    runner.start(opts.users, spawn_rate=min(opts.users, 100))  # a faster burst of Initials overflows UDP buffers
+    for _ in range(1200):  # bounded (120 s): every user spawned, and connected if pooled
+        gevent.sleep(0.1)
+        if runner.user_count >= opts.users and (opts.policy == "fresh" or handshakes[0] >= opts.users):
+            break
     gevent.sleep(opts.warmup)
+    rss_per_user = (process.memory_info().rss - rss_before) / opts.users
     profiler = Profiler(opts.profile_case, opts.duration) if opts.profile_case else None
     window.start()
     gevent.sleep(opts.duration)
     result = window.stop()
+    result["generator_kib_per_connection"] = round(rss_per_user / 1024, 1)
     if profiler is not None:
         result["profile"] = profiler.summary()
     runner.quit()
     return result
 
 
-PARTS = (("aioquic", ("aioquic",)), ("crypto/TLS (C)", ("cryptography", "_rust", "libcrypto", "libssl")),
+PARTS = (("aioquic", ("aioquic",)), ("qh3", ("qh3",)), ("crypto/TLS (C)", ("cryptography", "_rust", "libcrypto", "libssl")),
          ("syscalls", ("libc.so", "_socket", "UdpTransport.send", "UdpTransport.drain", "'recv'", "'send'", "epoll")),
          ("swarmgauge", (str(ROOT / "users"), str(ROOT / "protocols"), str(ROOT / "locustfiles"), "users/", "protocols/")),
          ("locust", ("/locust/", "locust/")), ("gevent/greenlet", ("gevent", "greenlet", "libev")))
@@ -309,7 +328,7 @@ def run_memory(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
     from benchmarks.mark_memory import MemoryExchange
 
     pairs = reference_pairs(opts.corpus)
-    exchange = MemoryExchange(dict(pairs.values()))
+    exchange = MemoryExchange(dict(pairs.values()), quic_engine=opts.engine)
     window.cpu_clock = lambda: exchange.cpu
     rng, paths = random.Random(0), sorted(pairs)
     handshakes, handshake_cpu = 0, 0.0

@@ -1,9 +1,10 @@
-"""aioquic alone: a client and a server ``QuicConnection`` passing datagrams by hand, no sockets, no event loop.
+"""A QUIC engine alone (qh3 or aioquic): a client and a server ``QuicConnection`` passing datagrams by hand, no
+sockets, no event loop.
 
 The lower bound of issue 3's benchmark: the client side's CPU only (``thread_time`` around each client-side call,
 less what the timing itself adds), on a virtual clock so that timers (pacing, loss recovery) fire when due without
-waiting. Both sides acknowledge as the driver and the reference server do (``protocols.quic_acks``: a pending ACK
-rides on the next packet), so the bound handles the same datagrams per request as the real client, no more.
+waiting. Both sides acknowledge as the driver and the reference server do (``swarmgauge.quic_engine``: a pending
+ACK rides on the next packet), so the bound handles the same datagrams per request as the real client, no more.
 The server answers from a table of exact response bytes (``reference_pairs`` in ``mark_client_cases``).
 """
 
@@ -21,25 +22,19 @@ MAX_STEPS = 10_000  # datagram moves per exchange; past it the exchange is stuck
 class MemoryExchange:
     """A client and a server ``QuicConnection`` passing datagrams by hand on a virtual clock; client CPU alone."""
 
-    def __init__(self, answers: dict[bytes, bytes]):
-        import ssl
-
-        from aioquic.buffer import Buffer
-        from aioquic.quic import events
-        from aioquic.quic.configuration import QuicConfiguration
-        from aioquic.quic.connection import QuicConnection
-        from aioquic.quic.packet import pull_quic_header
-
-        from swarmgauge.protocols.quic_acks import ack_with_next_packet, delay_acks
+    def __init__(self, answers: dict[bytes, bytes], quic_engine: str = "aioquic"):
+        from swarmgauge.quic_engine import engine
         from swarmgauge.targets.mark.server import ServerSettings, limit_streams, server_configuration
         from swarmgauge.targets.mark.tls import dev_certificate
 
-        self._connection_class, self._events, self._limit_streams = QuicConnection, events, limit_streams
-        self._delay_acks, self._ack_with_next_packet = delay_acks, ack_with_next_packet
-        self._destination_cid = lambda data: pull_quic_header(Buffer(data=data), host_cid_length=8).destination_cid
-        self.client_config = QuicConfiguration(is_client=True, alpn_protocols=["mark"], verify_mode=ssl.CERT_NONE,
-                                               server_name=SERVER_ADDR[0], idle_timeout=30.0)
-        self.server_config = server_configuration(dev_certificate(), ServerSettings())
+        self.engine = engine(quic_engine)
+        self._connection_class, self._events = self.engine.QuicConnection, self.engine
+        self._limit_streams = lambda quic, bidi: limit_streams(self.engine, quic, bidi)
+        self._delay_acks, self._ack_with_next_packet = self.engine.delay_acks, self.engine.ack_with_next_packet
+        self._destination_cid = self.engine.initial_destination_cid
+        self.client_config = self.engine.client_configuration(alpn="mark", insecure=True, ca_file=None,
+                                                              server_name=SERVER_ADDR[0], idle_timeout=30.0)
+        self.server_config = server_configuration(dev_certificate(), ServerSettings(quic_engine=quic_engine))
         self.answers = answers
         self.now = 1000.0
         self.overhead = 0.0
@@ -86,7 +81,7 @@ class MemoryExchange:
         """Move datagrams until ``done``, firing timers as they fall due; an ACK still owed waits for the next
         request, as the driver's does."""
         for _ in range(MAX_STEPS):
-            if self._move():
+            if self._move(hold_client_ack=done()):
                 continue
             if done():
                 return
@@ -101,10 +96,14 @@ class MemoryExchange:
                     self._timed(side.handle_timer, self.now) if side is self.client else side.handle_timer(self.now)
         raise BenchmarkError(f"memory exchange not finished after {MAX_STEPS} steps")
 
-    def _move(self) -> bool:
-        """One round: client datagrams to the server, the server's answers and datagrams back; True if any moved."""
+    def _move(self, hold_client_ack: bool = False) -> bool:
+        """One round: client datagrams to the server, the server's answers and datagrams back; True if any moved.
+
+        ``hold_client_ack``: once the answer is in, an ACK alone stays with the client for the next request, as the
+        driver holds it (``QuicDriver._ack_may_wait``)."""
         StreamDataReceived, moved = self._events.StreamDataReceived, False
-        for data, _ in self._timed(self.client.datagrams_to_send, self.now):
+        held = hold_client_ack and self._timed(self.engine.only_ack_pending, self.client)
+        for data, _ in ([] if held else self._timed(self.client.datagrams_to_send, self.now)):
             if self.server is None:
                 self.server = self._connection_class(configuration=self.server_config,
                                                      original_destination_connection_id=self._destination_cid(data))

@@ -9,21 +9,30 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import math
+import random
+import time
 from typing import Callable, Iterator, Mapping
 from urllib.parse import urlsplit
 
+import gevent
 import gevent.lock
 
 from swarmgauge.protocols.mark import SUCCESS_STATUSES, MarkParseError, Response, encode_request, parse_response
 from swarmgauge.errors import SwarmgaugeError, UsageError
+from swarmgauge.quic_engine import DEFAULT_ENGINE
 from swarmgauge.users.quic import DEFAULT_MAX_STREAMS, QuicDriver, QuicError, QuicStats, client_configuration
 from swarmgauge.users.quic_transport import TransportFactory
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 6309
-CONNECTION_MODES = ("pooled", "fresh")
+# pooled: one connection per client; shared: one pooled client for many users (only connection-level errors drop
+# it); fresh: a new connection per request
+CONNECTION_MODES = ("pooled", "shared", "fresh")
 MAX_LIST_PAGES = 10_000
+BACKOFF_FIRST = 0.05  # seconds before the attempt that follows a failed connection attempt; doubles per failure
+BACKOFF_MAX = 5.0  # the cap: a refused or vanished target costs at most one attempt per 5 s per client
 
 
 class MarkError(SwarmgaugeError):
@@ -151,13 +160,20 @@ def _as_bytes(body: bytes | str) -> bytes:
 
 
 HandshakeHook = Callable[[float, "BaseException | None"], None]
+ReconnectHook = Callable[[], None]
 
 
 class MarkClient:
-    """A Mark client over QUIC: ``pooled`` (one multiplexed connection, reconnected lazily) or ``fresh`` per request.
+    """A Mark client over QUIC: ``pooled`` (one multiplexed connection, reconnected lazily), ``shared`` (the same,
+    for many users at once) or ``fresh`` per request.
 
-    ``on_handshake(seconds, exception)`` is called after every connection attempt, so a User can report
-    ``QUIC``/``handshake`` as its own request. Transport failures raise ``users.quic.QuicError`` subclasses.
+    ``on_handshake(seconds, exception)`` is called after every connection attempt with its real duration, so a User
+    can report ``QUIC``/``handshake`` as its own request. This client is the one owner of reconnecting: a connection
+    that died (``ConnectionLost``, a failed handshake) is replaced by the next request, each such attempt counted in
+    ``stats.reconnects`` and reported to ``on_reconnect``; after a failed attempt the next one waits a bounded,
+    doubling backoff. A stream-level error (``RequestTimeout``, ``StreamReset``, ``ResponseTooLarge``) fails only its
+    request, whatever the mode: a peer that vanished is found by the idle timeout (keep-alive PINGs go unanswered).
+    Transport failures raise ``users.quic.QuicError`` subclasses.
     """
 
     def __init__(
@@ -176,12 +192,14 @@ class MarkClient:
         keepalive: float | None = 25.0,
         transport_factory: TransportFactory | None = None,
         on_handshake: HandshakeHook | None = None,
+        on_reconnect: ReconnectHook | None = None,
         stats: QuicStats | None = None,
+        quic_engine: str = DEFAULT_ENGINE,
     ):
         if connection not in CONNECTION_MODES:
             raise UsageError(f"connection must be one of {', '.join(CONNECTION_MODES)}, not {connection!r}")
-        if timeout <= 0 or max_streams < 1:
-            raise UsageError("timeout must be > 0 and max_streams >= 1")
+        if not (math.isfinite(timeout) and timeout > 0) or max_streams < 1:
+            raise UsageError(f"timeout must be a finite number of seconds > 0 (not {timeout!r}) and max_streams >= 1")
         self.host, self.port = parse_mark_url(url)
         self.url = f"mark://{'[' + self.host + ']' if ':' in self.host else self.host}:{self.port}"
         self._token = token or None
@@ -191,13 +209,18 @@ class MarkClient:
         self.max_streams = max_streams
         self.keepalive = keepalive
         self.on_handshake = on_handshake
+        self.on_reconnect = on_reconnect
         self.stats = stats if stats is not None else QuicStats()
         self._configuration = client_configuration(
-            insecure=insecure, ca_file=ca_file, server_name=server_name or self.host, idle_timeout=idle_timeout
+            insecure=insecure, ca_file=ca_file, server_name=server_name or self.host, idle_timeout=idle_timeout,
+            quic_engine=quic_engine,
         )
+        self.quic_engine = quic_engine
         self._transport_factory = transport_factory
         self._driver: QuicDriver | None = None
-        self._ever_connected = False
+        self._ever_attempted = False
+        self._failed_attempts = 0
+        self._next_attempt_at = 0.0
         self._connect_lock = gevent.lock.RLock()
 
     def __repr__(self) -> str:
@@ -209,13 +232,17 @@ class MarkClient:
     # -- connections -------------------------------------------------------------------------------------------
 
     def connect(self) -> float | None:
-        """Open the pooled connection now; return its handshake seconds (None if already open or in fresh mode)."""
-        if self.connection == "fresh":
-            return None
+        """Open the connection now (waiting out any backoff first); return its handshake seconds, None if one is
+        already open. In ``fresh`` mode the connection is kept for the next request only."""
         with self._connect_lock:
             if self._driver is not None and self._driver.alive:
                 return None
             return self._pooled_driver().handshake_seconds
+
+    @property
+    def ready(self) -> bool:
+        """Whether a request would go out on an open connection, with no connection attempt first."""
+        return self._driver is not None and self._driver.alive
 
     def close(self) -> None:
         """Close the pooled connection; a later request opens a new one."""
@@ -227,14 +254,26 @@ class MarkClient:
     def connected(self) -> bool:
         return self._driver is not None and self._driver.alive
 
+    def wait_for_backoff(self) -> None:
+        """Sleep until the next connection attempt is allowed (at once unless the last attempt failed)."""
+        delay = self._next_attempt_at - time.monotonic()
+        if delay > 0:
+            gevent.sleep(delay)
+
     def _open(self) -> QuicDriver:
+        self.wait_for_backoff()
         driver = QuicDriver(self.host, self.port, self._configuration, transport_factory=self._transport_factory,
                             max_streams=self.max_streams, stats=self.stats, keepalive=self.keepalive)
+        started = time.perf_counter()
         try:
             seconds = driver.connect(timeout=self.connect_timeout)
         except QuicError as exc:
-            self._report_handshake(0.0, exc)
+            self._failed_attempts += 1
+            delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (self._failed_attempts - 1))
+            self._next_attempt_at = time.monotonic() + delay * random.uniform(0.8, 1.0)
+            self._report_handshake(time.perf_counter() - started, exc)
             raise
+        self._failed_attempts = 0
         self._report_handshake(seconds, None)
         return driver
 
@@ -250,16 +289,18 @@ class MarkClient:
                 self._driver.close()
                 self._driver = None
                 log.info("Mark connection to %s was lost; reconnecting", self.url)
-            driver = self._open()
-            if self._ever_connected:
+            if self._ever_attempted and self.connection != "fresh":
                 self.stats.reconnects += 1
-            self._ever_connected = True
-            self._driver = driver
-            return driver
+                if self.on_reconnect is not None:
+                    self.on_reconnect()
+            self._ever_attempted = True
+            self._driver = self._open()
+            return self._driver
 
     def _exchange(self, data: bytes) -> bytes:
         if self.connection == "fresh":
-            driver = self._open()
+            driver = self._driver if self.ready else self._open()  # one that connect() prepared, or a new one
+            self._driver = None
             try:
                 return driver.request(data, timeout=self.timeout)
             finally:

@@ -5,10 +5,12 @@ passes, response_length the body bytes. Every QUIC handshake is its own request 
 cost of ``fresh`` connections shows next to the requests they carry. Status errors (``NotFound``, ``Conflict``,
 ...) and transport errors (``RequestTimeout``, ``ConnectionLost``, ...) are the recorded failures, by class.
 
-Connection policy (class attribute ``connection`` or ``--mark-connection``): ``pooled`` (one connection per user,
-streams multiplexed), ``shared`` (one per process, all users' streams on it), ``fresh`` (a new connection per
-request, the benchmark's "fresh connection per request" rows). After a transport error the pooled connection is
-dropped and the next request reconnects, counted in ``mark_reconnects``.
+Connection mode (class attribute ``connection`` or ``--mark-connection``, one of ``users.mark.CONNECTION_MODES``):
+``pooled`` (one connection per user, streams multiplexed), ``shared`` (one per process, all users' streams on it),
+``fresh`` (a new connection per request, the benchmark's "fresh connection per request" rows). ``MarkClient`` owns
+reconnecting: a connection that died is replaced by the next request, after a bounded backoff if the last attempt
+failed, each attempt counted in ``mark_reconnects``. The connection is made before a request is timed, so a failed
+handshake is one failure (the ``QUIC``/``handshake`` row, with its real duration), not two.
 """
 
 from __future__ import annotations
@@ -21,14 +23,14 @@ from locust import User, events
 from swarmgauge.protocols.mark import Response
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
+from swarmgauge.quic_engine import DEFAULT_ENGINE, ENGINES
 from swarmgauge.users import option_checks  # noqa: F401 - range-checks the options at init
-from swarmgauge.users.mark import MarkClient, MarkError
+from swarmgauge.users.mark import CONNECTION_MODES, MarkClient, MarkError
 from swarmgauge.users.quic import QuicError, QuicStats
 from swarmgauge.users.recording import fire, measure
 
 log = logging.getLogger(__name__)
 
-CONNECTION_POLICIES = ("pooled", "shared", "fresh")
 RECONNECT_COUNTER = "mark_reconnects"
 
 
@@ -43,8 +45,11 @@ def _add_options(parser: Any) -> None:
     parser.add_argument("--mark-server-name", default="", env_var="SWARMGAUGE_MARK_SERVER_NAME",
                         include_in_web_ui=True, help="TLS server name (SNI), for multi-world servers")
     parser.add_argument("--mark-connection", default="", env_var="SWARMGAUGE_MARK_CONNECTION",
-                        include_in_web_ui=True, choices=["", *CONNECTION_POLICIES],
+                        include_in_web_ui=True, choices=["", *CONNECTION_MODES],
                         help="pooled | shared | fresh (default: the user class's own, else pooled)")
+    parser.add_argument("--mark-quic-engine", default=DEFAULT_ENGINE, env_var="SWARMGAUGE_MARK_QUIC_ENGINE",
+                        include_in_web_ui=True, choices=list(ENGINES),
+                        help=f"QUIC library under the Mark client: {' | '.join(ENGINES)} (default {DEFAULT_ENGINE})")
     parser.add_argument("--mark-timeout", type=float, default=10.0, env_var="SWARMGAUGE_MARK_TIMEOUT",
                         include_in_web_ui=True, help="seconds per request and per handshake")
 
@@ -60,19 +65,24 @@ class RecordedMarkClient:
     ``reraise=True`` on a call hands the named error to the caller as well (e.g. to read a ``Conflict``).
     """
 
-    def __init__(self, client: MarkClient, environment: Any, *, on_transport_error: Callable[[], None]) -> None:
+    def __init__(self, client: MarkClient, environment: Any) -> None:
         self.inner = client
         self._environment = environment
-        self._on_transport_error = on_transport_error
         self.last_error: BaseException | None = None
 
     def _call(self, verb: str, name: str, run: Callable[[], Response], reraise: bool) -> Response | None:
+        if not self.inner.ready:
+            try:
+                self.inner.connect()  # recorded as QUIC/handshake by the client's hook, success or failure
+            except QuicError as exc:
+                self.last_error = exc
+                if reraise:
+                    raise
+                return None
         with measure(self._environment.events, verb, name, reraise=reraise) as outcome:
             response = run()
             outcome.response_length = len(response.body)
         self.last_error = outcome.exception
-        if isinstance(outcome.exception, QuicError):
-            self._on_transport_error()
         return response if outcome.ok else None
 
     def fetch(self, path: str, *, name: str | None = None, reraise: bool = False, **options: Any) -> Response | None:
@@ -112,7 +122,7 @@ class MarkUser(User):
     """Abstract: subclass it and write tasks against ``self.client`` (a :class:`RecordedMarkClient`)."""
 
     abstract = True
-    connection: str | None = None  # pooled | shared | fresh; --mark-connection overrides it
+    connection: str | None = None  # one of CONNECTION_MODES; --mark-connection overrides it
     _shared: dict[tuple, MarkClient] = {}
 
     def __init__(self, environment: Any) -> None:
@@ -120,46 +130,42 @@ class MarkUser(User):
         self.host = self.host or environment.host
         if not self.host:
             raise UsageError("MarkUser needs --host mark://HOST:PORT")
-        self.policy = _option(environment, "mark_connection", self.connection or "pooled")
-        if self.policy not in CONNECTION_POLICIES:
-            raise UsageError(f"connection must be one of {', '.join(CONNECTION_POLICIES)}, not {self.policy!r}")
-        self.client = RecordedMarkClient(self._client_for_policy(), environment,
-                                         on_transport_error=self._drop_connection)
+        self.connection_mode = _option(environment, "mark_connection", self.connection or "pooled")
+        if self.connection_mode not in CONNECTION_MODES:
+            raise UsageError(f"connection must be one of {', '.join(CONNECTION_MODES)}, not {self.connection_mode!r}")
+        self.client = RecordedMarkClient(self._client_for_mode(), environment)
 
     def _settings(self) -> dict[str, Any]:
         env = self.environment
         return dict(token=_option(env, "mark_token", None), insecure=bool(_option(env, "mark_insecure", False)),
                     ca_file=_option(env, "mark_ca", None), server_name=_option(env, "mark_server_name", None),
-                    timeout=float(_option(env, "mark_timeout", 10.0)))
+                    timeout=float(_option(env, "mark_timeout", 10.0)),
+                    quic_engine=str(_option(env, "mark_quic_engine", DEFAULT_ENGINE)))
 
-    def _client_for_policy(self) -> MarkClient:
+    def _client_for_mode(self) -> MarkClient:
         settings = self._settings()
-        if self.policy != "shared":
-            return self._new_client("fresh" if self.policy == "fresh" else "pooled", settings)
+        if self.connection_mode != "shared":
+            return self._new_client(self.connection_mode, settings)
         key = (self.host, *sorted((k, str(v)) for k, v in settings.items()))
         shared = MarkUser._shared.get(key)
         if shared is None:
-            shared = MarkUser._shared[key] = self._new_client("pooled", settings)
+            shared = MarkUser._shared[key] = self._new_client("shared", settings)
         return shared
 
     def _new_client(self, mode: str, settings: dict[str, Any]) -> MarkClient:
         return MarkClient(self.host, connection=mode, stats=QuicStats(), on_handshake=self._record_handshake,
-                          **settings)
+                          on_reconnect=self._count_reconnect, **settings)
 
     def _record_handshake(self, seconds: float, error: BaseException | None) -> None:
         fire(self.environment.events, request_type="QUIC", name="handshake", response_time=seconds * 1000.0,
              exception=error)
 
-    def _drop_connection(self) -> None:
-        """After a transport error the connection may be gone without the client knowing: start a new one."""
-        inner = self.client.inner
-        if inner.connection == "fresh" or not inner.connected:
-            return
-        inner.close()
+    def _count_reconnect(self) -> None:
+        """Mirror ``QuicStats.reconnects`` (counted by the client, the one owner of reconnecting) into the steps."""
         hooks.count_step(self.environment, RECONNECT_COUNTER)
 
     def on_stop(self) -> None:
-        if self.policy != "shared":
+        if self.connection_mode != "shared":
             self.client.inner.close()
 
 
@@ -170,4 +176,4 @@ def _close_shared(**_kwargs: Any) -> None:
     MarkUser._shared.clear()
 
 
-__all__ = ["MarkUser", "RecordedMarkClient", "MarkError", "CONNECTION_POLICIES"]
+__all__ = ["MarkUser", "RecordedMarkClient", "MarkError", "CONNECTION_MODES"]

@@ -1,4 +1,5 @@
-"""A gevent driver for aioquic's sans-IO ``QuicConnection``: callbacks on the gevent hub, no asyncio.
+"""A gevent driver for a sans-IO ``QuicConnection`` (qh3 or aioquic, ``swarmgauge.quic_engine``): callbacks on the
+gevent hub, no asyncio.
 
 Why not ``aioquic.asyncio``: Locust users are greenlets, and an asyncio loop inside gevent means two schedulers and
 blocked hubs (locust-notes §2, option A). Here the connection is serviced from the hub itself, as aioquic's own
@@ -12,28 +13,18 @@ everything up to the peer's FIN (the Mark Protocol's framing). The network sits 
 from __future__ import annotations
 
 import logging
-import ssl
 import time
-from dataclasses import dataclass
+from typing import Any
 
 import gevent
 import gevent.event
 import gevent.lock
 
-from aioquic.quic.configuration import QuicConfiguration
-from aioquic.quic.connection import QuicConnection
-from aioquic.quic.events import (
-    ConnectionTerminated,
-    HandshakeCompleted,
-    StreamDataReceived,
-    StreamReset as QuicStreamResetEvent,
-)
-from aioquic.quic.packet import QuicErrorCode
-from aioquic.tls import AlertDescription
-
-from swarmgauge.protocols.quic_acks import ack_with_next_packet, delay_acks
+from swarmgauge.protocols.quic_acks import MAX_ACK_DELAY
+from swarmgauge.quic_engine import QuicEngine, engine_of
 from swarmgauge.users.quic_errors import (ALPNMismatch, ConnectFailed, ConnectionLost, HandshakeTimeout, QuicError,
                                RequestTimeout, ResponseTooLarge, StreamReset, TLSVerificationFailed)
+from swarmgauge.users.quic_settings import QuicStats, client_configuration
 from swarmgauge.users.quic_transport import DatagramTransport, TransportFactory, UdpTransport
 
 __all__ = ["QuicDriver", "QuicStats", "client_configuration", "QuicError", "ConnectFailed", "HandshakeTimeout",
@@ -45,47 +36,8 @@ log = logging.getLogger(__name__)
 MAX_RESPONSE = 4 << 20
 DEFAULT_MAX_STREAMS = 10
 ABORT_ERROR_CODE = 0x10  # application code sent with RESET_STREAM / STOP_SENDING when we give up on a stream
-_TLS_VERIFY_ALERTS = frozenset(
-    {
-        AlertDescription.bad_certificate,
-        AlertDescription.unsupported_certificate,
-        AlertDescription.certificate_revoked,
-        AlertDescription.certificate_expired,
-        AlertDescription.certificate_unknown,
-        AlertDescription.unknown_ca,
-    }
-)
-
-
-@dataclass
-class QuicStats:
-    """Counters shared by every connection a client makes, for the User to report."""
-
-    handshakes: int = 0
-    streams_opened: int = 0
-    reconnects: int = 0
-    connections_lost: int = 0
-
-
-def client_configuration(
-    *,
-    alpn: str = "mark",
-    insecure: bool = False,
-    ca_file: str | None = None,
-    server_name: str | None = None,
-    idle_timeout: float = 30.0,
-) -> QuicConfiguration:
-    """Client TLS/QUIC settings: verification on unless ``insecure``; ``server_name`` is checked and sent as SNI."""
-    configuration = QuicConfiguration(
-        is_client=True,
-        alpn_protocols=[alpn],
-        idle_timeout=idle_timeout,
-        server_name=server_name,
-        verify_mode=ssl.CERT_NONE if insecure else ssl.CERT_REQUIRED,
-    )
-    if ca_file is not None:
-        configuration.load_verify_locations(cafile=ca_file)
-    return configuration
+_TLS_VERIFY_ALERT_NAMES = ("bad_certificate", "unsupported_certificate", "certificate_revoked", "certificate_expired",
+                           "certificate_unknown", "unknown_ca")
 
 
 class _PendingStream:
@@ -108,7 +60,7 @@ class QuicDriver:
         self,
         host: str,
         port: int,
-        configuration: QuicConfiguration,
+        configuration: Any,
         *,
         transport_factory: TransportFactory | None = None,
         max_streams: int = DEFAULT_MAX_STREAMS,
@@ -127,16 +79,20 @@ class QuicDriver:
         self.max_response = max_response
         self.stats = stats if stats is not None else QuicStats()
         self.handshake_seconds: float | None = None
-        self._quic: QuicConnection | None = None
+        self._engine: QuicEngine = engine_of(configuration)
+        self._quic: Any = None
         self._transport: DatagramTransport | None = None
         self._hub_loop = None
         self._timer = None
         self._timer_at: float | None = None
         self._timer_fired = False
+        self._ack_wait_until: float | None = None  # an ACK held back to ride on the next request (qh3)
         self._service_pending = False
         self._closed = False
         self._handshake = gevent.event.AsyncResult()
         self._streams: dict[int, _PendingStream] = {}
+        self._credit = gevent.event.Event()  # set after a receipt while requests wait for stream credit
+        self._credit_waiters = 0
         self._error: QuicError | None = None
         self._connected = False
 
@@ -152,6 +108,11 @@ class QuicDriver:
     def in_flight(self) -> int:
         return len(self._streams)
 
+    @property
+    def peer_max_streams(self) -> int:
+        """The bidirectional streams the server lets this connection open (0 before the handshake)."""
+        return 0 if self._quic is None else self._engine.peer_max_streams_bidi(self._quic)
+
     def connect(self, timeout: float = 10.0) -> float:
         """Open the connection; return the handshake duration in seconds (also kept as ``handshake_seconds``)."""
         if self._quic is not None:
@@ -161,8 +122,8 @@ class QuicDriver:
             self._transport = self._transport_factory(self.host, self.port)
         except OSError as exc:
             raise ConnectFailed(f"cannot reach {self.host}:{self.port}: {exc}") from exc
-        self._quic = QuicConnection(configuration=self._configuration)
-        delay_acks(self._quic)  # as quic-go: the ACK of an answer rides on the next request
+        self._quic = self._engine.QuicConnection(configuration=self._configuration)
+        self._engine.delay_acks(self._quic)  # as quic-go: the ACK of an answer rides on the next request
         self._quic.connect(self._transport.peer, now=time.monotonic())
         self._hub_loop = gevent.get_hub().loop
         self._transport.set_on_readable(self._schedule)
@@ -196,11 +157,12 @@ class QuicDriver:
         stream_id = None
         try:
             self._check_usable()
+            self._wait_for_stream_credit(deadline, timeout)
             stream_id = self._quic.get_next_available_stream_id()
             pending = self._streams[stream_id] = _PendingStream()
             self._quic.send_stream_data(stream_id, data, end_stream=finish)
             self.stats.streams_opened += 1
-            ack_with_next_packet(self._quic, time.monotonic())
+            self._engine.ack_with_next_packet(self._quic, time.monotonic())
             self._flush()
             self._arm_timer()
             try:
@@ -213,12 +175,26 @@ class QuicDriver:
                 self._streams.pop(stream_id, None)
             self._slots.release()
 
+    def _wait_for_stream_credit(self, deadline: float, timeout: float) -> None:
+        """Wait (bounded by the request's deadline) until the server's MAX_STREAMS lets one more stream open."""
+        while not self._engine.can_open_stream(self._quic):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RequestTimeout(f"no stream credit from {self.host}:{self.port} within {timeout:g} s")
+            self._credit_waiters += 1
+            try:
+                self._credit.clear()
+                self._credit.wait(remaining)
+            finally:
+                self._credit_waiters -= 1
+            self._check_usable()
+
     def close(self) -> None:
         """Close cleanly (CONNECTION_CLOSE sent); pending requests fail with ``ConnectionLost``."""
         if self._quic is None or self._closed:
             return
         if self._error is None:
-            self._quic.close(error_code=QuicErrorCode.NO_ERROR, reason_phrase="client closed")
+            self._quic.close(error_code=self._engine.QuicErrorCode.NO_ERROR, reason_phrase="client closed")
             self._flush()
             self._fail(ConnectionLost("connection closed by the client"))
         self._shutdown()
@@ -248,6 +224,8 @@ class QuicDriver:
                 quic.receive_datagram(data, self._transport.peer, now)
             if received:
                 self._last_heard = now
+                if self._credit_waiters:
+                    self._credit.set()
             self._keep_alive(now)
             # get_timer() is not free: ask it only when the armed deadline is due (one that a receipt made due
             # is re-armed below at zero delay and handled on the next pass)
@@ -257,7 +235,8 @@ class QuicDriver:
                 if timer_at is not None and now >= timer_at:
                     quic.handle_timer(now)
             self._process_events()
-            self._flush()
+            if not self._ack_may_wait(now):
+                self._flush()
         except OSError as exc:
             self._fail(self._lost_or_failed(f"network error: {exc}"))
         except Exception as exc:  # noqa: BLE001 - a dead driver must fail its streams, never hang them
@@ -273,6 +252,8 @@ class QuicDriver:
         if self._closed:
             return
         timer_at = self._quic.get_timer()
+        if self._ack_wait_until is not None and timer_at is not None:
+            timer_at = max(timer_at, self._ack_wait_until)
         if self.keepalive is not None and self._connected:
             ping_at = self._last_heard + self.keepalive
             timer_at = ping_at if timer_at is None else min(timer_at, ping_at)
@@ -302,31 +283,32 @@ class QuicDriver:
             self._last_heard = now
 
     def _process_events(self) -> None:
-        quic = self._quic
+        quic, quic_engine = self._quic, self._engine
         event = quic.next_event()
         while event is not None:
-            if isinstance(event, StreamDataReceived):
+            if isinstance(event, quic_engine.StreamDataReceived):
                 self._on_stream_data(event)
-            elif isinstance(event, QuicStreamResetEvent):
+            elif isinstance(event, quic_engine.StreamReset):
                 pending = self._streams.get(event.stream_id)
                 if pending is not None and not pending.result.ready():
                     pending.result.set_exception(
                         StreamReset(f"stream reset by peer (code {event.error_code})", event.error_code)
                     )
-            elif isinstance(event, HandshakeCompleted):
+            elif isinstance(event, quic_engine.HandshakeCompleted):
                 if event.alpn_protocol != self._alpn:
-                    quic.close(error_code=QuicErrorCode.CRYPTO_ERROR + AlertDescription.no_application_protocol)
+                    no_alpn = quic_engine.AlertDescription.no_application_protocol
+                    quic.close(error_code=quic_engine.QuicErrorCode.CRYPTO_ERROR + no_alpn)
                     self._fail(ALPNMismatch(f"server chose ALPN {event.alpn_protocol!r}, not {self._alpn!r}"))
                 elif not self._handshake.ready():
                     self._handshake.set(True)
-            elif isinstance(event, ConnectionTerminated):
+            elif isinstance(event, quic_engine.ConnectionTerminated):
                 self._fail(self._termination_error(event))
             event = quic.next_event()
-        close_event = getattr(quic, "_close_event", None)  # set at once; the event itself waits out 3 PTOs
+        close_event = quic_engine.close_event(quic)  # set at once; the event itself waits out 3 PTOs
         if close_event is not None and self._error is None:
             self._fail(self._termination_error(close_event))
 
-    def _on_stream_data(self, event: StreamDataReceived) -> None:
+    def _on_stream_data(self, event: Any) -> None:
         pending = self._streams.get(event.stream_id)
         if pending is None or pending.result.ready():
             return
@@ -349,15 +331,17 @@ class QuicDriver:
         self._flush()
         self._arm_timer()
 
-    def _termination_error(self, event: ConnectionTerminated) -> QuicError:
+    def _termination_error(self, event: Any) -> QuicError:
         reason = event.reason_phrase or "no reason given"
         code = event.error_code
-        if QuicErrorCode.CRYPTO_ERROR <= code < QuicErrorCode.CRYPTO_ERROR + 256:
-            alert = code - QuicErrorCode.CRYPTO_ERROR
-            if alert == AlertDescription.no_application_protocol:
+        crypto_error, alerts = self._engine.QuicErrorCode.CRYPTO_ERROR, self._engine.AlertDescription
+        if crypto_error <= code < crypto_error + 256:
+            alert = code - crypto_error
+            if self._engine.alpn_refused(code, reason):
                 return ALPNMismatch(f"no common ALPN protocol with the server ({reason})")
-            if alert in _TLS_VERIFY_ALERTS and not self._handshake.ready():
-                return TLSVerificationFailed(f"server certificate not trusted: {reason}")
+            if alert in {alerts[name] for name in _TLS_VERIFY_ALERT_NAMES} and not self._handshake.ready():
+                expected = self._configuration.server_name or self.host
+                return TLSVerificationFailed(f"server certificate not trusted for {expected}: {reason}")
         return self._lost_or_failed(f"connection terminated (code 0x{code:x}): {reason}")
 
     def _lost_or_failed(self, message: str) -> QuicError:
@@ -374,13 +358,24 @@ class QuicDriver:
             self.stats.connections_lost += 1
         if not self._handshake.ready():
             self._handshake.set_exception(error)
+        self._credit.set()
         for pending in list(self._streams.values()):
             if not pending.result.ready():
                 pending.result.set_exception(type(error)(str(error)))
         if self._hub_loop is not None:
             self._schedule()  # the next pass flushes what aioquic still has to say, then shuts down
 
+    def _ack_may_wait(self, now: float) -> bool:
+        """quic-go's rule where the engine cannot be told it: hold an ACK-only datagram back up to the ACK delay, so
+        that it rides on the next request instead."""
+        if not self._engine.only_ack_pending(self._quic):
+            return False
+        if self._ack_wait_until is None:
+            self._ack_wait_until = now + MAX_ACK_DELAY
+        return now < self._ack_wait_until
+
     def _flush(self) -> None:
+        self._ack_wait_until = None
         if self._transport is None:
             return
         for data, _ in self._quic.datagrams_to_send(time.monotonic()):

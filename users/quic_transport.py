@@ -2,7 +2,7 @@
 
 The driver only needs four things from a transport (``DatagramTransport``): send one datagram, drain what has
 arrived without blocking, tell it when more arrives, and close. Keeping that seam small lets a test, or the issue-3
-benchmark's "aioquic itself" lower bound, run the very same driver against a server ``QuicConnection`` held in memory.
+benchmark's "engine itself" lower bound, run the very same driver against a server ``QuicConnection`` held in memory.
 """
 
 from __future__ import annotations
@@ -11,17 +11,13 @@ import datetime
 import ipaddress
 import time
 from collections import deque
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 import gevent
 import gevent.event
 from gevent import socket as gsocket
 
-from aioquic.quic.configuration import QuicConfiguration
-from aioquic.quic.connection import QuicConnection
-from aioquic.quic.events import ConnectionTerminated, StreamDataReceived
-
-from swarmgauge.protocols.quic_acks import ack_with_next_packet, delay_acks
+from swarmgauge.quic_engine import DEFAULT_ENGINE, QuicEngine, engine
 
 NetworkAddress = tuple
 MAX_DATAGRAMS_PER_DRAIN = 256
@@ -130,7 +126,7 @@ def self_signed_certificate(names: tuple[str, ...] = ("localhost", "127.0.0.1", 
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=days))
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
     return cert, key
@@ -145,9 +141,12 @@ class MemoryServer:
 
     CLIENT_ADDR = ("127.0.0.2", 40000)
 
-    def __init__(self, configuration: QuicConfiguration, original_cid: bytes, handler: Callable[[bytes], bytes]):
-        self.quic = QuicConnection(configuration=configuration, original_destination_connection_id=original_cid)
-        delay_acks(self.quic)  # as the reference server (and quic-go) does
+    def __init__(self, quic_engine: QuicEngine, configuration: Any, original_cid: bytes,
+                 handler: Callable[[bytes], bytes]):
+        self.engine = quic_engine
+        self.quic = quic_engine.QuicConnection(configuration=configuration,
+                                               original_destination_connection_id=original_cid)
+        quic_engine.delay_acks(self.quic)  # as the reference server (and quic-go) does
         self.handler = handler
         self.cpu_seconds = 0.0
         self._buffers: dict[int, list[bytes]] = {}
@@ -172,15 +171,15 @@ class MemoryServer:
     def _pump(self, now: float) -> None:
         event = self.quic.next_event()
         while event is not None:
-            if isinstance(event, StreamDataReceived):
+            if isinstance(event, self.engine.StreamDataReceived):
                 self._buffers.setdefault(event.stream_id, []).append(event.data)
                 if event.end_stream:
                     request = b"".join(self._buffers.pop(event.stream_id))
                     self.quic.send_stream_data(event.stream_id, self.handler(request), end_stream=True)
-            elif isinstance(event, ConnectionTerminated):
+            elif isinstance(event, self.engine.ConnectionTerminated):
                 self._buffers.clear()
             event = self.quic.next_event()
-        ack_with_next_packet(self.quic, now)
+        self.engine.ack_with_next_packet(self.quic, now)
         for data, _ in self.quic.datagrams_to_send(now):
             self.to_client(data)
         self._arm_timer(now)
@@ -243,26 +242,23 @@ class MemoryTransport:
 class MemoryPair:
     """Two ``QuicConnection`` s exchanging datagrams in memory: the driver's transport factory with no sockets.
 
-    This is the floor of what aioquic itself costs per request (issue 3): real QUIC and TLS on both sides, no
-    kernel. ``server_cpu_seconds`` is the server side's share, to subtract when measuring the client alone.
+    This is the floor of what the QUIC engine itself costs per request (issue 3): real QUIC and TLS on both sides,
+    no kernel. ``server_cpu_seconds`` is the server side's share, to subtract when measuring the client alone.
     """
 
-    def __init__(self, handler: Callable[[bytes], bytes], *, alpn: str = "mark"):
-        from aioquic.buffer import Buffer
-        from aioquic.quic.packet import pull_quic_header
-
-        self._pull_header = lambda data: pull_quic_header(Buffer(data=data), host_cid_length=8)
+    def __init__(self, handler: Callable[[bytes], bytes], *, alpn: str = "mark", quic_engine: str = DEFAULT_ENGINE):
+        self.engine = engine(quic_engine)
         cert, key = self_signed_certificate()
         self.certificate = cert
-        self._configuration = QuicConfiguration(
-            is_client=False, alpn_protocols=[alpn], certificate=cert, private_key=key, idle_timeout=30.0
-        )
+        self._configuration = self.engine.server_configuration(cert, key, alpn=alpn, idle_timeout=30.0)
         self.handler = handler
         self.servers: list[MemoryServer] = []
 
     def accept(self, first_datagram: bytes) -> MemoryServer:
-        header = self._pull_header(first_datagram)
-        server = MemoryServer(self._configuration, header.destination_cid, self.handler)
+        original_cid = self.engine.initial_destination_cid(first_datagram)
+        if original_cid is None:
+            raise ConnectionRefusedError("the first datagram is not a QUIC Initial")
+        server = MemoryServer(self.engine, self._configuration, original_cid, self.handler)
         self.servers.append(server)
         return server
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from swarmgauge.core.durations import DurationError, parse_duration
 from swarmgauge.errors import UsageError
+from swarmgauge.quic_engine import DEFAULT_ENGINE, ENGINES
 from swarmgauge.targets.mark import seed
 from swarmgauge.targets.mark.auth import TokenStore, parse_tokens_toml, publish_token
 from swarmgauge.targets.mark.backend import BackendKnobs, SimulatedBackend
@@ -72,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="per-IP requests/s (0 = off; the real default is 50)")
     p.add_argument("--rate-burst", type=_non_negative(float), default=100.0, metavar="N")
     p.add_argument("--max-streams", type=int, default=10, help="concurrent streams per connection")
+    p.add_argument("--quic-engine", choices=ENGINES, default=DEFAULT_ENGINE,
+                   help=f"QUIC library to serve with (default {DEFAULT_ENGINE}, the cheaper per request)")
     p.add_argument("--idle-timeout", type=_duration, default=30.0)
     p.add_argument("--request-timeout", type=_duration, default=10.0, help="per-request deadline")
     p.add_argument("--read-delay-ms", type=_non_negative(float), default=0.0,
@@ -112,7 +115,7 @@ def build_service(args: argparse.Namespace) -> MarkService:
     handler = Handler(store, TokenStore(tokens, clock) if tokens else None, clock, read_only=args.read_only)
     settings = ServerSettings(max_streams=args.max_streams, idle_timeout=args.idle_timeout,
                               request_timeout=args.request_timeout, rate_limit=args.rate_limit,
-                              rate_burst=args.rate_burst)
+                              rate_burst=args.rate_burst, quic_engine=args.quic_engine)
     knobs = BackendKnobs(read_delay=args.read_delay_ms / 1000, stat_head=args.reads_stat_head,
                          backend_rps=args.backend_rps, commit_interval=args.commit_interval)
     return MarkService(handler, settings, SimulatedBackend(knobs))

@@ -1,9 +1,10 @@
-"""The reference server's transport: aioquic's asyncio server, one request per bidirectional stream.
+"""The reference server's transport: an asyncio QUIC server (qh3 or aioquic), one request per bidirectional stream.
 
 What the Go server does around its handler lives here: read each stream to FIN before parsing, a request deadline
 from the stream's first byte, at most ``max_streams`` concurrent streams per connection (credited back as streams
 finish, as quic-go does), no unidirectional streams, the per-IP rate limit that waits for a token, the simulated
 backend, and a 30 s idle timeout. The request logic itself is the sans-IO :class:`targets.mark.handler.Handler`.
+The QUIC library is ``ServerSettings.quic_engine`` (``--quic-engine``), reached only through ``swarmgauge.quic_engine``.
 """
 
 from __future__ import annotations
@@ -12,15 +13,10 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-
-from aioquic.asyncio import QuicConnectionProtocol, serve
-from aioquic.asyncio.server import QuicServer
-from aioquic.quic.configuration import QuicConfiguration
-from aioquic.quic.connection import QuicConnection
-from aioquic.quic.events import ConnectionTerminated, QuicEvent, StreamDataReceived, StreamReset
+from typing import Any
 
 from swarmgauge.protocols.mark import MAX_PAYLOAD, MAX_REQUEST_LINE, encode_response, error_response
-from swarmgauge.protocols.quic_acks import ack_with_next_packet, delay_acks
+from swarmgauge.quic_engine import DEFAULT_ENGINE, QuicEngine, engine
 from swarmgauge.targets.mark.backend import BackendTimeout, SimulatedBackend
 from swarmgauge.targets.mark.handler import READ_VERBS, WRITE_VERBS, Handler
 from swarmgauge.targets.mark.pacing import PerClientLimiter
@@ -43,6 +39,7 @@ class ServerSettings:
     request_timeout: float = 10.0
     rate_limit: float = 0.0
     rate_burst: float = 100.0
+    quic_engine: str = DEFAULT_ENGINE
 
 
 @dataclass
@@ -59,24 +56,20 @@ def _verb_of(data: bytes) -> str:
     return data[: data.find(b" ")].decode("ascii", "replace") if b" " in data[:16] else ""
 
 
-def limit_streams(quic: QuicConnection, bidi: int) -> None:
+def limit_streams(quic_engine: QuicEngine, quic: Any, bidi: int) -> None:
     """Behave as quic-go's server does: ``bidi`` concurrent bidirectional streams, no unidirectional ones, and ACKs
     that wait up to 25 ms or ride on the answer (``protocols.quic_acks``).
 
-    aioquic has no public setting for the stream limits (it advertises 128); it credits one stream back per finished
-    stream, which is quic-go's behaviour, so setting the initial limit before the handshake is all that is needed.
+    Neither library has a public setting for the stream limits; both credit one stream back per finished stream,
+    which is quic-go's behaviour, so setting the initial limit before the handshake is all that is needed.
     """
-    try:
-        for limit, value in ((quic._local_max_streams_bidi, bidi), (quic._local_max_streams_uni, 0)):
-            limit.value = limit.sent = value
-    except AttributeError as exc:
-        raise RuntimeError("this aioquic version does not expose its stream limits") from exc
-    delay_acks(quic)
+    quic_engine.limit_streams(quic, bidi)
+    quic_engine.delay_acks(quic)
 
 
-def peer_host(quic: QuicConnection) -> str:
-    paths = getattr(quic, "_network_paths", None)
-    return str(paths[0].addr[0]) if paths else "?"
+def peer_host(quic_engine: QuicEngine, quic: Any) -> str:
+    address = quic_engine.peer_address(quic)
+    return str(address[0]) if address else "?"
 
 
 class MarkService:
@@ -85,6 +78,7 @@ class MarkService:
     def __init__(self, handler: Handler, settings: ServerSettings, backend: SimulatedBackend) -> None:
         self.handler = handler
         self.settings = settings
+        self.engine = engine(settings.quic_engine)
         self.backend = backend
         self.counters = ServerCounters()
         self.limiter = (PerClientLimiter(settings.rate_limit, settings.rate_burst)
@@ -114,38 +108,41 @@ class MarkService:
         return self.handler.handle(data)
 
 
-class MarkServerProtocol(QuicConnectionProtocol):
-    """One QUIC connection: buffer each stream to FIN, answer it in one write, enforce the deadline."""
+class MarkStreams:
+    """One QUIC connection: buffer each stream to FIN, answer it in one write, enforce the deadline.
 
-    def __init__(self, *args, service: MarkService, **kwargs) -> None:
+    A mixin over the engine's ``QuicConnectionProtocol`` (:func:`protocol_class` makes the pair), so the same
+    logic serves on either library.
+    """
+
+    _quic: Any
+    _loop: asyncio.AbstractEventLoop
+
+    def __init__(self, *args: Any, service: MarkService, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._service = service
-        limit_streams(self._quic, service.settings.max_streams)
+        self._engine = service.engine
+        limit_streams(self._engine, self._quic, service.settings.max_streams)
         self._buffers: dict[int, bytearray] = {}
         self._opened: dict[int, float] = {}
         self._timers: dict[int, asyncio.TimerHandle] = {}
         self._tasks: dict[int, asyncio.Task] = {}
 
     def transmit(self) -> None:
-        """Send, and send again if that pass retired streams: aioquic credits a finished stream back while it
-        builds packets, after it has written MAX_STREAMS, so the second pass sends the freed credit at once instead
-        of leaving it for the next packet that happens to go out."""
-        limit = self._quic._local_max_streams_bidi
-        before = limit.value
-        super().transmit()
-        if limit.value != before:
-            super().transmit()
+        """Send, with the credit of streams retired by this pass sent at once (``QuicEngine.transmit``)."""
+        self._engine.transmit(self._quic, super().transmit)  # type: ignore[misc]
 
-    def quic_event_received(self, event: QuicEvent) -> None:
-        if isinstance(event, StreamDataReceived):
+    def quic_event_received(self, event: Any) -> None:
+        quic_engine = self._engine
+        if isinstance(event, quic_engine.StreamDataReceived):
             self._on_data(event)
-        elif isinstance(event, StreamReset):
+        elif isinstance(event, quic_engine.StreamReset):
             self._forget(event.stream_id)
-        elif isinstance(event, ConnectionTerminated):
+        elif isinstance(event, quic_engine.ConnectionTerminated):
             for stream_id in list(self._buffers) + list(self._tasks):
                 self._forget(stream_id)
 
-    def _on_data(self, event: StreamDataReceived) -> None:
+    def _on_data(self, event: Any) -> None:
         sid = event.stream_id
         if sid in self._tasks:
             return
@@ -166,7 +163,7 @@ class MarkServerProtocol(QuicConnectionProtocol):
 
     async def _serve(self, sid: int, data: bytes, opened: float) -> None:
         try:
-            response = await self._service.answer(data, peer_host(self._quic), opened)
+            response = await self._service.answer(data, peer_host(self._engine, self._quic), opened)
         except Exception:  # the handler never raises for bad input; anything else is our bug, not the client's
             log.exception("request failed")
             response = error_response("server-error", "internal error")
@@ -193,7 +190,7 @@ class MarkServerProtocol(QuicConnectionProtocol):
         except Exception as exc:  # stream reset or connection gone meanwhile: nothing left to answer
             log.debug("could not answer stream %d: %s", sid, exc)
             return
-        ack_with_next_packet(self._quic, self._loop.time())
+        self._engine.ack_with_next_packet(self._quic, self._loop.time())
         self.transmit()
 
     def _cancel_timer(self, sid: int) -> None:
@@ -210,17 +207,27 @@ class MarkServerProtocol(QuicConnectionProtocol):
             task.cancel()
 
 
-def server_configuration(cert: DevCertificate, settings: ServerSettings) -> QuicConfiguration:
-    configuration = QuicConfiguration(is_client=False, alpn_protocols=[ALPN], idle_timeout=settings.idle_timeout)
-    configuration.certificate = cert.certificate
-    configuration.private_key = cert.private_key
-    return configuration
+_PROTOCOL_CLASSES: dict[str, type] = {}
 
 
-async def start_server(service: MarkService, cert: DevCertificate, host: str, port: int) -> tuple[QuicServer, int]:
+def protocol_class(quic_engine: QuicEngine) -> type:
+    """``MarkStreams`` over ``quic_engine``'s asyncio ``QuicConnectionProtocol``, made once per engine."""
+    made = _PROTOCOL_CLASSES.get(quic_engine.name)
+    if made is None:
+        made = _PROTOCOL_CLASSES[quic_engine.name] = type(
+            "MarkServerProtocol", (MarkStreams, quic_engine.QuicConnectionProtocol), {})
+    return made
+
+
+def server_configuration(cert: DevCertificate, settings: ServerSettings) -> Any:
+    return engine(settings.quic_engine).server_configuration(cert.certificate, cert.private_key, alpn=ALPN,
+                                                             idle_timeout=settings.idle_timeout)
+
+
+async def start_server(service: MarkService, cert: DevCertificate, host: str, port: int) -> tuple[Any, int]:
     """Listen on ``host:port`` (0 picks a free port); returns the server and the bound port."""
-    server = await serve(
+    protocol = protocol_class(service.engine)
+    server = await service.engine.serve(
         host, port, configuration=server_configuration(cert, service.settings),
-        create_protocol=lambda *a, **kw: MarkServerProtocol(*a, service=service, **kw))
-    bound = server._transport.get_extra_info("sockname")[1]
-    return server, bound
+        create_protocol=lambda *a, **kw: protocol(*a, service=service, **kw))
+    return server, service.engine.bound_port(server)

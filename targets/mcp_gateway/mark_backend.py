@@ -18,6 +18,7 @@ from aioquic.quic.configuration import QuicConfiguration
 
 from swarmgauge.protocols import mark
 from swarmgauge.errors import SwarmgaugeError, UsageError
+from swarmgauge.quic_engine import engine_of
 
 MAX_IN_FLIGHT = 10
 
@@ -92,7 +93,7 @@ class MarkBackend:
     @staticmethod
     def _closed(protocol) -> bool:
         closed = getattr(protocol, "_closed", None)
-        return closed is None or closed.is_set() or getattr(protocol._quic, "_close_event", None) is not None
+        return closed is None or closed.is_set() or engine_of(protocol._quic.configuration).close_event(protocol._quic) is not None
 
     async def _drop(self) -> None:
         stack, self._stack, self._protocol = self._stack, None, None

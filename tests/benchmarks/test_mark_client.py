@@ -12,21 +12,24 @@ from benchmarks.mark_client_cases import part_of, percentile
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-CASE_FIELDS = {"client", "connection", "users", "requests", "failures", "seconds", "req_per_s", "cpu_us_per_fetch",
+CASE_FIELDS = {"client", "engine", "connection", "users", "pace", "requests", "failures", "seconds", "req_per_s", "cpu_us_per_fetch",
                "cpu_use", "sys_share", "p50_ms", "p99_ms", "server_cpu_us_per_fetch", "load_average"}
 
 
 def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
     out = tmp_path / "mark_client.json"
     code = mark_client.main(["--duration", "1", "--warmup", "0.3", "--users", "2", "--corpus", "12",
-                             "--rounds", "1", "--profiler", "cprofile", "--out", str(out)])
+                             "--rounds", "1", "--profiler", "cprofile", "--engines", "qh3", "--scaling", "2",
+                             "--out", str(out)])
     printed = capsys.readouterr().out
     assert code == 0
     assert printed.splitlines()[0] == "| " + " | ".join(mark_client.HEADER) + " |"
     doc = json.loads(out.read_text())
-    assert [(c["client"], c["connection"], c["users"]) for c in doc["cases"]] == [
-        ("locust", "pooled", 2), ("locust", "fresh", 2), ("asyncio", "pooled", 2), ("asyncio", "fresh", 2),
-        ("memory", "pooled", 1), ("memory", "fresh", 1)]
+    assert [(c["client"], c["engine"], c["connection"], c["users"], bool(c["pace"])) for c in doc["cases"]] == [
+        ("locust", "qh3", "pooled", 2, False), ("locust", "qh3", "fresh", 2, False),
+        ("memory", "qh3", "pooled", 1, False), ("memory", "qh3", "fresh", 1, False),
+        ("asyncio", "aioquic", "pooled", 2, False), ("asyncio", "aioquic", "fresh", 2, False),
+        ("locust", "qh3", "pooled", 2, True)]
     for case in doc["cases"]:
         assert CASE_FIELDS <= set(case)
         assert case["requests"] > 0 and case["failures"] == 0
@@ -35,18 +38,22 @@ def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
     assert by_client[("asyncio", "pooled")]["reference_bytes"]["answers"] > 0
     assert by_client[("memory", "fresh")]["handshake_cpu_us"] > 0
     assert by_client[("memory", "pooled")]["cpu_us_per_fetch_paced"] > 0
-    assert {"pooled_over_memory@2", "pooled_over_asyncio@2", "fresh_over_memory@2", "memory_handshake_cpu_us",
-            "locust_connection_cpu_us@2", "pooled_over_memory_paced@2"} <= set(doc["ratios"])
-    assert doc["ratios"]["pooled_over_memory@2"] > 0
+    assert {"qh3:pooled_over_memory@2", "qh3:pooled_over_asyncio@2", "qh3:fresh_over_memory@2",
+            "qh3:memory_handshake_cpu_us", "qh3:connection_cpu_us@2",
+            "scaling:kib_per_connection@2"} <= set(doc["ratios"])
+    assert doc["ratios"]["qh3:pooled_over_memory@2"] > 0
+    assert doc["cases"][-1]["generator_kib_per_connection"] is not None
     profile = doc["profile"]
     assert profile["profiler"] == "cprofile" and 0 < len(profile["top"]) <= 15
-    assert abs(sum(profile["by_part"].values()) - 1.0) < 0.01 and "aioquic" in profile["by_part"]
-    assert doc["profile_case"]["client"] == "locust" and doc["profile_case"]["requests"] > 0
+    assert abs(sum(profile["by_part"].values()) - 1.0) < 0.01 and {"aioquic", "qh3"} & set(profile["by_part"])
+    assert doc["profile_case"]["client"] == "locust" and doc["profile_case"]["engine"] == "qh3"
+    assert doc["profile_case"]["requests"] > 0
     assert doc["settings"]["users"] == [2] and doc["machine"]["cpus"] >= 1 and doc["goals"]
 
 
 @pytest.mark.parametrize("argv", [["--users", "0"], ["--users", "one"], ["--duration", "0"], ["--corpus", "0"],
-                                  ["--rounds", "0"]])
+                                  ["--rounds", "0"], ["--engines", "quiche"], ["--scaling", "0"],
+                                  ["--scaling-pace", "nan"]])
 def test_bad_options_are_refused_in_one_line(argv, capsys):
     assert mark_client.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -68,6 +75,7 @@ def test_percentile_is_nearest_rank():
 
 def test_parts_follow_the_frame_file():
     assert part_of("QuicConnection.receive_datagram (aioquic/quic/connection.py:753)") == "aioquic"
+    assert part_of("{method 'receive_datagram' of 'qh3._hazmat.QuicConnectionCore' objects}") == "qh3"
     assert part_of("SocketMixin.send (gevent/_socketcommon.py:712)") == "syscalls"
     assert part_of("QuicDriver._run (users/quic.py:258)") == "swarmgauge"
     assert part_of("Hub.run (gevent/hub.py:631)") == "gevent/greenlet"

@@ -1,7 +1,7 @@
 """A deliberately misbehaving Mark-over-QUIC server: a fake below the client seam, for bad-input tests.
 
-It is real QUIC and TLS (aioquic's sans-IO server connection on a gevent UDP socket, in a greenlet of the test
-process), but its answers are chosen by the request path so each test can provoke one failure:
+It is real QUIC and TLS (the engine's sans-IO server connection, qh3 or aioquic, on a gevent UDP socket, in a
+greenlet of the test process), but its answers are chosen by the request path so each test can provoke one failure:
 
 ``/good``        a well-formed ok response
 ``/truncated``   frontmatter that never closes
@@ -19,13 +19,12 @@ from __future__ import annotations
 import gevent
 from gevent import socket as gsocket
 
-from aioquic.buffer import Buffer
-from aioquic.quic.configuration import QuicConfiguration
-from aioquic.quic.connection import QuicConnection
-from aioquic.quic.events import ConnectionTerminated, StreamDataReceived
-from aioquic.quic.packet import QuicPacketType, pull_quic_header
+from typing import Any
 
+from swarmgauge.quic_engine import DEFAULT_ENGINE, engine
 from swarmgauge.users.quic_transport import self_signed_certificate
+
+QuicConnection = Any
 
 GOOD_RESPONSE = b"---\netag: abc\nstatus: ok\nversion: \"1\"\n---\n# Good\n"
 HUGE_SIZE = (4 << 20) + 1024
@@ -34,15 +33,12 @@ HUGE_SIZE = (4 << 20) + 1024
 class MisbehavingQuicServer:
     """Serve badly on purpose; ``alpn=None`` negotiates no ALPN at all."""
 
-    def __init__(self, *, alpn: list[str] | None = ("mark",), names=("localhost", "127.0.0.1"), slow_seconds=0.2):
+    def __init__(self, *, alpn: list[str] | None = ("mark",), names=("localhost", "127.0.0.1"), slow_seconds=0.2,
+                 quic_engine: str = DEFAULT_ENGINE):
         self.certificate, key = self_signed_certificate(tuple(names))
-        self._configuration = QuicConfiguration(
-            is_client=False,
-            alpn_protocols=list(alpn) if alpn is not None else None,
-            certificate=self.certificate,
-            private_key=key,
-            idle_timeout=30.0,
-        )
+        self.engine = engine(quic_engine)
+        self._configuration = self.engine.server_configuration(self.certificate, key, alpn="mark", idle_timeout=30.0)
+        self._configuration.alpn_protocols = list(alpn) if alpn is not None else None
         self.slow_seconds = slow_seconds
         self._connections: dict[tuple, QuicConnection] = {}
         self._forgotten: set[tuple] = set()
@@ -96,10 +92,11 @@ class MisbehavingQuicServer:
                 self._flush(addr, quic)
 
     def _accept(self, data: bytes, addr: tuple) -> QuicConnection | None:
-        header = pull_quic_header(Buffer(data=data), host_cid_length=8)
-        if header.packet_type != QuicPacketType.INITIAL:
+        original_cid = self.engine.initial_destination_cid(data)
+        if original_cid is None:
             return None
-        quic = QuicConnection(configuration=self._configuration, original_destination_connection_id=header.destination_cid)
+        quic = self.engine.QuicConnection(configuration=self._configuration,
+                                          original_destination_connection_id=original_cid)
         self._connections[addr] = quic
         return quic
 
@@ -114,12 +111,12 @@ class MisbehavingQuicServer:
     def _handle_events(self, addr: tuple, quic: QuicConnection) -> None:
         event = quic.next_event()
         while event is not None:
-            if isinstance(event, StreamDataReceived):
+            if isinstance(event, self.engine.StreamDataReceived):
                 key = (addr, event.stream_id)
                 self._buffers[key] = self._buffers.get(key, b"") + event.data
                 if event.end_stream:
                     self._answer(addr, quic, event.stream_id, self._buffers.pop(key))
-            elif isinstance(event, ConnectionTerminated):
+            elif isinstance(event, self.engine.ConnectionTerminated):
                 self._connections.pop(addr, None)
             event = quic.next_event()
 

@@ -41,15 +41,15 @@ TOKEN = "sekrit-token-5f3a"
 
 
 @pytest.fixture(scope="module")
-def server():
-    server = MisbehavingQuicServer().start()
+def server(quic_engine):
+    server = MisbehavingQuicServer(quic_engine=quic_engine).start()
     yield server
     server.stop()
 
 
 @pytest.fixture
 def client(server):
-    client = MarkClient(server.url, insecure=True, timeout=5, token=TOKEN)
+    client = MarkClient(server.url, quic_engine=server.engine.name, insecure=True, timeout=5, token=TOKEN)
     yield client
     client.close()
 
@@ -84,7 +84,7 @@ def test_stream_reset(client):
 
 
 def test_no_answer(server):
-    client = MarkClient(server.url, insecure=True, timeout=0.3)
+    client = MarkClient(server.url, quic_engine=server.engine.name, insecure=True, timeout=0.3)
     with pytest.raises(RequestTimeout):
         client.fetch("/silent")
     assert client.connected
@@ -102,10 +102,10 @@ def test_connection_closed_mid_stream_then_reconnects(client):
     assert client.stats.reconnects == 1
 
 
-def test_wrong_alpn():
-    server = MisbehavingQuicServer(alpn=["h3"]).start()
+def test_wrong_alpn(quic_engine):
+    server = MisbehavingQuicServer(alpn=["h3"], quic_engine=quic_engine).start()
     try:
-        client = MarkClient(server.url, insecure=True, timeout=5)
+        client = MarkClient(server.url, quic_engine=server.engine.name, insecure=True, timeout=5)
         with pytest.raises(ALPNMismatch):
             client.fetch("/good")
     finally:
@@ -114,7 +114,8 @@ def test_wrong_alpn():
 
 def test_untrusted_certificate_with_verification_on(server):
     handshakes = []
-    client = MarkClient(server.url, timeout=5, on_handshake=lambda seconds, error: handshakes.append(error))
+    client = MarkClient(server.url, quic_engine=server.engine.name, timeout=5,
+                        on_handshake=lambda seconds, error: handshakes.append(error))
     with pytest.raises(TLSVerificationFailed):
         client.fetch("/good")
     assert isinstance(handshakes[0], TLSVerificationFailed)
@@ -123,13 +124,13 @@ def test_untrusted_certificate_with_verification_on(server):
 def test_trusted_with_ca_file_and_server_name(server, tmp_path):
     ca = tmp_path / "ca.pem"
     ca.write_bytes(server.certificate_pem())
-    client = MarkClient(server.url, ca_file=str(ca), server_name="localhost", timeout=5)
+    client = MarkClient(server.url, quic_engine=server.engine.name, ca_file=str(ca), server_name="localhost", timeout=5)
     assert_still_usable(client)
     client.close()
 
 
 def test_more_than_ten_concurrent_requests_are_bounded_not_failed(server):
-    client = MarkClient(server.url, insecure=True, timeout=10)
+    client = MarkClient(server.url, quic_engine=server.engine.name, insecure=True, timeout=10)
     server.max_open_slow = 0
     calls = [gevent.spawn(client.fetch, "/slow") for _ in range(25)]
     gevent.joinall(calls, raise_error=True)
@@ -141,7 +142,7 @@ def test_more_than_ten_concurrent_requests_are_bounded_not_failed(server):
 
 def test_fresh_mode_uses_one_connection_per_request(server):
     seen = []
-    client = MarkClient(server.url, insecure=True, timeout=5, connection="fresh",
+    client = MarkClient(server.url, quic_engine=server.engine.name, insecure=True, timeout=5, connection="fresh",
                         on_handshake=lambda seconds, error: seen.append((seconds, error)))
     for _ in range(3):
         assert_still_usable(client)
@@ -152,7 +153,8 @@ def test_fresh_mode_uses_one_connection_per_request(server):
 
 def test_pooled_mode_connects_once(server):
     seen = []
-    client = MarkClient(server.url, insecure=True, timeout=5, on_handshake=lambda s, e: seen.append(s))
+    client = MarkClient(server.url, quic_engine=server.engine.name, insecure=True, timeout=5,
+                        on_handshake=lambda s, e: seen.append(s))
     assert client.connect() > 0
     for _ in range(3):
         assert_still_usable(client)
@@ -202,7 +204,7 @@ def test_raw_sends_exact_bytes_without_token(server, client):
     ids=["if-none-match", "if-modified-since", "version", "list", "versions", "lookup", "publish", "append", "archive"],
 )
 def test_methods_write_the_expected_wire_bytes(server, call, wire):
-    client = MarkClient(server.url, insecure=True, timeout=5)
+    client = MarkClient(server.url, quic_engine=server.engine.name, insecure=True, timeout=5)
     call(client)
     assert server.requests[-1] == wire
     client.close()
@@ -230,7 +232,7 @@ def test_conflict_carries_both_versions():
     assert (caught.value.server_version, caught.value.your_version) == (2, 1)
 
 
-def test_list_all_follows_cursors_and_is_bounded():
+def test_list_all_follows_cursors_and_is_bounded(quic_engine):
     pages = {None: ("c1", "false"), "c1": ("c2", "false"), "c2": (None, "true")}
 
     def answer(request: bytes) -> bytes:
@@ -244,8 +246,9 @@ def test_list_all_follows_cursors_and_is_bounded():
             meta["next-cursor"] = next_cursor
         return encode_response("ok", meta, f"page after {cursor}\n".encode())
 
-    pair = MemoryPair(answer)
-    client = MarkClient("mark://127.0.0.1:4433", insecure=True, transport_factory=pair.transport_factory)
+    pair = MemoryPair(answer, quic_engine=quic_engine)
+    client = MarkClient("mark://127.0.0.1:4433", insecure=True, transport_factory=pair.transport_factory,
+                        quic_engine=quic_engine)
     assert len(list(client.list_all("/docs"))) == 3
     pages["c2"] = ("c1", "false")
     with pytest.raises(IncompleteListing):

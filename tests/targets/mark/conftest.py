@@ -1,4 +1,5 @@
-"""Fixtures that run the reference server as the CLI runs it: a child process on a free loopback port."""
+"""Fixtures that run the reference server as the CLI runs it: a child process on a free loopback port, once per
+QUIC engine (the server and the client on the same one)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from swarmgauge.quic_engine import ENGINES
 from swarmgauge.targets.launch import launch_target
 from swarmgauge.targets.mark.auth import hash_token
 from swarmgauge.users.mark import MarkClient
@@ -25,13 +27,19 @@ def write_tokens_toml(path: Path, entries: dict[str, tuple[str, list[str], list[
     return path
 
 
+@pytest.fixture(scope="module", params=ENGINES)
+def quic_engine(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-def start_mark():
-    """``start_mark(*args)`` -> a running ``swarmgauge target mark --port 0 ARGS``; all stopped at the end."""
+def start_mark(quic_engine):
+    """``start_mark(*args)`` -> a running ``swarmgauge target mark --port 0 ARGS`` on the engine under test; all
+    stopped at the end."""
     started = []
 
     def start(*args: str):
-        process = launch_target("mark", ["--port", "0", *args])
+        process = launch_target("mark", ["--port", "0", "--quic-engine", quic_engine, *args])
         started.append(process)
         return process
 
@@ -41,12 +49,13 @@ def start_mark():
 
 
 @pytest.fixture
-def mark_client():
-    """``mark_client(url, **options)`` -> a pooled, insecure MarkClient, closed at the end."""
+def mark_client(quic_engine):
+    """``mark_client(url, **options)`` -> a pooled, insecure MarkClient on the engine under test, closed at the end."""
     clients = []
 
     def make(url: str, **options) -> MarkClient:
         options.setdefault("insecure", True)
+        options.setdefault("quic_engine", quic_engine)
         options.setdefault("timeout", 10.0)
         client = MarkClient(url, **options)
         clients.append(client)

@@ -25,9 +25,9 @@ def server(start_mark):
 
 
 @pytest.fixture
-def driver(server):
+def driver(server, quic_engine):
     host, port = parse_mark_url(server.url)
-    made = QuicDriver(host, port, client_configuration(insecure=True), max_streams=32)
+    made = QuicDriver(host, port, client_configuration(insecure=True, quic_engine=quic_engine), max_streams=32)
     made.connect(timeout=10)
     yield made
     made.close()
@@ -92,7 +92,7 @@ def test_missing_fin_gets_a_server_error_at_the_deadline(driver):
 
 def test_more_than_ten_concurrent_streams_wait_for_a_free_one(driver):
     """Ten streams that never finish hold every slot; the eleventh and later run once the deadline frees them."""
-    assert driver._quic._remote_max_streams_bidi == 10
+    assert driver.peer_max_streams == 10
     stalled = [gevent.spawn(driver.request, b"FETCH /health\n", 10, finish=False) for _ in range(10)]
     gevent.sleep(0.2)
     waiting = [gevent.spawn(driver.request, HEALTH, 10) for _ in range(5)]
@@ -102,10 +102,10 @@ def test_more_than_ten_concurrent_streams_wait_for_a_free_one(driver):
     assert still_serving(driver)
 
 
-def test_rate_limit_waits_then_answers_rate_limited(start_mark):
+def test_rate_limit_waits_then_answers_rate_limited(start_mark, quic_engine):
     server = start_mark("--rate-limit", "5", "--rate-burst", "2", "--request-timeout", "0.3s")
     host, port = parse_mark_url(server.url)
-    driver = QuicDriver(host, port, client_configuration(insecure=True), max_streams=10)
+    driver = QuicDriver(host, port, client_configuration(insecure=True, quic_engine=quic_engine), max_streams=10)
     driver.connect(timeout=10)
     try:
         answers = [g.value for g in gevent.joinall(

@@ -1,0 +1,128 @@
+"""The QUIC engine seam: each private field the adapter relies on still exists and still does what it did.
+
+These fail loudly when an aioquic or qh3 upgrade moves an internal; nothing else in the project touches them.
+Two in-memory connections per engine on a virtual clock, no sockets.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from swarmgauge.errors import UsageError
+from swarmgauge.protocols.quic_acks import MAX_ACK_DELAY
+from swarmgauge.quic_engine import DEFAULT_ENGINE, ENGINES, QuicEngine, engine, engine_of
+from swarmgauge.users.quic_transport import self_signed_certificate
+
+CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 4433)
+
+
+def connected_pair(quic_engine: QuicEngine, *, server_streams: int | None = None):
+    """A client and a server connection of ``quic_engine`` after a handshake moved by hand, and the clock."""
+    cert, key = self_signed_certificate()
+    client = quic_engine.QuicConnection(configuration=quic_engine.client_configuration(
+        alpn="mark", insecure=True, ca_file=None, server_name="localhost", idle_timeout=30.0))
+    clock = 100.0
+    client.connect(SERVER, now=clock)
+    outgoing = client.datagrams_to_send(clock)
+    original_cid = quic_engine.initial_destination_cid(outgoing[0][0])
+    assert original_cid is not None
+    server = quic_engine.QuicConnection(
+        configuration=quic_engine.server_configuration(cert, key, alpn="mark", idle_timeout=30.0),
+        original_destination_connection_id=original_cid)
+    if server_streams is not None:
+        quic_engine.limit_streams(server, server_streams)
+    quic_engine.delay_acks(server)
+    for _ in range(20):
+        for data, _ in outgoing:
+            server.receive_datagram(data, CLIENT, clock)
+        back = server.datagrams_to_send(clock)
+        for data, _ in back:
+            client.receive_datagram(data, SERVER, clock)
+        outgoing = client.datagrams_to_send(clock)
+        if not outgoing and not back:
+            break
+    return client, server, clock
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_each_engine_makes_its_own_classes_and_finds_itself_from_a_configuration(name):
+    quic_engine = engine(name)
+    assert quic_engine.name == name
+    configuration = quic_engine.client_configuration(alpn="mark", insecure=True, ca_file=None, server_name=None,
+                                                     idle_timeout=5.0)
+    assert engine_of(configuration) is quic_engine
+    assert type(configuration).__module__.startswith(name)
+
+
+def test_the_default_is_one_of_the_engines_and_a_wrong_name_is_a_usage_error():
+    assert DEFAULT_ENGINE in ENGINES
+    with pytest.raises(UsageError, match="quiche"):
+        engine("quiche")
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_the_handshake_completes_and_the_server_sees_the_client_address(name):
+    quic_engine = engine(name)
+    client, server, _ = connected_pair(quic_engine)
+    assert quic_engine.peer_address(server)[:2] == CLIENT
+    assert quic_engine.close_event(client) is None
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_a_closed_connection_shows_its_close_event_at_once(name):
+    quic_engine = engine(name)
+    client, server, clock = connected_pair(quic_engine)
+    client.close(error_code=0, reason_phrase="bye")
+    for data, _ in client.datagrams_to_send(clock):
+        server.receive_datagram(data, CLIENT, clock)
+    event = quic_engine.close_event(server)
+    assert isinstance(event, quic_engine.ConnectionTerminated) and event.reason_phrase == "bye"
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_the_server_stream_limit_is_the_one_set(name):
+    quic_engine = engine(name)
+    client, server, _ = connected_pair(quic_engine, server_streams=3)
+    assert quic_engine.local_max_streams_bidi(server) == 3
+    assert quic_engine.peer_max_streams_bidi(client) == 3  # what the peer was told, not only what is enforced
+
+
+def test_qh3_stream_limit_must_come_before_the_first_datagram():
+    quic_engine = engine("qh3")
+    _, server, _ = connected_pair(quic_engine)
+    with pytest.raises(RuntimeError, match="before"):
+        quic_engine.limit_streams(server, 3)
+
+
+def test_aioquic_waits_the_quic_go_delay_then_lets_the_ack_ride_on_the_next_packet():
+    quic_engine = engine("aioquic")
+    client, server, clock = connected_pair(quic_engine)
+    stream_id = client.get_next_available_stream_id()
+    client.send_stream_data(stream_id, b"FETCH /a.md\n", end_stream=True)
+    for data, _ in client.datagrams_to_send(clock):
+        server.receive_datagram(data, CLIENT, clock)
+    space = server._spaces[quic_engine.tls.Epoch.ONE_RTT]
+    assert space.ack_at == clock + MAX_ACK_DELAY  # not aioquic's own 1 ms
+    later = clock + 0.002
+    quic_engine.ack_with_next_packet(server, later)
+    assert space.ack_at < later
+    server.datagrams_to_send(later)
+    assert space.ack_at is None  # the ACK went out in that packet
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_the_ipv4_server_port_of_serve_is_found(name):
+    import asyncio
+
+    quic_engine = engine(name)
+    cert, key = self_signed_certificate()
+
+    async def bound() -> int:
+        server = await quic_engine.serve("127.0.0.1", 0, configuration=quic_engine.server_configuration(
+            cert, key, alpn="mark", idle_timeout=5.0))
+        try:
+            return quic_engine.bound_port(server)
+        finally:
+            server.close()
+
+    assert asyncio.run(bound()) > 0
