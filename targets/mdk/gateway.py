@@ -151,6 +151,8 @@ class Gateway:
             lines.append(f'mdk_commands_total{{status="{state}"}} {n}')
         for code, n in sorted(status["rejected"].items()):
             lines.append(f'mdk_commands_rejected_total{{code="{code}"}} {n}')
+        lines.append(f"mdk_kernel_missed_pings_total {status.get('missed_pings', 0)}")
+        lines.append(f"mdk_kernel_commands_in_flight {status.get('in_flight', 0)}")
         return "\n".join(lines) + "\n"
 
     async def run(self) -> None:
