@@ -38,10 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rate-limit", type=int, default=0,
                         help="per-IP requests per --rate-window-s before 429 (0: off, as the harness; MDK: 300)")
     parser.add_argument("--rate-window-s", type=float, default=60.0, help="rate-limit window (default 60 s)")
-    parser.add_argument("--accept-us-per-device", type=float, default=0.5,
-                        help="Kernel dispatch lane time per fleet device, per command or ping (default 0.5 us)")
-    parser.add_argument("--accept-us-per-inflight", type=float, default=10.0,
-                        help="Kernel dispatch lane time per command in the Kernel, per command or ping (default 10 us)")
+    parser.add_argument("--accept-us-per-device", type=float, default=0.8,
+                        help="Kernel dispatch lane time per fleet device, per command or ping (default 0.8 us)")
+    parser.add_argument("--accept-us-per-inflight", type=float, default=1.0,
+                        help="Kernel dispatch lane time per command in the Kernel, per command or ping (default 1 us)")
     return parser
 
 

@@ -49,8 +49,8 @@ class StackPlan:
     rate_limit_per_min: int = 0
     rate_window_s: float = 60.0
     scan_s: float = 0.25
-    accept_us_per_device: float = 0.5
-    accept_us_per_inflight: float = 10.0
+    accept_us_per_device: float = 0.8
+    accept_us_per_inflight: float = 1.0
     extra: dict = field(default_factory=dict)
 
     def worker(self, worker_id: str) -> WorkerPlan:

@@ -2,14 +2,17 @@
 
 Workers are found through ``<root>/workers/*.json`` (the harness's local discovery mode). A Worker is routable when
 it is READY and its health is not SICK/DEAD; pings go every ``health_ping_s`` with a ``health_timeout_s`` timeout
-and one missed ping marks it SICK. Commands and health pings share one dispatch lane (FIFO, one at a time), and
-each turn on it costs ``accept_us_per_device`` x fleet size + ``accept_us_per_inflight`` x commands in the Kernel
-(waiting for the lane, or accepted and not settled): a single command is accepted in a few ms at any fleet size, but
-under a burst the lane's queue grows with the fleet, acceptance slows to tens, then hundreds of ms, and a ping
-queued behind it can miss its timeout, so the Worker goes SICK and commands for it are rejected with
-``ERR_WORKER_NOT_ROUTABLE`` (the MDK page's red 5,000 / 5 run). Reads do not take the lane. Commands are checked in the real dispatcher's order, answered ``QUEUED``
-before the Worker runs them, and executed asynchronously; after a restart, commands the WAL shows in flight settle
-as ``TIMEOUT`` / ``ERR_COMMAND_UNCONFIRMED`` and are never re-sent.
+and one missed ping marks it SICK. Commands and health pings share one dispatch lane, one turn at a time: commands
+in arrival order, a ping only once no command waits (a timer on a busy event loop runs last). A turn costs
+``accept_us_per_device`` x fleet size + ``accept_us_per_inflight`` x commands in the Kernel (waiting for the lane,
+or accepted and not settled). So a single command is accepted in a few ms at any fleet size; under the 1,000/s
+burst the lane keeps up at 1,000 devices with a queue of tens of ms and saturates at 5,000, where acceptance takes
+hundreds of ms and a ping that waits out the saturation misses its timeout: the Worker goes SICK and the commands
+still waiting for it are rejected with ``ERR_WORKER_NOT_ROUTABLE`` (the MDK page's red 5,000 / 5 run; whether a
+ping falls into the burst is chance, as the page's green and red runs). Reads do not take the lane. Commands are
+checked in the real dispatcher's order, answered ``QUEUED`` before the Worker runs them, and executed
+asynchronously; after a restart, commands the WAL shows in flight settle as ``TIMEOUT`` /
+``ERR_COMMAND_UNCONFIRMED`` and are never re-sent.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ class Kernel:
         self._exec_gate: asyncio.Semaphore | None = None
         self._lane: asyncio.Lock | None = None
         self.lane_waiting = 0
+        self._lane_idle: asyncio.Event | None = None
         self.unsettled = 0
         self.missed_pings = 0
         wal_dir = root / "kernel"
@@ -155,8 +159,19 @@ class Kernel:
                 await asyncio.sleep(cost)
             return await fn()
 
+    def _idle_event(self) -> asyncio.Event:
+        if self._lane_idle is None:
+            self._lane_idle = asyncio.Event()
+            self._lane_idle.set()
+        return self._lane_idle
+
+    async def _commands_drained(self) -> None:
+        """Wait until no command waits for the lane (the caller bounds the wait)."""
+        await self._idle_event().wait()
+
     async def _ping(self, entry: WorkerEntry) -> None:
         async def ping() -> dict:
+            await self._commands_drained()
             await self._on_lane(_sent)  # the lane sends it; the Worker's answer comes back off the lane
             return await entry.client.call("ping", timeout=self.plan.health_timeout_s)
 
@@ -249,10 +264,13 @@ class Kernel:
     async def send_command(self, params: dict) -> dict:
         """Checked and queued on the dispatch lane, so acceptance waits for the commands and pings before it."""
         self.lane_waiting += 1
+        self._idle_event().clear()
         try:
             return await self._on_lane(lambda: self._accept(params))
         finally:
             self.lane_waiting -= 1
+            if not self.lane_waiting:
+                self._idle_event().set()
 
     async def _accept(self, params: dict) -> dict:
         checked = self._check(params)
