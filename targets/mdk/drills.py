@@ -7,7 +7,8 @@ device read through the Gateway. ``device-outage`` stops the mocks process (ever
 the first failed live ``snap`` read, the moment the cached channels fail too, and, after the mocks come back, the
 first good read again. No drill kills before a read of the victim's devices has succeeded (``armed_s``: how long that
 took), so a drill started while the fleet is still being discovered still hits readers that were reading; a run
-that counts its readers' failed reads during the drill adds them (``failed_reads``). Results are JSON rows appended to ``mdk_drills.json`` in the run directory.
+that counts its readers' failed reads during the drill adds them (``failed_reads``). Results are JSON rows appended
+to ``mdk_drills.json`` in the run directory.
 
     swarmgauge drill worker-restart --root DIR [--worker worker-0] [--run-dir DIR]
 """
