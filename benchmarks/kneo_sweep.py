@@ -36,8 +36,8 @@ LOCUSTFILE = "locustfiles/kneo_dispatch.py"
 PAGE_RUNS_PER_S = {("sqlite", "sync", 1): 51, ("sqlite", "sync", 4): 51, ("sqlite", "sync", 8): 50,
                    ("sqlite", "sync", 16): 51, ("postgres", "sync", 1): 79, ("postgres", "sync", 8): 77,
                    ("postgres", "sync", 16): 76, ("postgres", "sync", 32): 75, ("postgres", "queue", 8): 44}
-HEADER = ("Store / mode", "Concurrency", "Throughput (runs/s)", "p50", "p90", "p99", "Peak RSS", "page runs/s",
-          "reconciled")
+HEADER = ("Store / mode", "Concurrency", "Throughput (runs/s)", "p50", "p90", "p99", "Peak RSS", "service CPU",
+          "page runs/s", "reconciled")
 
 
 def _latency(ms: Any) -> str:
@@ -71,22 +71,37 @@ def batch_row(run_dir: Path, store: str, users: int, processes: int = 1) -> list
     """The queue row: the store's drain figures of the batch run (``kneo.json`` ``queue_drain``)."""
     kneo = json.loads((run_dir / "kneo.json").read_text()) if (run_dir / "kneo.json").is_file() else {}
     drain = kneo.get("queue_drain") or {}
-    peaks = peak_rss_by_step(_read_csv(run_dir / "resources.csv"))
+    resources = _read_csv(run_dir / "resources.csv")
+    peaks, cpu = peak_rss_by_step(resources), service_cpu_by_step(resources)
     submits = [s for s in _read_csv(run_dir / "steps.csv") if s["request_type"] == "run submit"]
     return [{"store": store, "mode": "batch", "users": users, "processes": processes,
              "requests": int(drain.get("runs") or 0), "failures": sum(int(s["failures"]) for s in submits),
              "runs_per_s": float(drain.get("runs_per_s") or 0.0), "p50_ms": drain.get("wait_p50_ms"),
              "p90_ms": None, "p95_ms": drain.get("wait_p95_ms"), "p99_ms": drain.get("wait_p99_ms"),
              "drain_s": drain.get("drain_s"), "unfinished": drain.get("unfinished"),
-             "peak_rss_mib": max(peaks.values()) if peaks else None, "generator_cpu_max": 0.0,
+             "peak_rss_mib": max(peaks.values()) if peaks else None,
+             "service_cpu_percent": max(cpu.values()) if cpu else None, "generator_cpu_max": 0.0,
              "generator_bound": False, "page_runs_per_s": PAGE_RUNS_PER_S.get((store, "queue", users)),
              "reconciled": kneo.get("mismatches") == 0, "run_dir": str(run_dir)}]
+
+
+def service_cpu_by_step(resources: list[dict[str, str]]) -> dict[int, float]:
+    """Per step: the busiest service process's mean CPU, in % of one core (where one process is the ceiling)."""
+    samples: dict[tuple[int, str], list[float]] = {}
+    for row in resources:
+        if row["source"].startswith("psutil:") and row["metric"] == "cpu_percent" and row["step"] != "":
+            samples.setdefault((int(float(row["step"])), row["source"]), []).append(float(row["value"]))
+    busiest: dict[int, float] = {}
+    for (step, _), values in samples.items():
+        busiest[step] = max(busiest.get(step, 0.0), sum(values) / len(values))
+    return busiest
 
 
 def rows_from_run(run_dir: Path, store: str, mode: str, processes: int = 1) -> list[dict[str, Any]]:
     """One table row per step of the run: the end-to-end request type (``run sync`` or ``run queued``)."""
     request_type = "run sync" if mode == "sync" else "run queued"
-    peaks = peak_rss_by_step(_read_csv(run_dir / "resources.csv"))
+    resources = _read_csv(run_dir / "resources.csv")
+    peaks, cpu = peak_rss_by_step(resources), service_cpu_by_step(resources)
     kneo = json.loads((run_dir / "kneo.json").read_text()) if (run_dir / "kneo.json").is_file() else {}
     rows = []
     for step in _read_csv(run_dir / "steps.csv"):
@@ -98,6 +113,7 @@ def rows_from_run(run_dir: Path, store: str, mode: str, processes: int = 1) -> l
             "failures": int(step["failures"]), "runs_per_s": float(step["rps"] or 0.0),
             "p50_ms": float(step["p50_ms"] or 0.0), "p90_ms": float(step["p90_ms"] or 0.0),
             "p99_ms": float(step["p99_ms"] or 0.0), "peak_rss_mib": peaks.get(int(step["step"])),
+            "service_cpu_percent": cpu.get(int(step["step"])),
             "generator_cpu_max": float(step.get("generator_cpu_max") or 0.0),
             "generator_bound": step.get("generator_bound") == "True",
             "page_runs_per_s": PAGE_RUNS_PER_S.get((store, "queue" if mode == "queued" else mode, users))
@@ -114,8 +130,9 @@ def format_table(rows: list[dict[str, Any]]) -> str:
         mode = "queue" if row["mode"] in ("queued", "batch") else row["mode"]
         store = row["store"] if row.get("processes", 1) == 1 else f"{row['store']} x{row['processes']} processes"
         p90 = _latency(row["p90_ms"]) if row.get("p90_ms") is not None else f"{_latency(row.get('p95_ms'))} (p95)"
+        cpu = row.get("service_cpu_percent")
         cells = [f"{store} / {mode}", str(row["users"]), f"{row['runs_per_s']:.1f}",
-                 _latency(row["p50_ms"]), p90, _latency(row["p99_ms"]), rss,
+                 _latency(row["p50_ms"]), p90, _latency(row["p99_ms"]), rss, "" if cpu is None else f"{cpu:.0f} %",
                  "" if row["page_runs_per_s"] is None else str(row["page_runs_per_s"]),
                  "yes" if row["reconciled"] else "NO"]
         lines.append("| " + " | ".join(cells) + " |")

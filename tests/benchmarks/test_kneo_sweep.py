@@ -24,7 +24,8 @@ def test_tiny_sweep_prints_the_page_layout_and_writes_json(kneo_venv, tmp_path, 
     assert [(cells[0].lstrip("| "), cells[1]) for cells in body] == [
         ("sqlite / sync", "1"), ("sqlite / sync", "2"), ("sqlite / queue", "2")]
     assert all(cells[6].endswith("MiB") and cells[-1] == "yes |" for cells in body)
-    assert body[0][7] == "51"  # the page's figure for sqlite / sync at 1 beside ours
+    assert body[0][8] == "51"  # the page's figure for sqlite / sync at 1 beside ours
+    assert all(cells[7].endswith("%") for cells in body)  # the busiest service process's CPU
     doc = json.loads((tmp_path / "kneo-sweep.json").read_text())
     assert [(r["store"], r["mode"], r["users"]) for r in doc["rows"]] == [
         ("sqlite", "sync", 1), ("sqlite", "sync", 2), ("sqlite", "batch", 2)]
@@ -59,3 +60,10 @@ def test_peak_rss_sums_processes_within_a_round():
             {"source": "psutil:pidfile=a", "metric": "rss_bytes", "step": "0", "round": "1", "value": str(3 * 2**20)},
             {"source": "generator", "metric": "rss_bytes", "step": "0", "round": "1", "value": str(99 * 2**20)}]
     assert kneo_sweep.peak_rss_by_step(rows) == {0: 3.0}
+
+
+def test_service_cpu_is_the_busiest_processs_mean_in_each_step():
+    rows = [{"source": f"psutil:pidfile={name}", "metric": "cpu_percent", "step": step, "round": "0", "value": value}
+            for name, step, value in (("a", "0", "80"), ("a", "0", "90"), ("b", "0", "40"), ("b", "1", "30"))]
+    rows.append({"source": "generator", "metric": "cpu_percent", "step": "0", "round": "0", "value": "100"})
+    assert kneo_sweep.service_cpu_by_step(rows) == {0: 85.0, 1: 30.0}
