@@ -1,7 +1,8 @@
 """The MDK page's action burst (1,000 submits/s for 3 s) on the stand-in at its fleet sizes, beside the page's figures.
 
 Each run is ``locustfiles/mdk_fleet.py --mdk-scenario burst`` with a fresh embedded stand-in (``--mdk-profile``);
-a profile runs ``--runs`` times because whether a Kernel health ping falls into the burst is chance, as the page's
+up to 1,000 submits may be in flight (the page's harness fires at its pace whatever the Kernel's); a profile runs
+``--runs`` times because whether a Kernel health ping falls into the burst is chance, as the page's
 one green and one red 5,000 / 5 run. Prints submits, acceptance p50 / p99 (every answered submit), and the
 ``ERR_WORKER_NOT_ROUTABLE`` rejections per run beside the page's, and writes the JSON. Figures only.
 
@@ -29,7 +30,8 @@ NOT_ROUTABLE = "Rejected(ERR_WORKER_NOT_ROUTABLE)"
 
 def run_burst(profile: str, run_dir: Path, timeout: float) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "locust", "-f", "locustfiles/mdk_fleet.py", "--headless", "--only-summary",
-           "--mdk-scenario", "burst", "--mdk-profile", profile, "--sample-interval", "1", "--run-dir", str(run_dir)]
+           "--mdk-scenario", "burst", "--mdk-profile", profile,
+           "--mdk-burst-users", "1000", "--sample-interval", "1", "--run-dir", str(run_dir)]
     started = time.time()
     with open(run_dir.parent / f"{run_dir.name}.log", "w") as log:
         code = subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, timeout=timeout).returncode

@@ -71,6 +71,9 @@ def _add_options(parser: Any) -> None:
                         help="plan when no --plan/--rate is given: reads, burst, or benchmark (reads then burst)")
     parser.add_argument("--mdk-readers", type=int, default=50, env_var="SWARMGAUGE_MDK_READERS",
                         include_in_web_ui=True, help="closed-loop readers of the reads stage (default 50)")
+    parser.add_argument("--mdk-burst-users", type=int, default=200, env_var="SWARMGAUGE_MDK_BURST_USERS",
+                        include_in_web_ui=True, help="submits the burst may have in flight (the page's harness: "
+                        "1000, it fires 1,000/s whatever the Kernel's pace)")
     parser.add_argument("--mdk-read-time", default="30s", env_var="SWARMGAUGE_MDK_READ_TIME", include_in_web_ui=True,
                         help="hold of the reads stage (default 30s)")
     parser.add_argument("--mdk-profile", default="100x1", env_var="SWARMGAUGE_MDK_PROFILE", include_in_web_ui=False,
@@ -143,8 +146,12 @@ class MDKPlan(shapes.PlanShape):
             raise UsageError(f"--mdk-readers must be at least 1, got {readers}")
         reads = {"label": f"{readers} readers", "users": readers, "duration": hold, "user_classes": ["MDKReader"]}
         # Locust keeps users when only the class changes at the same count: a second at 0 users swaps them.
-        stages = {"reads": [reads], "burst": [DISCOVER, BURST],
-                  "benchmark": [reads, {"label": "switch", "users": 0, "duration": 1}, DISCOVER, BURST]}[scenario]
+        burst_users = int(getattr(options, "mdk_burst_users", 200))
+        if burst_users < 1:
+            raise UsageError(f"--mdk-burst-users must be at least 1, got {burst_users}")
+        burst = {**BURST, "max_users": burst_users}
+        stages = {"reads": [reads], "burst": [DISCOVER, burst],
+                  "benchmark": [reads, {"label": "switch", "users": 0, "duration": 1}, DISCOVER, burst]}[scenario]
         return build_plan({"name": f"mdk-{scenario}", "kind": "stages", "stages": stages}, source="mdk_fleet.py")
 
 

@@ -4,10 +4,11 @@ Workers are found through ``<root>/workers/*.json`` (the harness's local discove
 it is READY and its health is not SICK/DEAD; pings go every ``health_ping_s`` with a ``health_timeout_s`` timeout
 and one missed ping marks it SICK. Commands and health pings share one dispatch lane, one turn at a time: commands
 in arrival order, a ping only once no command waits (a timer on a busy event loop runs last). A turn costs
-``accept_us_per_device`` x fleet size + ``accept_us_per_inflight`` x commands in the Kernel (waiting for the lane,
-or accepted and not settled). So a single command is accepted in a few ms at any fleet size; under the 1,000/s
-burst the lane keeps up at 1,000 devices with a queue of tens of ms and saturates at 5,000, where acceptance takes
-hundreds of ms and a ping that waits out the saturation misses its timeout: the Worker goes SICK and the commands
+``accept_base_us`` + ``accept_us_per_device`` x fleet size + ``accept_us_per_inflight`` x commands in the Kernel
+(waiting for the lane, or accepted and not settled). So a single command is accepted in a few ms at any fleet size;
+under the 1,000/s burst the lane just keeps up at 1,000 devices (0.9 ms a turn) with a queue of tens of ms and
+saturates at 5,000 (1.7 ms a turn), where acceptance takes hundreds of ms, the queue lasts seconds after the
+burst, and a ping that waits out the saturation misses its timeout: the Worker goes SICK and the commands
 still waiting for it are rejected with ``ERR_WORKER_NOT_ROUTABLE`` (the MDK page's red 5,000 / 5 run; whether a
 ping falls into the burst is chance, as the page's green and red runs). Reads do not take the lane. Commands are
 checked in the real dispatcher's order, answered ``QUEUED`` before the Worker runs them, and executed
@@ -70,7 +71,7 @@ class Kernel:
         self.rejected: collections.Counter = collections.Counter()
         self.started_at = time.time()
         self._exec_gate: asyncio.Semaphore | None = None
-        self._lane: asyncio.Lock | None = None
+        self._lane_free_at = 0.0
         self.lane_waiting = 0
         self._lane_idle: asyncio.Event | None = None
         self.unsettled = 0
@@ -146,18 +147,21 @@ class Kernel:
 
     def lane_cost_s(self) -> float:
         """One turn on the dispatch lane: grows with the fleet and with the commands in the Kernel."""
-        us = self.plan.accept_us_per_device * len(self.device_owner) + self.plan.accept_us_per_inflight * self.in_flight
+        us = (self.plan.accept_base_us + self.plan.accept_us_per_device * len(self.device_owner)
+              + self.plan.accept_us_per_inflight * self.in_flight)
         return us / 1e6
 
     async def _on_lane(self, fn):
-        """Run ``fn`` after this caller's FIFO turn on the dispatch lane and its cost."""
-        if self._lane is None:
-            self._lane = asyncio.Lock()
-        async with self._lane:
-            cost = self.lane_cost_s()
-            if cost > 0:
-                await asyncio.sleep(cost)
-            return await fn()
+        """Run ``fn`` at the end of this caller's FIFO turn on the dispatch lane.
+
+        Turns are booked on the lane's own timeline (each starts when the one before ends), and the caller sleeps
+        once until its turn ends, so the event loop's lag under load does not add to the modelled cost.
+        """
+        now = asyncio.get_running_loop().time()
+        self._lane_free_at = max(now, self._lane_free_at) + self.lane_cost_s()
+        if self._lane_free_at > now:
+            await asyncio.sleep(self._lane_free_at - now)
+        return await fn()
 
     def _idle_event(self) -> asyncio.Event:
         if self._lane_idle is None:

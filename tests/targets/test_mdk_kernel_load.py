@@ -21,7 +21,7 @@ SET_NORMAL = {"action": "setPowerMode", "params": {"mode": "normal"}}
 
 def test_a_lane_turn_costs_more_with_a_bigger_fleet_and_more_commands_in_the_kernel(tmp_path):
     plan = StackPlan(gateway_port=1, kernel_port=2, workers=[WorkerPlan("worker-0", 3, 4, [])],
-                     accept_us_per_device=2.0, accept_us_per_inflight=50.0)
+                     accept_base_us=500.0, accept_us_per_device=2.0, accept_us_per_inflight=50.0)
     kernel = Kernel(tmp_path, plan)
     kernel.device_owner = {f"d{i}": "worker-0" for i in range(1000)}
     idle = kernel.lane_cost_s()
@@ -29,8 +29,8 @@ def test_a_lane_turn_costs_more_with_a_bigger_fleet_and_more_commands_in_the_ker
     bigger = kernel.lane_cost_s()
     kernel.lane_waiting, kernel.unsettled = 150, 50
     loaded = kernel.lane_cost_s()
-    assert idle == pytest.approx(0.002) and bigger == pytest.approx(0.010)
-    assert loaded == pytest.approx(0.010 + 200 * 50e-6)
+    assert idle == pytest.approx(0.0025) and bigger == pytest.approx(0.0105)
+    assert loaded == pytest.approx(0.0105 + 200 * 50e-6)
 
 
 @pytest.mark.integration
@@ -38,7 +38,7 @@ def test_a_lane_turn_costs_more_with_a_bigger_fleet_and_more_commands_in_the_ker
 def test_a_ping_behind_a_busy_lane_misses_and_the_worker_rejects_as_not_routable():
     # 4 devices x 0.1 s per lane turn: 12 concurrent submits hold the lane about 5 s, past the ping's 1 s timeout.
     with MDKStack(devices=4, workers=1, health_ping_s=0.5, health_timeout_s=1.0,
-                  accept_us_per_device=100_000.0, accept_us_per_inflight=0.0) as stack:
+                  accept_base_us=0.0, accept_us_per_device=100_000.0, accept_us_per_inflight=0.0) as stack:
         url = f"{stack.url}/api/fleet/device/{stack.device_ids('worker-0')[0]}/action"
 
         def submit(_: int) -> dict:
