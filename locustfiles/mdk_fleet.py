@@ -331,8 +331,13 @@ def kernel_counts(url: str) -> dict[str, Any] | None:
             text = response.read().decode()
     except (OSError, ValueError):
         return None
-    counts: dict[str, Any] = {"commands": {}, "rejected": {}}
+    counts: dict[str, Any] = {"commands": {}, "rejected": {}, "accept_ms": {}}
     for line in text.splitlines():
+        own = re.match(r'^mdk_kernel_(?:accept_ms\{quantile="([^"]+)"\}|(missed_pings)_total) (\S+)$', line)
+        if own and own.group(1):
+            counts["accept_ms"][own.group(1)] = float(own.group(3))
+        elif own:
+            counts["missed_pings"] = int(float(own.group(3)))
         match = re.match(r'^mdk_commands_(total|rejected_total)\{(?:status|code)="([^"]+)"\} (\S+)$', line)
         if match:
             counts["commands" if match.group(1) == "total" else "rejected"][match.group(2)] = int(float(match.group(3)))

@@ -40,6 +40,7 @@ CAPABILITIES = {
 EXECUTION_CONCURRENCY = 64
 COMMAND_TIMEOUT_S = 30.0
 STATS_PULL_S = 1.0
+ACCEPT_SAMPLES = 100_000
 
 
 @dataclass
@@ -76,6 +77,7 @@ class Kernel:
         self._lane_idle: asyncio.Event | None = None
         self.unsettled = 0
         self.missed_pings = 0
+        self.accept_ms: collections.deque[float] = collections.deque(maxlen=ACCEPT_SAMPLES)
         wal_dir = root / "kernel"
         wal_dir.mkdir(parents=True, exist_ok=True)
         self.wal_path = wal_dir / "wal.jsonl"
@@ -229,7 +231,7 @@ class Kernel:
                            "unconfirmed_recovered": self.unconfirmed},
                 "workers": workers, "collect_interval_s": self.plan.collect_interval_s,
                 "commands": dict(self.counters), "rejected": dict(self.rejected), "missed_pings": self.missed_pings,
-                "in_flight": self.in_flight}
+                "in_flight": self.in_flight, "accept_ms": self.accept_percentiles()}
 
     async def pull_telemetry(self, params: dict) -> dict | None:
         entry = self._owner(params.get("deviceId", ""))
@@ -267,6 +269,7 @@ class Kernel:
 
     async def send_command(self, params: dict) -> dict:
         """Checked and queued on the dispatch lane, so acceptance waits for the commands and pings before it."""
+        started = asyncio.get_running_loop().time()
         self.lane_waiting += 1
         self._idle_event().clear()
         try:
@@ -275,6 +278,14 @@ class Kernel:
             self.lane_waiting -= 1
             if not self.lane_waiting:
                 self._idle_event().set()
+            self.accept_ms.append((asyncio.get_running_loop().time() - started) * 1000)
+
+    def accept_percentiles(self) -> dict[str, float]:
+        """The Kernel's own acceptance time (arrival to answer), so a loaded generator host's lag is told apart."""
+        ordered = sorted(self.accept_ms)
+        if not ordered:
+            return {}
+        return {q: ordered[min(len(ordered) - 1, int(float(q) * len(ordered)))] for q in ("0.5", "0.99")}
 
     async def _accept(self, params: dict) -> dict:
         checked = self._check(params)

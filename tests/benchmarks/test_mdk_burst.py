@@ -14,6 +14,7 @@ def test_a_tiny_burst_writes_a_row_per_run(tmp_path):
     rows = json.loads((tmp_path / "mdk-burst.json").read_text())["rows"]
     assert [r["profile"] for r in rows] == ["20x1"]
     assert rows[0]["submits"] > 0 and rows[0]["queued"] + rows[0]["not_routable"] <= rows[0]["submits"]
+    assert rows[0]["kernel_p50_ms"] <= rows[0]["kernel_p99_ms"] and rows[0]["missed_pings"] is not None
 
 
 def test_no_profile_is_refused_in_one_line(capsys):

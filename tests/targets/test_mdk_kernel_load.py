@@ -52,6 +52,8 @@ def test_a_ping_behind_a_busy_lane_misses_and_the_worker_rejects_as_not_routable
         assert errors == {"ERR_WORKER_NOT_ROUTABLE"} and any(r["status"] == "QUEUED" for r in results)
         text = requests.get(stack.url + "/metrics", timeout=10).text
         assert "mdk_kernel_missed_pings_total" in text and "mdk_kernel_commands_in_flight" in text
+        assert status["accept_ms"]["0.5"] <= status["accept_ms"]["0.99"]
+        assert 'mdk_kernel_accept_ms{quantile="0.99"}' in text
         deadline = time.monotonic() + 15
         while stack.kernel_status()["workers"][0]["health"] != "HEALTHY":
             assert time.monotonic() < deadline, "the Worker never became healthy again once the lane was free"
