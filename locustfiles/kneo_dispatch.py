@@ -42,6 +42,9 @@ def _add_options(parser: Any) -> None:
                         help="without --host: the store of the kneo-serv this locustfile starts")
     parser.add_argument("--kneo-embedded-workers", env_var="SWARMGAUGE_KNEO_EMBEDDED_WORKERS", type=int,
                         default=1, include_in_web_ui=False, help="without --host: KNEO_SERV_WORKER_CONCURRENCY")
+    parser.add_argument("--kneo-embedded-processes", env_var="SWARMGAUGE_KNEO_EMBEDDED_PROCESSES", type=int,
+                        default=1, include_in_web_ui=False,
+                        help="without --host: kneo-serv processes on the one PostgreSQL (users spread round robin)")
     parser.add_argument("--kneo-embedded-queue-depth", env_var="SWARMGAUGE_KNEO_EMBEDDED_QUEUE_DEPTH", type=int,
                         default=0, include_in_web_ui=False, help="without --host: KNEO_SERV_MAX_QUEUE_DEPTH")
 
@@ -61,6 +64,7 @@ class EmbeddedKneo:
                 self.cluster = PostgresCluster(fsync=False).start()
                 dsn = self.cluster.dsn
             self.service = KneoService(store=store, dsn=dsn, worker_concurrency=options.kneo_embedded_workers,
+                                       processes=options.kneo_embedded_processes,
                                        max_queue_depth=options.kneo_embedded_queue_depth).start()
         except BaseException:
             self.stop()
@@ -95,6 +99,7 @@ def start_embedded(environment: Any) -> None:
         raise UsageError(f"could not start the embedded kneo-serv: {exc}") from None
     environment.host = service.url
     KneoDispatchUser.host = service.url
+    options.kneo_hosts = ",".join(service.urls[1:])
     if not options.kneo_store and not options.kneo_store_file:
         options.kneo_store = service.store_locator
     if not options.kneo_no_gauges:

@@ -11,7 +11,9 @@ when Locust quits. Scenarios (``--mdk-scenario``, when no ``--plan`` is given):
 
 Users stop after their request in flight (``--stop-timeout``, 10 s unless given), so Locust counts every submit the
 Kernel answered. ``MDKFleetUser`` runs the ``--mdk-weights`` mix for plans of your own. ``--mdk-drill NAME`` runs a failure drill
-(worker-restart, kernel-restart, device-outage) ``--mdk-drill-after`` seconds into step ``--mdk-drill-step``; it
+(worker-restart, kernel-restart, device-outage) ``--mdk-drill-after`` seconds into step ``--mdk-drill-step``, once
+the readers have read one of the victim's devices successfully (so it never kills during the first fleet
+discovery), and counts the readers' failed reads from the kill to the drill's end (local runs); it
 needs the stand-in's root (embedded, or ``--mdk-root`` from ``swarmgauge target mdk``). Gates (the MDK page's):
 ``headroom<1``, ``MDK:action:p99<=2000ms``, ``mdk_rejected_ratio<0.01``, ``busiest_cpu<=80%``,
 ``rss_slope<=18000MiB/h``; the run directory gets ``mdk.json`` (the verdict table's inputs, the Kernel's own
@@ -22,9 +24,11 @@ command counts beside Locust's) and ``mdk_drills.json``, which ``reports/mdk.py`
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import re
+import time
 import shlex
 import urllib.request
 from pathlib import Path
@@ -32,7 +36,7 @@ from typing import Any
 
 import gevent
 from locust import constant, events
-from locust.runners import WorkerRunner
+from locust.runners import MasterRunner, WorkerRunner
 
 import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge import shapes
@@ -58,6 +62,9 @@ BURST = {"label": "action burst", "rate": 1000, "duration": 3, "max_users": 200,
 # One burst user discovers the fleet first, so the burst's tickets do not wait behind a summary read.
 DISCOVER = {"label": "discover", "users": 1, "duration": 2, "user_classes": ["MDKBurstUser"]}
 STOP_TIMEOUT_S = 10.0
+ARM_TIMEOUT_S = 60.0
+NO_READERS_S = 2.0
+READ_LOG_SIZE = 200_000
 
 
 @events.init_command_line_parser.add_listener
@@ -67,6 +74,9 @@ def _add_options(parser: Any) -> None:
                         help="plan when no --plan/--rate is given: reads, burst, or benchmark (reads then burst)")
     parser.add_argument("--mdk-readers", type=int, default=50, env_var="SWARMGAUGE_MDK_READERS",
                         include_in_web_ui=True, help="closed-loop readers of the reads stage (default 50)")
+    parser.add_argument("--mdk-burst-users", type=int, default=200, env_var="SWARMGAUGE_MDK_BURST_USERS",
+                        include_in_web_ui=True, help="submits the burst may have in flight (the page's harness: "
+                        "1000, it fires 1,000/s whatever the Kernel's pace)")
     parser.add_argument("--mdk-read-time", default="30s", env_var="SWARMGAUGE_MDK_READ_TIME", include_in_web_ui=True,
                         help="hold of the reads stage (default 30s)")
     parser.add_argument("--mdk-profile", default="100x1", env_var="SWARMGAUGE_MDK_PROFILE", include_in_web_ui=False,
@@ -139,8 +149,12 @@ class MDKPlan(shapes.PlanShape):
             raise UsageError(f"--mdk-readers must be at least 1, got {readers}")
         reads = {"label": f"{readers} readers", "users": readers, "duration": hold, "user_classes": ["MDKReader"]}
         # Locust keeps users when only the class changes at the same count: a second at 0 users swaps them.
-        stages = {"reads": [reads], "burst": [DISCOVER, BURST],
-                  "benchmark": [reads, {"label": "switch", "users": 0, "duration": 1}, DISCOVER, BURST]}[scenario]
+        burst_users = int(getattr(options, "mdk_burst_users", 200))
+        if burst_users < 1:
+            raise UsageError(f"--mdk-burst-users must be at least 1, got {burst_users}")
+        burst = {**BURST, "max_users": burst_users}
+        stages = {"reads": [reads], "burst": [DISCOVER, burst],
+                  "benchmark": [reads, {"label": "switch", "users": 0, "duration": 1}, DISCOVER, burst]}[scenario]
         return build_plan({"name": f"mdk-{scenario}", "kind": "stages", "stages": stages}, source="mdk_fleet.py")
 
 
@@ -153,6 +167,28 @@ class Target:
         self.root: Path | None = None
         self.drill: gevent.Greenlet | None = None
         self.drill_results: list[Any] = []
+        self.read_ok: set[str] = set()
+        self.reads_seen = 0
+        self.failed_reads: collections.deque[tuple[float, str]] = collections.deque(maxlen=READ_LOG_SIZE)
+
+    def on_request(self, request_type: str, name: str, exception: Any = None, context: Any = None,
+                   **_kwargs: Any) -> None:
+        """Remember which devices the readers have read, and when and where their reads failed."""
+        if request_type != mdk.REQUEST_TYPE or name != "telemetry":
+            return
+        device_id = str((context or {}).get("device_id", ""))
+        self.reads_seen += 1
+        if exception is None:
+            self.read_ok.add(device_id)
+        else:
+            self.failed_reads.append((time.time(), device_id))
+
+    def count_failed_reads(self, result: Any, victims: set[str]) -> None:
+        """The readers' failed reads from the kill to the drill's end, all and of the victim's devices."""
+        end = result.ended_at or time.time()
+        during = [device for at, device in list(self.failed_reads) if result.killed_at <= at <= end]
+        result.failed_reads = len(during)
+        result.victim_failed_reads = sum(1 for device in during if device in victims)
 
 
 _target = Target()
@@ -195,12 +231,24 @@ def start_target(environment: Any) -> None:
 def _run_drill(environment: Any) -> None:
     options = environment.parsed_options
     gevent.sleep(parse_duration(options.mdk_drill_after, "--mdk-drill-after"))
+    counted = not isinstance(environment.runner, MasterRunner)  # a master sees no reader's request events
     try:
-        result = run_drill(options.mdk_drill, MDKStack.attach(_target.root), _target.url,
-                           worker_id=options.mdk_drill_worker)
+        stack = MDKStack.attach(_target.root)
+        victims = set(stack.device_ids(options.mdk_drill_worker if options.mdk_drill == "worker-restart" else None))
+        started = time.monotonic()
+        while counted and not (_target.read_ok & victims) and time.monotonic() < started + ARM_TIMEOUT_S:
+            if not _target.reads_seen and time.monotonic() > started + NO_READERS_S:
+                break  # a run without readers (the burst): the drill's own read arms it
+            gevent.sleep(0.1)
+        if counted and _target.reads_seen and not (_target.read_ok & victims):
+            log.warning("drill %s: no reader read the victim's devices within %.0f s", options.mdk_drill,
+                        ARM_TIMEOUT_S)
+        result = run_drill(options.mdk_drill, stack, _target.url, worker_id=options.mdk_drill_worker)
     except SwarmgaugeError as exc:
         log.error("drill %s could not run: %s", options.mdk_drill, exc)
         return
+    if counted:
+        _target.count_failed_reads(result, victims)
     _target.drill_results.append(result)
     log.info("drill %s", format_result(result))
 
@@ -281,8 +329,13 @@ def kernel_counts(url: str) -> dict[str, Any] | None:
             text = response.read().decode()
     except (OSError, ValueError):
         return None
-    counts: dict[str, Any] = {"commands": {}, "rejected": {}}
+    counts: dict[str, Any] = {"commands": {}, "rejected": {}, "accept_ms": {}}
     for line in text.splitlines():
+        own = re.match(r'^mdk_kernel_(?:accept_ms\{quantile="([^"]+)"\}|(missed_pings)_total) (\S+)$', line)
+        if own and own.group(1):
+            counts["accept_ms"][own.group(1)] = float(own.group(3))
+        elif own:
+            counts["missed_pings"] = int(float(own.group(3)))
         match = re.match(r'^mdk_commands_(total|rejected_total)\{(?:status|code)="([^"]+)"\} (\S+)$', line)
         if match:
             counts["commands" if match.group(1) == "total" else "rejected"][match.group(2)] = int(float(match.group(3)))
@@ -318,6 +371,7 @@ def write_results(environment: Any) -> None:
 @events.init.add_listener
 def _on_init(environment: Any, **_kwargs: Any) -> None:
     stop_on_usage_error(start_target, environment)
+    environment.events.request.add_listener(_target.on_request)
 
 
 @events.test_stop.add_listener

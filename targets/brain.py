@@ -6,8 +6,11 @@ stand-in keeps what a load test sees: the exact-path routes (``/health``, ``/sea
 ``KB_WORKERS`` semaphore around the backend routes (waiting just blocks), backend errors as 502 ``{"error"}``, and a
 small deterministic corpus. Two fault modes reproduce the bugs on the 2dph PERF page:
 
-* ``--leak-per-search KB`` retains KB of real, touched memory per search (the reload-the-model-per-request bug),
-  so the process RSS grows;
+* ``--leak-per-search KB`` is the reload-the-model-per-request bug: every search loads the embedding model again
+  (``--model-load-ms``, spent filling a real, touched read buffer and matrix of KB each) and retains the matrix, so
+  the process RSS grows and each search pays the load. Without it the model is a process-wide singleton, loaded
+  once at the first search. The page measured 1,429 ms per search before the fix and 6 ms after
+  (``--model-load-ms 1429 --search-ms 6``); a scaled run keeps the ratio (``--model-load-ms 143 --search-ms 0.6``);
 * ``--pool-exhaustion N`` leaves each search's query result unclosed; once N are pinned, every backend route
   answers 502 (the buffer-pool-full error) until restart. ``/health`` stays 200, as in the real API where it
   never touches the database.
@@ -75,17 +78,49 @@ class Brain:
     """The stand-in's state: corpus, semaphore, and the two fault modes' retained memory and pinned results."""
 
     def __init__(self, *, workers: int = 4, corpus_size: int = 300, search_ms: float = 5.0,
-                 leak_per_search_kb: int = 0, pool_exhaustion: int = 0) -> None:
+                 leak_per_search_kb: int = 0, pool_exhaustion: int = 0, model_load_ms: float = 0.0) -> None:
         self.leafs = build_corpus(corpus_size)
         self.by_id = {leaf["id"]: leaf for leaf in self.leafs}
         self.semaphore = threading.BoundedSemaphore(max(1, workers))
         self.search_s = max(0.0, search_ms) / 1000.0
         self.leak_bytes = max(0, leak_per_search_kb) * 1024
         self.pool_size = max(0, pool_exhaustion)
+        self.model_load_s = max(0.0, model_load_ms) / 1000.0
+        self.model_loads = 0
+        self.model_loaded = False
         self.retained: list[bytearray] = []
         self.pinned_results = 0
         self.searches = 0
         self.lock = threading.Lock()
+
+    def _load_model(self) -> bytearray | None:
+        """One model load: a read buffer and the matrix filled for real, then the rest of the load time waited."""
+        started = time.perf_counter()
+        matrix = None
+        if self.leak_bytes:
+            read_buffer = bytearray(b"\x02") * self.leak_bytes
+            matrix = bytearray(read_buffer)
+            del read_buffer
+        with self.lock:
+            self.model_loads += 1
+        remaining = self.model_load_s - (time.perf_counter() - started)
+        if remaining > 0:
+            time.sleep(remaining)
+        return matrix
+
+    def _embed(self) -> None:
+        """The query embedding: with the leak every search reloads the model and keeps its matrix; fixed, once."""
+        if self.leak_bytes:
+            matrix = self._load_model()
+            with self.lock:
+                self.retained.append(matrix)
+            return
+        if self.model_load_s and not self.model_loaded:
+            with self.lock:
+                if self.model_loaded:
+                    return
+                self.model_loaded = True
+            self._load_model()
 
     def _backend(self) -> None:
         if self.pool_size and self.pinned_results >= self.pool_size:
@@ -108,6 +143,7 @@ class Brain:
         if as_of and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", as_of):
             raise ApiError(400, "as_of must be YYYY-MM-DD")
         self._backend()
+        self._embed()
         if self.search_s:
             time.sleep(self.search_s)  # the embedding + index round trip
         terms = set(re.findall(r"\w+", query.lower()))
@@ -125,8 +161,6 @@ class Brain:
             scored.sort(key=lambda s: (-s[0], s[1]["id"]))
         with self.lock:
             self.searches += 1
-            if self.leak_bytes:
-                self.retained.append(bytearray(b"\x01") * self.leak_bytes)
             if self.pool_size:
                 self.pinned_results += 1  # the result is never closed: its pages stay pinned
         results = [{"id": leaf["id"], "text": leaf["text"], "root": leaf["root"], "score": score,
@@ -152,7 +186,8 @@ class Brain:
         for leaf in self.leafs:
             roots[leaf["root"]] = roots.get(leaf["root"], 0) + 1
         return {"leafs": len(self.leafs), "roots": roots, "index": "ok", "searches": self.searches,
-                "pinned_results": self.pinned_results, "retained_bytes": len(self.retained) * self.leak_bytes}
+                "pinned_results": self.pinned_results, "retained_bytes": len(self.retained) * self.leak_bytes,
+                "model_loads": self.model_loads}
 
     def audit(self, _params=None) -> dict:
         self._backend()
@@ -237,6 +272,7 @@ def metrics_registry(brain: Brain) -> CollectorRegistry:
     Gauge("brain_searches", "Searches answered.", registry=registry).set_function(lambda: brain.searches)
     Gauge("brain_pinned_results", "Unclosed query results.", registry=registry).set_function(
         lambda: brain.pinned_results)
+    Gauge("brain_model_loads", "Embedding model loads.", registry=registry).set_function(lambda: brain.model_loads)
     return registry
 
 
@@ -316,7 +352,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=int(env("KB_WORKERS", "4")), help="worker semaphore (KB_WORKERS)")
     p.add_argument("--corpus-size", type=int, default=300, help="deterministic leafs to serve")
     p.add_argument("--search-ms", type=float, default=5.0, help="time a search spends in the backend")
-    p.add_argument("--leak-per-search", type=int, default=0, metavar="KB", help="memory retained per search")
+    p.add_argument("--leak-per-search", type=int, default=0, metavar="KB",
+                   help="the reload-per-search bug: each search loads the model again and retains KB")
+    p.add_argument("--model-load-ms", type=float, default=0.0, metavar="MS",
+                   help="time one model load takes (page: 1429); paid per search with the leak, once without")
     p.add_argument("--pool-exhaustion", type=int, default=0, metavar="N",
                    help="after N unclosed search results every backend route answers 502 until restart")
     p.add_argument("--pidfile", help="write the pid here (for the sampler's psutil:pidfile=)")
@@ -329,7 +368,8 @@ def main(argv: list[str]) -> int:
         print(f"swarmgauge target brain: --host {args.host}: the stand-in binds loopback only", file=sys.stderr)
         return 2
     brain = Brain(workers=args.workers, corpus_size=args.corpus_size, search_ms=args.search_ms,
-                  leak_per_search_kb=args.leak_per_search, pool_exhaustion=args.pool_exhaustion)
+                  leak_per_search_kb=args.leak_per_search, pool_exhaustion=args.pool_exhaustion,
+                  model_load_ms=args.model_load_ms)
     try:
         server = serve(brain, args.host, args.port)
     except OSError as exc:

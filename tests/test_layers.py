@@ -46,6 +46,7 @@ MUST_NOT_IMPORT: dict[str, set[str]] = {
 KNOWN: set[tuple[str, str]] = {
     ("users/kneo_ledger.py", "swarmgauge.targets.kneo.store"),  # reading kneo's store belongs in a store package
     ("users/kneo_ledger.py", "swarmgauge.targets.postgres"),
+    ("users/kneo_ledger.py", "swarmgauge.targets.kneo.drain"),
     ("targets/embedded.py", "locust"),  # starting an embedded target from a locustfile's init event
     ("targets/mark/embedded.py", "locust"),
 }

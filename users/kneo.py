@@ -1,7 +1,11 @@
 """``KneoClient`` and ``KneoUser``: run dispatch against kneo-serv on Locust's HTTP client, with a reconciliation.
 
 Request types: ``run sync`` (``POST /v1/runs`` inline → 200 with a terminal status), ``run submit`` (async → 202),
-``run poll`` (one ``GET /v1/runs/{id}``) and ``run queued`` (submit to terminal, end to end). Locust's
+``run poll`` (one ``GET /v1/runs/{id}``) and ``run queued`` (submit to terminal, end to end). ``--kneo-mode batch``
+is the capacity page's queue mode: the users submit ``--kneo-batch`` runs between them as fast as they can (the
+dispatch fan-out) and then idle while the service drains them; the drain rate and each run's queue wait are read
+from the store at the end (``kneo.json`` ``queue_drain``). ``--kneo-hosts`` spreads the users over several service
+processes on one PostgreSQL (the page's scaling advice), round robin. Locust's
 ``HttpSession`` carries the connections, but it is given a private event hook so that every ``request`` event goes
 through ``users/recording.py`` once, with the named error class. Every run carries
 ``metadata: {swarmgauge_run: <tag>}`` and lands in the process's ``RunLedger``; workers send theirs to the master.
@@ -42,7 +46,8 @@ from swarmgauge.users.recording import measure, set_intended_start
 
 __all__ = ["KneoClient", "KneoUser", "MISMATCH_TERM", "ledger_for", "reconcile_run", "run_tag", "store_locator"]
 RUNS_PATH = "/v1/runs"
-MODES = ("sync", "queued")
+MODES = ("sync", "queued", "batch")
+BATCH_IDLE_S = 0.5
 TARGETS = ("agent", "workflow")
 GAUGES = ("kneo_runs_queued", "kneo_runs_running", "kneo_worker_count", "kneo_runs_started_total",
           "kneo_runs_completed_total", "kneo_runs_failed_total", "kneo_runs_rejected_total")
@@ -60,7 +65,12 @@ def _option(parser: Any, flag: str, text: str, **kwargs: Any) -> None:
 def _add_options(parser: Any) -> None:
     _option(parser, "--kneo-spec", "spec_path of each run, relative to the service's spec root", default="echo.yaml")
     _option(parser, "--kneo-target", "run target: agent or workflow", default="agent", choices=TARGETS)
-    _option(parser, "--kneo-mode", "sync (200, inline) or queued (202, then poll)", default="sync", choices=MODES)
+    _option(parser, "--kneo-mode", "sync (200, inline), queued (202, then poll) or batch (submit --kneo-batch runs, "
+            "then let the service drain them)", default="sync", choices=MODES)
+    _option(parser, "--kneo-batch", "batch mode: runs the users submit between them (per Locust process)", type=int,
+            default=500)
+    _option(parser, "--kneo-hosts", "more service URLs (comma-separated) the users are spread over with --host, "
+            "round robin: several kneo-serv processes on one PostgreSQL", default="")
     _option(parser, "--kneo-api-key", "API key sent as Authorization: Bearer", default="", is_secret=True)
     _option(parser, "--kneo-input", "input text of each run", default="hello")
     _option(parser, "--kneo-idempotency", "send an Idempotency-Key per run and resend once, same key, when no "
@@ -213,20 +223,52 @@ class KneoClient:
         return final if outcome.ok else None
 
 
+def service_hosts(host: str, extra: str) -> list[str]:
+    """``--host`` then each ``--kneo-hosts`` URL, without repeats; a URL that is not http(s) is a UsageError."""
+    hosts: list[str] = []
+    for url in [host, *str(extra or "").split(",")]:
+        url = url.strip().rstrip("/")
+        if not url:
+            continue
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(f"--kneo-hosts takes http(s) URLs, not {url!r}")
+        if url not in hosts:
+            hosts.append(url)
+    return hosts
+
+
+def take_batch_ticket(environment: Any, size: int) -> bool:
+    """One run of this process's batch, while any is left."""
+    left = getattr(environment, "_kneo_batch_left", None)
+    if left is None:
+        left = max(0, int(size))
+    if left <= 0:
+        environment._kneo_batch_left = 0
+        return False
+    environment._kneo_batch_left = left - 1
+    return True
+
+
 class KneoUser(User):
-    """Dispatches runs in ``--kneo-mode`` (sync or queued) against ``--host``; closed loop by default."""
+    """Dispatches runs in ``--kneo-mode`` (sync, queued or batch) against ``--host`` (and ``--kneo-hosts``, round
+    robin); closed loop by default."""
 
     abstract = True
     wait_time = constant(0)
+    _spawned = 0
 
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)
         if not self.host:
             raise UsageError("KneoUser needs --host http://127.0.0.1:PORT (or the locustfile's embedded target)")
         options = environment.parsed_options
+        hosts = service_hosts(self.host, getattr(options, "kneo_hosts", "") or "")
+        self.host = hosts[KneoUser._spawned % len(hosts)]
+        KneoUser._spawned += 1
+        self.batch_size = int(getattr(options, "kneo_batch", 500) or 0)
         self.mode = getattr(options, "kneo_mode", "sync")
         if self.mode not in MODES:
-            raise UsageError(f"--kneo-mode must be sync or queued, not {self.mode!r}")
+            raise UsageError(f"--kneo-mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         self.client = KneoClient(
             self.host, request_events=environment.events, environment=environment,
             api_key=getattr(options, "kneo_api_key", "") or "",
@@ -237,7 +279,15 @@ class KneoUser(User):
 
     @task
     def run_once(self) -> None:
-        if self.mode == "sync":
+        if self.mode == "batch":
+            if not take_batch_ticket(self.environment, self.batch_size):
+                gevent.sleep(BATCH_IDLE_S)
+                return
+            try:
+                self.client.submit()
+            except Exception:  # noqa: BLE001 - recorded as the submit's failure
+                pass
+        elif self.mode == "sync":
             try:
                 self.client.dispatch()
             except Exception:  # noqa: BLE001 - recorded as the request's failure
@@ -260,7 +310,14 @@ def _on_init(environment: Any, **_: Any) -> None:
     if options is None:
         return
     stop_on_usage_error(lambda env: store_locator(env.parsed_options), environment)
+    if getattr(options, "kneo_mode", "sync") == "batch" and int(getattr(options, "kneo_batch", 500) or 0) < 1:
+        stop_on_usage_error(_bad_batch, environment)
+    stop_on_usage_error(lambda env: service_hosts(env.host or "", getattr(options, "kneo_hosts", "") or ""),
+                        environment)
     if environment.host and not getattr(options, "kneo_no_gauges", False):
-        hooks.add_sample_source(environment, f"prom:{environment.host.rstrip('/')}/metrics#{','.join(GAUGES)}")
+        for host in service_hosts(environment.host, getattr(options, "kneo_hosts", "") or ""):
+            hooks.add_sample_source(environment, f"prom:{host}/metrics#{','.join(GAUGES)}")
 
 
+def _bad_batch(environment: Any) -> None:
+    raise UsageError(f"--kneo-batch must be at least 1, got {environment.parsed_options.kneo_batch}")

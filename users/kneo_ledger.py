@@ -95,6 +95,10 @@ def reconcile_run(environment: Any) -> dict[str, Any] | None:
             result = reconcile(doc["tag"], ledger, found.rows, found.drained, found.stranded)
             doc.update(result.as_dict())
             lines = table_lines(result)
+            if getattr(options, "kneo_mode", "sync") == "batch":
+                doc["queue_drain"] = {**_queue_drain(locator, doc["tag"]), "batch": int(options.kneo_batch),
+                                      "dispatched": len(ledger["accepted"])}
+                lines.append(_drain_line(doc["queue_drain"]))
         except StoreUnavailable as exc:
             doc["error"] = f"StoreUnavailable: {exc}"
             lines = [f"kneo reconciliation {doc['tag']}: not done: {doc['error']}"]
@@ -104,6 +108,21 @@ def reconcile_run(environment: Any) -> dict[str, Any] | None:
         print(line, flush=True)
         log.info(line)
     return doc
+
+
+def _queue_drain(locator: str, tag: str) -> dict[str, Any]:
+    from swarmgauge.targets.kneo.drain import drain_figures, read_times
+
+    return drain_figures(read_times(locator, tag))
+
+
+def _drain_line(figures: dict[str, Any]) -> str:
+    if not figures.get("runs_per_s"):
+        return f"kneo queue drain: {figures.get('runs', 0)} run(s) finished, no drain rate"
+    return (f"kneo queue drain: {figures['runs']} runs in {figures['drain_s']:.1f} s = {figures['runs_per_s']:.1f} "
+            f"runs/s; queue wait p50 {figures['wait_p50_ms']:.0f} ms, p95 {figures['wait_p95_ms']:.0f} ms, "
+            f"p99 {figures['wait_p99_ms']:.0f} ms ({figures['unfinished']} unfinished; "
+            f"{figures.get('dispatched')} of the batch of {figures.get('batch')} dispatched)")
 
 
 def _write_result(environment: Any, doc: dict[str, Any]) -> None:

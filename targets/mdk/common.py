@@ -49,6 +49,9 @@ class StackPlan:
     rate_limit_per_min: int = 0
     rate_window_s: float = 60.0
     scan_s: float = 0.25
+    accept_base_us: float = 700.0
+    accept_us_per_device: float = 0.2
+    accept_us_per_inflight: float = 0.1
     extra: dict = field(default_factory=dict)
 
     def worker(self, worker_id: str) -> WorkerPlan:

@@ -5,7 +5,10 @@ where the drill says so, and time what a user of the fleet sees, every time coun
 shows the Worker routable with all its devices; for the Kernel, ``getStatus`` answers) and the first successful
 device read through the Gateway. ``device-outage`` stops the mocks process (every device refuses at once) and times
 the first failed live ``snap`` read, the moment the cached channels fail too, and, after the mocks come back, the
-first good read again. Results are JSON rows appended to ``mdk_drills.json`` in the run directory.
+first good read again. No drill kills before a read of the victim's devices has succeeded (``armed_s``: how long that
+took), so a drill started while the fleet is still being discovered still hits readers that were reading; a run
+that counts its readers' failed reads during the drill adds them (``failed_reads``). Results are JSON rows appended
+to ``mdk_drills.json`` in the run directory.
 
     swarmgauge drill worker-restart --root DIR [--worker worker-0] [--run-dir DIR]
 """
@@ -57,6 +60,10 @@ class DrillResult:
     cached_failed_s: float | None = None
     restored_s: float | None = None
     restored_read_s: float | None = None
+    armed_s: float | None = None
+    failed_reads: int | None = None
+    victim_failed_reads: int | None = None
+    ended_at: float | None = None
     note: str = ""
 
     @property
@@ -128,10 +135,23 @@ def _kernel_answers(stack: MDKStack, old_pid: int | None) -> bool:
         return False
 
 
+def await_read(url: str, device_ids: list[str], timeout_s: float, what: str) -> float:
+    """Seconds until a read of one of ``device_ids`` succeeds; ``DrillError`` (and no kill) when none does."""
+    started = time.monotonic()
+    deadline = started + timeout_s
+    for attempt in range(1_000_000):
+        if read_state(url, device_ids[attempt % len(device_ids)]) == "ok":
+            return time.monotonic() - started
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(POLL_S)
+    raise DrillError(f"no read of {what} succeeded within {timeout_s:g} s, so the drill did not kill it")
+
+
 def _restart_drill(stack: MDKStack, url: str, drill: str, component: str, device_id: str,
-                   ready: Callable[[], bool], timeout_s: float) -> DrillResult:
+                   ready: Callable[[], bool], timeout_s: float, armed_s: float) -> DrillResult:
     killed = stack.kill(component)
-    result = DrillResult(drill, component, device_id, killed_at=time.time())
+    result = DrillResult(drill, component, device_id, killed_at=time.time(), armed_s=armed_s)
     deadline = killed + timeout_s
     try:
         stack.spawn(component)
@@ -144,6 +164,7 @@ def _restart_drill(stack: MDKStack, url: str, drill: str, component: str, device
     result.recovered = result.ready_s is not None and result.first_read_s is not None
     if not result.recovered:
         result.note = f"not recovered within {timeout_s:g} s"
+    result.ended_at = time.time()
     return result
 
 
@@ -152,23 +173,26 @@ def worker_restart(stack: MDKStack, url: str, worker_id: str = "worker-0",
     devices = stack.device_ids(worker_id)
     if not devices:
         raise DrillError(f"no devices on {worker_id!r} (Workers: {', '.join(w.id for w in stack.plan.workers)})")
+    armed = await_read(url, devices, timeout_s, f"{worker_id}'s devices")
     old_pid = stack.pid(worker_id)
     return _restart_drill(stack, url, "worker-restart", worker_id, devices[0],
-                          lambda: _worker_ready(stack, worker_id, len(devices), old_pid), timeout_s)
+                          lambda: _worker_ready(stack, worker_id, len(devices), old_pid), timeout_s, armed)
 
 
 def kernel_restart(stack: MDKStack, url: str, timeout_s: float = DEFAULT_TIMEOUT_S, **_: Any) -> DrillResult:
+    armed = await_read(url, stack.device_ids(), timeout_s, "a device")
     old_pid = stack.pid("kernel")
     return _restart_drill(stack, url, "kernel-restart", "kernel", stack.device_ids()[0],
-                          lambda: _kernel_answers(stack, old_pid), timeout_s)
+                          lambda: _kernel_answers(stack, old_pid), timeout_s, armed)
 
 
 def device_outage(stack: MDKStack, url: str, outage_s: float = DEFAULT_OUTAGE_S,
                   timeout_s: float = DEFAULT_TIMEOUT_S, **_: Any) -> DrillResult:
     """Stop every device (the mocks process), hold the outage, bring them back; reads are polled throughout."""
     device_id = stack.device_ids()[0]
+    armed = await_read(url, [device_id], timeout_s, "a device")
     killed = stack.kill("mocks")
-    result = DrillResult("device-outage", "mocks", device_id, killed_at=time.time())
+    result = DrillResult("device-outage", "mocks", device_id, killed_at=time.time(), armed_s=armed)
     deadline = killed + timeout_s
     states: list[str] = []
 
@@ -195,6 +219,7 @@ def device_outage(stack: MDKStack, url: str, outage_s: float = DEFAULT_OUTAGE_S,
     result.recovered = None not in (result.snap_failed_s, result.cached_failed_s, result.restored_read_s)
     if not result.recovered:
         result.note = f"not every event within {timeout_s:g} s"
+    result.ended_at = time.time()
     return result
 
 
@@ -231,12 +256,15 @@ def save_results(path: Path, results: list[DrillResult]) -> None:
 def format_result(result: DrillResult) -> str:
     def s(value: float | None) -> str:
         return "-" if value is None else f"{value:.2f} s"
+    failed = "" if result.failed_reads is None else (
+        f", {result.failed_reads} failed reader reads ({result.victim_failed_reads} of the victim's devices)")
+    note = f"; {result.note}" if result.note else ""
     if result.drill == "device-outage":
         return (f"{result.drill}: snap failed after {s(result.snap_failed_s)}, cached channels after "
                 f"{s(result.cached_failed_s)}, devices back after {s(result.restored_s)}, reads again after "
-                f"{s(result.restored_read_s)} (from the kill){'; ' + result.note if result.note else ''}")
+                f"{s(result.restored_read_s)} (from the kill){failed}{note}")
     return (f"{result.drill} ({result.component}): READY after {s(result.ready_s)}, first successful read after "
-            f"{s(result.first_read_s)} (from the kill){'; ' + result.note if result.note else ''}")
+            f"{s(result.first_read_s)} (from the kill){failed}{note}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -151,6 +151,10 @@ class Gateway:
             lines.append(f'mdk_commands_total{{status="{state}"}} {n}')
         for code, n in sorted(status["rejected"].items()):
             lines.append(f'mdk_commands_rejected_total{{code="{code}"}} {n}')
+        lines.append(f"mdk_kernel_missed_pings_total {status.get('missed_pings', 0)}")
+        lines.append(f"mdk_kernel_commands_in_flight {status.get('in_flight', 0)}")
+        for quantile, ms in sorted((status.get("accept_ms") or {}).items()):
+            lines.append(f'mdk_kernel_accept_ms{{quantile="{quantile}"}} {ms:.3f}')
         return "\n".join(lines) + "\n"
 
     async def run(self) -> None:

@@ -2,9 +2,18 @@
 
 Workers are found through ``<root>/workers/*.json`` (the harness's local discovery mode). A Worker is routable when
 it is READY and its health is not SICK/DEAD; pings go every ``health_ping_s`` with a ``health_timeout_s`` timeout
-and one missed ping marks it SICK. Commands are checked in the real dispatcher's order, answered ``QUEUED``
-before the Worker runs them, and executed asynchronously; after a restart, commands the WAL shows in flight settle
-as ``TIMEOUT`` / ``ERR_COMMAND_UNCONFIRMED`` and are never re-sent.
+and one missed ping marks it SICK. Commands and health pings share one dispatch lane, one turn at a time: commands
+in arrival order, a ping only once no command waits (a timer on a busy event loop runs last). A turn costs
+``accept_base_us`` + ``accept_us_per_device`` x fleet size + ``accept_us_per_inflight`` x commands in the Kernel
+(waiting for the lane, or accepted and not settled). So a single command is accepted in a few ms at any fleet size;
+under the 1,000/s burst the lane just keeps up at 1,000 devices (0.9 ms a turn) with a queue of tens of ms and
+saturates at 5,000 (1.7 ms a turn), where acceptance takes hundreds of ms, the queue lasts seconds after the
+burst, and a ping that waits out the saturation misses its timeout: the Worker goes SICK and the commands
+still waiting for it are rejected with ``ERR_WORKER_NOT_ROUTABLE`` (the MDK page's red 5,000 / 5 run; whether a
+ping falls into the burst is chance, as the page's green and red runs). Reads do not take the lane. Commands are
+checked in the real dispatcher's order, answered ``QUEUED`` before the Worker runs them, and executed
+asynchronously; after a restart, commands the WAL shows in flight settle as ``TIMEOUT`` /
+``ERR_COMMAND_UNCONFIRMED`` and are never re-sent.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ CAPABILITIES = {
 EXECUTION_CONCURRENCY = 64
 COMMAND_TIMEOUT_S = 30.0
 STATS_PULL_S = 1.0
+ACCEPT_SAMPLES = 100_000
 
 
 @dataclass
@@ -49,6 +59,10 @@ class WorkerEntry:
         return self.state == "READY" and self.health in ("UNKNOWN", "HEALTHY")
 
 
+async def _sent() -> None:
+    """A lane turn that only sends."""
+
+
 class Kernel:
     def __init__(self, root: Path, plan: StackPlan) -> None:
         self.root, self.plan = root, plan
@@ -58,6 +72,12 @@ class Kernel:
         self.rejected: collections.Counter = collections.Counter()
         self.started_at = time.time()
         self._exec_gate: asyncio.Semaphore | None = None
+        self._lane_free_at = 0.0
+        self.lane_waiting = 0
+        self._lane_idle: asyncio.Event | None = None
+        self.unsettled = 0
+        self.missed_pings = 0
+        self.accept_ms: collections.deque[float] = collections.deque(maxlen=ACCEPT_SAMPLES)
         wal_dir = root / "kernel"
         wal_dir.mkdir(parents=True, exist_ok=True)
         self.wal_path = wal_dir / "wal.jsonl"
@@ -122,10 +142,49 @@ class Kernel:
                     await self._register(entry)
             await asyncio.sleep(self.plan.scan_s)
 
+    @property
+    def in_flight(self) -> int:
+        """Commands in the Kernel: waiting for the dispatch lane, or accepted and not yet settled."""
+        return self.lane_waiting + self.unsettled
+
+    def lane_cost_s(self) -> float:
+        """One turn on the dispatch lane: grows with the fleet and with the commands in the Kernel."""
+        us = (self.plan.accept_base_us + self.plan.accept_us_per_device * len(self.device_owner)
+              + self.plan.accept_us_per_inflight * self.in_flight)
+        return us / 1e6
+
+    async def _on_lane(self, fn):
+        """Run ``fn`` at the end of this caller's FIFO turn on the dispatch lane.
+
+        Turns are booked on the lane's own timeline (each starts when the one before ends), and the caller sleeps
+        once until its turn ends, so the event loop's lag under load does not add to the modelled cost.
+        """
+        now = asyncio.get_running_loop().time()
+        self._lane_free_at = max(now, self._lane_free_at) + self.lane_cost_s()
+        if self._lane_free_at > now:
+            await asyncio.sleep(self._lane_free_at - now)
+        return await fn()
+
+    def _idle_event(self) -> asyncio.Event:
+        if self._lane_idle is None:
+            self._lane_idle = asyncio.Event()
+            self._lane_idle.set()
+        return self._lane_idle
+
+    async def _commands_drained(self) -> None:
+        """Wait until no command waits for the lane (the caller bounds the wait)."""
+        await self._idle_event().wait()
+
     async def _ping(self, entry: WorkerEntry) -> None:
+        async def ping() -> dict:
+            await self._commands_drained()
+            await self._on_lane(_sent)  # the lane sends it; the Worker's answer comes back off the lane
+            return await entry.client.call("ping", timeout=self.plan.health_timeout_s)
+
         try:
-            info = await entry.client.call("ping", timeout=self.plan.health_timeout_s)
-        except rpc.RpcTimeout:
+            info = await asyncio.wait_for(ping(), self.plan.health_timeout_s)
+        except (rpc.RpcTimeout, asyncio.TimeoutError):
+            self.missed_pings += 1
             entry.health = "SICK"
             return
         except rpc.RpcError:
@@ -171,7 +230,8 @@ class Kernel:
         return {"kernel": {"pid": os.getpid(), "cpu_seconds": process_cpu_seconds(), "started_at": self.started_at,
                            "unconfirmed_recovered": self.unconfirmed},
                 "workers": workers, "collect_interval_s": self.plan.collect_interval_s,
-                "commands": dict(self.counters), "rejected": dict(self.rejected)}
+                "commands": dict(self.counters), "rejected": dict(self.rejected), "missed_pings": self.missed_pings,
+                "in_flight": self.in_flight, "accept_ms": self.accept_percentiles()}
 
     async def pull_telemetry(self, params: dict) -> dict | None:
         entry = self._owner(params.get("deviceId", ""))
@@ -208,6 +268,26 @@ class Kernel:
         return entry, action
 
     async def send_command(self, params: dict) -> dict:
+        """Checked and queued on the dispatch lane, so acceptance waits for the commands and pings before it."""
+        started = asyncio.get_running_loop().time()
+        self.lane_waiting += 1
+        self._idle_event().clear()
+        try:
+            return await self._on_lane(lambda: self._accept(params))
+        finally:
+            self.lane_waiting -= 1
+            if not self.lane_waiting:
+                self._idle_event().set()
+            self.accept_ms.append((asyncio.get_running_loop().time() - started) * 1000)
+
+    def accept_percentiles(self) -> dict[str, float]:
+        """The Kernel's own acceptance time (arrival to answer), so a loaded generator host's lag is told apart."""
+        ordered = sorted(self.accept_ms)
+        if not ordered:
+            return {}
+        return {q: ordered[min(len(ordered) - 1, int(float(q) * len(ordered)))] for q in ("0.5", "0.99")}
+
+    async def _accept(self, params: dict) -> dict:
         checked = self._check(params)
         if isinstance(checked, str):
             self.counters["REJECTED"] += 1
@@ -217,23 +297,30 @@ class Kernel:
         command_id = str(uuid.uuid4())
         self._log(commandId=command_id, state="QUEUED", deviceId=params["deviceId"], action=action)
         self.counters["QUEUED"] += 1
+        self.unsettled += 1
         asyncio.ensure_future(self._execute(entry, command_id, params))
         return {"commandId": command_id, "status": "QUEUED"}
 
     async def _execute(self, entry: WorkerEntry, command_id: str, params: dict) -> None:
         if self._exec_gate is None:
             self._exec_gate = asyncio.Semaphore(EXECUTION_CONCURRENCY)
-        async with self._exec_gate:
-            self._log(commandId=command_id, state="EXECUTING")
-            try:
-                await entry.client.call("execute", {"deviceId": params["deviceId"], "action": params["action"],
-                                                    "params": params.get("params") or {}}, timeout=COMMAND_TIMEOUT_S)
-            except rpc.RpcError as exc:
-                self.counters["FAILED"] += 1
-                self._log(commandId=command_id, state="FAILED", error=exc.code)
-                return
-            self.counters["SUCCESS"] += 1
-            self._log(commandId=command_id, state="SUCCESS")
+        try:
+            async with self._exec_gate:
+                await self._run_command(entry, command_id, params)
+        finally:
+            self.unsettled -= 1
+
+    async def _run_command(self, entry: WorkerEntry, command_id: str, params: dict) -> None:
+        self._log(commandId=command_id, state="EXECUTING")
+        try:
+            await entry.client.call("execute", {"deviceId": params["deviceId"], "action": params["action"],
+                                                "params": params.get("params") or {}}, timeout=COMMAND_TIMEOUT_S)
+        except rpc.RpcError as exc:
+            self.counters["FAILED"] += 1
+            self._log(commandId=command_id, state="FAILED", error=exc.code)
+            return
+        self.counters["SUCCESS"] += 1
+        self._log(commandId=command_id, state="SUCCESS")
 
     async def run(self) -> None:
         handlers = {"listWorkers": self.list_workers, "getStatus": self.get_status,

@@ -166,3 +166,28 @@ def test_workers_send_their_ledgers_to_the_master_and_the_run_reconciles(sqlite_
     assert result["ledger"]["accepted"] > 0
     assert result["store_statuses"] == {"completed": result["ledger"]["accepted"]}
     assert json.loads((resolve(tmp_path) / "run.json").read_text())["runner"] == "MasterRunner"
+
+
+@pytest.mark.integration
+def test_a_batch_on_two_processes_drains_and_reports_its_rate_and_queue_wait(kneo_venv, tmp_path):
+    run_dir = tmp_path / "batch"
+    proc = run_locust(run_dir, "--kneo-embedded-store", "postgres", "--kneo-embedded-processes", "2",
+                      "--kneo-mode", "batch", "--kneo-batch", "24", "--kneo-drain-timeout", "60", users="4",
+                      step_time="15s")
+    assert proc.returncode == 0, _explain(run_dir, proc)
+    doc = _result(run_dir)
+    assert doc["mismatches"] == 0 and doc["ledger"]["accepted"] == 24
+    drain = doc["queue_drain"]
+    assert drain["runs"] == drain["dispatched"] == drain["batch"] == 24
+    assert drain["unfinished"] == 0 and drain["runs_per_s"] > 0
+    assert 0 < drain["wait_p50_ms"] <= drain["wait_p95_ms"] <= drain["wait_p99_ms"]
+    assert "kneo queue drain: 24 runs" in proc.stdout
+    started = [r for r in csv.DictReader(open(resolve(run_dir) / "resources.csv"))
+               if r["metric"] == "kneo_runs_started_total"]
+    assert len({r["source"] for r in started}) == 2  # both processes sampled
+
+
+def test_a_batch_of_zero_stops_before_any_load_in_one_line(tmp_path, sqlite_service):
+    proc = run_locust(tmp_path / "zero", "--host", sqlite_service.url, "--kneo-store", str(sqlite_service.sqlite_path),
+                      "--kneo-mode", "batch", "--kneo-batch", "0")
+    assert proc.returncode == 2 and "--kneo-batch must be at least 1" in proc.stderr

@@ -86,3 +86,22 @@ def test_refuses_non_loopback_and_names_itself_a_stand_in():
     shown = subprocess.run([sys.executable, "-m", "swarmgauge.cli", "target", "brain", "--help"], capture_output=True,
                            text=True, timeout=30, env=child_env(), cwd=REPO_ROOT).stdout
     assert "STAND-IN" in shown
+
+
+def test_the_leak_reloads_the_model_on_every_search_and_the_fix_loads_it_once(brain):
+    leaking = brain("--leak-per-search", "256", "--model-load-ms", "5", "--search-ms", "0").url
+    fixed = brain("--model-load-ms", "5", "--search-ms", "0").url
+    for url in (leaking, fixed):
+        for _ in range(4):
+            assert requests.get(url + "/search", params={"q": "heap"}, timeout=10).status_code == 200
+    assert requests.get(leaking + "/stats", timeout=5).json()["model_loads"] == 4
+    assert requests.get(fixed + "/stats", timeout=5).json()["model_loads"] == 1
+    assert "brain_model_loads 1.0" in requests.get(fixed + "/metrics", timeout=5).text
+
+
+def test_a_negative_model_load_time_is_no_load_time():
+    from swarmgauge.targets.brain import Brain
+
+    standin = Brain(model_load_ms=-1, search_ms=0)
+    standin.search({"q": "heap"})
+    assert standin.model_loads == 0 and standin.model_load_s == 0.0
