@@ -40,9 +40,13 @@ def measure(args: list[str], searches: int) -> dict:
     finally:
         target.stop()
     ordered = sorted(latencies)
-    return {"searches": searches, "p50_ms": statistics.median(latencies),
-            "p95_ms": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))],
-            "model_loads": stats["model_loads"], "rss_growth_mib": rss_growth / 2**20}
+    return {
+        "searches": searches,
+        "p50_ms": statistics.median(latencies),
+        "p95_ms": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))],
+        "model_loads": stats["model_loads"],
+        "rss_growth_mib": rss_growth / 2**20,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,8 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         row = measure(extra, max(1, args.searches))
         row["page_p50_scaled_ms"] = PAGE_P50_MS[mode] * args.scale
         rows[mode] = row
-        print(f"| {mode} | {row['searches']} | {row['p50_ms']:.1f} ms | {row['p95_ms']:.1f} ms | "
-              f"{row['page_p50_scaled_ms']:.1f} ms | {row['model_loads']} | {row['rss_growth_mib']:.0f} MiB |")
+        print(
+            f"| {mode} | {row['searches']} | {row['p50_ms']:.1f} ms | {row['p95_ms']:.1f} ms | "
+            f"{row['page_p50_scaled_ms']:.1f} ms | {row['model_loads']} | {row['rss_growth_mib']:.0f} MiB |"
+        )
     doc = {"settings": vars(args), "model_load_ms": load_ms, "search_ms": search_ms, "rows": rows}
     print(f"written {write_json(Path(args.out), doc)}")
     return 0

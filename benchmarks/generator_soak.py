@@ -62,10 +62,25 @@ def growth(samples: list[tuple[float, int]], settle: float) -> dict[str, float |
 def run(minutes: float, users: int, interval: float) -> dict:
     seconds = minutes * 60.0
     with tempfile.TemporaryDirectory(prefix="generator-soak-") as run_dir:
-        command = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "FetchUser", "--headless", "--only-summary",
-                   "--steps", str(users), "--step-time", f"{seconds:.0f}s", "--run-dir", run_dir]
-        process = subprocess.Popen(command, cwd=str(REPO_ROOT), env=child_env(), stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True)
+        command = [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            str(LOCUSTFILE),
+            "FetchUser",
+            "--headless",
+            "--only-summary",
+            "--steps",
+            str(users),
+            "--step-time",
+            f"{seconds:.0f}s",
+            "--run-dir",
+            run_dir,
+        ]
+        process = subprocess.Popen(
+            command, cwd=str(REPO_ROOT), env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
         try:
             samples = sample_rss(process.pid, seconds, interval)
             _out, stderr = process.communicate(timeout=END_GRACE_SECONDS)
@@ -103,11 +118,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--minutes, --users and --interval must be positive")
     result = run(args.minutes, args.users, args.interval)
     path = write_json(args.out, result)
-    print(f"generator soak: {args.users} users, {args.minutes:g} min, {result['requests']} requests, "
-          f"exit {result['exit_code']}")
-    print(f"locust RSS after the first minute {result['rss_after_settle_mib']} MiB, at the end "
-          f"{result['rss_end_mib']} MiB (max {result.get('rss_max_mib')}): growth {result['growth_mib']} MiB = "
-          f"{result['growth_percent']} %")
+    print(
+        f"generator soak: {args.users} users, {args.minutes:g} min, {result['requests']} requests, "
+        f"exit {result['exit_code']}"
+    )
+    print(
+        f"locust RSS after the first minute {result['rss_after_settle_mib']} MiB, at the end "
+        f"{result['rss_end_mib']} MiB (max {result.get('rss_max_mib')}): growth {result['growth_mib']} MiB = "
+        f"{result['growth_percent']} %"
+    )
     print(f"wrote {path}")
     return 0
 

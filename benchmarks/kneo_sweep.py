@@ -33,11 +33,29 @@ from swarmgauge.files import write_json
 ROOT = Path(__file__).resolve().parents[1]
 LOCUSTFILE = "locustfiles/kneo_dispatch.py"
 # The page's reference rows (echo agent, zero provider delay, Threadripper 3975WX): runs/s by (store, mode, users).
-PAGE_RUNS_PER_S = {("sqlite", "sync", 1): 51, ("sqlite", "sync", 4): 51, ("sqlite", "sync", 8): 50,
-                   ("sqlite", "sync", 16): 51, ("postgres", "sync", 1): 79, ("postgres", "sync", 8): 77,
-                   ("postgres", "sync", 16): 76, ("postgres", "sync", 32): 75, ("postgres", "queue", 8): 44}
-HEADER = ("Store / mode", "Concurrency", "Throughput (runs/s)", "p50", "p90", "p99", "Peak RSS", "service CPU",
-          "page runs/s", "reconciled")
+PAGE_RUNS_PER_S = {
+    ("sqlite", "sync", 1): 51,
+    ("sqlite", "sync", 4): 51,
+    ("sqlite", "sync", 8): 50,
+    ("sqlite", "sync", 16): 51,
+    ("postgres", "sync", 1): 79,
+    ("postgres", "sync", 8): 77,
+    ("postgres", "sync", 16): 76,
+    ("postgres", "sync", 32): 75,
+    ("postgres", "queue", 8): 44,
+}
+HEADER = (
+    "Store / mode",
+    "Concurrency",
+    "Throughput (runs/s)",
+    "p50",
+    "p90",
+    "p99",
+    "Peak RSS",
+    "service CPU",
+    "page runs/s",
+    "reconciled",
+)
 
 
 def _latency(ms: Any) -> str:
@@ -74,15 +92,30 @@ def batch_row(run_dir: Path, store: str, users: int, processes: int = 1) -> list
     resources = _read_csv(run_dir / "resources.csv")
     peaks, cpu = peak_rss_by_step(resources), service_cpu_by_step(resources)
     submits = [s for s in _read_csv(run_dir / "steps.csv") if s["request_type"] == "run submit"]
-    return [{"store": store, "mode": "batch", "users": users, "processes": processes,
-             "requests": int(drain.get("runs") or 0), "failures": sum(int(s["failures"]) for s in submits),
-             "runs_per_s": float(drain.get("runs_per_s") or 0.0), "p50_ms": drain.get("wait_p50_ms"),
-             "p90_ms": None, "p95_ms": drain.get("wait_p95_ms"), "p99_ms": drain.get("wait_p99_ms"),
-             "drain_s": drain.get("drain_s"), "unfinished": drain.get("unfinished"),
-             "peak_rss_mib": max(peaks.values()) if peaks else None,
-             "service_cpu_percent": max(cpu.values()) if cpu else None, "generator_cpu_max": 0.0,
-             "generator_bound": False, "page_runs_per_s": PAGE_RUNS_PER_S.get((store, "queue", users)),
-             "reconciled": kneo.get("mismatches") == 0, "run_dir": str(run_dir)}]
+    return [
+        {
+            "store": store,
+            "mode": "batch",
+            "users": users,
+            "processes": processes,
+            "requests": int(drain.get("runs") or 0),
+            "failures": sum(int(s["failures"]) for s in submits),
+            "runs_per_s": float(drain.get("runs_per_s") or 0.0),
+            "p50_ms": drain.get("wait_p50_ms"),
+            "p90_ms": None,
+            "p95_ms": drain.get("wait_p95_ms"),
+            "p99_ms": drain.get("wait_p99_ms"),
+            "drain_s": drain.get("drain_s"),
+            "unfinished": drain.get("unfinished"),
+            "peak_rss_mib": max(peaks.values()) if peaks else None,
+            "service_cpu_percent": max(cpu.values()) if cpu else None,
+            "generator_cpu_max": 0.0,
+            "generator_bound": False,
+            "page_runs_per_s": PAGE_RUNS_PER_S.get((store, "queue", users)),
+            "reconciled": kneo.get("mismatches") == 0,
+            "run_dir": str(run_dir),
+        }
+    ]
 
 
 def service_cpu_by_step(resources: list[dict[str, str]]) -> dict[int, float]:
@@ -111,17 +144,29 @@ def rows_from_run(run_dir: Path, store: str, mode: str, processes: int = 1) -> l
         if step["request_type"] != request_type:
             continue
         users = int(float(step["users"]))
-        rows.append({
-            "store": store, "mode": mode, "users": users, "processes": processes, "requests": int(step["requests"]),
-            "failures": int(step["failures"]), "runs_per_s": float(step["rps"] or 0.0),
-            "p50_ms": float(step["p50_ms"] or 0.0), "p90_ms": float(step["p90_ms"] or 0.0),
-            "p99_ms": float(step["p99_ms"] or 0.0), "peak_rss_mib": peaks.get(int(step["step"])),
-            "service_cpu_percent": cpu.get(int(step["step"])),
-            "generator_cpu_max": float(step.get("generator_cpu_max") or 0.0),
-            "generator_bound": step.get("generator_bound") == "True",
-            "page_runs_per_s": PAGE_RUNS_PER_S.get((store, "queue" if mode == "queued" else mode, users))
-            if processes == 1 else None,
-            "reconciled": kneo.get("mismatches") == 0, "run_dir": str(run_dir)})
+        rows.append(
+            {
+                "store": store,
+                "mode": mode,
+                "users": users,
+                "processes": processes,
+                "requests": int(step["requests"]),
+                "failures": int(step["failures"]),
+                "runs_per_s": float(step["rps"] or 0.0),
+                "p50_ms": float(step["p50_ms"] or 0.0),
+                "p90_ms": float(step["p90_ms"] or 0.0),
+                "p99_ms": float(step["p99_ms"] or 0.0),
+                "peak_rss_mib": peaks.get(int(step["step"])),
+                "service_cpu_percent": cpu.get(int(step["step"])),
+                "generator_cpu_max": float(step.get("generator_cpu_max") or 0.0),
+                "generator_bound": step.get("generator_bound") == "True",
+                "page_runs_per_s": PAGE_RUNS_PER_S.get((store, "queue" if mode == "queued" else mode, users))
+                if processes == 1
+                else None,
+                "reconciled": kneo.get("mismatches") == 0,
+                "run_dir": str(run_dir),
+            }
+        )
     return rows
 
 
@@ -134,22 +179,61 @@ def format_table(rows: list[dict[str, Any]]) -> str:
         store = row["store"] if row.get("processes", 1) == 1 else f"{row['store']} x{row['processes']} processes"
         p90 = _latency(row["p90_ms"]) if row.get("p90_ms") is not None else f"{_latency(row.get('p95_ms'))} (p95)"
         cpu = row.get("service_cpu_percent")
-        cells = [f"{store} / {mode}", str(row["users"]), f"{row['runs_per_s']:.1f}",
-                 _latency(row["p50_ms"]), p90, _latency(row["p99_ms"]), rss, "" if cpu is None else f"{cpu:.0f} %",
-                 "" if row["page_runs_per_s"] is None else str(row["page_runs_per_s"]),
-                 "yes" if row["reconciled"] else "NO"]
+        cells = [
+            f"{store} / {mode}",
+            str(row["users"]),
+            f"{row['runs_per_s']:.1f}",
+            _latency(row["p50_ms"]),
+            p90,
+            _latency(row["p99_ms"]),
+            rss,
+            "" if cpu is None else f"{cpu:.0f} %",
+            "" if row["page_runs_per_s"] is None else str(row["page_runs_per_s"]),
+            "yes" if row["reconciled"] else "NO",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def run_point(service: Any, run_dir: Path, mode: str, users: list[int], step_time: str, warmup: str,
-              timeout: float, extra: list[str] | None = None) -> int:
+def run_point(
+    service: Any,
+    run_dir: Path,
+    mode: str,
+    users: list[int],
+    step_time: str,
+    warmup: str,
+    timeout: float,
+    extra: list[str] | None = None,
+) -> int:
     """One headless Locust step ramp against ``service`` (all its processes); returns Locust's exit code."""
     samples = [arg for spec in service.gauge_sources() if spec.startswith("psutil:") for arg in ("--sample", spec)]
-    cmd = [str(Path(sys.executable).parent / "locust"), "-f", LOCUSTFILE, "--headless", "--only-summary",
-           "--host", service.url, "--kneo-hosts", ",".join(service.urls[1:]), "--kneo-store", service.store_locator,
-           "--kneo-mode", mode, "--steps", ",".join(map(str, users)), "--step-time", step_time, "--warmup", warmup,
-           "--sample-interval", "1", "--run-dir", str(run_dir), *samples, *(extra or [])]
+    cmd = [
+        str(Path(sys.executable).parent / "locust"),
+        "-f",
+        LOCUSTFILE,
+        "--headless",
+        "--only-summary",
+        "--host",
+        service.url,
+        "--kneo-hosts",
+        ",".join(service.urls[1:]),
+        "--kneo-store",
+        service.store_locator,
+        "--kneo-mode",
+        mode,
+        "--steps",
+        ",".join(map(str, users)),
+        "--step-time",
+        step_time,
+        "--warmup",
+        warmup,
+        "--sample-interval",
+        "1",
+        "--run-dir",
+        str(run_dir),
+        *samples,
+        *(extra or []),
+    ]
     with open(run_dir.parent / f"{run_dir.name}.log", "w") as log:
         return subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, timeout=timeout).returncode
 
@@ -165,27 +249,38 @@ def sweep_store(store: str, args: argparse.Namespace, out: Path) -> list[dict[st
         if store in args.queued_stores:
             plan.append(("batch", [args.queued_users], args.queued_time, 1))
         for mode, users, step_time, processes in plan:
-            rows += _sweep_point(store, cluster.dsn if cluster else None, args, out, mode, users, step_time,
-                                 processes)
+            rows += _sweep_point(store, cluster.dsn if cluster else None, args, out, mode, users, step_time, processes)
     finally:
         if cluster is not None:
             cluster.stop()
     return rows
 
 
-def _sweep_point(store: str, dsn: str | None, args: argparse.Namespace, out: Path, mode: str, users: list[int],
-                 step_time: str, processes: int) -> list[dict[str, Any]]:
+def _sweep_point(
+    store: str,
+    dsn: str | None,
+    args: argparse.Namespace,
+    out: Path,
+    mode: str,
+    users: list[int],
+    step_time: str,
+    processes: int,
+) -> list[dict[str, Any]]:
     """One fresh service (``processes`` of it on the store) and one Locust run against it."""
     from swarmgauge.targets.kneo import KneoService
 
     with KneoService(store=store, dsn=dsn, processes=processes, worker_concurrency=args.worker_concurrency) as service:
         run_dir = out / (f"{store}-{mode}" if processes == 1 else f"{store}-x{processes}-{mode}")
-        extra = ["--kneo-batch", str(args.queued_batch), "--kneo-drain-timeout", str(args.drain_timeout)] \
-            if mode == "batch" else []
+        extra = (
+            ["--kneo-batch", str(args.queued_batch), "--kneo-drain-timeout", str(args.drain_timeout)]
+            if mode == "batch"
+            else []
+        )
         limit = len(users) * (_seconds(step_time) + 30) + 120 + (args.drain_timeout if mode == "batch" else 0)
         code = run_point(service, run_dir, mode, users, step_time, args.warmup, limit, extra)
-        found = batch_row(run_dir, store, users[0]) if mode == "batch" else \
-            rows_from_run(run_dir, store, mode, processes)
+        found = (
+            batch_row(run_dir, store, users[0]) if mode == "batch" else rows_from_run(run_dir, store, mode, processes)
+        )
     for row in found:
         row["locust_exit_code"] = code
     print(f"{store} x{processes} / {mode}: Locust exit {code}, {len(found)} row(s) in {run_dir}", file=sys.stderr)
@@ -243,13 +338,25 @@ def main(argv: list[str] | None = None) -> int:
     rows = [row for store in stores for row in sweep_store(store, args, out)]
     table = format_table(rows)
     print(table)
-    doc = {"started_at": started, "ended_at": time.time(), "settings": {
-        "stores": stores, "users": args.users, "step_time": args.step_time, "warmup": args.warmup,
-        "queued_stores": args.queued_stores, "queued_users": args.queued_users, "queued_time": args.queued_time,
-        "queued_batch": args.queued_batch, "pg_processes": args.pg_processes,
-        "worker_concurrency": args.worker_concurrency},
+    doc = {
+        "started_at": started,
+        "ended_at": time.time(),
+        "settings": {
+            "stores": stores,
+            "users": args.users,
+            "step_time": args.step_time,
+            "warmup": args.warmup,
+            "queued_stores": args.queued_stores,
+            "queued_users": args.queued_users,
+            "queued_time": args.queued_time,
+            "queued_batch": args.queued_batch,
+            "pg_processes": args.pg_processes,
+            "worker_concurrency": args.worker_concurrency,
+        },
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
-        "rows": rows, "table": table}
+        "rows": rows,
+        "table": table,
+    }
     print(f"written {write_json(out / 'kneo-sweep.json', doc)}", file=sys.stderr)
     return 0 if rows and all(row["reconciled"] for row in rows) else 1
 

@@ -50,33 +50,92 @@ DEFAULT_OUT = ROOT / "benchmarks" / "results" / "mark_client.json"
 CLIENTS = ("locust", "asyncio", "memory")
 POLICIES = ("pooled", "fresh")
 PROFILERS = ("py-spy", "cprofile", "none")
-GOALS = {"pooled_cpu_us": 200.0, "pooled_over_memory": 2.0, "fresh_cpu_us": 1600.0, "cpu_over_16": 1.5,
-         "kib_per_connection": 60.0}
-HEADER = ("client", "engine", "connection", "users", "paced req/s", "FETCH/s", "CPU µs/FETCH", "CPU use", "of it sys",
-          "p50 ms", "p99 ms", "server µs/FETCH", "KiB/conn", "failed")
+GOALS = {
+    "pooled_cpu_us": 200.0,
+    "pooled_over_memory": 2.0,
+    "fresh_cpu_us": 1600.0,
+    "cpu_over_16": 1.5,
+    "kib_per_connection": 60.0,
+}
+HEADER = (
+    "client",
+    "engine",
+    "connection",
+    "users",
+    "paced req/s",
+    "FETCH/s",
+    "CPU µs/FETCH",
+    "CPU use",
+    "of it sys",
+    "p50 ms",
+    "p99 ms",
+    "server µs/FETCH",
+    "KiB/conn",
+    "failed",
+)
 
 
 # -- orchestration ---------------------------------------------------------------------------------------------
-def run_case(opts: argparse.Namespace, url: str, server_pid: int, case: tuple[str, str, str, int, float],
-             profiler: str | None = None) -> dict[str, Any]:
+def run_case(
+    opts: argparse.Namespace,
+    url: str,
+    server_pid: int,
+    case: tuple[str, str, str, int, float],
+    profiler: str | None = None,
+) -> dict[str, Any]:
     client, engine, policy, users, pace = case
-    command = [sys.executable, "-m", "benchmarks.mark_client", "--child", client, "--policy", policy,
-               "--users", str(users), "--url", url, "--server-pid", str(server_pid), "--duration",
-               str(opts.duration), "--warmup", str(opts.warmup), "--corpus", str(opts.corpus), "--engine", engine,
-               "--pace", str(pace)]
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.mark_client",
+        "--child",
+        client,
+        "--policy",
+        policy,
+        "--users",
+        str(users),
+        "--url",
+        url,
+        "--server-pid",
+        str(server_pid),
+        "--duration",
+        str(opts.duration),
+        "--warmup",
+        str(opts.warmup),
+        "--corpus",
+        str(opts.corpus),
+        "--engine",
+        engine,
+        "--pace",
+        str(pace),
+    ]
     from swarmgauge.targets.launch import child_env
 
     try:
-        done = subprocess.run(command + (["--profile-case", profiler] if profiler else []), capture_output=True, text=True,
-                              cwd=str(ROOT), env=child_env(), timeout=opts.warmup + opts.duration + 90)
+        done = subprocess.run(
+            command + (["--profile-case", profiler] if profiler else []),
+            capture_output=True,
+            text=True,
+            cwd=str(ROOT),
+            env=child_env(),
+            timeout=opts.warmup + opts.duration + 90,
+        )
     except subprocess.TimeoutExpired:
         raise BenchmarkError(f"case {client}/{policy}/{users} did not finish") from None
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
-        raise BenchmarkError(f"case {client}/{policy}/{users} failed (exit {done.returncode}): "
-                             f"{done.stderr.strip()[-800:]}")
-    return {"client": client, "engine": engine, "connection": policy, "users": users, "pace": pace,
-            "load_average": round(os.getloadavg()[0], 2), **json.loads(lines[-1][len("RESULT "):])}
+        raise BenchmarkError(
+            f"case {client}/{policy}/{users} failed (exit {done.returncode}): {done.stderr.strip()[-800:]}"
+        )
+    return {
+        "client": client,
+        "engine": engine,
+        "connection": policy,
+        "users": users,
+        "pace": pace,
+        "load_average": round(os.getloadavg()[0], 2),
+        **json.loads(lines[-1][len("RESULT ") :]),
+    }
 
 
 def median_round(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -88,10 +147,15 @@ def median_round(results: list[dict[str, Any]]) -> dict[str, Any]:
 def ratios(cases: list[dict[str, Any]]) -> dict[str, Any]:
     """Per engine: MarkUser over its in-memory floor and over aioquic's asyncio client; engine against engine;
     and the scaling table's CPU per FETCH against its 16-user row."""
+
     def cpu(client: str, engine: str | None, policy: str, users: int | None, paced: bool = False) -> float | None:
         for case in cases:
-            if ((case["client"], case["connection"]) == (client, policy) and engine in (None, case["engine"])
-                    and users in (None, case["users"]) and bool(case["pace"]) == paced):
+            if (
+                (case["client"], case["connection"]) == (client, policy)
+                and engine in (None, case["engine"])
+                and users in (None, case["users"])
+                and bool(case["pace"]) == paced
+            ):
                 return case["cpu_us_per_fetch"]
         return None
 
@@ -117,7 +181,8 @@ def ratios(cases: list[dict[str, Any]]) -> dict[str, Any]:
         for users in user_counts:
             for policy in POLICIES:
                 out[f"{engines[1]}_over_{engines[0]}:{policy}@{users}"] = ratio(
-                    cpu("locust", engines[1], policy, users), cpu("locust", engines[0], policy, users))
+                    cpu("locust", engines[1], policy, users), cpu("locust", engines[0], policy, users)
+                )
     scaling = sorted((c for c in cases if c["pace"]), key=lambda c: c["users"])
     base = next((c["cpu_us_per_fetch"] for c in scaling if c["users"] == 16), None)
     for case in scaling:
@@ -135,28 +200,47 @@ def _cell(value: Any) -> str:
 def render(doc: dict[str, Any]) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     for c in doc["cases"]:
-        cells = (c["client"], c["engine"], c["connection"], c["users"], c["pace"] or "", c["req_per_s"],
-                 c["cpu_us_per_fetch"], f"{c['cpu_use'] * 100:.0f} %", f"{c['sys_share'] * 100:.0f} %", c["p50_ms"],
-                 c["p99_ms"], c["server_cpu_us_per_fetch"], c.get("generator_kib_per_connection"), c["failures"])
+        cells = (
+            c["client"],
+            c["engine"],
+            c["connection"],
+            c["users"],
+            c["pace"] or "",
+            c["req_per_s"],
+            c["cpu_us_per_fetch"],
+            f"{c['cpu_use'] * 100:.0f} %",
+            f"{c['sys_share'] * 100:.0f} %",
+            c["p50_ms"],
+            c["p99_ms"],
+            c["server_cpu_us_per_fetch"],
+            c.get("generator_kib_per_connection"),
+            c["failures"],
+        )
         lines.append("| " + " | ".join(_cell(v) for v in cells) + " |")
     lines.append("")
     if any(len(c.get("rounds_cpu_us_per_fetch", [])) > 1 for c in doc["cases"]):
         lines += ["CPU µs/FETCH in each round (the table shows the median round):"]
-        lines += [f"  {c['client']}/{c['engine']}/{c['connection']}/{c['users']}{'/paced' if c['pace'] else ''}: "
-                  + ", ".join(f"{v:g}" for v in c["rounds_cpu_us_per_fetch"]) for c in doc["cases"]]
+        lines += [
+            f"  {c['client']}/{c['engine']}/{c['connection']}/{c['users']}{'/paced' if c['pace'] else ''}: "
+            + ", ".join(f"{v:g}" for v in c["rounds_cpu_us_per_fetch"])
+            for c in doc["cases"]
+        ]
         lines.append("")
     for key, value in doc["ratios"].items():
         goal = next((f" (goal ≤ {g:g})" for k, g in GOALS.items() if key.split(":")[-1].startswith(k)), "")
         lines.append(f"{key}: {_cell(value)}{goal}")
     profile = doc.get("profile")
     if profile:
-        lines += ["", f"{profile['profiler']} of locust/{doc['profile_case']['engine']}/pooled/"
-                      f"{doc['profile_case']['users']} users "
-                      f"({profile['total']} {profile['unit']}), own time by part: "
-                  + ", ".join(f"{part} {share * 100:.0f} %" for part, share in profile["by_part"].items()),
-                  f"| own {profile['unit']} | share | part | function |", "|---|---|---|---|"]
-        lines += [f"| {r['self']} | {r['share'] * 100:.1f} % | {r['part']} | {r['function']} |"
-                  for r in profile["top"]]
+        lines += [
+            "",
+            f"{profile['profiler']} of locust/{doc['profile_case']['engine']}/pooled/"
+            f"{doc['profile_case']['users']} users "
+            f"({profile['total']} {profile['unit']}), own time by part: "
+            + ", ".join(f"{part} {share * 100:.0f} %" for part, share in profile["by_part"].items()),
+            f"| own {profile['unit']} | share | part | function |",
+            "|---|---|---|---|",
+        ]
+        lines += [f"| {r['self']} | {r['share'] * 100:.1f} % | {r['part']} | {r['function']} |" for r in profile["top"]]
     return "\n".join(lines)
 
 
@@ -176,15 +260,20 @@ def parse_options(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds before the window (handshakes, JIT-free)")
     parser.add_argument("--users", default="1,16", help="user counts for the locust and asyncio cases")
     parser.add_argument("--corpus", type=int, default=300, help="documents the reference server is seeded with")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="rounds of every case, interleaved; each case reports its median round")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of every case, interleaved; each case reports its median round"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON file to write")
     parser.add_argument("--profiler", choices=PROFILERS, default="", help="default: py-spy if installed, else cprofile")
-    parser.add_argument("--engines", default=",".join(ENGINES),
-                        help="QUIC engines of the MarkUser and in-memory cases; the first one gets the scaling table")
+    parser.add_argument(
+        "--engines",
+        default=",".join(ENGINES),
+        help="QUIC engines of the MarkUser and in-memory cases; the first one gets the scaling table",
+    )
     parser.add_argument("--server-engine", default=DEFAULT_ENGINE, help="QUIC engine of the reference server")
-    parser.add_argument("--scaling", default="1,16,64,256,1024",
-                        help="user counts of the paced scaling table ('' for none)")
+    parser.add_argument(
+        "--scaling", default="1,16,64,256,1024", help="user counts of the paced scaling table ('' for none)"
+    )
     parser.add_argument("--scaling-pace", type=float, default=160.0, help="FETCH/s of all scaling users together")
     parser.add_argument("--child", choices=CLIENTS, help=argparse.SUPPRESS)
     parser.add_argument("--engine", default=DEFAULT_ENGINE, help=argparse.SUPPRESS)
@@ -225,12 +314,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from swarmgauge.targets.launch import launch_target
 
-    server = launch_target("mark", ["--port", "0", "--seed-corpus", str(opts.corpus), "--clock", CLOCK,
-                                    "--quic-engine", opts.server_engine])
+    server = launch_target(
+        "mark",
+        ["--port", "0", "--seed-corpus", str(opts.corpus), "--clock", CLOCK, "--quic-engine", opts.server_engine],
+    )
     first = opts.engine_names[0]
     plan: list[tuple[str, str, str, int, float]] = [
-        (client, engine, policy, users, 0.0) for engine in opts.engine_names for client in ("locust", "memory")
-        for policy in POLICIES for users in ([1] if client == "memory" else opts.user_counts)]
+        (client, engine, policy, users, 0.0)
+        for engine in opts.engine_names
+        for client in ("locust", "memory")
+        for policy in POLICIES
+        for users in ([1] if client == "memory" else opts.user_counts)
+    ]
     plan += [("asyncio", "aioquic", policy, users, 0.0) for policy in POLICIES for users in opts.user_counts]
     plan += [("locust", first, "pooled", users, opts.scaling_pace) for users in opts.scaling_counts]
     rounds: dict[tuple[str, str, str, int, float], list[dict[str, Any]]] = {case: [] for case in plan}
@@ -240,26 +335,49 @@ def main(argv: list[str] | None = None) -> int:
             for case in plan:
                 result = run_case(opts, server.url, server.pid, case)
                 rounds[case].append(result)
-                print(f"round {round_index + 1}/{opts.rounds} {'/'.join(map(str, case))}: "
-                      f"{result['cpu_us_per_fetch']} µs CPU per FETCH", file=sys.stderr, flush=True)
+                print(
+                    f"round {round_index + 1}/{opts.rounds} {'/'.join(map(str, case))}: "
+                    f"{result['cpu_us_per_fetch']} µs CPU per FETCH",
+                    file=sys.stderr,
+                    flush=True,
+                )
         cases = [median_round(rounds[case]) for case in plan]
         if opts.profiler != "none":
-            profile = run_case(opts, server.url, server.pid, ("locust", first, "pooled", opts.user_counts[-1], 0.0),
-                               opts.profiler)
+            profile = run_case(
+                opts, server.url, server.pid, ("locust", first, "pooled", opts.user_counts[-1], 0.0), opts.profiler
+            )
     except BenchmarkError as exc:
         print(f"mark_client: {exc}", file=sys.stderr)
         return 1
     finally:
         server.stop()
-    doc = {"benchmark": "mark_client", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "settings": {"duration_s": opts.duration, "warmup_s": opts.warmup, "users": opts.user_counts,
-                        "rounds": opts.rounds, "engines": opts.engine_names, "server_engine": opts.server_engine,
-                        "scaling_users": opts.scaling_counts, "scaling_pace": opts.scaling_pace,
-                        "corpus": opts.corpus, "server_clock": CLOCK},
-           "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                       **{name: _metadata.version(name) for name in ("aioquic", "qh3", "locust", "gevent")}},
-           "goals": GOALS, "cases": cases, "ratios": ratios(cases),
-           "profile": profile.pop("profile", None) if profile else None, "profile_case": profile}
+    doc = {
+        "benchmark": "mark_client",
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "settings": {
+            "duration_s": opts.duration,
+            "warmup_s": opts.warmup,
+            "users": opts.user_counts,
+            "rounds": opts.rounds,
+            "engines": opts.engine_names,
+            "server_engine": opts.server_engine,
+            "scaling_users": opts.scaling_counts,
+            "scaling_pace": opts.scaling_pace,
+            "corpus": opts.corpus,
+            "server_clock": CLOCK,
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            **{name: _metadata.version(name) for name in ("aioquic", "qh3", "locust", "gevent")},
+        },
+        "goals": GOALS,
+        "cases": cases,
+        "ratios": ratios(cases),
+        "profile": profile.pop("profile", None) if profile else None,
+        "profile_case": profile,
+    }
     print(render(doc))
     print(f"\nwritten to {write_json(opts.out, doc)}")
     return 0

@@ -18,8 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from swarmgauge.errors import SwarmgaugeError
@@ -90,22 +91,34 @@ class Window:
         return times.user + times.system
 
     def start(self) -> None:
-        self._cpu, self._wall, self._srv, self._times = (self.cpu_clock(), time.perf_counter(), self._server_cpu(),
-                                                         os.times())
+        self._cpu, self._wall, self._srv, self._times = (
+            self.cpu_clock(),
+            time.perf_counter(),
+            self._server_cpu(),
+            os.times(),
+        )
         self.open = True
 
     def stop(self) -> dict[str, Any]:
         self.open = False
         cpu, wall = self.cpu_clock() - self._cpu, time.perf_counter() - self._wall
         server, times = self._server_cpu() - self._srv, os.times()
-        kernel = (times.system - self._times.system) / max(1e-9, times.user + times.system - self._times.user
-                                                              - self._times.system)
+        kernel = (times.system - self._times.system) / max(
+            1e-9, times.user + times.system - self._times.user - self._times.system
+        )
         ordered, done = sorted(self.latencies), max(self.done, 1)
-        return {"requests": self.done, "failures": self.failed, "seconds": round(wall, 3),
-                "req_per_s": round(self.done / wall, 1), "cpu_us_per_fetch": round(cpu / done * 1e6, 1),
-                "cpu_use": round(cpu / wall, 3), "sys_share": round(kernel, 3),
-                "p50_ms": _ms(percentile(ordered, 0.50)), "p99_ms": _ms(percentile(ordered, 0.99)),
-                "server_cpu_us_per_fetch": round(server / done * 1e6, 1) if self.server else None}
+        return {
+            "requests": self.done,
+            "failures": self.failed,
+            "seconds": round(wall, 3),
+            "req_per_s": round(self.done / wall, 1),
+            "cpu_us_per_fetch": round(cpu / done * 1e6, 1),
+            "cpu_use": round(cpu / wall, 3),
+            "sys_share": round(kernel, 3),
+            "p50_ms": _ms(percentile(ordered, 0.50)),
+            "p99_ms": _ms(percentile(ordered, 0.99)),
+            "server_cpu_us_per_fetch": round(server / done * 1e6, 1) if self.server else None,
+        }
 
 
 # -- (a) MarkUser under Locust ---------------------------------------------------------------------------------
@@ -117,12 +130,21 @@ def run_locust(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
 
     from swarmgauge.locustfiles.demarkus_reads import FetchUser, FreshFetchUser
 
-    parsed = argparse.Namespace(host=opts.url, mark_insecure=True, mark_connection="", mark_timeout=10.0,
-                                mark_corpus=opts.corpus, mark_quic_engine=opts.engine)
+    parsed = argparse.Namespace(
+        host=opts.url,
+        mark_insecure=True,
+        mark_connection="",
+        mark_timeout=10.0,
+        mark_corpus=opts.corpus,
+        mark_quic_engine=opts.engine,
+    )
     user_class = FreshFetchUser if opts.policy == "fresh" else FetchUser
     if opts.pace:
-        user_class = type("PacedFetchUser", (user_class,),
-                          {"wait_time": constant_throughput(opts.pace / opts.users), "abstract": False})
+        user_class = type(
+            "PacedFetchUser",
+            (user_class,),
+            {"wait_time": constant_throughput(opts.pace / opts.users), "abstract": False},
+        )
     env = Environment(user_classes=[user_class], host=opts.url, parsed_options=parsed)
     process = psutil.Process()
     rss_before = process.memory_info().rss
@@ -155,10 +177,15 @@ def run_locust(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
     return result
 
 
-PARTS = (("aioquic", ("aioquic",)), ("qh3", ("qh3",)), ("crypto/TLS (C)", ("cryptography", "_rust", "libcrypto", "libssl")),
-         ("syscalls", ("libc.so", "_socket", "UdpTransport.send", "UdpTransport.drain", "'recv'", "'send'", "epoll")),
-         ("swarmgauge", (str(ROOT / "users"), str(ROOT / "protocols"), str(ROOT / "locustfiles"), "users/", "protocols/")),
-         ("locust", ("/locust/", "locust/")), ("gevent/greenlet", ("gevent", "greenlet", "libev")))
+PARTS = (
+    ("aioquic", ("aioquic",)),
+    ("qh3", ("qh3",)),
+    ("crypto/TLS (C)", ("cryptography", "_rust", "libcrypto", "libssl")),
+    ("syscalls", ("libc.so", "_socket", "UdpTransport.send", "UdpTransport.drain", "'recv'", "'send'", "epoll")),
+    ("swarmgauge", (str(ROOT / "users"), str(ROOT / "protocols"), str(ROOT / "locustfiles"), "users/", "protocols/")),
+    ("locust", ("/locust/", "locust/")),
+    ("gevent/greenlet", ("gevent", "greenlet", "libev")),
+)
 
 
 def part_of(where: str) -> str:
@@ -176,9 +203,23 @@ class Profiler:
     def __init__(self, kind: str, duration: float):
         self.kind, self.path = kind, Path(tempfile.mkstemp(suffix=".txt")[1])
         if kind == "py-spy":
-            command = [kind_path("py-spy"), "record", "--pid", str(os.getpid()), "--duration",
-                       str(max(1, int(duration))), "--rate", "250", "--nonblocking", "--gil", "--function",
-                       "--format", "raw", "--output", str(self.path)]
+            command = [
+                kind_path("py-spy"),
+                "record",
+                "--pid",
+                str(os.getpid()),
+                "--duration",
+                str(max(1, int(duration))),
+                "--rate",
+                "250",
+                "--nonblocking",
+                "--gil",
+                "--function",
+                "--format",
+                "raw",
+                "--output",
+                str(self.path),
+            ]
             self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         else:
             import cProfile
@@ -191,8 +232,10 @@ class Profiler:
             import pstats
 
             self._profile.disable()
-            return {(function if filename == "~" else f"{function} ({filename}:{line})"): row[2]
-                    for (filename, line, function), row in pstats.Stats(self._profile).stats.items()}
+            return {
+                (function if filename == "~" else f"{function} ({filename}:{line})"): row[2]
+                for (filename, line, function), row in pstats.Stats(self._profile).stats.items()
+            }
         try:
             self._process.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -214,11 +257,21 @@ class Profiler:
         for leaf, amount in leaves.items():
             parts[part_of(leaf)] = parts.get(part_of(leaf), 0.0) + amount
         ranked = sorted(leaves.items(), key=lambda item: item[1], reverse=True)[:top]
-        return {"profiler": self.kind, "unit": "samples" if self.kind == "py-spy" else "cpu_s",
-                "total": round(total, 4),
-                "top": [{"function": leaf.replace(str(ROOT) + "/", ""), "part": part_of(leaf),
-                         "self": round(amount, 4), "share": round(amount / total, 4)} for leaf, amount in ranked],
-                "by_part": {p: round(v / total, 4) for p, v in sorted(parts.items(), key=lambda item: -item[1])}}
+        return {
+            "profiler": self.kind,
+            "unit": "samples" if self.kind == "py-spy" else "cpu_s",
+            "total": round(total, 4),
+            "top": [
+                {
+                    "function": leaf.replace(str(ROOT) + "/", ""),
+                    "part": part_of(leaf),
+                    "self": round(amount, 4),
+                    "share": round(amount / total, 4),
+                }
+                for leaf, amount in ranked
+            ],
+            "by_part": {p: round(v / total, 4) for p, v in sorted(parts.items(), key=lambda item: -item[1])},
+        }
 
 
 def kind_path(name: str) -> str:
@@ -265,8 +318,9 @@ def run_asyncio(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
 
     parts = urlsplit(opts.url)
     host, port = parts.hostname, parts.port
-    configuration = QuicConfiguration(is_client=True, alpn_protocols=["mark"], verify_mode=ssl.CERT_NONE,
-                                      server_name=host, idle_timeout=30.0)
+    configuration = QuicConfiguration(
+        is_client=True, alpn_protocols=["mark"], verify_mode=ssl.CERT_NONE, server_name=host, idle_timeout=30.0
+    )
     pairs = reference_pairs(opts.corpus)
     paths = sorted(pairs)
     checked = {"answers": 0, "mismatches": 0}
@@ -284,8 +338,11 @@ def run_asyncio(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
 
     async def user(seed: int, deadline: float) -> None:
         rng = random.Random(seed)
-        manager = None if opts.policy == "fresh" else connect(
-            host, port, configuration=configuration, create_protocol=OneRequestPerStream)
+        manager = (
+            None
+            if opts.policy == "fresh"
+            else connect(host, port, configuration=configuration, create_protocol=OneRequestPerStream)
+        )
         protocol = await manager.__aenter__() if manager is not None else None
         try:
             while time.monotonic() < deadline:
@@ -293,8 +350,9 @@ def run_asyncio(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
                 started = time.perf_counter()
                 try:
                     body = await asyncio.wait_for(
-                        protocol.exchange(request) if protocol else fresh_exchange(request), 10.0)
-                except (asyncio.TimeoutError, ConnectionError):
+                        protocol.exchange(request) if protocol else fresh_exchange(request), 10.0
+                    )
+                except (TimeoutError, ConnectionError):
                     window.record(0.0, False)
                     continue
                 window.record((time.perf_counter() - started) * 1000.0, True)
@@ -323,9 +381,8 @@ def run_asyncio(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
 
 # -- (c) aioquic alone, in memory ------------------------------------------------------------------------------
 def run_memory(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
-    from swarmgauge.protocols.mark import encode_request, parse_response
-
     from benchmarks.mark_memory import MemoryExchange
+    from swarmgauge.protocols.mark import encode_request, parse_response
 
     pairs = reference_pairs(opts.corpus)
     exchange = MemoryExchange(dict(pairs.values()), quic_engine=opts.engine)
@@ -364,5 +421,3 @@ def run_memory(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
         parse_response(answer), encode_request("FETCH", path, {}, b"")
     result["codec_us_per_fetch"] = round((time.thread_time() - began) / len(paths) * 1e6, 1)
     return result
-
-

@@ -11,7 +11,8 @@ The server answers from a table of exact response bytes (``reference_pairs`` in 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from benchmarks.mark_client_cases import BenchmarkError
 
@@ -32,8 +33,9 @@ class MemoryExchange:
         self._limit_streams = lambda quic, bidi: limit_streams(self.engine, quic, bidi)
         self._delay_acks, self._ack_with_next_packet = self.engine.delay_acks, self.engine.ack_with_next_packet
         self._destination_cid = self.engine.initial_destination_cid
-        self.client_config = self.engine.client_configuration(alpn="mark", insecure=True, ca_file=None,
-                                                              server_name=SERVER_ADDR[0], idle_timeout=30.0)
+        self.client_config = self.engine.client_configuration(
+            alpn="mark", insecure=True, ca_file=None, server_name=SERVER_ADDR[0], idle_timeout=30.0
+        )
         self.server_config = server_configuration(dev_certificate(), ServerSettings(quic_engine=quic_engine))
         self.answers = answers
         self.now = 1000.0
@@ -85,8 +87,11 @@ class MemoryExchange:
                 continue
             if done():
                 return
-            timers = [(at, side) for side in (self.client, self.server)
-                      if side is not None and (at := side.get_timer()) is not None]
+            timers = [
+                (at, side)
+                for side in (self.client, self.server)
+                if side is not None and (at := side.get_timer()) is not None
+            ]
             soonest = min(timers, key=lambda timer: timer[0], default=None)
             if soonest is None:
                 raise BenchmarkError("memory exchange stalled with no timer")
@@ -101,12 +106,13 @@ class MemoryExchange:
 
         ``hold_client_ack``: once the answer is in, an ACK alone stays with the client for the next request, as the
         driver holds it (``QuicDriver._ack_may_wait``)."""
-        StreamDataReceived, moved = self._events.StreamDataReceived, False
+        stream_data_received, moved = self._events.StreamDataReceived, False
         held = hold_client_ack and self._timed(self.engine.only_ack_pending, self.client)
-        for data, _ in ([] if held else self._timed(self.client.datagrams_to_send, self.now)):
+        for data, _ in [] if held else self._timed(self.client.datagrams_to_send, self.now):
             if self.server is None:
-                self.server = self._connection_class(configuration=self.server_config,
-                                                     original_destination_connection_id=self._destination_cid(data))
+                self.server = self._connection_class(
+                    configuration=self.server_config, original_destination_connection_id=self._destination_cid(data)
+                )
                 self._limit_streams(self.server, 10)
                 self._server_buffers.clear()
             self.server.receive_datagram(data, CLIENT_ADDR, self.now)
@@ -114,7 +120,7 @@ class MemoryExchange:
         if self.server is None:
             return moved
         while (event := self.server.next_event()) is not None:
-            if isinstance(event, StreamDataReceived):
+            if isinstance(event, stream_data_received):
                 self._server_buffers.setdefault(event.stream_id, []).append(event.data)
                 if event.end_stream:
                     request = b"".join(self._server_buffers.pop(event.stream_id))
@@ -126,7 +132,7 @@ class MemoryExchange:
 
         def client_events() -> None:
             while (event := self.client.next_event()) is not None:
-                if isinstance(event, StreamDataReceived):
+                if isinstance(event, stream_data_received):
                     self._chunks.setdefault(event.stream_id, []).append(event.data)
                     if event.end_stream:
                         self.answered[event.stream_id] = b"".join(self._chunks.pop(event.stream_id))

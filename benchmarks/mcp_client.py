@@ -46,9 +46,15 @@ class BenchmarkError(Exception):
 # -- children: one client each, measured over the window --------------------------------------------------------
 def _window_result(calls: int, failed: int, cpu: float, wall: float, latencies: list[float]) -> dict[str, Any]:
     latencies = sorted(latencies)
-    return {"calls": calls, "failed": failed, "cpu_s": cpu, "wall_s": wall,
-            "cpu_us_per_call": cpu / calls * 1e6 if calls else None, "calls_per_s": calls / wall if wall else None,
-            "p50_ms": latencies[len(latencies) // 2] if latencies else None}
+    return {
+        "calls": calls,
+        "failed": failed,
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "cpu_us_per_call": cpu / calls * 1e6 if calls else None,
+        "calls_per_s": calls / wall if wall else None,
+        "p50_ms": latencies[len(latencies) // 2] if latencies else None,
+    }
 
 
 def _locust_case(case: str, url: str, warmup: float, duration: float) -> dict[str, Any]:
@@ -63,6 +69,7 @@ def _locust_case(case: str, url: str, warmup: float, duration: float) -> dict[st
     base = gateway_base_url(url)
     arguments = {"url": DOC}
     if case == "mcpuser":
+
         class Caller(MCPUser):
             host = base
 
@@ -81,8 +88,9 @@ def _locust_case(case: str, url: str, warmup: float, duration: float) -> dict[st
 
             @task
             def call(self) -> None:
-                with self.client.post("/mcp", data=body, headers=headers, name=f"tools/call {TOOL}",
-                                      catch_response=True) as answer:
+                with self.client.post(
+                    "/mcp", data=body, headers=headers, name=f"tools/call {TOOL}", catch_response=True
+                ) as answer:
                     if answer.status_code != 200 or b'"isError":false' not in (answer.content or b""):
                         answer.failure(f"HTTP {answer.status_code}")
 
@@ -145,17 +153,29 @@ def child_main(case: str, url: str, warmup: float, duration: float) -> int:
 def run_case(case: str, url: str, warmup: float, duration: float) -> dict[str, Any]:
     from swarmgauge.targets.launch import child_env
 
-    command = [sys.executable, "-m", "benchmarks.mcp_client", "--child", case, "--url", url, "--warmup",
-               str(warmup), "--duration", str(duration)]
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.mcp_client",
+        "--child",
+        case,
+        "--url",
+        url,
+        "--warmup",
+        str(warmup),
+        "--duration",
+        str(duration),
+    ]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, cwd=str(ROOT), env=child_env(),
-                              timeout=warmup + duration + 60)
+        done = subprocess.run(
+            command, capture_output=True, text=True, cwd=str(ROOT), env=child_env(), timeout=warmup + duration + 60
+        )
     except subprocess.TimeoutExpired:
         raise BenchmarkError(f"case {case} did not finish") from None
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
         raise BenchmarkError(f"case {case} failed (exit {done.returncode}): {done.stderr.strip()[-600:]}")
-    return {"client": case, **json.loads(lines[-1][len("RESULT "):])}
+    return {"client": case, **json.loads(lines[-1][len("RESULT ") :])}
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -167,18 +187,29 @@ def table(rows: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "|".join("---" for _ in HEADER) + "|"]
     for row in rows:
         ratio = _ratio(ours, row["cpu_us_per_call"])
-        cells = [row["client"], str(row["calls"]), f"{row['calls_per_s']:.0f}", f"{row['cpu_us_per_call']:.0f}",
-                 f"{row['p50_ms']:.2f}", str(row["failed"]), "" if ratio is None else f"{ratio:.2f}"]
+        cells = [
+            row["client"],
+            str(row["calls"]),
+            f"{row['calls_per_s']:.0f}",
+            f"{row['cpu_us_per_call']:.0f}",
+            f"{row['p50_ms']:.2f}",
+            str(row["failed"]),
+            "" if ratio is None else f"{ratio:.2f}",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def goals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     cpu = {r["client"]: r["cpu_us_per_call"] for r in rows}
-    reached = {"mcpuser_over_sdk": _ratio(cpu.get("mcpuser"), cpu.get("sdk")),
-               "mcpuser_over_bare_fasthttp": _ratio(cpu.get("mcpuser"), cpu.get("bare-fasthttp"))}
-    return {key: {"goal_at_most": GOALS[key], "measured": value, "met": value is not None and value <= GOALS[key]}
-            for key, value in reached.items()}
+    reached = {
+        "mcpuser_over_sdk": _ratio(cpu.get("mcpuser"), cpu.get("sdk")),
+        "mcpuser_over_bare_fasthttp": _ratio(cpu.get("mcpuser"), cpu.get("bare-fasthttp")),
+    }
+    return {
+        key: {"goal_at_most": GOALS[key], "measured": value, "met": value is not None and value <= GOALS[key]}
+        for key, value in reached.items()
+    }
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -225,10 +256,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         gateway.stop()
     print(table(rows))
-    doc = {"settings": {"duration_s": opts.duration, "warmup_s": opts.warmup, "mode": opts.mode, "tool": TOOL,
-                        "document": DOC},
-           "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-           "rows": rows, "goals": goals(rows)}
+    doc = {
+        "settings": {
+            "duration_s": opts.duration,
+            "warmup_s": opts.warmup,
+            "mode": opts.mode,
+            "tool": TOOL,
+            "document": DOC,
+        },
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "rows": rows,
+        "goals": goals(rows),
+    }
     for key, goal in doc["goals"].items():
         measured = "n/a" if goal["measured"] is None else f"{goal['measured']:.2f}"
         print(f"{key}: {measured} (goal <= {goal['goal_at_most']}) {'met' if goal['met'] else 'NOT met'}")

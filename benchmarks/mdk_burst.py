@@ -25,29 +25,58 @@ from swarmgauge.files import write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 # The page (2026-10-27, M3 Max): acceptance under 1,000 submits/s for 3 s, and the red 5,000 / 5 run's rejections.
-PAGE = {"1000x2": "tens of ms at p50 (from 1,000 devices up)",
-        "5000x5": "green: p50 423 ms; red: p50 951 ms, p99 2,591 ms, 2,105 of 2,524 submits ERR_WORKER_NOT_ROUTABLE"}
+PAGE = {
+    "1000x2": "tens of ms at p50 (from 1,000 devices up)",
+    "5000x5": "green: p50 423 ms; red: p50 951 ms, p99 2,591 ms, 2,105 of 2,524 submits ERR_WORKER_NOT_ROUTABLE",
+}
 NOT_ROUTABLE = "Rejected(ERR_WORKER_NOT_ROUTABLE)"
 
 
 def run_burst(profile: str, run_dir: Path, timeout: float) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "locust", "-f", "locustfiles/mdk_fleet.py", "--headless", "--only-summary",
-           "--mdk-scenario", "burst", "--mdk-profile", profile,
-           "--mdk-burst-users", "1000", "--sample-interval", "1", "--run-dir", str(run_dir)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        "locustfiles/mdk_fleet.py",
+        "--headless",
+        "--only-summary",
+        "--mdk-scenario",
+        "burst",
+        "--mdk-profile",
+        profile,
+        "--mdk-burst-users",
+        "1000",
+        "--sample-interval",
+        "1",
+        "--run-dir",
+        str(run_dir),
+    ]
     started = time.time()
     with open(run_dir.parent / f"{run_dir.name}.log", "w") as log:
         code = subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, timeout=timeout).returncode
-    summary = json.loads((run_dir / "summary.json").read_text()).get("MDK fleet", {}) \
-        if (run_dir / "summary.json").is_file() else {}
+    summary = (
+        json.loads((run_dir / "summary.json").read_text()).get("MDK fleet", {})
+        if (run_dir / "summary.json").is_file()
+        else {}
+    )
     doc = json.loads((run_dir / "mdk.json").read_text()) if (run_dir / "mdk.json").is_file() else {}
     acceptance = ((summary.get("actions") or {}).get("acceptance") or [{}])[0]
-    return {"profile": profile, "run_dir": str(run_dir), "locust_exit_code": code, "seconds": time.time() - started,
-            "submits": acceptance.get("submits"), "p50_ms": acceptance.get("p50_ms"),
-            "p99_ms": acceptance.get("p99_ms"), "not_routable": (doc.get("errors") or {}).get(NOT_ROUTABLE, 0),
-            "queued": (doc.get("actions") or {}).get("queued"), "kernel": doc.get("kernel"),
-            "kernel_p50_ms": ((doc.get("kernel") or {}).get("accept_ms") or {}).get("0.5"),
-            "kernel_p99_ms": ((doc.get("kernel") or {}).get("accept_ms") or {}).get("0.99"),
-            "missed_pings": (doc.get("kernel") or {}).get("missed_pings")}
+    return {
+        "profile": profile,
+        "run_dir": str(run_dir),
+        "locust_exit_code": code,
+        "seconds": time.time() - started,
+        "submits": acceptance.get("submits"),
+        "p50_ms": acceptance.get("p50_ms"),
+        "p99_ms": acceptance.get("p99_ms"),
+        "not_routable": (doc.get("errors") or {}).get(NOT_ROUTABLE, 0),
+        "queued": (doc.get("actions") or {}).get("queued"),
+        "kernel": doc.get("kernel"),
+        "kernel_p50_ms": ((doc.get("kernel") or {}).get("accept_ms") or {}).get("0.5"),
+        "kernel_p99_ms": ((doc.get("kernel") or {}).get("accept_ms") or {}).get("0.99"),
+        "missed_pings": (doc.get("kernel") or {}).get("missed_pings"),
+    }
 
 
 def _ms(value: Any) -> str:
@@ -67,15 +96,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = [run_burst(profile, out / f"{profile}-run{i + 1}", args.timeout)
-            for profile in profiles for i in range(args.runs)]
-    print("| profile | run | submits | accepted | ERR_WORKER_NOT_ROUTABLE | missed pings | acceptance p50 | p99 | "
-          "Kernel's own p50 | p99 | page |")
+    rows = [
+        run_burst(profile, out / f"{profile}-run{i + 1}", args.timeout)
+        for profile in profiles
+        for i in range(args.runs)
+    ]
+    print(
+        "| profile | run | submits | accepted | ERR_WORKER_NOT_ROUTABLE | missed pings | acceptance p50 | p99 | "
+        "Kernel's own p50 | p99 | page |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for index, row in enumerate(rows):
-        print(f"| {row['profile']} | {index % args.runs + 1} | {row['submits']} | {row['queued']} | "
-              f"{row['not_routable']} | {row['missed_pings']} | {_ms(row['p50_ms'])} | {_ms(row['p99_ms'])} | "
-              f"{_ms(row['kernel_p50_ms'])} | {_ms(row['kernel_p99_ms'])} | {PAGE.get(row['profile'], '')} |")
+        print(
+            f"| {row['profile']} | {index % args.runs + 1} | {row['submits']} | {row['queued']} | "
+            f"{row['not_routable']} | {row['missed_pings']} | {_ms(row['p50_ms'])} | {_ms(row['p99_ms'])} | "
+            f"{_ms(row['kernel_p50_ms'])} | {_ms(row['kernel_p99_ms'])} | {PAGE.get(row['profile'], '')} |"
+        )
     print(f"written {write_json(out / 'mdk-burst.json', {'settings': vars(args), 'page': PAGE, 'rows': rows})}")
     return 0 if all(row["submits"] for row in rows) else 1
 

@@ -25,19 +25,20 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-import locust  # noqa: F401 - gevent's monkey patching, before anything opens a socket
 import gevent
+import locust  # noqa: F401 - gevent's monkey patching, before anything opens a socket
 from locust.contrib.fasthttp import FastHttpSession
 from locust.env import Environment
 from locust.event import Events
 
+from swarmgauge.files import write_json
 from swarmgauge.listeners import steps
 from swarmgauge.listeners.step_stats import StepMerge
 from swarmgauge.shapes.open_model import TicketScheduler
-from swarmgauge.files import write_json
 from swarmgauge.targets.launch import launch_target
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,14 +64,23 @@ def _environment() -> Environment:
 
 def _session(environment: Environment, url: str) -> FastHttpSession:
     """The client a FastHttpUser builds, with its default options, reporting to ``environment``'s event."""
-    return FastHttpSession(base_url=url, request_event=environment.events.request, user=None, network_timeout=60.0,
-                           connection_timeout=60.0, max_redirects=30, max_retries=0, concurrency=10)
+    return FastHttpSession(
+        base_url=url,
+        request_event=environment.events.request,
+        user=None,
+        network_timeout=60.0,
+        connection_timeout=60.0,
+        max_redirects=30,
+        max_retries=0,
+        concurrency=10,
+    )
 
 
 def _requests(session: FastHttpSession, count: int) -> Callable[[], None]:
     def run() -> None:
         for _ in range(count):
             session.get("/item", name="GET /item")
+
     return run
 
 
@@ -80,6 +90,7 @@ def _steps_listener(environment: Environment, count: int) -> Callable[[], None]:
         for index in range(count):
             steps.on_request(environment, "GET", "/item", 1.0 + (index % 97) * 0.37, None, start_time=now)
         StepMerge().add_batch("worker", steps._state(environment).recorder.drain())
+
     return run
 
 
@@ -87,8 +98,9 @@ def _open_model(count: int) -> Callable[[], None]:
     def run() -> None:
         environment = Environment(events=Events())
         scheduler = TicketScheduler(environment)
-        info = steps.StepInfo(0, "bench", TICKET_USERS, TICKET_RATE, time.time(), duration=count / TICKET_RATE,
-                              drop_after=60.0)
+        info = steps.StepInfo(
+            0, "bench", TICKET_USERS, TICKET_RATE, time.time(), duration=count / TICKET_RATE, drop_after=60.0
+        )
         taken = [0]
 
         def user() -> None:
@@ -98,11 +110,13 @@ def _open_model(count: int) -> Callable[[], None]:
         scheduler.start(info)
         gevent.joinall([gevent.spawn(user) for _ in range(TICKET_USERS)], timeout=60)
         scheduler.stop_issuing()
+
     return run
 
 
 def _paired_requests(environment: Environment, session: FastHttpSession, count: int) -> tuple[float, float]:
     """CPU per request without and with the steps listener on the event, alternating in chunks on one connection."""
+
     def listener(**kwargs: Any) -> None:
         steps.on_request(environment, **kwargs)
 
@@ -127,8 +141,12 @@ def measure(url: str, requests: int, rounds: int) -> dict[str, Any]:
     environment, listener_env = _environment(), _environment()
     session = _session(environment, url)
     _requests(session, min(200, requests))()  # connect and warm up
-    samples: dict[str, list[float]] = {"fasthttp": [], "fasthttp_with_steps": [], "steps_listener": [],
-                                       "open_model": []}
+    samples: dict[str, list[float]] = {
+        "fasthttp": [],
+        "fasthttp_with_steps": [],
+        "steps_listener": [],
+        "open_model": [],
+    }
     for _ in range(rounds):
         plain, with_steps = _paired_requests(environment, session, requests)
         samples["fasthttp"].append(plain)
@@ -149,11 +167,19 @@ def measure(url: str, requests: int, rounds: int) -> dict[str, Any]:
     for name, figure in figures.items():
         figure["share_of_fasthttp"] = figure["us_per_request"] / base if base else None
         if name != "fasthttp":
-            figure["under_target"] = figure["share_of_fasthttp"] is not None \
-                and figure["share_of_fasthttp"] < TARGET_SHARE
-    return {"requests_per_round": requests, "rounds": rounds, "target_share": TARGET_SHARE, "figures": figures,
-            "samples_us": samples, "python": platform.python_version(), "machine": platform.machine(),
-            "measured_at": time.time()}
+            figure["under_target"] = (
+                figure["share_of_fasthttp"] is not None and figure["share_of_fasthttp"] < TARGET_SHARE
+            )
+    return {
+        "requests_per_round": requests,
+        "rounds": rounds,
+        "target_share": TARGET_SHARE,
+        "figures": figures,
+        "samples_us": samples,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "measured_at": time.time(),
+    }
 
 
 def print_table(result: dict[str, Any]) -> None:

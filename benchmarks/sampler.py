@@ -19,23 +19,46 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from swarmgauge.listeners.sources import SourceError, parse_source
 from swarmgauge.files import write_json
+from swarmgauge.listeners.sources import SourceError, parse_source
 from swarmgauge.targets.launch import launch_target
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "sampler.json"
-GC_LINE = ("gc {n} @{t:.3f}s 1%: 0.018+1.2+0.003 ms clock, 0.14+0.5/1.0/0+0.024 ms cpu, 40->41->20 MB, "
-           "42 MB goal, 0 MB stacks, 0 MB globals, 8 P\n")
-MEMSTATS = "".join(f"# {k} = {v}\n" for k, v in (("Alloc", 2375120), ("Sys", 14001160), ("HeapAlloc", 2375120),
-                                                   ("HeapSys", 7831552), ("HeapInuse", 3375104), ("NumGC", 2)))
-PPROF = "heap profile: 1: 1048576 [1: 1048576] @ heap/1048576\n1: 1048576 [1: 1048576] @ 0x43e5a5\n\n\n" \
-        "# runtime.MemStats\n" + MEMSTATS
-EXPVAR = json.dumps({"memstats": {"Alloc": 2375120, "Sys": 14001160, "HeapAlloc": 2375120, "HeapInuse": 3375104,
-                                  "HeapSys": 7831552, "NumGC": 2}})
+GC_LINE = (
+    "gc {n} @{t:.3f}s 1%: 0.018+1.2+0.003 ms clock, 0.14+0.5/1.0/0+0.024 ms cpu, 40->41->20 MB, "
+    "42 MB goal, 0 MB stacks, 0 MB globals, 8 P\n"
+)
+MEMSTATS = "".join(
+    f"# {k} = {v}\n"
+    for k, v in (
+        ("Alloc", 2375120),
+        ("Sys", 14001160),
+        ("HeapAlloc", 2375120),
+        ("HeapSys", 7831552),
+        ("HeapInuse", 3375104),
+        ("NumGC", 2),
+    )
+)
+PPROF = (
+    "heap profile: 1: 1048576 [1: 1048576] @ heap/1048576\n1: 1048576 [1: 1048576] @ 0x43e5a5\n\n\n"
+    "# runtime.MemStats\n" + MEMSTATS
+)
+EXPVAR = json.dumps(
+    {
+        "memstats": {
+            "Alloc": 2375120,
+            "Sys": 14001160,
+            "HeapAlloc": 2375120,
+            "HeapInuse": 3375104,
+            "HeapSys": 7831552,
+            "NumGC": 2,
+        }
+    }
+)
 
 
 class GoDebug(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - http.server's name
+    def do_GET(self):
         body = (PPROF if self.path.startswith("/debug/pprof/heap") else EXPVAR).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
@@ -54,8 +77,9 @@ def cgroup_dir(scratch: Path) -> Path:
     tree = scratch / "cgroup"
     tree.mkdir()
     (tree / "memory.current").write_text("1879048192\n")
-    (tree / "memory.stat").write_text("anon 1610612736\nfile 268435456\ninactive_file 134217728\n"
-                                      "active_file 134217728\nslab 8388608\n")
+    (tree / "memory.stat").write_text(
+        "anon 1610612736\nfile 268435456\ninactive_file 134217728\nactive_file 134217728\nslab 8388608\n"
+    )
     (tree / "cpu.stat").write_text("usage_usec 123456789\nuser_usec 100000000\nsystem_usec 23456789\n")
     (tree / "memory.max").write_text("max\n")
     return tree
@@ -76,8 +100,13 @@ def cost_per_sample(spec: str, samples: int, between=None) -> dict:
         except SourceError:
             failures += 1
         spent += time.process_time() - started
-    return {"source": spec.split(":", 1)[0], "spec": spec, "samples": samples, "failures": failures,
-            "cpu_us_per_sample": round(spent / samples * 1e6, 1)}
+    return {
+        "source": spec.split(":", 1)[0],
+        "spec": spec,
+        "samples": samples,
+        "failures": failures,
+        "cpu_us_per_sample": round(spent / samples * 1e6, 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,10 +147,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'source':8} {'µs CPU / sample':>16} {'failures':>9}")
     for case in cases:
         print(f"{case['source']:8} {case['cpu_us_per_sample']:>16,.1f} {case['failures']:>9}")
-    print(f"five sources (psutil, cgroup, gctrace, pprof, prom) at a {args.interval:g} s interval: "
-          f"{per_interval_us / 1000:.2f} ms CPU per interval = {share:.3f} % of a core (target < 1 %)")
-    result = {"interval_s": args.interval, "cases": cases, "five_sources_cpu_ms_per_interval": per_interval_us / 1000,
-              "five_sources_core_percent": share, "target_core_percent": 1.0}
+    print(
+        f"five sources (psutil, cgroup, gctrace, pprof, prom) at a {args.interval:g} s interval: "
+        f"{per_interval_us / 1000:.2f} ms CPU per interval = {share:.3f} % of a core (target < 1 %)"
+    )
+    result = {
+        "interval_s": args.interval,
+        "cases": cases,
+        "five_sources_cpu_ms_per_interval": per_interval_us / 1000,
+        "five_sources_core_percent": share,
+        "target_core_percent": 1.0,
+    }
     print(f"written to {write_json(args.out, result, indent=1)}")
     return 0
 

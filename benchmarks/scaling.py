@@ -83,8 +83,9 @@ class Nginx:
         self.port = free_port()
         conf = self.prefix / "nginx.conf"
         conf.write_text(NGINX_CONF.format(workers=workers, prefix=self.prefix, port=self.port))
-        self.process = subprocess.Popen([binary, "-p", str(self.prefix), "-c", str(conf)],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.process = subprocess.Popen(
+            [binary, "-p", str(self.prefix), "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         self.url = f"http://127.0.0.1:{self.port}"
         self._wait_ready()
 
@@ -132,13 +133,45 @@ def run_distributed(url: str, workers: int, users: int, seconds: int, run_dir: P
     port = str(free_port())
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     master = subprocess.Popen(
-        _locust("--headless", "--host", url, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port",
-                port, "--expect-workers", str(workers), "--expect-workers-max-wait", "60", "--steps", str(users),
-                "--step-time", f"{seconds}s", "--stop-timeout", "2", "--run-dir", str(run_dir), "--no-report"),
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    children = [subprocess.Popen(_locust("--worker", "--master-host", "127.0.0.1", "--master-port", port), cwd=ROOT,
-                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                for _ in range(workers)]
+        _locust(
+            "--headless",
+            "--host",
+            url,
+            "--master",
+            "--master-bind-host",
+            "127.0.0.1",
+            "--master-bind-port",
+            port,
+            "--expect-workers",
+            str(workers),
+            "--expect-workers-max-wait",
+            "60",
+            "--steps",
+            str(users),
+            "--step-time",
+            f"{seconds}s",
+            "--stop-timeout",
+            "2",
+            "--run-dir",
+            str(run_dir),
+            "--no-report",
+        ),
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    children = [
+        subprocess.Popen(
+            _locust("--worker", "--master-host", "127.0.0.1", "--master-port", port),
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(workers)
+    ]
     try:
         stdout, stderr = master.communicate(timeout=seconds + 120)
     finally:
@@ -151,9 +184,16 @@ def _step_figures(run_dir: Path) -> dict[str, Any]:
 
     with open(resolve(run_dir) / "steps.csv", newline="") as handle:
         [row] = [r for r in csv.DictReader(handle) if r["name"] == "Aggregated"]
-    return {"requests": int(row["requests"]), "failures": int(row["failures"]), "duration_s": float(row["duration_s"]),
-            "rps": float(row["rps"]), "p50_ms": float(row["p50_ms"] or 0), "p99_ms": float(row["p99_ms"] or 0),
-            "workers_reporting": int(row["workers"]), "generator_cpu_max": float(row["generator_cpu_max"] or 0)}
+    return {
+        "requests": int(row["requests"]),
+        "failures": int(row["failures"]),
+        "duration_s": float(row["duration_s"]),
+        "rps": float(row["rps"]),
+        "p50_ms": float(row["p50_ms"] or 0),
+        "p99_ms": float(row["p99_ms"] or 0),
+        "workers_reporting": int(row["workers"]),
+        "generator_cpu_max": float(row["generator_cpu_max"] or 0),
+    }
 
 
 def measure(users: int, seconds: int, rounds: int, nginx_workers: int) -> dict[str, Any]:
@@ -167,19 +207,24 @@ def measure(users: int, seconds: int, rounds: int, nginx_workers: int) -> dict[s
                     cpu_before = nginx.cpu_seconds()
                     result = run_distributed(nginx.url, workers, users, seconds, run_dir)
                     if result.returncode != 0:
-                        raise SwarmgaugeError(f"the {workers}-worker run exited {result.returncode}: "
-                                              f"{result.stderr.strip()[-800:]}")
+                        raise SwarmgaugeError(
+                            f"the {workers}-worker run exited {result.returncode}: {result.stderr.strip()[-800:]}"
+                        )
                     figures = _step_figures(run_dir)
                     nginx_cpu = nginx.cpu_seconds() - cpu_before
                     held = figures["duration_s"] or float(seconds)  # nginx idles through start-up and teardown
-                    figures.update(round=round_index, workers=workers,
-                                   nginx_cpu_percent=round(100.0 * nginx_cpu / held, 1))
+                    figures.update(
+                        round=round_index, workers=workers, nginx_cpu_percent=round(100.0 * nginx_cpu / held, 1)
+                    )
                     runs.append(figures)
     finally:
         nginx.stop()
     medians = {w: statistics.median(r["rps"] for r in runs if r["workers"] == w) for w in (1, 2)}
     return {
-        "benchmark": "scaling", "users": users, "seconds_per_run": seconds, "rounds": rounds,
+        "benchmark": "scaling",
+        "users": users,
+        "seconds_per_run": seconds,
+        "rounds": rounds,
         "target": {"kind": "nginx static file", "bytes": len(BODY), "nginx_workers": nginx_workers},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "rps_median": {"1": round(medians[1], 1), "2": round(medians[2], 1)},
@@ -189,14 +234,22 @@ def measure(users: int, seconds: int, rounds: int, nginx_workers: int) -> dict[s
 
 
 def print_table(result: dict[str, Any]) -> None:
-    print(f"FastHttpUser GETs of a static file on nginx, {result['users']} users, {result['seconds_per_run']} s a run, "
-          f"{result['machine']['cpus']} CPUs")
-    print(f"{'workers':>7} {'round':>5} {'req/s':>9} {'p50 ms':>7} {'p99 ms':>7} {'worker cpu max':>14} {'nginx cpu':>9}")
+    print(
+        f"FastHttpUser GETs of a static file on nginx, {result['users']} users, {result['seconds_per_run']} s a run, "
+        f"{result['machine']['cpus']} CPUs"
+    )
+    print(
+        f"{'workers':>7} {'round':>5} {'req/s':>9} {'p50 ms':>7} {'p99 ms':>7} {'worker cpu max':>14} {'nginx cpu':>9}"
+    )
     for run in result["runs"]:
-        print(f"{run['workers']:>7} {run['round']:>5} {run['rps']:>9.0f} {run['p50_ms']:>7.1f} {run['p99_ms']:>7.1f} "
-              f"{run['generator_cpu_max']:>13.0f}% {run['nginx_cpu_percent']:>8.0f}%")
-    print(f"median req/s: 1 worker {result['rps_median']['1']:.0f}, 2 workers {result['rps_median']['2']:.0f}; "
-          f"ratio 2:1 = {result['ratio_2_to_1']}")
+        print(
+            f"{run['workers']:>7} {run['round']:>5} {run['rps']:>9.0f} {run['p50_ms']:>7.1f} {run['p99_ms']:>7.1f} "
+            f"{run['generator_cpu_max']:>13.0f}% {run['nginx_cpu_percent']:>8.0f}%"
+        )
+    print(
+        f"median req/s: 1 worker {result['rps_median']['1']:.0f}, 2 workers {result['rps_median']['2']:.0f}; "
+        f"ratio 2:1 = {result['ratio_2_to_1']}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

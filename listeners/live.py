@@ -29,8 +29,16 @@ logger = logging.getLogger("swarmgauge.live")
 DEFAULT_CHECK_SECONDS = 5.0
 FINAL_REPORT_SECONDS = 5.0
 MAX_ABORT_CHECKS = 10_000_000
-MEMORY_METRICS = ("rss_bytes", "process_resident_memory_bytes", "working_set_bytes", "live_heap_bytes",
-                  "heap_inuse_bytes", "go_memstats_heap_inuse_bytes", "heap_alloc_bytes", "uss_bytes")
+MEMORY_METRICS = (
+    "rss_bytes",
+    "process_resident_memory_bytes",
+    "working_set_bytes",
+    "live_heap_bytes",
+    "heap_inuse_bytes",
+    "go_memstats_heap_inuse_bytes",
+    "heap_alloc_bytes",
+    "uss_bytes",
+)
 MAX_POINTS_PER_SERIES = 2000
 MIB = 1024.0 * 1024.0
 
@@ -54,8 +62,15 @@ def slo_verdicts(environment: Any) -> list[dict[str, Any]]:
         try:
             verdicts.append(slo.evaluate(environment, slo.parse(expr)))
         except Exception as exc:  # noqa: BLE001 - a view must not break on one threshold
-            verdicts.append({"expr": expr, "status": "unknown", "colour": "amber", "observed": None,
-                             "error": f"{type(exc).__name__}: {exc}"})
+            verdicts.append(
+                {
+                    "expr": expr,
+                    "status": "unknown",
+                    "colour": "amber",
+                    "observed": None,
+                    "error": f"{type(exc).__name__}: {exc}",
+                }
+            )
     return verdicts
 
 
@@ -85,9 +100,16 @@ def resource_series(environment: Any) -> list[dict[str, Any]]:
     result = []
     for (node, source, metric), points in sorted(series.items(), key=lambda item: (item[0][1] == "generator", item[0])):
         points = sorted(points)[-MAX_POINTS_PER_SERIES:]
-        result.append({"node": node, "source": source, "metric": metric, "unit": "MiB",
-                       "points": [[round(t, 3), round(v, 3)] for t, v in points],
-                       "slope_mib_per_h": _slope_per_hour(points)})
+        result.append(
+            {
+                "node": node,
+                "source": source,
+                "metric": metric,
+                "unit": "MiB",
+                "points": [[round(t, 3), round(v, 3)] for t, v in points],
+                "slope_mib_per_h": _slope_per_hour(points),
+            }
+        )
     return result
 
 
@@ -167,10 +189,14 @@ def breached(environment: Any) -> dict[str, Any] | None:
             continue
         info = steps.current_step(environment)
         failing = [s for s in verdict.get("steps", []) if s["status"] == "fail"]
-        return {"expr": expr, "observed": verdict["observed"], "threshold": verdict["value"],
-                "step": failing[0]["step"] if failing else getattr(info, "index", None),
-                "label": failing[0]["label"] if failing else getattr(info, "label", None),
-                "at": time.time()}
+        return {
+            "expr": expr,
+            "observed": verdict["observed"],
+            "threshold": verdict["value"],
+            "step": failing[0]["step"] if failing else getattr(info, "index", None),
+            "label": failing[0]["label"] if failing else getattr(info, "label", None),
+            "at": time.time(),
+        }
     return None
 
 
@@ -201,8 +227,10 @@ def _abort(environment: Any, record: dict[str, Any]) -> None:
     environment._swarmgauge_aborted = record
     environment.process_exit_code = slo.SLO_EXIT_CODE
     rundir.add_run_info(environment, "aborted", record)
-    message = (f"swarmgauge: run aborted: {record['expr']} breached in step {record['step']} ({record['label']}), "
-               f"observed {record['observed']:.6g}, after {record['after_s']} s")
+    message = (
+        f"swarmgauge: run aborted: {record['expr']} breached in step {record['step']} ({record['label']}), "
+        f"observed {record['observed']:.6g}, after {record['after_s']} s"
+    )
     logger.error(message)
     sys.stderr.write(message + "\n")
     steps.end_run(environment)

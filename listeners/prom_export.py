@@ -16,7 +16,8 @@ Served at ``/swarmgauge/metrics`` on the web UI, and with ``--prometheus-port PO
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from locust import events
 from locust.runners import WorkerRunner
@@ -51,18 +52,23 @@ class RunCollector:
 
     def collect(self) -> Iterable[Any]:
         view = live.snapshot(self.environment)
-        requests = CounterMetricFamily("swarmgauge_requests", "Requests per step and name (as steps.csv)",
-                                       labels=NAME_LABELS)
+        requests = CounterMetricFamily(
+            "swarmgauge_requests", "Requests per step and name (as steps.csv)", labels=NAME_LABELS
+        )
         failures = CounterMetricFamily("swarmgauge_failures", "Failed requests per step and name", labels=NAME_LABELS)
-        dropped = CounterMetricFamily("swarmgauge_dropped", "Open-model tickets dropped per step",
-                                      labels=["step", "label"])
-        latency = GaugeMetricFamily("swarmgauge_latency_seconds", "Latency quantiles per step and name (HDR)",
-                                    labels=NAME_LABELS + ["quantile"])
+        dropped = CounterMetricFamily(
+            "swarmgauge_dropped", "Open-model tickets dropped per step", labels=["step", "label"]
+        )
+        latency = GaugeMetricFamily(
+            "swarmgauge_latency_seconds", "Latency quantiles per step and name (HDR)", labels=NAME_LABELS + ["quantile"]
+        )
         users = GaugeMetricFamily("swarmgauge_step_users", "Users planned for the step", labels=["step", "label"])
-        rate = GaugeMetricFamily("swarmgauge_step_target_rate", "Arrival rate planned for the step (1/s)",
-                                 labels=["step", "label"])
-        rps = GaugeMetricFamily("swarmgauge_step_rps", "Measured requests per second in the step",
-                                labels=["step", "label"])
+        rate = GaugeMetricFamily(
+            "swarmgauge_step_target_rate", "Arrival rate planned for the step (1/s)", labels=["step", "label"]
+        )
+        rps = GaugeMetricFamily(
+            "swarmgauge_step_rps", "Measured requests per second in the step", labels=["step", "label"]
+        )
         for row in view["steps"]:
             step_labels = [str(row["step"]), str(row["label"])]
             if row["name"] == "Aggregated":
@@ -86,16 +92,19 @@ class RunCollector:
     def _run_families(view: dict[str, Any]) -> Iterable[Any]:
         current = GaugeMetricFamily("swarmgauge_current_step", "Index of the step running now (-1 before the first)")
         current.add_metric([], float(view["current_step"]["index"]) if view["current_step"] else -1.0)
-        state = GaugeMetricFamily("swarmgauge_slo_state", "SLO verdict so far: 0 pass, 1 unknown, 2 fail",
-                                  labels=["expr"])
-        observed = GaugeMetricFamily("swarmgauge_slo_observed", "SLO observed value so far, base units",
-                                     labels=["expr"])
+        state = GaugeMetricFamily(
+            "swarmgauge_slo_state", "SLO verdict so far: 0 pass, 1 unknown, 2 fail", labels=["expr"]
+        )
+        observed = GaugeMetricFamily(
+            "swarmgauge_slo_observed", "SLO observed value so far, base units", labels=["expr"]
+        )
         for verdict in view["slo"]:
             state.add_metric([verdict["expr"]], float(SLO_STATE.get(verdict["status"], 1)))
             if verdict.get("observed") is not None:
                 observed.add_metric([verdict["expr"]], float(verdict["observed"]))
-        resource = GaugeMetricFamily("swarmgauge_resource", "Last sample of each sampled resource series",
-                                     labels=["node", "source", "metric"])
+        resource = GaugeMetricFamily(
+            "swarmgauge_resource", "Last sample of each sampled resource series", labels=["node", "source", "metric"]
+        )
         for sample in view["latest_resources"]:
             resource.add_metric([sample["node"], sample["source"], sample["metric"]], float(sample["value"]))
         lost = GaugeMetricFamily("swarmgauge_lost_workers", "Workers lost during the run")
@@ -112,11 +121,21 @@ def exposition(environment: Any) -> bytes:
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument("--prometheus-port", type=int, default=0, env_var="SWARMGAUGE_PROMETHEUS_PORT",
-                        include_in_web_ui=False,
-                        help="Also serve /metrics (Prometheus text) on this port of the master; 0: only on the web UI")
-    parser.add_argument("--prometheus-host", default="127.0.0.1", env_var="SWARMGAUGE_PROMETHEUS_HOST",
-                        include_in_web_ui=False, help="Interface of --prometheus-port (default 127.0.0.1)")
+    parser.add_argument(
+        "--prometheus-port",
+        type=int,
+        default=0,
+        env_var="SWARMGAUGE_PROMETHEUS_PORT",
+        include_in_web_ui=False,
+        help="Also serve /metrics (Prometheus text) on this port of the master; 0: only on the web UI",
+    )
+    parser.add_argument(
+        "--prometheus-host",
+        default="127.0.0.1",
+        env_var="SWARMGAUGE_PROMETHEUS_HOST",
+        include_in_web_ui=False,
+        help="Interface of --prometheus-port (default 127.0.0.1)",
+    )
 
 
 def _wsgi_app(environment: Any) -> Any:

@@ -11,8 +11,14 @@ from typing import Any
 
 from locust import events
 
-CHATTY_LOGGERS = ("quic", "httpx", "httpcore", "mcp.client.streamable_http", "mcp.server.streamable_http",
-                  "mcp.server.streamable_http_manager")
+CHATTY_LOGGERS = (
+    "quic",
+    "httpx",
+    "httpcore",
+    "mcp.client.streamable_http",
+    "mcp.server.streamable_http",
+    "mcp.server.streamable_http_manager",
+)
 
 
 def quiet_libraries(loglevel: str | None) -> None:

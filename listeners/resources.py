@@ -26,38 +26,71 @@ from locust import events
 from locust.runners import MasterRunner, WorkerRunner
 
 from swarmgauge.core import hooks
+from swarmgauge.core.trend import Warmup, parse_warmup
+from swarmgauge.core.verdict import (
+    COLUMNS,
+    GENERATOR_SOURCE,
+    HEAP_METRICS,
+    REQUESTS_SOURCE,
+    RSS_METRICS,
+    WORKING_SET_METRICS,
+    Row,
+    leak_verdict,
+    trends,
+    worst,
+)
+from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners.rundir import add_run_info, run_dir
 from swarmgauge.listeners.sources import Source, SourceError, parse_source
 from swarmgauge.listeners.sources.proc import PsutilSource
-from swarmgauge.core.trend import Warmup, parse_warmup
 from swarmgauge.listeners.steps import current_step
-from swarmgauge.core.verdict import (COLUMNS, GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
-                                       WORKING_SET_METRICS, Row, leak_verdict, trends, worst)
-from swarmgauge.errors import UsageError, stop_on_usage_error
 
 log = logging.getLogger(__name__)
 REPORT_KEY = "swarmgauge_resources"
 CSV_NAME = "resources.csv"
-_SAMPLERS: "weakref.WeakKeyDictionary[Any, ResourceSampler]" = weakref.WeakKeyDictionary()
+_SAMPLERS: weakref.WeakKeyDictionary[Any, ResourceSampler] = weakref.WeakKeyDictionary()
 
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser) -> None:
-    parser.add_argument("--sample", action="append", default=[], metavar="SOURCE", env_var="SWARMGAUGE_SAMPLE",
-                        include_in_web_ui=True, is_multiple=True,
-                        help="target to sample (repeatable; ';' separates several in one value): psutil:pid=N, "
-                             "psutil:pidfile=PATH, psutil:match=REGEX[,uss], cgroup:PATH, gctrace:LOGFILE, "
-                             "pprof:URL, expvar:URL, prom:URL#metric,metric")
-    parser.add_argument("--sample-interval", type=float, default=5.0, metavar="SECONDS",
-                        env_var="SWARMGAUGE_SAMPLE_INTERVAL", include_in_web_ui=True,
-                        help="seconds between samples (default 5)")
-    parser.add_argument("--sample-on", choices=("master", "workers"), default="master",
-                        env_var="SWARMGAUGE_SAMPLE_ON", include_in_web_ui=True,
-                        help="where the --sample sources are polled: master (default) or every worker")
-    parser.add_argument("--sample-warmup", default="10%", metavar="DURATION", env_var="SWARMGAUGE_SAMPLE_WARMUP",
-                        include_in_web_ui=True,
-                        help="ignore this much of the start for slopes and deltas: 30s, 2m or 10%% (default 10%%)")
+    parser.add_argument(
+        "--sample",
+        action="append",
+        default=[],
+        metavar="SOURCE",
+        env_var="SWARMGAUGE_SAMPLE",
+        include_in_web_ui=True,
+        is_multiple=True,
+        help="target to sample (repeatable; ';' separates several in one value): psutil:pid=N, "
+        "psutil:pidfile=PATH, psutil:match=REGEX[,uss], cgroup:PATH, gctrace:LOGFILE, "
+        "pprof:URL, expvar:URL, prom:URL#metric,metric",
+    )
+    parser.add_argument(
+        "--sample-interval",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        env_var="SWARMGAUGE_SAMPLE_INTERVAL",
+        include_in_web_ui=True,
+        help="seconds between samples (default 5)",
+    )
+    parser.add_argument(
+        "--sample-on",
+        choices=("master", "workers"),
+        default="master",
+        env_var="SWARMGAUGE_SAMPLE_ON",
+        include_in_web_ui=True,
+        help="where the --sample sources are polled: master (default) or every worker",
+    )
+    parser.add_argument(
+        "--sample-warmup",
+        default="10%",
+        metavar="DURATION",
+        env_var="SWARMGAUGE_SAMPLE_WARMUP",
+        include_in_web_ui=True,
+        help="ignore this much of the start for slopes and deltas: 30s, 2m or 10%% (default 10%%)",
+    )
 
 
 def source_specs(options: Any) -> list[str]:
@@ -76,7 +109,7 @@ def add_sample_source(environment, spec: str) -> None:
         specs.append(spec)
 
 
-def sampler_for(environment) -> "ResourceSampler":
+def sampler_for(environment) -> ResourceSampler:
     sampler = _SAMPLERS.get(environment)
     if sampler is None:
         sampler = _SAMPLERS[environment] = ResourceSampler(environment)
@@ -138,7 +171,8 @@ class ResourceSampler:
         self.node = _node_name(self.environment)
         on_workers = getattr(options, "sample_on", "master") == "workers"
         polls_targets = (self.node.startswith("worker:") and on_workers) or (
-            self.node == "local" or (self.node == "master" and not on_workers))
+            self.node == "local" or (self.node == "master" and not on_workers)
+        )
         specs = list(dict.fromkeys(source_specs(options) + self.extra_specs)) if polls_targets else []
         self.sources = [parse_source(spec) for spec in specs]
         generator = PsutilSource(pid=os.getpid(), children=False)  # an embedded target child is the target
@@ -182,17 +216,21 @@ class ResourceSampler:
             except Exception as exc:  # noqa: BLE001 - a broken source must not stop the sampler
                 failed.append((source.label, f"{type(exc).__name__}: {exc}"))
                 continue
-            taken += [Row(now, elapsed, step, self.node, source.label, r.metric, float(r.value), self.round)
-                      for r in readings]
+            taken += [
+                Row(now, elapsed, step, self.node, source.label, r.metric, float(r.value), self.round) for r in readings
+            ]
         if not self.node.startswith("worker:"):
             total = self.environment.stats.total.num_requests if self.environment.stats else 0
             taken.append(Row(now, elapsed, step, self.node, REQUESTS_SOURCE, "requests", float(total), self.round))
         if failed:
             for label, _ in failed:
                 self.failures[label] = self.failures.get(label, 0) + 1
-            log.warning("resource sampler: %d of %d sources failed this interval: %s", len(failed),
-                        len(self.sources), "; ".join(f"{label} ({why}; {self.failures[label]} failures so far)"
-                                                     for label, why in failed))
+            log.warning(
+                "resource sampler: %d of %d sources failed this interval: %s",
+                len(failed),
+                len(self.sources),
+                "; ".join(f"{label} ({why}; {self.failures[label]} failures so far)" for label, why in failed),
+            )
         self.rows.extend(taken)
         self.round += 1
         return taken
@@ -230,6 +268,7 @@ def _slo_provider(metrics: tuple[str, ...], attribute: str):
     def provider(environment, step: int | None) -> float | None:
         sampler = _SAMPLERS.get(environment)
         return None if sampler is None else sampler.term(metrics, attribute, step)
+
     return provider
 
 
@@ -292,7 +331,8 @@ def _on_quitting(environment, **_kwargs) -> None:
     status, text = sampler.verdict()
     _write_outputs(environment, sampler, status, text)
     if getattr(environment.parsed_options, "headless", False) and any(
-            r.source not in (GENERATOR_SOURCE, REQUESTS_SOURCE) for r in sampler.rows):
+        r.source not in (GENERATOR_SOURCE, REQUESTS_SOURCE) for r in sampler.rows
+    ):
         print(text, flush=True)
     log.info(text)
 
@@ -302,6 +342,15 @@ def _write_outputs(environment, sampler: ResourceSampler, status: str | None, te
     if directory is None:
         return
     write_atomic(directory / CSV_NAME, sampler.csv_text())
-    add_run_info(environment, "resources", {
-        "leak_verdict": status, "verdict": text, "interval_s": sampler.interval, "warmup": str(sampler.warmup),
-        "sources": [s.label for s in sampler.sources], "source_failures": dict(sampler.failures)})
+    add_run_info(
+        environment,
+        "resources",
+        {
+            "leak_verdict": status,
+            "verdict": text,
+            "interval_s": sampler.interval,
+            "warmup": str(sampler.warmup),
+            "sources": [s.label for s in sampler.sources],
+            "source_failures": dict(sampler.failures),
+        },
+    )

@@ -21,17 +21,18 @@ import math
 import operator
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 from locust import events
 from locust.runners import WorkerRunner
 
 from swarmgauge.core import hooks
-from swarmgauge.core.slo_units import LATENCY_METRICS, UNITS, in_unit  # noqa: F401 - in_unit is part of this API
+from swarmgauge.core.slo_units import LATENCY_METRICS, UNITS, in_unit
+from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.listeners import rundir, steps
 from swarmgauge.listeners.steps_csv import step_durations
-from swarmgauge.errors import UsageError, stop_on_usage_error
 
 logger = logging.getLogger("swarmgauge.slo")
 
@@ -41,7 +42,12 @@ Provider = Callable[[Any, "int | None"], "float | None"]
 register_metric = hooks.register_metric
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
-    "<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt,
+    "<=": operator.le,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    ">": operator.gt,
 }
 _EXPR = re.compile(
     r"^\s*(?P<left>[^<>=!]+?)\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<value>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
@@ -49,8 +55,11 @@ _EXPR = re.compile(
 )
 REQUEST_METRICS = set(LATENCY_METRICS) | {"max", "avg", "fail_ratio", "rps", "requests", "failures"}
 
+
 def known_metric(metric: str) -> bool:
-    return metric in REQUEST_METRICS or hooks.metric_provider(metric) is not None or metric in steps.step_counter_names()
+    return (
+        metric in REQUEST_METRICS or hooks.metric_provider(metric) is not None or metric in steps.step_counter_names()
+    )
 
 
 @dataclass(frozen=True)
@@ -93,8 +102,9 @@ def parse(expr: str) -> Threshold:
         raise UsageError(f"--slo {expr!r}: the threshold must be a finite number")
     if value < 0 and (metric in REQUEST_METRICS or metric in steps.step_counter_names()):
         raise UsageError(f"--slo {expr!r}: {metric} is never negative, so a negative threshold cannot be meant")
-    return Threshold(expr.strip(), metric, match.group("op"), value, unit, match.group("scope") or "run",
-                     request_type, name)
+    return Threshold(
+        expr.strip(), metric, match.group("op"), value, unit, match.group("scope") or "run", request_type, name
+    )
 
 
 def split_exprs(values: list[str] | str | None) -> list[str]:
@@ -120,7 +130,7 @@ def all_exprs(environment: Any) -> list[str]:
     exprs = split_exprs(getattr(options, "slo", None))
     shape = getattr(environment, "shape_class", None)
     try:
-        exprs += list(getattr(shape, "plan_slos", lambda: [])() if shape is not None else [])
+        exprs += list(getattr(shape, "plan_slos", list)() if shape is not None else [])
     except UsageError:
         pass  # a bad plan is the shape's own start-up check to report (shapes validates its plan's SLOs too)
     exprs += list(getattr(environment, "_swarmgauge_default_slos", []))

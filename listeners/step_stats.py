@@ -46,7 +46,7 @@ class NameStats:
         micros = int(response_time_ms * 1000.0 + 0.5)
         self.histogram.record_value(min(max(micros, LOWEST_US), HIGHEST_US))
 
-    def add(self, other: "NameStats") -> None:
+    def add(self, other: NameStats) -> None:
         self.histogram.add(other.histogram)
         self.requests += other.requests
         self.failures += other.failures
@@ -75,7 +75,7 @@ class TimelinePoint:
     p99_ms: float | None
 
     @classmethod
-    def of(cls, stats: NameStats) -> "TimelinePoint":
+    def of(cls, stats: NameStats) -> TimelinePoint:
         return cls(stats.requests, stats.failures, stats.percentile_ms(50), stats.percentile_ms(99))
 
 
@@ -112,8 +112,17 @@ class StepRecorder:
         """Everything recorded since the last drain, msgpack-safe; the recorder starts afresh."""
         batch = {
             "entries": [
-                [step, rtype, name, s.histogram.encode().decode("ascii"), s.requests, s.failures, s.total_ms,
-                 s.max_ms, s.none_times]
+                [
+                    step,
+                    rtype,
+                    name,
+                    s.histogram.encode().decode("ascii"),
+                    s.requests,
+                    s.failures,
+                    s.total_ms,
+                    s.max_ms,
+                    s.none_times,
+                ]
                 for (step, rtype, name), s in self.entries.items()
             ],
             "warmup": [[step, n] for step, n in self.warmup.items()],

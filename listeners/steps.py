@@ -26,8 +26,8 @@ from locust import events
 from locust.runners import MasterRunner, WorkerRunner
 
 from swarmgauge.core import hooks
-from swarmgauge.core.locust_compat import cache_default_args, has_message_handler, live_worker_ids
 from swarmgauge.core.hooks import StepInfo, before_flush, step_changed, step_counter_names
+from swarmgauge.core.locust_compat import cache_default_args, has_message_handler, live_worker_ids
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import rundir
 from swarmgauge.listeners.step_stats import NameStats, StepMerge, StepRecorder, TimelinePoint
@@ -109,8 +109,12 @@ def announce(environment: Any, info: StepInfo) -> None:
     if isinstance(runner, MasterRunner):
         workers = _live_workers(runner)
         for slot, client_id in enumerate(workers):
-            share = replace(info, rate_share=(info.rate / len(workers)) if info.rate is not None else None,
-                            slot=slot, slots=len(workers))
+            share = replace(
+                info,
+                rate_share=(info.rate / len(workers)) if info.rate is not None else None,
+                slot=slot,
+                slots=len(workers),
+            )
             runner.send_message(MESSAGE_TYPE, asdict(share), client_id=client_id)
 
 
@@ -189,8 +193,15 @@ def _implicit_step(environment: Any) -> None:
     _ensure_sampler(environment)
 
 
-def on_request(environment: Any, request_type: str, name: str, response_time: float | None,
-               exception: BaseException | None = None, start_time: float | None = None, **_kwargs: Any) -> None:
+def on_request(
+    environment: Any,
+    request_type: str,
+    name: str,
+    response_time: float | None,
+    exception: BaseException | None = None,
+    start_time: float | None = None,
+    **_kwargs: Any,
+) -> None:
     state = _state(environment)
     if not state.transitions:
         _implicit_step(environment)
@@ -271,9 +282,7 @@ def _on_init(environment: Any, **_kwargs: Any) -> None:
         if runner is not None and not has_message_handler(runner, message_type):
             runner.register_message(message_type, handler)
     _envs.append(environment)
-    environment.events.request.add_listener(
-        lambda **kw: on_request(environment, **kw)
-    )
+    environment.events.request.add_listener(lambda **kw: on_request(environment, **kw))
 
 
 @events.report_to_master.add_listener
@@ -318,9 +327,12 @@ def finalize(environment: Any) -> StepMerge:
         if directory is not None:
             rows = step_rows(state.merged, step_infos(environment), state.stopped_at, step_counter_names())
             write_atomic(directory / "steps.csv", write_rows(rows))
-            write_atomic(directory / "timeline.csv",
-                                write_rows(timeline_rows(state.timeline, state.timeline_steps, _timeline_bucket(environment)),
-                                           TIMELINE_COLUMNS))
+            write_atomic(
+                directory / "timeline.csv",
+                write_rows(
+                    timeline_rows(state.timeline, state.timeline_steps, _timeline_bucket(environment)), TIMELINE_COLUMNS
+                ),
+            )
             rundir.add_run_info(environment, "steps", [asdict(i) for i in step_infos(environment)])
     return state.merged
 

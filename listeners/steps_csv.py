@@ -4,14 +4,32 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from swarmgauge.listeners.step_stats import AGGREGATED, NameStats, StepMerge, TimelinePoint
 
 GENERATOR_BOUND_CPU = 90.0
 BASE_COLUMNS = [
-    "step", "label", "request_type", "name", "users", "target_rate", "started_at", "duration_s", "requests",
-    "failures", "fail_ratio", "rps", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "avg_ms", "warmup_requests",
+    "step",
+    "label",
+    "request_type",
+    "name",
+    "users",
+    "target_rate",
+    "started_at",
+    "duration_s",
+    "requests",
+    "failures",
+    "fail_ratio",
+    "rps",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "p999_ms",
+    "max_ms",
+    "avg_ms",
+    "warmup_requests",
 ]
 TAIL_COLUMNS = ["workers", "generator_cpu_max", "generator_bound"]
 TIMELINE_COLUMNS = ["time", "step", "requests", "failures", "p50_ms", "p99_ms"]
@@ -52,7 +70,9 @@ def step_durations(infos: list[Any], stopped_at: float | None) -> dict[int, floa
     return durations
 
 
-def step_rows(merged: StepMerge, infos: list[Any], stopped_at: float | None, counters: list[str]) -> list[dict[str, Any]]:
+def step_rows(
+    merged: StepMerge, infos: list[Any], stopped_at: float | None, counters: list[str]
+) -> list[dict[str, Any]]:
     by_index = {info.index: info for info in infos}
     durations = step_durations(infos, stopped_at)
     counter_names = list(dict.fromkeys(list(counters) + sorted({name for (_s, name) in merged.counters})))
@@ -89,25 +109,31 @@ def columns_of(rows: list[dict[str, Any]]) -> list[str]:
 
 def write_rows(rows: list[dict[str, Any]], columns: Iterable[str] | None = None) -> str:
     buffer = io.StringIO()
-    fields = list(columns) if columns is not None else (columns_of(rows) if rows and "step" in rows[0]
-                                                         else list(rows[0]) if rows else BASE_COLUMNS)
+    fields = (
+        list(columns)
+        if columns is not None
+        else (columns_of(rows) if rows and "step" in rows[0] else list(rows[0]) if rows else BASE_COLUMNS)
+    )
     writer = csv.DictWriter(buffer, fieldnames=fields, extrasaction="ignore")
     writer.writeheader()
     writer.writerows(rows)
     return buffer.getvalue()
 
 
-def timeline_rows(timeline: dict[int, TimelinePoint], steps: dict[int, int],
-                  bucket_seconds: float) -> list[dict[str, Any]]:
+def timeline_rows(
+    timeline: dict[int, TimelinePoint], steps: dict[int, int], bucket_seconds: float
+) -> list[dict[str, Any]]:
     rows = []
     for bucket in sorted(timeline):
         point = timeline[bucket]
-        rows.append({
-            "time": bucket * bucket_seconds,
-            "step": steps.get(bucket, 0),
-            "requests": point.requests,
-            "failures": point.failures,
-            "p50_ms": _round(point.p50_ms),
-            "p99_ms": _round(point.p99_ms),
-        })
+        rows.append(
+            {
+                "time": bucket * bucket_seconds,
+                "step": steps.get(bucket, 0),
+                "requests": point.requests,
+                "failures": point.failures,
+                "p50_ms": _round(point.p50_ms),
+                "p99_ms": _round(point.p99_ms),
+            }
+        )
     return rows

@@ -38,10 +38,21 @@ LOOPBACK = "127.0.0.1"
 CLOSE_WAIT_SECONDS = 30.0
 POLL_SECONDS = 0.1
 TAB_KEY = "swarmgauge"
-TAB_COLUMNS = [("step", "Step"), ("label", "Label"), ("users", "Users"), ("target_rate", "Rate"), ("rps", "req/s"),
-               ("p50_ms", "p50 ms"), ("p90_ms", "p90 ms"), ("p99_ms", "p99 ms"), ("requests", "Requests"),
-               ("failures", "Failures"), ("dropped", "Dropped"), ("generator_bound", "Generator-bound"),
-               ("slo", "SLO")]
+TAB_COLUMNS = [
+    ("step", "Step"),
+    ("label", "Label"),
+    ("users", "Users"),
+    ("target_rate", "Rate"),
+    ("rps", "req/s"),
+    ("p50_ms", "p50 ms"),
+    ("p90_ms", "p90 ms"),
+    ("p99_ms", "p99 ms"),
+    ("requests", "Requests"),
+    ("failures", "Failures"),
+    ("dropped", "Dropped"),
+    ("generator_bound", "Generator-bound"),
+    ("slo", "SLO"),
+]
 PAGE = Path(__file__).with_name("webui_page.html")
 
 
@@ -140,9 +151,11 @@ def _install(environment: Any, web_ui: Any) -> None:
     protect = web_ui.auth_required_if_enabled
     web_ui.template_args["extended_tabs"] = [{"title": "swarmgauge", "key": TAB_KEY}]
     web_ui.template_args["extended_tables"] = [
-        {"key": TAB_KEY, "structure": [{"key": key, "title": title} for key, title in TAB_COLUMNS]}]
+        {"key": TAB_KEY, "structure": [{"key": key, "title": title} for key, title in TAB_COLUMNS]}
+    ]
     web_ui.template_args["extended_csv_files"] = [
-        {"href": "./swarmgauge/", "title": "swarmgauge live view: steps, SLOs, memory chart, report"}]
+        {"href": "./swarmgauge/", "title": "swarmgauge live view: steps, SLOs, memory chart, report"}
+    ]
     original_update = web_ui.update_template_args
 
     def update_template_args() -> None:

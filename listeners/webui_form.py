@@ -123,8 +123,11 @@ def apply_common_fields(environment: Any, form: Any) -> None:
     from locust.util.timespan import parse_timespan
 
     parsed = environment.parsed_options
-    readers = {"user_count": ("num_users", int), "spawn_rate": ("spawn_rate", float),
-               "run_time": ("run_time", parse_timespan)}
+    readers = {
+        "user_count": ("num_users", int),
+        "spawn_rate": ("spawn_rate", float),
+        "run_time": ("run_time", parse_timespan),
+    }
     for field, (dest, read) in readers.items():
         text = (form.get(field) or "").strip()
         if not text:

@@ -98,8 +98,11 @@ class WorkerLossWatcher:
             "locust_requests_reported": self.locust_reported.get(client_id, 0),
         }
         self.lost.append(entry)
-        log.warning("worker %s lost (last heard from %.1f s ago); the run goes on with the others",
-                    client_id, entry["noticed_at"] - (entry["last_seen"] or entry["noticed_at"]))
+        log.warning(
+            "worker %s lost (last heard from %.1f s ago); the run goes on with the others",
+            client_id,
+            entry["noticed_at"] - (entry["last_seen"] or entry["noticed_at"]),
+        )
         self._publish()
 
     def _publish(self) -> None:

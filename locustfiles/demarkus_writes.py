@@ -26,12 +26,30 @@ from swarmgauge.users.mark_user import MarkUser
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument("--mark-write-paths", type=int, default=20, env_var="SWARMGAUGE_MARK_WRITE_PATHS",
-                        include_in_web_ui=True, help="how many documents the writers spread over")
-    parser.add_argument("--mark-retention", type=int, default=5, env_var="SWARMGAUGE_MARK_RETENTION",
-                        include_in_web_ui=True, help="versions the server keeps per written document")
-    parser.add_argument("--mark-write-rate", type=float, default=0.5, env_var="SWARMGAUGE_MARK_WRITE_RATE",
-                        include_in_web_ui=True, help="writes/s per SoakWriterUser")
+    parser.add_argument(
+        "--mark-write-paths",
+        type=int,
+        default=20,
+        env_var="SWARMGAUGE_MARK_WRITE_PATHS",
+        include_in_web_ui=True,
+        help="how many documents the writers spread over",
+    )
+    parser.add_argument(
+        "--mark-retention",
+        type=int,
+        default=5,
+        env_var="SWARMGAUGE_MARK_RETENTION",
+        include_in_web_ui=True,
+        help="versions the server keeps per written document",
+    )
+    parser.add_argument(
+        "--mark-write-rate",
+        type=float,
+        default=0.5,
+        env_var="SWARMGAUGE_MARK_WRITE_RATE",
+        include_in_web_ui=True,
+        help="writes/s per SoakWriterUser",
+    )
 
 
 @events.init.add_listener
@@ -79,8 +97,9 @@ class WriterUser(MarkUser):
         body = f"# Load document\n\nWrite {self.written} by {id(self):x}.\n"
         metadata = {"tags": "load, swarmgauge", "retention": str(self.retention)} if self.retention else None
         try:
-            self.client.publish(path, body, expected_version=expected, metadata=metadata, name="/load/{doc}",
-                                reraise=True)
+            self.client.publish(
+                path, body, expected_version=expected, metadata=metadata, name="/load/{doc}", reraise=True
+            )
         except Conflict:
             pass  # recorded as the failure it is; the path exists, so the next write FETCHes first
         except MarkError:

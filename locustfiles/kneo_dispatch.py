@@ -19,12 +19,12 @@ from locust import events
 from locust.runners import LocalRunner
 
 import swarmgauge.locust  # noqa: F401
-from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 from swarmgauge.errors import SwarmgaugeError, UsageError
-from swarmgauge.users.kneo import KneoUser
 from swarmgauge.listeners.resources import add_sample_source
+from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 from swarmgauge.targets.kneo import KneoService
 from swarmgauge.targets.postgres import PostgresCluster
+from swarmgauge.users.kneo import KneoUser
 
 log = logging.getLogger(__name__)
 
@@ -37,16 +37,38 @@ class KneoDispatchUser(KneoUser):
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument("--kneo-embedded-store", env_var="SWARMGAUGE_KNEO_EMBEDDED_STORE", default="sqlite",
-                        choices=("sqlite", "postgres"), include_in_web_ui=False,
-                        help="without --host: the store of the kneo-serv this locustfile starts")
-    parser.add_argument("--kneo-embedded-workers", env_var="SWARMGAUGE_KNEO_EMBEDDED_WORKERS", type=int,
-                        default=1, include_in_web_ui=False, help="without --host: KNEO_SERV_WORKER_CONCURRENCY")
-    parser.add_argument("--kneo-embedded-processes", env_var="SWARMGAUGE_KNEO_EMBEDDED_PROCESSES", type=int,
-                        default=1, include_in_web_ui=False,
-                        help="without --host: kneo-serv processes on the one PostgreSQL (users spread round robin)")
-    parser.add_argument("--kneo-embedded-queue-depth", env_var="SWARMGAUGE_KNEO_EMBEDDED_QUEUE_DEPTH", type=int,
-                        default=0, include_in_web_ui=False, help="without --host: KNEO_SERV_MAX_QUEUE_DEPTH")
+    parser.add_argument(
+        "--kneo-embedded-store",
+        env_var="SWARMGAUGE_KNEO_EMBEDDED_STORE",
+        default="sqlite",
+        choices=("sqlite", "postgres"),
+        include_in_web_ui=False,
+        help="without --host: the store of the kneo-serv this locustfile starts",
+    )
+    parser.add_argument(
+        "--kneo-embedded-workers",
+        env_var="SWARMGAUGE_KNEO_EMBEDDED_WORKERS",
+        type=int,
+        default=1,
+        include_in_web_ui=False,
+        help="without --host: KNEO_SERV_WORKER_CONCURRENCY",
+    )
+    parser.add_argument(
+        "--kneo-embedded-processes",
+        env_var="SWARMGAUGE_KNEO_EMBEDDED_PROCESSES",
+        type=int,
+        default=1,
+        include_in_web_ui=False,
+        help="without --host: kneo-serv processes on the one PostgreSQL (users spread round robin)",
+    )
+    parser.add_argument(
+        "--kneo-embedded-queue-depth",
+        env_var="SWARMGAUGE_KNEO_EMBEDDED_QUEUE_DEPTH",
+        type=int,
+        default=0,
+        include_in_web_ui=False,
+        help="without --host: KNEO_SERV_MAX_QUEUE_DEPTH",
+    )
 
 
 class EmbeddedKneo:
@@ -63,9 +85,13 @@ class EmbeddedKneo:
             if store == "postgres":
                 self.cluster = PostgresCluster(fsync=False).start()
                 dsn = self.cluster.dsn
-            self.service = KneoService(store=store, dsn=dsn, worker_concurrency=options.kneo_embedded_workers,
-                                       processes=options.kneo_embedded_processes,
-                                       max_queue_depth=options.kneo_embedded_queue_depth).start()
+            self.service = KneoService(
+                store=store,
+                dsn=dsn,
+                worker_concurrency=options.kneo_embedded_workers,
+                processes=options.kneo_embedded_processes,
+                max_queue_depth=options.kneo_embedded_queue_depth,
+            ).start()
         except BaseException:
             self.stop()
             raise

@@ -35,14 +35,14 @@ from locust.runners import WorkerRunner
 import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge import shapes
 from swarmgauge.core.durations import parse_duration
-from swarmgauge.shapes.plan import Plan, build_plan, load_plan_file
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
+from swarmgauge.listeners.resources import add_sample_source
+from swarmgauge.shapes.plan import Plan, build_plan, load_plan_file
+from swarmgauge.targets.launch import launch_target
 from swarmgauge.targets.mark.seed import corpus_paths
+from swarmgauge.targets.mcp_gateway import launch
 from swarmgauge.users import mcp as mcp_users
 from swarmgauge.users.mark_user import MarkUser
-from swarmgauge.listeners.resources import add_sample_source
-from swarmgauge.targets.launch import launch_target
-from swarmgauge.targets.mcp_gateway import launch
 
 log = logging.getLogger(__name__)
 CORPUS = 300
@@ -52,16 +52,36 @@ FETCH_NAME = "/corpus/{topic}/{doc}"
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument("--mcp-scenario", choices=("churn", "compare"), default="churn",
-                        env_var="SWARMGAUGE_MCP_SCENARIO", include_in_web_ui=True,
-                        help="default plan when no --plan/--rate is given: churn (5/s, 40 min) or compare "
-                             "(gateway mark_fetch, then direct FETCH, 1 user each)")
-    parser.add_argument("--mcp-compare-time", default="30s", env_var="SWARMGAUGE_MCP_COMPARE_TIME",
-                        include_in_web_ui=True, help="hold of each half of --mcp-scenario compare")
-    parser.add_argument("--mcp-embedded-args", default="", env_var="SWARMGAUGE_MCP_EMBEDDED_ARGS",
-                        include_in_web_ui=False, help="options for the embedded gateway started when --host is empty")
-    parser.add_argument("--mcp-direct-mark", default="", env_var="SWARMGAUGE_MCP_DIRECT_MARK", include_in_web_ui=True,
-                        help="Mark server DirectFetchUser reads (default: the embedded gateway's)")
+    parser.add_argument(
+        "--mcp-scenario",
+        choices=("churn", "compare"),
+        default="churn",
+        env_var="SWARMGAUGE_MCP_SCENARIO",
+        include_in_web_ui=True,
+        help="default plan when no --plan/--rate is given: churn (5/s, 40 min) or compare "
+        "(gateway mark_fetch, then direct FETCH, 1 user each)",
+    )
+    parser.add_argument(
+        "--mcp-compare-time",
+        default="30s",
+        env_var="SWARMGAUGE_MCP_COMPARE_TIME",
+        include_in_web_ui=True,
+        help="hold of each half of --mcp-scenario compare",
+    )
+    parser.add_argument(
+        "--mcp-embedded-args",
+        default="",
+        env_var="SWARMGAUGE_MCP_EMBEDDED_ARGS",
+        include_in_web_ui=False,
+        help="options for the embedded gateway started when --host is empty",
+    )
+    parser.add_argument(
+        "--mcp-direct-mark",
+        default="",
+        env_var="SWARMGAUGE_MCP_DIRECT_MARK",
+        include_in_web_ui=True,
+        help="Mark server DirectFetchUser reads (default: the embedded gateway's)",
+    )
 
 
 class MCPChurnPlan(shapes.PlanShape):
@@ -72,11 +92,12 @@ class MCPChurnPlan(shapes.PlanShape):
             return load_plan_file(CHURN_PLAN)
         hold = parse_duration(getattr(options, "mcp_compare_time", "30s"), "--mcp-compare-time")
         # Locust keeps its users when only the class changes at the same count: a second at 0 users swaps them.
-        stages = [{"label": "gateway mark_fetch", "users": 1, "duration": hold, "user_classes": ["MCPFetchUser"]},
-                  {"label": "switch", "users": 0, "duration": 1},
-                  {"label": "direct FETCH", "users": 1, "duration": hold, "user_classes": ["DirectFetchUser"]}]
-        return build_plan({"name": "mcp-gateway-vs-direct", "kind": "stages", "stages": stages},
-                          source="mcp_churn.py")
+        stages = [
+            {"label": "gateway mark_fetch", "users": 1, "duration": hold, "user_classes": ["MCPFetchUser"]},
+            {"label": "switch", "users": 0, "duration": 1},
+            {"label": "direct FETCH", "users": 1, "duration": hold, "user_classes": ["DirectFetchUser"]},
+        ]
+        return build_plan({"name": "mcp-gateway-vs-direct", "kind": "stages", "stages": stages}, source="mcp_churn.py")
 
 
 class _CorpusDocs:
@@ -158,8 +179,9 @@ class EmbeddedGateway:
             if process is not None:
                 setattr(self, name, None)
                 status = process.stop()
-                log.info("stopped the embedded %s (exit %s)", "MCP gateway" if name == "gateway" else "Mark server",
-                         status)
+                log.info(
+                    "stopped the embedded %s (exit %s)", "MCP gateway" if name == "gateway" else "Mark server", status
+                )
 
 
 _embedded = EmbeddedGateway()
@@ -184,8 +206,12 @@ def start_embedded(environment: Any) -> None:
             options.mcp_direct_mark = gateway.mark_url
     add_sample_source(environment, f"psutil:pid={gateway.pid}")
     add_sample_source(environment, f"prom:{gateway.base_url}/metrics#mcp_gateway_sessions_live")
-    log.info("no --host given: started the embedded MCP gateway at %s (pid %d) in front of %s", gateway.url,
-             gateway.pid, gateway.mark_url)
+    log.info(
+        "no --host given: started the embedded MCP gateway at %s (pid %d) in front of %s",
+        gateway.url,
+        gateway.pid,
+        gateway.mark_url,
+    )
 
 
 @events.init.add_listener

@@ -28,8 +28,8 @@ import collections
 import json
 import logging
 import re
-import time
 import shlex
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -40,25 +40,36 @@ from locust.runners import MasterRunner, WorkerRunner
 
 import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge import shapes
+from swarmgauge.core.durations import parse_duration
+from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.listeners import resources, rundir, slo, steps
 from swarmgauge.shapes.open_model import OpenModel, tickets
-from swarmgauge.core.durations import parse_duration
 from swarmgauge.shapes.plan import Plan, build_plan
-from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.targets.embedded import start_embedded
-from swarmgauge.users import mdk
 from swarmgauge.targets.mdk.drills import format_result, run_drill, save_results
 from swarmgauge.targets.mdk.stack import MDKStack
+from swarmgauge.users import mdk
 
 log = logging.getLogger(__name__)
 RESULT_NAME = "mdk.json"
 DRILLS_NAME = "mdk_drills.json"
-DEFAULT_SLOS = ["headroom<1", "MDK:action:p99<=2000ms", "mdk_rejected_ratio<0.01", "busiest_cpu<=80%",
-                "rss_slope<=18000MiB/h"]
+DEFAULT_SLOS = [
+    "headroom<1",
+    "MDK:action:p99<=2000ms",
+    "mdk_rejected_ratio<0.01",
+    "busiest_cpu<=80%",
+    "rss_slope<=18000MiB/h",
+]
 PROM_METRICS = ("mdk_worker_headroom", "mdk_worker_collection_cycle_seconds", "mdk_worker_routable")
 _PROFILE = re.compile(r"^(?:cap-)?(\d+)(?:devices-|x)(\d+)(?:workers)?$")
-BURST = {"label": "action burst", "rate": 1000, "duration": 3, "max_users": 200, "drop_after": 1,
-         "user_classes": ["MDKBurstUser"]}
+BURST = {
+    "label": "action burst",
+    "rate": 1000,
+    "duration": 3,
+    "max_users": 200,
+    "drop_after": 1,
+    "user_classes": ["MDKBurstUser"],
+}
 # One burst user discovers the fleet first, so the burst's tickets do not wait behind a summary read.
 DISCOVER = {"label": "discover", "users": 1, "duration": 2, "user_classes": ["MDKBurstUser"]}
 STOP_TIMEOUT_S = 10.0
@@ -69,30 +80,89 @@ READ_LOG_SIZE = 200_000
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument("--mdk-scenario", choices=("benchmark", "reads", "burst"), default="benchmark",
-                        env_var="SWARMGAUGE_MDK_SCENARIO", include_in_web_ui=True,
-                        help="plan when no --plan/--rate is given: reads, burst, or benchmark (reads then burst)")
-    parser.add_argument("--mdk-readers", type=int, default=50, env_var="SWARMGAUGE_MDK_READERS",
-                        include_in_web_ui=True, help="closed-loop readers of the reads stage (default 50)")
-    parser.add_argument("--mdk-burst-users", type=int, default=200, env_var="SWARMGAUGE_MDK_BURST_USERS",
-                        include_in_web_ui=True, help="submits the burst may have in flight (the page's harness: "
-                        "1000, it fires 1,000/s whatever the Kernel's pace)")
-    parser.add_argument("--mdk-read-time", default="30s", env_var="SWARMGAUGE_MDK_READ_TIME", include_in_web_ui=True,
-                        help="hold of the reads stage (default 30s)")
-    parser.add_argument("--mdk-profile", default="100x1", env_var="SWARMGAUGE_MDK_PROFILE", include_in_web_ui=False,
-                        help="embedded stand-in size: DEVICESxWORKERS or cap-NdevicesM-workers (default 100x1)")
-    parser.add_argument("--mdk-embedded-args", default="", env_var="SWARMGAUGE_MDK_EMBEDDED_ARGS",
-                        include_in_web_ui=False, help="more options for the embedded 'swarmgauge target mdk'")
-    parser.add_argument("--mdk-root", default="", env_var="SWARMGAUGE_MDK_ROOT", include_in_web_ui=False,
-                        help="root of a stand-in you started (its 'root DIR' line), for drills and sampling")
-    parser.add_argument("--mdk-drill", default="", choices=("", "worker-restart", "kernel-restart", "device-outage"),
-                        env_var="SWARMGAUGE_MDK_DRILL", include_in_web_ui=True, help="failure drill to run under load")
-    parser.add_argument("--mdk-drill-step", type=int, default=0, env_var="SWARMGAUGE_MDK_DRILL_STEP",
-                        include_in_web_ui=True, help="plan step (0-based) the drill runs in")
-    parser.add_argument("--mdk-drill-after", default="1s", env_var="SWARMGAUGE_MDK_DRILL_AFTER",
-                        include_in_web_ui=True, help="delay into that step before the kill")
-    parser.add_argument("--mdk-drill-worker", default="worker-0", env_var="SWARMGAUGE_MDK_DRILL_WORKER",
-                        include_in_web_ui=True, help="worker-restart: which Worker")
+    parser.add_argument(
+        "--mdk-scenario",
+        choices=("benchmark", "reads", "burst"),
+        default="benchmark",
+        env_var="SWARMGAUGE_MDK_SCENARIO",
+        include_in_web_ui=True,
+        help="plan when no --plan/--rate is given: reads, burst, or benchmark (reads then burst)",
+    )
+    parser.add_argument(
+        "--mdk-readers",
+        type=int,
+        default=50,
+        env_var="SWARMGAUGE_MDK_READERS",
+        include_in_web_ui=True,
+        help="closed-loop readers of the reads stage (default 50)",
+    )
+    parser.add_argument(
+        "--mdk-burst-users",
+        type=int,
+        default=200,
+        env_var="SWARMGAUGE_MDK_BURST_USERS",
+        include_in_web_ui=True,
+        help="submits the burst may have in flight (the page's harness: "
+        "1000, it fires 1,000/s whatever the Kernel's pace)",
+    )
+    parser.add_argument(
+        "--mdk-read-time",
+        default="30s",
+        env_var="SWARMGAUGE_MDK_READ_TIME",
+        include_in_web_ui=True,
+        help="hold of the reads stage (default 30s)",
+    )
+    parser.add_argument(
+        "--mdk-profile",
+        default="100x1",
+        env_var="SWARMGAUGE_MDK_PROFILE",
+        include_in_web_ui=False,
+        help="embedded stand-in size: DEVICESxWORKERS or cap-NdevicesM-workers (default 100x1)",
+    )
+    parser.add_argument(
+        "--mdk-embedded-args",
+        default="",
+        env_var="SWARMGAUGE_MDK_EMBEDDED_ARGS",
+        include_in_web_ui=False,
+        help="more options for the embedded 'swarmgauge target mdk'",
+    )
+    parser.add_argument(
+        "--mdk-root",
+        default="",
+        env_var="SWARMGAUGE_MDK_ROOT",
+        include_in_web_ui=False,
+        help="root of a stand-in you started (its 'root DIR' line), for drills and sampling",
+    )
+    parser.add_argument(
+        "--mdk-drill",
+        default="",
+        choices=("", "worker-restart", "kernel-restart", "device-outage"),
+        env_var="SWARMGAUGE_MDK_DRILL",
+        include_in_web_ui=True,
+        help="failure drill to run under load",
+    )
+    parser.add_argument(
+        "--mdk-drill-step",
+        type=int,
+        default=0,
+        env_var="SWARMGAUGE_MDK_DRILL_STEP",
+        include_in_web_ui=True,
+        help="plan step (0-based) the drill runs in",
+    )
+    parser.add_argument(
+        "--mdk-drill-after",
+        default="1s",
+        env_var="SWARMGAUGE_MDK_DRILL_AFTER",
+        include_in_web_ui=True,
+        help="delay into that step before the kill",
+    )
+    parser.add_argument(
+        "--mdk-drill-worker",
+        default="worker-0",
+        env_var="SWARMGAUGE_MDK_DRILL_WORKER",
+        include_in_web_ui=True,
+        help="worker-restart: which Worker",
+    )
 
 
 def parse_profile(text: str) -> tuple[int, int]:
@@ -153,8 +223,11 @@ class MDKPlan(shapes.PlanShape):
         if burst_users < 1:
             raise UsageError(f"--mdk-burst-users must be at least 1, got {burst_users}")
         burst = {**BURST, "max_users": burst_users}
-        stages = {"reads": [reads], "burst": [DISCOVER, burst],
-                  "benchmark": [reads, {"label": "switch", "users": 0, "duration": 1}, DISCOVER, burst]}[scenario]
+        stages = {
+            "reads": [reads],
+            "burst": [DISCOVER, burst],
+            "benchmark": [reads, {"label": "switch", "users": 0, "duration": 1}, DISCOVER, burst],
+        }[scenario]
         return build_plan({"name": f"mdk-{scenario}", "kind": "stages", "stages": stages}, source="mdk_fleet.py")
 
 
@@ -171,8 +244,9 @@ class Target:
         self.reads_seen = 0
         self.failed_reads: collections.deque[tuple[float, str]] = collections.deque(maxlen=READ_LOG_SIZE)
 
-    def on_request(self, request_type: str, name: str, exception: Any = None, context: Any = None,
-                   **_kwargs: Any) -> None:
+    def on_request(
+        self, request_type: str, name: str, exception: Any = None, context: Any = None, **_kwargs: Any
+    ) -> None:
         """Remember which devices the readers have read, and when and where their reads failed."""
         if request_type != mdk.REQUEST_TYPE or name != "telemetry":
             return
@@ -203,10 +277,17 @@ def start_target(environment: Any) -> None:
     if getattr(options, "mdk_drill", "") and getattr(options, "mdk_drill_step", 0) < 0:
         raise UsageError("--mdk-drill-step must be 0 or more")
     parse_duration(getattr(options, "mdk_drill_after", "1s"), "--mdk-drill-after")
-    args = ["--devices", str(devices), "--workers", str(workers),
-            *shlex.split(getattr(options, "mdk_embedded_args", "") or "")]
+    args = [
+        "--devices",
+        str(devices),
+        "--workers",
+        str(workers),
+        *shlex.split(getattr(options, "mdk_embedded_args", "") or ""),
+    ]
     try:
-        target = start_embedded(environment, "mdk", args, describe=f"MDK stand-in, {devices} devices / {workers} Workers")
+        target = start_embedded(
+            environment, "mdk", args, describe=f"MDK stand-in, {devices} devices / {workers} Workers"
+        )
     except (SwarmgaugeError, OSError) as exc:
         raise UsageError(f"could not start the embedded MDK stand-in: {exc}") from None
     if target is not None:
@@ -241,8 +322,7 @@ def _run_drill(environment: Any) -> None:
                 break  # a run without readers (the burst): the drill's own read arms it
             gevent.sleep(0.1)
         if counted and _target.reads_seen and not (_target.read_ok & victims):
-            log.warning("drill %s: no reader read the victim's devices within %.0f s", options.mdk_drill,
-                        ARM_TIMEOUT_S)
+            log.warning("drill %s: no reader read the victim's devices within %.0f s", options.mdk_drill, ARM_TIMEOUT_S)
         result = run_drill(options.mdk_drill, stack, _target.url, worker_id=options.mdk_drill_worker)
     except SwarmgaugeError as exc:
         log.error("drill %s could not run: %s", options.mdk_drill, exc)
@@ -311,8 +391,11 @@ def _rejected_ratio(environment: Any, step: int | None) -> float | None:
     attempted = sum(environment.stats.get(name, mdk.REQUEST_TYPE).num_requests for name in ("telemetry", "action"))
     if not attempted:
         return None
-    bad = sum(n for error, n in error_counts(environment).items()
-              if error.startswith(("Rejected(", "GatewayTimeout(")) or "TIMEOUT" in error)
+    bad = sum(
+        n
+        for error, n in error_counts(environment).items()
+        if error.startswith(("Rejected(", "GatewayTimeout(")) or "TIMEOUT" in error
+    )
     return bad / attempted
 
 

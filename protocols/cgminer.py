@@ -66,7 +66,7 @@ class Reply:
                 return values
         raise CGMinerError(f"reply has no {name} section")
 
-    def raise_for_status(self) -> "Reply":
+    def raise_for_status(self) -> Reply:
         if not self.ok:
             raise CGMinerStatusError(self.status, self.code, self.msg)
         return self
@@ -103,8 +103,13 @@ def _escape(value: object) -> str:
 
 
 def encode_reply(reply: Reply) -> bytes:
-    status = {"STATUS": reply.status, "When": reply.when, "Code": reply.code, "Msg": reply.msg,
-              "Description": reply.description}
+    status = {
+        "STATUS": reply.status,
+        "When": reply.when,
+        "Code": reply.code,
+        "Msg": reply.msg,
+        "Description": reply.description,
+    }
     parts = [("STATUS", status)] + [(name, values) for name, values in reply.sections]
     chunks = []
     for name, values in parts:
@@ -155,8 +160,14 @@ def decode_reply(data: bytes) -> Reply:
                 raise CGMinerError(f"field {key!r} in section {name or '?'} has no '='")
             values[key] = value
         sections.append((name, values))
-    return Reply(status=status, code=code, msg=status_pairs.get("Msg") or "",
-                 description=status_pairs.get("Description") or "", when=when, sections=sections)
+    return Reply(
+        status=status,
+        code=code,
+        msg=status_pairs.get("Msg") or "",
+        description=status_pairs.get("Description") or "",
+        when=when,
+        sections=sections,
+    )
 
 
 def number(values: dict[str, str], key: str) -> float:

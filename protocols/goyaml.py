@@ -10,18 +10,44 @@ from __future__ import annotations
 import calendar
 import math
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 import yaml
 import yaml.nodes
 
 _RESOLVE_MAP_NON_STR = frozenset(
-    ["true", "True", "TRUE", "false", "False", "FALSE", "", "~", "null", "Null", "NULL",
-     ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", "<<"]
+    [
+        "true",
+        "True",
+        "TRUE",
+        "false",
+        "False",
+        "FALSE",
+        "",
+        "~",
+        "null",
+        "Null",
+        "NULL",
+        ".nan",
+        ".NaN",
+        ".NAN",
+        ".inf",
+        ".Inf",
+        ".INF",
+        "+.inf",
+        "+.Inf",
+        "+.INF",
+        "-.inf",
+        "-.Inf",
+        "-.INF",
+        "<<",
+    ]
 )
 _NULLS = frozenset(["", "~", "null", "Null", "NULL"])
 # yaml.v3 still quotes YAML 1.1 booleans so older parsers read them back as strings.
-_OLD_BOOLS = frozenset(["y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "n", "N", "no", "No", "NO", "off", "Off", "OFF"])
+_OLD_BOOLS = frozenset(
+    ["y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "n", "N", "no", "No", "NO", "off", "Off", "OFF"]
+)
 _HINT = {c: "D" for c in "0123456789"} | {"+": "S", "-": "S", ".": "."} | {c: "M" for c in "yYnNtTfFoO~"}
 _YAML_STYLE_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z")
 _DOT_FLOAT = re.compile(r"\.[0-9]+([eE][-+]?[0-9]+)?\Z")
@@ -31,8 +57,12 @@ _TIMESTAMP = re.compile(
     r"(?:(?:[Tt](\d{1,2}):(\d{1,2}):(\d{1,2})(?:[.,]\d+)?(?:Z|[+-]\d{2}:\d{2}))"
     r"|(?: (\d{1,2}):(\d{1,2}):(\d{1,2})(?:[.,]\d+)?))?\Z"
 )
-_INT_BODY = {16: re.compile(r"[0-9a-fA-F]+\Z"), 8: re.compile(r"[0-7]+\Z"), 2: re.compile(r"[01]+\Z"),
-             10: re.compile(r"[0-9]+\Z")}
+_INT_BODY = {
+    16: re.compile(r"[0-9a-fA-F]+\Z"),
+    8: re.compile(r"[0-7]+\Z"),
+    2: re.compile(r"[01]+\Z"),
+    10: re.compile(r"[0-9]+\Z"),
+}
 
 
 def _go_parse_int(text: str, *, signed: bool) -> bool:
@@ -99,7 +129,7 @@ def resolves_to_string(value: str) -> bool:
         if _YAML_STYLE_FLOAT.match(plain) and _go_float_ok(plain):
             return False
         for prefix, base in (("0b", 2), ("-0b", 2), ("0o", 8), ("-0o", 8)):
-            if plain.startswith(prefix) and _INT_BODY[base].match(plain[len(prefix):]):
+            if plain.startswith(prefix) and _INT_BODY[base].match(plain[len(prefix) :]):
                 return False
     return True
 
@@ -136,15 +166,9 @@ def _analyze_chars(value: str) -> tuple[bool, bool]:
     for i, ch in enumerate(value):
         followed_by_ws = i == last or value[i + 1] in " \t"
         if i == 0:
-            if ch in "#,[]{}&*!|>'\"%@`":
+            if ch in "#,[]{}&*!|>'\"%@`" or (ch in "?:" and followed_by_ws) or (ch == "-" and followed_by_ws):
                 block_indicators = True
-            elif ch in "?:" and followed_by_ws:
-                block_indicators = True
-            elif ch == "-" and followed_by_ws:
-                block_indicators = True
-        elif ch == ":" and followed_by_ws:
-            block_indicators = True
-        elif ch == "#" and preceded_by_ws:
+        elif (ch == ":" and followed_by_ws) or (ch == "#" and preceded_by_ws):
             block_indicators = True
         if ch == "\t":
             tabs = True
@@ -164,14 +188,39 @@ def _analyze_chars(value: str) -> tuple[bool, bool]:
         else:
             previous_space = previous_break = False
         preceded_by_ws = ch in " \t" or _is_break(ch)
-    plain = not (leading_space or leading_break or trailing_space or trailing_break or break_space
-                 or space_break or tabs or special or line_breaks or block_indicators)
+    plain = not (
+        leading_space
+        or leading_break
+        or trailing_space
+        or trailing_break
+        or break_space
+        or space_break
+        or tabs
+        or special
+        or line_breaks
+        or block_indicators
+    )
     single = not (break_space or space_break or tabs or special)
     return plain, single
 
 
-_DQ_ESCAPES = {0x00: "0", 0x07: "a", 0x08: "b", 0x09: "t", 0x0A: "n", 0x0B: "v", 0x0C: "f", 0x0D: "r", 0x1B: "e",
-               0x22: '"', 0x5C: "\\", 0x85: "N", 0xA0: "_", 0x2028: "L", 0x2029: "P"}
+_DQ_ESCAPES = {
+    0x00: "0",
+    0x07: "a",
+    0x08: "b",
+    0x09: "t",
+    0x0A: "n",
+    0x0B: "v",
+    0x0C: "f",
+    0x0D: "r",
+    0x1B: "e",
+    0x22: '"',
+    0x5C: "\\",
+    0x85: "N",
+    0xA0: "_",
+    0x2028: "L",
+    0x2029: "P",
+}
 
 
 def _double_quoted(value: str) -> str:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from swarmgauge.errors import SwarmgaugeError
 
@@ -45,8 +46,15 @@ class KneoHTTPError(KneoError):
 class QueueFull(KneoHTTPError):
     """503 ``queue_full``: backpressure, counted apart from errors; the service stores the run as failed."""
 
-    def __init__(self, status: int, code: str, message: str = "", retry_after: float | None = None,
-                 depth: int | None = None, limit: int | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str = "",
+        retry_after: float | None = None,
+        depth: int | None = None,
+        limit: int | None = None,
+    ) -> None:
         super().__init__(status, code, message)
         self.retry_after = retry_after
         self.depth = depth
@@ -103,14 +111,18 @@ class PollTimeout(KneoError):
         self.last_status = last_status
 
 
-_TERMINAL_FAILURES = {"failed": RunFailed, "cancelled": RunCancelled, "timed_out": RunTimedOut,
-                      "expired": RunExpired}
+_TERMINAL_FAILURES = {"failed": RunFailed, "cancelled": RunCancelled, "timed_out": RunTimedOut, "expired": RunExpired}
 
 
 def run_request(input_text: str, *, spec_path: str, target: str, async_mode: bool, run_tag: str) -> dict:
     """The ``POST /v1/runs`` body; the tag goes into ``metadata`` so the store can be reconciled per run."""
-    return {"input": input_text, "spec_path": spec_path, "target": target, "async_mode": async_mode,
-            "metadata": {RUN_TAG_KEY: run_tag}}
+    return {
+        "input": input_text,
+        "spec_path": spec_path,
+        "target": target,
+        "async_mode": async_mode,
+        "metadata": {RUN_TAG_KEY: run_tag},
+    }
 
 
 def _decode_object(body: bytes) -> dict:
@@ -148,8 +160,14 @@ def error_for(status: int, headers: Mapping[str, str], body: bytes) -> KneoHTTPE
     elif isinstance(detail, list):
         code = "validation_error"
     if status == 503 and code == "queue_full":
-        return QueueFull(status, code, message, retry_after=_retry_after(headers),
-                         depth=extra.get("queue_depth"), limit=extra.get("limit"))
+        return QueueFull(
+            status,
+            code,
+            message,
+            retry_after=_retry_after(headers),
+            depth=extra.get("queue_depth"),
+            limit=extra.get("limit"),
+        )
     if status == 401:
         return KneoUnauthorized(status, code if code != "http_401" else "unauthorized", message)
     if status == 403:
@@ -244,8 +262,12 @@ class RunLedger:
     def drain(self) -> dict:
         """Take everything recorded so far as a msgpack-able dict and reset (worker → master)."""
         with self._lock:
-            data = {"accepted": dict(self.accepted), "rejected_queue_full": self.rejected_queue_full,
-                    "indeterminate": self.indeterminate, "refused": dict(self.refused)}
+            data = {
+                "accepted": dict(self.accepted),
+                "rejected_queue_full": self.rejected_queue_full,
+                "indeterminate": self.indeterminate,
+                "refused": dict(self.refused),
+            }
             self.accepted, self.rejected_queue_full, self.indeterminate, self.refused = {}, 0, 0, {}
         return data
 

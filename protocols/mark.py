@@ -10,16 +10,38 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from swarmgauge.protocols.goyaml import YamlMapError, decode_map, encode_map, yaml_scalar
 
 __all__ = [
-    "MarkParseError", "MAX_REQUEST_LINE", "MAX_METADATA", "MAX_BODY", "MAX_RESPONSE", "MAX_PATH", "VERBS", "STATUSES",
-    "SUCCESS_STATUSES", "CONTROL_KEYS", "OKF_KEYS", "Request", "Response", "encode_request", "parse_request",
-    "encode_response", "parse_response", "encode_metadata", "yaml_scalar", "error_body", "status_title",
-    "stored_version_bytes", "etag_of", "content_hash", "encode_cursor", "decode_cursor",
+    "CONTROL_KEYS",
+    "MAX_BODY",
+    "MAX_METADATA",
+    "MAX_PATH",
+    "MAX_REQUEST_LINE",
+    "MAX_RESPONSE",
+    "OKF_KEYS",
+    "STATUSES",
+    "SUCCESS_STATUSES",
+    "VERBS",
+    "MarkParseError",
+    "Request",
+    "Response",
+    "content_hash",
+    "decode_cursor",
+    "encode_cursor",
+    "encode_metadata",
+    "encode_request",
+    "encode_response",
+    "error_body",
+    "etag_of",
+    "parse_request",
+    "parse_response",
+    "status_title",
+    "stored_version_bytes",
+    "yaml_scalar",
 ]
 
 MAX_REQUEST_LINE = 4096
@@ -31,8 +53,21 @@ MAX_RESPONSE = 4 << 20
 MAX_PAYLOAD = MAX_METADATA + MAX_BODY + 64
 
 VERBS = ("FETCH", "LIST", "VERSIONS", "PUBLISH", "ARCHIVE", "APPEND", "LOOKUP")
-STATUSES = ("ok", "created", "not-modified", "not-found", "archived", "unauthorized", "not-permitted", "conflict",
-            "bad-request", "server-error", "rate-limited", "resync", "closing")
+STATUSES = (
+    "ok",
+    "created",
+    "not-modified",
+    "not-found",
+    "archived",
+    "unauthorized",
+    "not-permitted",
+    "conflict",
+    "bad-request",
+    "server-error",
+    "rate-limited",
+    "resync",
+    "closing",
+)
 SUCCESS_STATUSES = frozenset({"ok", "created", "not-modified"})
 CONTROL_KEYS = frozenset({"auth", "expected-version", "if-none-match", "if-modified-since"})
 # Open Knowledge Format keys stored bare in the version bytes; every other publisher key is stored as meta.<key>.
@@ -72,7 +107,7 @@ def encode_metadata(metadata: Mapping[str, str]) -> bytes:
 
 def encode_request(verb: str, path: str, metadata: Mapping[str, str] | None = None, body: bytes = b"") -> bytes:
     """A request as the Go client writes it; an empty block guards a body that itself starts with ``---``."""
-    head = f"{verb} {path}\n".encode("utf-8")
+    head = f"{verb} {path}\n".encode()
     if metadata:
         return head + encode_metadata(metadata) + body
     if body.startswith(_FENCE):
@@ -91,7 +126,7 @@ def _split_frontmatter(data: bytes) -> tuple[bytes | None, bytes]:
         return None, data
     end = data.find(b"\n---\n", 3)
     if end >= 0:
-        return data[4:end + 1] if end >= 4 else b"", data[end + 5:]
+        return data[4 : end + 1] if end >= 4 else b"", data[end + 5 :]
     if data.endswith(b"\n---") and len(data) >= 7:
         return data[4:-3], b""
     raise MarkParseError("unterminated frontmatter")
@@ -120,7 +155,7 @@ def _check_path(path: str) -> None:
 def parse_request(data: bytes) -> Request:
     """Parse a whole request (everything up to the client's FIN), enforcing every protocol limit."""
     newline = data.find(b"\n")
-    line, rest = (data, b"") if newline < 0 else (data[:newline], data[newline + 1:])
+    line, rest = (data, b"") if newline < 0 else (data[:newline], data[newline + 1 :])
     if len(line) + 1 > MAX_REQUEST_LINE:
         raise MarkParseError("request line too long", status="server-error")
     try:
@@ -166,7 +201,7 @@ def status_title(status: str) -> str:
 
 def error_body(status: str, message: str) -> bytes:
     """The body of an error response: ``\\n# Not found\\n\\n<message>\\n``."""
-    return f"\n# {status_title(status)}\n\n{message}\n".encode("utf-8")
+    return f"\n# {status_title(status)}\n\n{message}\n".encode()
 
 
 def error_response(status: str, message: str) -> bytes:
@@ -182,16 +217,18 @@ def etag_of(stored: bytes) -> str:
     return hashlib.sha256(stored).hexdigest()
 
 
-def stored_version_bytes(version: int, body: bytes, metadata: Mapping[str, str], *, archived: bool = False,
-                         previous_hash: str | None = None) -> bytes:
+def stored_version_bytes(
+    version: int, body: bytes, metadata: Mapping[str, str], *, archived: bool = False, previous_hash: str | None = None
+) -> bytes:
     """One stored version as storefmt writes it; its sha256 is the etag and the next version's previous-hash.
 
     ``previous_hash`` is the hex digest of the previous stored bytes, with or without the ``sha256-`` prefix.
     """
     lines = [f"version: {version}", f"archived: {'true' if archived else 'false'}"]
     if previous_hash:
-        lines.append("previous-hash: " + (previous_hash if previous_hash.startswith("sha256-")
-                                          else "sha256-" + previous_hash))
+        lines.append(
+            "previous-hash: " + (previous_hash if previous_hash.startswith("sha256-") else "sha256-" + previous_hash)
+        )
     for key in sorted(metadata):
         value = metadata[key]
         if key == "tags":
@@ -227,8 +264,8 @@ def decode_cursor(cursor: str) -> tuple[str, str, bool]:
     if len(raw) < 4 + size:
         raise MarkParseError("invalid cursor")
     try:
-        path = raw[4:4 + size].decode("utf-8")
-        last = raw[4 + size:].decode("utf-8")
+        path = raw[4 : 4 + size].decode("utf-8")
+        last = raw[4 + size :].decode("utf-8")
     except UnicodeDecodeError:
         raise MarkParseError("invalid cursor") from None
     return path, last, raw[1] == 1

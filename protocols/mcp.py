@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-from swarmgauge.protocols.sse import SSEDecoder, SSEError, SSETruncated
 from swarmgauge.errors import SwarmgaugeError, UsageError
+from swarmgauge.protocols.sse import SSEDecoder, SSEError, SSETruncated
 
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 STATELESS_VERSIONS = ("2026-07-28",)
@@ -287,7 +288,11 @@ def validate_message(obj: Any) -> dict[str, Any]:
         raise NotJSONRPC("JSON-RPC response needs exactly one of result and error")
     if has_error:
         error = obj["error"]
-        if not isinstance(error, dict) or not isinstance(error.get("code"), int) or not isinstance(error.get("message"), str):
+        if (
+            not isinstance(error, dict)
+            or not isinstance(error.get("code"), int)
+            or not isinstance(error.get("message"), str)
+        ):
             raise NotJSONRPC("JSON-RPC error without integer code and string message")
     return obj
 
@@ -389,7 +394,11 @@ def tool_text(result: Any) -> str:
     """The text of a ``tools/call`` result; ``isError: true`` raises ``ToolError`` with that text."""
     if not isinstance(result, dict) or not isinstance(result.get("content", []), list):
         raise MCPProtocolError("tools/call result without a content list")
-    texts = [block.get("text", "") for block in result.get("content", []) if isinstance(block, dict) and block.get("type") == "text"]
+    texts = [
+        block.get("text", "")
+        for block in result.get("content", [])
+        if isinstance(block, dict) and block.get("type") == "text"
+    ]
     text = "\n".join(texts)
     if result.get("isError"):
         raise ToolError(text.splitlines()[0][:200] if text else "")

@@ -16,9 +16,11 @@ from swarmgauge.reports.sections import Section
 def sentence(aborted: dict) -> str:
     observed = aborted.get("observed")
     shown = "no value" if observed is None else f"{float(observed):.4g}"
-    return (f"The run was aborted in step {aborted.get('step')} ({aborted.get('label')}), "
-            f"{aborted.get('after_s')} s after it started: {aborted.get('expr')} was breached "
-            f"(observed {shown}, base units). The steps after it never ran; exit code 3.")
+    return (
+        f"The run was aborted in step {aborted.get('step')} ({aborted.get('label')}), "
+        f"{aborted.get('after_s')} s after it started: {aborted.get('expr')} was breached "
+        f"(observed {shown}, base units). The steps after it never ran; exit code 3."
+    )
 
 
 def section(run_dir: Path) -> Section | None:

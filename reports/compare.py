@@ -13,9 +13,9 @@ import argparse
 import html
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -98,8 +98,10 @@ def load_reference(path: Path, load_plan: PlanLoader | None) -> Side:
         raise CompareError(str(exc)) from None
     if not plan.reference:
         raise CompareError(f"{path}: the plan has no reference: figures")
-    rows = {(str(r["name"]), f"{float(r['rate']):g}/s" if r.get("rate") is not None else f"{float(r['users']):g}"): r
-            for r in plan.reference["rows"]}
+    rows = {
+        (str(r["name"]), f"{float(r['rate']):g}/s" if r.get("rate") is not None else f"{float(r['users']):g}"): r
+        for r in plan.reference["rows"]
+    }
     return Side(f"{plan.reference.get('page') or plan.name} (reference page)", rows, {})
 
 
@@ -148,9 +150,11 @@ def compare(base: Side, new: Side, tolerance: float) -> tuple[pd.DataFrame, list
             line[f"{column} base"], line[f"{column} new"] = _shown(figure, old), _shown(figure, now)
             line[f"Δ {column}"] = "" if change is None else f"{change:+.1f} %"
             if change is not None and change * worse > tolerance * 100.0:
-                regressions.append(f"{key[0]} at step {row.get('label') or key[1]!r}: {column} {change:+.1f} % "
-                                   f"({_shown(figure, old)} -> {_shown(figure, now)}), beyond the "
-                                   f"{tolerance * 100:g} % tolerance")
+                regressions.append(
+                    f"{key[0]} at step {row.get('label') or key[1]!r}: {column} {change:+.1f} % "
+                    f"({_shown(figure, old)} -> {_shown(figure, now)}), beyond the "
+                    f"{tolerance * 100:g} % tolerance"
+                )
         table.append(line)
     for expr, status in new.slos.items():
         if base.slos.get(expr) == "pass" and status == "fail":
@@ -160,8 +164,17 @@ def compare(base: Side, new: Side, tolerance: float) -> tuple[pd.DataFrame, list
 
 def _slo_table(base: Side, new: Side) -> pd.DataFrame:
     exprs = list(dict.fromkeys(list(base.slos) + list(new.slos)))
-    return pd.DataFrame([{"SLO": e, "base": base.slos.get(e, ""), "new": new.slos.get(e, ""),
-                          "change": "" if base.slos.get(e) == new.slos.get(e) else "changed"} for e in exprs])
+    return pd.DataFrame(
+        [
+            {
+                "SLO": e,
+                "base": base.slos.get(e, ""),
+                "new": new.slos.get(e, ""),
+                "change": "" if base.slos.get(e) == new.slos.get(e) else "changed",
+            }
+            for e in exprs
+        ]
+    )
 
 
 def _memory_line(base: Side, new: Side) -> str | None:
@@ -177,12 +190,17 @@ def _memory_line(base: Side, new: Side) -> str | None:
 def render(base: Side, new: Side, tolerance: float) -> tuple[str, str, list[str]]:
     """(markdown, html, regressions)."""
     table, regressions = compare(base, new, tolerance)
-    verdict = (f"REGRESSION beyond the {tolerance * 100:g} % tolerance:" if regressions
-               else f"No regression beyond the {tolerance * 100:g} % tolerance.")
-    md = [f"# swarmgauge compare", "", f"BASE: {base.label}  ", f"NEW: {new.label}", "", verdict, ""]
+    verdict = (
+        f"REGRESSION beyond the {tolerance * 100:g} % tolerance:"
+        if regressions
+        else f"No regression beyond the {tolerance * 100:g} % tolerance."
+    )
+    md = ["# swarmgauge compare", "", f"BASE: {base.label}  ", f"NEW: {new.label}", "", verdict, ""]
     md += [f"- {line}" for line in regressions] + ([""] if regressions else [])
-    parts = [f"<h1>swarmgauge compare</h1><p>BASE: {html.escape(base.label)}<br>NEW: {html.escape(new.label)}</p>",
-             f"<p class='{'bound' if regressions else 'knee'}'>{html.escape(verdict)}</p>"]
+    parts = [
+        f"<h1>swarmgauge compare</h1><p>BASE: {html.escape(base.label)}<br>NEW: {html.escape(new.label)}</p>",
+        f"<p class='{'bound' if regressions else 'knee'}'>{html.escape(verdict)}</p>",
+    ]
     if regressions:
         parts.append("<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in regressions) + "</ul>")
     if table.empty:
@@ -199,10 +217,13 @@ def render(base: Side, new: Side, tolerance: float) -> tuple[str, str, list[str]
     if memory:
         md += ["## Memory", "", memory, ""]
         parts += ["<h2>Memory</h2>", f"<p>{html.escape(memory)}</p>"]
-    page = ("<!doctype html><html><head><meta charset='utf-8'><title>swarmgauge compare</title>"
-            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-            "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}.bound{color:#a40}</style></head><body>"
-            + "".join(parts) + "</body></html>")
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>swarmgauge compare</title>"
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+        "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}.bound{color:#a40}</style></head><body>"
+        + "".join(parts)
+        + "</body></html>"
+    )
     return "\n".join(md) + "\n", page, regressions
 
 

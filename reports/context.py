@@ -59,8 +59,10 @@ def cut_short_sentence(info: dict[str, Any]) -> str | None:
     if not cut:
         return None
     left = cut.get("steps_not_run") or []
-    sentence = (f"The plan was cut short by -t/--run-time at {_duration(cut['run_time_s'])} of its "
-                f"{_duration(cut['planned_s'])}, during step {cut.get('during_step')!r}")
+    sentence = (
+        f"The plan was cut short by -t/--run-time at {_duration(cut['run_time_s'])} of its "
+        f"{_duration(cut['planned_s'])}, during step {cut.get('during_step')!r}"
+    )
     return sentence + (f"; steps not run: {', '.join(left)}." if left else ".")
 
 
@@ -80,8 +82,11 @@ def context_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
         ("duration", _duration(float(ended) - float(started)) if started and ended else ""),
         ("locustfile", str(info.get("locustfile") or "")),
         ("user classes", ", ".join(info.get("user_classes") or [])),
-        ("target", str(info.get("host") or "") + "".join(
-            f" (embedded {name}, pid {t['pid']})" for name, t in embedded_targets(info).items())),
+        (
+            "target",
+            str(info.get("host") or "")
+            + "".join(f" (embedded {name}, pid {t['pid']})" for name, t in embedded_targets(info).items()),
+        ),
         ("command", _command(info.get("argv") or [])),
         ("versions", _versions(info.get("versions") or {})),
         ("workers", f"{info.get('workers')} ({info.get('runner')})" if info.get("runner") else ""),
@@ -97,12 +102,17 @@ def render(info: dict[str, Any]) -> tuple[str, str]:
     if not rows:
         return "", ""
     md = ["| run | |", "|---|---|"] + [f"| {name} | {value.replace('|', '&#124;')} |" for name, value in rows]
-    body = "<table class='context'>" + "".join(
-        f"<tr><th>{html.escape(name)}</th><td style='text-align:left;white-space:normal'>"
-        f"<code>{html.escape(value)}</code></td></tr>"
-        if name == "command" else
-        f"<tr><th>{html.escape(name)}</th><td style='text-align:left;white-space:normal'>{html.escape(value)}</td></tr>"
-        for name, value in rows) + "</table>"
+    body = (
+        "<table class='context'>"
+        + "".join(
+            f"<tr><th>{html.escape(name)}</th><td style='text-align:left;white-space:normal'>"
+            f"<code>{html.escape(value)}</code></td></tr>"
+            if name == "command"
+            else f"<tr><th>{html.escape(name)}</th><td style='text-align:left;white-space:normal'>{html.escape(value)}</td></tr>"
+            for name, value in rows
+        )
+        + "</table>"
+    )
     cut = cut_short_sentence(info)
     if cut:
         md += ["", f"**{cut}**"]

@@ -35,8 +35,9 @@ def failure_table(path: Path) -> pd.DataFrame:
             aggregations[column] = "min" if column == "First Seen" else "max"
     table = frame.groupby(["class", "endpoint"], as_index=False).agg(aggregations)
     sort = ["First Seen", "class"] if "First Seen" in table else ["class"]
-    return table.sort_values(sort).rename(columns={"Occurrences": "failures", "First Seen": "first seen",
-                                                  "Last Seen": "last seen"})
+    return table.sort_values(sort).rename(
+        columns={"Occurrences": "failures", "First Seen": "first seen", "Last Seen": "last seen"}
+    )
 
 
 def section(run_dir: Path) -> Section | None:
@@ -51,6 +52,9 @@ def section(run_dir: Path) -> Section | None:
     if "first seen" in table:
         starts = table.groupby("class")["first seen"].min().sort_values()
         lead += " First seen: " + ", ".join(f"{name} at {moment}" for name, moment in starts.items()) + "."
-    return Section("Failures", f"{lead}\n\n{table.to_markdown(index=False)}\n",
-                   f"<p>{html.escape(lead)}</p>{table.to_html(index=False)}",
-                   {"by_class": {k: int(v) for k, v in by_class.items()}})
+    return Section(
+        "Failures",
+        f"{lead}\n\n{table.to_markdown(index=False)}\n",
+        f"<p>{html.escape(lead)}</p>{table.to_html(index=False)}",
+        {"by_class": {k: int(v) for k, v in by_class.items()}},
+    )

@@ -30,7 +30,7 @@ WARMUP_FRACTION = 0.1
 MIN_SAMPLES = 3
 MAX_ROWS = 24
 PLATEAU = 0.9  # live sessions within 10 % of the peak are still the plateau
-MIB = 2 ** 20
+MIB = 2**20
 
 
 @dataclass
@@ -107,8 +107,9 @@ def samples(resources: pd.DataFrame, churn: pd.DataFrame) -> tuple[pd.DataFrame,
     table["estimate"] = estimate_at(churn, table["time"]) if not churn.empty else float("nan")
     gauge = _gauge_series(resources)
     if gauge is not None:
-        table = pd.merge_asof(table, gauge.rename(columns={"value": "gauge"}), on="time", direction="nearest",
-                              tolerance=2.0)
+        table = pd.merge_asof(
+            table, gauge.rename(columns={"value": "gauge"}), on="time", direction="nearest", tolerance=2.0
+        )
     table["live"] = table["gauge"] if gauge is not None else table["estimate"]
     return table, metric, source, ("gateway gauge" if gauge is not None else "client estimate")
 
@@ -145,18 +146,29 @@ def ttl_drop(table: pd.DataFrame) -> dict[str, Any] | None:
         return None
     below = after[after["live"] < PLATEAU * peak["live"]]
     held = data[(data["time"] >= peak["time"]) & (data["time"] < below["time"].iloc[0])]
-    return {"peak_live": float(peak["live"]), "peak_at_s": float(peak["elapsed_s"]),
-            "held_until_s": float(held["elapsed_s"].iloc[-1]), "plateau_live": float(held["live"].median()),
-            "peak_memory": float(peak["memory"]), "low_live": float(low["live"]), "low_at_s": float(low["elapsed_s"]),
-            "low_memory": float(low["memory"]), "end_memory": float(data["memory"].iloc[-1])}
+    return {
+        "peak_live": float(peak["live"]),
+        "peak_at_s": float(peak["elapsed_s"]),
+        "held_until_s": float(held["elapsed_s"].iloc[-1]),
+        "plateau_live": float(held["live"].median()),
+        "peak_memory": float(peak["memory"]),
+        "low_live": float(low["live"]),
+        "low_at_s": float(low["elapsed_s"]),
+        "low_memory": float(low["memory"]),
+        "end_memory": float(data["memory"].iloc[-1]),
+    }
 
 
 def over_time(table: pd.DataFrame, max_rows: int = MAX_ROWS) -> pd.DataFrame:
     span = float(table["elapsed_s"].max() or 0.0)
     width = max(1.0, span / max_rows)
     binned = table.assign(bin=(table["elapsed_s"] // width).astype(int)).groupby("bin").last()
-    out = pd.DataFrame({"from s": [f"{b * width:.0f}" for b in binned.index],
-                        "step": [("" if pd.isna(s) else str(int(s))) for s in binned["step"]]})
+    out = pd.DataFrame(
+        {
+            "from s": [f"{b * width:.0f}" for b in binned.index],
+            "step": [("" if pd.isna(s) else str(int(s))) for s in binned["step"]],
+        }
+    )
     if "gauge" in binned:
         out["live (gateway)"] = [("" if pd.isna(v) else f"{v:.0f}") for v in binned["gauge"]]
     out["live (client upper bound)"] = [("" if pd.isna(v) else f"{v:.0f}") for v in binned["estimate"]]
@@ -172,10 +184,15 @@ def _p50(steps: pd.DataFrame, step: Any, rtype: str, name: str) -> Any:
 def churn_table(steps: pd.DataFrame, churn: pd.DataFrame, tool_name: str | None) -> pd.DataFrame:
     rows = []
     for _, row in churn.iterrows():
-        entry = {"Step": row["label"], "rate": "" if _num(row["target_rate"]) is None else f"{_num(row['target_rate']):g}/s",
-                 "started": int(row["sessions_started"]), "expired (404)": int(row["sessions_expired"]),
-                 "refused (503)": int(row["sessions_refused"]), "dropped": int(row["dropped"]),
-                 "live (client upper bound)": int(row["live_end"])}
+        entry = {
+            "Step": row["label"],
+            "rate": "" if _num(row["target_rate"]) is None else f"{_num(row['target_rate']):g}/s",
+            "started": int(row["sessions_started"]),
+            "expired (404)": int(row["sessions_expired"]),
+            "refused (503)": int(row["sessions_refused"]),
+            "dropped": int(row["dropped"]),
+            "live (client upper bound)": int(row["live_end"]),
+        }
         for call in CALLS + ((tool_name,) if tool_name else ()):
             entry[f"{call} p50"] = _ms(_p50(steps, row["step"], "MCP", call))
         entry["errors"] = int(_num(row["failures"]) or 0)
@@ -196,14 +213,21 @@ def gateway_vs_direct(steps: pd.DataFrame) -> dict[str, Any] | None:
     g50, d50 = _num(gateway_row["p50_ms"]), _num(direct_row["p50_ms"])
     if g50 is None or d50 is None:
         return None
-    return {"gateway_p50_ms": g50, "direct_p50_ms": d50, "difference_ms": g50 - d50,
-            "gateway_requests": int(gateway_row["requests"]), "direct_requests": int(direct_row["requests"]),
-            "gateway_step": str(gateway_row["label"]), "direct_step": str(direct_row["label"])}
+    return {
+        "gateway_p50_ms": g50,
+        "direct_p50_ms": d50,
+        "difference_ms": g50 - d50,
+        "gateway_requests": int(gateway_row["requests"]),
+        "direct_requests": int(direct_row["requests"]),
+        "gateway_step": str(gateway_row["label"]),
+        "direct_step": str(direct_row["label"]),
+    }
 
 
 def _tool_name(steps: pd.DataFrame) -> str | None:
-    names = sorted(n for n in steps.loc[steps["request_type"] == "MCP", "name"].astype(str).unique()
-                   if n.startswith("tools/call "))
+    names = sorted(
+        n for n in steps.loc[steps["request_type"] == "MCP", "name"].astype(str).unique() if n.startswith("tools/call ")
+    )
     return names[0] if len(names) == 1 else None
 
 
@@ -219,10 +243,12 @@ def section(run_dir: Path) -> Section | None:
     blocks: list[str | pd.DataFrame] = []
     summary: dict[str, Any] = {}
     if not churn.empty:
-        blocks += ["Session churn per step (the client's upper bound on live sessions is sessions started minus "
-                   "those it saw expired or refused, cumulative; a gateway that reaps idle sessions the client never "
-                   "comes back to is not seen here, so its own gauge below is the live count):",
-                   churn_table(steps, churn, _tool_name(steps))]
+        blocks += [
+            "Session churn per step (the client's upper bound on live sessions is sessions started minus "
+            "those it saw expired or refused, cumulative; a gateway that reaps idle sessions the client never "
+            "comes back to is not seen here, so its own gauge below is the live count):",
+            churn_table(steps, churn, _tool_name(steps)),
+        ]
         summary["sessions"] = {c: int(churn[c].sum()) for c in COUNTERS}
         summary["live_estimate_end"] = int(churn["live_end"].iloc[-1])
     resources_path = run_dir / "resources.csv"
@@ -231,29 +257,44 @@ def section(run_dir: Path) -> Section | None:
         table, metric, source, live_source = found
         fit = fit_memory(table, metric, source, live_source)
         if fit is not None:
-            blocks.append(f"Memory per live session on the gateway: **{fit.bytes_per_session / 1024:.1f} KiB** "
-                          f"({metric} of `{source}` against live sessions from the {live_source}, least squares over "
-                          f"{fit.samples} samples after warm-up while sessions grew).")
-            summary["memory_per_session"] = {"bytes": round(fit.bytes_per_session), "metric": metric,
-                                             "source": source, "live_source": live_source, "samples": fit.samples}
+            blocks.append(
+                f"Memory per live session on the gateway: **{fit.bytes_per_session / 1024:.1f} KiB** "
+                f"({metric} of `{source}` against live sessions from the {live_source}, least squares over "
+                f"{fit.samples} samples after warm-up while sessions grew)."
+            )
+            summary["memory_per_session"] = {
+                "bytes": round(fit.bytes_per_session),
+                "metric": metric,
+                "source": source,
+                "live_source": live_source,
+                "samples": fit.samples,
+            }
         drop = ttl_drop(table)
         if drop is not None:
-            held = (f"held at about {drop['plateau_live']:.0f} from {drop['peak_at_s']:.0f} s to "
-                    f"{drop['held_until_s']:.0f} s, then " if drop["held_until_s"] > drop["peak_at_s"] else "")
-            blocks.append(f"Idle TTL: live sessions reached {drop['peak_live']:.0f} (at {drop['peak_at_s']:.0f} s), "
-                          f"{held}fell to {drop['low_live']:.0f} (at {drop['low_at_s']:.0f} s) as the gateway "
-                          "reaped idle "
-                          f"sessions; {metric} went from {drop['peak_memory'] / MIB:.1f} MiB to "
-                          f"{drop['low_memory'] / MIB:.1f} MiB (an allocator may keep freed memory for reuse, so the "
-                          "bound shows as memory that stops growing).")
+            held = (
+                f"held at about {drop['plateau_live']:.0f} from {drop['peak_at_s']:.0f} s to "
+                f"{drop['held_until_s']:.0f} s, then "
+                if drop["held_until_s"] > drop["peak_at_s"]
+                else ""
+            )
+            blocks.append(
+                f"Idle TTL: live sessions reached {drop['peak_live']:.0f} (at {drop['peak_at_s']:.0f} s), "
+                f"{held}fell to {drop['low_live']:.0f} (at {drop['low_at_s']:.0f} s) as the gateway "
+                "reaped idle "
+                f"sessions; {metric} went from {drop['peak_memory'] / MIB:.1f} MiB to "
+                f"{drop['low_memory'] / MIB:.1f} MiB (an allocator may keep freed memory for reuse, so the "
+                "bound shows as memory that stops growing)."
+            )
             summary["ttl_drop"] = drop
         blocks += ["Live sessions and gateway memory over time:", over_time(table)]
     compared = gateway_vs_direct(steps)
     if compared is not None:
-        blocks.append(f"Gateway vs direct at 1 user: `tools/call mark_fetch` p50 {compared['gateway_p50_ms']:.2f} ms "
-                      f"minus direct `FETCH` p50 {compared['direct_p50_ms']:.2f} ms = "
-                      f"**{compared['difference_ms']:+.2f} ms** ({compared['gateway_requests']} and "
-                      f"{compared['direct_requests']} requests).")
+        blocks.append(
+            f"Gateway vs direct at 1 user: `tools/call mark_fetch` p50 {compared['gateway_p50_ms']:.2f} ms "
+            f"minus direct `FETCH` p50 {compared['direct_p50_ms']:.2f} ms = "
+            f"**{compared['difference_ms']:+.2f} ms** ({compared['gateway_requests']} and "
+            f"{compared['direct_requests']} requests)."
+        )
         summary["gateway_vs_direct"] = compared
     if not blocks:
         return None

@@ -73,29 +73,69 @@ def verdict_table(run_dir: Path, doc: dict[str, Any]) -> pd.DataFrame:
     """One row per MDK threshold, as the page's table; the overall verdict is the worst row."""
     rows = []
     headroom = (doc.get("headroom") or {}).get("value")
-    rows.append(("Telemetry freshness (headroom)", "" if headroom is None else f"{headroom:.3f}", "< 0.7",
-                 "0.7 to < 1.0", ">= 1.0", headroom_colour(headroom)))
+    rows.append(
+        (
+            "Telemetry freshness (headroom)",
+            "" if headroom is None else f"{headroom:.3f}",
+            "< 0.7",
+            "0.7 to < 1.0",
+            ">= 1.0",
+            headroom_colour(headroom),
+        )
+    )
     actions = _action_rows(run_dir)
     p99 = _slo_observed(run_dir, "MDK:action:p99")
     if p99 is None and not actions.empty:
         p99 = float(actions["p99_ms"].max())
-    rows.append(("Action submit p99", "" if p99 is None else f"{p99:.0f} ms", "<= 2000 ms", "-", "> 2000 ms",
-                 "unknown" if p99 is None else "green" if p99 <= 2000 else "red"))
+    rows.append(
+        (
+            "Action submit p99",
+            "" if p99 is None else f"{p99:.0f} ms",
+            "<= 2000 ms",
+            "-",
+            "> 2000 ms",
+            "unknown" if p99 is None else "green" if p99 <= 2000 else "red",
+        )
+    )
     cpu = doc.get("cpu_percent") or {}
     busiest = max(cpu.items(), key=lambda kv: kv[1]) if cpu else None
-    rows.append(("Steady CPU, busiest process", "" if busiest is None else f"{busiest[1]:.0f} % ({busiest[0]})",
-                 "<= 80 %", "-", "> 80 %", "unknown" if busiest is None else "green" if busiest[1] <= 80 else "red"))
+    rows.append(
+        (
+            "Steady CPU, busiest process",
+            "" if busiest is None else f"{busiest[1]:.0f} % ({busiest[0]})",
+            "<= 80 %",
+            "-",
+            "> 80 %",
+            "unknown" if busiest is None else "green" if busiest[1] <= 80 else "red",
+        )
+    )
     ratio = doc.get("rejected_ratio")
-    rows.append(("Rejected + timed out", "" if ratio is None else f"{ratio * 100:.2f} %", "0", "< 1 %",
-                 ">= 1 %", rejected_colour(ratio)))
+    rows.append(
+        (
+            "Rejected + timed out",
+            "" if ratio is None else f"{ratio * 100:.2f} %",
+            "0",
+            "< 1 %",
+            ">= 1 %",
+            rejected_colour(ratio),
+        )
+    )
     slope = _slo_observed(run_dir, "rss_slope")
     slope_mib = None if slope is None else slope / 2**20
     colour = "unknown" if slope_mib is None else "green" if slope_mib <= RSS_LIMIT_MIB_H else "red"
     soak = _run_seconds(run_dir)
     if colour == "red" and (soak is None or soak < SOAK_FOR_LEAK_CLAIM_S):
         colour = "amber"
-    rows.append(("RSS slope (max across processes)", "" if slope_mib is None else f"{slope_mib:,.0f} MiB/h",
-                 f"<= {RSS_LIMIT_MIB_H:,.0f} MiB/h", "red demoted under a 24 h soak", "> limit (24 h soak)", colour))
+    rows.append(
+        (
+            "RSS slope (max across processes)",
+            "" if slope_mib is None else f"{slope_mib:,.0f} MiB/h",
+            f"<= {RSS_LIMIT_MIB_H:,.0f} MiB/h",
+            "red demoted under a 24 h soak",
+            "> limit (24 h soak)",
+            colour,
+        )
+    )
     return pd.DataFrame(rows, columns=["criterion", "observed", "green", "amber", "red", "verdict"])
 
 
@@ -105,20 +145,36 @@ def actions_table(doc: dict[str, Any], actions: pd.DataFrame) -> tuple[pd.DataFr
     rejected = {m.group(1): n for e, n in errors.items() if (m := _REJECTED.match(e))}
     kernel = doc.get("kernel") or {}
     queued_kernel = (kernel.get("commands") or {}).get("QUEUED")
-    counted = (doc.get("actions") or {})
+    counted = doc.get("actions") or {}
     rows = [("QUEUED (accepted)", counted.get("queued"), queued_kernel)]
     for code in sorted(set(rejected) | set(kernel.get("rejected") or {})):
         rows.append((f"Rejected({code})", rejected.get(code, 0), (kernel.get("rejected") or {}).get(code)))
     table = pd.DataFrame(rows, columns=["outcome", "Locust", "Kernel"])
-    table["match"] = ["yes" if k is not None and int(l or 0) == int(k) else ("-" if k is None else "NO")
-                      for l, k in zip(table["Locust"], table["Kernel"])]
+    table["match"] = [
+        "yes" if k is not None and int(locust or 0) == int(k) else ("-" if k is None else "NO")
+        for locust, k in zip(table["Locust"], table["Kernel"])
+    ]
     table["Kernel"] = ["-" if k is None else int(k) for k in table["Kernel"]]
     bursts = actions[actions["target_rate"].notna()] if "target_rate" in actions else actions.iloc[0:0]
-    acceptance = [{"step": str(r["label"]), "rate": float(r["target_rate"]), "submits": int(r["requests"]),
-                   "failures": int(r["failures"]), "p50_ms": float(r["p50_ms"]), "p99_ms": float(r["p99_ms"])}
-                  for _, r in bursts.iterrows() if int(r["requests"])]
-    return table, {"submitted": counted.get("submitted"), "queued": counted.get("queued"),
-                   "kernel_queued": queued_kernel, "rejected": rejected, "acceptance": acceptance}
+    acceptance = [
+        {
+            "step": str(r["label"]),
+            "rate": float(r["target_rate"]),
+            "submits": int(r["requests"]),
+            "failures": int(r["failures"]),
+            "p50_ms": float(r["p50_ms"]),
+            "p99_ms": float(r["p99_ms"]),
+        }
+        for _, r in bursts.iterrows()
+        if int(r["requests"])
+    ]
+    return table, {
+        "submitted": counted.get("submitted"),
+        "queued": counted.get("queued"),
+        "kernel_queued": queued_kernel,
+        "rejected": rejected,
+        "acceptance": acceptance,
+    }
 
 
 def _seconds(value: Any) -> str:
@@ -128,14 +184,20 @@ def _seconds(value: Any) -> str:
 def drills_table(drills: list[dict[str, Any]]) -> pd.DataFrame:
     rows = []
     for d in drills:
-        rows.append({"drill": d.get("drill"), "killed": d.get("component"), "READY": _seconds(d.get("ready_s")),
-                     "first successful read": _seconds(d.get("first_read_s")),
-                     "read after READY": _seconds(d.get("read_after_ready_s")),
-                     "snap failed": _seconds(d.get("snap_failed_s")),
-                     "cached channels failed": _seconds(d.get("cached_failed_s")),
-                     "devices back": _seconds(d.get("restored_s")),
-                     "reads again": _seconds(d.get("restored_read_s")),
-                     "recovered": "yes" if d.get("recovered") else f"NO {d.get('note', '')}".strip()})
+        rows.append(
+            {
+                "drill": d.get("drill"),
+                "killed": d.get("component"),
+                "READY": _seconds(d.get("ready_s")),
+                "first successful read": _seconds(d.get("first_read_s")),
+                "read after READY": _seconds(d.get("read_after_ready_s")),
+                "snap failed": _seconds(d.get("snap_failed_s")),
+                "cached channels failed": _seconds(d.get("cached_failed_s")),
+                "devices back": _seconds(d.get("restored_s")),
+                "reads again": _seconds(d.get("restored_read_s")),
+                "recovered": "yes" if d.get("recovered") else f"NO {d.get('note', '')}".strip(),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -163,27 +225,44 @@ def section(run_dir: Path) -> Section | None:
     if doc:
         verdicts = verdict_table(run_dir, doc)
         overall = max(verdicts["verdict"], key=lambda c: ORDER.get(c, 1))
-        headroom = (doc.get("headroom") or {})
+        headroom = doc.get("headroom") or {}
         by_worker = ", ".join(f"{w} {v:.3f}" for w, v in sorted((headroom.get("by_worker") or {}).items()))
         value = headroom.get("value")
         shown = "not measured" if value is None else f"{value:.3f}"
-        add(f"Overall verdict: {overall} (the worst row). Headroom {shown} ({headroom_colour(value)})"
+        add(
+            f"Overall verdict: {overall} (the worst row). Headroom {shown} ({headroom_colour(value)})"
             f"{': ' + by_worker if by_worker else ''} - cycle time of one full read sweep over the collection "
-            "interval, worst Worker.", verdicts)
+            "interval, worst Worker.",
+            verdicts,
+        )
         summary["verdicts"] = dict(zip(verdicts["criterion"], verdicts["verdict"]))
         summary["overall"] = overall
-        summary["headroom"] = {"value": headroom.get("value"), "colour": headroom_colour(headroom.get("value")),
-                               "by_worker": headroom.get("by_worker") or {}}
+        summary["headroom"] = {
+            "value": headroom.get("value"),
+            "colour": headroom_colour(headroom.get("value")),
+            "by_worker": headroom.get("by_worker") or {},
+        }
         table, counts = actions_table(doc, _action_rows(run_dir))
         summary["actions"] = counts
         if counts.get("submitted"):
-            accept = "; ".join(f"{a['step']}: {a['submits']} submits at {a['rate']:g}/s, acceptance p50 "
-                               f"{a['p50_ms']:.0f} ms, p99 {a['p99_ms']:.0f} ms" for a in counts["acceptance"])
-            add(f"{counts['submitted']} action submits; success only when the Kernel answered QUEUED, a REJECTED "
-                f"answer (HTTP 200) is Rejected(code). {accept + '.' if accept else ''}", table, "Action submits")
+            accept = "; ".join(
+                f"{a['step']}: {a['submits']} submits at {a['rate']:g}/s, acceptance p50 "
+                f"{a['p50_ms']:.0f} ms, p99 {a['p99_ms']:.0f} ms"
+                for a in counts["acceptance"]
+            )
+            add(
+                f"{counts['submitted']} action submits; success only when the Kernel answered QUEUED, a REJECTED "
+                f"answer (HTTP 200) is Rejected(code). {accept + '.' if accept else ''}",
+                table,
+                "Action submits",
+            )
     if drills:
         table = drills_table(drills)
-        add("Every time counts from the kill. READY and the first successful device read are separate events: "
-            "wait for a read, not READY.", table, "Failure drills")
+        add(
+            "Every time counts from the kill. READY and the first successful device read are separate events: "
+            "wait for a read, not READY.",
+            table,
+            "Failure drills",
+        )
         summary["drills"] = drills
     return Section(title="MDK fleet", markdown="\n".join(md).rstrip() + "\n", html="\n".join(body), summary=summary)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -53,12 +53,16 @@ def outages(times: list[float], requests: list[int], failures: list[int]) -> lis
 
 
 def _window(indices: list[int], times: list[float], requests: list[int], failures: list[int], bucket: float) -> Outage:
-    return Outage(times[indices[0]], times[indices[-1]] + bucket, sum(requests[i] for i in indices),
-                  sum(failures[i] for i in indices))
+    return Outage(
+        times[indices[0]],
+        times[indices[-1]] + bucket,
+        sum(requests[i] for i in indices),
+        sum(failures[i] for i in indices),
+    )
 
 
 def _utc(moment: float) -> str:
-    return datetime.fromtimestamp(moment, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def section(run_dir: Path) -> Section | None:
@@ -69,16 +73,31 @@ def section(run_dir: Path) -> Section | None:
     if frame.empty or not {"time", "requests", "failures"} <= set(frame.columns):
         return None
     frame = frame.sort_values("time")
-    found = outages(frame["time"].astype(float).tolist(), frame["requests"].astype(int).tolist(),
-                    frame["failures"].astype(int).tolist())
+    found = outages(
+        frame["time"].astype(float).tolist(),
+        frame["requests"].astype(int).tolist(),
+        frame["failures"].astype(int).tolist(),
+    )
     if not found:
         return None
-    rows = [{"from": _utc(o.start), "to": _utc(o.end), "seconds": round(o.seconds, 1), "requests": o.requests,
-             "failures": o.failures} for o in found]
+    rows = [
+        {
+            "from": _utc(o.start),
+            "to": _utc(o.end),
+            "seconds": round(o.seconds, 1),
+            "requests": o.requests,
+            "failures": o.failures,
+        }
+        for o in found
+    ]
     table = pd.DataFrame(rows)
-    lead = (f"{len(found)} outage window{'s' if len(found) > 1 else ''} (at least half of a timeline bucket's "
-            f"requests failed), {sum(o.seconds for o in found):.0f} s in all.")
-    return Section("Outages", f"{lead}\n\n{table.to_markdown(index=False)}\n",
-                   f"<p>{html.escape(lead)}</p>{table.to_html(index=False)}",
-                   {"windows": [{"start": o.start, "end": o.end, "requests": o.requests, "failures": o.failures}
-                                for o in found]})
+    lead = (
+        f"{len(found)} outage window{'s' if len(found) > 1 else ''} (at least half of a timeline bucket's "
+        f"requests failed), {sum(o.seconds for o in found):.0f} s in all."
+    )
+    return Section(
+        "Outages",
+        f"{lead}\n\n{table.to_markdown(index=False)}\n",
+        f"<p>{html.escape(lead)}</p>{table.to_html(index=False)}",
+        {"windows": [{"start": o.start, "end": o.end, "requests": o.requests, "failures": o.failures} for o in found]},
+    )

@@ -30,8 +30,7 @@ def _png(figure: Figure) -> bytes:
 def _closed_model_rows(steps: pd.DataFrame) -> pd.DataFrame:
     rows = steps[steps["name"] != "Aggregated"].copy()
     rows["users_n"] = pd.to_numeric(rows["users"], errors="coerce")
-    rows = rows[rows["target_rate"].isna() | (rows["target_rate"].astype(str) == "")] \
-        if "target_rate" in rows else rows
+    rows = rows[rows["target_rate"].isna() | (rows["target_rate"].astype(str) == "")] if "target_rate" in rows else rows
     return rows.dropna(subset=["users_n", "rps"])
 
 
@@ -99,21 +98,36 @@ def latency_over_time(timeline: pd.DataFrame, steps: pd.DataFrame | None = None)
     count_axis = latency_axis.twinx()
     gaps = seconds.diff().dropna()
     width = float(gaps[gaps > 0].min()) if (gaps > 0).any() else 1.0
-    count_axis.bar(seconds, timeline["requests"], width=width, align="edge", alpha=0.15, color="grey",
-                   label="requests")
+    count_axis.bar(seconds, timeline["requests"], width=width, align="edge", alpha=0.15, color="grey", label="requests")
     count_axis.set_ylabel("requests per interval")
     top = readable_top(timeline["p99_ms"])
     if top is not None:
         latency_axis.set_ylim(0, top)
         for moment, value in zip(seconds, timeline["p99_ms"]):
             if value > top:
-                latency_axis.annotate(f"{value:.0f} ms ↑", (moment, top), xytext=(0, -12), textcoords="offset points",
-                                      ha="center", fontsize="small", color="C1")
+                latency_axis.annotate(
+                    f"{value:.0f} ms ↑",
+                    (moment, top),
+                    xytext=(0, -12),
+                    textcoords="offset points",
+                    ha="center",
+                    fontsize="small",
+                    color="C1",
+                )
     if steps is not None and "started_at" in steps:
         began = steps.drop_duplicates("step")[["started_at", "label"]].dropna(subset=["started_at"])
         for moment, label in zip(pd.to_numeric(began["started_at"], errors="coerce"), began["label"]):
             latency_axis.axvline(moment - start, color="black", alpha=0.3, linewidth=1)
-            latency_axis.text(moment - start, 1.0, f" {label}", transform=latency_axis.get_xaxis_transform(),
-                              rotation=90, va="top", ha="left", fontsize="small", alpha=0.7)
+            latency_axis.text(
+                moment - start,
+                1.0,
+                f" {label}",
+                transform=latency_axis.get_xaxis_transform(),
+                rotation=90,
+                va="top",
+                ha="left",
+                fontsize="small",
+                alpha=0.7,
+            )
     latency_axis.legend(loc="upper right", fontsize="small")
     return _png(figure)

@@ -48,7 +48,7 @@ def _measured(text: str) -> float | None:
 
 def beside_reference(table: pd.DataFrame, title: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
     """``table`` (a step table as shown) with the page's figures and the % difference, when the page has the rows."""
-    from swarmgauge.reports.report import format_latency, _rate
+    from swarmgauge.reports.report import _rate, format_latency
 
     mine = {_key(r): r for r in rows if matches(title, str(r["name"]))}
     if not mine:

@@ -30,12 +30,21 @@ from swarmgauge.reports.sections import Section
 
 logger = logging.getLogger("swarmgauge.report")
 
-SECTION_MODULES = ("swarmgauge.reports.resources", "swarmgauge.reports.failures", "swarmgauge.reports.outages",
-                   "swarmgauge.reports.mcp", "swarmgauge.reports.kneo", "swarmgauge.reports.mdk",
-                   "swarmgauge.reports.workers", "swarmgauge.reports.aborted")
-STYLE = ("<style>body{font-family:sans-serif;margin:2em;max-width:1500px}table{border-collapse:collapse;margin:1em 0}"
-         "th,td{border:1px solid #ccc;padding:4px 10px;text-align:right;white-space:nowrap}th{background:#f3f3f3}"
-         "figure{margin:1em 0}img{max-width:100%}.knee{font-weight:bold}.bound{color:#a40}</style>")
+SECTION_MODULES = (
+    "swarmgauge.reports.resources",
+    "swarmgauge.reports.failures",
+    "swarmgauge.reports.outages",
+    "swarmgauge.reports.mcp",
+    "swarmgauge.reports.kneo",
+    "swarmgauge.reports.mdk",
+    "swarmgauge.reports.workers",
+    "swarmgauge.reports.aborted",
+)
+STYLE = (
+    "<style>body{font-family:sans-serif;margin:2em;max-width:1500px}table{border-collapse:collapse;margin:1em 0}"
+    "th,td{border:1px solid #ccc;padding:4px 10px;text-align:right;white-space:nowrap}th{background:#f3f3f3}"
+    "figure{margin:1em 0}img{max-width:100%}.knee{font-weight:bold}.bound{color:#a40}</style>"
+)
 
 
 def _number(value: Any) -> float | None:
@@ -77,15 +86,22 @@ def step_spreads(timeline: pd.DataFrame | None) -> dict[int, float]:
     return spreads
 
 
-def knee_sentence(table: pd.DataFrame, spreads: dict[int, float] | None = None,
-                  target_cpu: dict[int, float] | None = None) -> str | None:
+def knee_sentence(
+    table: pd.DataFrame, spreads: dict[int, float] | None = None, target_cpu: dict[int, float] | None = None
+) -> str | None:
     """The trend sentence (rising, flat with the knee, falling, noisy) for one request type's closed-model steps."""
     rows = _closed_rows(table)
-    points = [trend.StepPoint(
-        users=float(r["users"]), rps=float(r["rps"]), p50_ms=_number(r.get("p50_ms")),
-        spread=float(r["rps"]) * (spreads or {}).get(int(r["step"]), 0.0),
-        generator_cpu=_number(r.get("generator_cpu_max")), target_cpu=(target_cpu or {}).get(int(r["step"])))
-        for _, r in rows.iterrows()]
+    points = [
+        trend.StepPoint(
+            users=float(r["users"]),
+            rps=float(r["rps"]),
+            p50_ms=_number(r.get("p50_ms")),
+            spread=float(r["rps"]) * (spreads or {}).get(int(r["step"]), 0.0),
+            generator_cpu=_number(r.get("generator_cpu_max")),
+            target_cpu=(target_cpu or {}).get(int(r["step"])),
+        )
+        for _, r in rows.iterrows()
+    ]
     return trend.trend_sentence(points)
 
 
@@ -110,27 +126,35 @@ def table_title(request_type: str, name: str) -> str:
     return str(name) if str(name).startswith(f"{request_type} ") else f"{request_type} {name}"
 
 
-def step_tables(steps: pd.DataFrame, spreads: dict[int, float] | None = None,
-                target_cpu: dict[int, float] | None = None) -> list[tuple[str, pd.DataFrame, str | None]]:
+def step_tables(
+    steps: pd.DataFrame, spreads: dict[int, float] | None = None, target_cpu: dict[int, float] | None = None
+) -> list[tuple[str, pd.DataFrame, str | None]]:
     """One reference-page table per request type (and name when a type has several)."""
     tables = []
     data = steps[steps["name"] != "Aggregated"]
     for (rtype, name), group in data.groupby(["request_type", "name"], sort=True):
         group = group.sort_values("step")
-        users = group.apply(lambda r: r["users"] if pd.isna(r.get("target_rate")) or r.get("target_rate") == ""
-                            else f"{r['target_rate']:g}/s", axis=1)
+        users = group.apply(
+            lambda r: (
+                r["users"] if pd.isna(r.get("target_rate")) or r.get("target_rate") == "" else f"{r['target_rate']:g}/s"
+            ),
+            axis=1,
+        )
         errors = group["failures"].astype(int)
-        shown = pd.DataFrame({
-            "Step": [table_title(rtype, name) if i == 0 else "" for i in range(len(group))],
-            "Users": users.astype(str).str.replace(r"\.0$", "", regex=True),
-            rate_unit(rtype): group["rps"].map(_rate),
-            "p50": group["p50_ms"].map(format_latency),
-            "p99": group["p99_ms"].map(format_latency),
-            "errors": errors,
-        })
+        shown = pd.DataFrame(
+            {
+                "Step": [table_title(rtype, name) if i == 0 else "" for i in range(len(group))],
+                "Users": users.astype(str).str.replace(r"\.0$", "", regex=True),
+                rate_unit(rtype): group["rps"].map(_rate),
+                "p50": group["p50_ms"].map(format_latency),
+                "p99": group["p99_ms"].map(format_latency),
+                "errors": errors,
+            }
+        )
         if "generator_cpu_max" in group and pd.to_numeric(group["generator_cpu_max"], errors="coerce").notna().any():
-            shown["generator CPU"] = [_cpu(v, str(b) == "True") for v, b in
-                                      zip(group["generator_cpu_max"], group["generator_bound"])]
+            shown["generator CPU"] = [
+                _cpu(v, str(b) == "True") for v, b in zip(group["generator_cpu_max"], group["generator_bound"])
+            ]
         if target_cpu:
             shown["target CPU"] = [_cpu(target_cpu.get(int(step))) for step in group["step"]]
         sentence = knee_sentence(group, spreads, target_cpu) if waited_on(rtype, name) else None
@@ -146,10 +170,19 @@ def _slo_frame(run_dir: Path) -> pd.DataFrame | None:
     verdicts = json.loads(path.read_text()).get("verdicts", [])
     if not verdicts:
         return None
-    return pd.DataFrame([{"SLO": v["expr"], "scope": v["scope"],
-                          "observed": in_unit(v["observed"], v.get("unit", ""), v.get("metric", "")),
-                          "worst step": v.get("worst_step") or "", "status": v["status"], "colour": v["colour"]}
-                         for v in verdicts])
+    return pd.DataFrame(
+        [
+            {
+                "SLO": v["expr"],
+                "scope": v["scope"],
+                "observed": in_unit(v["observed"], v.get("unit", ""), v.get("metric", "")),
+                "worst step": v.get("worst_step") or "",
+                "status": v["status"],
+                "colour": v["colour"],
+            }
+            for v in verdicts
+        ]
+    )
 
 
 def target_cpu_by_step(run_dir: Path) -> dict[int, float]:
@@ -183,8 +216,10 @@ def generator_bound_sentence(steps: pd.DataFrame) -> str | None:
     if bound.empty:
         return None
     labels = ", ".join(str(label) for label in bound["label"])
-    return (f"Generator-bound: a load generator ran above 90 % CPU during {labels}; those steps' figures may "
-            "describe the generator more than the target.")
+    return (
+        f"Generator-bound: a load generator ran above 90 % CPU during {labels}; those steps' figures may "
+        "describe the generator more than the target."
+    )
 
 
 def _plots(run_dir: Path, steps: pd.DataFrame | None) -> list[tuple[str, str, bytes]]:
@@ -206,8 +241,10 @@ def _plots(run_dir: Path, steps: pd.DataFrame | None) -> list[tuple[str, str, by
 
 def _img(caption: str, png: bytes) -> str:
     data = base64.b64encode(png).decode("ascii")
-    return f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>" \
+    return (
+        f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>"
         f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+    )
 
 
 def _add(md: list[str], body: list[str], title: str | None, markdown: str, fragment: str) -> None:
@@ -275,15 +312,22 @@ def render_report(run_dir: Path | str) -> dict[str, Any]:
         summary[section.title] = section.summary
     plots = _plots(run_dir, steps)
     if plots:
-        _add(md, body, "Plots", "\n".join(f"![{caption}]({name})" for name, caption, _png in plots),
-             "".join(_img(caption, png) for _name, caption, png in plots))
+        _add(
+            md,
+            body,
+            "Plots",
+            "\n".join(f"![{caption}]({name})" for name, caption, _png in plots),
+            "".join(_img(caption, png) for _name, caption, png in plots),
+        )
         summary["plots"] = [name for name, _caption, _png in plots]
     for section in sections.values():
         _add(md, body, section.title, section.markdown, section.html)
         summary[section.title] = section.summary
     write_atomic(run_dir / "report.md", "\n".join(md) + "\n")
-    page = f"<!doctype html><html><head><meta charset='utf-8'><title>swarmgauge report</title>{STYLE}</head>" \
+    page = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>swarmgauge report</title>{STYLE}</head>"
         f"<body>{''.join(body)}</body></html>"
+    )
     write_atomic(run_dir / "report.html", page)
     write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2, default=str))
     return summary

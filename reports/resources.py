@@ -17,8 +17,16 @@ from pathlib import Path
 import pandas as pd
 
 from swarmgauge.core.trend import MIB, parse_warmup
-from swarmgauge.core.verdict import (GENERATOR_SOURCE, HEAP_METRICS, REQUESTS_SOURCE, RSS_METRICS,
-                                       WORKING_SET_METRICS, Row, leak_verdict, trends)
+from swarmgauge.core.verdict import (
+    GENERATOR_SOURCE,
+    HEAP_METRICS,
+    REQUESTS_SOURCE,
+    RSS_METRICS,
+    WORKING_SET_METRICS,
+    Row,
+    leak_verdict,
+    trends,
+)
 from swarmgauge.reports.context import embedded_targets
 from swarmgauge.reports.sections import Section
 
@@ -29,8 +37,19 @@ PLOT_NAME = "resources.png"
 
 def load_rows(path: Path) -> list[Row]:
     frame = pd.read_csv(path, keep_default_na=False)
-    return [Row(float(r.time), float(r.elapsed_s), None if r.step == "" else int(r.step), str(r.node),
-                str(r.source), str(r.metric), float(r.value), int(r.round)) for r in frame.itertuples(index=False)]
+    return [
+        Row(
+            float(r.time),
+            float(r.elapsed_s),
+            None if r.step == "" else int(r.step),
+            str(r.node),
+            str(r.source),
+            str(r.metric),
+            float(r.value),
+            int(r.round),
+        )
+        for r in frame.itertuples(index=False)
+    ]
 
 
 def memory_table(rows: list[Row]) -> pd.DataFrame:
@@ -38,9 +57,13 @@ def memory_table(rows: list[Row]) -> pd.DataFrame:
     picked = [r for r in rows if r.metric in MEMORY_METRICS and r.source not in (GENERATOR_SOURCE, REQUESTS_SOURCE)]
     if not picked:
         return pd.DataFrame()
-    frame = pd.DataFrame({"elapsed": [round(r.elapsed_s) for r in picked],
-                          "series": [f"{r.source} {r.metric.removesuffix('_bytes')}" for r in picked],
-                          "MiB": [r.value / MIB for r in picked]})
+    frame = pd.DataFrame(
+        {
+            "elapsed": [round(r.elapsed_s) for r in picked],
+            "series": [f"{r.source} {r.metric.removesuffix('_bytes')}" for r in picked],
+            "MiB": [r.value / MIB for r in picked],
+        }
+    )
     table = frame.pivot_table(index="elapsed", columns="series", values="MiB", aggfunc="last").sort_index()
     if len(table) > TABLE_ROWS:
         return _thinned(table)
@@ -54,8 +77,9 @@ def _thinned(table: pd.DataFrame) -> pd.DataFrame:
     bounds = [round(i * len(table) / TABLE_ROWS) for i in range(TABLE_ROWS + 1)]
     parts = [table.iloc[start:end] for start, end in zip(bounds, bounds[1:]) if end > start]
     thinned = pd.DataFrame([part.max() for part in parts])
-    thinned.index = [f"{int(p.index[0])} s" if len(p) == 1 else f"{int(p.index[0])}-{int(p.index[-1])} s (max)"
-                     for p in parts]
+    thinned.index = [
+        f"{int(p.index[0])} s" if len(p) == 1 else f"{int(p.index[0])}-{int(p.index[-1])} s (max)" for p in parts
+    ]
     thinned.index.name = "time"
     return thinned.round(1)
 
@@ -71,13 +95,21 @@ def readable_source(source: str) -> str:
 def trend_table(rows: list[Row], warmup_text: str) -> pd.DataFrame:
     warmup = parse_warmup(warmup_text)
     found = trends(rows, MEMORY_METRICS, warmup)
-    return pd.DataFrame([{
-        "series": s.name, "first MiB": round(s.trend.first / MIB, 1), "last MiB": round(s.trend.last / MIB, 1),
-        "delta MiB": round(s.trend.delta / MIB, 1),
-        "MiB/h": None if s.trend.slope_per_hour is None else round(s.trend.slope_per_hour / MIB, 1),
-        "MiB per 1,000 requests": (None if s.trend.slope_per_1k_requests is None
-                                   else round(s.trend.slope_per_1k_requests / MIB, 3)),
-    } for s in found])
+    return pd.DataFrame(
+        [
+            {
+                "series": s.name,
+                "first MiB": round(s.trend.first / MIB, 1),
+                "last MiB": round(s.trend.last / MIB, 1),
+                "delta MiB": round(s.trend.delta / MIB, 1),
+                "MiB/h": None if s.trend.slope_per_hour is None else round(s.trend.slope_per_hour / MIB, 1),
+                "MiB per 1,000 requests": (
+                    None if s.trend.slope_per_1k_requests is None else round(s.trend.slope_per_1k_requests / MIB, 3)
+                ),
+            }
+            for s in found
+        ]
+    )
 
 
 def memory_plot(rows: list[Row], step_starts: list[float]) -> bytes | None:
@@ -89,8 +121,13 @@ def memory_plot(rows: list[Row], step_starts: list[float]) -> bytes | None:
         return None
     figure = Figure(figsize=(9, 4))
     axes = figure.subplots()
-    frame = pd.DataFrame({"t": [r.elapsed_s for r in picked], "v": [r.value / MIB for r in picked],
-                          "s": [f"{r.source} {r.metric}" for r in picked]})
+    frame = pd.DataFrame(
+        {
+            "t": [r.elapsed_s for r in picked],
+            "v": [r.value / MIB for r in picked],
+            "s": [f"{r.source} {r.metric}" for r in picked],
+        }
+    )
     for name, group in frame.groupby("s"):
         axes.plot(group["t"], group["v"], label=name)
     for start in step_starts:
@@ -130,8 +167,7 @@ def source_names(run_dir: Path) -> dict[str, str]:
         info = json.loads((run_dir / "run.json").read_text())
     except (OSError, ValueError):
         return {}
-    return {f"psutil:pid={t['pid']}": f"embedded {name} (pid {t['pid']})"
-            for name, t in embedded_targets(info).items()}
+    return {f"psutil:pid={t['pid']}": f"embedded {name} (pid {t['pid']})" for name, t in embedded_targets(info).items()}
 
 
 def section(run_dir: Path) -> Section | None:
@@ -155,7 +191,13 @@ def section(run_dir: Path) -> Section | None:
     if png:
         (run_dir / PLOT_NAME).write_bytes(png)
         markdown.append(f"![Memory over time]({PLOT_NAME})")
-        parts.append(f'<figure><img alt="Memory over time" src="data:image/png;base64,'
-                     f'{base64.b64encode(png).decode()}"><figcaption>Memory over time</figcaption></figure>')
-    return Section("Target memory", "\n".join(markdown), "\n".join(parts),
-                   {"leak_verdict": status, "verdict": verdict, "trends": slopes.to_dict(orient="records")})
+        parts.append(
+            f'<figure><img alt="Memory over time" src="data:image/png;base64,'
+            f'{base64.b64encode(png).decode()}"><figcaption>Memory over time</figcaption></figure>'
+        )
+    return Section(
+        "Target memory",
+        "\n".join(markdown),
+        "\n".join(parts),
+        {"leak_verdict": status, "verdict": verdict, "trends": slopes.to_dict(orient="records")},
+    )

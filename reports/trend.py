@@ -9,8 +9,8 @@ run is too noisy to read a trend instead of inventing one.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 KNEE_GAIN = 0.10  # a step that adds less than 10 % throughput has stopped growing
 FALL = 0.10  # the last step more than 10 % under the peak is a fall
@@ -64,9 +64,11 @@ def _noise(points: Sequence[StepPoint], *indexes: int) -> float:
 def _noisy(points: Sequence[StepPoint], first: int, second: int, everywhere: bool = False) -> str:
     a, b = points[first], points[second]
     noise = max(p.spread for p in points) if everywhere else _noise(points, first, second)
-    return (f"Too noisy to read a trend: req/s varies by ±{format_rate(noise)} within a step, "
-            f"more than the {format_rate(abs(b.rps - a.rps))} req/s between {_users(a.users)} and {_users(b.users)}; "
-            "run longer steps (--step-time) before drawing a conclusion.")
+    return (
+        f"Too noisy to read a trend: req/s varies by ±{format_rate(noise)} within a step, "
+        f"more than the {format_rate(abs(b.rps - a.rps))} req/s between {_users(a.users)} and {_users(b.users)}; "
+        "run longer steps (--step-time) before drawing a conclusion."
+    )
 
 
 def _saturation(points: Sequence[StepPoint], start: int) -> str:
@@ -101,22 +103,30 @@ def trend_sentence(points: Sequence[StepPoint]) -> str | None:
         if _noise(points, peak, last) > top.rps - end.rps:
             return _noisy(points, peak, last)
         drop = (top.rps - end.rps) / top.rps * 100.0
-        return (f"Throughput falls: it peaks at {format_rate(top.rps)} req/s at {_users(top.users)}, then drops from "
-                f"the {points[peak + 1].users:g}-user step on, to {format_rate(end.rps)} req/s at "
-                f"{_users(end.users)} ({drop:.0f} % lower); {_saturation(points, peak + 1)}.")
-    knee = next((i for i in range(last) if all(points[j + 1].rps < (1.0 + KNEE_GAIN) * points[j].rps
-                                              for j in range(i, last))), None)
+        return (
+            f"Throughput falls: it peaks at {format_rate(top.rps)} req/s at {_users(top.users)}, then drops from "
+            f"the {points[peak + 1].users:g}-user step on, to {format_rate(end.rps)} req/s at "
+            f"{_users(end.users)} ({drop:.0f} % lower); {_saturation(points, peak + 1)}."
+        )
+    knee = next(
+        (i for i in range(last) if all(points[j + 1].rps < (1.0 + KNEE_GAIN) * points[j].rps for j in range(i, last))),
+        None,
+    )
     if knee is None:
         before, top = points[last - 1], points[last]
         if _noise(points, last - 1, last) > top.rps - before.rps:
             return _noisy(points, last - 1, last)
-        return (f"Throughput rises, from {format_rate(points[0].rps)} req/s at "
-                f"{_users(points[0].users)} to {format_rate(top.rps)} req/s at {_users(top.users)}: no knee yet, "
-                "the target has headroom beyond the last step.")
+        return (
+            f"Throughput rises, from {format_rate(points[0].rps)} req/s at "
+            f"{_users(points[0].users)} to {format_rate(top.rps)} req/s at {_users(top.users)}: no knee yet, "
+            "the target has headroom beyond the last step."
+        )
     if knee > 0 and _noise(points, 0, knee) > points[knee].rps - points[0].rps:
         return _noisy(points, 0, knee)
     at, after = points[knee], points[knee + 1]
     little = after.users / after.rps * 1000.0 if after.rps > 0 else None
     measured = f", measured p50 {format_latency(after.p50_ms)}" if after.p50_ms is not None else ""
-    return (f"Throughput flattens at about {format_rate(at.rps)} req/s from {_users(at.users)} on; more users only "
-            f"queue (at {_users(after.users)} Little's law gives {format_latency(little)}{measured}).")
+    return (
+        f"Throughput flattens at about {format_rate(at.rps)} req/s from {_users(at.users)} on; more users only "
+        f"queue (at {_users(after.users)} Little's law gives {format_latency(little)}{measured})."
+    )

@@ -47,14 +47,16 @@ def lost_table(run_dir: Path) -> pd.DataFrame | None:
     rows = []
     for entry in lost:
         reported = entry.get("requests_reported") or {}
-        rows.append({
-            "Worker": entry.get("worker", ""),
-            "Last heard from": _clock(entry.get("last_seen"), started),
-            "Noticed": _clock(entry.get("noticed_at"), started),
-            "In step": labels.get(entry.get("step"), entry.get("step_label") or ""),
-            "Steps touched": ", ".join(labels.get(int(s), str(s)) for s in entry.get("steps_touched") or []),
-            "Requests counted": sum(int(n) for n in reported.values()),
-        })
+        rows.append(
+            {
+                "Worker": entry.get("worker", ""),
+                "Last heard from": _clock(entry.get("last_seen"), started),
+                "Noticed": _clock(entry.get("noticed_at"), started),
+                "In step": labels.get(entry.get("step"), entry.get("step_label") or ""),
+                "Steps touched": ", ".join(labels.get(int(s), str(s)) for s in entry.get("steps_touched") or []),
+                "Requests counted": sum(int(n) for n in reported.values()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -62,9 +64,15 @@ def section(run_dir: Path) -> Section | None:
     table = lost_table(run_dir)
     if table is None:
         return None
-    lead = (f"{len(table)} worker(s) went missing during the run; the master went on with the others. Every "
-            "request a lost worker reported is counted in the step figures; requests it had in flight or measured "
-            "after its last report (at most one report interval, 3 s) are not, so the steps it touched may read low.")
+    lead = (
+        f"{len(table)} worker(s) went missing during the run; the master went on with the others. Every "
+        "request a lost worker reported is counted in the step figures; requests it had in flight or measured "
+        "after its last report (at most one report interval, 3 s) are not, so the steps it touched may read low."
+    )
     summary = {"lost_workers": table.to_dict(orient="records")}
-    return Section("Lost workers", f"{lead}\n\n{table.to_markdown(index=False)}\n",
-                   f"<p>{html.escape(lead)}</p>{table.to_html(index=False, escape=True)}", summary)
+    return Section(
+        "Lost workers",
+        f"{lead}\n\n{table.to_markdown(index=False)}\n",
+        f"<p>{html.escape(lead)}</p>{table.to_html(index=False, escape=True)}",
+        summary,
+    )

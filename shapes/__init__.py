@@ -23,14 +23,26 @@ from typing import Any, ClassVar
 from locust import events
 from locust.runners import WorkerRunner
 
+from swarmgauge.core import hooks
+from swarmgauge.errors import stop_on_usage_error
 from swarmgauge.shapes import open_model  # noqa: F401 - its step listener runs the ticket scheduler
 from swarmgauge.shapes.base import FOREVER, SwarmShape
 from swarmgauge.shapes.plan import KINDS, Plan, Stage, build_plan, load_plan_file, plan_from_options
-from swarmgauge.core import hooks
-from swarmgauge.errors import stop_on_usage_error
 
-__all__ = ["StepRamp", "Soak", "ArrivalRate", "Burst", "Churn", "PlanShape", "SwarmShape", "Plan", "Stage",
-           "build_plan", "load_plan_file", "plan_from_options"]
+__all__ = [
+    "ArrivalRate",
+    "Burst",
+    "Churn",
+    "Plan",
+    "PlanShape",
+    "Soak",
+    "Stage",
+    "StepRamp",
+    "SwarmShape",
+    "build_plan",
+    "load_plan_file",
+    "plan_from_options",
+]
 
 _OPEN_KEYS = ("rate", "duration", "max_users", "drop_after", "warmup", "user_classes", "slos")
 
@@ -99,8 +111,12 @@ class PlanShape(SwarmShape):
     def fallback_plan(self, options: Any) -> Plan:
         users = int(getattr(options, "num_users", None) or 1)
         run_time = getattr(options, "run_time", None)
-        stage = Stage(label=f"{users} users", duration=float(run_time) if run_time else FOREVER, users=users,
-                      spawn_rate=getattr(options, "spawn_rate", None) or None)
+        stage = Stage(
+            label=f"{users} users",
+            duration=float(run_time) if run_time else FOREVER,
+            users=users,
+            spawn_rate=getattr(options, "spawn_rate", None) or None,
+        )
         return Plan(name="options", kind="stages", stages=[stage], source="locust options")
 
 

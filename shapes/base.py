@@ -24,8 +24,8 @@ import gevent
 from locust import LoadTestShape
 
 from swarmgauge.core import hooks
-from swarmgauge.shapes.plan import Plan, Stage, build_plan, plan_from_options
 from swarmgauge.errors import UsageError
+from swarmgauge.shapes.plan import Plan, Stage, build_plan, plan_from_options
 
 logger = logging.getLogger("swarmgauge.shapes")
 
@@ -70,12 +70,18 @@ class SwarmShape(LoadTestShape):
         plan = plan_from_options(options)
         if plan is None:
             return self.fallback_plan(options)
-        if self.kind is not None and plan.kind != self.kind and not (self.kind == "soak" and plan.kind == "arrival_rate"):
+        if (
+            self.kind is not None
+            and plan.kind != self.kind
+            and not (self.kind == "soak" and plan.kind == "arrival_rate")
+        ):
             raise UsageError(f"{type(self).__name__} runs {self.kind} plans, the options give a {plan.kind} plan")
         return plan
 
     def fallback_plan(self, options: Any) -> Plan:
-        raise UsageError(f"{type(self).__name__}: no plan; give --plan FILE or --steps/--step-time or --rate/--duration")
+        raise UsageError(
+            f"{type(self).__name__}: no plan; give --plan FILE or --steps/--step-time or --rate/--duration"
+        )
 
     def plan(self) -> Plan:
         if self._plan is None:
@@ -110,9 +116,17 @@ class SwarmShape(LoadTestShape):
         return max(1.0, abs(stage.user_count - previous) / max(window, 0.05))
 
     def _announce(self, index: int, stage: Stage) -> None:
-        info = hooks.StepInfo(index=index, label=stage.label, users=stage.user_count, rate=stage.rate,
-                              started_at=time.time(), duration=stage.duration, warmup=stage.warmup,
-                              drop_after=stage.drop_after if stage.open_model else None, rate_end=stage.rate_end)
+        info = hooks.StepInfo(
+            index=index,
+            label=stage.label,
+            users=stage.user_count,
+            rate=stage.rate,
+            started_at=time.time(),
+            duration=stage.duration,
+            warmup=stage.warmup,
+            drop_after=stage.drop_after if stage.open_model else None,
+            rate_end=stage.rate_end,
+        )
         hooks.announce_step(self.runner.environment, info)
         self._announced = index
 
@@ -120,8 +134,11 @@ class SwarmShape(LoadTestShape):
         if not stage.user_classes:
             return None
         environment = self.runner.environment
-        known = {cls.__name__: cls for cls in (environment.available_user_classes or {}).values()} \
-            if getattr(environment, "available_user_classes", None) else {c.__name__: c for c in environment.user_classes}
+        known = (
+            {cls.__name__: cls for cls in (environment.available_user_classes or {}).values()}
+            if getattr(environment, "available_user_classes", None)
+            else {c.__name__: c for c in environment.user_classes}
+        )
         missing = [name for name in stage.user_classes if name not in known]
         if missing:
             raise UsageError(f"plan stage {stage.label!r}: unknown user class(es) {', '.join(missing)}")
@@ -139,10 +156,16 @@ class SwarmShape(LoadTestShape):
         found = self.stage_at(run_time)
         self._cut_at = run_time
         logger.info("run time limit of %.0f s reached: the %.0f s plan is cut short", run_time, plan.total_duration)
-        hooks.add_run_info(self.runner.environment, "cut_short", {
-            "run_time_s": round(run_time, 1), "planned_s": plan.total_duration,
-            "during_step": found[1].label if found else None,
-            "steps_not_run": [s.label for s in plan.stages[found[0] + 1:]] if found else []})
+        hooks.add_run_info(
+            self.runner.environment,
+            "cut_short",
+            {
+                "run_time_s": round(run_time, 1),
+                "planned_s": plan.total_duration,
+                "during_step": found[1].label if found else None,
+                "steps_not_run": [s.label for s in plan.stages[found[0] + 1 :]] if found else [],
+            },
+        )
 
     def request_end(self) -> None:
         """End the plan at the next tick, as if its last stage were over (SIGTERM/SIGINT: ``listeners.signals``)."""
@@ -167,8 +190,10 @@ class SwarmShape(LoadTestShape):
         if not self._stopping_users:
             self._stopping_users = True
             return 0, STOP_SPAWN_RATE
-        self._wait_until(lambda: self.runner.user_count == 0,
-                         float(getattr(environment, "stop_timeout", 0) or 0) + STOP_GRACE_SECONDS)
+        self._wait_until(
+            lambda: self.runner.user_count == 0,
+            float(getattr(environment, "stop_timeout", 0) or 0) + STOP_GRACE_SECONDS,
+        )
         hooks.request_final_reports(environment)
         self._wait_until(lambda: hooks.final_reports_in(environment), FINAL_REPORT_SECONDS)
         return None

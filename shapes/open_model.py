@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gevent
 from gevent.event import AsyncResult
@@ -88,7 +89,7 @@ class TicketScheduler:
                 return
         self.queue.append((due, step_index))
 
-    def _issue_due(self, schedule: "_Schedule", now: float) -> None:
+    def _issue_due(self, schedule: _Schedule, now: float) -> None:
         """Issue every ticket of ``schedule`` due by ``now`` (perf_counter time)."""
         issued_now = 0
         while schedule.next < schedule.total:
@@ -102,7 +103,7 @@ class TicketScheduler:
             self.issued += issued_now
             hooks.count_step(self.environment, "tickets", issued_now, step=schedule.info.index)
 
-    def _issue(self, schedule: "_Schedule") -> None:
+    def _issue(self, schedule: _Schedule) -> None:
         """Every ``slots``-th arrival of the step's schedule from ``slot`` on, each at its due time."""
         while schedule.next < schedule.total:
             now = time.perf_counter()

@@ -24,7 +24,6 @@ that runs it is the same. YAML keys (``shapes/plans/*.yaml`` are examples)::
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,10 +36,40 @@ DEFAULT_MAX_USERS = 100
 DEFAULT_DROP_AFTER = 1.0
 MAX_USERS = 100_000  # per stage and process group: past this a typo (1e9) would only exhaust the generator's memory
 MAX_RATE = 1_000_000.0
-_TOP_KEYS = {"name", "description", "kind", "shape", "steps", "step_time", "warmup", "rate", "rates", "duration",
-             "max_users", "drop_after", "users", "user_classes", "slos", "stages", "spawn_rate", "reference"}
-_STAGE_KEYS = {"label", "users", "rate", "rate_end", "duration", "warmup", "max_users", "drop_after", "spawn_rate",
-               "user_classes"}
+_TOP_KEYS = {
+    "name",
+    "description",
+    "kind",
+    "shape",
+    "steps",
+    "step_time",
+    "warmup",
+    "rate",
+    "rates",
+    "duration",
+    "max_users",
+    "drop_after",
+    "users",
+    "user_classes",
+    "slos",
+    "stages",
+    "spawn_rate",
+    "reference",
+}
+_STAGE_KEYS = {
+    "label",
+    "users",
+    "rate",
+    "rate_end",
+    "duration",
+    "warmup",
+    "max_users",
+    "drop_after",
+    "spawn_rate",
+    "user_classes",
+}
+
+
 def _number(value: Any, what: str, *, integer: bool = False, positive: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise UsageError(f"{what}: expected a number, got {value!r}")
@@ -112,8 +141,14 @@ class Plan:
         return sum(s.duration for s in self.stages)
 
     def summary(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "source": self.source, "slos": list(self.slos),
-                "stages": [asdict(s) for s in self.stages], "reference": self.reference}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "source": self.source,
+            "slos": list(self.slos),
+            "stages": [asdict(s) for s in self.stages],
+            "reference": self.reference,
+        }
 
 
 REFERENCE_FIGURES = ("rps", "p50_ms", "p99_ms")
@@ -131,8 +166,9 @@ def _reference(value: Any, where: str) -> dict[str, Any] | None:
             raise UsageError(f"{where}: reference row {position} needs a name and exactly one of users or rate")
         figures = [k for k in REFERENCE_FIGURES if k in row]
         if not figures or not all(isinstance(row[k], (int, float)) for k in figures):
-            raise UsageError(f"{where}: reference row {position} needs numbers for some of "
-                             f"{', '.join(REFERENCE_FIGURES)}")
+            raise UsageError(
+                f"{where}: reference row {position} needs numbers for some of {', '.join(REFERENCE_FIGURES)}"
+            )
     return {"page": str(value.get("page") or ""), "rows": rows}
 
 
@@ -155,18 +191,24 @@ def _stage(raw: dict[str, Any], position: int, defaults: dict[str, Any], where: 
     if classes is not None and (not isinstance(classes, (list, tuple)) or not all(isinstance(c, str) for c in classes)):
         raise UsageError(f"{what}: user_classes must be a list of class names")
     stage = Stage(
-        label=str(merged.get("label") or (f"{int(_number(users, what))} users" if users is not None
-                                           else f"{_number(rate, what):g}/s")),
+        label=str(
+            merged.get("label")
+            or (f"{int(_number(users, what))} users" if users is not None else f"{_number(rate, what):g}/s")
+        ),
         duration=duration,
         users=int(_number(users, f"{what} users", integer=True)) if users is not None else None,
         rate=_number(rate, f"{what} rate") if rate is not None else None,
         rate_end=_number(merged["rate_end"], f"{what} rate_end") if merged.get("rate_end") is not None else None,
         warmup=parse_duration(merged.get("warmup", 0), f"{what} warmup"),
-        max_users=int(_number(merged.get("max_users", DEFAULT_MAX_USERS), f"{what} max_users", integer=True,
-                              positive=True)) if rate is not None else None,
+        max_users=int(
+            _number(merged.get("max_users", DEFAULT_MAX_USERS), f"{what} max_users", integer=True, positive=True)
+        )
+        if rate is not None
+        else None,
         drop_after=parse_duration(merged.get("drop_after", DEFAULT_DROP_AFTER), f"{what} drop_after"),
         spawn_rate=_number(merged["spawn_rate"], f"{what} spawn_rate", positive=True)
-        if merged.get("spawn_rate") is not None else None,
+        if merged.get("spawn_rate") is not None
+        else None,
         user_classes=tuple(classes) if classes else None,
     )
     for count, name in ((stage.users, "users"), (stage.max_users, "max_users")):
@@ -213,20 +255,32 @@ def build_plan(doc: dict[str, Any], *, source: str = "options") -> Plan:
             if doc.get("rate") is None:
                 raise UsageError(f"{where}: rate is missing for a {kind} plan")
             unit = " sessions/s" if kind == "churn" else "/s"
-            raws = [{"rate": doc["rate"], "duration": doc.get("duration"),
-                     "label": f"{kind} {_number(doc['rate'], f'{where} rate'):g}{unit}"}]
+            raws = [
+                {
+                    "rate": doc["rate"],
+                    "duration": doc.get("duration"),
+                    "label": f"{kind} {_number(doc['rate'], f'{where} rate'):g}{unit}",
+                }
+            ]
         raws = [{k: v for k, v in r.items() if v is not None} for r in raws]
     else:
         raws = doc.get("stages") or []
         if not isinstance(raws, list) or not raws:
             raise UsageError(f"{where}: stages must be a non-empty list")
-    stages = [_stage(dict(r) if isinstance(r, dict) else _not_mapping(r, where), i, common, where)
-              for i, r in enumerate(raws)]
+    stages = [
+        _stage(dict(r) if isinstance(r, dict) else _not_mapping(r, where), i, common, where) for i, r in enumerate(raws)
+    ]
     slos = doc.get("slos") or []
     if not isinstance(slos, list) or not all(isinstance(s, str) for s in slos):
         raise UsageError(f"{where}: slos must be a list of expressions")
-    return Plan(name=str(doc.get("name") or kind), kind=kind, stages=stages, slos=list(slos), source=source,
-                reference=_reference(doc.get("reference"), where))
+    return Plan(
+        name=str(doc.get("name") or kind),
+        kind=kind,
+        stages=stages,
+        slos=list(slos),
+        source=source,
+        reference=_reference(doc.get("reference"), where),
+    )
 
 
 def _not_mapping(raw: Any, where: str) -> dict[str, Any]:

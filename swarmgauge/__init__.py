@@ -27,13 +27,16 @@ class _SourceTreeFinder(importlib.abc.MetaPathFinder):
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
         prefix, _, name = fullname.partition(".")
         if prefix != __name__ or name not in MAPPED_PACKAGES:
             return None
         folder = self.root / name
-        return importlib.util.spec_from_file_location(fullname, folder / "__init__.py",
-                                                      submodule_search_locations=[str(folder)])
+        return importlib.util.spec_from_file_location(
+            fullname, folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
 
 
 def _source_root() -> Path | None:

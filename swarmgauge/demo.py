@@ -25,8 +25,14 @@ def demo_plan(steps: str, step_time: str, warmup: str) -> dict:
 
     base = yaml.safe_load(PLAN.read_text(encoding="utf-8"))
     users = [int(part) for part in steps.split(",") if part.strip()]
-    return {**base, "name": "demo", "description": f"swarmgauge demo: {base['description']}", "steps": users,
-            "step_time": f"{float(step_time):g}s", "warmup": f"{float(warmup):g}s"}
+    return {
+        **base,
+        "name": "demo",
+        "description": f"swarmgauge demo: {base['description']}",
+        "steps": users,
+        "step_time": f"{float(step_time):g}s",
+        "warmup": f"{float(warmup):g}s",
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -45,8 +51,22 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="swarmgauge-demo-") as scratch:
         plan = Path(scratch) / "demo.yaml"
         plan.write_text(yaml.safe_dump(demo_plan(args.steps, args.step_time, args.warmup), sort_keys=False))
-        command = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "FetchUser", "--headless",
-                   "--plan", str(plan), "--run-dir", str(run_dir), "--csv", str(run_dir / "locust"), "--only-summary"]
+        command = [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            str(LOCUSTFILE),
+            "FetchUser",
+            "--headless",
+            "--plan",
+            str(plan),
+            "--run-dir",
+            str(run_dir),
+            "--csv",
+            str(run_dir / "locust"),
+            "--only-summary",
+        ]
         print("running:", " ".join(command[2:]), flush=True)
         result = subprocess.run(command, cwd=ROOT, timeout=1800)
     print(f"results: {run_dir} (steps.csv, run.json, slo.json, locust_*.csv, report.md, report.html)")

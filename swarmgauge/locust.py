@@ -6,7 +6,7 @@ and shapes to subclass or use are re-exported by :mod:`swarmgauge.api`.
 """
 
 import swarmgauge.reports.report  # installs the end-of-run report
-import swarmgauge.shapes  # noqa: F401 - the shapes' options and the open-model ticket scheduler
+import swarmgauge.shapes
 import swarmgauge.summary  # noqa: F401 - the end-of-run console summary, after the listeners
 from swarmgauge.listeners import all as listeners_all
 

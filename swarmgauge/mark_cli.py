@@ -12,8 +12,8 @@ import logging
 import sys
 from urllib.parse import urlsplit
 
-from swarmgauge.protocols import mark as codec
 from swarmgauge.errors import SwarmgaugeError
+from swarmgauge.protocols import mark as codec
 from swarmgauge.users.mark import MarkClient
 
 WRITE_VERBS = {"PUBLISH", "APPEND"}
@@ -38,8 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--server-name", help="TLS server name (SNI) override")
     parser.add_argument("--token", help="capability token, sent as auth (never printed)")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
-    parser.add_argument("-m", "--meta", action="append", default=[], metavar="KEY=VALUE",
-                        help="request metadata, repeatable (e.g. -m if-none-match=ETAG, -m query=alpha)")
+    parser.add_argument(
+        "-m",
+        "--meta",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="request metadata, repeatable (e.g. -m if-none-match=ETAG, -m query=alpha)",
+    )
     return parser
 
 
@@ -83,8 +89,9 @@ def main(argv: list[str]) -> int:
     except _UsageFailure as exc:
         print(f"swarmgauge mark: {exc}", file=sys.stderr)
         return 2
-    client = MarkClient(base, insecure=args.insecure, ca_file=args.ca_file, server_name=args.server_name,
-                        timeout=args.timeout)
+    client = MarkClient(
+        base, insecure=args.insecure, ca_file=args.ca_file, server_name=args.server_name, timeout=args.timeout
+    )
     try:
         raw = client.raw(request)
     except SwarmgaugeError as exc:

@@ -66,18 +66,22 @@ class QuicEngine:
 
     # -- configuration ------------------------------------------------------------------------------------------
 
-    def client_configuration(self, *, alpn: str, insecure: bool, ca_file: str | None, server_name: str | None,
-                             idle_timeout: float) -> Any:
+    def client_configuration(
+        self, *, alpn: str, insecure: bool, ca_file: str | None, server_name: str | None, idle_timeout: float
+    ) -> Any:
         """Client settings: verification on unless ``insecure``; ``server_name`` is checked and sent as SNI."""
         configuration = self.QuicConfiguration(
-            is_client=True, alpn_protocols=[alpn], idle_timeout=idle_timeout, server_name=server_name,
-            verify_mode=ssl.CERT_NONE if insecure else ssl.CERT_REQUIRED)
+            is_client=True,
+            alpn_protocols=[alpn],
+            idle_timeout=idle_timeout,
+            server_name=server_name,
+            verify_mode=ssl.CERT_NONE if insecure else ssl.CERT_REQUIRED,
+        )
         if ca_file is not None:
             configuration.load_verify_locations(cafile=ca_file)
         return configuration
 
-    def server_configuration(self, certificate: Any, private_key: Any, *, alpn: str,
-                             idle_timeout: float) -> Any:
+    def server_configuration(self, certificate: Any, private_key: Any, *, alpn: str, idle_timeout: float) -> Any:
         """A server configuration from a ``cryptography`` certificate and key (each library loads them its own way)."""
         configuration = self.QuicConfiguration(is_client=False, alpn_protocols=[alpn], idle_timeout=idle_timeout)
         configuration.certificate = certificate
@@ -165,16 +169,25 @@ class Qh3Engine(QuicEngine):
         if quic_log.level == logging.NOTSET:  # qh3 warns on every peer close: routine here, thousands a minute
             quic_log.setLevel(logging.ERROR)
 
-    def client_configuration(self, *, alpn: str, insecure: bool, ca_file: str | None, server_name: str | None,
-                             idle_timeout: float) -> Any:
+    def client_configuration(
+        self, *, alpn: str, insecure: bool, ca_file: str | None, server_name: str | None, idle_timeout: float
+    ) -> Any:
         """As aioquic's, plus Ed25519 offered: qh3 leaves it out by default, and the demarkus dev certificate is one."""
-        configuration = super().client_configuration(alpn=alpn, insecure=insecure, ca_file=ca_file,
-                                                     server_name=server_name, idle_timeout=idle_timeout)
+        configuration = super().client_configuration(
+            alpn=alpn, insecure=insecure, ca_file=ca_file, server_name=server_name, idle_timeout=idle_timeout
+        )
         algorithms = self.tls.SignatureAlgorithm
         configuration.signature_algorithms = [
-            algorithms.ECDSA_SECP256R1_SHA256, algorithms.ED25519, algorithms.RSA_PSS_RSAE_SHA256,
-            algorithms.RSA_PKCS1_SHA256, algorithms.ECDSA_SECP384R1_SHA384, algorithms.RSA_PSS_RSAE_SHA384,
-            algorithms.RSA_PKCS1_SHA384, algorithms.RSA_PSS_RSAE_SHA512, algorithms.RSA_PKCS1_SHA512]
+            algorithms.ECDSA_SECP256R1_SHA256,
+            algorithms.ED25519,
+            algorithms.RSA_PSS_RSAE_SHA256,
+            algorithms.RSA_PKCS1_SHA256,
+            algorithms.ECDSA_SECP384R1_SHA384,
+            algorithms.RSA_PSS_RSAE_SHA384,
+            algorithms.RSA_PKCS1_SHA384,
+            algorithms.RSA_PSS_RSAE_SHA512,
+            algorithms.RSA_PKCS1_SHA512,
+        ]
         return configuration
 
     def alpn_refused(self, error_code: int, reason: str) -> bool:
@@ -182,12 +195,12 @@ class Qh3Engine(QuicEngine):
         handshake_failure = self.QuicErrorCode.CRYPTO_ERROR + self.AlertDescription.handshake_failure
         return super().alpn_refused(error_code, reason) or (error_code == handshake_failure and "ALPN" in reason)
 
-    def server_configuration(self, certificate: Any, private_key: Any, *, alpn: str,
-                             idle_timeout: float) -> Any:
+    def server_configuration(self, certificate: Any, private_key: Any, *, alpn: str, idle_timeout: float) -> Any:
         configuration = self.QuicConfiguration(is_client=False, alpn_protocols=[alpn], idle_timeout=idle_timeout)
         certificate_pem = certificate.public_bytes(serialization.Encoding.PEM)
-        key_pem = private_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                            serialization.NoEncryption())
+        key_pem = private_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
         configuration.load_cert_chain(certificate_pem, key_pem)
         return configuration
 
@@ -262,8 +275,9 @@ def _replaced(module_name: str, attribute: str, replacement: Callable[..., Any])
         setattr(module, attribute, original)
 
 
-def _create_limited_core(quic: Any, create_core: Callable[..., None], limits: tuple[int, int], *args: Any,
-                         **kwargs: Any) -> None:
+def _create_limited_core(
+    quic: Any, create_core: Callable[..., None], limits: tuple[int, int], *args: Any, **kwargs: Any
+) -> None:
     """Run qh3's own ``_create_core`` with the native core's stream-limit arguments replaced by ``limits``."""
     native = importlib.import_module("qh3.quic.connection").QuicConnectionCore
 
@@ -279,8 +293,9 @@ def _create_limited_core(quic: Any, create_core: Callable[..., None], limits: tu
         create_core(quic, *args, **kwargs)
 
 
-def _create_limited_tls(quic: Any, create_tls: Callable[..., Any], limits: tuple[int, int], *args: Any,
-                        **kwargs: Any) -> Any:
+def _create_limited_tls(
+    quic: Any, create_tls: Callable[..., Any], limits: tuple[int, int], *args: Any, **kwargs: Any
+) -> Any:
     """Run qh3's own ``_create_tls`` so that the transport parameters it writes (now and after a version change)
     advertise ``limits``."""
     module_name = "qh3.quic.tls_bridge"
@@ -317,4 +332,4 @@ def engine_of(configuration: Any) -> QuicEngine:
     return engine(type(configuration).__module__.split(".", 1)[0])
 
 
-__all__ = ["ENGINES", "DEFAULT_ENGINE", "QuicEngine", "engine", "engine_of"]
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "QuicEngine", "engine", "engine_of"]

@@ -42,7 +42,7 @@ def contains_secret(text: str) -> bool:
 
 def register_secret_options(options: object) -> None:
     """Register the values of options whose names say they are secret (``--mark-token``, ``--mcp-token``...)."""
-    for name, value in (vars(options).items() if options is not None and hasattr(options, "__dict__") else []):
+    for name, value in vars(options).items() if options is not None and hasattr(options, "__dict__") else []:
         if SECRET_NAME.search(name):
             register_secret(value)
 

@@ -36,19 +36,60 @@ from urllib.parse import parse_qs, urlsplit
 from prometheus_client import CollectorRegistry, Gauge, ProcessCollector, generate_latest
 
 PROTOCOL_VERSION = "2024-11-05"
-POOL_FULL = ("Buffer manager exception: Unable to allocate memory! The buffer pool is full and no memory "
-             "could be freed!")
+POOL_FULL = "Buffer manager exception: Unable to allocate memory! The buffer pool is full and no memory could be freed!"
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
-_WORDS = ("quic mark stream fetch publish world etag cursor session gateway token agent kneo dispatch queue "
-          "miner fleet hashrate pool brain leaf fact embed vector index search heap memory soak ramp retention "
-          "prune version frontmatter lookup latency throughput worker semaphore ladybug buffer daemon model").split()
+_WORDS = [
+    "quic",
+    "mark",
+    "stream",
+    "fetch",
+    "publish",
+    "world",
+    "etag",
+    "cursor",
+    "session",
+    "gateway",
+    "token",
+    "agent",
+    "kneo",
+    "dispatch",
+    "queue",
+    "miner",
+    "fleet",
+    "hashrate",
+    "pool",
+    "brain",
+    "leaf",
+    "fact",
+    "embed",
+    "vector",
+    "index",
+    "search",
+    "heap",
+    "memory",
+    "soak",
+    "ramp",
+    "retention",
+    "prune",
+    "version",
+    "frontmatter",
+    "lookup",
+    "latency",
+    "throughput",
+    "worker",
+    "semaphore",
+    "ladybug",
+    "buffer",
+    "daemon",
+    "model",
+]
 OPS = (  # path, method, summary: the Ops table /openapi.json is generated from
     ("/health", "GET", "liveness; bypasses the worker semaphore"),
     ("/search", "GET", "search leafs: q (required), n 1..100, root facts|info, noweb, as_of YYYY-MM-DD, sort"),
     ("/get", "GET", "one leaf by id; body=1 adds the body"),
     ("/stats", "GET", "index health"),
     ("/audit", "GET", "facts confidence histogram"),
-    ("/ingest", "POST", "add leafs: one object, an array or {\"leafs\": [...]}"),
+    ("/ingest", "POST", 'add leafs: one object, an array or {"leafs": [...]}'),
     ("/mcp", "POST", "minimal stateless MCP JSON-RPC"),
 )
 
@@ -67,18 +108,33 @@ def build_corpus(size: int, seed: int = 2) -> list[dict]:
     leafs = []
     for i in range(size):
         words = rng.sample(_WORDS, 8)
-        leafs.append({
-            "id": f"leaf-{i:04d}", "root": "facts" if i % 3 else "info", "text": " ".join(words),
-            "body": " ".join(words * 4), "source": f"notes/{words[0]}.md",
-            "valid_from": f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}", "confidence": round(rng.random(), 2)})
+        leafs.append(
+            {
+                "id": f"leaf-{i:04d}",
+                "root": "facts" if i % 3 else "info",
+                "text": " ".join(words),
+                "body": " ".join(words * 4),
+                "source": f"notes/{words[0]}.md",
+                "valid_from": f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}",
+                "confidence": round(rng.random(), 2),
+            }
+        )
     return leafs
 
 
 class Brain:
     """The stand-in's state: corpus, semaphore, and the two fault modes' retained memory and pinned results."""
 
-    def __init__(self, *, workers: int = 4, corpus_size: int = 300, search_ms: float = 5.0,
-                 leak_per_search_kb: int = 0, pool_exhaustion: int = 0, model_load_ms: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        workers: int = 4,
+        corpus_size: int = 300,
+        search_ms: float = 5.0,
+        leak_per_search_kb: int = 0,
+        pool_exhaustion: int = 0,
+        model_load_ms: float = 0.0,
+    ) -> None:
         self.leafs = build_corpus(corpus_size)
         self.by_id = {leaf["id"]: leaf for leaf in self.leafs}
         self.semaphore = threading.BoundedSemaphore(max(1, workers))
@@ -163,8 +219,17 @@ class Brain:
             self.searches += 1
             if self.pool_size:
                 self.pinned_results += 1  # the result is never closed: its pages stay pinned
-        results = [{"id": leaf["id"], "text": leaf["text"], "root": leaf["root"], "score": score,
-                    "source": leaf["source"], "valid_from": leaf["valid_from"]} for score, leaf in scored[:n]]
+        results = [
+            {
+                "id": leaf["id"],
+                "text": leaf["text"],
+                "root": leaf["root"],
+                "score": score,
+                "source": leaf["source"],
+                "valid_from": leaf["valid_from"],
+            }
+            for score, leaf in scored[:n]
+        ]
         return {"query": query, "root_filter": root or "", "count": len(results), "results": results}
 
     def get(self, params: dict[str, str]) -> dict:
@@ -185,9 +250,15 @@ class Brain:
         roots: dict[str, int] = {}
         for leaf in self.leafs:
             roots[leaf["root"]] = roots.get(leaf["root"], 0) + 1
-        return {"leafs": len(self.leafs), "roots": roots, "index": "ok", "searches": self.searches,
-                "pinned_results": self.pinned_results, "retained_bytes": len(self.retained) * self.leak_bytes,
-                "model_loads": self.model_loads}
+        return {
+            "leafs": len(self.leafs),
+            "roots": roots,
+            "index": "ok",
+            "searches": self.searches,
+            "pinned_results": self.pinned_results,
+            "retained_bytes": len(self.retained) * self.leak_bytes,
+            "model_loads": self.model_loads,
+        }
 
     def audit(self, _params=None) -> dict:
         self._backend()
@@ -200,7 +271,7 @@ class Brain:
 
     def ingest(self, body: bytes) -> dict:
         if not body.strip():
-            return {"hint": "POST one leaf object, an array of them, or {\"leafs\": [...]}; CLI: brain ingest FILE"}
+            return {"hint": 'POST one leaf object, an array of them, or {"leafs": [...]}; CLI: brain ingest FILE'}
         try:
             doc = json.loads(body)
         except ValueError:
@@ -213,9 +284,15 @@ class Brain:
         ids = []
         with self.lock:
             for item in items:
-                leaf = {"id": f"leaf-{len(self.leafs):04d}", "root": item.get("root", "info"), "text": item["text"],
-                        "body": item["text"], "source": item.get("source", "ingest"),
-                        "valid_from": item.get("valid_from", time.strftime("%Y-%m-%d")), "confidence": 1.0}
+                leaf = {
+                    "id": f"leaf-{len(self.leafs):04d}",
+                    "root": item.get("root", "info"),
+                    "text": item["text"],
+                    "body": item["text"],
+                    "source": item.get("source", "ingest"),
+                    "valid_from": item.get("valid_from", time.strftime("%Y-%m-%d")),
+                    "confidence": 1.0,
+                }
                 self.leafs.append(leaf)
                 self.by_id[leaf["id"]] = leaf
                 ids.append(leaf["id"])
@@ -235,13 +312,20 @@ class Brain:
         reply = {"jsonrpc": "2.0", "id": msg["id"]}
         tools = {"search": self.search, "get": self.get, "stats": self.stats, "audit": self.audit}
         if method == "initialize":
-            reply["result"] = {"protocolVersion": PROTOCOL_VERSION, "capabilities": {"tools": {}},
-                               "serverInfo": {"name": "brain-standin", "version": "0.1"}}
+            reply["result"] = {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "brain-standin", "version": "0.1"},
+            }
         elif method == "ping":
             reply["result"] = {}
         elif method == "tools/list":
-            reply["result"] = {"tools": [{"name": name, "description": f"brain {name}",
-                                          "inputSchema": {"type": "object"}} for name in (*tools, "ingest")]}
+            reply["result"] = {
+                "tools": [
+                    {"name": name, "description": f"brain {name}", "inputSchema": {"type": "object"}}
+                    for name in (*tools, "ingest")
+                ]
+            }
         elif method == "tools/call" and params.get("name") in (*tools, "ingest"):
             args = params.get("arguments") or {}
             try:
@@ -260,10 +344,11 @@ class Brain:
 
 
 def openapi() -> dict:
-    paths = {path: {method.lower(): {"summary": summary, "responses": {"200": {"description": "ok"}}}}
-             for path, method, summary in OPS}
-    return {"openapi": "3.0.3", "info": {"title": "brain API (swarmgauge stand-in)", "version": "0.1"},
-            "paths": paths}
+    paths = {
+        path: {method.lower(): {"summary": summary, "responses": {"200": {"description": "ok"}}}}
+        for path, method, summary in OPS
+    }
+    return {"openapi": "3.0.3", "info": {"title": "brain API (swarmgauge stand-in)", "version": "0.1"}, "paths": paths}
 
 
 def metrics_registry(brain: Brain) -> CollectorRegistry:
@@ -271,7 +356,8 @@ def metrics_registry(brain: Brain) -> CollectorRegistry:
     ProcessCollector(registry=registry)
     Gauge("brain_searches", "Searches answered.", registry=registry).set_function(lambda: brain.searches)
     Gauge("brain_pinned_results", "Unclosed query results.", registry=registry).set_function(
-        lambda: brain.pinned_results)
+        lambda: brain.pinned_results
+    )
     Gauge("brain_model_loads", "Embedding model loads.", registry=registry).set_function(lambda: brain.model_loads)
     return registry
 
@@ -318,10 +404,10 @@ def make_handler(brain: Brain):
             except ApiError as exc:
                 self._send(exc.status, {"error": str(exc)})
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's names
+        def do_GET(self) -> None:
             self._route("GET")
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self._route("POST")
 
         def log_message(self, *args) -> None:
@@ -344,20 +430,37 @@ class _ThreadingHTTPServer6(ThreadingHTTPServer):
 
 def _parser() -> argparse.ArgumentParser:
     env = os.environ.get
-    p = argparse.ArgumentParser(prog="swarmgauge target brain",
-                                description="A STAND-IN for the 2dph brain HTTP API (not the real service), with "
-                                            "its two memory/pool bugs as fault modes.")
+    p = argparse.ArgumentParser(
+        prog="swarmgauge target brain",
+        description="A STAND-IN for the 2dph brain HTTP API (not the real service), with "
+        "its two memory/pool bugs as fault modes.",
+    )
     p.add_argument("--host", default=env("KB_HOST", "127.0.0.1"), help="bind address, loopback only")
     p.add_argument("--port", type=int, default=int(env("KB_PORT", "8630")), help="0 picks a free port")
     p.add_argument("--workers", type=int, default=int(env("KB_WORKERS", "4")), help="worker semaphore (KB_WORKERS)")
     p.add_argument("--corpus-size", type=int, default=300, help="deterministic leafs to serve")
     p.add_argument("--search-ms", type=float, default=5.0, help="time a search spends in the backend")
-    p.add_argument("--leak-per-search", type=int, default=0, metavar="KB",
-                   help="the reload-per-search bug: each search loads the model again and retains KB")
-    p.add_argument("--model-load-ms", type=float, default=0.0, metavar="MS",
-                   help="time one model load takes (page: 1429); paid per search with the leak, once without")
-    p.add_argument("--pool-exhaustion", type=int, default=0, metavar="N",
-                   help="after N unclosed search results every backend route answers 502 until restart")
+    p.add_argument(
+        "--leak-per-search",
+        type=int,
+        default=0,
+        metavar="KB",
+        help="the reload-per-search bug: each search loads the model again and retains KB",
+    )
+    p.add_argument(
+        "--model-load-ms",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="time one model load takes (page: 1429); paid per search with the leak, once without",
+    )
+    p.add_argument(
+        "--pool-exhaustion",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after N unclosed search results every backend route answers 502 until restart",
+    )
     p.add_argument("--pidfile", help="write the pid here (for the sampler's psutil:pidfile=)")
     return p
 
@@ -367,9 +470,14 @@ def main(argv: list[str]) -> int:
     if args.host not in LOOPBACK:
         print(f"swarmgauge target brain: --host {args.host}: the stand-in binds loopback only", file=sys.stderr)
         return 2
-    brain = Brain(workers=args.workers, corpus_size=args.corpus_size, search_ms=args.search_ms,
-                  leak_per_search_kb=args.leak_per_search, pool_exhaustion=args.pool_exhaustion,
-                  model_load_ms=args.model_load_ms)
+    brain = Brain(
+        workers=args.workers,
+        corpus_size=args.corpus_size,
+        search_ms=args.search_ms,
+        leak_per_search_kb=args.leak_per_search,
+        pool_exhaustion=args.pool_exhaustion,
+        model_load_ms=args.model_load_ms,
+    )
     try:
         server = serve(brain, args.host, args.port)
     except OSError as exc:

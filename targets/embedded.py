@@ -38,8 +38,9 @@ def redact_args(args: list[str]) -> list[str]:
     return shown
 
 
-def start_embedded(environment: Any, name: str, args: list[str], *, env: dict[str, str] | None = None,
-                   describe: str = "") -> TargetProcess | None:
+def start_embedded(
+    environment: Any, name: str, args: list[str], *, env: dict[str, str] | None = None, describe: str = ""
+) -> TargetProcess | None:
     """Start ``swarmgauge target NAME ARGS`` unless a host is set or this is a worker; sets the host."""
     if environment.host or isinstance(environment.runner, WorkerRunner):
         return None
@@ -48,8 +49,14 @@ def start_embedded(environment: Any, name: str, args: list[str], *, env: dict[st
     environment.host = target.url
     if environment.parsed_options is not None:
         environment.parsed_options.host = target.url
-    log.info("no --host given: started the embedded %s at %s (pid %d%s; %s)", name, target.url, target.pid,
-             f", {describe}" if describe else "", " ".join(redact_args(args)))
+    log.info(
+        "no --host given: started the embedded %s at %s (pid %d%s; %s)",
+        name,
+        target.url,
+        target.pid,
+        f", {describe}" if describe else "",
+        " ".join(redact_args(args)),
+    )
     _sample_as_target(environment, name, target)
     return target
 

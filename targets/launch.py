@@ -14,8 +14,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from swarmgauge.errors import SwarmgaugeError
 
@@ -36,7 +36,7 @@ class TargetProcess:
         self.url = lines["ready"]
         self._log = log
 
-    def __enter__(self) -> "TargetProcess":
+    def __enter__(self) -> TargetProcess:
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -112,16 +112,28 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def launch_target(name: str, args: list[str] | None = None, *, timeout: float = 30.0,
-                  wait_for: tuple[str, ...] = ("ready",), env: dict[str, str] | None = None) -> TargetProcess:
+def launch_target(
+    name: str,
+    args: list[str] | None = None,
+    *,
+    timeout: float = 30.0,
+    wait_for: tuple[str, ...] = ("ready",),
+    env: dict[str, str] | None = None,
+) -> TargetProcess:
     """Run ``swarmgauge target NAME ARGS`` and return once it printed a line starting with each of ``wait_for``.
 
     Secrets go in ``env``, never in ``args``: a command line is visible to every local user and ends up in logs.
     """
     command = [sys.executable, "-m", "swarmgauge.cli", "target", name, *(args or [])]
     log = tempfile.TemporaryFile()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, env=child_env(env), cwd=str(REPO_ROOT),
-                               preexec_fn=die_with_parent(os.getpid()))
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        env=child_env(env),
+        cwd=str(REPO_ROOT),
+        preexec_fn=die_with_parent(os.getpid()),
+    )
     lines: dict[str, str] = {}
     buffer = b""
     deadline = time.monotonic() + timeout

@@ -69,16 +69,25 @@ def find_bindir(explicit: str | None = None) -> Path:
         path = Path(candidate)
         if (path / "initdb").exists() and (path / "pg_ctl").exists():
             return path
-    raise PostgresError("no PostgreSQL binaries: looked for initdb and pg_ctl in pg_config --bindir, "
-                        "/usr/lib/postgresql/*/bin and PATH")
+    raise PostgresError(
+        "no PostgreSQL binaries: looked for initdb and pg_ctl in pg_config --bindir, /usr/lib/postgresql/*/bin and PATH"
+    )
 
 
 class PostgresCluster:
     """One throwaway cluster; use as a context manager or call ``start()`` / ``stop()``."""
 
-    def __init__(self, *, port: int | None = None, user: str = "swarmgauge", database: str = "swarmgauge",
-                 bindir: str | None = None, fsync: bool = True, max_connections: int = 200,
-                 start_timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        *,
+        port: int | None = None,
+        user: str = "swarmgauge",
+        database: str = "swarmgauge",
+        bindir: str | None = None,
+        fsync: bool = True,
+        max_connections: int = 200,
+        start_timeout: float = 60.0,
+    ) -> None:
         self.bindir = find_bindir(bindir)
         self.port = port or free_port()
         self.user = user
@@ -107,14 +116,20 @@ class PostgresCluster:
         kwargs: dict = {}
         if self._run_as is not None:
             kwargs.update(user=self._run_as.pw_uid, group=self._run_as.pw_gid, extra_groups=[])
-        result = subprocess.run([str(self.bindir / tool), *args], capture_output=True, text=True,
-                                timeout=timeout, cwd=str(self.root), **kwargs)
+        result = subprocess.run(
+            [str(self.bindir / tool), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=str(self.root),
+            **kwargs,
+        )
         if result.returncode != 0:
             tail = redact_dsn((result.stderr or result.stdout).strip()[-600:])
             raise PostgresError(f"{tool} failed ({result.returncode}): {tail}")
         return result
 
-    def start(self) -> "PostgresCluster":
+    def start(self) -> PostgresCluster:
         self.root = Path(tempfile.mkdtemp(prefix="swarmgauge-pg-"))
         try:
             if os.geteuid() == 0:
@@ -125,13 +140,38 @@ class PostgresCluster:
             os.chmod(pwfile, 0o600)
             if self._run_as is not None:
                 os.chown(pwfile, self._run_as.pw_uid, self._run_as.pw_gid)
-            self._pg("initdb", "-D", str(self.data_dir), "-U", self.user, f"--pwfile={pwfile}",
-                     "--auth=scram-sha-256", "-E", "UTF8", "--no-instructions", timeout=120)
+            self._pg(
+                "initdb",
+                "-D",
+                str(self.data_dir),
+                "-U",
+                self.user,
+                f"--pwfile={pwfile}",
+                "--auth=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--no-instructions",
+                timeout=120,
+            )
             pwfile.unlink()
-            options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
-                       f"-c max_connections={self.max_connections} -c fsync={'on' if self.fsync else 'off'}")
-            self._pg("pg_ctl", "-D", str(self.data_dir), "-l", str(self.root / "server.log"), "-o", options,
-                     "-w", "-t", str(int(self.start_timeout)), "start", timeout=self.start_timeout + 10)
+            options = (
+                f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
+                f"-c max_connections={self.max_connections} -c fsync={'on' if self.fsync else 'off'}"
+            )
+            self._pg(
+                "pg_ctl",
+                "-D",
+                str(self.data_dir),
+                "-l",
+                str(self.root / "server.log"),
+                "-o",
+                options,
+                "-w",
+                "-t",
+                str(int(self.start_timeout)),
+                "start",
+                timeout=self.start_timeout + 10,
+            )
             self._create_database()
         except BaseException:
             self.stop()
@@ -144,8 +184,13 @@ class PostgresCluster:
         cmd = [str(self.bindir.parent / "bin" / "createdb")]
         if not Path(cmd[0]).exists():
             cmd = [shutil.which("createdb") or "createdb"]
-        result = subprocess.run([*cmd, "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user, self.database],
-                                capture_output=True, text=True, timeout=60, env={**os.environ, **env_password})
+        result = subprocess.run(
+            [*cmd, "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user, self.database],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, **env_password},
+        )
         if result.returncode != 0:
             raise PostgresError(f"createdb failed: {redact_dsn(result.stderr.strip()[-300:])}")
 
@@ -160,12 +205,11 @@ class PostgresCluster:
         shutil.rmtree(self.root, ignore_errors=True)
         self.root = None
 
-    def __enter__(self) -> "PostgresCluster":
+    def __enter__(self) -> PostgresCluster:
         return self.start()
 
     def __exit__(self, *exc_info) -> None:
         self.stop()
-
 
 
 def main(argv: list[str]) -> int:

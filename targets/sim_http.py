@@ -23,7 +23,8 @@ import json
 import random
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import parse_qs
 
 from swarmgauge.errors import UsageError
@@ -67,8 +68,14 @@ def delay_sampler(spec: str, seed: int) -> Callable[[], float]:
 class SimHttpApp:
     """The WSGI app: sleeps the drawn delay (plus any stall), records what it did."""
 
-    def __init__(self, delay: str = "const:0", seed: int = 1, stall_at: float | None = None,
-                 stall_for: float = 0.0, capacity: int | None = None) -> None:
+    def __init__(
+        self,
+        delay: str = "const:0",
+        seed: int = 1,
+        stall_at: float | None = None,
+        stall_for: float = 0.0,
+        capacity: int | None = None,
+    ) -> None:
         if capacity is not None and capacity < 1:
             raise UsageError(f"--capacity must be at least 1, got {capacity}")
         self.sample = delay_sampler(delay, seed)
@@ -110,9 +117,16 @@ class SimHttpApp:
             if slots is not None:
                 slots.release()
         status = _status_of(query)
-        record = {"t": arrived, "path": path, "step": query.get("step", [None])[0], "id": query.get("id", [None])[0],
-                  "drawn_ms": delay_ms,
-                  "queued_ms": (held_from - queued_from) * 1000.0, "held_ms": held_ms, "status": status}
+        record = {
+            "t": arrived,
+            "path": path,
+            "step": query.get("step", [None])[0],
+            "id": query.get("id", [None])[0],
+            "drawn_ms": delay_ms,
+            "queued_ms": (held_from - queued_from) * 1000.0,
+            "held_ms": held_ms,
+            "status": status,
+        }
         if len(self.records) < MAX_RECORDS:
             self.records.append(record)
             environ[RECORD_KEY] = record
@@ -197,8 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--delay", default="const:0", help="const:MS | uniform:LO:HI | exp:MEAN | lognormal:MED:SIGMA")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--stall-at", type=float, default=None,
-                        help="seconds after the first request when a stall begins")
+    parser.add_argument(
+        "--stall-at", type=float, default=None, help="seconds after the first request when a stall begins"
+    )
     parser.add_argument("--stall-for", type=float, default=0.0, help="how long the stall holds every request")
     parser.add_argument("--capacity", type=int, default=None, help="serve at most N requests at once, queue the rest")
     parser.add_argument("--max-seconds", type=float, default=3600.0, help="stop by itself after this long")

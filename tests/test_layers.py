@@ -14,7 +14,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 MAPPED = ("protocols", "users", "shapes", "listeners", "reports", "targets", "locustfiles")
-CORE_MODULES = ("swarmgauge.core", "swarmgauge.errors", "swarmgauge.files", "swarmgauge.run_folders", "swarmgauge.redaction")
+CORE_MODULES = (
+    "swarmgauge.core",
+    "swarmgauge.errors",
+    "swarmgauge.files",
+    "swarmgauge.run_folders",
+    "swarmgauge.redaction",
+)
 
 #: The QUIC engine adapter (aioquic or qh3): below the users and the targets, which both run QUIC on it.
 ENGINE_MODULES = ("swarmgauge.quic_engine",)
@@ -176,18 +182,28 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize(("path", "text", "rule"), [
-    ("users/bad.py", "from swarmgauge.listeners import steps\n", "users may not import listeners"),
-    ("users/bad.py", "def f():\n    from swarmgauge.targets import launch\n", "users may not import targets"),
-    ("reports/bad.py", "from swarmgauge.listeners.rundir import run_dir\n", "reports may not import listeners"),
-    ("listeners/bad.py", "import swarmgauge.reports.report\n", "listeners may not import reports"),
-    ("shapes/bad.py", "from swarmgauge import users\n", "shapes may not import users"),
-    ("protocols/bad.py", "from aioquic.quic.connection import QuicConnection\n", "protocols must not import aioquic"),
-    ("swarmgauge/core/bad.py", "from swarmgauge.listeners import steps\n", "core may not import listeners"),
-    ("listeners/sources/bad.py", "from ..steps import count\n", None),
-    ("listeners/bad.py", "try:\n    from swarmgauge.listeners import webui\nexcept ImportError:\n    pass\n",
-     "ImportError guard"),
-])
+@pytest.mark.parametrize(
+    ("path", "text", "rule"),
+    [
+        ("users/bad.py", "from swarmgauge.listeners import steps\n", "users may not import listeners"),
+        ("users/bad.py", "def f():\n    from swarmgauge.targets import launch\n", "users may not import targets"),
+        ("reports/bad.py", "from swarmgauge.listeners.rundir import run_dir\n", "reports may not import listeners"),
+        ("listeners/bad.py", "import swarmgauge.reports.report\n", "listeners may not import reports"),
+        ("shapes/bad.py", "from swarmgauge import users\n", "shapes may not import users"),
+        (
+            "protocols/bad.py",
+            "from aioquic.quic.connection import QuicConnection\n",
+            "protocols must not import aioquic",
+        ),
+        ("swarmgauge/core/bad.py", "from swarmgauge.listeners import steps\n", "core may not import listeners"),
+        ("listeners/sources/bad.py", "from ..steps import count\n", None),
+        (
+            "listeners/bad.py",
+            "try:\n    from swarmgauge.listeners import webui\nexcept ImportError:\n    pass\n",
+            "ImportError guard",
+        ),
+    ],
+)
 def test_a_planted_import_is_reported(tmp_path: Path, path: str, text: str, rule: str | None):
     found = [str(v) for v in violations(_tree(tmp_path, {path: text}))]
     if rule is None:

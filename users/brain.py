@@ -19,8 +19,16 @@ from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 
 DEFAULT_MIX = "search:6,get:2,stats:1,audit:1"
 ENDPOINTS = ("search", "get", "stats", "audit", "health")
-DEFAULT_QUERIES = ("quic stream", "session gateway", "memory heap", "worker semaphore", "brain leaf", "vector index",
-                   "retention prune", "latency throughput")
+DEFAULT_QUERIES = (
+    "quic stream",
+    "session gateway",
+    "memory heap",
+    "worker semaphore",
+    "brain leaf",
+    "vector index",
+    "retention prune",
+    "latency throughput",
+)
 LATENCY_GATES = {"health": "GET:/health:p95<500ms", "search": "GET:/search:p95<1000ms", "get": "GET:/get:p95<200ms"}
 POOL_FULL_MARK = "buffer pool is full"
 
@@ -63,12 +71,28 @@ def parse_mix(text: str) -> dict[str, int]:
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument("--brain-mix", default=DEFAULT_MIX, env_var="SWARMGAUGE_BRAIN_MIX", include_in_web_ui=True,
-                        help="endpoint weights, as the stress tool's --mix (default search:6,get:2,stats:1,audit:1)")
-    parser.add_argument("--brain-query", action="append", default=[], env_var="SWARMGAUGE_BRAIN_QUERY",
-                        include_in_web_ui=True, help="extra search query (repeatable), as the stress tool's --q")
-    parser.add_argument("--brain-embedded-args", default="", env_var="SWARMGAUGE_BRAIN_EMBEDDED_ARGS",
-                        include_in_web_ui=False, help="options for the brain stand-in started when --host is empty")
+    parser.add_argument(
+        "--brain-mix",
+        default=DEFAULT_MIX,
+        env_var="SWARMGAUGE_BRAIN_MIX",
+        include_in_web_ui=True,
+        help="endpoint weights, as the stress tool's --mix (default search:6,get:2,stats:1,audit:1)",
+    )
+    parser.add_argument(
+        "--brain-query",
+        action="append",
+        default=[],
+        env_var="SWARMGAUGE_BRAIN_QUERY",
+        include_in_web_ui=True,
+        help="extra search query (repeatable), as the stress tool's --q",
+    )
+    parser.add_argument(
+        "--brain-embedded-args",
+        default="",
+        env_var="SWARMGAUGE_BRAIN_EMBEDDED_ARGS",
+        include_in_web_ui=False,
+        help="options for the brain stand-in started when --host is empty",
+    )
 
 
 @events.init.add_listener
@@ -82,8 +106,10 @@ def _on_init(environment: Any, **_kwargs: Any) -> None:
 def gates(mix: dict[str, int]) -> list[str]:
     """The stress tool's gates for the endpoints a mix calls: latency where it has one, errors < 1 % for each."""
     called = [name for name, weight in mix.items() if weight > 0]
-    return [*(LATENCY_GATES[name] for name in called if name in LATENCY_GATES),
-            *(f"GET:/{name}:fail_ratio<0.01" for name in called)]
+    return [
+        *(LATENCY_GATES[name] for name in called if name in LATENCY_GATES),
+        *(f"GET:/{name}:fail_ratio<0.01" for name in called),
+    ]
 
 
 def add_gates(environment: Any, mix: dict[str, int]) -> None:
@@ -101,8 +127,9 @@ def classify(status: int, body: bytes) -> BrainError | None:
         return None
     detail = body[:200].decode("utf-8", "replace")
     if status == 502:
-        error: BrainError = PoolExhausted(f"HTTP 502: {POOL_FULL_MARK}") if POOL_FULL_MARK in detail \
-            else BackendError("HTTP 502")
+        error: BrainError = (
+            PoolExhausted(f"HTTP 502: {POOL_FULL_MARK}") if POOL_FULL_MARK in detail else BackendError("HTTP 502")
+        )
     else:
         error = BrainError(f"HTTP {status}")
     error.detail = detail

@@ -26,10 +26,12 @@ from locust.clients import HttpSession
 from locust.event import EventHook
 from locust.runners import WorkerRunner
 
+from swarmgauge.core import hooks
+from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.protocols.kneo import (
     KneoHTTPError,
-    KneoUnreachable,
     KneoMalformedResponse,
+    KneoUnreachable,
     PollTimeout,
     QueueFull,
     RunLedger,
@@ -39,18 +41,23 @@ from swarmgauge.protocols.kneo import (
     poll_delays,
     run_request,
 )
-from swarmgauge.core import hooks
-from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.users.kneo_ledger import MISMATCH_TERM, ledger_for, reconcile_run, run_tag, store_locator
 from swarmgauge.users.recording import measure, set_intended_start
 
-__all__ = ["KneoClient", "KneoUser", "MISMATCH_TERM", "ledger_for", "reconcile_run", "run_tag", "store_locator"]
+__all__ = ["MISMATCH_TERM", "KneoClient", "KneoUser", "ledger_for", "reconcile_run", "run_tag", "store_locator"]
 RUNS_PATH = "/v1/runs"
 MODES = ("sync", "queued", "batch")
 BATCH_IDLE_S = 0.5
 TARGETS = ("agent", "workflow")
-GAUGES = ("kneo_runs_queued", "kneo_runs_running", "kneo_worker_count", "kneo_runs_started_total",
-          "kneo_runs_completed_total", "kneo_runs_failed_total", "kneo_runs_rejected_total")
+GAUGES = (
+    "kneo_runs_queued",
+    "kneo_runs_running",
+    "kneo_worker_count",
+    "kneo_runs_started_total",
+    "kneo_runs_completed_total",
+    "kneo_runs_failed_total",
+    "kneo_runs_rejected_total",
+)
 DEFAULT_STOP_TIMEOUT = 15.0  # without --stop-timeout, runs in flight at the end finish, so the ledger is exact
 
 
@@ -65,28 +72,79 @@ def _option(parser: Any, flag: str, text: str, **kwargs: Any) -> None:
 def _add_options(parser: Any) -> None:
     _option(parser, "--kneo-spec", "spec_path of each run, relative to the service's spec root", default="echo.yaml")
     _option(parser, "--kneo-target", "run target: agent or workflow", default="agent", choices=TARGETS)
-    _option(parser, "--kneo-mode", "sync (200, inline), queued (202, then poll) or batch (submit --kneo-batch runs, "
-            "then let the service drain them)", default="sync", choices=MODES)
-    _option(parser, "--kneo-batch", "batch mode: runs the users submit between them (per Locust process)", type=int,
-            default=500)
-    _option(parser, "--kneo-hosts", "more service URLs (comma-separated) the users are spread over with --host, "
-            "round robin: several kneo-serv processes on one PostgreSQL", default="")
+    _option(
+        parser,
+        "--kneo-mode",
+        "sync (200, inline), queued (202, then poll) or batch (submit --kneo-batch runs, "
+        "then let the service drain them)",
+        default="sync",
+        choices=MODES,
+    )
+    _option(
+        parser,
+        "--kneo-batch",
+        "batch mode: runs the users submit between them (per Locust process)",
+        type=int,
+        default=500,
+    )
+    _option(
+        parser,
+        "--kneo-hosts",
+        "more service URLs (comma-separated) the users are spread over with --host, "
+        "round robin: several kneo-serv processes on one PostgreSQL",
+        default="",
+    )
     _option(parser, "--kneo-api-key", "API key sent as Authorization: Bearer", default="", is_secret=True)
     _option(parser, "--kneo-input", "input text of each run", default="hello")
-    _option(parser, "--kneo-idempotency", "send an Idempotency-Key per run and resend once, same key, when no "
-            "response came", action="store_true", default=False)
-    _option(parser, "--kneo-poll-timeout", "seconds a queued run may take to reach a terminal status", type=float,
-            default=60.0)
-    _option(parser, "--kneo-run-tag", "metadata.swarmgauge_run of every run (default: generated once per test run)",
-            default="", include_in_web_ui=False)
-    _option(parser, "--kneo-store", "reconcile against this store at the end: a PostgreSQL DSN or the SQLite "
-            "file's path (kept out of the web UI: a DSN carries a password)", default="", include_in_web_ui=False)
-    _option(parser, "--kneo-store-file", "read --kneo-store from this file (what 'swarmgauge target kneo' prints "
-            "as store-file)", default="")
-    _option(parser, "--kneo-drain-timeout", "seconds to wait at the end for the store's runs to finish",
-            type=float, default=30.0)
-    _option(parser, "--kneo-no-gauges", "do not sample the service's /metrics gauges (sampled from --host by "
-            "default)", action="store_true", default=False)
+    _option(
+        parser,
+        "--kneo-idempotency",
+        "send an Idempotency-Key per run and resend once, same key, when no response came",
+        action="store_true",
+        default=False,
+    )
+    _option(
+        parser,
+        "--kneo-poll-timeout",
+        "seconds a queued run may take to reach a terminal status",
+        type=float,
+        default=60.0,
+    )
+    _option(
+        parser,
+        "--kneo-run-tag",
+        "metadata.swarmgauge_run of every run (default: generated once per test run)",
+        default="",
+        include_in_web_ui=False,
+    )
+    _option(
+        parser,
+        "--kneo-store",
+        "reconcile against this store at the end: a PostgreSQL DSN or the SQLite "
+        "file's path (kept out of the web UI: a DSN carries a password)",
+        default="",
+        include_in_web_ui=False,
+    )
+    _option(
+        parser,
+        "--kneo-store-file",
+        "read --kneo-store from this file (what 'swarmgauge target kneo' prints as store-file)",
+        default="",
+    )
+    _option(
+        parser,
+        "--kneo-drain-timeout",
+        "seconds to wait at the end for the store's runs to finish",
+        type=float,
+        default=30.0,
+    )
+    _option(
+        parser,
+        "--kneo-no-gauges",
+        "do not sample the service's /metrics gauges (sampled from --host by default)",
+        action="store_true",
+        default=False,
+    )
 
 
 def _count_step(environment: Any, name: str) -> None:
@@ -96,11 +154,27 @@ def _count_step(environment: Any, name: str) -> None:
 class KneoClient:
     """One user's client: each method is one measured operation that raises its named error after recording."""
 
-    def __init__(self, base_url: str, *, request_events: Any = None, environment: Any = None,
-                 api_key: str = "", spec_path: str = "echo.yaml", target: str = "agent", input_text: str = "hello",
-                 tag: str = "sg-adhoc", ledger: RunLedger | None = None, idempotency: bool = False,
-                 timeout: float = 30.0, poll_timeout: float = 60.0, poll_initial: float = 0.05,
-                 poll_factor: float = 1.6, poll_cap: float = 1.0, max_polls: int = 10_000, user: Any = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        request_events: Any = None,
+        environment: Any = None,
+        api_key: str = "",
+        spec_path: str = "echo.yaml",
+        target: str = "agent",
+        input_text: str = "hello",
+        tag: str = "sg-adhoc",
+        ledger: RunLedger | None = None,
+        idempotency: bool = False,
+        timeout: float = 30.0,
+        poll_timeout: float = 60.0,
+        poll_initial: float = 0.05,
+        poll_factor: float = 1.6,
+        poll_cap: float = 1.0,
+        max_polls: int = 10_000,
+        user: Any = None,
+    ) -> None:
         if target not in TARGETS:
             raise UsageError(f"--kneo-target must be agent or workflow, not {target!r}")
         if poll_timeout <= 0 or timeout <= 0:
@@ -116,7 +190,11 @@ class KneoClient:
         self.idempotency = idempotency
         self.timeout = timeout
         self.poll_timeout, self.poll_initial, self.poll_factor, self.poll_cap = (
-            poll_timeout, poll_initial, poll_factor, poll_cap)
+            poll_timeout,
+            poll_initial,
+            poll_factor,
+            poll_cap,
+        )
         self.max_polls = max_polls
 
     def _send(self, method: str, path: str, **kwargs: Any) -> tuple[int, dict, bytes]:
@@ -143,8 +221,9 @@ class KneoClient:
         raise AssertionError("unreachable")
 
     def _create(self, async_mode: bool, outcome: Any) -> RunState:
-        body = run_request(self.input_text, spec_path=self.spec_path, target=self.target, async_mode=async_mode,
-                           run_tag=self.tag)
+        body = run_request(
+            self.input_text, spec_path=self.spec_path, target=self.target, async_mode=async_mode, run_tag=self.tag
+        )
         headers = {"Idempotency-Key": uuid.uuid4().hex} if self.idempotency else {}
         status, resp_headers, content = self._post_run(body, headers)
         outcome.response_length = len(content)
@@ -270,12 +349,19 @@ class KneoUser(User):
         if self.mode not in MODES:
             raise UsageError(f"--kneo-mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         self.client = KneoClient(
-            self.host, request_events=environment.events, environment=environment,
+            self.host,
+            request_events=environment.events,
+            environment=environment,
             api_key=getattr(options, "kneo_api_key", "") or "",
-            spec_path=getattr(options, "kneo_spec", "echo.yaml"), target=getattr(options, "kneo_target", "agent"),
-            input_text=getattr(options, "kneo_input", "hello"), tag=run_tag(environment),
-            ledger=ledger_for(environment), idempotency=bool(getattr(options, "kneo_idempotency", False)),
-            poll_timeout=float(getattr(options, "kneo_poll_timeout", 60.0)), user=self)
+            spec_path=getattr(options, "kneo_spec", "echo.yaml"),
+            target=getattr(options, "kneo_target", "agent"),
+            input_text=getattr(options, "kneo_input", "hello"),
+            tag=run_tag(environment),
+            ledger=ledger_for(environment),
+            idempotency=bool(getattr(options, "kneo_idempotency", False)),
+            poll_timeout=float(getattr(options, "kneo_poll_timeout", 60.0)),
+            user=self,
+        )
 
     @task
     def run_once(self) -> None:
@@ -312,8 +398,9 @@ def _on_init(environment: Any, **_: Any) -> None:
     stop_on_usage_error(lambda env: store_locator(env.parsed_options), environment)
     if getattr(options, "kneo_mode", "sync") == "batch" and int(getattr(options, "kneo_batch", 500) or 0) < 1:
         stop_on_usage_error(_bad_batch, environment)
-    stop_on_usage_error(lambda env: service_hosts(env.host or "", getattr(options, "kneo_hosts", "") or ""),
-                        environment)
+    stop_on_usage_error(
+        lambda env: service_hosts(env.host or "", getattr(options, "kneo_hosts", "") or ""), environment
+    )
     if environment.host and not getattr(options, "kneo_no_gauges", False):
         for host in service_hosts(environment.host, getattr(options, "kneo_hosts", "") or ""):
             hooks.add_sample_source(environment, f"prom:{host}/metrics#{','.join(GAUGES)}")

@@ -32,7 +32,7 @@ REPORT_KEY = "swarmgauge_kneo"
 RESULT_NAME = "kneo.json"
 FINAL_MESSAGE = "swarmgauge_kneo_ledger"
 MISMATCH_TERM = "kneo_mismatches"
-_ENVS: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_ENVS: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def run_tag(environment: Any) -> str:
@@ -68,7 +68,6 @@ def store_locator(options: Any) -> str:
     return locator
 
 
-
 def reconcile_run(environment: Any) -> dict[str, Any] | None:
     """Once per run, on the master or a local run: drain, read the store, compare, write ``kneo.json``."""
     if isinstance(environment.runner, WorkerRunner):
@@ -82,22 +81,34 @@ def reconcile_run(environment: Any) -> dict[str, Any] | None:
     for status in ledger["accepted"].values():
         observed[status or "unobserved"] = observed.get(status or "unobserved", 0) + 1
     locator = store_locator(options)
-    doc: dict[str, Any] = {"tag": run_tag(environment), "store": redact_dsn(locator) or None, "mismatches": None,
-                           "error": None, "ledger": {"accepted": len(ledger["accepted"]), "observed": observed,
-                                                     "queue_full": ledger["rejected_queue_full"],
-                                                     "refused": ledger["refused"],
-                                                     "indeterminate": ledger["indeterminate"]}}
+    doc: dict[str, Any] = {
+        "tag": run_tag(environment),
+        "store": redact_dsn(locator) or None,
+        "mismatches": None,
+        "error": None,
+        "ledger": {
+            "accepted": len(ledger["accepted"]),
+            "observed": observed,
+            "queue_full": ledger["rejected_queue_full"],
+            "refused": ledger["refused"],
+            "indeterminate": ledger["indeterminate"],
+        },
+    }
     lines: list[str] = []
     if locator:
         try:
-            found = drain(locator, doc["tag"], timeout=float(getattr(options, "kneo_drain_timeout", 30.0)),
-                          sleep=gevent.sleep)
+            found = drain(
+                locator, doc["tag"], timeout=float(getattr(options, "kneo_drain_timeout", 30.0)), sleep=gevent.sleep
+            )
             result = reconcile(doc["tag"], ledger, found.rows, found.drained, found.stranded)
             doc.update(result.as_dict())
             lines = table_lines(result)
             if getattr(options, "kneo_mode", "sync") == "batch":
-                doc["queue_drain"] = {**_queue_drain(locator, doc["tag"]), "batch": int(options.kneo_batch),
-                                      "dispatched": len(ledger["accepted"])}
+                doc["queue_drain"] = {
+                    **_queue_drain(locator, doc["tag"]),
+                    "batch": int(options.kneo_batch),
+                    "dispatched": len(ledger["accepted"]),
+                }
                 lines.append(_drain_line(doc["queue_drain"]))
         except StoreUnavailable as exc:
             doc["error"] = f"StoreUnavailable: {exc}"
@@ -119,10 +130,12 @@ def _queue_drain(locator: str, tag: str) -> dict[str, Any]:
 def _drain_line(figures: dict[str, Any]) -> str:
     if not figures.get("runs_per_s"):
         return f"kneo queue drain: {figures.get('runs', 0)} run(s) finished, no drain rate"
-    return (f"kneo queue drain: {figures['runs']} runs in {figures['drain_s']:.1f} s = {figures['runs_per_s']:.1f} "
-            f"runs/s; queue wait p50 {figures['wait_p50_ms']:.0f} ms, p95 {figures['wait_p95_ms']:.0f} ms, "
-            f"p99 {figures['wait_p99_ms']:.0f} ms ({figures['unfinished']} unfinished; "
-            f"{figures.get('dispatched')} of the batch of {figures.get('batch')} dispatched)")
+    return (
+        f"kneo queue drain: {figures['runs']} runs in {figures['drain_s']:.1f} s = {figures['runs_per_s']:.1f} "
+        f"runs/s; queue wait p50 {figures['wait_p50_ms']:.0f} ms, p95 {figures['wait_p95_ms']:.0f} ms, "
+        f"p99 {figures['wait_p99_ms']:.0f} ms ({figures['unfinished']} unfinished; "
+        f"{figures.get('dispatched')} of the batch of {figures.get('batch')} dispatched)"
+    )
 
 
 def _write_result(environment: Any, doc: dict[str, Any]) -> None:
@@ -157,8 +170,6 @@ def _on_final_ledger(environment: Any, msg: Any, **_: Any) -> None:
 hooks.register_metric(MISMATCH_TERM, _mismatches)
 hooks.register_step_counter("queue_full")
 hooks.before_flush.add_listener(_send_final_ledger)
-
-
 
 
 @events.init.add_listener

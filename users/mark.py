@@ -12,14 +12,14 @@ import logging
 import math
 import random
 import time
-from typing import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from urllib.parse import urlsplit
 
 import gevent
 import gevent.lock
 
-from swarmgauge.protocols.mark import SUCCESS_STATUSES, MarkParseError, Response, encode_request, parse_response
 from swarmgauge.errors import SwarmgaugeError, UsageError
+from swarmgauge.protocols.mark import SUCCESS_STATUSES, MarkParseError, Response, encode_request, parse_response
 from swarmgauge.quic_engine import DEFAULT_ENGINE
 from swarmgauge.users.quic import DEFAULT_MAX_STREAMS, QuicDriver, QuicError, QuicStats, client_configuration
 from swarmgauge.users.quic_transport import TransportFactory
@@ -151,8 +151,8 @@ def _rfc3339(value: str | _dt.datetime) -> str:
     if isinstance(value, str):
         return value
     if value.tzinfo is None:
-        value = value.replace(tzinfo=_dt.timezone.utc)
-    return value.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        value = value.replace(tzinfo=_dt.UTC)
+    return value.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _as_bytes(body: bytes | str) -> bytes:
@@ -212,7 +212,10 @@ class MarkClient:
         self.on_reconnect = on_reconnect
         self.stats = stats if stats is not None else QuicStats()
         self._configuration = client_configuration(
-            insecure=insecure, ca_file=ca_file, server_name=server_name or self.host, idle_timeout=idle_timeout,
+            insecure=insecure,
+            ca_file=ca_file,
+            server_name=server_name or self.host,
+            idle_timeout=idle_timeout,
             quic_engine=quic_engine,
         )
         self.quic_engine = quic_engine
@@ -262,8 +265,15 @@ class MarkClient:
 
     def _open(self) -> QuicDriver:
         self.wait_for_backoff()
-        driver = QuicDriver(self.host, self.port, self._configuration, transport_factory=self._transport_factory,
-                            max_streams=self.max_streams, stats=self.stats, keepalive=self.keepalive)
+        driver = QuicDriver(
+            self.host,
+            self.port,
+            self._configuration,
+            transport_factory=self._transport_factory,
+            max_streams=self.max_streams,
+            stats=self.stats,
+            keepalive=self.keepalive,
+        )
         started = time.perf_counter()
         try:
             seconds = driver.connect(timeout=self.connect_timeout)
@@ -328,25 +338,46 @@ class MarkClient:
             raise MarkMalformedResponse(exc.reason) from None
         return raise_for_status(response)
 
-    def fetch(self, path: str, *, if_none_match: str | None = None,
-              if_modified_since: str | _dt.datetime | None = None) -> Response:
+    def fetch(
+        self, path: str, *, if_none_match: str | None = None, if_modified_since: str | _dt.datetime | None = None
+    ) -> Response:
         """FETCH a document, ``/doc.md/vN`` or ``/sha256-…``; a conditional match returns ``not-modified``."""
-        return self.request("FETCH", path, {
-            "if-none-match": if_none_match,
-            "if-modified-since": _rfc3339(if_modified_since) if if_modified_since is not None else None,
-        })
+        return self.request(
+            "FETCH",
+            path,
+            {
+                "if-none-match": if_none_match,
+                "if-modified-since": _rfc3339(if_modified_since) if if_modified_since is not None else None,
+            },
+        )
 
-    def list(self, path: str = "/", *, page_size: int | None = None, cursor: str | None = None,
-             include_archived: bool = False) -> Response:
+    def list(
+        self,
+        path: str = "/",
+        *,
+        page_size: int | None = None,
+        cursor: str | None = None,
+        include_archived: bool = False,
+    ) -> Response:
         """One LIST page; ``complete`` and ``next-cursor`` in its metadata say whether more follow."""
-        return self.request("LIST", path, {
-            "page-size": str(page_size) if page_size is not None else None,
-            "cursor": cursor,
-            "include-archived": "true" if include_archived else None,
-        })
+        return self.request(
+            "LIST",
+            path,
+            {
+                "page-size": str(page_size) if page_size is not None else None,
+                "cursor": cursor,
+                "include-archived": "true" if include_archived else None,
+            },
+        )
 
-    def list_all(self, path: str = "/", *, page_size: int | None = None, include_archived: bool = False,
-                 max_pages: int = MAX_LIST_PAGES) -> Iterator[Response]:
+    def list_all(
+        self,
+        path: str = "/",
+        *,
+        page_size: int | None = None,
+        include_archived: bool = False,
+        max_pages: int = MAX_LIST_PAGES,
+    ) -> Iterator[Response]:
         """Every LIST page in order, following ``next-cursor``; stops with ``IncompleteListing`` past ``max_pages``."""
         cursor: str | None = None
         seen: set[str] = set()
@@ -365,25 +396,48 @@ class MarkClient:
         """VERSIONS: the history of a document, newest first, with ``chain-valid``."""
         return self.request("VERSIONS", path)
 
-    def lookup(self, scope: str, query: str, *, limit: int | None = None,
-               filter: str | Mapping[str, str] | None = None, match: str | None = None) -> Response:
+    def lookup(
+        self,
+        scope: str,
+        query: str,
+        *,
+        limit: int | None = None,
+        filter: str | Mapping[str, str] | None = None,
+        match: str | None = None,
+    ) -> Response:
         """LOOKUP ``query`` under ``scope``; ``filter`` as ``"tag=a,modified-after=…"`` or a mapping."""
         if isinstance(filter, Mapping):
             filter = ",".join(f"{key}={value}" for key, value in filter.items())
-        return self.request("LOOKUP", scope, {
-            "query": query,
-            "limit": str(limit) if limit is not None else None,
-            "filter": filter,
-            "match": match,
-        })
+        return self.request(
+            "LOOKUP",
+            scope,
+            {
+                "query": query,
+                "limit": str(limit) if limit is not None else None,
+                "filter": filter,
+                "match": match,
+            },
+        )
 
-    def publish(self, path: str, body: bytes | str, *, expected_version: int | None = None,
-                metadata: Mapping[str, str] | None = None) -> Response:
+    def publish(
+        self,
+        path: str,
+        body: bytes | str,
+        *,
+        expected_version: int | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> Response:
         """PUBLISH a new version (``expected_version=0`` is create-only; an empty body unarchives)."""
         return self.request("PUBLISH", path, _write_fields(metadata, expected_version), body)
 
-    def append(self, path: str, body: bytes | str, *, expected_version: int | None = None,
-               metadata: Mapping[str, str] | None = None) -> Response:
+    def append(
+        self,
+        path: str,
+        body: bytes | str,
+        *,
+        expected_version: int | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> Response:
         """APPEND to the current version (the server requires ``expected_version`` >= 1)."""
         return self.request("APPEND", path, _write_fields(metadata, expected_version), body)
 

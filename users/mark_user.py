@@ -16,13 +16,14 @@ handshake is one failure (the ``QUIC``/``handshake`` row, with its real duration
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from locust import User, events
 
-from swarmgauge.protocols.mark import Response
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
+from swarmgauge.protocols.mark import Response
 from swarmgauge.quic_engine import DEFAULT_ENGINE, ENGINES
 from swarmgauge.users import option_checks  # noqa: F401 - range-checks the options at init
 from swarmgauge.users.mark import CONNECTION_MODES, MarkClient, MarkError
@@ -36,22 +37,60 @@ RECONNECT_COUNTER = "mark_reconnects"
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument("--mark-token", default="", env_var="SWARMGAUGE_MARK_TOKEN", include_in_web_ui=True,
-                        is_secret=True, help="capability token sent as auth on writes (never logged)")
-    parser.add_argument("--mark-insecure", action="store_true", default=False, env_var="SWARMGAUGE_MARK_INSECURE",
-                        include_in_web_ui=True, help="skip TLS verification (the dev certificate needs it)")
-    parser.add_argument("--mark-ca", default="", env_var="SWARMGAUGE_MARK_CA", include_in_web_ui=True,
-                        help="CA file (PEM) to verify the server with")
-    parser.add_argument("--mark-server-name", default="", env_var="SWARMGAUGE_MARK_SERVER_NAME",
-                        include_in_web_ui=True, help="TLS server name (SNI), for multi-world servers")
-    parser.add_argument("--mark-connection", default="", env_var="SWARMGAUGE_MARK_CONNECTION",
-                        include_in_web_ui=True, choices=["", *CONNECTION_MODES],
-                        help="pooled | shared | fresh (default: the user class's own, else pooled)")
-    parser.add_argument("--mark-quic-engine", default=DEFAULT_ENGINE, env_var="SWARMGAUGE_MARK_QUIC_ENGINE",
-                        include_in_web_ui=True, choices=list(ENGINES),
-                        help=f"QUIC library under the Mark client: {' | '.join(ENGINES)} (default {DEFAULT_ENGINE})")
-    parser.add_argument("--mark-timeout", type=float, default=10.0, env_var="SWARMGAUGE_MARK_TIMEOUT",
-                        include_in_web_ui=True, help="seconds per request and per handshake")
+    parser.add_argument(
+        "--mark-token",
+        default="",
+        env_var="SWARMGAUGE_MARK_TOKEN",
+        include_in_web_ui=True,
+        is_secret=True,
+        help="capability token sent as auth on writes (never logged)",
+    )
+    parser.add_argument(
+        "--mark-insecure",
+        action="store_true",
+        default=False,
+        env_var="SWARMGAUGE_MARK_INSECURE",
+        include_in_web_ui=True,
+        help="skip TLS verification (the dev certificate needs it)",
+    )
+    parser.add_argument(
+        "--mark-ca",
+        default="",
+        env_var="SWARMGAUGE_MARK_CA",
+        include_in_web_ui=True,
+        help="CA file (PEM) to verify the server with",
+    )
+    parser.add_argument(
+        "--mark-server-name",
+        default="",
+        env_var="SWARMGAUGE_MARK_SERVER_NAME",
+        include_in_web_ui=True,
+        help="TLS server name (SNI), for multi-world servers",
+    )
+    parser.add_argument(
+        "--mark-connection",
+        default="",
+        env_var="SWARMGAUGE_MARK_CONNECTION",
+        include_in_web_ui=True,
+        choices=["", *CONNECTION_MODES],
+        help="pooled | shared | fresh (default: the user class's own, else pooled)",
+    )
+    parser.add_argument(
+        "--mark-quic-engine",
+        default=DEFAULT_ENGINE,
+        env_var="SWARMGAUGE_MARK_QUIC_ENGINE",
+        include_in_web_ui=True,
+        choices=list(ENGINES),
+        help=f"QUIC library under the Mark client: {' | '.join(ENGINES)} (default {DEFAULT_ENGINE})",
+    )
+    parser.add_argument(
+        "--mark-timeout",
+        type=float,
+        default=10.0,
+        env_var="SWARMGAUGE_MARK_TIMEOUT",
+        include_in_web_ui=True,
+        help="seconds per request and per handshake",
+    )
 
 
 @events.init.add_listener
@@ -88,27 +127,30 @@ class RecordedMarkClient:
     def fetch(self, path: str, *, name: str | None = None, reraise: bool = False, **options: Any) -> Response | None:
         return self._call("FETCH", name or path, lambda: self.inner.fetch(path, **options), reraise)
 
-    def list(self, path: str = "/", *, name: str | None = None, reraise: bool = False,
-             **options: Any) -> Response | None:
+    def list(
+        self, path: str = "/", *, name: str | None = None, reraise: bool = False, **options: Any
+    ) -> Response | None:
         return self._call("LIST", name or path, lambda: self.inner.list(path, **options), reraise)
 
     def versions(self, path: str, *, name: str | None = None, reraise: bool = False) -> Response | None:
         return self._call("VERSIONS", name or path, lambda: self.inner.versions(path), reraise)
 
-    def lookup(self, scope: str, query: str, *, name: str | None = None, reraise: bool = False,
-               **options: Any) -> Response | None:
+    def lookup(
+        self, scope: str, query: str, *, name: str | None = None, reraise: bool = False, **options: Any
+    ) -> Response | None:
         return self._call("LOOKUP", name or scope, lambda: self.inner.lookup(scope, query, **options), reraise)
 
-    def publish(self, path: str, body: bytes | str, *, name: str | None = None, reraise: bool = False,
-                **options: Any) -> Response | None:
+    def publish(
+        self, path: str, body: bytes | str, *, name: str | None = None, reraise: bool = False, **options: Any
+    ) -> Response | None:
         return self._call("PUBLISH", name or path, lambda: self.inner.publish(path, body, **options), reraise)
 
-    def append(self, path: str, body: bytes | str, *, name: str | None = None, reraise: bool = False,
-               **options: Any) -> Response | None:
+    def append(
+        self, path: str, body: bytes | str, *, name: str | None = None, reraise: bool = False, **options: Any
+    ) -> Response | None:
         return self._call("APPEND", name or path, lambda: self.inner.append(path, body, **options), reraise)
 
-    def archive(self, path: str, *, name: str | None = None, reraise: bool = False,
-                **options: Any) -> Response | None:
+    def archive(self, path: str, *, name: str | None = None, reraise: bool = False, **options: Any) -> Response | None:
         return self._call("ARCHIVE", name or path, lambda: self.inner.archive(path, **options), reraise)
 
 
@@ -137,10 +179,14 @@ class MarkUser(User):
 
     def _settings(self) -> dict[str, Any]:
         env = self.environment
-        return dict(token=_option(env, "mark_token", None), insecure=bool(_option(env, "mark_insecure", False)),
-                    ca_file=_option(env, "mark_ca", None), server_name=_option(env, "mark_server_name", None),
-                    timeout=float(_option(env, "mark_timeout", 10.0)),
-                    quic_engine=str(_option(env, "mark_quic_engine", DEFAULT_ENGINE)))
+        return dict(
+            token=_option(env, "mark_token", None),
+            insecure=bool(_option(env, "mark_insecure", False)),
+            ca_file=_option(env, "mark_ca", None),
+            server_name=_option(env, "mark_server_name", None),
+            timeout=float(_option(env, "mark_timeout", 10.0)),
+            quic_engine=str(_option(env, "mark_quic_engine", DEFAULT_ENGINE)),
+        )
 
     def _client_for_mode(self) -> MarkClient:
         settings = self._settings()
@@ -153,12 +199,23 @@ class MarkUser(User):
         return shared
 
     def _new_client(self, mode: str, settings: dict[str, Any]) -> MarkClient:
-        return MarkClient(self.host, connection=mode, stats=QuicStats(), on_handshake=self._record_handshake,
-                          on_reconnect=self._count_reconnect, **settings)
+        return MarkClient(
+            self.host,
+            connection=mode,
+            stats=QuicStats(),
+            on_handshake=self._record_handshake,
+            on_reconnect=self._count_reconnect,
+            **settings,
+        )
 
     def _record_handshake(self, seconds: float, error: BaseException | None) -> None:
-        fire(self.environment.events, request_type="QUIC", name="handshake", response_time=seconds * 1000.0,
-             exception=error)
+        fire(
+            self.environment.events,
+            request_type="QUIC",
+            name="handshake",
+            response_time=seconds * 1000.0,
+            exception=error,
+        )
 
     def _count_reconnect(self) -> None:
         """Mirror ``QuicStats.reconnects`` (counted by the client, the one owner of reconnecting) into the steps."""
@@ -176,4 +233,4 @@ def _close_shared(**_kwargs: Any) -> None:
     MarkUser._shared.clear()
 
 
-__all__ = ["MarkUser", "RecordedMarkClient", "MarkError", "CONNECTION_MODES"]
+__all__ = ["CONNECTION_MODES", "MarkError", "MarkUser", "RecordedMarkClient"]

@@ -16,28 +16,29 @@ import json
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import gevent
 from locust import User, events, task
 
-from swarmgauge.protocols import mcp as proto
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
+from swarmgauge.protocols import mcp as proto
 from swarmgauge.users import option_checks  # noqa: F401 - range-checks the options at init
-from swarmgauge.users.mcp_client import MCPBadHTTP, MCPClient, MCPUnreachable, _count
+from swarmgauge.users.mcp_client import MCPBadHTTP, MCPClient, MCPUnreachable
 from swarmgauge.users.recording import set_intended_start
 
 __all__ = [
-    "MCPClient",
-    "MCPUnreachable",
-    "MCPOptions",
-    "MCPUser",
-    "MCPToolUser",
     "MCPChurnUser",
+    "MCPClient",
     "MCPFetchUser",
     "MCPLookupAllUser",
+    "MCPOptions",
+    "MCPToolUser",
+    "MCPUnreachable",
+    "MCPUser",
     "SessionPacer",
     "options_from",
 ]
@@ -53,28 +54,82 @@ LIST_METHOD = "tools/list"
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument("--mcp-path", default="/mcp", env_var="SWARMGAUGE_MCP_PATH", include_in_web_ui=True,
-                        help="MCP endpoint path on the host (default /mcp)")
-    parser.add_argument("--mcp-token", default="", env_var="SWARMGAUGE_MCP_TOKEN", include_in_web_ui=True,
-                        is_secret=True, help="Bearer token sent as Authorization on every MCP request")
-    parser.add_argument("--mcp-protocol", default=proto.DEFAULT_VERSION, env_var="SWARMGAUGE_MCP_PROTOCOL",
-                        include_in_web_ui=True, choices=list(proto.SUPPORTED_VERSIONS),
-                        help="MCP protocol version to pin (2026-07-28 is stateless: no initialize, no session)")
-    parser.add_argument("--mcp-tool", default="mark_fetch", env_var="SWARMGAUGE_MCP_TOOL", include_in_web_ui=True,
-                        help="tool MCPUser / MCPChurnUser call")
-    parser.add_argument("--mcp-args", default=DEFAULT_ARGS, env_var="SWARMGAUGE_MCP_ARGS",
-                        include_in_web_ui=True, help="JSON object of arguments for --mcp-tool")
-    parser.add_argument("--mcp-delete", action="store_true", default=False, env_var="SWARMGAUGE_MCP_DELETE",
-                        include_in_web_ui=True, help="send DELETE when a session ends (default off, as on the demarkus page)")
-    parser.add_argument("--mcp-timeout", type=float, default=10.0, env_var="SWARMGAUGE_MCP_TIMEOUT",
-                        include_in_web_ui=True, help="seconds for one MCP answer to arrive complete")
-    parser.add_argument("--mcp-churn-rate", type=float, default=5.0, env_var="SWARMGAUGE_MCP_CHURN_RATE",
-                        include_in_web_ui=True, help="new sessions per second for MCPChurnUser, per load process")
-    parser.add_argument("--mcp-query", default="alpha", env_var="SWARMGAUGE_MCP_QUERY", include_in_web_ui=True,
-                        help="query MCPLookupAllUser sends to mark_lookup_all")
-    parser.add_argument("--mcp-list-weight", type=float, default=0.0, env_var="SWARMGAUGE_MCP_LIST_WEIGHT",
-                        include_in_web_ui=True,
-                        help="MCPToolUser: weight of a tools/list call against 1 for a --mcp-tool call (0: never)")
+    parser.add_argument(
+        "--mcp-path",
+        default="/mcp",
+        env_var="SWARMGAUGE_MCP_PATH",
+        include_in_web_ui=True,
+        help="MCP endpoint path on the host (default /mcp)",
+    )
+    parser.add_argument(
+        "--mcp-token",
+        default="",
+        env_var="SWARMGAUGE_MCP_TOKEN",
+        include_in_web_ui=True,
+        is_secret=True,
+        help="Bearer token sent as Authorization on every MCP request",
+    )
+    parser.add_argument(
+        "--mcp-protocol",
+        default=proto.DEFAULT_VERSION,
+        env_var="SWARMGAUGE_MCP_PROTOCOL",
+        include_in_web_ui=True,
+        choices=list(proto.SUPPORTED_VERSIONS),
+        help="MCP protocol version to pin (2026-07-28 is stateless: no initialize, no session)",
+    )
+    parser.add_argument(
+        "--mcp-tool",
+        default="mark_fetch",
+        env_var="SWARMGAUGE_MCP_TOOL",
+        include_in_web_ui=True,
+        help="tool MCPUser / MCPChurnUser call",
+    )
+    parser.add_argument(
+        "--mcp-args",
+        default=DEFAULT_ARGS,
+        env_var="SWARMGAUGE_MCP_ARGS",
+        include_in_web_ui=True,
+        help="JSON object of arguments for --mcp-tool",
+    )
+    parser.add_argument(
+        "--mcp-delete",
+        action="store_true",
+        default=False,
+        env_var="SWARMGAUGE_MCP_DELETE",
+        include_in_web_ui=True,
+        help="send DELETE when a session ends (default off, as on the demarkus page)",
+    )
+    parser.add_argument(
+        "--mcp-timeout",
+        type=float,
+        default=10.0,
+        env_var="SWARMGAUGE_MCP_TIMEOUT",
+        include_in_web_ui=True,
+        help="seconds for one MCP answer to arrive complete",
+    )
+    parser.add_argument(
+        "--mcp-churn-rate",
+        type=float,
+        default=5.0,
+        env_var="SWARMGAUGE_MCP_CHURN_RATE",
+        include_in_web_ui=True,
+        help="new sessions per second for MCPChurnUser, per load process",
+    )
+    parser.add_argument(
+        "--mcp-query",
+        default="alpha",
+        env_var="SWARMGAUGE_MCP_QUERY",
+        include_in_web_ui=True,
+        help="query MCPLookupAllUser sends to mark_lookup_all",
+    )
+    parser.add_argument(
+        "--mcp-list-weight",
+        type=float,
+        default=0.0,
+        env_var="SWARMGAUGE_MCP_LIST_WEIGHT",
+        include_in_web_ui=True,
+        help="MCPToolUser: weight of a tools/list call against 1 for a --mcp-tool call (0: never)",
+    )
 
 
 @dataclass
@@ -167,7 +222,7 @@ class SessionPacer:
         return ticket
 
 
-def _pacer_for(user: "MCPChurnUser") -> SessionPacer:
+def _pacer_for(user: MCPChurnUser) -> SessionPacer:
     cls = type(user)
     rate = user.options.churn_rate
     pacer = cls.__dict__.get("_pacer")
@@ -177,7 +232,7 @@ def _pacer_for(user: "MCPChurnUser") -> SessionPacer:
     return pacer
 
 
-def _churn_wait(user: "MCPChurnUser") -> float:
+def _churn_wait(user: MCPChurnUser) -> float:
     """Wait for this user's next session ticket; the measured requests are timed from the intended start.
 
     In a step with a rate (the ``Churn``/``ArrivalRate`` shapes) the tickets come from ``shapes.open_model``;

@@ -17,9 +17,9 @@ from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 from geventhttpclient.useragent import ConnectionError as AgentConnectionError
 from locust.contrib.fasthttp import FastHttpSession
 
-from swarmgauge.protocols import mcp as proto
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
+from swarmgauge.protocols import mcp as proto
 from swarmgauge.users.recording import measure
 
 REQUEST_TYPE = "MCP"
@@ -252,7 +252,7 @@ class MCPClient:
         except proto.MCPError:
             self.close()
             raise
-        except Exception as exc:  # noqa: BLE001 - every fault below HTTP becomes one named MCP error
+        except Exception as exc:
             self.close()
             raise transport_failure(exc) from exc
 
@@ -270,7 +270,7 @@ class MCPClient:
             raise
         except proto.MCPError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a fault while reading the answer: one named MCP error
+        except Exception as exc:
             self.close()
             raise transport_failure(exc) from exc
         finally:

@@ -12,7 +12,6 @@ import itertools
 import json
 import random
 import re
-import socket
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -126,8 +125,9 @@ class MDKClient:
     ``last_error``).
     """
 
-    def __init__(self, base_url: str, request_event_source: Any = None, timeout: float = 10.0,
-                 forwarded_for: str | None = None) -> None:
+    def __init__(
+        self, base_url: str, request_event_source: Any = None, timeout: float = 10.0, forwarded_for: str | None = None
+    ) -> None:
         url = urlsplit(base_url)
         if url.scheme not in ("http", "") or not url.hostname:
             raise UsageError(f"MDK Gateway base URL must be http://HOST:PORT, got {base_url!r}")
@@ -142,8 +142,7 @@ class MDKClient:
         self.last_error: BaseException | None = None
 
     def _connect(self) -> HTTPClient:
-        return HTTPClient(*self.address, connection_timeout=self.timeout, network_timeout=self.timeout,
-                          concurrency=1)
+        return HTTPClient(*self.address, connection_timeout=self.timeout, network_timeout=self.timeout, concurrency=1)
 
     def _reset(self) -> None:
         """Drop a connection left mid-answer (a closed pool cannot be reused), so the next request starts clean."""
@@ -158,7 +157,7 @@ class MDKClient:
             with gevent.Timeout(self.timeout, GatewayTimeout(f"no answer within {self.timeout:g} s")):
                 response = self.http.request(method, self.prefix + path, body=body, headers=self.headers)
                 return response.status_code, response.read()
-        except (socket.timeout, TimeoutError) as exc:
+        except TimeoutError as exc:
             self._reset()
             raise GatewayTimeout(f"no answer within {self.timeout:g} s") from exc
         except GatewayTimeout:
@@ -179,7 +178,7 @@ class MDKClient:
         except ValueError:
             value = None
             if 200 <= status < 300:
-                raise BadResponse(f"HTTP {status} body is not JSON")
+                raise BadResponse(f"HTTP {status} body is not JSON") from None
         if not 200 <= status < 300:
             message = str(value.get("message", "")) if isinstance(value, dict) else ""
             match = ERR_CODE.match(message)
@@ -209,6 +208,7 @@ class MDKClient:
             if expect_devices and body["deviceCount"] < expect_devices:
                 raise FleetShort(f"deviceCount below {expect_devices}")
             return body
+
         return self._measured(name, run)
 
     def telemetry(self, device_id: str) -> dict | None:
@@ -217,6 +217,7 @@ class MDKClient:
             if "metrics" not in body:
                 raise BadResponse("telemetry without metrics")
             return check_metrics(body["metrics"])
+
         return self._measured("telemetry", run, {"device_id": device_id})
 
     def alerts(self, device_id: str) -> list | None:
@@ -225,6 +226,7 @@ class MDKClient:
             if not isinstance(body.get("alerts"), list):
                 raise BadResponse("alerts without a list")
             return body["alerts"]
+
         return self._measured("alerts", run, {"device_id": device_id})
 
     def action(self, device_id: str, action: str = DEFAULT_ACTION, params: dict | None = None) -> str | None:
@@ -232,8 +234,9 @@ class MDKClient:
         payload = json.dumps({"action": action, "params": params if params is not None else {"mode": "normal"}})
 
         def run(outcome) -> str:
-            body = self._json("POST", f"/api/fleet/device/{quote(device_id, safe='')}/action", outcome,
-                              payload.encode())
+            body = self._json(
+                "POST", f"/api/fleet/device/{quote(device_id, safe='')}/action", outcome, payload.encode()
+            )
             result = body.get("result")
             if not isinstance(result, dict) or "status" not in result:
                 raise BadResponse("action without result.status")
@@ -242,6 +245,7 @@ class MDKClient:
                 raise Rejected(match.group(0) if match else str(result["status"]))
             outcome.context["command_id"] = result.get("commandId")
             return str(result.get("commandId"))
+
         return self._measured("action", run, {"device_id": device_id, "action": action})
 
     def echo(self, value: str = "x") -> bool:
@@ -250,25 +254,57 @@ class MDKClient:
             if body.get("value") != value:
                 raise BadResponse("echo did not echo")
             return True
+
         return bool(self._measured("echo", run))
 
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser) -> None:
-    parser.add_argument("--mdk-expect-devices", type=int, default=0, env_var="SWARMGAUGE_MDK_EXPECT_DEVICES",
-                        include_in_web_ui=True, help="summary fails when deviceCount is below this (0: no check)")
-    parser.add_argument("--mdk-action", default=DEFAULT_ACTION, env_var="SWARMGAUGE_MDK_ACTION",
-                        include_in_web_ui=True, help="action the action task submits")
-    parser.add_argument("--mdk-params", default=DEFAULT_PARAMS, env_var="SWARMGAUGE_MDK_PARAMS",
-                        include_in_web_ui=True, help="JSON object of the action's params")
-    parser.add_argument("--mdk-weights", default="telemetry=10,summary=1,alerts=1,action=2",
-                        env_var="SWARMGAUGE_MDK_WEIGHTS", include_in_web_ui=True,
-                        help="task weights, e.g. telemetry=10,summary=1,alerts=1,action=2 (0 disables a task)")
-    parser.add_argument("--mdk-forwarded-for", action="store_true", default=False,
-                        env_var="SWARMGAUGE_MDK_FORWARDED_FOR", include_in_web_ui=True,
-                        help="send a distinct loopback X-Forwarded-For per user (for a per-IP rate limit)")
-    parser.add_argument("--mdk-timeout", type=float, default=10.0, env_var="SWARMGAUGE_MDK_TIMEOUT",
-                        include_in_web_ui=True, help="seconds a Gateway request may take before GatewayTimeout")
+    parser.add_argument(
+        "--mdk-expect-devices",
+        type=int,
+        default=0,
+        env_var="SWARMGAUGE_MDK_EXPECT_DEVICES",
+        include_in_web_ui=True,
+        help="summary fails when deviceCount is below this (0: no check)",
+    )
+    parser.add_argument(
+        "--mdk-action",
+        default=DEFAULT_ACTION,
+        env_var="SWARMGAUGE_MDK_ACTION",
+        include_in_web_ui=True,
+        help="action the action task submits",
+    )
+    parser.add_argument(
+        "--mdk-params",
+        default=DEFAULT_PARAMS,
+        env_var="SWARMGAUGE_MDK_PARAMS",
+        include_in_web_ui=True,
+        help="JSON object of the action's params",
+    )
+    parser.add_argument(
+        "--mdk-weights",
+        default="telemetry=10,summary=1,alerts=1,action=2",
+        env_var="SWARMGAUGE_MDK_WEIGHTS",
+        include_in_web_ui=True,
+        help="task weights, e.g. telemetry=10,summary=1,alerts=1,action=2 (0 disables a task)",
+    )
+    parser.add_argument(
+        "--mdk-forwarded-for",
+        action="store_true",
+        default=False,
+        env_var="SWARMGAUGE_MDK_FORWARDED_FOR",
+        include_in_web_ui=True,
+        help="send a distinct loopback X-Forwarded-For per user (for a per-IP rate limit)",
+    )
+    parser.add_argument(
+        "--mdk-timeout",
+        type=float,
+        default=10.0,
+        env_var="SWARMGAUGE_MDK_TIMEOUT",
+        include_in_web_ui=True,
+        help="seconds a Gateway request may take before GatewayTimeout",
+    )
 
 
 def parse_weights(text: str) -> dict[str, int]:
@@ -335,13 +371,17 @@ class MDKUser(User):
         self.expect_devices = getattr(options, "mdk_expect_devices", 0) or 0
         self.action_name = getattr(options, "mdk_action", DEFAULT_ACTION) or DEFAULT_ACTION
         self.action_params = parse_params(getattr(options, "mdk_params", DEFAULT_PARAMS) or DEFAULT_PARAMS)
-        self.mix = dict(self.weights) if self.weights else parse_weights(
-            getattr(options, "mdk_weights", None) or "telemetry=10,summary=1,alerts=1,action=2")
+        self.mix = (
+            dict(self.weights)
+            if self.weights
+            else parse_weights(getattr(options, "mdk_weights", None) or "telemetry=10,summary=1,alerts=1,action=2")
+        )
         xff = forwarded_for(self.index) if getattr(options, "mdk_forwarded_for", False) else None
         if not self.host:
             raise UsageError("MDKUser needs --host, the Gateway's base URL")
-        self.client = MDKClient(self.host, environment.events, timeout=getattr(options, "mdk_timeout", 10.0) or 10.0,
-                                forwarded_for=xff)
+        self.client = MDKClient(
+            self.host, environment.events, timeout=getattr(options, "mdk_timeout", 10.0) or 10.0, forwarded_for=xff
+        )
         self.device_ids: list[str] = []
 
     def discover(self) -> None:

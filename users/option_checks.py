@@ -28,8 +28,9 @@ def positive_seconds(flag: str, value: Any) -> float:
     except (TypeError, ValueError):
         raise UsageError(f"{flag} {value!r}: expected a number of seconds") from None
     if not math.isfinite(seconds) or not 0 < seconds <= MAX_TIMEOUT_SECONDS:
-        raise UsageError(f"{flag} {value!r}: must be a finite number of seconds above 0 and at most "
-                         f"{MAX_TIMEOUT_SECONDS:g}")
+        raise UsageError(
+            f"{flag} {value!r}: must be a finite number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS:g}"
+        )
     return seconds
 
 

@@ -22,26 +22,54 @@ import gevent.lock
 
 from swarmgauge.protocols.quic_acks import MAX_ACK_DELAY
 from swarmgauge.quic_engine import QuicEngine, engine_of
-from swarmgauge.users.quic_errors import (ALPNMismatch, ConnectFailed, ConnectionLost, HandshakeTimeout, QuicError,
-                               RequestTimeout, ResponseTooLarge, StreamReset, TLSVerificationFailed)
+from swarmgauge.users.quic_errors import (
+    ALPNMismatch,
+    ConnectFailed,
+    ConnectionLost,
+    HandshakeTimeout,
+    QuicError,
+    RequestTimeout,
+    ResponseTooLarge,
+    StreamReset,
+    TLSVerificationFailed,
+)
 from swarmgauge.users.quic_settings import QuicStats, client_configuration
 from swarmgauge.users.quic_transport import DatagramTransport, TransportFactory, UdpTransport
 
-__all__ = ["QuicDriver", "QuicStats", "client_configuration", "QuicError", "ConnectFailed", "HandshakeTimeout",
-           "TLSVerificationFailed", "ALPNMismatch", "StreamReset", "RequestTimeout", "ConnectionLost",
-           "ResponseTooLarge", "DEFAULT_MAX_STREAMS", "MAX_RESPONSE"]
+__all__ = [
+    "DEFAULT_MAX_STREAMS",
+    "MAX_RESPONSE",
+    "ALPNMismatch",
+    "ConnectFailed",
+    "ConnectionLost",
+    "HandshakeTimeout",
+    "QuicDriver",
+    "QuicError",
+    "QuicStats",
+    "RequestTimeout",
+    "ResponseTooLarge",
+    "StreamReset",
+    "TLSVerificationFailed",
+    "client_configuration",
+]
 
 log = logging.getLogger(__name__)
 
 MAX_RESPONSE = 4 << 20
 DEFAULT_MAX_STREAMS = 10
 ABORT_ERROR_CODE = 0x10  # application code sent with RESET_STREAM / STOP_SENDING when we give up on a stream
-_TLS_VERIFY_ALERT_NAMES = ("bad_certificate", "unsupported_certificate", "certificate_revoked", "certificate_expired",
-                           "certificate_unknown", "unknown_ca")
+_TLS_VERIFY_ALERT_NAMES = (
+    "bad_certificate",
+    "unsupported_certificate",
+    "certificate_revoked",
+    "certificate_expired",
+    "certificate_unknown",
+    "unknown_ca",
+)
 
 
 class _PendingStream:
-    __slots__ = ("result", "chunks", "size")
+    __slots__ = ("chunks", "result", "size")
 
     def __init__(self) -> None:
         self.result = gevent.event.AsyncResult()
@@ -239,7 +267,7 @@ class QuicDriver:
                 self._flush()
         except OSError as exc:
             self._fail(self._lost_or_failed(f"network error: {exc}"))
-        except Exception as exc:  # noqa: BLE001 - a dead driver must fail its streams, never hang them
+        except Exception as exc:
             log.exception("QUIC driver for %s:%s crashed", self.host, self.port)
             self._fail(ConnectionLost(f"driver error: {type(exc).__name__}: {exc}"))
         if self._error is not None:

@@ -35,5 +35,6 @@ def client_configuration(
 
     One configuration per distinct set of settings, shared by every connection that uses it (connections only read
     it): per user it was 1.5 KiB and a CA file read each time. Do not modify the one returned."""
-    return engine(quic_engine).client_configuration(alpn=alpn, insecure=insecure, ca_file=ca_file,
-                                                     server_name=server_name, idle_timeout=idle_timeout)
+    return engine(quic_engine).client_configuration(
+        alpn=alpn, insecure=insecure, ca_file=ca_file, server_name=server_name, idle_timeout=idle_timeout
+    )

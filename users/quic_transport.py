@@ -11,7 +11,8 @@ import datetime
 import ipaddress
 import time
 from collections import deque
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import gevent
 import gevent.event
@@ -51,7 +52,7 @@ class UdpTransport:
         self._watcher = None
 
     @classmethod
-    def open(cls, host: str, port: int) -> "UdpTransport":
+    def open(cls, host: str, port: int) -> UdpTransport:
         """Connect a UDP socket to ``host`` (``OSError`` if that fails); a name is resolved through gevent.
 
         An address literal skips the resolver: gevent's default one is a thread hand-off, about 0.1 ms of CPU, and a
@@ -116,7 +117,7 @@ def self_signed_certificate(names: tuple[str, ...] = ("localhost", "127.0.0.1", 
         except ValueError:
             sans.append(x509.DNSName(name))
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(subject)
@@ -141,11 +142,13 @@ class MemoryServer:
 
     CLIENT_ADDR = ("127.0.0.2", 40000)
 
-    def __init__(self, quic_engine: QuicEngine, configuration: Any, original_cid: bytes,
-                 handler: Callable[[bytes], bytes]):
+    def __init__(
+        self, quic_engine: QuicEngine, configuration: Any, original_cid: bytes, handler: Callable[[bytes], bytes]
+    ):
         self.engine = quic_engine
-        self.quic = quic_engine.QuicConnection(configuration=configuration,
-                                               original_destination_connection_id=original_cid)
+        self.quic = quic_engine.QuicConnection(
+            configuration=configuration, original_destination_connection_id=original_cid
+        )
         quic_engine.delay_acks(self.quic)  # as the reference server (and quic-go) does
         self.handler = handler
         self.cpu_seconds = 0.0
@@ -201,7 +204,7 @@ class MemoryServer:
 class MemoryTransport:
     """Client side of a :class:`MemoryPair`: datagrams go straight into the server connection, no sockets."""
 
-    def __init__(self, pair: "MemoryPair"):
+    def __init__(self, pair: MemoryPair):
         self._pair = pair
         self.peer = ("127.0.0.1", 4433)
         self._inbox: deque[bytes] = deque()

@@ -18,7 +18,7 @@ from swarmgauge.core.intended import set_intended_start, take_intended_start
 from swarmgauge.errors import SwarmgaugeError
 from swarmgauge.redaction import contains_secret, redact_known, register_secret_options
 
-__all__ = ["set_intended_start", "fire", "measure", "Outcome", "RedactedFailure", "redacted_exception"]
+__all__ = ["Outcome", "RedactedFailure", "fire", "measure", "redacted_exception", "set_intended_start"]
 
 
 class RedactedFailure(SwarmgaugeError):
@@ -98,10 +98,11 @@ class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH
     per request, and a generator-based context manager costs several times more.
     """
 
-    __slots__ = ("_events", "_reraise", "_outcome", "_started")
+    __slots__ = ("_events", "_outcome", "_reraise", "_started")
 
-    def __init__(self, events: Any, request_type: str, name: str, *, context: dict[str, Any] | None = None,
-                 reraise: bool = False) -> None:
+    def __init__(
+        self, events: Any, request_type: str, name: str, *, context: dict[str, Any] | None = None, reraise: bool = False
+    ) -> None:
         self._events = events
         self._reraise = reraise
         self._outcome = Outcome(request_type, name, context=dict(context) if context else {})

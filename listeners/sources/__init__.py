@@ -27,7 +27,7 @@ SOURCE_KINDS = {
     "prom": "swarmgauge.listeners.sources.prom:PromSource.from_spec",
 }
 
-__all__ = ["MIB", "Reading", "Source", "SourceError", "parse_source", "SOURCE_KINDS"]
+__all__ = ["MIB", "SOURCE_KINDS", "Reading", "Source", "SourceError", "parse_source"]
 
 
 class SourceError(SwarmgaugeError):

@@ -37,7 +37,7 @@ class CgroupSource:
         self._cpu_prev: tuple[float, float] | None = None
 
     @classmethod
-    def from_spec(cls, argument: str) -> "CgroupSource":
+    def from_spec(cls, argument: str) -> CgroupSource:
         path = Path(argument)
         if not path.is_absolute():
             path = CGROUP_ROOT / path
@@ -65,8 +65,11 @@ class CgroupSource:
                 raise SourceError(f"{self.directory}/memory.current: not a number: {current.strip()[:40]!r}") from None
             stat = parse_flat_keyed(self._read("memory.stat") or "")
             inactive = stat.get("inactive_file", 0)
-            readings += [Reading("memory_current_bytes", usage), Reading("inactive_file_bytes", inactive),
-                         Reading("working_set_bytes", max(0, usage - inactive))]
+            readings += [
+                Reading("memory_current_bytes", usage),
+                Reading("inactive_file_bytes", inactive),
+                Reading("working_set_bytes", max(0, usage - inactive)),
+            ]
             if "anon" in stat:
                 readings.append(Reading("anon_bytes", stat["anon"]))
             limit = (self._read("memory.max") or "").strip()
@@ -80,8 +83,9 @@ class CgroupSource:
                 readings.append(Reading("cpu_usage_seconds", used_s))
                 now = time.monotonic()
                 if self._cpu_prev is not None and now > self._cpu_prev[0]:
-                    readings.append(Reading("cpu_percent",
-                                            max(0.0, used_s - self._cpu_prev[1]) / (now - self._cpu_prev[0]) * 100))
+                    readings.append(
+                        Reading("cpu_percent", max(0.0, used_s - self._cpu_prev[1]) / (now - self._cpu_prev[0]) * 100)
+                    )
                 self._cpu_prev = (now, used_s)
         if not readings:
             raise SourceError(f"{self.directory}: no memory.current or cpu.stat (not a cgroup v2 directory?)")

@@ -56,8 +56,18 @@ def parse_gc_line(line: str) -> GcLine | None:
     if m is None:
         return None
     opt = lambda name: int(m[name]) * MIB if m[name] is not None else None  # noqa: E731
-    return GcLine(int(m["num"]), float(m["at"]), int(m["pct"]), int(m["start"]) * MIB, int(m["end"]) * MIB,
-                  int(m["live"]) * MIB, int(m["goal"]) * MIB, opt("stacks"), opt("globals"), int(m["procs"]))
+    return GcLine(
+        int(m["num"]),
+        float(m["at"]),
+        int(m["pct"]),
+        int(m["start"]) * MIB,
+        int(m["end"]) * MIB,
+        int(m["live"]) * MIB,
+        int(m["goal"]) * MIB,
+        opt("stacks"),
+        opt("globals"),
+        int(m["procs"]),
+    )
 
 
 class GctraceSource:
@@ -75,13 +85,13 @@ class GctraceSource:
         self._new: list[GcLine] = []
 
     @classmethod
-    def from_spec(cls, argument: str) -> "GctraceSource":
+    def from_spec(cls, argument: str) -> GctraceSource:
         return cls(Path(argument))
 
     def _open(self, seed: bool) -> None:
         self.close()
         try:
-            handle = open(self.path, "rb")  # noqa: SIM115 - kept open between polls to survive a rename
+            handle = open(self.path, "rb")
         except FileNotFoundError:
             return
         except OSError as exc:
@@ -139,9 +149,13 @@ class GctraceSource:
 
 def gc_readings(gc: GcLine) -> list[Reading]:
     """The readings of one collection."""
-    readings = [Reading("live_heap_bytes", gc.live_heap), Reading("heap_goal_bytes", gc.heap_goal),
-                Reading("heap_at_gc_start_bytes", gc.heap_start), Reading("gc_count", gc.number),
-                Reading("gc_cpu_percent", gc.cpu_percent)]
+    readings = [
+        Reading("live_heap_bytes", gc.live_heap),
+        Reading("heap_goal_bytes", gc.heap_goal),
+        Reading("heap_at_gc_start_bytes", gc.heap_start),
+        Reading("gc_count", gc.number),
+        Reading("gc_cpu_percent", gc.cpu_percent),
+    ]
     if gc.stacks is not None:
         readings.append(Reading("stacks_bytes", gc.stacks))
     return readings

@@ -70,8 +70,11 @@ def http_get(url: str) -> requests.Response:
 
 def memstats_readings(stats: dict[str, Any]) -> list[Reading]:
     """Turn MemStats fields into readings, in a fixed order; fields that are absent are left out."""
-    return [Reading(metric, float(stats[field])) for field, metric in MEMSTATS_METRICS.items()
-            if isinstance(stats.get(field), (int, float))]
+    return [
+        Reading(metric, float(stats[field]))
+        for field, metric in MEMSTATS_METRICS.items()
+        if isinstance(stats.get(field), (int, float))
+    ]
 
 
 def parse_pprof_memstats(body: str) -> dict[str, float]:
@@ -91,7 +94,7 @@ class PprofSource:
         self.url = pprof_heap_url(url)
 
     @classmethod
-    def from_spec(cls, argument: str) -> "PprofSource":
+    def from_spec(cls, argument: str) -> PprofSource:
         return cls(check_url("pprof", argument))
 
     def sample(self) -> list[Reading]:
@@ -110,7 +113,7 @@ class ExpvarSource:
         self.url = expvar_url(url)
 
     @classmethod
-    def from_spec(cls, argument: str) -> "ExpvarSource":
+    def from_spec(cls, argument: str) -> ExpvarSource:
         return cls(check_url("expvar", argument))
 
     def sample(self) -> list[Reading]:

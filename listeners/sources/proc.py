@@ -37,8 +37,15 @@ class PsutilSource:
 
     label = "psutil"
 
-    def __init__(self, *, pid: int | None = None, pidfile: Path | None = None, match: str | None = None,
-                 uss: bool = False, children: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        pid: int | None = None,
+        pidfile: Path | None = None,
+        match: str | None = None,
+        uss: bool = False,
+        children: bool = True,
+    ) -> None:
         self.pid, self.pidfile, self.uss, self.children = pid, pidfile, uss, children
         self.match = re.compile(match) if match is not None else None
         self._roots: list[psutil.Process] = []
@@ -47,7 +54,7 @@ class PsutilSource:
         self._cpu_at: float | None = None
 
     @classmethod
-    def from_spec(cls, argument: str) -> "PsutilSource":
+    def from_spec(cls, argument: str) -> PsutilSource:
         parts = [p.strip() for p in argument.split(",") if p.strip()]
         uss = "uss" in parts
         parts = [p for p in parts if p != "uss"]
@@ -144,8 +151,12 @@ class PsutilSource:
             counted += 1
         if not counted:
             raise SourceError("the target process exited")
-        readings = [Reading("rss_bytes", rss), Reading("threads", threads), Reading("fds", fds),
-                    Reading("processes", counted)]
+        readings = [
+            Reading("rss_bytes", rss),
+            Reading("threads", threads),
+            Reading("fds", fds),
+            Reading("processes", counted),
+        ]
         if self.uss:
             readings.append(Reading("uss_bytes", uss))
         now = time.monotonic()

@@ -12,8 +12,6 @@ import math
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from swarmgauge.errors import UsageError
-
 from . import Reading, SourceError
 from .goheap import check_url, http_get
 
@@ -57,7 +55,7 @@ class PromSource:
         self.url, self.metrics = url, metrics
 
     @classmethod
-    def from_spec(cls, argument: str) -> "PromSource":
+    def from_spec(cls, argument: str) -> PromSource:
         url, _, names = argument.partition("#")
         metrics = tuple(n.strip() for n in names.split(",") if n.strip())
         return cls(check_url("prom", url), metrics)

@@ -135,5 +135,19 @@ def metric_terms() -> list[str]:
     return list(_METRIC_PROVIDERS)
 
 
-ALL_HOOKS = (count_step, current_step, announce_step, end_run, request_final_reports, final_reports_in, add_slos,
-             validate_slos, add_run_info, run_dir, redact, render_report, take_ticket, add_sample_source)
+ALL_HOOKS = (
+    count_step,
+    current_step,
+    announce_step,
+    end_run,
+    request_final_reports,
+    final_reports_in,
+    add_slos,
+    validate_slos,
+    add_run_info,
+    run_dir,
+    redact,
+    render_report,
+    take_ticket,
+    add_sample_source,
+)

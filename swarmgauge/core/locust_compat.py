@@ -13,8 +13,13 @@ from locust import argument_parser
 from locust.runners import STATE_MISSING
 
 #: Locust's attributes used here, by object, so the tests can check every one is still there.
-PRIVATE_ATTRIBUTES = {"locust.argument_parser": ("default_args_dict",), "Runner": ("custom_messages",),
-                      "MasterRunner": ("clients",), "WorkerNode": ("id", "state"), "locust.runners": ("STATE_MISSING",)}
+PRIVATE_ATTRIBUTES = {
+    "locust.argument_parser": ("default_args_dict",),
+    "Runner": ("custom_messages",),
+    "MasterRunner": ("clients",),
+    "WorkerNode": ("id", "state"),
+    "locust.runners": ("STATE_MISSING",),
+}
 
 
 def cache_default_args() -> None:

@@ -8,8 +8,22 @@ from __future__ import annotations
 
 #: unit -> base units (ms for time, bytes for memory, 1 for counts and ratios).
 UNITS: dict[str, float] = {
-    "": 1.0, "ms": 1.0, "s": 1000.0, "%": 0.01, "B": 1.0, "KiB": 1024.0, "MiB": 1024.0**2, "GiB": 1024.0**3,
-    "KB": 1e3, "MB": 1e6, "GB": 1e9, "MiB/h": 1024.0**2, "GiB/h": 1024.0**3, "KiB/h": 1024.0, "B/h": 1.0, "/s": 1.0,
+    "": 1.0,
+    "ms": 1.0,
+    "s": 1000.0,
+    "%": 0.01,
+    "B": 1.0,
+    "KiB": 1024.0,
+    "MiB": 1024.0**2,
+    "GiB": 1024.0**3,
+    "KB": 1e3,
+    "MB": 1e6,
+    "GB": 1e9,
+    "MiB/h": 1024.0**2,
+    "GiB/h": 1024.0**3,
+    "KiB/h": 1024.0,
+    "B/h": 1.0,
+    "/s": 1.0,
 }
 #: latency metric -> its percentile.
 LATENCY_METRICS = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99.9": 99.9, "p999": 99.9}

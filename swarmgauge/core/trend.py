@@ -15,7 +15,6 @@ from swarmgauge.errors import UsageError
 MIB = 1024 * 1024
 
 
-
 @dataclass(frozen=True)
 class Warmup:
     """How much of the start to ignore: a fixed number of seconds, or a fraction of the sampled span."""
@@ -88,8 +87,14 @@ class Trend:
         return self.last - self.first
 
 
-def trend(elapsed: list[float], values: list[float], *, warmup: Warmup = Warmup(),
-          request_elapsed: list[float] | None = None, request_counts: list[float] | None = None) -> Trend | None:
+def trend(
+    elapsed: list[float],
+    values: list[float],
+    *,
+    warmup: Warmup = Warmup(),
+    request_elapsed: list[float] | None = None,
+    request_counts: list[float] | None = None,
+) -> Trend | None:
     """The trend of one series (sorted by ``elapsed``) after ``warmup``; ``None`` with no point left.
 
     ``request_elapsed``/``request_counts`` is the run's cumulative request count over time (from Locust's stats);
@@ -109,8 +114,16 @@ def trend(elapsed: list[float], values: list[float], *, warmup: Warmup = Warmup(
         slope = least_squares_slope(counts, vs)
         per_1k = slope * 1000 if slope is not None else None
         requests = counts[-1] - counts[0]
-    return Trend(len(kept), ts[-1] - ts[0], vs[0], vs[-1], max(vs),
-                 per_hour * 3600 if per_hour is not None else None, per_1k, requests)
+    return Trend(
+        len(kept),
+        ts[-1] - ts[0],
+        vs[0],
+        vs[-1],
+        max(vs),
+        per_hour * 3600 if per_hour is not None else None,
+        per_1k,
+        requests,
+    )
 
 
 def format_bytes(value: float | None) -> str:

@@ -36,8 +36,16 @@ class Row:
     round: int
 
     def as_csv(self) -> list:
-        return [f"{self.time:.3f}", f"{self.elapsed_s:.3f}", "" if self.step is None else self.step, self.node,
-                self.source, self.metric, repr(float(self.value)), self.round]
+        return [
+            f"{self.time:.3f}",
+            f"{self.elapsed_s:.3f}",
+            "" if self.step is None else self.step,
+            self.node,
+            self.source,
+            self.metric,
+            repr(float(self.value)),
+            self.round,
+        ]
 
 
 @dataclass(frozen=True)
@@ -52,8 +60,9 @@ class SeriesTrend:
         return f"{self.source} {self.metric}" + ("" if self.node in ("local", "master") else f" on {self.node}")
 
 
-def series(rows: list[Row], metrics: tuple[str, ...], *, target_only: bool = True,
-           step: int | None = None) -> dict[tuple[str, str, str], tuple[list[float], list[float]]]:
+def series(
+    rows: list[Row], metrics: tuple[str, ...], *, target_only: bool = True, step: int | None = None
+) -> dict[tuple[str, str, str], tuple[list[float], list[float]]]:
     """``{(node, source, metric): (elapsed, values)}`` for the given metrics, sorted by time."""
     out: dict[tuple[str, str, str], tuple[list[float], list[float]]] = {}
     for row in sorted(rows, key=lambda r: r.elapsed_s):
@@ -73,8 +82,9 @@ def request_counts(rows: list[Row]) -> tuple[list[float], list[float]]:
     return [t for t, _ in picked], [v for _, v in picked]
 
 
-def trends(rows: list[Row], metrics: tuple[str, ...], warmup: Warmup, *, step: int | None = None,
-           target_only: bool = True) -> list[SeriesTrend]:
+def trends(
+    rows: list[Row], metrics: tuple[str, ...], warmup: Warmup, *, step: int | None = None, target_only: bool = True
+) -> list[SeriesTrend]:
     """Trend of each matching series after warm-up (the warm-up cut is taken over the whole run)."""
     req_t, req_n = request_counts(rows)
     found = []
@@ -99,8 +109,10 @@ def describe(item: SeriesTrend, warmup: Warmup) -> str:
     t = item.trend
     per_hour = "-" if t.slope_per_hour is None else f"{t.slope_per_hour / MIB:,.1f} MiB/h"
     per_1k = "" if t.slope_per_1k_requests is None else f", {t.slope_per_1k_requests / MIB:,.3f} MiB per 1,000 requests"
-    return (f"{item.name}: {format_bytes(t.first)} -> {format_bytes(t.last)} (delta {format_bytes(t.delta)}) "
-            f"over {t.span_s:,.0f} s after a warm-up of {warmup}; slope {per_hour}{per_1k}")
+    return (
+        f"{item.name}: {format_bytes(t.first)} -> {format_bytes(t.last)} (delta {format_bytes(t.delta)}) "
+        f"over {t.span_s:,.0f} s after a warm-up of {warmup}; slope {per_hour}{per_1k}"
+    )
 
 
 def heap_trends(rows: list[Row], warmup: Warmup) -> tuple[list[SeriesTrend], str]:
@@ -117,8 +129,10 @@ def heap_trends(rows: list[Row], warmup: Warmup) -> tuple[list[SeriesTrend], str
     enough = [s for s in found if s.trend.points >= MIN_GCS_FOR_VERDICT]
     if found and not enough:
         fewest = max(s.trend.points for s in found)
-        return [], (f"only {fewest} GCs after warm-up in the gctrace series (a verdict needs "
-                    f"{MIN_GCS_FOR_VERDICT}); run longer or sample pprof/expvar")
+        return [], (
+            f"only {fewest} GCs after warm-up in the gctrace series (a verdict needs "
+            f"{MIN_GCS_FOR_VERDICT}); run longer or sample pprof/expvar"
+        )
     return enough, ""
 
 
@@ -130,9 +144,12 @@ def leak_verdict(rows: list[Row], warmup: Warmup, threshold: float = LEAK_DELTA_
         found, note = heap_trends(rows, warmup)
     if not found:
         return None, "leak verdict: unknown - " + (
-            note or "no target RSS or heap series with two samples after warm-up")
+            note or "no target RSS or heap series with two samples after warm-up"
+        )
     top = max(found, key=lambda s: s.trend.delta)
     status = "leak" if top.trend.delta > threshold else "no leak"
     label = "LEAK" if status == "leak" else "no leak"
-    return status, (f"leak verdict: {label} (delta {'>' if status == 'leak' else '<='} "
-                    f"{format_bytes(threshold)}) - {describe(top, warmup)}{note}")
+    return status, (
+        f"leak verdict: {label} (delta {'>' if status == 'leak' else '<='} "
+        f"{format_bytes(threshold)}) - {describe(top, warmup)}{note}"
+    )

@@ -17,26 +17,41 @@ import threading
 from pathlib import Path
 
 from swarmgauge.errors import SwarmgaugeError
+from swarmgauge.files import write_atomic
 from swarmgauge.targets.kneo.service import ECHO_SPEC, ECHO_SPEC_NAME, KneoService, KneoStartError
 from swarmgauge.targets.kneo.venv import NoSuitablePython, VenvBuildError, ensure_venv, find_python, prepare
-from swarmgauge.files import write_atomic
 from swarmgauge.targets.postgres import redact_dsn
 
-__all__ = ["ECHO_SPEC", "ECHO_SPEC_NAME", "KneoService", "KneoStartError", "NoSuitablePython", "VenvBuildError",
-           "ensure_venv", "find_python", "main"]
+__all__ = [
+    "ECHO_SPEC",
+    "ECHO_SPEC_NAME",
+    "KneoService",
+    "KneoStartError",
+    "NoSuitablePython",
+    "VenvBuildError",
+    "ensure_venv",
+    "find_python",
+    "main",
+]
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="swarmgauge target kneo", description="Run the real kneo-serv 1.2.0.")
     parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
-    parser.add_argument("--dsn", default=None, help="PostgreSQL DSN (default with --store postgres: a throwaway "
-                        "cluster); env KNEO_DSN")
+    parser.add_argument(
+        "--dsn", default=None, help="PostgreSQL DSN (default with --store postgres: a throwaway cluster); env KNEO_DSN"
+    )
     parser.add_argument("--port", type=int, default=0, help="port of the first process (default: free)")
     parser.add_argument("--processes", type=int, default=1, help="service processes on one PostgreSQL")
     parser.add_argument("--worker-concurrency", type=int, default=1, help="KNEO_SERV_WORKER_CONCURRENCY")
     parser.add_argument("--max-queue-depth", type=int, default=0, help="KNEO_SERV_MAX_QUEUE_DEPTH (0: unbounded)")
-    parser.add_argument("--api-key", action="append", default=[], metavar="NAME:KEY:SCOPE",
-                        help="enable auth with this key (repeatable), e.g. loader:s3cret:operator")
+    parser.add_argument(
+        "--api-key",
+        action="append",
+        default=[],
+        metavar="NAME:KEY:SCOPE",
+        help="enable auth with this key (repeatable), e.g. loader:s3cret:operator",
+    )
     parser.add_argument("--admin-key", default=None, help="KNEO_SERV_ADMIN_API_KEY (enables auth)")
     parser.add_argument("--python", default=None, help="a Python >= 3.12 for the venv")
     parser.add_argument("--workdir", default=None, help="working directory (spec, SQLite store, logs)")
@@ -58,11 +73,18 @@ def main(argv: list[str]) -> int:
 
             cluster = PostgresCluster().start()
             dsn = cluster.dsn
-        service = KneoService(store=args.store, dsn=dsn, processes=args.processes,
-                              worker_concurrency=args.worker_concurrency, max_queue_depth=args.max_queue_depth,
-                              api_keys=args.api_key, admin_key=args.admin_key, python=args.python,
-                              workdir=Path(args.workdir) if args.workdir else None,
-                              ports=[args.port] if args.port else [])
+        service = KneoService(
+            store=args.store,
+            dsn=dsn,
+            processes=args.processes,
+            worker_concurrency=args.worker_concurrency,
+            max_queue_depth=args.max_queue_depth,
+            api_keys=args.api_key,
+            admin_key=args.admin_key,
+            python=args.python,
+            workdir=Path(args.workdir) if args.workdir else None,
+            ports=[args.port] if args.port else [],
+        )
         service.start()
     except NoSuitablePython as exc:
         print(f"swarmgauge target kneo: {exc}", file=sys.stderr)

@@ -9,17 +9,20 @@ dispatch) and ``completed_at`` (stamped when it reaches a terminal status), both
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any
 
 from swarmgauge.targets.kneo.store import _query
 
 _SQLITE_TIMES = (
     "SELECT json_extract(payload, '$.created_at'), json_extract(payload, '$.completed_at'), status FROM runs "
-    "WHERE json_extract(payload, '$.metadata.caller_metadata.swarmgauge_run') = ?")
+    "WHERE json_extract(payload, '$.metadata.caller_metadata.swarmgauge_run') = ?"
+)
 _POSTGRES_TIMES = (
     "SELECT payload::jsonb ->> 'created_at', payload::jsonb ->> 'completed_at', status FROM runs "
-    "WHERE payload::jsonb #>> '{metadata,caller_metadata,swarmgauge_run}' = %s")
+    "WHERE payload::jsonb #>> '{metadata,caller_metadata,swarmgauge_run}' = %s"
+)
 
 
 def read_times(locator: str, tag: str, *, connect_timeout: float = 5.0) -> list[tuple[str | None, str | None, str]]:
@@ -51,13 +54,24 @@ def drain_figures(times: Iterable[tuple[str | None, str | None, str]]) -> dict[s
             unfinished += 1
             continue
         spans.append((start, end))
-    figures: dict[str, Any] = {"runs": len(spans), "unfinished": unfinished, "drain_s": None, "runs_per_s": None,
-                               "wait_p50_ms": None, "wait_p95_ms": None, "wait_p99_ms": None}
+    figures: dict[str, Any] = {
+        "runs": len(spans),
+        "unfinished": unfinished,
+        "drain_s": None,
+        "runs_per_s": None,
+        "wait_p50_ms": None,
+        "wait_p95_ms": None,
+        "wait_p99_ms": None,
+    }
     if not spans:
         return figures
     drain_s = max(end for _, end in spans) - min(start for start, _ in spans)
     waits = sorted((end - start) * 1000 for start, end in spans)
-    figures.update(drain_s=drain_s, runs_per_s=len(spans) / drain_s if drain_s > 0 else None,
-                   wait_p50_ms=_percentile(waits, 0.50), wait_p95_ms=_percentile(waits, 0.95),
-                   wait_p99_ms=_percentile(waits, 0.99))
+    figures.update(
+        drain_s=drain_s,
+        runs_per_s=len(spans) / drain_s if drain_s > 0 else None,
+        wait_p50_ms=_percentile(waits, 0.50),
+        wait_p95_ms=_percentile(waits, 0.95),
+        wait_p99_ms=_percentile(waits, 0.99),
+    )
     return figures

@@ -35,8 +35,15 @@ agent:
   strategy: simple
 """
 SQLITE_RELATIVE = Path(".kneo") / "kneo_runs.sqlite"
-GAUGE_METRICS = ("kneo_runs_queued", "kneo_runs_running", "kneo_worker_count", "kneo_runs_started_total",
-                 "kneo_runs_completed_total", "kneo_runs_failed_total", "kneo_runs_rejected_total")
+GAUGE_METRICS = (
+    "kneo_runs_queued",
+    "kneo_runs_running",
+    "kneo_worker_count",
+    "kneo_runs_started_total",
+    "kneo_runs_completed_total",
+    "kneo_runs_failed_total",
+    "kneo_runs_rejected_total",
+)
 
 
 class KneoStartError(SwarmgaugeError):
@@ -97,12 +104,14 @@ class KneoService:
 
     def _env(self) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if not key.startswith("KNEO_SERV_")}
-        env.update({
-            "KNEO_SERV_WORKER_CONCURRENCY": str(self.worker_concurrency),
-            "KNEO_SERV_MAX_QUEUE_DEPTH": str(self.max_queue_depth),
-            "KNEO_SERV_WORKER_IDLE_POLL_SECONDS": "0.2",
-            "PYTHONUNBUFFERED": "1",
-        })
+        env.update(
+            {
+                "KNEO_SERV_WORKER_CONCURRENCY": str(self.worker_concurrency),
+                "KNEO_SERV_MAX_QUEUE_DEPTH": str(self.max_queue_depth),
+                "KNEO_SERV_WORKER_IDLE_POLL_SECONDS": "0.2",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         if self.store == "postgres":
             env["KNEO_SERV_DATABASE_URL"] = self.dsn or ""
         if self.api_keys or self.admin_key:
@@ -127,7 +136,7 @@ class KneoService:
         specs = [f"prom:{url}/metrics#{','.join(GAUGE_METRICS)}" for url in self.urls]
         return specs + [f"psutil:pidfile={self.pid_path(index)}" for index in range(self.processes)]
 
-    def start(self) -> "KneoService":
+    def start(self) -> KneoService:
         self._venv_python = ensure_venv(self.python)
         if self.workdir is None:
             self.workdir = Path(tempfile.mkdtemp(prefix="swarmgauge-kneo-"))
@@ -150,11 +159,24 @@ class KneoService:
     def start_process(self, index: int) -> None:
         """Start (or restart) process ``index`` on its port and wait until ``/readyz`` answers ok."""
         assert self._venv_python is not None and self.workdir is not None
-        cmd = [str(self._venv_python.parent / "kneo"), "service", "serve",
-               "--host", self.host, "--port", str(self.ports[index])]
+        cmd = [
+            str(self._venv_python.parent / "kneo"),
+            "service",
+            "serve",
+            "--host",
+            self.host,
+            "--port",
+            str(self.ports[index]),
+        ]
         with open(self.log_path(index), "ab") as log_file:
-            proc = subprocess.Popen(cmd, cwd=self.workdir, env=self._env(), stdout=log_file,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                cwd=self.workdir,
+                env=self._env(),
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self._procs[index] = proc
         self.pid_path(index).write_text(f"{proc.pid}\n")
         self._wait_ready(index)
@@ -210,7 +232,7 @@ class KneoService:
         if remove and self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def __enter__(self) -> "KneoService":
+    def __enter__(self) -> KneoService:
         return self.start()
 
     def __exit__(self, *exc_info) -> None:

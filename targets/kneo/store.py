@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from swarmgauge.errors import SwarmgaugeError
 from swarmgauge.targets.postgres import redact_dsn
@@ -31,16 +32,22 @@ ROW_KEEPING_CODES = ("spec_invalid",)
 
 _SQLITE_QUERY = (
     "SELECT id, status, json_extract(payload, '$.error.type') FROM runs "
-    "WHERE json_extract(payload, '$.metadata.caller_metadata.swarmgauge_run') = ?")
+    "WHERE json_extract(payload, '$.metadata.caller_metadata.swarmgauge_run') = ?"
+)
 _POSTGRES_QUERY = (
     "SELECT id, status, payload::jsonb #>> '{error,type}' FROM runs "
-    "WHERE payload::jsonb #>> '{metadata,caller_metadata,swarmgauge_run}' = %s")
+    "WHERE payload::jsonb #>> '{metadata,caller_metadata,swarmgauge_run}' = %s"
+)
 
 _STRANDED_WHERE = "status IN ('running', 'queued') AND id NOT IN (SELECT run_id FROM run_queue)"
-_SQLITE_STRANDED = ("SELECT id FROM runs WHERE json_extract(payload, '$.metadata.caller_metadata.swarmgauge_run') = ? "
-                    f"AND {_STRANDED_WHERE}")
-_POSTGRES_STRANDED = ("SELECT id FROM runs WHERE payload::jsonb #>> '{metadata,caller_metadata,swarmgauge_run}' = %s "
-                      f"AND {_STRANDED_WHERE}")
+_SQLITE_STRANDED = (
+    "SELECT id FROM runs WHERE json_extract(payload, '$.metadata.caller_metadata.swarmgauge_run') = ? "
+    f"AND {_STRANDED_WHERE}"
+)
+_POSTGRES_STRANDED = (
+    "SELECT id FROM runs WHERE payload::jsonb #>> '{metadata,caller_metadata,swarmgauge_run}' = %s "
+    f"AND {_STRANDED_WHERE}"
+)
 STRANDED_SETTLE_SECONDS = 5.0
 
 Row = tuple[str, str | None]  # (status, error type)
@@ -70,8 +77,9 @@ def read_rows(locator: str, tag: str, *, connect_timeout: float = 5.0) -> dict[s
 
 def read_stranded(locator: str, tag: str, *, connect_timeout: float = 5.0) -> frozenset[str]:
     """Ids of the rows tagged ``tag`` that are ``running``/``queued`` with no ``run_queue`` record (not yet, or never)."""
-    return frozenset(str(run_id) for (run_id,) in _query(locator, (_SQLITE_STRANDED, _POSTGRES_STRANDED), tag,
-                                                          connect_timeout))
+    return frozenset(
+        str(run_id) for (run_id,) in _query(locator, (_SQLITE_STRANDED, _POSTGRES_STRANDED), tag, connect_timeout)
+    )
 
 
 def _query(locator: str, queries: tuple[str, str], tag: str, timeout: float) -> list[tuple[Any, ...]]:
@@ -108,8 +116,15 @@ def _query_postgres(dsn: str, query: str, tag: str, timeout: float) -> list[tupl
         raise StoreUnavailable(f"PostgreSQL store {redact_dsn(dsn)}: {redact_dsn(message)}") from None
 
 
-def drain(locator: str, tag: str, *, timeout: float = 30.0, interval: float = 0.25,
-          settle: float = STRANDED_SETTLE_SECONDS, sleep: Callable[[float], None] = time.sleep) -> Drained:
+def drain(
+    locator: str,
+    tag: str,
+    *,
+    timeout: float = 30.0,
+    interval: float = 0.25,
+    settle: float = STRANDED_SETTLE_SECONDS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Drained:
     """Read the rows until none is left that the service will still finish, or ``timeout`` passes.
 
     Call it once the load has stopped. A non-terminal row with no queue record for ``settle`` seconds in a row is
@@ -145,16 +160,27 @@ class Reconciliation:
         return sum(1 for check in self.checks if not check["ok"])
 
     def add(self, check: str, locust: int, store: int, ok: bool | None = None, note: str = "") -> None:
-        self.checks.append({"check": check, "locust": locust, "store": store,
-                            "ok": (locust == store) if ok is None else ok, "note": note})
+        self.checks.append(
+            {
+                "check": check,
+                "locust": locust,
+                "store": store,
+                "ok": (locust == store) if ok is None else ok,
+                "note": note,
+            }
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {"tag": self.tag, "checks": self.checks, "store_statuses": self.statuses,
-                "mismatches": self.mismatches}
+        return {"tag": self.tag, "checks": self.checks, "store_statuses": self.statuses, "mismatches": self.mismatches}
 
 
-def reconcile(tag: str, ledger: Mapping[str, Any], rows: Mapping[str, Row], drained: bool = True,
-              stranded: frozenset[str] = frozenset()) -> Reconciliation:
+def reconcile(
+    tag: str,
+    ledger: Mapping[str, Any],
+    rows: Mapping[str, Row],
+    drained: bool = True,
+    stranded: frozenset[str] = frozenset(),
+) -> Reconciliation:
     """Compare Locust's ledger with the store's rows for one tag, check by check.
 
     Accepted runs must all be present; a terminal status Locust saw must be the stored one; each ``queue_full``
@@ -175,20 +201,32 @@ def reconcile(tag: str, ledger: Mapping[str, Any], rows: Mapping[str, Row], drai
     agreeing = sum(1 for run_id, status in observed.items() if _same_status(status, rows[run_id][0]))
     result.add("terminal status as Locust saw it", len(observed), agreeing)
     unclaimed = {run_id: row for run_id, row in rows.items() if run_id not in accepted}
-    stored_queue_full = sum(1 for status, error_type in unclaimed.values()
-                            if status == "failed" and error_type == QUEUE_FULL_TYPE)
+    stored_queue_full = sum(
+        1 for status, error_type in unclaimed.values() if status == "failed" and error_type == QUEUE_FULL_TYPE
+    )
     result.add("queue_full refusals stored as failed{queue_full}", queue_full, stored_queue_full)
     kept = sum(int(refused.get(code, 0)) for code in ROW_KEEPING_CODES)
     others = len(unclaimed) - stored_queue_full
-    result.add("other rows: refused sends that keep one, none unsent", kept, others,
-               ok=kept <= others <= kept + indeterminate,
-               note=f"up to {indeterminate} more: sends without an answer" if indeterminate else "")
+    result.add(
+        "other rows: refused sends that keep one, none unsent",
+        kept,
+        others,
+        ok=kept <= others <= kept + indeterminate,
+        note=f"up to {indeterminate} more: sends without an answer" if indeterminate else "",
+    )
     stranded_here = {run_id for run_id in stranded if run_id in rows and rows[run_id][0] not in TERMINAL}
     stranded_unanswered = {run_id for run_id in stranded_here if run_id not in accepted}
-    result.add("stranded by a crash: stored, never queued", indeterminate, len(stranded_here),
-               ok=stranded_here == stranded_unanswered and len(stranded_here) <= indeterminate,
-               note=("kneo-serv saved these runs and died before queueing them: no worker will ever finish them"
-                     if stranded_here else ""))
+    result.add(
+        "stranded by a crash: stored, never queued",
+        indeterminate,
+        len(stranded_here),
+        ok=stranded_here == stranded_unanswered and len(stranded_here) <= indeterminate,
+        note=(
+            "kneo-serv saved these runs and died before queueing them: no worker will ever finish them"
+            if stranded_here
+            else ""
+        ),
+    )
     left = sum(1 for run_id, (status, _) in rows.items() if status not in TERMINAL and run_id not in stranded_here)
     result.add("runs left non-terminal after the drain", 0, left, ok=drained and left == 0)
     return result
@@ -200,10 +238,14 @@ def _same_status(seen: str, stored: str) -> bool:
 
 def table_lines(result: Reconciliation) -> list[str]:
     """The reconciliation as aligned text lines, for a headless run's output."""
-    lines = [f"kneo reconciliation {result.tag}: "
-             + ("matches" if not result.mismatches else f"{result.mismatches} mismatch(es)")]
+    lines = [
+        f"kneo reconciliation {result.tag}: "
+        + ("matches" if not result.mismatches else f"{result.mismatches} mismatch(es)")
+    ]
     for check in result.checks:
         note = f"  ({check['note']})" if check.get("note") else ""
-        lines.append(f"  {'ok  ' if check['ok'] else 'FAIL'} {check['check']:<52} locust {check['locust']:>7}"
-                     f"  store {check['store']:>7}{note}")
+        lines.append(
+            f"  {'ok  ' if check['ok'] else 'FAIL'} {check['check']:<52} locust {check['locust']:>7}"
+            f"  store {check['store']:>7}{note}"
+        )
     return lines

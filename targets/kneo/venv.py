@@ -35,8 +35,9 @@ class VenvBuildError(SwarmgaugeError):
 
 def _version_of(python: str) -> tuple[int, int, int] | None:
     try:
-        out = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:3])"],
-                             capture_output=True, text=True, timeout=20)
+        out = subprocess.run(
+            [python, "-c", "import sys; print(*sys.version_info[:3])"], capture_output=True, text=True, timeout=20
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     parts = out.stdout.split()
@@ -49,8 +50,9 @@ def _pyenv_roots() -> list[str]:
     roots = [os.environ.get("PYENV_ROOT", ""), os.path.expanduser("~/.pyenv")]
     if shutil.which("pyenv"):
         try:
-            roots.insert(0, subprocess.run(["pyenv", "root"], capture_output=True, text=True,
-                                           timeout=10).stdout.strip())
+            roots.insert(
+                0, subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=10).stdout.strip()
+            )
         except (OSError, subprocess.SubprocessError):
             pass
     return [root for root in dict.fromkeys(roots) if root]
@@ -81,13 +83,16 @@ def find_python(explicit: str | None = None) -> tuple[str, tuple[int, int, int]]
             return python, version
     if explicit:
         raise NoSuitablePython(f"--python {explicit} is not a working Python >= 3.12")
-    raise NoSuitablePython("no Python >= 3.12: looked at $SWARMGAUGE_KNEO_PYTHON, python3.12/3.13/3.14 on PATH "
-                           "and $(pyenv root)/versions/3.1[2-9]*/bin/python3")
+    raise NoSuitablePython(
+        "no Python >= 3.12: looked at $SWARMGAUGE_KNEO_PYTHON, python3.12/3.13/3.14 on PATH "
+        "and $(pyenv root)/versions/3.1[2-9]*/bin/python3"
+    )
 
 
 def cache_root() -> Path:
     base = os.environ.get("SWARMGAUGE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "swarmgauge")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "swarmgauge"
+    )
     return Path(base)
 
 
@@ -106,8 +111,10 @@ def ensure_venv(python: str | None = None, *, quiet: bool = True) -> Path:
         if (target / _MARKER).exists() and venv_python.exists():
             return venv_python
         shutil.rmtree(target, ignore_errors=True)
-        steps = [[interpreter, "-m", "venv", str(target)],
-                 [str(venv_python), "-m", "pip", "install", *(["-q"] if quiet else []), *REQUIREMENTS]]
+        steps = [
+            [interpreter, "-m", "venv", str(target)],
+            [str(venv_python), "-m", "pip", "install", *(["-q"] if quiet else []), *REQUIREMENTS],
+        ]
         for step in steps:
             result = subprocess.run(step, capture_output=quiet, text=True, timeout=900)
             if result.returncode != 0:

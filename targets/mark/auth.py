@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 import re
 import tomllib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Callable, Iterable
+from datetime import UTC, datetime
 
 from swarmgauge.errors import UsageError
 
@@ -50,7 +50,7 @@ def _segment_regex(pattern: str) -> str:
             end = pattern.find("]", i + 2)
             if end < 0:
                 raise UsageError(f"bad path glob {pattern!r}: unterminated [")
-            body = pattern[i + 1:end]
+            body = pattern[i + 1 : end]
             negate = body.startswith("^")
             body = body[1:] if negate else body
             out.append("[" + ("^/" if negate else "") + body.replace("\\", "\\\\") + "]")
@@ -147,6 +147,6 @@ def parse_tokens_toml(text: str) -> list[Token]:
         elif expires is not None and not isinstance(expires, datetime):
             raise UsageError(f"tokens file: tokens.{label}.expires is not RFC 3339")
         if isinstance(expires, datetime) and expires.tzinfo is None:
-            expires = expires.replace(tzinfo=timezone.utc)
+            expires = expires.replace(tzinfo=UTC)
         tokens.append(Token(label, digest, tuple(compile_glob(p) for p in paths), frozenset(operations), expires))
     return tokens

@@ -57,7 +57,7 @@ class SimulatedBackend:
         remaining = deadline - self._clock()
         try:
             await asyncio.wait_for(self._commits.acquire(), timeout=max(0.0, remaining))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise BackendTimeout("write queue exceeded the request deadline") from None
         try:
             if self.knobs.commit_interval:

@@ -24,7 +24,7 @@ _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _LIST_MARK = re.compile(r"(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 
 
-class LookupError_(ValueError):
+class LookupError_(ValueError):  # noqa: N801 - the builtin's name, kept apart
     """A LOOKUP argument the server answers with bad-request."""
 
 
@@ -106,7 +106,9 @@ def _under(path: str, scope: str) -> bool:
     return scope == "/" or path.startswith(scope.rstrip("/") + "/")
 
 
-def lookup(documents: list[Document], query: str, scope: str, predicates: list[Predicate], body: bool) -> list[LookupRow]:
+def lookup(
+    documents: list[Document], query: str, scope: str, predicates: list[Predicate], body: bool
+) -> list[LookupRow]:
     """Every matching row under ``scope``, best first (the caller drops unreadable rows, then applies the limit)."""
     docs = [d for d in documents if _under(d.path, scope) and _matches(d, predicates)]
     if body:
@@ -125,13 +127,14 @@ def lookup(documents: list[Document], query: str, scope: str, predicates: list[P
 
 # --- body mode -------------------------------------------------------------------------------------------------
 
+
 def _tokens(text: str) -> list[str]:
     """Lower-case word runs of at least two characters, at most 32 bytes, plus each whole trimmed field."""
     out = []
     for fld in text.split():
         whole = _EDGE.sub("", fld.lower())
         runs = _WORD.findall(whole)
-        if 2 <= len(whole) and len(whole.encode()) <= 32:
+        if len(whole) >= 2 and len(whole.encode()) <= 32:
             out.append(whole)
         if len(runs) > 1 or (runs and runs[0] != whole):
             out.extend(r for r in runs if len(r) >= 2 and len(r.encode()) <= 32)
@@ -261,4 +264,4 @@ def _snippet(text: str, terms: list[str]) -> str:
     raw = best.encode("utf-8")
     if len(raw) <= SNIPPET_BYTES:
         return best
-    return raw[:SNIPPET_BYTES - 3].decode("utf-8", "ignore") + "..."
+    return raw[: SNIPPET_BYTES - 3].decode("utf-8", "ignore") + "..."

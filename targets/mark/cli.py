@@ -13,7 +13,7 @@ import logging
 import os
 import signal
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from swarmgauge.core.durations import DurationError, parse_duration
@@ -44,7 +44,7 @@ def _moment(text: str) -> datetime:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an RFC 3339 time: {text!r}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _non_negative(kind):
@@ -53,6 +53,7 @@ def _non_negative(kind):
         if value < 0:
             raise argparse.ArgumentTypeError(f"must not be negative: {text}")
         return value
+
     return parse
 
 
@@ -61,31 +62,59 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback by default)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="UDP port; 0 picks a free one")
     p.add_argument("--clock", type=_moment, help="pin the server clock (e.g. 2026-01-01T00:00:00Z)")
-    p.add_argument("--publish-token", action="append", default=[], metavar="RAW",
-                   help=f"a raw token granted publish on /** (repeatable; also ${PUBLISH_TOKEN_ENV})")
+    p.add_argument(
+        "--publish-token",
+        action="append",
+        default=[],
+        metavar="RAW",
+        help=f"a raw token granted publish on /** (repeatable; also ${PUBLISH_TOKEN_ENV})",
+    )
     p.add_argument("--tokens", type=Path, help="a tokens.toml of sha256 hashes, globs and operations")
     p.add_argument("--store", type=Path, help="keep documents in this directory (default: in memory)")
     p.add_argument("--seed", type=Path, help="publish every .md file of this directory at start-up")
-    p.add_argument("--seed-corpus", type=_non_negative(int), default=0, metavar="N",
-                   help="publish N generated documents under /corpus (deterministic)")
+    p.add_argument(
+        "--seed-corpus",
+        type=_non_negative(int),
+        default=0,
+        metavar="N",
+        help="publish N generated documents under /corpus (deterministic)",
+    )
     p.add_argument("--read-only", action="store_true", help="refuse every write with not-permitted")
-    p.add_argument("--rate-limit", type=_non_negative(float), default=0.0, metavar="N",
-                   help="per-IP requests/s (0 = off; the real default is 50)")
+    p.add_argument(
+        "--rate-limit",
+        type=_non_negative(float),
+        default=0.0,
+        metavar="N",
+        help="per-IP requests/s (0 = off; the real default is 50)",
+    )
     p.add_argument("--rate-burst", type=_non_negative(float), default=100.0, metavar="N")
     p.add_argument("--max-streams", type=int, default=10, help="concurrent streams per connection")
-    p.add_argument("--quic-engine", choices=ENGINES, default=DEFAULT_ENGINE,
-                   help=f"QUIC library to serve with (default {DEFAULT_ENGINE}, the cheaper per request)")
+    p.add_argument(
+        "--quic-engine",
+        choices=ENGINES,
+        default=DEFAULT_ENGINE,
+        help=f"QUIC library to serve with (default {DEFAULT_ENGINE}, the cheaper per request)",
+    )
     p.add_argument("--idle-timeout", type=_duration, default=30.0)
     p.add_argument("--request-timeout", type=_duration, default=10.0, help="per-request deadline")
-    p.add_argument("--read-delay-ms", type=_non_negative(float), default=0.0,
-                   help="simulated backend round trip per read")
+    p.add_argument(
+        "--read-delay-ms", type=_non_negative(float), default=0.0, help="simulated backend round trip per read"
+    )
     p.add_argument("--reads-stat-head", action="store_true", help="two round trips per read: stat, then get")
-    p.add_argument("--backend-rps", type=_non_negative(float), default=0.0,
-                   help="simulated backend capacity in reads/s (0 = unlimited)")
+    p.add_argument(
+        "--backend-rps",
+        type=_non_negative(float),
+        default=0.0,
+        help="simulated backend capacity in reads/s (0 = unlimited)",
+    )
     p.add_argument("--commit-interval", type=_duration, default=0.0, help="serialised write commit pacing")
     p.add_argument("--cert-out", type=Path, help="write the dev certificate (PEM) here, for clients' --mark-ca")
-    p.add_argument("--max-seconds", type=_non_negative(float), default=0.0,
-                   help="stop by itself after this long (0 = run until signalled)")
+    p.add_argument(
+        "--max-seconds",
+        type=_non_negative(float),
+        default=0.0,
+        help="stop by itself after this long (0 = run until signalled)",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
@@ -94,7 +123,7 @@ def build_service(args: argparse.Namespace) -> MarkService:
     pinned = args.clock
 
     def clock() -> datetime:
-        return pinned if pinned is not None else datetime.now(timezone.utc).replace(microsecond=0)
+        return pinned if pinned is not None else datetime.now(UTC).replace(microsecond=0)
 
     raws = [*args.publish_token, *filter(None, [os.environ.get(PUBLISH_TOKEN_ENV)])]
     tokens = [publish_token(raw, f"cli-{n}") for n, raw in enumerate(raws)]
@@ -108,16 +137,26 @@ def build_service(args: argparse.Namespace) -> MarkService:
     except StoreError as exc:
         raise UsageError(str(exc)) from None
     if args.seed is not None:
-        log.info("seeded %d documents from %s", seed.seed_store(store, seed.from_directory(args.seed), clock()),
-                 args.seed)
+        log.info(
+            "seeded %d documents from %s", seed.seed_store(store, seed.from_directory(args.seed), clock()), args.seed
+        )
     if args.seed_corpus:
         log.info("seeded %d corpus documents", seed.seed_store(store, seed.corpus(args.seed_corpus), clock()))
     handler = Handler(store, TokenStore(tokens, clock) if tokens else None, clock, read_only=args.read_only)
-    settings = ServerSettings(max_streams=args.max_streams, idle_timeout=args.idle_timeout,
-                              request_timeout=args.request_timeout, rate_limit=args.rate_limit,
-                              rate_burst=args.rate_burst, quic_engine=args.quic_engine)
-    knobs = BackendKnobs(read_delay=args.read_delay_ms / 1000, stat_head=args.reads_stat_head,
-                         backend_rps=args.backend_rps, commit_interval=args.commit_interval)
+    settings = ServerSettings(
+        max_streams=args.max_streams,
+        idle_timeout=args.idle_timeout,
+        request_timeout=args.request_timeout,
+        rate_limit=args.rate_limit,
+        rate_burst=args.rate_burst,
+        quic_engine=args.quic_engine,
+    )
+    knobs = BackendKnobs(
+        read_delay=args.read_delay_ms / 1000,
+        stat_head=args.reads_stat_head,
+        backend_rps=args.backend_rps,
+        commit_interval=args.commit_interval,
+    )
     return MarkService(handler, settings, SimulatedBackend(knobs))
 
 
@@ -140,19 +179,26 @@ async def serve_until_stopped(args: argparse.Namespace, service: MarkService) ->
             await asyncio.wait_for(stop.wait(), timeout=args.max_seconds)
         else:
             await stop.wait()
-    except asyncio.TimeoutError:
+    except TimeoutError:
         log.info("stopping after --max-seconds %s", args.max_seconds)
     finally:
         server.close()
         counters = service.counters
-        log.info("served %d requests (%d rate-limited, %d deadline expiries)", counters.requests,
-                 counters.rate_limited, counters.deadline_expired)
+        log.info(
+            "served %d requests (%d rate-limited, %d deadline expiries)",
+            counters.requests,
+            counters.rate_limited,
+            counters.deadline_expired,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     try:
         service = build_service(args)
         asyncio.run(serve_until_stopped(args, service))
@@ -160,8 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"swarmgauge target mark: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"swarmgauge target mark: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
-              file=sys.stderr)
+        print(
+            f"swarmgauge target mark: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr
+        )
         return 2
     return 0
 

@@ -25,11 +25,21 @@ MAX_CORPUS = 100_000
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument("--mark-embedded-args", default="", env_var="SWARMGAUGE_MARK_EMBEDDED_ARGS",
-                        include_in_web_ui=False,
-                        help="extra options for the embedded reference server started when --host is empty")
-    parser.add_argument("--mark-corpus", type=int, default=CORPUS_SIZE, env_var="SWARMGAUGE_MARK_CORPUS",
-                        include_in_web_ui=False, help="documents the embedded server is seeded with")
+    parser.add_argument(
+        "--mark-embedded-args",
+        default="",
+        env_var="SWARMGAUGE_MARK_EMBEDDED_ARGS",
+        include_in_web_ui=False,
+        help="extra options for the embedded reference server started when --host is empty",
+    )
+    parser.add_argument(
+        "--mark-corpus",
+        type=int,
+        default=CORPUS_SIZE,
+        env_var="SWARMGAUGE_MARK_CORPUS",
+        include_in_web_ui=False,
+        help="documents the embedded server is seeded with",
+    )
 
 
 def embedded_options(parsed: Any) -> tuple[list[str], int]:
@@ -68,8 +78,13 @@ def start_embedded_default(environment: Any, *, publish_token: str | None = None
     stop_on_usage_error(lambda _environment: found.append(embedded_options(parsed)), environment)
     extra, corpus = found[0]
     env = {PUBLISH_TOKEN_ENV: publish_token} if publish_token else None
-    server = start_embedded(environment, "mark", ["--port", "0", "--seed-corpus", str(corpus), *extra], env=env,
-                            describe=f"reference server, {corpus} documents")
+    server = start_embedded(
+        environment,
+        "mark",
+        ["--port", "0", "--seed-corpus", str(corpus), *extra],
+        env=env,
+        describe=f"reference server, {corpus} documents",
+    )
     if server is not None and parsed is not None:
         parsed.mark_insecure = True
     return server

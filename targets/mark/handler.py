@@ -7,14 +7,30 @@ it sees what it would see against demarkus. Transport, deadlines, rate limits an
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable
 
-from swarmgauge.protocols.mark import (MarkParseError, Request, content_hash, decode_cursor, encode_cursor, encode_response,
-                            error_response as error, etag_of, parse_request)
+from swarmgauge.protocols.mark import (
+    MarkParseError,
+    Request,
+    content_hash,
+    decode_cursor,
+    encode_cursor,
+    encode_response,
+    etag_of,
+    parse_request,
+)
+from swarmgauge.protocols.mark import error_response as error
 from swarmgauge.targets.mark import catalog
 from swarmgauge.targets.mark.auth import AuthDenied, TokenStore
-from swarmgauge.targets.mark.render import DirEntry, list_metadata, list_page, lookup_response, rfc3339, versions_response
+from swarmgauge.targets.mark.render import (
+    DirEntry,
+    list_metadata,
+    list_page,
+    lookup_response,
+    rfc3339,
+    versions_response,
+)
 from swarmgauge.targets.mark.store import Document, Store, Version, canonical_path, contains_dot_dot
 from swarmgauge.targets.mark.writes import WriteHandler
 
@@ -43,8 +59,9 @@ def parse_error_response(exc: MarkParseError) -> bytes:
 class Handler:
     """One world's request logic over a :class:`Store`; ``tokens`` None means no auth configuration."""
 
-    def __init__(self, store: Store, tokens: TokenStore | None, clock: Callable[[], datetime],
-                 *, read_only: bool = False) -> None:
+    def __init__(
+        self, store: Store, tokens: TokenStore | None, clock: Callable[[], datetime], *, read_only: bool = False
+    ) -> None:
         self.store = store
         self.tokens = tokens
         self.clock = clock
@@ -134,15 +151,24 @@ class Handler:
             if moment is not None and not version.modified > moment:
                 return not_modified()
         metadata = dict(version.metadata)
-        metadata.update({"modified": rfc3339(version.modified), "etag": etag, "version": str(version.number),
-                         "content-hash": version.content_hash, **extra})
+        metadata.update(
+            {
+                "modified": rfc3339(version.modified),
+                "etag": etag,
+                "version": str(version.number),
+                "content-hash": version.content_hash,
+                **extra,
+            }
+        )
         return encode_response("ok", metadata, version.body)
 
     def _fetch_directory(self, req: Request) -> bytes:
         include_archived = req.metadata.get("include-archived") == "true"
         index = self.store.get(canonical_path(req.path + "/index.md"))
         if index is not None and not index.archived:
-            return self._read_denied(index.path, req.metadata.get("auth")) or self._serve_document(req, index, index.path)
+            return self._read_denied(index.path, req.metadata.get("auth")) or self._serve_document(
+                req, index, index.path
+            )
         entries = self._readable_entries(req.path, req.metadata.get("auth"), include_archived, None, MAX_LIST_PAGE + 1)
         page = list_page(req.path, entries, MAX_LIST_PAGE)
         etag = etag_of(page.body)
@@ -152,8 +178,9 @@ class Handler:
         return encode_response("ok", metadata, page.body)
 
     # --- LIST --------------------------------------------------------------------------------------------------
-    def _readable_entries(self, path: str, auth: str | None, include_archived: bool, after: str | None,
-                          limit: int) -> list[DirEntry]:
+    def _readable_entries(
+        self, path: str, auth: str | None, include_archived: bool, after: str | None, limit: int
+    ) -> list[DirEntry]:
         entries = []
         for name, is_dir, full in self.store.entries(path, include_archived):
             if after is not None and name.encode("utf-8") <= after.encode("utf-8"):

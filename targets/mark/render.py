@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import quote
 
 from swarmgauge.protocols.mark import encode_response
@@ -28,7 +28,7 @@ def path_escape(text: str) -> str:
 
 def rfc3339(moment: datetime) -> str:
     """Go's ``time.RFC3339`` for an instant, in UTC: seconds, ``Z``."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -78,8 +78,11 @@ def list_metadata(entry_count: int, next_cursor: str) -> dict[str, str]:
 def versions_response(doc_path: str, versions: list[tuple[int, datetime]], chain_valid: bool) -> bytes:
     """VERSIONS: newest first, each linking ``<PathEscaped doc path>/vN``."""
     lines = "".join(f"- [v{n}]({path_escape(doc_path)}/v{n}) - {rfc3339(moment)}\n" for n, moment in versions)
-    metadata = {"chain-valid": "true" if chain_valid else "false", "current": str(versions[0][0]),
-                "total": str(len(versions))}
+    metadata = {
+        "chain-valid": "true" if chain_valid else "false",
+        "current": str(versions[0][0]),
+        "total": str(len(versions)),
+    }
     if not chain_valid:
         metadata["chain-error"] = "chain integrity check failed"
     body = f"\n# Version History: {escape(doc_path)}\n\n{lines}"

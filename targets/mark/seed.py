@@ -7,18 +7,34 @@ runs of the same plan read the same bytes and LOOKUP has real rankings to comput
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator
 
-from swarmgauge.protocols.mark import MarkParseError, parse_request
 from swarmgauge.errors import UsageError
+from swarmgauge.protocols.mark import MarkParseError, parse_request
 from swarmgauge.targets.mark.store import Store
 from swarmgauge.targets.mark.writes import WriteRefused, publisher_metadata, with_default_type
 
-TOPICS = ("quic", "latency", "capacity", "cache", "storage", "auth", "index", "search", "mcp", "runbook",
-          "soak", "memory", "queue", "fleet", "gateway", "release")
+TOPICS = (
+    "quic",
+    "latency",
+    "capacity",
+    "cache",
+    "storage",
+    "auth",
+    "index",
+    "search",
+    "mcp",
+    "runbook",
+    "soak",
+    "memory",
+    "queue",
+    "fleet",
+    "gateway",
+    "release",
+)
 KINDS = ("Note", "Decision", "Runbook", "Reference", "Log")
 SECTIONS = ("Context", "Details", "Measurements", "Decision", "Follow-up")
 
@@ -41,8 +57,11 @@ def corpus(count: int, seed: int = 6309) -> Iterator[SeedDocument]:
         for section in rng.sample(SECTIONS, 3):
             words = " ".join(rng.choice(TOPICS) for _ in range(rng.randint(20, 120)))
             paragraphs.append(f"## {section}\n\n{words.capitalize()}.\n")
-        metadata = {"tags": ", ".join(tags), "type": KINDS[n % len(KINDS)],
-                    "importance": f"{rng.randint(1, 99) / 100:.2f}"}
+        metadata = {
+            "tags": ", ".join(tags),
+            "type": KINDS[n % len(KINDS)],
+            "importance": f"{rng.randint(1, 99) / 100:.2f}",
+        }
         yield SeedDocument(f"/corpus/{topic}/doc-{n:04d}.md", metadata, "\n".join(paragraphs).encode("utf-8"))
 
 

@@ -81,8 +81,7 @@ class MarkService:
         self.engine = engine(settings.quic_engine)
         self.backend = backend
         self.counters = ServerCounters()
-        self.limiter = (PerClientLimiter(settings.rate_limit, settings.rate_burst)
-                        if settings.rate_limit > 0 else None)
+        self.limiter = PerClientLimiter(settings.rate_limit, settings.rate_burst) if settings.rate_limit > 0 else None
 
     async def answer(self, data: bytes, client: str, opened: float) -> bytes:
         """One whole request's answer, after the rate limit and the simulated backend have had their say."""
@@ -150,7 +149,8 @@ class MarkStreams:
             self._buffers[sid] = bytearray()
             self._opened[sid] = time.monotonic()
             self._timers[sid] = asyncio.get_running_loop().call_later(
-                self._service.settings.request_timeout, self._deadline_passed, sid)
+                self._service.settings.request_timeout, self._deadline_passed, sid
+            )
         buffer = self._buffers[sid]
         buffer += event.data
         if len(buffer) > MAX_REQUEST_BYTES + 1:
@@ -180,14 +180,14 @@ class MarkStreams:
         self._forget(sid)
         try:
             self._quic.stop_stream(sid, STOP_SENDING_CODE)
-        except Exception:  # the peer may already have reset or finished the stream
+        except Exception:  # noqa: BLE001 - the peer may already have reset or finished the stream
             pass
         self._send(sid, response)
 
     def _send(self, sid: int, response: bytes) -> None:
         try:
             self._quic.send_stream_data(sid, response, end_stream=True)
-        except Exception as exc:  # stream reset or connection gone meanwhile: nothing left to answer
+        except Exception as exc:  # noqa: BLE001 - stream reset or connection gone meanwhile: nothing left to answer
             log.debug("could not answer stream %d: %s", sid, exc)
             return
         self._engine.ack_with_next_packet(self._quic, self._loop.time())
@@ -215,19 +215,24 @@ def protocol_class(quic_engine: QuicEngine) -> type:
     made = _PROTOCOL_CLASSES.get(quic_engine.name)
     if made is None:
         made = _PROTOCOL_CLASSES[quic_engine.name] = type(
-            "MarkServerProtocol", (MarkStreams, quic_engine.QuicConnectionProtocol), {})
+            "MarkServerProtocol", (MarkStreams, quic_engine.QuicConnectionProtocol), {}
+        )
     return made
 
 
 def server_configuration(cert: DevCertificate, settings: ServerSettings) -> Any:
-    return engine(settings.quic_engine).server_configuration(cert.certificate, cert.private_key, alpn=ALPN,
-                                                             idle_timeout=settings.idle_timeout)
+    return engine(settings.quic_engine).server_configuration(
+        cert.certificate, cert.private_key, alpn=ALPN, idle_timeout=settings.idle_timeout
+    )
 
 
 async def start_server(service: MarkService, cert: DevCertificate, host: str, port: int) -> tuple[Any, int]:
     """Listen on ``host:port`` (0 picks a free port); returns the server and the bound port."""
     protocol = protocol_class(service.engine)
     server = await service.engine.serve(
-        host, port, configuration=server_configuration(cert, service.settings),
-        create_protocol=lambda *a, **kw: protocol(*a, service=service, **kw))
+        host,
+        port,
+        configuration=server_configuration(cert, service.settings),
+        create_protocol=lambda *a, **kw: protocol(*a, service=service, **kw),
+    )
     return server, service.engine.bound_port(server)

@@ -11,11 +11,11 @@ import os
 import posixpath
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from swarmgauge.protocols.mark import content_hash, etag_of, split_tags, stored_version_bytes
 from swarmgauge.errors import SwarmgaugeError
+from swarmgauge.protocols.mark import content_hash, etag_of, split_tags, stored_version_bytes
 
 
 class StoreError(SwarmgaugeError):
@@ -58,8 +58,9 @@ class Document:
     def chain_valid(self) -> bool:
         """Every version's previous-hash names the sha256 of the one before it (pruned heads are allowed)."""
         for before, after in zip(self.versions, self.versions[1:]):
-            rebuilt = stored_version_bytes(after.number, after.body, after.metadata,
-                                           previous_hash=etag_of(before.stored))
+            rebuilt = stored_version_bytes(
+                after.number, after.body, after.metadata, previous_hash=etag_of(before.stored)
+            )
             if rebuilt != after.stored:
                 return False
         return True
@@ -105,7 +106,7 @@ class Store:
         for path, doc in self.documents.items():
             if not path.startswith(prefix) or (doc.archived and not include_archived):
                 continue
-            name, _, rest = path[len(prefix):].partition("/")
+            name, _, rest = path[len(prefix) :].partition("/")
             if not name or name.startswith("."):
                 continue
             found.setdefault(name, (bool(rest), prefix + name))
@@ -117,8 +118,9 @@ class Store:
         return [d for d in self.documents.values() if not d.archived]
 
     # --- writes ------------------------------------------------------------------------------------------------
-    def add_version(self, path: str, body: bytes, metadata: dict[str, str], modified: datetime,
-                    *, retention: int | None = None) -> Version:
+    def add_version(
+        self, path: str, body: bytes, metadata: dict[str, str], modified: datetime, *, retention: int | None = None
+    ) -> Version:
         doc = self.documents.setdefault(path, Document(path))
         number = doc.current.number + 1 if doc.versions else 1
         previous = etag_of(doc.current.stored) if doc.versions else None
@@ -150,9 +152,16 @@ class Store:
         payload = {
             "path": doc.path,
             "archived": doc.archived,
-            "versions": [{"version": v.number, "metadata": v.metadata, "modified": v.modified.isoformat(),
-                          "body": v.body.decode("utf-8"), "previous_hash": _previous_hash(v.stored)}
-                         for v in doc.versions],
+            "versions": [
+                {
+                    "version": v.number,
+                    "metadata": v.metadata,
+                    "modified": v.modified.isoformat(),
+                    "body": v.body.decode("utf-8"),
+                    "previous_hash": _previous_hash(v.stored),
+                }
+                for v in doc.versions
+            ],
         }
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -172,9 +181,10 @@ class Store:
                 doc = Document(payload["path"], archived=bool(payload["archived"]))
                 for item in payload["versions"]:
                     body = item["body"].encode("utf-8")
-                    stored = stored_version_bytes(item["version"], body, item["metadata"],
-                                                  previous_hash=item.get("previous_hash"))
-                    modified = datetime.fromisoformat(item["modified"]).astimezone(timezone.utc)
+                    stored = stored_version_bytes(
+                        item["version"], body, item["metadata"], previous_hash=item.get("previous_hash")
+                    )
+                    modified = datetime.fromisoformat(item["modified"]).astimezone(UTC)
                     doc.versions.append(Version(item["version"], body, dict(item["metadata"]), modified, stored))
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise StoreError(f"cannot read {file}: {exc}") from exc
@@ -186,7 +196,7 @@ def _previous_hash(stored: bytes) -> str | None:
     head = stored[: stored.find(b"\n---\n", 3)].decode("utf-8")
     for line in head.splitlines():
         if line.startswith("previous-hash: "):
-            return line[len("previous-hash: "):]
+            return line[len("previous-hash: ") :]
     return None
 
 

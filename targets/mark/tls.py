@@ -32,11 +32,12 @@ class DevCertificate:
         return target
 
 
-def dev_certificate(extra_names: tuple[str, ...] = (), *, valid_for: _dt.timedelta = _dt.timedelta(hours=24)
-                    ) -> DevCertificate:
+def dev_certificate(
+    extra_names: tuple[str, ...] = (), *, valid_for: _dt.timedelta = _dt.timedelta(hours=24)
+) -> DevCertificate:
     key = ed25519.Ed25519PrivateKey.generate()
     name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "demarkus dev (swarmgauge reference)")])
-    now = _dt.datetime.now(_dt.timezone.utc)
+    now = _dt.datetime.now(_dt.UTC)
     alt_names: list[x509.GeneralName] = [x509.DNSName(n) for n in (*DEV_NAMES, *extra_names)]
     alt_names += [x509.IPAddress(ipaddress.ip_address(a)) for a in DEV_ADDRESSES]
     certificate = (

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable
 
 from swarmgauge.protocols.mark import CONTROL_KEYS, MAX_BODY, Request, encode_response, error_response
 from swarmgauge.targets.mark.auth import AuthDenied, TokenStore
@@ -19,11 +19,28 @@ from swarmgauge.targets.mark.store import Document, Store
 MAX_META_KEYS = 50
 MAX_META_BYTES = 1024
 CONSUMED_KEYS = CONTROL_KEYS | {"retention"}
-RESERVED_KEYS = frozenset({
-    "version", "etag", "status", "matches", "archived", "previous-hash", "content-hash", "modified",
-    "current-version", "server-version", "your-version", "entries", "complete", "next-cursor", "chain-valid",
-    "chain-error", "current", "total",
-})
+RESERVED_KEYS = frozenset(
+    {
+        "version",
+        "etag",
+        "status",
+        "matches",
+        "archived",
+        "previous-hash",
+        "content-hash",
+        "modified",
+        "current-version",
+        "server-version",
+        "your-version",
+        "entries",
+        "complete",
+        "next-cursor",
+        "chain-valid",
+        "chain-error",
+        "current",
+        "total",
+    }
+)
 UNTYPED_NAMES = frozenset({"index.md", "log.md"})
 _KEY = re.compile(r"[a-z0-9-]+\Z")
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
@@ -35,13 +52,16 @@ def conflict_body(yours: int, server: int) -> bytes:
         lead = f"A document already exists at this path (version {server})."
     else:
         lead = "The document has been modified since you last fetched it."
-    return (f"# Version Conflict\n\n{lead}\n\nYour version: {yours}\nServer version: {server}\n\n"
-            "Please fetch the latest version and reapply your edits.\n").encode("utf-8")
+    return (
+        f"# Version Conflict\n\n{lead}\n\nYour version: {yours}\nServer version: {server}\n\n"
+        "Please fetch the latest version and reapply your edits.\n"
+    ).encode()
 
 
 def conflict(yours: int, server: int) -> bytes:
-    return encode_response("conflict", {"server-version": str(server), "your-version": str(yours)},
-                           conflict_body(yours, server))
+    return encode_response(
+        "conflict", {"server-version": str(server), "your-version": str(yours)}, conflict_body(yours, server)
+    )
 
 
 class WriteRefused(Exception):
@@ -65,7 +85,9 @@ def publisher_metadata(metadata: dict[str, str]) -> dict[str, str]:
         if "\n" in value or "\r" in value:
             raise WriteRefused(error_response("bad-request", f"metadata value for {key!r} must be a single line"))
         if len(value.encode("utf-8")) > MAX_META_BYTES:
-            raise WriteRefused(error_response("bad-request", f"metadata value for {key!r} exceeds {MAX_META_BYTES} bytes"))
+            raise WriteRefused(
+                error_response("bad-request", f"metadata value for {key!r} exceeds {MAX_META_BYTES} bytes")
+            )
     return kept
 
 
@@ -99,8 +121,9 @@ def retention_of(metadata: dict[str, str]) -> int | None:
 class WriteHandler:
     """The write verbs of one world; ``tokens`` None means the server has no auth configuration."""
 
-    def __init__(self, store: Store, tokens: TokenStore | None, clock: Callable[[], datetime],
-                 *, read_only: bool = False) -> None:
+    def __init__(
+        self, store: Store, tokens: TokenStore | None, clock: Callable[[], datetime], *, read_only: bool = False
+    ) -> None:
         self.store = store
         self.tokens = tokens
         self.clock = clock
@@ -176,8 +199,9 @@ class WriteHandler:
             return conflict(expected, doc.current.number)
         metadata = dict(doc.current.metadata)
         metadata.update(publisher_metadata(req.metadata))
-        version = self.store.add_version(req.path, doc.current.body + req.body, metadata, self.clock(),
-                                         retention=retention_of(req.metadata))
+        version = self.store.add_version(
+            req.path, doc.current.body + req.body, metadata, self.clock(), retention=retention_of(req.metadata)
+        )
         return encode_response("created", {"modified": rfc3339(version.modified), "version": str(version.number)})
 
     def _archive(self, req: Request) -> bytes:

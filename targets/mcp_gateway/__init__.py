@@ -17,8 +17,7 @@ from typing import Any
 
 from swarmgauge.errors import UsageError
 
-__all__ = ["main", "launch", "gateway_base_url", "parse_args"]
-
+__all__ = ["gateway_base_url", "launch", "main", "parse_args"]
 
 
 def _positive_or_none(text: str) -> float | None:
@@ -32,17 +31,28 @@ def _positive_or_none(text: str) -> float | None:
 
 def parse_args(argv: list[str]):
     parser = argparse.ArgumentParser(prog="swarmgauge target mcp", description=__doc__.splitlines()[0])
-    parser.add_argument("--mark", default=os.environ.get("SWARMGAUGE_MCP_MARK", ""),
-                        help="Mark server URL (mark://127.0.0.1:PORT); default: start the reference one here")
+    parser.add_argument(
+        "--mark",
+        default=os.environ.get("SWARMGAUGE_MCP_MARK", ""),
+        help="Mark server URL (mark://127.0.0.1:PORT); default: start the reference one here",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind (127.0.0.1 or ::1)")
     parser.add_argument("--port", type=int, default=0, help="TCP port (0: any free port)")
     parser.add_argument("--path", default="/mcp")
     parser.add_argument("--json-response", action="store_true", help="answer requests with application/json, not SSE")
     parser.add_argument("--stateless", action="store_true", help="no sessions (SDK stateless_http mode)")
-    parser.add_argument("--session-idle-timeout", type=_positive_or_none, default=1800.0,
-                        help="seconds an idle session lives (SDK default 1800; 'none' disables)")
-    parser.add_argument("--max-sessions", type=_positive_or_none, default=10_000.0,
-                        help="open-session cap; past it initialize gets 503 (SDK default 10000; 'none' disables)")
+    parser.add_argument(
+        "--session-idle-timeout",
+        type=_positive_or_none,
+        default=1800.0,
+        help="seconds an idle session lives (SDK default 1800; 'none' disables)",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        type=_positive_or_none,
+        default=10_000.0,
+        help="open-session cap; past it initialize gets 503 (SDK default 10000; 'none' disables)",
+    )
     parser.add_argument("--mark-timeout", type=float, default=10.0)
     args = parser.parse_args(argv)
     if not args.path.startswith("/"):

@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 from aioquic.asyncio.client import connect
 from aioquic.quic.configuration import QuicConfiguration
 
-from swarmgauge.protocols import mark
 from swarmgauge.errors import SwarmgaugeError, UsageError
+from swarmgauge.protocols import mark
 from swarmgauge.quic_engine import engine_of
 
 MAX_IN_FLIGHT = 10
@@ -76,15 +76,18 @@ class MarkBackend:
             if self._protocol is not None and not self._closed(self._protocol):
                 return self._protocol
             await self._drop()
-            configuration = QuicConfiguration(is_client=True, alpn_protocols=["mark"], verify_mode=ssl.CERT_NONE,
-                                              idle_timeout=30.0)
+            configuration = QuicConfiguration(
+                is_client=True, alpn_protocols=["mark"], verify_mode=ssl.CERT_NONE, idle_timeout=30.0
+            )
             stack = contextlib.AsyncExitStack()
             try:
                 protocol = await asyncio.wait_for(
-                    stack.enter_async_context(connect(self.address.host, self.address.port, configuration=configuration)),
+                    stack.enter_async_context(
+                        connect(self.address.host, self.address.port, configuration=configuration)
+                    ),
                     self.timeout,
                 )
-            except (OSError, asyncio.TimeoutError, ConnectionError) as exc:
+            except (TimeoutError, OSError, ConnectionError) as exc:
                 await stack.aclose()
                 raise MarkBackendError(f"cannot reach {self.address.url}: {type(exc).__name__}") from exc
             self._stack, self._protocol = stack, protocol
@@ -93,7 +96,11 @@ class MarkBackend:
     @staticmethod
     def _closed(protocol) -> bool:
         closed = getattr(protocol, "_closed", None)
-        return closed is None or closed.is_set() or engine_of(protocol._quic.configuration).close_event(protocol._quic) is not None
+        return (
+            closed is None
+            or closed.is_set()
+            or engine_of(protocol._quic.configuration).close_event(protocol._quic) is not None
+        )
 
     async def _drop(self) -> None:
         stack, self._stack, self._protocol = self._stack, None, None
@@ -111,7 +118,7 @@ class MarkBackend:
                 writer.write(payload)
                 writer.write_eof()
                 data = await asyncio.wait_for(reader.read(), self.timeout)
-            except (asyncio.TimeoutError, ConnectionError, OSError) as exc:
+            except (TimeoutError, ConnectionError, OSError) as exc:
                 await self._drop()
                 raise MarkBackendError(f"{verb} {path}: {type(exc).__name__}") from exc
         try:

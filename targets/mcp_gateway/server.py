@@ -50,8 +50,12 @@ def _say_why(call):
 
 def build_server(config: GatewayConfig) -> tuple[MCPServer, MarkBackend]:
     backend = MarkBackend(config.mark, timeout=config.mark_timeout)
-    server = MCPServer("swarmgauge-mark-gateway", version="0.1.0",
-                       instructions="Mark (demarkus) tools over the swarmgauge reference gateway.", log_level="WARNING")
+    server = MCPServer(
+        "swarmgauge-mark-gateway",
+        version="0.1.0",
+        instructions="Mark (demarkus) tools over the swarmgauge reference gateway.",
+        log_level="WARNING",
+    )
 
     @server.tool(structured_output=False, description="Fetch a Mark document (url#anchor for one section).")
     async def mark_fetch(url: str, force: bool = False) -> str:
@@ -116,7 +120,9 @@ def endpoint_url(config: GatewayConfig, sock: socket.socket) -> str:
     return f"http://{shown}:{port}{config.path}"
 
 
-async def serve(config: GatewayConfig, sock: socket.socket, on_ready=None, stop_event: asyncio.Event | None = None) -> None:
+async def serve(
+    config: GatewayConfig, sock: socket.socket, on_ready=None, stop_event: asyncio.Event | None = None
+) -> None:
     """Run uvicorn on the bound socket until ``stop_event`` is set (or forever)."""
     import uvicorn
 
@@ -129,8 +135,9 @@ async def serve(config: GatewayConfig, sock: socket.socket, on_ready=None, stop_
         max_sessions=config.max_sessions,
         host=config.host,
     )
-    uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                                       timeout_graceful_shutdown=2))
+    uv = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2)
+    )
     task = asyncio.create_task(uv.serve(sockets=[sock]))
     while not uv.started and not task.done():
         await asyncio.sleep(0.01)

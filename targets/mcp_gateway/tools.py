@@ -18,7 +18,9 @@ VERSIONS_FIELDS = ("current", "total", "chain-valid", "chain-error")
 LOOKUP_FIELDS = ("matches", "match")
 
 
-def _text(response: Response, wanted: tuple[str, ...], body: str | None = None, extra: dict[str, str] | None = None) -> str:
+def _text(
+    response: Response, wanted: tuple[str, ...], body: str | None = None, extra: dict[str, str] | None = None
+) -> str:
     fields = {key: response.metadata[key] for key in wanted if key in response.metadata}
     fields.update(extra or {})
     text = body if body is not None else response.body.decode("utf-8", "replace")
@@ -60,8 +62,9 @@ def _section(body: str, anchor: str) -> str:
     return "".join(lines[start:]) if start is not None else ""
 
 
-async def mark_list(backend: MarkBackend, url: str, include_archived: bool = False, cursor: str = "",
-                    page_size: int = 0) -> str:
+async def mark_list(
+    backend: MarkBackend, url: str, include_archived: bool = False, cursor: str = "", page_size: int = 0
+) -> str:
     metadata: dict[str, str] = {}
     if include_archived:
         metadata["include-archived"] = "true"
@@ -89,16 +92,20 @@ def _lookup_metadata(query: str, filter: str, limit: int, match: str) -> dict[st
     return metadata
 
 
-async def mark_lookup(backend: MarkBackend, url: str, query: str, filter: str = "", limit: int = 0,
-                      match: str = "") -> str:
-    response = await backend.request("LOOKUP", target_path(backend.address, url),
-                                     _lookup_metadata(query, filter, limit, match))
+async def mark_lookup(
+    backend: MarkBackend, url: str, query: str, filter: str = "", limit: int = 0, match: str = ""
+) -> str:
+    response = await backend.request(
+        "LOOKUP", target_path(backend.address, url), _lookup_metadata(query, filter, limit, match)
+    )
     return _text(response, LOOKUP_FIELDS)
 
 
-async def mark_lookup_all(backend: MarkBackend, query: str, scope: str = "/", filter: str = "", limit: int = 0,
-                          match: str = "") -> str:
+async def mark_lookup_all(
+    backend: MarkBackend, query: str, scope: str = "/", filter: str = "", limit: int = 0, match: str = ""
+) -> str:
     """Every world this gateway knows (one: its Mark server); the rows come back under a ``world`` field."""
-    response = await backend.request("LOOKUP", target_path(backend.address, scope or "/"),
-                                     _lookup_metadata(query, filter, limit, match))
+    response = await backend.request(
+        "LOOKUP", target_path(backend.address, scope or "/"), _lookup_metadata(query, filter, limit, match)
+    )
     return _text(response, LOOKUP_FIELDS, extra={"worlds": "1", "world": backend.address.url})

@@ -21,8 +21,9 @@ MAX_DEVICES = 20_000
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="swarmgauge target mdk",
-                                     description="A stand-in for the Tether MDK Gateway, Kernel, Workers and devices.")
+    parser = argparse.ArgumentParser(
+        prog="swarmgauge target mdk", description="A stand-in for the Tether MDK Gateway, Kernel, Workers and devices."
+    )
     parser.add_argument("--devices", type=int, default=20, help="devices in the fleet (default 20)")
     parser.add_argument("--workers", type=int, default=1, help="Worker processes the devices are split over")
     parser.add_argument("--port", type=int, default=0, help="Gateway port (0: a free one)")
@@ -35,15 +36,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--health-ping-s", type=float, default=5.0, help="Kernel health ping interval")
     parser.add_argument("--health-timeout-s", type=float, default=3.0, help="health ping timeout (a miss: SICK)")
     parser.add_argument("--device-timeout-s", type=float, default=10.0, help="per-device call timeout")
-    parser.add_argument("--rate-limit", type=int, default=0,
-                        help="per-IP requests per --rate-window-s before 429 (0: off, as the harness; MDK: 300)")
+    parser.add_argument(
+        "--rate-limit",
+        type=int,
+        default=0,
+        help="per-IP requests per --rate-window-s before 429 (0: off, as the harness; MDK: 300)",
+    )
     parser.add_argument("--rate-window-s", type=float, default=60.0, help="rate-limit window (default 60 s)")
-    parser.add_argument("--accept-base-us", type=float, default=700.0,
-                        help="Kernel dispatch lane time of every turn, a command or a ping (default 700 us)")
-    parser.add_argument("--accept-us-per-device", type=float, default=0.2,
-                        help="Kernel dispatch lane time per fleet device, per turn (default 0.2 us)")
-    parser.add_argument("--accept-us-per-inflight", type=float, default=0.1,
-                        help="Kernel dispatch lane time per command in the Kernel, per turn (default 0.1 us)")
+    parser.add_argument(
+        "--accept-base-us",
+        type=float,
+        default=700.0,
+        help="Kernel dispatch lane time of every turn, a command or a ping (default 700 us)",
+    )
+    parser.add_argument(
+        "--accept-us-per-device",
+        type=float,
+        default=0.2,
+        help="Kernel dispatch lane time per fleet device, per turn (default 0.2 us)",
+    )
+    parser.add_argument(
+        "--accept-us-per-inflight",
+        type=float,
+        default=0.1,
+        help="Kernel dispatch lane time per command in the Kernel, per turn (default 0.1 us)",
+    )
     return parser
 
 
@@ -53,9 +70,14 @@ def stack_from_args(args: argparse.Namespace) -> MDKStack:
         raise UsageError(f"--devices must be 1..{MAX_DEVICES}, got {args.devices}")
     if not 1 <= args.workers <= args.devices:
         raise UsageError(f"--workers must be 1..--devices, got {args.workers}")
-    positive = {"--collect-interval-s": args.collect_interval_s, "--health-ping-s": args.health_ping_s,
-                "--health-timeout-s": args.health_timeout_s, "--device-timeout-s": args.device_timeout_s,
-                "--rate-window-s": args.rate_window_s, "--read-cost-scale": args.read_cost_scale + 1e-12}
+    positive = {
+        "--collect-interval-s": args.collect_interval_s,
+        "--health-ping-s": args.health_ping_s,
+        "--health-timeout-s": args.health_timeout_s,
+        "--device-timeout-s": args.device_timeout_s,
+        "--rate-window-s": args.rate_window_s,
+        "--read-cost-scale": args.read_cost_scale + 1e-12,
+    }
     for flag, value in positive.items():
         if value <= 0:
             raise UsageError(f"{flag} must be positive, got {value}")
@@ -63,14 +85,25 @@ def stack_from_args(args: argparse.Namespace) -> MDKStack:
         raise UsageError("--accept-base-us, --accept-us-per-device and --accept-us-per-inflight must be >= 0")
     if args.cache_s < 0 or args.rate_limit < 0 or args.query_concurrency < 1 or not 0 <= args.port < 65536:
         raise UsageError("--cache-s and --rate-limit must be >= 0, --query-concurrency >= 1, --port 0..65535")
-    return MDKStack(root=args.root, devices=args.devices, workers=args.workers, gateway_port=args.port,
-                    read_cost_ms=parse_cost(args.read_cost_ms), read_cost_scale=args.read_cost_scale,
-                    cache_s=args.cache_s, collect_interval_s=args.collect_interval_s,
-                    query_concurrency=args.query_concurrency, health_ping_s=args.health_ping_s,
-                    health_timeout_s=args.health_timeout_s, device_timeout_s=args.device_timeout_s,
-                    rate_limit_per_min=args.rate_limit, rate_window_s=args.rate_window_s,
-                    accept_base_us=args.accept_base_us, accept_us_per_device=args.accept_us_per_device,
-                    accept_us_per_inflight=args.accept_us_per_inflight)
+    return MDKStack(
+        root=args.root,
+        devices=args.devices,
+        workers=args.workers,
+        gateway_port=args.port,
+        read_cost_ms=parse_cost(args.read_cost_ms),
+        read_cost_scale=args.read_cost_scale,
+        cache_s=args.cache_s,
+        collect_interval_s=args.collect_interval_s,
+        query_concurrency=args.query_concurrency,
+        health_ping_s=args.health_ping_s,
+        health_timeout_s=args.health_timeout_s,
+        device_timeout_s=args.device_timeout_s,
+        rate_limit_per_min=args.rate_limit,
+        rate_window_s=args.rate_window_s,
+        accept_base_us=args.accept_base_us,
+        accept_us_per_device=args.accept_us_per_device,
+        accept_us_per_inflight=args.accept_us_per_inflight,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,7 +71,7 @@ class StackPlan:
         os.replace(tmp, root / "stack.json")
 
     @classmethod
-    def load(cls, root: Path) -> "StackPlan":
+    def load(cls, root: Path) -> StackPlan:
         try:
             data = json.loads((Path(root) / "stack.json").read_text())
         except (OSError, ValueError) as exc:

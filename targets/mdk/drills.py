@@ -24,9 +24,10 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.targets.mdk import rpc
@@ -115,6 +116,7 @@ def _in_background(fn: Callable[[], float | None]) -> Callable[[], float | None]
     def join() -> float | None:
         thread.join()
         return box[0]
+
     return join
 
 
@@ -124,8 +126,10 @@ def _worker_ready(stack: MDKStack, worker_id: str, devices: int, old_pid: int | 
         status = stack.kernel_status(timeout_s=0.5)
     except (rpc.RpcError, ValueError):
         return False
-    return any(w["workerId"] == worker_id and w["routable"] and w["devices"] == devices and w["pid"] != old_pid
-               for w in status["workers"])
+    return any(
+        w["workerId"] == worker_id and w["routable"] and w["devices"] == devices and w["pid"] != old_pid
+        for w in status["workers"]
+    )
 
 
 def _kernel_answers(stack: MDKStack, old_pid: int | None) -> bool:
@@ -148,8 +152,16 @@ def await_read(url: str, device_ids: list[str], timeout_s: float, what: str) -> 
     raise DrillError(f"no read of {what} succeeded within {timeout_s:g} s, so the drill did not kill it")
 
 
-def _restart_drill(stack: MDKStack, url: str, drill: str, component: str, device_id: str,
-                   ready: Callable[[], bool], timeout_s: float, armed_s: float) -> DrillResult:
+def _restart_drill(
+    stack: MDKStack,
+    url: str,
+    drill: str,
+    component: str,
+    device_id: str,
+    ready: Callable[[], bool],
+    timeout_s: float,
+    armed_s: float,
+) -> DrillResult:
     killed = stack.kill(component)
     result = DrillResult(drill, component, device_id, killed_at=time.time(), armed_s=armed_s)
     deadline = killed + timeout_s
@@ -168,26 +180,44 @@ def _restart_drill(stack: MDKStack, url: str, drill: str, component: str, device
     return result
 
 
-def worker_restart(stack: MDKStack, url: str, worker_id: str = "worker-0",
-                   timeout_s: float = DEFAULT_TIMEOUT_S, **_: Any) -> DrillResult:
+def worker_restart(
+    stack: MDKStack, url: str, worker_id: str = "worker-0", timeout_s: float = DEFAULT_TIMEOUT_S, **_: Any
+) -> DrillResult:
     devices = stack.device_ids(worker_id)
     if not devices:
         raise DrillError(f"no devices on {worker_id!r} (Workers: {', '.join(w.id for w in stack.plan.workers)})")
     armed = await_read(url, devices, timeout_s, f"{worker_id}'s devices")
     old_pid = stack.pid(worker_id)
-    return _restart_drill(stack, url, "worker-restart", worker_id, devices[0],
-                          lambda: _worker_ready(stack, worker_id, len(devices), old_pid), timeout_s, armed)
+    return _restart_drill(
+        stack,
+        url,
+        "worker-restart",
+        worker_id,
+        devices[0],
+        lambda: _worker_ready(stack, worker_id, len(devices), old_pid),
+        timeout_s,
+        armed,
+    )
 
 
 def kernel_restart(stack: MDKStack, url: str, timeout_s: float = DEFAULT_TIMEOUT_S, **_: Any) -> DrillResult:
     armed = await_read(url, stack.device_ids(), timeout_s, "a device")
     old_pid = stack.pid("kernel")
-    return _restart_drill(stack, url, "kernel-restart", "kernel", stack.device_ids()[0],
-                          lambda: _kernel_answers(stack, old_pid), timeout_s, armed)
+    return _restart_drill(
+        stack,
+        url,
+        "kernel-restart",
+        "kernel",
+        stack.device_ids()[0],
+        lambda: _kernel_answers(stack, old_pid),
+        timeout_s,
+        armed,
+    )
 
 
-def device_outage(stack: MDKStack, url: str, outage_s: float = DEFAULT_OUTAGE_S,
-                  timeout_s: float = DEFAULT_TIMEOUT_S, **_: Any) -> DrillResult:
+def device_outage(
+    stack: MDKStack, url: str, outage_s: float = DEFAULT_OUTAGE_S, timeout_s: float = DEFAULT_TIMEOUT_S, **_: Any
+) -> DrillResult:
     """Stop every device (the mocks process), hold the outage, bring them back; reads are polled throughout."""
     device_id = stack.device_ids()[0]
     armed = await_read(url, [device_id], timeout_s, "a device")
@@ -224,7 +254,9 @@ def device_outage(stack: MDKStack, url: str, outage_s: float = DEFAULT_OUTAGE_S,
 
 
 RUNNERS: dict[str, Callable[..., DrillResult]] = {
-    "worker-restart": worker_restart, "kernel-restart": kernel_restart, "device-outage": device_outage,
+    "worker-restart": worker_restart,
+    "kernel-restart": kernel_restart,
+    "device-outage": device_outage,
 }
 
 
@@ -256,15 +288,23 @@ def save_results(path: Path, results: list[DrillResult]) -> None:
 def format_result(result: DrillResult) -> str:
     def s(value: float | None) -> str:
         return "-" if value is None else f"{value:.2f} s"
-    failed = "" if result.failed_reads is None else (
-        f", {result.failed_reads} failed reader reads ({result.victim_failed_reads} of the victim's devices)")
+
+    failed = (
+        ""
+        if result.failed_reads is None
+        else (f", {result.failed_reads} failed reader reads ({result.victim_failed_reads} of the victim's devices)")
+    )
     note = f"; {result.note}" if result.note else ""
     if result.drill == "device-outage":
-        return (f"{result.drill}: snap failed after {s(result.snap_failed_s)}, cached channels after "
-                f"{s(result.cached_failed_s)}, devices back after {s(result.restored_s)}, reads again after "
-                f"{s(result.restored_read_s)} (from the kill){failed}{note}")
-    return (f"{result.drill} ({result.component}): READY after {s(result.ready_s)}, first successful read after "
-            f"{s(result.first_read_s)} (from the kill){failed}{note}")
+        return (
+            f"{result.drill}: snap failed after {s(result.snap_failed_s)}, cached channels after "
+            f"{s(result.cached_failed_s)}, devices back after {s(result.restored_s)}, reads again after "
+            f"{s(result.restored_read_s)} (from the kill){failed}{note}"
+        )
+    return (
+        f"{result.drill} ({result.component}): READY after {s(result.ready_s)}, first successful read after "
+        f"{s(result.first_read_s)} (from the kill){failed}{note}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -283,8 +323,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.timeout_s <= 0 or args.outage_s < 0:
             raise UsageError("--timeout-s must be positive and --outage-s not negative")
         stack = MDKStack.attach(args.root)
-        result = run_drill(args.name, stack, args.url, worker_id=args.worker, outage_s=args.outage_s,
-                           timeout_s=args.timeout_s)
+        result = run_drill(
+            args.name, stack, args.url, worker_id=args.worker, outage_s=args.outage_s, timeout_s=args.timeout_s
+        )
     except UsageError as exc:
         print(f"swarmgauge drill: {exc}", file=sys.stderr)
         return 2

@@ -85,8 +85,9 @@ class Gateway:
                 metrics = await self._kernel("pullTelemetry", {"deviceId": device_id, "query": "metrics"})
                 return HttpResponse.json(200, {"deviceId": device_id, "metrics": metrics})
             if leaf == "alerts" and method == "GET":
-                thing = await self._kernel("pullTelemetry", {"deviceId": device_id,
-                                                             "query": {"type": "list", "status": True}})
+                thing = await self._kernel(
+                    "pullTelemetry", {"deviceId": device_id, "query": {"type": "list", "status": True}}
+                )
                 return HttpResponse.json(200, {"deviceId": device_id, "alerts": (thing or {}).get("alerts", [])})
             if leaf == "action" and method == "POST":
                 return await self.action(device_id, request.body)
@@ -99,8 +100,9 @@ class Gateway:
             return error(400, "ERR_BODY_NOT_JSON")
         if not isinstance(payload, dict) or not payload.get("action"):
             return error(400, "ERR_ACTION_REQUIRED")
-        result = await self._kernel("sendCommand", {"deviceId": device_id, "action": payload["action"],
-                                                    "params": payload.get("params") or {}})
+        result = await self._kernel(
+            "sendCommand", {"deviceId": device_id, "action": payload["action"], "params": payload.get("params") or {}}
+        )
         return HttpResponse.json(200, {"deviceId": device_id, "action": payload["action"], "result": result})
 
     async def summary(self) -> dict:
@@ -119,22 +121,31 @@ class Gateway:
             if not isinstance(hashrate, (int, float)) or not isinstance(power, (int, float)):
                 continue
             devices.append({"deviceId": device_id, "hashrateThs": hashrate, "powerW": power})
-        return {"deviceCount": len(devices), "totalHashrateThs": round(sum(d["hashrateThs"] for d in devices), 3),
-                "totalPowerW": sum(d["powerW"] for d in devices), "devices": devices}
+        return {
+            "deviceCount": len(devices),
+            "totalHashrateThs": round(sum(d["hashrateThs"] for d in devices), 3),
+            "totalPowerW": sum(d["powerW"] for d in devices),
+            "devices": devices,
+        }
 
     async def metrics_text(self) -> str:
-        lines = [f'mdk_process_cpu_seconds_total{{component="gateway"}} {process_cpu_seconds():.3f}',
-                 f'mdk_process_pid{{component="gateway"}} {os.getpid()}',
-                 f"mdk_gateway_requests_total {self.counters['requests']}",
-                 f"mdk_gateway_rate_limited_total {self.counters['rate_limited']}"]
+        lines = [
+            f'mdk_process_cpu_seconds_total{{component="gateway"}} {process_cpu_seconds():.3f}',
+            f'mdk_process_pid{{component="gateway"}} {os.getpid()}',
+            f"mdk_gateway_requests_total {self.counters['requests']}",
+            f"mdk_gateway_rate_limited_total {self.counters['rate_limited']}",
+        ]
         try:
             status = await self.kernel.call("getStatus", timeout=2.0)
         except rpc.RpcError:
             return "\n".join(lines + ["mdk_kernel_up 0"]) + "\n"
         kernel = status["kernel"]
-        lines += ["mdk_kernel_up 1", f"mdk_collection_interval_seconds {status['collect_interval_s']}",
-                  f'mdk_process_cpu_seconds_total{{component="kernel"}} {kernel["cpu_seconds"]:.3f}',
-                  f'mdk_process_pid{{component="kernel"}} {kernel["pid"]}']
+        lines += [
+            "mdk_kernel_up 1",
+            f"mdk_collection_interval_seconds {status['collect_interval_s']}",
+            f'mdk_process_cpu_seconds_total{{component="kernel"}} {kernel["cpu_seconds"]:.3f}',
+            f'mdk_process_pid{{component="kernel"}} {kernel["pid"]}',
+        ]
         for w in status["workers"]:
             label = f'worker="{w["workerId"]}"'
             lines.append(f"mdk_worker_routable{{{label}}} {1 if w['routable'] else 0}")

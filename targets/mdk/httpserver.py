@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Awaitable, Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 MAX_BODY = 1024 * 1024
@@ -33,7 +33,7 @@ class HttpResponse:
     content_type: str = "application/json; charset=utf-8"
 
     @classmethod
-    def json(cls, status: int, value) -> "HttpResponse":
+    def json(cls, status: int, value) -> HttpResponse:
         return cls(status, json.dumps(value, separators=(",", ":")).encode())
 
 
@@ -42,9 +42,10 @@ App = Callable[[HttpRequest], Awaitable[HttpResponse]]
 
 def _head(response: HttpResponse, keep_alive: bool) -> bytes:
     reason = HTTPStatus(response.status).phrase if response.status in HTTPStatus._value2member_map_ else "Status"
-    return (f"HTTP/1.1 {response.status} {reason}\r\nContent-Type: {response.content_type}\r\n"
-            f"Content-Length: {len(response.body)}\r\nConnection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
-            ).encode("latin-1")
+    return (
+        f"HTTP/1.1 {response.status} {reason}\r\nContent-Type: {response.content_type}\r\n"
+        f"Content-Length: {len(response.body)}\r\nConnection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
+    ).encode("latin-1")
 
 
 async def serve(host: str, port: int, app: App) -> asyncio.base_events.Server:

@@ -72,6 +72,7 @@ class Kernel:
         self.rejected: collections.Counter = collections.Counter()
         self.started_at = time.time()
         self._exec_gate: asyncio.Semaphore | None = None
+        self._executing: set[asyncio.Future] = set()
         self._lane_free_at = 0.0
         self.lane_waiting = 0
         self._lane_idle: asyncio.Event | None = None
@@ -99,8 +100,9 @@ class Kernel:
                     open_commands.pop(entry.get("commandId"), None)
         with open(self.wal_path, "a") as wal:
             for command_id in open_commands:
-                wal.write(json.dumps({"commandId": command_id, "state": "TIMEOUT",
-                                      "error": "ERR_COMMAND_UNCONFIRMED"}) + "\n")
+                wal.write(
+                    json.dumps({"commandId": command_id, "state": "TIMEOUT", "error": "ERR_COMMAND_UNCONFIRMED"}) + "\n"
+                )
         return len(open_commands)
 
     def _log(self, **entry) -> None:
@@ -133,8 +135,11 @@ class Kernel:
                     continue
                 entry = self.workers.get(record["workerId"])
                 if entry is None:
-                    entry = WorkerEntry(record["workerId"], int(record["port"]),
-                                        rpc.RpcClient(self.plan.host, int(record["port"]), connect_timeout=0.5))
+                    entry = WorkerEntry(
+                        record["workerId"],
+                        int(record["port"]),
+                        rpc.RpcClient(self.plan.host, int(record["port"]), connect_timeout=0.5),
+                    )
                     self.workers[entry.worker_id] = entry
                 if entry.state == "READY" and not entry.client.connected:
                     entry.state, entry.health = "TERMINATED", "DEAD"
@@ -149,8 +154,11 @@ class Kernel:
 
     def lane_cost_s(self) -> float:
         """One turn on the dispatch lane: grows with the fleet and with the commands in the Kernel."""
-        us = (self.plan.accept_base_us + self.plan.accept_us_per_device * len(self.device_owner)
-              + self.plan.accept_us_per_inflight * self.in_flight)
+        us = (
+            self.plan.accept_base_us
+            + self.plan.accept_us_per_device * len(self.device_owner)
+            + self.plan.accept_us_per_inflight * self.in_flight
+        )
         return us / 1e6
 
     async def _on_lane(self, fn):
@@ -183,7 +191,7 @@ class Kernel:
 
         try:
             info = await asyncio.wait_for(ping(), self.plan.health_timeout_s)
-        except (rpc.RpcTimeout, asyncio.TimeoutError):
+        except (TimeoutError, rpc.RpcTimeout):
             self.missed_pings += 1
             entry.health = "SICK"
             return
@@ -196,6 +204,7 @@ class Kernel:
 
     async def stats_forever(self) -> None:
         """Refresh each Worker's cycle time and CPU every second (the state pull); health is the pings' job."""
+
         async def pull(entry: WorkerEntry) -> None:
             try:
                 entry.info = await entry.client.call("ping", timeout=1.0)
@@ -219,27 +228,53 @@ class Kernel:
         return self.workers[owner]
 
     async def list_workers(self, params: dict) -> list[dict]:
-        return [{"workerId": e.worker_id, "state": e.state, "health": e.health, "deviceIds": e.device_ids}
-                for e in self.workers.values()]
+        return [
+            {"workerId": e.worker_id, "state": e.state, "health": e.health, "deviceIds": e.device_ids}
+            for e in self.workers.values()
+        ]
 
     async def get_status(self, params: dict) -> dict:
-        workers = [{"workerId": e.worker_id, "state": e.state, "health": e.health, "routable": e.routable,
-                    "devices": len(e.device_ids), "pid": e.info.get("pid"), "cpu_seconds": e.info.get("cpu_seconds"),
-                    "cycle_s": e.info.get("cycle_s"), "cycles": e.info.get("cycles"), "ready_at": e.ready_at}
-                   for e in self.workers.values()]
-        return {"kernel": {"pid": os.getpid(), "cpu_seconds": process_cpu_seconds(), "started_at": self.started_at,
-                           "unconfirmed_recovered": self.unconfirmed},
-                "workers": workers, "collect_interval_s": self.plan.collect_interval_s,
-                "commands": dict(self.counters), "rejected": dict(self.rejected), "missed_pings": self.missed_pings,
-                "in_flight": self.in_flight, "accept_ms": self.accept_percentiles()}
+        workers = [
+            {
+                "workerId": e.worker_id,
+                "state": e.state,
+                "health": e.health,
+                "routable": e.routable,
+                "devices": len(e.device_ids),
+                "pid": e.info.get("pid"),
+                "cpu_seconds": e.info.get("cpu_seconds"),
+                "cycle_s": e.info.get("cycle_s"),
+                "cycles": e.info.get("cycles"),
+                "ready_at": e.ready_at,
+            }
+            for e in self.workers.values()
+        ]
+        return {
+            "kernel": {
+                "pid": os.getpid(),
+                "cpu_seconds": process_cpu_seconds(),
+                "started_at": self.started_at,
+                "unconfirmed_recovered": self.unconfirmed,
+            },
+            "workers": workers,
+            "collect_interval_s": self.plan.collect_interval_s,
+            "commands": dict(self.counters),
+            "rejected": dict(self.rejected),
+            "missed_pings": self.missed_pings,
+            "in_flight": self.in_flight,
+            "accept_ms": self.accept_percentiles(),
+        }
 
     async def pull_telemetry(self, params: dict) -> dict | None:
         entry = self._owner(params.get("deviceId", ""))
         if not entry.client.connected:
             return None
         try:
-            return await entry.client.call("telemetry", {"deviceId": params["deviceId"], "query": params.get("query")},
-                                           timeout=self.plan.device_timeout_s)
+            return await entry.client.call(
+                "telemetry",
+                {"deviceId": params["deviceId"], "query": params.get("query")},
+                timeout=self.plan.device_timeout_s,
+            )
         except (rpc.RpcTimeout, rpc.RpcUnavailable):
             return None
 
@@ -298,7 +333,9 @@ class Kernel:
         self._log(commandId=command_id, state="QUEUED", deviceId=params["deviceId"], action=action)
         self.counters["QUEUED"] += 1
         self.unsettled += 1
-        asyncio.ensure_future(self._execute(entry, command_id, params))
+        task = asyncio.ensure_future(self._execute(entry, command_id, params))
+        self._executing.add(task)  # the loop holds tasks weakly: keep each until it is done
+        task.add_done_callback(self._executing.discard)
         return {"commandId": command_id, "status": "QUEUED"}
 
     async def _execute(self, entry: WorkerEntry, command_id: str, params: dict) -> None:
@@ -313,8 +350,11 @@ class Kernel:
     async def _run_command(self, entry: WorkerEntry, command_id: str, params: dict) -> None:
         self._log(commandId=command_id, state="EXECUTING")
         try:
-            await entry.client.call("execute", {"deviceId": params["deviceId"], "action": params["action"],
-                                                "params": params.get("params") or {}}, timeout=COMMAND_TIMEOUT_S)
+            await entry.client.call(
+                "execute",
+                {"deviceId": params["deviceId"], "action": params["action"], "params": params.get("params") or {}},
+                timeout=COMMAND_TIMEOUT_S,
+            )
         except rpc.RpcError as exc:
             self.counters["FAILED"] += 1
             self._log(commandId=command_id, state="FAILED", error=exc.code)
@@ -323,12 +363,17 @@ class Kernel:
         self._log(commandId=command_id, state="SUCCESS")
 
     async def run(self) -> None:
-        handlers = {"listWorkers": self.list_workers, "getStatus": self.get_status,
-                    "pullTelemetry": self.pull_telemetry, "sendCommand": self.send_command}
+        handlers = {
+            "listWorkers": self.list_workers,
+            "getStatus": self.get_status,
+            "pullTelemetry": self.pull_telemetry,
+            "sendCommand": self.send_command,
+        }
         server = await rpc.serve(self.plan.host, self.plan.kernel_port, handlers)
         announce_ready(self.root, "kernel", f"port={self.plan.kernel_port} unconfirmed={self.unconfirmed}")
-        await asyncio.gather(server.serve_forever(), self.discover_forever(), self.health_forever(),
-                             self.stats_forever())
+        await asyncio.gather(
+            server.serve_forever(), self.discover_forever(), self.health_forever(), self.stats_forever()
+        )
 
 
 async def run(root: Path) -> None:

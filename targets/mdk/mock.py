@@ -35,19 +35,59 @@ class MockMiner:
         elapsed = now - int(self.started)
         if request.command == "summary":
             mhs = 110_000_000 + random.randint(-2_000_000, 2_000_000)
-            return cgminer.Reply(**self._status("Summary"), when=now, sections=[("SUMMARY", {
-                "Elapsed": str(elapsed), "MHS av": f"{mhs:.2f}", "MHS 5s": f"{mhs * 1.01:.2f}",
-                "Accepted": str(elapsed * 3), "Rejected": "0", "Hardware Errors": "0"})])
+            return cgminer.Reply(
+                **self._status("Summary"),
+                when=now,
+                sections=[
+                    (
+                        "SUMMARY",
+                        {
+                            "Elapsed": str(elapsed),
+                            "MHS av": f"{mhs:.2f}",
+                            "MHS 5s": f"{mhs * 1.01:.2f}",
+                            "Accepted": str(elapsed * 3),
+                            "Rejected": "0",
+                            "Hardware Errors": "0",
+                        },
+                    )
+                ],
+            )
         if request.command == "estats":
-            return cgminer.Reply(**self._status("Stats", 70), when=now, sections=[("STATS", {
-                "ID": "AVA100", "Elapsed": str(elapsed), "MHS av": "110000000.00", "Temp": "62", "TMax": "78", "Fan1": "4200",
-                "Power": "3300", "WORKMODE": self.workmode})])
+            return cgminer.Reply(
+                **self._status("Stats", 70),
+                when=now,
+                sections=[
+                    (
+                        "STATS",
+                        {
+                            "ID": "AVA100",
+                            "Elapsed": str(elapsed),
+                            "MHS av": "110000000.00",
+                            "Temp": "62",
+                            "TMax": "78",
+                            "Fan1": "4200",
+                            "Power": "3300",
+                            "WORKMODE": self.workmode,
+                        },
+                    )
+                ],
+            )
         if request.command == "pools":
-            return cgminer.Reply(**self._status("1 Pool(s)", 7), when=now, sections=[("POOL", {
-                "POOL": "0", "URL": "stratum+tcp://127.0.0.1:3333", "Status": "Alive", "User": "bench"})])
+            return cgminer.Reply(
+                **self._status("1 Pool(s)", 7),
+                when=now,
+                sections=[
+                    ("POOL", {"POOL": "0", "URL": "stratum+tcp://127.0.0.1:3333", "Status": "Alive", "User": "bench"})
+                ],
+            )
         if request.command == "version":
-            return cgminer.Reply(**self._status("CGMiner versions", 22), when=now, sections=[("VERSION", {
-                "CGMiner": "4.11.1", "API": "3.7", "PROD": "AvalonMiner 1346", "MODEL": "1346"})])
+            return cgminer.Reply(
+                **self._status("CGMiner versions", 22),
+                when=now,
+                sections=[
+                    ("VERSION", {"CGMiner": "4.11.1", "API": "3.7", "PROD": "AvalonMiner 1346", "MODEL": "1346"})
+                ],
+            )
         if request.command == "ascset" and request.args[:1] == ["0"]:
             sub, args = (request.args[1:2] or [""])[0], request.args[2:]
             if sub == "workmode" and args[:1] and args[0] in POWER_MODES:
@@ -79,7 +119,7 @@ async def serve_listener(host: str, port: int, miner: MockMiner) -> asyncio.base
             await asyncio.sleep(miner.cost_s(request))
             writer.write(cgminer.encode_reply(reply))
             await writer.drain()
-        except (OSError, asyncio.TimeoutError):
+        except (TimeoutError, OSError):
             pass
         finally:
             writer.close()
@@ -89,7 +129,9 @@ async def serve_listener(host: str, port: int, miner: MockMiner) -> asyncio.base
 
 async def run(root: Path) -> None:
     plan = StackPlan.load(root)
-    servers = [await serve_listener(plan.host, w.mock_port, MockMiner(plan.read_cost_ms, plan.read_cost_scale))
-               for w in plan.workers]
+    servers = [
+        await serve_listener(plan.host, w.mock_port, MockMiner(plan.read_cost_ms, plan.read_cost_scale))
+        for w in plan.workers
+    ]
     announce_ready(root, "mocks", " ".join(f"{w.id}={plan.host}:{w.mock_port}" for w in plan.workers))
     await asyncio.gather(*(server.serve_forever() for server in servers))

@@ -38,22 +38,28 @@ async def _watch_owner(root: Path) -> None:
 async def _main(role: str, root: Path) -> None:
     if role == "mocks":
         from swarmgauge.targets.mdk import mock as module
+
         component = module.run(root)
     elif role == "kernel":
         from swarmgauge.targets.mdk import kernel as module
+
         component = module.run(root)
     elif role == "gateway":
         from swarmgauge.targets.mdk import gateway as module
+
         component = module.run(root)
     elif role.startswith("worker-"):
         from swarmgauge.targets.mdk import worker as module
+
         component = module.run(root, role)
     else:
         raise SystemExit(f"unknown stand-in role {role!r}")
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, lambda: os._exit(0))
-    done, pending = await asyncio.wait([asyncio.ensure_future(component), asyncio.ensure_future(_watch_owner(root))],
-                                       return_when=asyncio.FIRST_COMPLETED)
+    done, pending = await asyncio.wait(
+        [asyncio.ensure_future(component), asyncio.ensure_future(_watch_owner(root))],
+        return_when=asyncio.FIRST_COMPLETED,
+    )
     for task in done:
         task.result()
 

@@ -10,7 +10,8 @@ import asyncio
 import itertools
 import json
 import socket
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from swarmgauge.errors import SwarmgaugeError
 
@@ -95,8 +96,9 @@ class RpcClient:
                 return
             try:
                 reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port, limit=LINE_LIMIT), self.connect_timeout)
-            except (OSError, asyncio.TimeoutError) as exc:
+                    asyncio.open_connection(self.host, self.port, limit=LINE_LIMIT), self.connect_timeout
+                )
+            except (TimeoutError, OSError) as exc:
                 raise RpcUnavailable("ERR_PEER_UNAVAILABLE") from exc
             self._writer = writer
             self._reader_task = asyncio.ensure_future(self._read_replies(reader, writer))
@@ -132,7 +134,7 @@ class RpcClient:
         self._writer.write(json.dumps({"id": call_id, "method": method, "params": params or {}}).encode() + b"\n")
         try:
             return await asyncio.wait_for(future, timeout)
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise RpcTimeout("ERR_CHANNEL_TIMEOUT") from exc
         finally:
             self._pending.pop(call_id, None)
@@ -155,7 +157,7 @@ def call_blocking(host: str, port: int, method: str, params: dict | None = None,
                 if not chunk:
                     raise RpcUnavailable("ERR_PEER_UNAVAILABLE")
                 buffer += chunk
-    except socket.timeout as exc:
+    except TimeoutError as exc:
         raise RpcTimeout("ERR_CHANNEL_TIMEOUT") from exc
     except OSError as exc:
         raise RpcUnavailable("ERR_PEER_UNAVAILABLE") from exc

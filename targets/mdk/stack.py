@@ -20,7 +20,7 @@ from pathlib import Path
 
 import swarmgauge.targets.mdk as mdk_package
 from swarmgauge.targets.mdk import rpc
-from swarmgauge.targets.mdk.common import (HOST, READY_MARK, StackError, StackPlan, WorkerPlan, log_path, pid_path)
+from swarmgauge.targets.mdk.common import HOST, READY_MARK, StackError, StackPlan, WorkerPlan, log_path, pid_path
 
 REPO_ROOT = Path(mdk_package.__file__).resolve().parents[2]
 STOP_GRACE_S = 2.0
@@ -38,16 +38,19 @@ def make_plan(devices: int = 20, workers: int = 1, gateway_port: int = 0, **knob
     if devices < 1 or workers < 1 or workers > devices:
         raise StackError(f"need 1 <= workers <= devices, got {workers} workers for {devices} devices")
     ids = [str(uuid.uuid4()) for _ in range(devices)]
-    plans = [WorkerPlan(id=f"worker-{i}", port=free_port(), mock_port=free_port(), devices=ids[i::workers])
-             for i in range(workers)]
+    plans = [
+        WorkerPlan(id=f"worker-{i}", port=free_port(), mock_port=free_port(), devices=ids[i::workers])
+        for i in range(workers)
+    ]
     return StackPlan(gateway_port=gateway_port or free_port(), kernel_port=free_port(), workers=plans, **knobs)
 
 
 class MDKStack:
     """A running stand-in stack; use as a context manager, or ``start()`` / ``stop()``."""
 
-    def __init__(self, root: Path | str | None = None, plan: StackPlan | None = None,
-                 start_timeout_s: float = 20.0, **plan_args) -> None:
+    def __init__(
+        self, root: Path | str | None = None, plan: StackPlan | None = None, start_timeout_s: float = 20.0, **plan_args
+    ) -> None:
         self._own_root = root is None
         self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="swarmgauge-mdk-"))
         self.start_timeout_s = start_timeout_s
@@ -58,7 +61,7 @@ class MDKStack:
         self._spawned: dict[str, subprocess.Popen] = {}
 
     @classmethod
-    def attach(cls, root: Path | str) -> "MDKStack":
+    def attach(cls, root: Path | str) -> MDKStack:
         """A handle on a stack another process started (for drills)."""
         return cls(root=root, plan=StackPlan.load(Path(root)))
 
@@ -73,7 +76,7 @@ class MDKStack:
     def device_ids(self, worker_id: str | None = None) -> list[str]:
         return [d for w in self.plan.workers if worker_id in (None, w.id) for d in w.devices]
 
-    def start(self) -> "MDKStack":
+    def start(self) -> MDKStack:
         """Spawn every component in order; free ports are picked again when another process took one meanwhile."""
         self.root.mkdir(parents=True, exist_ok=True)
         for attempt in range(START_ATTEMPTS):
@@ -102,9 +105,15 @@ class MDKStack:
         offset = path.stat().st_size if path.exists() else 0
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
         with open(path, "ab") as log:
-            child = subprocess.Popen([sys.executable, "-m", "swarmgauge.targets.mdk.process", component, "--root", str(self.root)],
-                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                     cwd=str(REPO_ROOT), start_new_session=True)
+            child = subprocess.Popen(
+                [sys.executable, "-m", "swarmgauge.targets.mdk.process", component, "--root", str(self.root)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=str(REPO_ROOT),
+                start_new_session=True,
+            )
         self._children.append(child)
         self._spawned[component] = child
         return offset
@@ -201,7 +210,7 @@ class MDKStack:
             pid_path(self.root, component).unlink(missing_ok=True)
         self._children = [child for child in self._children if child.poll() is None]
 
-    def __enter__(self) -> "MDKStack":
+    def __enter__(self) -> MDKStack:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -46,7 +46,7 @@ class DeviceDriver:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), self.timeout_s)
         except ConnectionRefusedError as exc:
             raise DeviceError("ECONNREFUSED") from exc
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise DeviceError("ETIMEDOUT") from exc
         except OSError as exc:
             raise DeviceError("ECONNRESET") from exc
@@ -54,7 +54,7 @@ class DeviceDriver:
             writer.write(cgminer.encode_request(command, parameter))
             data = await asyncio.wait_for(reader.read(), self.timeout_s)
             return cgminer.decode_reply(data).raise_for_status()
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise DeviceError("ETIMEDOUT") from exc
         except cgminer.CGMinerError as exc:
             raise DeviceError("EPROTO") from exc
@@ -66,8 +66,11 @@ class DeviceDriver:
     async def _snap(self) -> dict:
         try:
             summary = (await self._call("summary")).section("SUMMARY")
-            return {"success": True, "hashrate_ths": round(cgminer.number(summary, "MHS av") / 1e6, 3),
-                    "elapsed": int(cgminer.number(summary, "Elapsed"))}
+            return {
+                "success": True,
+                "hashrate_ths": round(cgminer.number(summary, "MHS av") / 1e6, 3),
+                "elapsed": int(cgminer.number(summary, "Elapsed")),
+            }
         except (DeviceError, cgminer.CGMinerError) as exc:
             return {"success": False, "error": getattr(exc, "code", "EPROTO")}
 
@@ -125,8 +128,10 @@ class Worker:
     def __init__(self, root: Path, plan: StackPlan, worker_id: str) -> None:
         self.root, self.plan = root, plan
         self.me = plan.worker(worker_id)
-        self.drivers = {d: DeviceDriver(d, plan.host, self.me.mock_port, plan.cache_s, plan.device_timeout_s)
-                        for d in self.me.devices}
+        self.drivers = {
+            d: DeviceDriver(d, plan.host, self.me.mock_port, plan.cache_s, plan.device_timeout_s)
+            for d in self.me.devices
+        }
         self.last_cycle_s: float | None = None
         self.cycles = 0
 
@@ -137,8 +142,14 @@ class Worker:
         return driver
 
     def _health(self) -> dict:
-        return {"workerId": self.me.id, "pid": os.getpid(), "deviceIds": list(self.drivers),
-                "cpu_seconds": process_cpu_seconds(), "cycle_s": self.last_cycle_s, "cycles": self.cycles}
+        return {
+            "workerId": self.me.id,
+            "pid": os.getpid(),
+            "deviceIds": list(self.drivers),
+            "cpu_seconds": process_cpu_seconds(),
+            "cycle_s": self.last_cycle_s,
+            "cycles": self.cycles,
+        }
 
     async def identity(self, params: dict) -> dict:
         return self._health()
@@ -174,8 +185,7 @@ class Worker:
             await asyncio.sleep(max(0.0, self.plan.collect_interval_s - self.last_cycle_s))
 
     async def run(self) -> None:
-        handlers = {"identity": self.identity, "ping": self.ping, "telemetry": self.telemetry,
-                    "execute": self.execute}
+        handlers = {"identity": self.identity, "ping": self.ping, "telemetry": self.telemetry, "execute": self.execute}
         server = await rpc.serve(self.plan.host, self.me.port, handlers)
         keys = self.root / "workers"
         keys.mkdir(parents=True, exist_ok=True)

@@ -28,11 +28,14 @@ def test_short_run_prints_every_client_side_by_side_and_writes_json(tmp_path, ca
     assert doc["settings"]["mode"] == "json" and doc["machine"]["cpus"] >= 1
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--cases", "mcpuser,curl"], "--cases takes"),
-    (["--mode", "xml"], "--mode takes sse or json"),
-    (["--duration", "0"], "--duration must be positive"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--cases", "mcpuser,curl"], "--cases takes"),
+        (["--mode", "xml"], "--mode takes sse or json"),
+        (["--duration", "0"], "--duration must be positive"),
+    ],
+)
 def test_bad_options_are_refused_in_one_line(args, says, capsys):
     assert mcp_client.main(args) == 2
     err = capsys.readouterr().err.strip()
@@ -40,8 +43,11 @@ def test_bad_options_are_refused_in_one_line(args, says, capsys):
 
 
 def test_goals_compare_mcpuser_with_the_sdk_and_the_bare_post():
-    rows = [{"client": "mcpuser", "cpu_us_per_call": 100.0}, {"client": "sdk", "cpu_us_per_call": 400.0},
-            {"client": "bare-fasthttp", "cpu_us_per_call": 80.0}]
+    rows = [
+        {"client": "mcpuser", "cpu_us_per_call": 100.0},
+        {"client": "sdk", "cpu_us_per_call": 400.0},
+        {"client": "bare-fasthttp", "cpu_us_per_call": 80.0},
+    ]
     reached = mcp_client.goals(rows)
     assert reached["mcpuser_over_sdk"] == {"goal_at_most": 0.5, "measured": 0.25, "met": True}
     assert reached["mcpuser_over_bare_fasthttp"]["measured"] == pytest.approx(1.25)

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
 import pytest
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
@@ -16,8 +17,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_overhead_benchmark_prints_and_writes_its_figures(tmp_path):
     out = tmp_path / "overhead.json"
-    result = subprocess.run([sys.executable, "-m", "benchmarks.overhead", "--requests", "40", "--rounds", "1",
-                             "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.overhead", "--requests", "40", "--rounds", "1", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     for part in ("fasthttp", "steps_listener", "steps_end_to_end", "open_model"):
         assert part in result.stdout
@@ -30,7 +36,12 @@ def test_overhead_benchmark_prints_and_writes_its_figures(tmp_path):
 
 
 def test_overhead_benchmark_rejects_zero_counts(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "benchmarks.overhead", "--requests", "0", "--out",
-                             str(tmp_path / "x.json")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.overhead", "--requests", "0", "--out", str(tmp_path / "x.json")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert result.stderr.strip() == "benchmarks.overhead: --requests and --rounds must be at least 1"

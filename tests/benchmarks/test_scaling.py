@@ -16,13 +16,31 @@ pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.skipif(not (shutil.which("nginx") or Path("/usr/sbin/nginx").exists()),
-                    reason="nginx is not installed (.ci/run installs nginx-light)")
+@pytest.mark.skipif(
+    not (shutil.which("nginx") or Path("/usr/sbin/nginx").exists()),
+    reason="nginx is not installed (.ci/run installs nginx-light)",
+)
 def test_scaling_benchmark_runs_one_and_two_workers_and_writes_a_ratio(tmp_path):
     out = tmp_path / "scaling.json"
-    result = subprocess.run([sys.executable, "-m", "benchmarks.scaling", "--users", "2", "--seconds", "2",
-                             "--rounds", "1", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
-                            timeout=150)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.scaling",
+            "--users",
+            "2",
+            "--seconds",
+            "2",
+            "--rounds",
+            "1",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "ratio 2:1" in result.stdout
     doc = json.loads(out.read_text())
@@ -32,9 +50,15 @@ def test_scaling_benchmark_runs_one_and_two_workers_and_writes_a_ratio(tmp_path)
 
 
 def test_scaling_benchmark_rejects_zero_counts(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "benchmarks.scaling", "--users", "0", "--out",
-                             str(tmp_path / "x.json")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.scaling", "--users", "0", "--out", str(tmp_path / "x.json")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
-    assert result.stderr.strip() == ("benchmarks.scaling: --users, --seconds, --rounds and --nginx-workers must be "
-                                     "at least 1")
+    assert result.stderr.strip() == (
+        "benchmarks.scaling: --users, --seconds, --rounds and --nginx-workers must be at least 1"
+    )
     assert not (tmp_path / "x.json").exists()

@@ -23,8 +23,7 @@ from swarmgauge.targets.launch import child_env
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 _VARIABLE = re.compile(r"\$\$|\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?-)(?P<default>[^}]*))?\}")
-ENTRY_POINTS = {"locust": [sys.executable, "-m", "locust"],
-                "swarmgauge": [sys.executable, "-m", "swarmgauge.cli"]}
+ENTRY_POINTS = {"locust": [sys.executable, "-m", "locust"], "swarmgauge": [sys.executable, "-m", "swarmgauge.cli"]}
 
 
 class ComposeInterpolationError(ValueError):
@@ -75,7 +74,7 @@ def resolve(document: dict[str, Any], name: str, shell: dict[str, str], mounts: 
         text = interpolate(str(value), shell)
         for container_path, local_path in mounts.items():
             if text == container_path or text.startswith(container_path + "/"):
-                text = str(local_path) + text[len(container_path):]
+                text = str(local_path) + text[len(container_path) :]
         return "127.0.0.1" if text in hosts else text
 
     entry = [interpolate(str(part), shell) for part in service.get("entrypoint", ["locust"])]
@@ -91,4 +90,4 @@ def option_value(argv: list[str], flag: str) -> str:
 def with_option(argv: list[str], flag: str, value: str) -> list[str]:
     """``argv`` with ``flag``'s value replaced (the port a local run must pick freely)."""
     position = argv.index(flag)
-    return [*argv[:position + 1], value, *argv[position + 2:]]
+    return [*argv[: position + 1], value, *argv[position + 2 :]]

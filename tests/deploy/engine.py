@@ -89,23 +89,33 @@ class Shell:
 
     def run(self, line: str, timeout: float = COMMAND_SECONDS) -> subprocess.CompletedProcess:
         started = time.monotonic()
-        result = subprocess.run(["bash", "-euo", "pipefail", "-c", line], cwd=self.cwd, env=self.env,
-                                capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", line],
+            cwd=self.cwd,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         self.timings.append((line, time.monotonic() - started, result.returncode))
         print(f"\n[{time.monotonic() - started:6.1f} s, exit {result.returncode}] $ {line}", file=sys.stderr)
         return result
 
     def docker(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         """A docker command of the test's own (not a README line), in the same environment."""
-        return subprocess.run(["docker", *args], cwd=self.cwd, env=self.env, capture_output=True, text=True,
-                              timeout=timeout)
+        return subprocess.run(
+            ["docker", *args], cwd=self.cwd, env=self.env, capture_output=True, text=True, timeout=timeout
+        )
 
     def leftovers(self, project: str) -> dict[str, list[str]]:
         """Containers, volumes and networks still labelled with the compose project."""
         label = f"label=com.docker.compose.project={project}"
         found = {}
-        for kind, argv in (("containers", ["ps", "-a", "-q"]), ("volumes", ["volume", "ls", "-q"]),
-                           ("networks", ["network", "ls", "-q"])):
+        for kind, argv in (
+            ("containers", ["ps", "-a", "-q"]),
+            ("volumes", ["volume", "ls", "-q"]),
+            ("networks", ["network", "ls", "-q"]),
+        ):
             found[kind] = self.docker(*argv, "--filter", label).stdout.split()
         return found
 

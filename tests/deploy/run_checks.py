@@ -15,8 +15,10 @@ WORKERS = 2
 def short_plan(folder: Path, warmup: str) -> Path:
     """Two 4-second steps of FetchUser: the CI run's plan."""
     plan = folder / "plan.yaml"
-    plan.write_text(f"name: compose-short\nkind: step_ramp\nuser_classes: [FetchUser]\nsteps: [2, 4]\n"
-                    f"step_time: 4s\nwarmup: {warmup}\n")
+    plan.write_text(
+        f"name: compose-short\nkind: step_ramp\nuser_classes: [FetchUser]\nsteps: [2, 4]\n"
+        f"step_time: 4s\nwarmup: {warmup}\n"
+    )
     return plan
 
 
@@ -28,8 +30,11 @@ def aggregated_steps(run_dir: Path) -> dict[int, dict[str, str]]:
 def fetches(run_dir: Path) -> int:
     """FETCH requests in steps.csv (warm-up included): what the target served."""
     with open(resolve(run_dir) / "steps.csv", newline="") as handle:
-        return sum(int(r["requests"]) + int(r["warmup_requests"]) for r in csv.DictReader(handle)
-                   if r["request_type"] == "FETCH")
+        return sum(
+            int(r["requests"]) + int(r["warmup_requests"])
+            for r in csv.DictReader(handle)
+            if r["request_type"] == "FETCH"
+        )
 
 
 def check_run(result: subprocess.CompletedProcess, tallies: list[dict], run_dir: Path) -> dict[int, dict]:

@@ -13,13 +13,19 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 
+from swarmgauge.run_folders import resolve as run_folder
 from swarmgauge.targets.launch import launch_target, stop_processes
-from tests.deploy.compose_local import (ComposeInterpolationError, interpolate, load_compose, option_value, resolve,
-                                        with_option)
+from tests.deploy.compose_local import (
+    ComposeInterpolationError,
+    interpolate,
+    load_compose,
+    option_value,
+    resolve,
+    with_option,
+)
 from tests.deploy.run_checks import WORKERS, check_run, short_plan
 from tests.deploy.test_manifests import compose_schema
 from tests.listeners.sim_run import free_port
-from swarmgauge.run_folders import resolve as run_folder
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -52,8 +58,12 @@ def _run(document: dict, shell: dict[str, str], tmp_path: Path) -> tuple[subproc
     tallies = tmp_path / "tallies"
     tallies.mkdir()
     port = str(free_port())
-    master_process = master.start(["--master-bind-host", "127.0.0.1", "--master-bind-port", port],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    master_process = master.start(
+        ["--master-bind-host", "127.0.0.1", "--master-bind-port", port],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     worker_env = {"SWARMGAUGE_TEST_TALLY_DIR": str(tallies)}
     workers = []
     for _ in range(WORKERS):
@@ -78,9 +88,13 @@ def test_master_and_two_workers_run_the_plan_against_an_embedded_target(tmp_path
     document = load_compose()
     jsonschema.validate(document, compose_schema())
     defaults = _defaults(document)
-    shell = {"LOCUST_HEADLESS": "true", "SWARMGAUGE_RUN_NAME": "embedded", "LOCUST_HOST": "",
-             "SWARMGAUGE_PLAN": str(short_plan(tmp_path, "1s")),
-             "LOCUST_LOCUSTFILE": f"{defaults['LOCUST_LOCUSTFILE']},{TALLY}"}
+    shell = {
+        "LOCUST_HEADLESS": "true",
+        "SWARMGAUGE_RUN_NAME": "embedded",
+        "LOCUST_HOST": "",
+        "SWARMGAUGE_PLAN": str(short_plan(tmp_path, "1s")),
+        "LOCUST_LOCUSTFILE": f"{defaults['LOCUST_LOCUSTFILE']},{TALLY}",
+    }
     result, tallies = _run(document, shell, tmp_path)
     check_run(result, tallies, tmp_path / "runs" / "embedded")
     assert "started the embedded mark" in result.stderr
@@ -93,15 +107,19 @@ def test_master_and_two_workers_run_the_plan_against_the_mark_profile(tmp_path: 
     mark = document["services"]["mark"]
     assert mark["profiles"] == ["mark"]
     target_argv = resolve(document, "mark", {}, {}).argv
-    target_args = target_argv[target_argv.index("mark") + 1:]
+    target_args = target_argv[target_argv.index("mark") + 1 :]
     default_host = urlsplit(_defaults(document)["LOCUST_HOST"])
-    assert default_host.scheme == "mark" and default_host.port == int(option_value(target_args, "--port")), \
+    assert default_host.scheme == "mark" and default_host.port == int(option_value(target_args, "--port")), (
         "the default host is the mark service"
+    )
     with launch_target("mark", [*with_option(target_args, "--port", "0"), "--max-seconds", "300"]) as target:
-        shell = {"LOCUST_HEADLESS": "true", "SWARMGAUGE_RUN_NAME": "mark",
-                 "LOCUST_HOST": default_host._replace(netloc=urlsplit(target.url).netloc).geturl(),
-                 "SWARMGAUGE_PLAN": str(short_plan(tmp_path, "0s")),
-                 "LOCUST_LOCUSTFILE": f"{_defaults(document)['LOCUST_LOCUSTFILE']},{TALLY}"}
+        shell = {
+            "LOCUST_HEADLESS": "true",
+            "SWARMGAUGE_RUN_NAME": "mark",
+            "LOCUST_HOST": default_host._replace(netloc=urlsplit(target.url).netloc).geturl(),
+            "SWARMGAUGE_PLAN": str(short_plan(tmp_path, "0s")),
+            "LOCUST_LOCUSTFILE": f"{_defaults(document)['LOCUST_LOCUSTFILE']},{TALLY}",
+        }
         result, tallies = _run(document, shell, tmp_path)
         target.process.terminate()
         target.process.wait(timeout=15)

@@ -10,8 +10,14 @@ import pytest
 from tests.deploy.compose_local import ROOT, interpolate, load_compose, resolve
 from tests.deploy.engine import ReadmeBlockError, engine_unavailable, readme_commands
 
-CI_SHELL = {"SWARMGAUGE_PLAN": "", "SWARMGAUGE_STEPS": "2,4", "SWARMGAUGE_STEP_TIME": "4s", "SWARMGAUGE_WARMUP": "1s",
-            "LOCUST_USER_CLASSES": "FetchUser", "SWARMGAUGE_RUN_NAME": "ci"}
+CI_SHELL = {
+    "SWARMGAUGE_PLAN": "",
+    "SWARMGAUGE_STEPS": "2,4",
+    "SWARMGAUGE_STEP_TIME": "4s",
+    "SWARMGAUGE_WARMUP": "1s",
+    "LOCUST_USER_CLASSES": "FetchUser",
+    "SWARMGAUGE_RUN_NAME": "ci",
+}
 
 
 def test_ci_knobs_reach_master_and_workers(tmp_path: Path):
@@ -28,8 +34,10 @@ def test_ci_knobs_reach_master_and_workers(tmp_path: Path):
 def test_the_plan_defaults_to_the_read_ramp_and_empty_knobs_stay_out_of_the_way():
     master = resolve(load_compose(), "master", {}, {}).environment
     assert master["SWARMGAUGE_PLAN"] == "demarkus-reads"
-    assert all(master[name] == "" for name in ("SWARMGAUGE_STEPS", "SWARMGAUGE_STEP_TIME", "SWARMGAUGE_WARMUP",
-                                                "LOCUST_USER_CLASSES"))
+    assert all(
+        master[name] == ""
+        for name in ("SWARMGAUGE_STEPS", "SWARMGAUGE_STEP_TIME", "SWARMGAUGE_WARMUP", "LOCUST_USER_CLASSES")
+    )
 
 
 def test_the_default_plan_runs_the_fetch_user_only():
@@ -79,19 +87,24 @@ def test_every_knob_of_the_file_is_in_env_example():
     """Every variable the file reads has its line in .env.example, so `cp .env.example .env` shows them all."""
     text = (ROOT / "docker-compose.yml").read_text()
     used = set(re.findall(r"\$\{([A-Z_][A-Z0-9_]*)", text))
-    example = {line.split("=", 1)[0] for line in (ROOT / ".env.example").read_text().splitlines()
-               if line and not line.startswith("#")}
+    example = {
+        line.split("=", 1)[0]
+        for line in (ROOT / ".env.example").read_text().splitlines()
+        if line and not line.startswith("#")
+    }
     assert used - example == set()
 
 
 def test_env_example_values_are_the_file_defaults():
     text = (ROOT / "docker-compose.yml").read_text()
     defaults = dict(re.findall(r"\$\{([A-Z_][A-Z0-9_]*):?-([^}]*)\}", text))
-    example = dict(line.split("=", 1) for line in (ROOT / ".env.example").read_text().splitlines()
-                   if line and not line.startswith("#"))
+    example = dict(
+        line.split("=", 1)
+        for line in (ROOT / ".env.example").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
     differing = {k: (v, example[k]) for k, v in defaults.items() if k in example and example[k] != v}
     assert differing == {}
-
 
 
 def test_the_readme_blocks_the_engine_test_follows_are_there():

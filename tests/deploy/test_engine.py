@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from swarmgauge.run_folders import resolve
-from tests.deploy.engine import (ROOT, Shell, base_environment, engine_build_knobs, engine_unavailable,
-                                 readme_commands)
+from tests.deploy.engine import ROOT, Shell, base_environment, engine_build_knobs, engine_unavailable, readme_commands
 from tests.deploy.run_checks import WORKERS, check_run, fetches, short_plan
 
 pytestmark = pytest.mark.integration
@@ -44,9 +43,15 @@ def _stack(tmp_path: Path, name: str, knobs: dict[str, str]) -> tuple[Shell, str
     override = tmp_path / "tally.compose.yml"
     override.write_text(TALLY_OVERRIDE.format(tests=ROOT / "tests" / "deploy", tallies=tallies))
     env = base_environment()
-    env.update({"COMPOSE_FILE": f"{ROOT / 'docker-compose.yml'}{os.pathsep}{override}", "COMPOSE_PROJECT_NAME": project,
-                "SWARMGAUGE_PLANS": str(plans), "SWARMGAUGE_PLAN": "/plans/short.yaml",
-                "LOCUST_LOCUSTFILE": "locustfiles/demarkus_reads.py,/tally/worker_tally.py"})
+    env.update(
+        {
+            "COMPOSE_FILE": f"{ROOT / 'docker-compose.yml'}{os.pathsep}{override}",
+            "COMPOSE_PROJECT_NAME": project,
+            "SWARMGAUGE_PLANS": str(plans),
+            "SWARMGAUGE_PLAN": "/plans/short.yaml",
+            "LOCUST_LOCUSTFILE": "locustfiles/demarkus_reads.py,/tally/worker_tally.py",
+        }
+    )
     env.update(engine_build_knobs())
     env.update(knobs)
     work = tmp_path / "work"
@@ -76,7 +81,9 @@ def test_headless_ci_run_with_two_workers_as_the_readme_says(tmp_path: Path):
         ran = shell.run(up)
         logs = shell.docker("compose", "--profile", "mark", "logs", "--no-color", "mark").stdout
         master_log = shell.docker("compose", "--profile", "mark", "logs", "--no-color", "master").stdout
-        assert re.search(r"report written to /runs/ci/\S*report\.md", master_log), "the master finished its report while stopping"
+        assert re.search(r"report written to /runs/ci/\S*report\.md", master_log), (
+            "the master finished its report while stopping"
+        )
         copied = shell.run(copy)
         assert copied.returncode == 0, copied.stderr[-2000:]
         run_dir = shell.cwd / "runs" / "ci"
@@ -97,11 +104,13 @@ def test_headless_ci_run_with_two_workers_as_the_readme_says(tmp_path: Path):
         _down(shell)
 
 
-
 @needs_engine
 def test_a_failed_slo_is_the_exit_code_of_the_readme_up_line(tmp_path: Path):
-    shell, project = _stack(tmp_path, "slo", {"LOCUST_HEADLESS": "true", "SWARMGAUGE_RUN_NAME": "slo",
-                                              "SWARMGAUGE_SLO": "FETCH:p99<0.001ms@step"})
+    shell, project = _stack(
+        tmp_path,
+        "slo",
+        {"LOCUST_HEADLESS": "true", "SWARMGAUGE_RUN_NAME": "slo", "SWARMGAUGE_SLO": "FETCH:p99<0.001ms@step"},
+    )
     _, up, _, _, down = readme_commands("A CI run", "docker compose build")
     try:
         ran = shell.run(up)
@@ -118,8 +127,25 @@ def test_the_kneo_profile_database_builds_from_debian_packages_and_takes_only_it
     password in no log."""
     password = f"pg-{os.getpid()}-secret"
     shell, project = _stack(tmp_path, "pg", {"SWARMGAUGE_POSTGRES_PASSWORD": password})
-    psql = ["compose", "--profile", "kneo", "exec", "-T", "-e", "PGPASSWORD={}", "postgres", "psql", "-h", "127.0.0.1",
-            "-U", "kneo", "-d", "kneo", "-tAc", "select current_database(), split_part(version(), ' ', 2)"]
+    psql = [
+        "compose",
+        "--profile",
+        "kneo",
+        "exec",
+        "-T",
+        "-e",
+        "PGPASSWORD={}",
+        "postgres",
+        "psql",
+        "-h",
+        "127.0.0.1",
+        "-U",
+        "kneo",
+        "-d",
+        "kneo",
+        "-tAc",
+        "select current_database(), split_part(version(), ' ', 2)",
+    ]
     try:
         started = shell.docker("compose", "--profile", "kneo", "up", "-d", "--wait", "postgres", timeout=900)
         assert started.returncode == 0, started.stderr[-3000:]
@@ -133,6 +159,7 @@ def test_the_kneo_profile_database_builds_from_debian_packages_and_takes_only_it
         _nothing_left(shell, project)
     finally:
         shell.docker("compose", "--profile", "kneo", "down", "-v", "--remove-orphans", "--timeout", "5")
+
 
 def _free_port(preferred: int) -> int:
     with socket.socket() as probe:
@@ -169,9 +196,17 @@ def _wait_for(what: str, check, seconds: float = 90):
 def test_web_ui_answers_on_loopback_and_a_run_started_over_http_makes_requests(tmp_path: Path):
     """No plan file: the steps and user class come from the knobs (SWARMGAUGE_PLAN emptied)."""
     port = _free_port(8089)
-    shell, project = _stack(tmp_path, "web", {"SWARMGAUGE_WEB_PORT": str(port), "SWARMGAUGE_PLAN": "",
-                                              "SWARMGAUGE_STEPS": "2", "SWARMGAUGE_STEP_TIME": "60s",
-                                              "LOCUST_USER_CLASSES": "FetchUser"})
+    shell, project = _stack(
+        tmp_path,
+        "web",
+        {
+            "SWARMGAUGE_WEB_PORT": str(port),
+            "SWARMGAUGE_PLAN": "",
+            "SWARMGAUGE_STEPS": "2",
+            "SWARMGAUGE_STEP_TIME": "60s",
+            "LOCUST_USER_CLASSES": "FetchUser",
+        },
+    )
     up, down = readme_commands("A CI run", " up -d ")
     base = f"http://127.0.0.1:{port}"
     try:
@@ -182,8 +217,14 @@ def test_web_ui_answers_on_loopback_and_a_run_started_over_http_makes_requests(t
         form = urllib.parse.urlencode({"user_count": "2", "spawn_rate": "2"}).encode()
         with urllib.request.urlopen(urllib.request.Request(base + "/swarm", data=form), timeout=10) as response:
             assert json.loads(response.read())["success"] is True
-        stats = _wait_for("requests", lambda: (s := _get_json(base + "/stats/requests")) and
-                          any(r["name"] == "Aggregated" and r["num_requests"] > 0 for r in s["stats"]) and s)
+        stats = _wait_for(
+            "requests",
+            lambda: (
+                (s := _get_json(base + "/stats/requests"))
+                and any(r["name"] == "Aggregated" and r["num_requests"] > 0 for r in s["stats"])
+                and s
+            ),
+        )
         names = {r["name"] for r in stats["stats"]} - {"Aggregated"}
         assert names <= {"/corpus/{topic}/{doc}", "handshake"}, f"FetchUser only: {names}"
         with urllib.request.urlopen(urllib.request.Request(base + "/stop", method="POST"), timeout=10) as response:
@@ -193,4 +234,3 @@ def test_web_ui_answers_on_loopback_and_a_run_started_over_http_makes_requests(t
         _nothing_left(shell, project)
     finally:
         _down(shell)
-

@@ -34,11 +34,13 @@ def _container_env(container: dict) -> dict[str, str]:
 
 
 def test_overlays_apply_the_master_as_a_deployment_or_as_a_job_beside_the_same_base():
-    shared = {("ConfigMap", "swarmgauge-scenario"), ("Service", "swarmgauge-master"),
-              ("Deployment", "swarmgauge-worker")}
+    shared = {
+        ("ConfigMap", "swarmgauge-scenario"),
+        ("Service", "swarmgauge-master"),
+        ("Deployment", "swarmgauge-worker"),
+    }
     assert _kinds("web") == shared | {("Deployment", "swarmgauge-master")}
-    assert _kinds("headless") == shared | {("Job", "swarmgauge-master"),
-                                           ("PersistentVolumeClaim", "swarmgauge-runs")}
+    assert _kinds("headless") == shared | {("Job", "swarmgauge-master"), ("PersistentVolumeClaim", "swarmgauge-runs")}
     for folder in ("web", "headless"):
         names = [(d["kind"], d["metadata"]["name"]) for d in _kustomized(K8S_DIR / folder)]
         assert len(names) == len(set(names)), f"{folder}: a resource twice"

@@ -39,9 +39,17 @@ def test_compose_schema_rejects_a_broken_file():
 
 def test_compose_check_jsonschema_cli_agrees():
     result = subprocess.run(
-        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec",
-         str(ROOT / "docker-compose.yml")],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "check_jsonschema",
+            "--builtin-schema",
+            "vendor.compose-spec",
+            str(ROOT / "docker-compose.yml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -104,8 +112,7 @@ PROFILE_ENVS = sorted((ROOT / "deploy" / "compose").glob("*.env"))
 
 @pytest.mark.parametrize("env_file", PROFILE_ENVS, ids=[p.stem for p in PROFILE_ENVS])
 def test_each_profile_env_names_its_profile_locustfile_and_plan(env_file: Path):
-    values = dict(line.split("=", 1) for line in env_file.read_text().splitlines()
-                  if line and not line.startswith("#"))
+    values = dict(line.split("=", 1) for line in env_file.read_text().splitlines() if line and not line.startswith("#"))
     services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
     assert values["COMPOSE_PROFILES"] == env_file.stem
     assert any(env_file.stem in s.get("profiles", []) for s in services.values())

@@ -11,18 +11,17 @@ import os
 from geventhttpclient import HTTPClient
 from locust import User, constant, task
 
-import swarmgauge.listeners.rundir  # noqa: F401 - only the run machinery under test, not the other listeners
-import swarmgauge.listeners.slo  # noqa: F401
-import swarmgauge.listeners.steps  # noqa: F401
+import swarmgauge.listeners.privacy
+import swarmgauge.listeners.rundir
+import swarmgauge.listeners.signals
+import swarmgauge.listeners.slo
+import swarmgauge.listeners.steps
 import swarmgauge.reports.report  # noqa: F401 - the report at the end of a run
-import swarmgauge.listeners.signals  # noqa: F401 - SIGTERM/SIGINT end the plan as its end does
-import swarmgauge.listeners.privacy  # noqa: F401 - run files private to their owner
+from swarmgauge.errors import SwarmgaugeError
 from swarmgauge.listeners import steps
 from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 from swarmgauge.shapes.open_model import OpenModel
-from swarmgauge.errors import SwarmgaugeError
 from swarmgauge.users.recording import measure
-
 
 _request_ids = itertools.count()
 
@@ -58,8 +57,10 @@ class _SimUserBase(User):
 
 
 if os.environ.get("SIM_USER_MODE") == "open":
+
     class SimUser(OpenModel, _SimUserBase):
         """Takes a ticket per iteration; its latency counts from the ticket's intended start."""
 else:
+
     class SimUser(_SimUserBase):
         wait_time = constant(0.01)

@@ -14,13 +14,14 @@ import socket
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from swarmgauge.targets.launch import TargetProcess, launch_target, stop_processes
 from swarmgauge.run_folders import resolve
+from swarmgauge.targets.launch import TargetProcess, launch_target, stop_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM_LOCUSTFILE = Path(__file__).resolve().parent / "sim_locustfile.py"
@@ -61,26 +62,64 @@ def locust_command(locustfile: Path | str, *args: str) -> list[str]:
     return [sys.executable, "-m", "locust", "-f", str(locustfile), "--only-summary", *args]
 
 
-def run_local(host: str, *args: str, locustfile: Path | str = SIM_LOCUSTFILE,
-              env: dict[str, str] | None = None, timeout: float = RUN_SECONDS) -> subprocess.CompletedProcess:
-    return subprocess.run(locust_command(locustfile, "--headless", "--host", host, *args), cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout, env=_env(env))
+def run_local(
+    host: str,
+    *args: str,
+    locustfile: Path | str = SIM_LOCUSTFILE,
+    env: dict[str, str] | None = None,
+    timeout: float = RUN_SECONDS,
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        locust_command(locustfile, "--headless", "--host", host, *args),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=_env(env),
+    )
 
 
-def run_distributed(host: str, *args: str, workers: int = 2, locustfile: Path | str = SIM_LOCUSTFILE,
-                    env: dict[str, str] | None = None, timeout: float = RUN_SECONDS) -> subprocess.CompletedProcess:
+def run_distributed(
+    host: str,
+    *args: str,
+    workers: int = 2,
+    locustfile: Path | str = SIM_LOCUSTFILE,
+    env: dict[str, str] | None = None,
+    timeout: float = RUN_SECONDS,
+) -> subprocess.CompletedProcess:
     """A master with ``--expect-workers N`` and N ``--worker`` processes, all on loopback."""
     port = free_port()
     master = subprocess.Popen(
-        locust_command(locustfile, "--headless", "--host", host, "--master", "--master-bind-host", "127.0.0.1",
-                       "--master-bind-port", str(port), "--expect-workers", str(workers),
-                       "--expect-workers-max-wait", "60", *args),
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(env),
+        locust_command(
+            locustfile,
+            "--headless",
+            "--host",
+            host,
+            "--master",
+            "--master-bind-host",
+            "127.0.0.1",
+            "--master-bind-port",
+            str(port),
+            "--expect-workers",
+            str(workers),
+            "--expect-workers-max-wait",
+            "60",
+            *args,
+        ),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(env),
     )
     worker_processes = [
-        subprocess.Popen(locust_command(locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port",
-                                        str(port)),
-                         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(env))
+        subprocess.Popen(
+            locust_command(locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=_env(env),
+        )
         for _ in range(workers)
     ]
     try:

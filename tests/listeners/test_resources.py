@@ -8,9 +8,10 @@ import json
 import os
 from collections import Counter
 
-from tests.listeners.sim_run import ROOT, run_distributed, run_local, sim_target
-from swarmgauge.run_folders import resolve
 import pytest
+
+from swarmgauge.run_folders import resolve
+from tests.listeners.sim_run import ROOT, run_distributed, run_local, sim_target
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -24,9 +25,22 @@ def read_rows(run_dir) -> list[dict[str, str]]:
 
 def test_samples_on_two_workers_reach_the_master_exactly_once(tmp_path):
     with sim_target("--delay", "const:2") as target:
-        result = run_distributed(target.url, "--steps", "2", "--step-time", "4", "--sample-on", "workers",
-                                 "--sample", f"psutil:pid={os.getpid()}", "--sample-interval", "0.5",
-                                 "--run-dir", str(tmp_path), locustfile=HTTP_RAMP)
+        result = run_distributed(
+            target.url,
+            "--steps",
+            "2",
+            "--step-time",
+            "4",
+            "--sample-on",
+            "workers",
+            "--sample",
+            f"psutil:pid={os.getpid()}",
+            "--sample-interval",
+            "0.5",
+            "--run-dir",
+            str(tmp_path),
+            locustfile=HTTP_RAMP,
+        )
     assert result.returncode == 0, result.stderr[-2000:]
     rows = [r for r in read_rows(tmp_path) if r["source"] == f"psutil:pid={os.getpid()}"]
     nodes = {r["node"] for r in rows}
@@ -41,8 +55,20 @@ def test_samples_on_two_workers_reach_the_master_exactly_once(tmp_path):
 def test_a_failing_source_is_counted_per_interval_and_the_run_goes_on(tmp_path):
     missing = tmp_path / "no-such.pid"
     with sim_target("--delay", "const:2") as target:
-        result = run_local(target.url, "--steps", "1", "--step-time", "3", "--sample", f"psutil:pidfile={missing}",
-                           "--sample-interval", "0.5", "--run-dir", str(tmp_path), locustfile=HTTP_RAMP)
+        result = run_local(
+            target.url,
+            "--steps",
+            "1",
+            "--step-time",
+            "3",
+            "--sample",
+            f"psutil:pidfile={missing}",
+            "--sample-interval",
+            "0.5",
+            "--run-dir",
+            str(tmp_path),
+            locustfile=HTTP_RAMP,
+        )
     assert result.returncode == 0, result.stderr[-2000:]
     failures = json.loads((resolve(tmp_path) / "run.json").read_text())["resources"]["source_failures"]
     assert failures.get(f"psutil:pidfile={missing}", 0) >= 2
@@ -54,7 +80,8 @@ def test_a_failing_source_is_counted_per_interval_and_the_run_goes_on(tmp_path):
 
 def test_a_bad_sample_spec_stops_the_run_before_it_starts(tmp_path):
     with sim_target("--delay", "const:2") as target:
-        result = run_local(target.url, "--steps", "1", "--step-time", "2", "--sample", "telepathy:brain",
-                           locustfile=HTTP_RAMP)
+        result = run_local(
+            target.url, "--steps", "1", "--step-time", "2", "--sample", "telepathy:brain", locustfile=HTTP_RAMP
+        )
     assert result.returncode == 2
     assert "telepathy" in result.stderr

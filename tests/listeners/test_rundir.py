@@ -4,19 +4,19 @@ tested in tests/swarmgauge/test_files.py)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from types import SimpleNamespace
+
+import pytest
 
 from swarmgauge.listeners import rundir
 from tests.listeners.sim_run import run_local, sim_target
-import pytest
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 SECRET_TOKEN = "tok-5ecret-d0-not-leak"
 DSN_PASSWORD = "pw-in-the-dsn-9f2"
 
-SECRET_LOCUSTFILE = '''
+SECRET_LOCUSTFILE = """
 from locust import events
 
 from swarmgauge.shapes import PlanShape  # noqa: F401
@@ -27,7 +27,7 @@ from tests.listeners.sim_locustfile import SimUser  # noqa: F401
 def _options(parser):
     parser.add_argument("--sim-token", default="", is_secret=True, env_var="SIM_TOKEN", help="a secret")
     parser.add_argument("--sim-dsn", default="", help="a DSN whose password must not show")
-'''
+"""
 
 
 def test_redact_hides_secret_values_url_passwords_and_key_value_pairs():
@@ -45,14 +45,35 @@ def test_a_real_run_leaves_no_secret_in_any_file_and_records_the_run(tmp_path):
     locustfile.write_text(SECRET_LOCUSTFILE)
     run_dir = tmp_path / "run"
     with sim_target("--delay", "const:5") as target:
-        result = run_local(target.url, "--steps", "1", "--step-time", "1", "--stop-timeout", "5",
-                           f"--sim-token={SECRET_TOKEN}",
-                           "--sim-dsn", f"postgresql://swarm:{DSN_PASSWORD}@127.0.0.1:5432/db",
-                           "--run-dir", str(run_dir), "--csv", str(run_dir / "locust"), locustfile=locustfile)
+        result = run_local(
+            target.url,
+            "--steps",
+            "1",
+            "--step-time",
+            "1",
+            "--stop-timeout",
+            "5",
+            f"--sim-token={SECRET_TOKEN}",
+            "--sim-dsn",
+            f"postgresql://swarm:{DSN_PASSWORD}@127.0.0.1:5432/db",
+            "--run-dir",
+            str(run_dir),
+            "--csv",
+            str(run_dir / "locust"),
+            locustfile=locustfile,
+        )
     assert result.returncode == 0, result.stderr[-3000:]
     files = sorted(p for p in rundir.resolve(run_dir).iterdir() if p.is_file())
-    assert {"run.json", "steps.csv", "slo.json", "timeline.csv", "report.md", "report.html", "summary.json",
-            "locust_stats.csv"} <= {p.name for p in files}
+    assert {
+        "run.json",
+        "steps.csv",
+        "slo.json",
+        "timeline.csv",
+        "report.md",
+        "report.html",
+        "summary.json",
+        "locust_stats.csv",
+    } <= {p.name for p in files}
     for path in files:
         content = path.read_bytes()
         assert SECRET_TOKEN.encode() not in content and DSN_PASSWORD.encode() not in content, path.name

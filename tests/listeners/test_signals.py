@@ -86,9 +86,22 @@ def test_a_signal_mid_step_in_a_headless_local_run_keeps_everything(tmp_path, si
     run_dir = tmp_path / "run"
     with sim_target("--delay", "const:5") as target:
         process = subprocess.Popen(
-            locust_command(Path(ROOT) / "tests/listeners/sim_locustfile.py", "--headless", "--host", target.url,
-                           *LONG_PLAN, "--run-dir", str(run_dir), "--csv", str(tmp_path / "locust")),
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            locust_command(
+                Path(ROOT) / "tests/listeners/sim_locustfile.py",
+                "--headless",
+                "--host",
+                target.url,
+                *LONG_PLAN,
+                "--run-dir",
+                str(run_dir),
+                "--csv",
+                str(tmp_path / "locust"),
+            ),
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             _wait_for_requests(target, 20)
             process.send_signal(signum)
@@ -106,15 +119,40 @@ def test_sigterm_mid_step_on_a_master_with_two_workers_stops_them_all(tmp_path):
     locustfile = Path(ROOT) / "tests/listeners/sim_locustfile.py"
     with sim_target("--delay", "const:5") as target:
         master = subprocess.Popen(
-            locust_command(locustfile, "--headless", "--host", target.url, "--master", "--master-bind-host",
-                           "127.0.0.1", "--master-bind-port", str(port), "--expect-workers", "2",
-                           "--expect-workers-max-wait", "60", *LONG_PLAN, "--run-dir", str(run_dir),
-                           "--csv", str(tmp_path / "locust")),
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        workers = [subprocess.Popen(locust_command(locustfile, "--worker", "--master-host", "127.0.0.1",
-                                                   "--master-port", str(port)),
-                                    cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                   for _ in range(2)]
+            locust_command(
+                locustfile,
+                "--headless",
+                "--host",
+                target.url,
+                "--master",
+                "--master-bind-host",
+                "127.0.0.1",
+                "--master-bind-port",
+                str(port),
+                "--expect-workers",
+                "2",
+                "--expect-workers-max-wait",
+                "60",
+                *LONG_PLAN,
+                "--run-dir",
+                str(run_dir),
+                "--csv",
+                str(tmp_path / "locust"),
+            ),
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        workers = [
+            subprocess.Popen(
+                locust_command(locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)),
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(2)
+        ]
         try:
             _wait_for_requests(target, 40)
             master.send_signal(signal.SIGTERM)
@@ -132,9 +170,20 @@ def test_sigterm_mid_step_on_a_master_with_two_workers_stops_them_all(tmp_path):
 def test_sigterm_stops_the_embedded_target_and_writes_the_run(tmp_path):
     run_dir = tmp_path / "run"
     process = subprocess.Popen(
-        locust_command(REPO_ROOT / "locustfiles/demarkus_reads.py", "FetchUser", "--headless", *LONG_PLAN,
-                       "--run-dir", str(run_dir)),
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env())
+        locust_command(
+            REPO_ROOT / "locustfiles/demarkus_reads.py",
+            "FetchUser",
+            "--headless",
+            *LONG_PLAN,
+            "--run-dir",
+            str(run_dir),
+        ),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+    )
     try:
         children: list[int] = []
         deadline = time.monotonic() + WAIT_SECONDS
@@ -165,8 +214,9 @@ PARENT_SCRIPT = textwrap.dedent("""
 
 @pytest.mark.integration
 def test_a_target_exits_when_its_parent_is_killed():
-    parent = subprocess.Popen([sys.executable, "-c", PARENT_SCRIPT], stdout=subprocess.PIPE, text=True,
-                              env=child_env(), cwd=str(REPO_ROOT))
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT_SCRIPT], stdout=subprocess.PIPE, text=True, env=child_env(), cwd=str(REPO_ROOT)
+    )
     try:
         target_pid = int(parent.stdout.readline())
         assert psutil.pid_exists(target_pid)
@@ -188,11 +238,29 @@ def test_a_signal_before_the_run_started_exits_with_128_plus_the_signal():
 @pytest.mark.integration
 def test_sigterm_while_a_master_waits_for_workers_exits_cleanly_and_stops_its_target(tmp_path):
     process = subprocess.Popen(
-        locust_command(REPO_ROOT / "locustfiles/demarkus_reads.py", "FetchUser", "--headless", "--master",
-                       "--master-bind-host", "127.0.0.1", "--master-bind-port", str(free_port()),
-                       "--expect-workers", "1", "--expect-workers-max-wait", "120", *LONG_PLAN,
-                       "--run-dir", str(tmp_path / "run")),
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env())
+        locust_command(
+            REPO_ROOT / "locustfiles/demarkus_reads.py",
+            "FetchUser",
+            "--headless",
+            "--master",
+            "--master-bind-host",
+            "127.0.0.1",
+            "--master-bind-port",
+            str(free_port()),
+            "--expect-workers",
+            "1",
+            "--expect-workers-max-wait",
+            "120",
+            *LONG_PLAN,
+            "--run-dir",
+            str(tmp_path / "run"),
+        ),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+    )
     try:
         children: list[int] = []
         deadline = time.monotonic() + WAIT_SECONDS
@@ -217,15 +285,43 @@ def test_sigterm_to_one_worker_mid_step_keeps_what_it_measured(tmp_path):
     locustfile = Path(ROOT) / "tests/listeners/sim_locustfile.py"
     with sim_target("--delay", "const:5") as target:
         master = subprocess.Popen(
-            locust_command(locustfile, "--headless", "--host", target.url, "--master", "--master-bind-host",
-                           "127.0.0.1", "--master-bind-port", str(port), "--expect-workers", "2",
-                           "--expect-workers-max-wait", "60", "--steps", "4", "--step-time", "120",
-                           "--stop-timeout", "5", "--run-dir", str(run_dir)),
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        workers = [subprocess.Popen(locust_command(locustfile, "--worker", "--master-host", "127.0.0.1",
-                                                   "--master-port", str(port)),
-                                    cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                   for _ in range(2)]
+            locust_command(
+                locustfile,
+                "--headless",
+                "--host",
+                target.url,
+                "--master",
+                "--master-bind-host",
+                "127.0.0.1",
+                "--master-bind-port",
+                str(port),
+                "--expect-workers",
+                "2",
+                "--expect-workers-max-wait",
+                "60",
+                "--steps",
+                "4",
+                "--step-time",
+                "120",
+                "--stop-timeout",
+                "5",
+                "--run-dir",
+                str(run_dir),
+            ),
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        workers = [
+            subprocess.Popen(
+                locust_command(locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)),
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(2)
+        ]
         try:
             _wait_for_requests(target, 40)
             workers[0].send_signal(signal.SIGTERM)
@@ -249,10 +345,24 @@ def test_sigterm_mid_step_in_a_web_ui_run_writes_the_run(tmp_path):
     run_dir = tmp_path / "run"
     with sim_target("--delay", "const:5") as target:
         process = subprocess.Popen(
-            locust_command(Path(ROOT) / "tests/listeners/sim_locustfile.py", "--host", target.url, "--web-host",
-                           "127.0.0.1", "--web-port", str(free_port()), "--autostart", *LONG_PLAN,
-                           "--run-dir", str(run_dir)),
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            locust_command(
+                Path(ROOT) / "tests/listeners/sim_locustfile.py",
+                "--host",
+                target.url,
+                "--web-host",
+                "127.0.0.1",
+                "--web-port",
+                str(free_port()),
+                "--autostart",
+                *LONG_PLAN,
+                "--run-dir",
+                str(run_dir),
+            ),
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             _wait_for_requests(target, 20)
             process.send_signal(signal.SIGTERM)

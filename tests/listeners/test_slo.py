@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from swarmgauge.listeners.slo import parse, split_exprs
 from swarmgauge.errors import UsageError
-from tests.listeners.sim_run import run_local, sim_target
+from swarmgauge.listeners.slo import parse, split_exprs
 from swarmgauge.run_folders import resolve
+from tests.listeners.sim_run import run_local, sim_target
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -39,8 +39,9 @@ def _run(tmp_path, *slos: str, status: str | None = None):
     run_dir = tmp_path / "run"
     with sim_target("--delay", "const:5") as target:
         args = [arg for expr in slos for arg in ("--slo", expr)]
-        result = run_local(target.url, *SHORT_RUN, *args, "--run-dir", str(run_dir),
-                           env={"SIM_STATUS": status} if status else None)
+        result = run_local(
+            target.url, *SHORT_RUN, *args, "--run-dir", str(run_dir), env={"SIM_STATUS": status} if status else None
+        )
     return result, run_dir
 
 
@@ -86,7 +87,9 @@ def test_a_malformed_slo_stops_the_run_before_it_starts(tmp_path):
     result = run_local("http://127.0.0.1:9", *SHORT_RUN, "--slo", "GET:p99<<5ms", "--run-dir", str(run_dir))
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.startswith("swarmgauge:")]
-    assert lines == ["swarmgauge: malformed --slo 'GET:p99<<5ms': expected [TYPE[:NAME]:]METRIC OP VALUE[UNIT][@step|@run]"]
+    assert lines == [
+        "swarmgauge: malformed --slo 'GET:p99<<5ms': expected [TYPE[:NAME]:]METRIC OP VALUE[UNIT][@step|@run]"
+    ]
     assert "Traceback" not in result.stderr
     assert not (resolve(run_dir) / "steps.csv").exists()
 

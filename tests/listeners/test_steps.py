@@ -56,8 +56,10 @@ def test_drained_batches_are_msgpack_safe_and_merge_exactly():
 
 
 def test_step_durations_leave_out_warmup_and_stop_at_the_plan_end():
-    infos = [SimpleNamespace(index=0, started_at=100.0, duration=10.0, warmup=2.0),
-             SimpleNamespace(index=1, started_at=110.0, duration=10.0, warmup=0.0)]
+    infos = [
+        SimpleNamespace(index=0, started_at=100.0, duration=10.0, warmup=2.0),
+        SimpleNamespace(index=1, started_at=110.0, duration=10.0, warmup=0.0),
+    ]
     assert step_durations(infos, 125.0) == {0: 8.0, 1: 10.0}
 
 
@@ -69,8 +71,10 @@ def test_requests_count_in_the_step_they_started_in_and_warmup_is_apart():
     environment = _environment()
     state = steps._state(environment)
     now = time.time()
-    state.transitions += [(now - 10.0, steps.StepInfo(0, "1 users", 1, None, now - 10.0, 5.0, warmup=1.0)),
-                          (now - 5.0, steps.StepInfo(1, "4 users", 4, None, now - 5.0, 5.0))]
+    state.transitions += [
+        (now - 10.0, steps.StepInfo(0, "1 users", 1, None, now - 10.0, 5.0, warmup=1.0)),
+        (now - 5.0, steps.StepInfo(1, "4 users", 4, None, now - 5.0, 5.0)),
+    ]
     steps.on_request(environment, "GET", "/", 12.0, start_time=now - 9.5)  # in step 0's warm-up
     steps.on_request(environment, "GET", "/", 13.0, start_time=now - 6.0)
     steps.on_request(environment, "GET", "/", 14.0, exception=RuntimeError("x"), start_time=now - 5.01)
@@ -86,8 +90,10 @@ def test_a_counter_given_a_start_time_lands_in_the_step_its_request_started_in()
     environment = _environment()
     state = steps._state(environment)
     now = time.time()
-    state.transitions += [(now - 10.0, steps.StepInfo(0, "churn", 8, 10.0, now - 10.0, 5.0)),
-                          (now - 5.0, steps.StepInfo(1, "idle", 0, None, now - 5.0, 5.0))]
+    state.transitions += [
+        (now - 10.0, steps.StepInfo(0, "churn", 8, 10.0, now - 10.0, 5.0)),
+        (now - 5.0, steps.StepInfo(1, "idle", 0, None, now - 5.0, 5.0)),
+    ]
     steps.on_request(environment, "MCP", "initialize", 40.0, start_time=now - 5.02)
     steps.count(environment, "sessions_started", at=now - 5.02)  # the session the straddling request opened
     steps.count(environment, "sessions_started")  # no time given: the step current now
@@ -136,9 +142,10 @@ def test_per_step_counts_and_percentiles_match_the_targets_own_record(tmp_path, 
         for percentile, column in ((50, "p50_ms"), (99, "p99_ms")):
             truth = rank_percentile([r["served_ms"] for r in mine], percentile)
             measured = float(row[column])
-            assert truth - 1.0 <= measured <= truth + _tolerance_ms(truth), \
-                f"step {row['step']} p{percentile}: HDR {measured} ms, target {truth:.3f} ms " \
+            assert truth - 1.0 <= measured <= truth + _tolerance_ms(truth), (
+                f"step {row['step']} p{percentile}: HDR {measured} ms, target {truth:.3f} ms "
                 f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+            )
 
 
 def test_closed_timeline_buckets_keep_figures_only_and_one_histogram_stays_open(monkeypatch):
@@ -160,6 +167,10 @@ def test_closed_timeline_buckets_keep_figures_only_and_one_histogram_stays_open(
     rows = timeline_rows(state.timeline, state.timeline_steps, 1.0)
     assert len(rows) == 300
     assert {k: rows[0][k] for k in ("time", "step", "requests", "failures")} == {
-        "time": 1000.0, "step": 0, "requests": 2, "failures": 2}
+        "time": 1000.0,
+        "step": 0,
+        "requests": 2,
+        "failures": 2,
+    }
     assert rows[0]["p50_ms"] == pytest.approx(10.0, rel=1e-3)
     assert rows[3]["p99_ms"] == pytest.approx(13.0, rel=1e-3) and rows[3]["failures"] == 0

@@ -20,7 +20,7 @@ HTTP_RAMP = ROOT / "locustfiles" / "http_ramp.py"
 SECRET = "tok-web-5ecret-never-shown"
 RUN_SECONDS = 120.0
 
-SECRET_LOCUSTFILE = '''
+SECRET_LOCUSTFILE = """
 from locust import events
 
 import swarmgauge.listeners.all  # noqa: F401
@@ -32,7 +32,7 @@ from locustfiles.http_ramp import HttpGetUser  # noqa: F401
 def _options(parser):
     parser.add_argument("--sim-token", default="", is_secret=True, include_in_web_ui=True, env_var="SIM_TOKEN",
                         help="a secret")
-'''
+"""
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
@@ -67,17 +67,27 @@ def start_from_form(page, url: str, values: dict[str, str]) -> None:
 
 def closed_folders(run_dir: Path, count: int) -> list[Path]:
     """Wait until ``count`` run folders hold their report (the last file a closing run writes)."""
-    return wait_until(lambda: [f for f in run_folders(run_dir) if (f / "report.html").exists()][:count]
-                      if len([f for f in run_folders(run_dir) if (f / "report.html").exists()]) >= count else None,
-                      RUN_SECONDS, f"{count} closed run folders")
+    return wait_until(
+        lambda: (
+            [f for f in run_folders(run_dir) if (f / "report.html").exists()][:count]
+            if len([f for f in run_folders(run_dir) if (f / "report.html").exists()]) >= count
+            else None
+        ),
+        RUN_SECONDS,
+        f"{count} closed run folders",
+    )
 
 
 @pytest.mark.integration
 def test_typed_values_are_followed_and_each_start_stop_is_its_own_run_folder(tmp_path):
     run_dir = tmp_path / "runs"
-    with sim_target("--delay", "const:2") as target, \
-            web_locust(HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3",
-                       log_dir=tmp_path) as web, browser_page() as page:
+    with (
+        sim_target("--delay", "const:2") as target,
+        web_locust(
+            HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3", log_dir=tmp_path
+        ) as web,
+        browser_page() as page,
+    ):
         assert "Starting web interface at http://127.0.0.1:" in web.output()
         start_from_form(page, web.url, {"steps": "1,3", "stepTime": "3s", "sampleInterval": "1"})
         first = closed_folders(run_dir, 1)[0]
@@ -119,13 +129,24 @@ def test_typed_values_are_followed_and_each_start_stop_is_its_own_run_folder(tmp
 def test_no_secret_in_the_page_the_form_or_any_api_while_a_token_is_set(tmp_path):
     locustfile = tmp_path / "secret_locustfile.py"
     locustfile.write_text(SECRET_LOCUSTFILE)
-    with sim_target("--delay", "const:2") as target, \
-            web_locust(locustfile, "--host", target.url, f"--sim-token={SECRET}", "--run-dir",
-                       str(tmp_path / "runs"), log_dir=tmp_path) as web, browser_page() as page:
+    with (
+        sim_target("--delay", "const:2") as target,
+        web_locust(
+            locustfile,
+            "--host",
+            target.url,
+            f"--sim-token={SECRET}",
+            "--run-dir",
+            str(tmp_path / "runs"),
+            log_dir=tmp_path,
+        ) as web,
+        browser_page() as page,
+    ):
         args = web.template_args()
         assert args["extra_options"]["sim_token"]["default_value"] == ""
-        bad = urllib.parse.urlencode({"user_count": "1", "spawn_rate": "1", "host": target.url, "steps": "1",
-                                      "sample_interval": "banana"}).encode()
+        bad = urllib.parse.urlencode(
+            {"user_count": "1", "spawn_rate": "1", "host": target.url, "steps": "1", "sample_interval": "banana"}
+        ).encode()
         with urllib.request.urlopen(urllib.request.Request(web.url + "/swarm", data=bad), timeout=30) as answer:
             refused = json.loads(answer.read())
         assert refused["success"] is False and "--sample-interval 'banana'" in refused["message"]
@@ -133,8 +154,16 @@ def test_no_secret_in_the_page_the_form_or_any_api_while_a_token_is_set(tmp_path
         start_from_form(page, web.url, {"steps": "1", "stepTime": "2s"})
         assert SECRET not in page.content()
         wait_until(lambda: web.get_json("/swarmgauge/api/live")["steps"], RUN_SECONDS, "requests")
-        for path in ("/", "/stats/requests", "/swarmgauge/", "/swarmgauge/api/live", "/swarmgauge/metrics",
-                     "/tasks", "/exceptions", "/stats/report"):
+        for path in (
+            "/",
+            "/stats/requests",
+            "/swarmgauge/",
+            "/swarmgauge/api/live",
+            "/swarmgauge/metrics",
+            "/tasks",
+            "/exceptions",
+            "/stats/report",
+        ):
             assert SECRET.encode() not in web.get(path), path
         folder = closed_folders(tmp_path / "runs", 1)[0]
         run = json.loads((folder / "run.json").read_text())
@@ -144,9 +173,13 @@ def test_no_secret_in_the_page_the_form_or_any_api_while_a_token_is_set(tmp_path
 @pytest.mark.integration
 def test_a_plain_run_follows_the_typed_users_and_run_time_and_its_end_closes_the_run(tmp_path):
     run_dir = tmp_path / "runs"
-    with sim_target("--delay", "const:2") as target, \
-            web_locust(HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3",
-                       log_dir=tmp_path) as web, browser_page() as page:
+    with (
+        sim_target("--delay", "const:2") as target,
+        web_locust(
+            HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3", log_dir=tmp_path
+        ) as web,
+        browser_page() as page,
+    ):
         start_from_form(page, web.url, {"userCount": "3", "spawnRate": "3", "runTime": "4s"})
         folder = closed_folders(run_dir, 1)[0]
         rows = steps_by_name(folder)

@@ -34,7 +34,9 @@ def test_an_empty_list_option_keeps_its_default_and_text_becomes_a_list():
     action = _action(_parser(), "sample")
     assert convert(action, [""], []) == []
     assert convert(action, ["psutil:pid=1, prom:http://127.0.0.1:1/metrics"], []) == [
-        "psutil:pid=1", "prom:http://127.0.0.1:1/metrics"]
+        "psutil:pid=1",
+        "prom:http://127.0.0.1:1/metrics",
+    ]
 
 
 def test_typed_values_ticks_and_empty_fields():
@@ -46,8 +48,13 @@ def test_typed_values_ticks_and_empty_fields():
     assert convert(_action(parser, "steps"), ["1,4"], None) == "1,4"
 
 
-@pytest.mark.parametrize("dest, text, named", [("sample_interval", "banana", "--sample-interval 'banana'"),
-                                                ("sample_on", "everywhere", "--sample-on 'everywhere'")])
+@pytest.mark.parametrize(
+    "dest, text, named",
+    [
+        ("sample_interval", "banana", "--sample-interval 'banana'"),
+        ("sample_on", "everywhere", "--sample-on 'everywhere'"),
+    ],
+)
 def test_a_bad_value_is_a_form_error_naming_the_option(dest, text, named):
     with pytest.raises(FormError, match=named):
         convert(_action(_parser(), dest), [text], None)
@@ -55,15 +62,25 @@ def test_a_bad_value_is_a_form_error_naming_the_option(dest, text, named):
 
 def test_the_form_never_undoes_what_code_set_at_start_up_and_an_empty_secret_keeps_its_value(monkeypatch):
     parser = _parser()
-    monkeypatch.setattr(webui_form, "web_options", lambda: {a.dest: a for a in parser._actions if a.option_strings
-                                                            and a.dest != "help"})
+    monkeypatch.setattr(
+        webui_form, "web_options", lambda: {a.dest: a for a in parser._actions if a.option_strings and a.dest != "help"}
+    )
     monkeypatch.setattr(webui_form, "_parser", lambda: parser)
     monkeypatch.setattr("sys.argv", ["locust", "--mark-token", "tok-123456"])
-    options = SimpleNamespace(sample=[], sample_interval=5.0, sample_on="master", mark_insecure=True, steps=None,
-                              mark_token="tok-123456")  # mark_insecure: an embedded target switched it on
+    options = SimpleNamespace(
+        sample=[], sample_interval=5.0, sample_on="master", mark_insecure=True, steps=None, mark_token="tok-123456"
+    )  # mark_insecure: an embedded target switched it on
     environment = SimpleNamespace(parsed_options=options)
-    form = ImmutableMultiDict([("mark_insecure", "false"), ("sample", ""), ("sample_interval", "1"),
-                               ("steps", "1,2"), ("mark_token", ""), ("user_count", "3")])
+    form = ImmutableMultiDict(
+        [
+            ("mark_insecure", "false"),
+            ("sample", ""),
+            ("sample_interval", "1"),
+            ("steps", "1,2"),
+            ("mark_token", ""),
+            ("user_count", "3"),
+        ]
+    )
     left = apply_form(environment, form)
     assert list(left.keys()) == ["user_count"]  # Locust's own fields are left to Locust
     assert options.mark_insecure is True and options.mark_token == "tok-123456"
@@ -71,16 +88,28 @@ def test_the_form_never_undoes_what_code_set_at_start_up_and_an_empty_secret_kee
 
 
 def test_the_form_shows_the_values_in_use_and_no_secret():
-    options = SimpleNamespace(sample=["psutil:pid=7"], mark_insecure=True, mark_token="tok-abcdef",
-                              sample_url="http://u:pw-secret@127.0.0.1/metrics")
+    options = SimpleNamespace(
+        sample=["psutil:pid=7"],
+        mark_insecure=True,
+        mark_token="tok-abcdef",
+        sample_url="http://u:pw-secret@127.0.0.1/metrics",
+    )
     environment = SimpleNamespace(parsed_options=options)
-    args = {"host": "http://u:pw-secret@127.0.0.1:1", "extra_options": {
-        "sample": {"default_value": [], "is_secret": False},
-        "mark_insecure": {"default_value": False, "is_secret": False},
-        "mark_token": {"default_value": "tok-abcdef", "is_secret": True},
-        "sample_url": {"default_value": "x", "is_secret": False}}}
+    args = {
+        "host": "http://u:pw-secret@127.0.0.1:1",
+        "extra_options": {
+            "sample": {"default_value": [], "is_secret": False},
+            "mark_insecure": {"default_value": False, "is_secret": False},
+            "mark_token": {"default_value": "tok-abcdef", "is_secret": True},
+            "sample_url": {"default_value": "x", "is_secret": False},
+        },
+    }
     scrub_template_args(environment, args)
     shown = {k: v["default_value"] for k, v in args["extra_options"].items()}
-    assert shown == {"sample": "psutil:pid=7", "mark_insecure": True, "mark_token": "",
-                     "sample_url": "http://u:***@127.0.0.1/metrics"}
+    assert shown == {
+        "sample": "psutil:pid=7",
+        "mark_insecure": True,
+        "mark_token": "",
+        "sample_url": "http://u:***@127.0.0.1/metrics",
+    }
     assert "pw-secret" not in args["host"]

@@ -29,18 +29,41 @@ def _tab_rows(page) -> list[str]:
 @pytest.mark.integration
 def test_the_tab_of_a_master_with_two_workers_adds_a_row_per_step_and_charts_the_targets_memory(tmp_path):
     run_dir = tmp_path / "runs"
-    with sim_target("--delay", "const:2") as target, \
-            web_locust(HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3",
-                       workers=2, log_dir=tmp_path) as web, browser_page() as page:
-        start_from_form(page, web.url, {"steps": "1,2,3", "stepTime": f"{STEP_SECONDS}s", "sampleInterval": "1",
-                                        "sample": f"psutil:pid={target.process.pid}",
-                                        "slo": "GET:p99<2s@step,fail_ratio<0.01"})
+    with (
+        sim_target("--delay", "const:2") as target,
+        web_locust(
+            HTTP_RAMP,
+            "--host",
+            target.url,
+            "--run-dir",
+            str(run_dir),
+            "--stop-timeout",
+            "3",
+            workers=2,
+            log_dir=tmp_path,
+        ) as web,
+        browser_page() as page,
+    ):
+        start_from_form(
+            page,
+            web.url,
+            {
+                "steps": "1,2,3",
+                "stepTime": f"{STEP_SECONDS}s",
+                "sampleInterval": "1",
+                "sample": f"psutil:pid={target.process.pid}",
+                "slo": "GET:p99<2s@step,fail_ratio<0.01",
+            },
+        )
         page.goto(web.url + "/?tab=swarmgauge")
         page.get_by_role("tab", name="swarmgauge").click()
         seen = []
         for count in (1, 2, 3):
-            rows = wait_until(lambda: _tab_rows(page) if len(_tab_rows(page)) >= count else None, WAIT_SECONDS,
-                              f"{count} step rows in the tab")
+            rows = wait_until(
+                lambda count=count: _tab_rows(page) if len(_tab_rows(page)) >= count else None,
+                WAIT_SECONDS,
+                f"{count} step rows in the tab",
+            )
             seen.append(len(rows))
             assert f"{count} users" in rows[count - 1]
         page.screenshot(path=LOCUST_TAB_SCREENSHOT, full_page=True)
@@ -63,9 +86,23 @@ def test_the_tab_of_a_master_with_two_workers_adds_a_row_per_step_and_charts_the
 def test_an_abort_threshold_stops_a_run_against_a_slow_target_with_exit_3_and_says_where_and_why(tmp_path):
     run_dir = tmp_path / "runs"
     with sim_target("--delay", "const:200") as target:
-        result = run_local(target.url, "--steps", "1,2", "--step-time", "5m", "--stop-timeout", "3",
-                           "--sample-interval", "1", "--slo-abort", "p99<50ms", "--run-dir", str(run_dir),
-                           locustfile=HTTP_RAMP, timeout=120)
+        result = run_local(
+            target.url,
+            "--steps",
+            "1,2",
+            "--step-time",
+            "5m",
+            "--stop-timeout",
+            "3",
+            "--sample-interval",
+            "1",
+            "--slo-abort",
+            "p99<50ms",
+            "--run-dir",
+            str(run_dir),
+            locustfile=HTTP_RAMP,
+            timeout=120,
+        )
     assert result.returncode == 3, result.stderr[-3000:]
     assert "run aborted: p99<50ms breached in step 0 (1 users)" in result.stderr
     run = json.loads((run_dir / "latest" / "run.json").read_text())
@@ -99,9 +136,28 @@ def test_a_headless_run_serves_prometheus_text_on_its_own_loopback_port(tmp_path
     port = free_port()
     with sim_target("--delay", "const:2") as target:
         process = subprocess.Popen(
-            locust_command(HTTP_RAMP, "--headless", "--host", target.url, "--steps", "1", "--step-time", "8s",
-                           "--stop-timeout", "3", "--prometheus-port", str(port), "--run-dir", str(tmp_path / "runs")),
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(None))
+            locust_command(
+                HTTP_RAMP,
+                "--headless",
+                "--host",
+                target.url,
+                "--steps",
+                "1",
+                "--step-time",
+                "8s",
+                "--stop-timeout",
+                "3",
+                "--prometheus-port",
+                str(port),
+                "--run-dir",
+                str(tmp_path / "runs"),
+            ),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(None),
+        )
         try:
             scraped = wait_until(lambda: _scrape(f"http://127.0.0.1:{port}/metrics"), WAIT_SECONDS, "a scrape")
             _stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
@@ -110,6 +166,7 @@ def test_a_headless_run_serves_prometheus_text_on_its_own_loopback_port(tmp_path
             process.wait(timeout=30)
     assert process.returncode == 0, stderr[-3000:]
     assert f"Prometheus metrics at http://127.0.0.1:{port}/metrics" in stderr
-    final = {(r["step"], r["name"]): int(r["requests"]) for r in read_steps(tmp_path / "runs")
-             if r["name"] != "Aggregated"}
+    final = {
+        (r["step"], r["name"]): int(r["requests"]) for r in read_steps(tmp_path / "runs") if r["name"] != "Aggregated"
+    }
     assert set(scraped) == set(final) and all(0 < scraped[key] <= final[key] for key in final)

@@ -10,8 +10,15 @@ from tests.listeners.test_webui import closed_folders, locust_total, start_from_
 from tests.listeners.webui_harness import browser_page, wait_until, web_locust
 
 LOCUSTFILES = ROOT / "locustfiles"
-EMBEDDED = ["brain_leak", "brain_stress", "demarkus_reads", "demarkus_writes", "mcp_churn", "mdk_fleet",
-            "kneo_dispatch"]
+EMBEDDED = [
+    "brain_leak",
+    "brain_stress",
+    "demarkus_reads",
+    "demarkus_writes",
+    "mcp_churn",
+    "mdk_fleet",
+    "kneo_dispatch",
+]
 MIN_REQUESTS = 20
 WAIT_SECONDS = 180.0
 
@@ -23,8 +30,11 @@ def _aggregated(web) -> dict:
 
 def _runs_cleanly(web, page, tmp_path) -> None:
     start_from_form(page, web.url, {})
-    total = wait_until(lambda: _aggregated(web) if _aggregated(web)["num_requests"] >= MIN_REQUESTS else None,
-                       WAIT_SECONDS, f"{MIN_REQUESTS} requests")
+    total = wait_until(
+        lambda: _aggregated(web) if _aggregated(web)["num_requests"] >= MIN_REQUESTS else None,
+        WAIT_SECONDS,
+        f"{MIN_REQUESTS} requests",
+    )
     assert total["num_failures"] == 0, web.get_json("/stats/requests")["errors"]
     page.get_by_role("button", name="STOP").click()
     folder = closed_folders(tmp_path / "runs", 1)[0]
@@ -43,14 +53,29 @@ def test_every_locustfile_is_covered():
 def test_the_start_form_with_defaults_runs_against_the_embedded_target(name, tmp_path, request):
     if name == "kneo_dispatch":
         request.getfixturevalue("kneo_venv")
-    with web_locust(LOCUSTFILES / f"{name}.py", "--run-dir", str(tmp_path / "runs"), "--stop-timeout", "3",
-                    log_dir=tmp_path) as web, browser_page() as page:
+    with (
+        web_locust(
+            LOCUSTFILES / f"{name}.py", "--run-dir", str(tmp_path / "runs"), "--stop-timeout", "3", log_dir=tmp_path
+        ) as web,
+        browser_page() as page,
+    ):
         _runs_cleanly(web, page, tmp_path)
 
 
 @pytest.mark.integration
 def test_the_start_form_with_defaults_runs_against_a_given_host(tmp_path):
-    with sim_target("--delay", "const:2") as target, \
-            web_locust(LOCUSTFILES / "http_ramp.py", "--host", target.url, "--run-dir", str(tmp_path / "runs"),
-                       "--stop-timeout", "3", log_dir=tmp_path) as web, browser_page() as page:
+    with (
+        sim_target("--delay", "const:2") as target,
+        web_locust(
+            LOCUSTFILES / "http_ramp.py",
+            "--host",
+            target.url,
+            "--run-dir",
+            str(tmp_path / "runs"),
+            "--stop-timeout",
+            "3",
+            log_dir=tmp_path,
+        ) as web,
+        browser_page() as page,
+    ):
         _runs_cleanly(web, page, tmp_path)

@@ -15,11 +15,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from swarmgauge.listeners.workers import WorkerLossWatcher
+from swarmgauge.run_folders import resolve
 from swarmgauge.targets.launch import stop_processes
 from tests.listeners.sim_run import ROOT, free_port, locust_command, read_steps, sim_target
-from swarmgauge.run_folders import resolve
-import pytest
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -48,9 +49,15 @@ class _Env:
 def test_watcher_records_a_missing_worker_once_with_what_it_reported():
     env = _Env()
     watcher = WorkerLossWatcher(env)
-    watcher.reported_by("w1", {"swarmgauge_steps": {"entries": [[0, "GET", "/item", "", 7, 0, 1.0, 1.0, 0],
-                                                                [1, "GET", "/item", "", 3, 0, 1.0, 1.0, 0]]},
-                               "stats_total": {"num_requests": 10}})
+    watcher.reported_by(
+        "w1",
+        {
+            "swarmgauge_steps": {
+                "entries": [[0, "GET", "/item", "", 7, 0, 1.0, 1.0, 0], [1, "GET", "/item", "", 3, 0, 1.0, 1.0, 0]]
+            },
+            "stats_total": {"num_requests": 10},
+        },
+    )
     env.runner.clients["w1"] = _Client("w1", "missing")
     env.runner.clients["w2"] = _Client("w2", "running")
     watcher.check()
@@ -66,14 +73,41 @@ def _start(tmp_path: Path, host: str):
     plan = tmp_path / "plan.yaml"
     plan.write_text(f"name: kill\nkind: step_ramp\nsteps: [2, 4]\nstep_time: {STEP_TIME}s\nwarmup: 0s\n")
     master = subprocess.Popen(
-        locust_command(LOCUSTFILE, "--headless", "--host", host, "--master", "--master-bind-host", "127.0.0.1",
-                       "--master-bind-port", port, "--expect-workers", "2", "--expect-workers-max-wait", "60",
-                       "--plan", str(plan), "--stop-timeout", "5", "--run-dir", str(tmp_path / "run")),
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    workers = [subprocess.Popen(locust_command(LOCUSTFILE, "--worker", "--master-host", "127.0.0.1",
-                                               "--master-port", port),
-                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-               for _ in range(2)]
+        locust_command(
+            LOCUSTFILE,
+            "--headless",
+            "--host",
+            host,
+            "--master",
+            "--master-bind-host",
+            "127.0.0.1",
+            "--master-bind-port",
+            port,
+            "--expect-workers",
+            "2",
+            "--expect-workers-max-wait",
+            "60",
+            "--plan",
+            str(plan),
+            "--stop-timeout",
+            "5",
+            "--run-dir",
+            str(tmp_path / "run"),
+        ),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    workers = [
+        subprocess.Popen(
+            locust_command(LOCUSTFILE, "--worker", "--master-host", "127.0.0.1", "--master-port", port),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(2)
+    ]
     return master, workers
 
 

@@ -12,10 +12,11 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -69,8 +70,9 @@ def _answers(url: str) -> bool:
 
 
 @contextmanager
-def web_locust(locustfile: Path | str, *args: str, workers: int = 0, log_dir: Path,
-               env: dict[str, str] | None = None) -> Iterator[WebLocust]:
+def web_locust(
+    locustfile: Path | str, *args: str, workers: int = 0, log_dir: Path, env: dict[str, str] | None = None
+) -> Iterator[WebLocust]:
     """``locust -f LOCUSTFILE ARGS`` with its web UI on a free loopback port (a master when ``workers``)."""
     port = free_port()
     master_args: list[str] = ["--web-port", str(port)]
@@ -79,12 +81,22 @@ def web_locust(locustfile: Path | str, *args: str, workers: int = 0, log_dir: Pa
         master_args += ["--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(master_port)]
     log = log_dir / "locust.log"
     with open(log, "w") as handle:
-        process = subprocess.Popen(locust_command(locustfile, *master_args, *args), cwd=ROOT, stdout=handle,
-                                   stderr=subprocess.STDOUT, text=True, env=_env(env))
+        process = subprocess.Popen(
+            locust_command(locustfile, *master_args, *args),
+            cwd=ROOT,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=_env(env),
+        )
     worker_processes = [
-        subprocess.Popen(locust_command(locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port",
-                                        str(master_port)), cwd=ROOT, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, env=_env(env))
+        subprocess.Popen(
+            locust_command(locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port", str(master_port)),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=_env(env),
+        )
         for _ in range(workers)
     ]
     handle_ = WebLocust(f"http://127.0.0.1:{port}", process, log, worker_processes)
@@ -92,8 +104,9 @@ def web_locust(locustfile: Path | str, *args: str, workers: int = 0, log_dir: Pa
         wait_until(lambda: process.poll() is not None or _answers(handle_.url), READY_SECONDS, "the web UI")
         assert process.poll() is None, handle_.output()[-3000:]
         if workers:
-            wait_until(lambda: handle_.template_args().get("worker_count", 0) >= workers, READY_SECONDS,
-                       f"{workers} workers")
+            wait_until(
+                lambda: handle_.template_args().get("worker_count", 0) >= workers, READY_SECONDS, f"{workers} workers"
+            )
         yield handle_
     finally:
         stop_processes([process, *worker_processes], grace=20)
@@ -122,8 +135,9 @@ def browser_page() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, headless=True,
-                                             args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        browser = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+        )
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.set_default_timeout(30_000)

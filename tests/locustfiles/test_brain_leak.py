@@ -6,19 +6,45 @@ import json
 import subprocess
 import sys
 
-from swarmgauge.targets.launch import REPO_ROOT, child_env
-from swarmgauge.run_folders import resolve
 import pytest
+
+from swarmgauge.run_folders import resolve
+from swarmgauge.targets.launch import REPO_ROOT, child_env
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 
 def run(tmp_path, locustfile: str, target_args: str, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "locustfiles" / locustfile), "--headless",
-         "-u", "1", "-r", "1", "-t", "10s", "--sample-interval", "1", "--sample-warmup", "2s",
-         "--brain-embedded-args", target_args, "--run-dir", str(tmp_path), *extra],
-        capture_output=True, text=True, timeout=120, env=child_env(), cwd=REPO_ROOT)
+        [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            str(REPO_ROOT / "locustfiles" / locustfile),
+            "--headless",
+            "-u",
+            "1",
+            "-r",
+            "1",
+            "-t",
+            "10s",
+            "--sample-interval",
+            "1",
+            "--sample-warmup",
+            "2s",
+            "--brain-embedded-args",
+            target_args,
+            "--run-dir",
+            str(tmp_path),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    )
 
 
 def test_a_leaking_target_fails_with_exit_3_and_the_verdict_names_its_slope(tmp_path):
@@ -29,7 +55,9 @@ def test_a_leaking_target_fails_with_exit_3_and_the_verdict_names_its_slope(tmp_
     verdicts = {v["expr"]: v["status"] for v in json.loads((resolve(tmp_path) / "slo.json").read_text())["verdicts"]}
     assert verdicts["rss_delta<50MiB"] == "fail"
     report = (resolve(tmp_path) / "report.md").read_text()
-    assert "Target memory" in report and "leak verdict: LEAK" in report and (resolve(tmp_path) / "resources.png").exists()
+    assert (
+        "Target memory" in report and "leak verdict: LEAK" in report and (resolve(tmp_path) / "resources.png").exists()
+    )
 
 
 def test_the_fixed_target_passes_with_exit_0(tmp_path):

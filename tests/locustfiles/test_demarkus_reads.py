@@ -11,8 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
 import pytest
+
+from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -20,8 +21,14 @@ LOCUSTFILE = REPO_ROOT / "locustfiles" / "demarkus_reads.py"
 
 
 def locust(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), *args], capture_output=True,
-                          text=True, timeout=timeout, env=child_env(), cwd=REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    )
 
 
 def stats_rows(prefix: Path) -> list[dict[str, str]]:
@@ -30,11 +37,24 @@ def stats_rows(prefix: Path) -> list[dict[str, str]]:
 
 
 def test_embedded_default_starts_and_stops_with_the_run(tmp_path):
-    result = locust("FetchUser", "LookupUser", "ListUser", "--headless", "-u", "3", "-r", "3", "-t", "3s",
-                    "--csv", str(tmp_path / "run"), "--mark-corpus", "40")
+    result = locust(
+        "FetchUser",
+        "LookupUser",
+        "ListUser",
+        "--headless",
+        "-u",
+        "3",
+        "-r",
+        "3",
+        "-t",
+        "3s",
+        "--csv",
+        str(tmp_path / "run"),
+        "--mark-corpus",
+        "40",
+    )
     assert result.returncode == 0, result.stderr[-2000:]
-    started = re.search(r"started the embedded mark at (mark://127\.0\.0\.1:\d+) \(pid (\d+)",
-                        result.stderr)
+    started = re.search(r"started the embedded mark at (mark://127\.0\.0\.1:\d+) \(pid (\d+)", result.stderr)
     assert started, result.stderr[-2000:]
     assert "stopped the embedded mark" in result.stderr
     pid = int(started.group(2))
@@ -63,15 +83,57 @@ def test_distributed_run_counts_every_request_exactly_once(tmp_path):
     try:
         master_port = _free_tcp_port()
         master = subprocess.Popen(
-            [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "FetchUser", "--headless", "--master",
-             "--expect-workers", "2", "--master-bind-port", str(master_port), "-u", "4", "-r", "4", "-t", "4s",
-             "--stop-timeout", "5",  # users finish the request in flight, so the server saw no extra ones
-             "--csv", str(tmp_path / "dist"), *base],
-            env=child_env(), cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        workers = [subprocess.Popen(
-            [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "FetchUser", "--worker", "--master-port",
-             str(master_port)], env=child_env(), cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL) for _ in range(2)]
+            [
+                sys.executable,
+                "-m",
+                "locust",
+                "-f",
+                str(LOCUSTFILE),
+                "FetchUser",
+                "--headless",
+                "--master",
+                "--expect-workers",
+                "2",
+                "--master-bind-port",
+                str(master_port),
+                "-u",
+                "4",
+                "-r",
+                "4",
+                "-t",
+                "4s",
+                "--stop-timeout",
+                "5",  # users finish the request in flight, so the server saw no extra ones
+                "--csv",
+                str(tmp_path / "dist"),
+                *base,
+            ],
+            env=child_env(),
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        workers = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "locust",
+                    "-f",
+                    str(LOCUSTFILE),
+                    "FetchUser",
+                    "--worker",
+                    "--master-port",
+                    str(master_port),
+                ],
+                env=child_env(),
+                cwd=REPO_ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(2)
+        ]
         _, master_err = master.communicate(timeout=120)
         assert master.returncode == 0, master_err[-2000:]
     finally:
@@ -98,9 +160,27 @@ def _free_tcp_port() -> int:
 
 def test_web_ui_lists_the_read_users_for_the_class_picker(tmp_path):
     port = _free_tcp_port()
-    ui = subprocess.Popen([sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--class-picker", "--web-host",
-                           "127.0.0.1", "--web-port", str(port), "--host", "mark://127.0.0.1:6309"],
-                          env=child_env(), cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ui = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            str(LOCUSTFILE),
+            "--class-picker",
+            "--web-host",
+            "127.0.0.1",
+            "--web-port",
+            str(port),
+            "--host",
+            "mark://127.0.0.1:6309",
+        ],
+        env=child_env(),
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     import requests
 
     try:

@@ -6,8 +6,9 @@ import csv
 import subprocess
 import sys
 
-from swarmgauge.targets.launch import REPO_ROOT, child_env
 import pytest
+
+from swarmgauge.targets.launch import REPO_ROOT, child_env
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -15,17 +16,46 @@ LOCUSTFILE = REPO_ROOT / "locustfiles" / "demarkus_writes.py"
 
 
 def run(tmp_path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
-    result = subprocess.run([sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--csv",
-                             str(tmp_path / "w"), "--stop-timeout", "5", *args], capture_output=True, text=True,
-                            timeout=120, env=child_env(), cwd=REPO_ROOT)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            str(LOCUSTFILE),
+            "--headless",
+            "--csv",
+            str(tmp_path / "w"),
+            "--stop-timeout",
+            "5",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    )
     with open(tmp_path / "w_stats.csv", newline="") as handle:
         rows = {(r["Type"], r["Name"]): r for r in csv.DictReader(handle)}
     return result, rows
 
 
 def test_one_writer_publishes_with_expected_versions(tmp_path):
-    result, rows = run(tmp_path, "WriterUser", "-u", "1", "-r", "1", "-t", "3s", "--mark-write-paths", "2",
-                       "--mark-embedded-args", "--commit-interval 0.05s")
+    result, rows = run(
+        tmp_path,
+        "WriterUser",
+        "-u",
+        "1",
+        "-r",
+        "1",
+        "-t",
+        "3s",
+        "--mark-write-paths",
+        "2",
+        "--mark-embedded-args",
+        "--commit-interval 0.05s",
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     publish = rows[("PUBLISH", "/load/{doc}")]
     assert int(publish["Request Count"]) > 2 and publish["Failure Count"] == "0"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from swarmgauge.targets.kneo import KneoService
 from swarmgauge.files import write_atomic
-from swarmgauge.targets.postgres import PostgresCluster
 from swarmgauge.run_folders import resolve
+from swarmgauge.targets.kneo import KneoService
+from swarmgauge.targets.postgres import PostgresCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUST = str(Path(sys.executable).parent / "locust")
@@ -39,8 +39,22 @@ def sqlite_service(kneo_venv):
 
 
 def run_locust(run_dir: Path, *args: str, users: str = "2", step_time: str = "3s") -> subprocess.CompletedProcess:
-    cmd = [LOCUST, "-f", "locustfiles/kneo_dispatch.py", "--headless", "--only-summary", "--run-dir", str(run_dir),
-           "--steps", users, "--step-time", step_time, "--sample-interval", "1", *args]
+    cmd = [
+        LOCUST,
+        "-f",
+        "locustfiles/kneo_dispatch.py",
+        "--headless",
+        "--only-summary",
+        "--run-dir",
+        str(run_dir),
+        "--steps",
+        users,
+        "--step-time",
+        step_time,
+        "--sample-interval",
+        "1",
+        *args,
+    ]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
 
 
@@ -88,16 +102,25 @@ def test_embedded_sqlite_sync_run_reconciles_and_reports_backlog_and_rss(kneo_ve
     assert {r["request_type"] for r in steps} == {"run sync", ""} and "queue_full" in steps[0]
 
 
-def test_postgres_queued_run_with_auth_reconciles_and_never_shows_the_key_or_password(kneo_venv, pg_cluster,
-                                                                                      tmp_path):
+def test_postgres_queued_run_with_auth_reconciles_and_never_shows_the_key_or_password(kneo_venv, pg_cluster, tmp_path):
     dsn = _database(pg_cluster)
     key = f"key-{uuid.uuid4().hex}"
     with KneoService(store="postgres", dsn=dsn, api_keys=[f"loader:{key}:operator"]) as service:
         store_file = tmp_path / "store"
         write_atomic(store_file, dsn + "\n")
         run_dir = tmp_path / "run"
-        proc = run_locust(run_dir, "--host", service.url, "--kneo-mode", "queued", "--kneo-store-file",
-                          str(store_file), "--kneo-api-key", key, users="4")
+        proc = run_locust(
+            run_dir,
+            "--host",
+            service.url,
+            "--kneo-mode",
+            "queued",
+            "--kneo-store-file",
+            str(store_file),
+            "--kneo-api-key",
+            key,
+            users="4",
+        )
     assert proc.returncode == 0, _explain(run_dir, proc)
     result = _result(run_dir)
     assert result["mismatches"] == 0, result["checks"]
@@ -139,8 +162,16 @@ def test_a_store_that_does_not_match_fails_the_gate_with_exit_3(sqlite_service, 
 
 def test_bad_dsn_gives_a_clear_error_and_keeps_the_runs_other_results(sqlite_service, tmp_path):
     secret = f"pw{uuid.uuid4().hex[:8]}"
-    proc = run_locust(tmp_path, "--host", sqlite_service.url, "--kneo-store",
-                      f"postgresql://kneo:{secret}@127.0.0.1:1/kneo", "--kneo-drain-timeout", "1", users="1")
+    proc = run_locust(
+        tmp_path,
+        "--host",
+        sqlite_service.url,
+        "--kneo-store",
+        f"postgresql://kneo:{secret}@127.0.0.1:1/kneo",
+        "--kneo-drain-timeout",
+        "1",
+        users="1",
+    )
     assert proc.returncode == 0, _explain(tmp_path, proc)
     result = _result(tmp_path)
     assert result["error"].startswith("StoreUnavailable: PostgreSQL store postgresql://kneo:***@127.0.0.1:1/kneo")
@@ -158,8 +189,18 @@ def test_missing_store_file_stops_before_any_load_in_one_line(tmp_path, sqlite_s
 
 
 def test_workers_send_their_ledgers_to_the_master_and_the_run_reconciles(sqlite_service, tmp_path):
-    proc = run_locust(tmp_path, "--host", sqlite_service.url, "--kneo-store", sqlite_service.store_locator,
-                      "--kneo-mode", "queued", "--processes", "2", users="2,4")
+    proc = run_locust(
+        tmp_path,
+        "--host",
+        sqlite_service.url,
+        "--kneo-store",
+        sqlite_service.store_locator,
+        "--kneo-mode",
+        "queued",
+        "--processes",
+        "2",
+        users="2,4",
+    )
     assert proc.returncode == 0, _explain(tmp_path, proc)
     result = _result(tmp_path)
     assert result["mismatches"] == 0, result["checks"]
@@ -171,9 +212,21 @@ def test_workers_send_their_ledgers_to_the_master_and_the_run_reconciles(sqlite_
 @pytest.mark.integration
 def test_a_batch_on_two_processes_drains_and_reports_its_rate_and_queue_wait(kneo_venv, tmp_path):
     run_dir = tmp_path / "batch"
-    proc = run_locust(run_dir, "--kneo-embedded-store", "postgres", "--kneo-embedded-processes", "2",
-                      "--kneo-mode", "batch", "--kneo-batch", "24", "--kneo-drain-timeout", "60", users="4",
-                      step_time="15s")
+    proc = run_locust(
+        run_dir,
+        "--kneo-embedded-store",
+        "postgres",
+        "--kneo-embedded-processes",
+        "2",
+        "--kneo-mode",
+        "batch",
+        "--kneo-batch",
+        "24",
+        "--kneo-drain-timeout",
+        "60",
+        users="4",
+        step_time="15s",
+    )
     assert proc.returncode == 0, _explain(run_dir, proc)
     doc = _result(run_dir)
     assert doc["mismatches"] == 0 and doc["ledger"]["accepted"] == 24
@@ -182,12 +235,22 @@ def test_a_batch_on_two_processes_drains_and_reports_its_rate_and_queue_wait(kne
     assert drain["unfinished"] == 0 and drain["runs_per_s"] > 0
     assert 0 < drain["wait_p50_ms"] <= drain["wait_p95_ms"] <= drain["wait_p99_ms"]
     assert "kneo queue drain: 24 runs" in proc.stdout
-    started = [r for r in csv.DictReader(open(resolve(run_dir) / "resources.csv"))
-               if r["metric"] == "kneo_runs_started_total"]
+    started = [
+        r for r in csv.DictReader(open(resolve(run_dir) / "resources.csv")) if r["metric"] == "kneo_runs_started_total"
+    ]
     assert len({r["source"] for r in started}) == 2  # both processes sampled
 
 
 def test_a_batch_of_zero_stops_before_any_load_in_one_line(tmp_path, sqlite_service):
-    proc = run_locust(tmp_path / "zero", "--host", sqlite_service.url, "--kneo-store", str(sqlite_service.sqlite_path),
-                      "--kneo-mode", "batch", "--kneo-batch", "0")
+    proc = run_locust(
+        tmp_path / "zero",
+        "--host",
+        sqlite_service.url,
+        "--kneo-store",
+        str(sqlite_service.sqlite_path),
+        "--kneo-mode",
+        "batch",
+        "--kneo-batch",
+        "0",
+    )
     assert proc.returncode == 2 and "--kneo-batch must be at least 1" in proc.stderr

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from swarmgauge.targets.launch import REPO_ROOT, child_env
 from swarmgauge.run_folders import resolve
+from swarmgauge.targets.launch import REPO_ROOT, child_env
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -25,8 +25,14 @@ TOKEN = "churn-secret-7d1f"
 
 
 def locust(*args: str, timeout: float = 150) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), *args], capture_output=True,
-                          text=True, timeout=timeout, env=child_env(), cwd=REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    )
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
@@ -50,11 +56,26 @@ def test_a_minute_of_churn_starts_that_many_sessions_and_the_report_shows_memory
         "name: churn-minute\nkind: stages\nstages:\n"
         f"  - {{label: churn, rate: {RATE}, duration: {MINUTE}s, max_users: 32, drop_after: 5s, "
         "user_classes: [MCPChurnUser]}\n"
-        f"  - {{label: idle, users: 0, duration: {IDLE}s}}\n")
+        f"  - {{label: idle, users: 0, duration: {IDLE}s}}\n"
+    )
     run_dir = tmp_path / "run"
-    result = locust("--headless", "--plan", str(plan), "--run-dir", str(run_dir), "--sample-interval", "1",
-                    "--stop-timeout", "5", "--mcp-token", TOKEN, "--csv", str(run_dir / "locust"),
-                    "--mcp-embedded-args", f"--session-idle-timeout {TTL}")
+    result = locust(
+        "--headless",
+        "--plan",
+        str(plan),
+        "--run-dir",
+        str(run_dir),
+        "--sample-interval",
+        "1",
+        "--stop-timeout",
+        "5",
+        "--mcp-token",
+        TOKEN,
+        "--csv",
+        str(run_dir / "locust"),
+        "--mcp-embedded-args",
+        f"--session-idle-timeout {TTL}",
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     started = re.search(r"started the embedded MCP gateway at \S+ \(pid (\d+)\)", result.stderr)
     assert started and "stopped the embedded MCP gateway" in result.stderr
@@ -92,8 +113,9 @@ def test_a_minute_of_churn_starts_that_many_sessions_and_the_report_shows_memory
 @pytest.mark.timeout(90)
 def test_gateway_vs_direct_at_one_user_is_reported(tmp_path):
     run_dir = tmp_path / "compare"
-    result = locust("--headless", "--mcp-scenario", "compare", "--mcp-compare-time", "5s", "--run-dir",
-                    str(run_dir), timeout=80)
+    result = locust(
+        "--headless", "--mcp-scenario", "compare", "--mcp-compare-time", "5s", "--run-dir", str(run_dir), timeout=80
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     rows = read_csv(resolve(run_dir) / "steps.csv")
     gateway = [r for r in rows if r["request_type"] == "MCP" and r["name"] == "tools/call mark_fetch"]

@@ -18,10 +18,36 @@ pytestmark = pytest.mark.timeout(150)
 def test_a_worker_restart_asked_for_at_once_kills_after_a_good_read_and_counts_the_failed_reads(tmp_path):
     run_dir = tmp_path / "drill"
     result = subprocess.run(
-        [sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "locustfiles" / "mdk_fleet.py"), "--headless",
-         "--sample-interval", "1", "--mdk-scenario", "reads", "--mdk-readers", "10", "--mdk-read-time", "12s",
-         "--mdk-profile", "40x2", "--run-dir", str(run_dir), "--mdk-drill", "worker-restart",
-         "--mdk-drill-after", "0s"], capture_output=True, text=True, timeout=140, env=child_env(), cwd=REPO_ROOT)
+        [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            str(REPO_ROOT / "locustfiles" / "mdk_fleet.py"),
+            "--headless",
+            "--sample-interval",
+            "1",
+            "--mdk-scenario",
+            "reads",
+            "--mdk-readers",
+            "10",
+            "--mdk-read-time",
+            "12s",
+            "--mdk-profile",
+            "40x2",
+            "--run-dir",
+            str(run_dir),
+            "--mdk-drill",
+            "worker-restart",
+            "--mdk-drill-after",
+            "0s",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=140,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    )
     assert result.returncode in (0, 1, 3), result.stderr[-3000:]
     drill = json.loads((run_dir / "mdk_drills.json").read_text())["drills"][0]
     assert drill["drill"] == "worker-restart" and drill["armed_s"] is not None

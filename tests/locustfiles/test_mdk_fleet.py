@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from swarmgauge.targets.launch import REPO_ROOT, child_env
 from swarmgauge.run_folders import resolve
+from swarmgauge.targets.launch import REPO_ROOT, child_env
 
 LOCUSTFILE = REPO_ROOT / "locustfiles" / "mdk_fleet.py"
 BURST = 3000  # 1,000 submits/s for 3 s
@@ -22,9 +22,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
 def locust(*args: str, timeout: float = 100) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--sample-interval",
-                           "1", *args], capture_output=True, text=True, timeout=timeout, env=child_env(),
-                          cwd=REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--sample-interval", "1", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    )
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
@@ -33,7 +38,9 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 
 
 def burst_row(run_dir: Path) -> dict[str, str]:
-    rows = [r for r in read_csv(resolve(run_dir) / "steps.csv") if r["label"] == "action burst" and r["name"] == "action"]
+    rows = [
+        r for r in read_csv(resolve(run_dir) / "steps.csv") if r["label"] == "action burst" and r["name"] == "action"
+    ]
     assert len(rows) == 1
     return rows[0]
 
@@ -64,8 +71,20 @@ def test_a_burst_of_1000_submits_a_second_for_3_s_is_counted_exactly(tmp_path):
 
 def test_a_worker_killed_mid_burst_shows_as_rejections_in_the_failures_table_and_the_report(tmp_path):
     run_dir = tmp_path / "restart"
-    result = locust("--mdk-scenario", "burst", "--mdk-profile", "50x2", "--run-dir", str(run_dir),
-                    "--mdk-drill", "worker-restart", "--mdk-drill-step", "1", "--mdk-drill-after", "1s")
+    result = locust(
+        "--mdk-scenario",
+        "burst",
+        "--mdk-profile",
+        "50x2",
+        "--run-dir",
+        str(run_dir),
+        "--mdk-drill",
+        "worker-restart",
+        "--mdk-drill-step",
+        "1",
+        "--mdk-drill-after",
+        "1s",
+    )
     assert result.returncode in (0, 3), result.stderr[-3000:]
     failures = read_csv(resolve(run_dir) / "locust_failures.csv")
     rejected = [r for r in failures if r["Error"] == "Rejected(ERR_WORKER_NOT_ROUTABLE)"]
@@ -92,15 +111,31 @@ def test_a_worker_killed_mid_burst_shows_as_rejections_in_the_failures_table_and
     assert saved[0]["recovered"] and saved[0]["ready_s"] < saved[0]["first_read_s"]
 
 
-@pytest.mark.parametrize("profile, knobs, colour", [
-    ("50x1", "--cache-s 2", "green"),
-    ("100x1", "--collect-interval-s 1 --query-concurrency 10", "red"),
-])
+@pytest.mark.parametrize(
+    "profile, knobs, colour",
+    [
+        ("50x1", "--cache-s 2", "green"),
+        ("100x1", "--collect-interval-s 1 --query-concurrency 10", "red"),
+    ],
+)
 def test_a_read_sweep_gives_a_headroom_figure_and_its_colour(tmp_path, profile, knobs, colour):
     run_dir = tmp_path / "reads"
     drill = ["--mdk-drill", "device-outage", "--mdk-drill-after", "2s"] if colour == "green" else []
-    result = locust("--mdk-scenario", "reads", "--mdk-readers", "20", "--mdk-read-time", "8s", "--mdk-profile",
-                    profile, "--mdk-embedded-args", knobs, "--run-dir", str(run_dir), *drill)
+    result = locust(
+        "--mdk-scenario",
+        "reads",
+        "--mdk-readers",
+        "20",
+        "--mdk-read-time",
+        "8s",
+        "--mdk-profile",
+        profile,
+        "--mdk-embedded-args",
+        knobs,
+        "--run-dir",
+        str(run_dir),
+        *drill,
+    )
     assert result.returncode in (0, 1, 3), result.stderr[-3000:]
     assert "Traceback" not in result.stderr
     headroom = json.loads((resolve(run_dir) / "summary.json").read_text())["MDK fleet"]["headroom"]
@@ -121,16 +156,19 @@ def test_a_read_sweep_gives_a_headroom_figure_and_its_colour(tmp_path, profile, 
         assert "MetricError(snap: ECONNREFUSED)" in errors  # readers saw the refused devices as named failures
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--mdk-profile", "lots"], "--mdk-profile"),
-    (["--host", "http://127.0.0.1:9", "--mdk-drill", "kernel-restart"], "--mdk-drill needs the stand-in's root"),
-    (["--mdk-readers", "0"], "--mdk-readers"),
-    (["--mdk-burst-users", "0"], "--mdk-burst-users"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--mdk-profile", "lots"], "--mdk-profile"),
+        (["--host", "http://127.0.0.1:9", "--mdk-drill", "kernel-restart"], "--mdk-drill needs the stand-in's root"),
+        (["--mdk-readers", "0"], "--mdk-readers"),
+        (["--mdk-burst-users", "0"], "--mdk-burst-users"),
+    ],
+)
 def test_bad_options_stop_the_run_in_one_line(args, says):
     result = locust("-t", "2s", *args, timeout=60)
     assert result.returncode == 2
-    assert f"swarmgauge: " in result.stderr and says in result.stderr
+    assert "swarmgauge: " in result.stderr and says in result.stderr
 
 
 @pytest.mark.parametrize("name", ["mdk-reads", "mdk-benchmark", "mdk-burst"])

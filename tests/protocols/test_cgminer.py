@@ -26,8 +26,14 @@ def test_encode_request_refuses_separators():
 
 
 def test_reply_round_trip_keeps_sections_and_status():
-    reply = cgminer.Reply(status="S", code=11, msg="Summary", description="mock", when=1700000000,
-                          sections=[("SUMMARY", {"Elapsed": "12", "MHS av": "110000000.00"})])
+    reply = cgminer.Reply(
+        status="S",
+        code=11,
+        msg="Summary",
+        description="mock",
+        when=1700000000,
+        sections=[("SUMMARY", {"Elapsed": "12", "MHS av": "110000000.00"})],
+    )
     data = cgminer.encode_reply(reply)
     assert data.endswith(b"|\x00")
     decoded = cgminer.decode_reply(data)
@@ -36,8 +42,10 @@ def test_reply_round_trip_keeps_sections_and_status():
 
 
 def test_decodes_a_real_looking_cgminer_reply_with_several_sections():
-    data = (b"STATUS=S,When=1700000000,Code=7,Msg=2 Pool(s),Description=cgminer 4.11.1|"
-            b"POOL=0,URL=stratum+tcp://a:3333,Status=Alive|POOL=1,URL=stratum+tcp://b:3333,Status=Dead|\x00")
+    data = (
+        b"STATUS=S,When=1700000000,Code=7,Msg=2 Pool(s),Description=cgminer 4.11.1|"
+        b"POOL=0,URL=stratum+tcp://a:3333,Status=Alive|POOL=1,URL=stratum+tcp://b:3333,Status=Dead|\x00"
+    )
     reply = cgminer.decode_reply(data)
     assert [name for name, _ in reply.sections] == ["POOL", "POOL"]
     assert reply.sections[1][1]["Status"] == "Dead"
@@ -51,10 +59,18 @@ def test_error_status_raises_named_status_error():
     assert info.value.code == 14
 
 
-@pytest.mark.parametrize("data", [
-    b"", b"\x00", b"HELLO=1|", b"STATUS=Q,Code=1|", b"STATUS=S,Code=x|", b"STATUS=S,Code=1|SUMMARY,Elapsed|",
-    "STATUS=S,Msg=é|".encode("utf-8"),
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\x00",
+        b"HELLO=1|",
+        b"STATUS=Q,Code=1|",
+        b"STATUS=S,Code=x|",
+        b"STATUS=S,Code=1|SUMMARY,Elapsed|",
+        "STATUS=S,Msg=é|".encode(),
+    ],
+)
 def test_malformed_replies_raise(data):
     with pytest.raises(cgminer.CGMinerError):
         cgminer.decode_reply(data)

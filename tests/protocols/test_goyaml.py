@@ -10,14 +10,36 @@ from swarmgauge.protocols import goyaml
 from swarmgauge.protocols.goyaml import YamlMapError, decode_map, encode_map, yaml_scalar
 
 
-@pytest.mark.parametrize("value, written", [
-    ("0", '"0"'), ("0.7", '"0.7"'), ("true", '"true"'), ("yes", '"yes"'), ("off", '"off"'), ("null", '"null"'),
-    ("2026-01-01T00:00:00Z", '"2026-01-01T00:00:00Z"'), ("1e3", '"1e3"'), ("0x1F", '"0x1F"'), ("12:30", '"12:30"'),
-    ("alpha,wire", "alpha,wire"), ("Note", "Note"), ("Beta | piped", "Beta | piped"),
-    ("*", "'*'"), ("&anchor", "'&anchor'"), ("- item", "'- item'"), ("a: b", "'a: b'"), ("a #b", "'a #b'"),
-    (" lead", "' lead'"), ("trail ", "'trail '"), ("", '""'), ("two\nlines", '"two\\nlines"'), ("tab\there", '"tab\\there"'),
-    ("sha256-0500", "sha256-0500"), ("it's", "it's"),
-])
+@pytest.mark.parametrize(
+    "value, written",
+    [
+        ("0", '"0"'),
+        ("0.7", '"0.7"'),
+        ("true", '"true"'),
+        ("yes", '"yes"'),
+        ("off", '"off"'),
+        ("null", '"null"'),
+        ("2026-01-01T00:00:00Z", '"2026-01-01T00:00:00Z"'),
+        ("1e3", '"1e3"'),
+        ("0x1F", '"0x1F"'),
+        ("12:30", '"12:30"'),
+        ("alpha,wire", "alpha,wire"),
+        ("Note", "Note"),
+        ("Beta | piped", "Beta | piped"),
+        ("*", "'*'"),
+        ("&anchor", "'&anchor'"),
+        ("- item", "'- item'"),
+        ("a: b", "'a: b'"),
+        ("a #b", "'a #b'"),
+        (" lead", "' lead'"),
+        ("trail ", "'trail '"),
+        ("", '""'),
+        ("two\nlines", '"two\\nlines"'),
+        ("tab\there", '"tab\\there"'),
+        ("sha256-0500", "sha256-0500"),
+        ("it's", "it's"),
+    ],
+)
 def test_scalar_styles(value, written):
     assert yaml_scalar(value) == written
 
@@ -26,8 +48,9 @@ def test_keys_are_sorted():
     assert encode_map({"version": "3", "etag": "ab", "status": "ok"}) == 'etag: ab\nstatus: ok\nversion: "3"\n'
 
 
-@pytest.mark.parametrize("block", ["- a\n- b\n", "a:\n  b: c\n", "a: [1, 2]\n", "a: b\na: c\n", "a: {b: c}\n",
-                                   "a: *x\n", "{unclosed\n"])
+@pytest.mark.parametrize(
+    "block", ["- a\n- b\n", "a:\n  b: c\n", "a: [1, 2]\n", "a: b\na: c\n", "a: {b: c}\n", "a: *x\n", "{unclosed\n"]
+)
 def test_not_a_flat_map_of_strings(block):
     with pytest.raises(YamlMapError):
         decode_map(block)

@@ -18,16 +18,40 @@ def test_request_bytes_follow_the_go_encoder():
     assert mark.encode_request("FETCH", "/docs/a.md") == b"FETCH /docs/a.md\n"
     assert mark.encode_request("LIST", "/docs", {"page-size": "1"}) == b'LIST /docs\n---\npage-size: "1"\n---\n'
     assert mark.encode_request("PUBLISH", "/a.md", None, b"---\nx") == b"PUBLISH /a.md\n---\n\n---\n---\nx"
-    scenario_step_1 = (b'PUBLISH /docs/a.md\n---\nauth: storetest-write-token\nexpected-version: "0"\n'
-                       b'importance: "0.7"\ntags: alpha, wire\ntype: Note\n---\n# Alpha\n\nFirst body.\n')
-    assert mark.encode_request("PUBLISH", "/docs/a.md", {
-        "type": "Note", "tags": "alpha, wire", "importance": "0.7", "expected-version": "0",
-        "auth": "storetest-write-token"}, b"# Alpha\n\nFirst body.\n") == scenario_step_1
+    scenario_step_1 = (
+        b'PUBLISH /docs/a.md\n---\nauth: storetest-write-token\nexpected-version: "0"\n'
+        b'importance: "0.7"\ntags: alpha, wire\ntype: Note\n---\n# Alpha\n\nFirst body.\n'
+    )
+    assert (
+        mark.encode_request(
+            "PUBLISH",
+            "/docs/a.md",
+            {
+                "type": "Note",
+                "tags": "alpha, wire",
+                "importance": "0.7",
+                "expected-version": "0",
+                "auth": "storetest-write-token",
+            },
+            b"# Alpha\n\nFirst body.\n",
+        )
+        == scenario_step_1
+    )
 
 
-@pytest.mark.parametrize("name", ["fetch.golden", "fetch-version.golden", "list.golden", "lookup.golden",
-                                  "versions.golden", "publish-created.golden", "publish-conflict.golden",
-                                  "fetch-not-found.golden"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "fetch.golden",
+        "fetch-version.golden",
+        "list.golden",
+        "lookup.golden",
+        "versions.golden",
+        "publish-created.golden",
+        "publish-conflict.golden",
+        "fetch-not-found.golden",
+    ],
+)
 def test_goldens_parse_and_re_encode_byte_for_byte(name):
     data = (GOLDENS / name).read_bytes()
     response = mark.parse_response(data)
@@ -60,16 +84,19 @@ def test_cursor_round_trip_and_the_brief_example():
             mark.decode_cursor(bad)
 
 
-@pytest.mark.parametrize("data, status", [
-    (b"FETCH /" + b"a" * 4095 + b"\n", "server-error"),
-    (b"NOPE /a\n", "bad-request"),
-    (b"FETCH a\n", "bad-request"),
-    (b"FETCH /a\x01b\n", "bad-request"),
-    (b"FETCH /a\n---\nk: v\n", "bad-request"),
-    (b"FETCH /a\n---\n" + b"k: " + b"v" * 65536 + b"\n---\n", "bad-request"),
-    (b"PUBLISH /a.md\n" + b"x" * ((1 << 20) + 1), "server-error"),
-    (b"FETCH /a\n---\nk: \xff\n---\n", "bad-request"),
-])
+@pytest.mark.parametrize(
+    "data, status",
+    [
+        (b"FETCH /" + b"a" * 4095 + b"\n", "server-error"),
+        (b"NOPE /a\n", "bad-request"),
+        (b"FETCH a\n", "bad-request"),
+        (b"FETCH /a\x01b\n", "bad-request"),
+        (b"FETCH /a\n---\nk: v\n", "bad-request"),
+        (b"FETCH /a\n---\n" + b"k: " + b"v" * 65536 + b"\n---\n", "bad-request"),
+        (b"PUBLISH /a.md\n" + b"x" * ((1 << 20) + 1), "server-error"),
+        (b"FETCH /a\n---\nk: \xff\n---\n", "bad-request"),
+    ],
+)
 def test_request_limits_and_malformations(data, status):
     with pytest.raises(MarkParseError) as caught:
         mark.parse_request(data)
@@ -84,8 +111,17 @@ def test_limits_are_inclusive():
         mark.parse_request(f"FETCH {longest_path}a\n".encode())
 
 
-@pytest.mark.parametrize("data", [b"", b"no block", b"---\nstatus: ok\n", b"---\nkey: v\n---\n",
-                                  b"---\n- x\n---\n", b"---\nstatus: ok\n---\n" + b"x" * (4 << 20)])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"no block",
+        b"---\nstatus: ok\n",
+        b"---\nkey: v\n---\n",
+        b"---\n- x\n---\n",
+        b"---\nstatus: ok\n---\n" + b"x" * (4 << 20),
+    ],
+)
 def test_malformed_responses(data):
     with pytest.raises(MarkParseError):
         mark.parse_response(data)
@@ -106,20 +142,27 @@ def test_parse_on_arbitrary_bytes_returns_or_raises_only_the_named_error(data):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(mark.VERBS),
-       st.from_regex(r"/[a-zA-Z0-9 ._/-]{0,40}", fullmatch=True),
-       st.dictionaries(st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True), st.text(max_size=30), max_size=5),
-       st.binary(max_size=200))
+@given(
+    st.sampled_from(mark.VERBS),
+    st.from_regex(r"/[a-zA-Z0-9 ._/-]{0,40}", fullmatch=True),
+    st.dictionaries(st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True), st.text(max_size=30), max_size=5),
+    st.binary(max_size=200),
+)
 def test_request_round_trip(verb, path, metadata, body):
     parsed = mark.parse_request(mark.encode_request(verb, path, metadata, body))
     assert (parsed.verb, parsed.path, parsed.metadata, parsed.body) == (verb, path, metadata, body)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(mark.STATUSES),
-       st.dictionaries(st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True).filter(lambda k: k != "status"),
-                       st.text(max_size=30), max_size=5),
-       st.binary(max_size=200))
+@given(
+    st.sampled_from(mark.STATUSES),
+    st.dictionaries(
+        st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True).filter(lambda k: k != "status"),
+        st.text(max_size=30),
+        max_size=5,
+    ),
+    st.binary(max_size=200),
+)
 def test_response_round_trip(status, metadata, body):
     parsed = mark.parse_response(mark.encode_response(status, metadata, body))
     assert (parsed.status, parsed.metadata, parsed.body) == (status, metadata, body)

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from swarmgauge.protocols import mcp
 from swarmgauge.errors import UsageError
+from swarmgauge.protocols import mcp
 
 
 def init_result(version="2025-11-25"):
@@ -24,7 +24,10 @@ def test_handshake_moves_new_initializing_ready_and_sets_headers():
     session.on_initialize_result(init_result(), "abc123")
     assert session.state is mcp.SessionState.READY
     note = session.initialized()
-    assert note.request_id is None and json.loads(note.body) == {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert note.request_id is None and json.loads(note.body) == {
+        "jsonrpc": "2.0",
+        "method": "notifications/initialized",
+    }
     call = session.call_tool("mark_fetch", {"url": "/a.md"})
     assert call.headers[mcp.SESSION_HEADER] == "abc123" and call.headers[mcp.VERSION_HEADER] == "2025-11-25"
     assert json.loads(call.body)["params"] == {"name": "mark_fetch", "arguments": {"url": "/a.md"}}
@@ -78,8 +81,10 @@ def test_stateless_version_has_no_handshake_and_carries_meta():
 
 
 def test_sse_answer_with_a_notification_before_the_response():
-    stream = (b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n\n'
-              b'event: message\ndata: {"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"status: ok\\n\\nbody"}]}}\n\n')
+    stream = (
+        b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n\n'
+        b'event: message\ndata: {"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"status: ok\\n\\nbody"}]}}\n\n'
+    )
     messages = mcp.read_messages("text/event-stream", stream, 3)
     assert len(messages) == 2
     text = mcp.tool_text(mcp.result_of(messages, 3))
@@ -106,8 +111,16 @@ def test_non_json_body(body):
         mcp.read_messages("application/json", body, 1)
 
 
-@pytest.mark.parametrize("obj", [{"hello": 1}, {"jsonrpc": "1.0", "id": 1, "result": {}},
-                                 {"jsonrpc": "2.0", "id": 1}, {"jsonrpc": "2.0", "id": 1, "error": {"code": "x"}}, [1]])
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"hello": 1},
+        {"jsonrpc": "1.0", "id": 1, "result": {}},
+        {"jsonrpc": "2.0", "id": 1},
+        {"jsonrpc": "2.0", "id": 1, "error": {"code": "x"}},
+        [1],
+    ],
+)
 def test_json_that_is_not_jsonrpc(obj):
     with pytest.raises(mcp.NotJSONRPC):
         mcp.read_messages("application/json", json.dumps(obj).encode(), 1)

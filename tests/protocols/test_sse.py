@@ -15,7 +15,7 @@ def feed_all(chunks):
 
 
 def test_one_event_in_one_chunk():
-    (event,) = feed_all([b"event: message\ndata: {\"a\":1}\n\n"])
+    (event,) = feed_all([b'event: message\ndata: {"a":1}\n\n'])
     assert event.event == "message" and event.data == '{"a":1}'
 
 
@@ -48,7 +48,7 @@ def test_event_without_data_is_not_dispatched():
 
 def test_cut_off_mid_event_is_truncated():
     decoder = SSEDecoder()
-    assert decoder.feed(b"event: message\ndata: {\"jsonrpc\"") == []
+    assert decoder.feed(b'event: message\ndata: {"jsonrpc"') == []
     with pytest.raises(SSETruncated):
         decoder.close()
 

@@ -6,15 +6,17 @@ import json
 import subprocess
 import sys
 
-from tests.listeners.sim_run import ROOT
 import pytest
+
+from tests.listeners.sim_run import ROOT
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 
 def _report(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "swarmgauge.cli", "report", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "report", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_a_missing_run_directory_is_one_line_and_exit_2(tmp_path):

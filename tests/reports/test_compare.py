@@ -71,20 +71,40 @@ def test_only_rows_in_both_runs_are_compared():
 def _sim_run(tmp_path: Path, name: str, delay_ms: int) -> Path:
     run_dir = tmp_path / name
     with sim_target("--delay", f"const:{delay_ms}") as target:
-        result = run_local(target.url, "--steps", "1,2", "--step-time", "3", "--warmup", "1", "--stop-timeout", "5",
-                           "--run-dir", str(run_dir), "--no-report")
+        result = run_local(
+            target.url,
+            "--steps",
+            "1,2",
+            "--step-time",
+            "3",
+            "--warmup",
+            "1",
+            "--stop-timeout",
+            "5",
+            "--run-dir",
+            str(run_dir),
+            "--no-report",
+        )
     assert result.returncode == 0, result.stderr[-3000:]
     return run_dir
 
 
 @pytest.mark.integration
 def test_compare_two_real_runs_same_delay_then_twice_as_slow(tmp_path):
-    first, second, slower = (_sim_run(tmp_path, "first", 20), _sim_run(tmp_path, "second", 20),
-                             _sim_run(tmp_path, "slower", 40))
+    first, second, slower = (
+        _sim_run(tmp_path, "first", 20),
+        _sim_run(tmp_path, "second", 20),
+        _sim_run(tmp_path, "slower", 40),
+    )
 
     def swarmgauge_compare(base: Path, new: Path) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "swarmgauge.cli", "compare", str(base), str(new),
-                               "--tolerance", "25%"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "swarmgauge.cli", "compare", str(base), str(new), "--tolerance", "25%"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     same = swarmgauge_compare(first, second)
     assert same.returncode == 0, same.stdout + same.stderr

@@ -16,16 +16,26 @@ from swarmgauge.reports.report import render_report
 from swarmgauge.shapes.plan import build_plan, load_plan_file
 
 RUN_JSON = {
-    "started_at": 1796290000.0, "ended_at": 1796290031.6, "locustfile": "locustfiles/demarkus_reads.py",
-    "user_classes": ["FetchUser"], "host": "mark://127.0.0.1:5000",
+    "started_at": 1796290000.0,
+    "ended_at": 1796290031.6,
+    "locustfile": "locustfiles/demarkus_reads.py",
+    "user_classes": ["FetchUser"],
+    "host": "mark://127.0.0.1:5000",
     "embedded_targets": {"mark": {"pid": 42, "url": "mark://127.0.0.1:5000"}},
     "argv": ["/x/site-packages/locust/__main__.py", "-f", "locustfiles/demarkus_reads.py", "--mark-token", "***"],
     "versions": {"swarmgauge": "0.2.0", "locust": "2.47.0", "aioquic": "1.7.2", "python": "3.11.7"},
-    "runner": "LocalRunner", "workers": 1, "exit_code": 0,
-    "plan": {"name": "demo", "kind": "step_ramp", "stages": [{"label": "1 users", "duration": 10.0},
-                                                              {"label": "4 users", "duration": 10.0}],
-             "reference": {"page": "demarkus-kind-bench.md#reads",
-                           "rows": [{"name": "FETCH", "users": 1, "rps": 53, "p50_ms": 20, "p99_ms": 26}]}},
+    "runner": "LocalRunner",
+    "workers": 1,
+    "exit_code": 0,
+    "plan": {
+        "name": "demo",
+        "kind": "step_ramp",
+        "stages": [{"label": "1 users", "duration": 10.0}, {"label": "4 users", "duration": 10.0}],
+        "reference": {
+            "page": "demarkus-kind-bench.md#reads",
+            "rows": [{"name": "FETCH", "users": 1, "rps": 53, "p50_ms": 20, "p99_ms": 26}],
+        },
+    },
     "cut_short": {"run_time_s": 15.0, "planned_s": 20.0, "during_step": "4 users", "steps_not_run": []},
 }
 
@@ -37,14 +47,23 @@ def test_context_rows_say_what_ran_when_against_what():
     assert rows["command"] == "locust -f locustfiles/demarkus_reads.py --mark-token '***'"
     assert rows["versions"] == "swarmgauge 0.2.0, locust 2.47.0, aioquic 1.7.2, python 3.11.7"
     assert rows["plan"] == "demo (step_ramp, 2 stage(s), 20.0 s: 1 users, 4 users)"
-    assert context.cut_short_sentence(RUN_JSON) == ("The plan was cut short by -t/--run-time at 15.0 s of its "
-                                                    "20.0 s, during step '4 users'.")
+    assert context.cut_short_sentence(RUN_JSON) == (
+        "The plan was cut short by -t/--run-time at 15.0 s of its 20.0 s, during step '4 users'."
+    )
     assert context.context_rows({}) == [] and context.render({}) == ("", "")
 
 
 def test_reference_figures_sit_beside_the_measured_rows_with_the_difference():
-    shown = pd.DataFrame({"Step": ["FETCH /corpus", ""], "Users": ["1", "4"], "req/s": ["106", "300"],
-                          "p50": ["10.0 ms", "1.20 s"], "p99": ["13.0 ms", "2.00 s"], "errors": [0, 0]})
+    shown = pd.DataFrame(
+        {
+            "Step": ["FETCH /corpus", ""],
+            "Users": ["1", "4"],
+            "req/s": ["106", "300"],
+            "p50": ["10.0 ms", "1.20 s"],
+            "p99": ["13.0 ms", "2.00 s"],
+            "errors": [0, 0],
+        }
+    )
     table = beside_reference(shown, "FETCH /corpus", reference_rows(RUN_JSON))
     assert list(table["page req/s"]) == ["53.0", ""] and list(table["Δ req/s"]) == ["+100 %", ""]
     assert list(table["Δ p50"]) == ["-50 %", ""] and list(table["page p99"]) == ["26.0 ms", ""]
@@ -53,7 +72,7 @@ def test_reference_figures_sit_beside_the_measured_rows_with_the_difference():
 
 def test_the_report_opens_with_the_context_and_says_cut_short(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps(RUN_JSON))
-    md = (render_report(tmp_path) and (tmp_path / "report.md").read_text())
+    md = render_report(tmp_path) and (tmp_path / "report.md").read_text()
     assert md.index("| date |") < md.index("**The plan was cut short")
     assert "embedded mark, pid 42" in (tmp_path / "report.html").read_text()
 
@@ -86,8 +105,10 @@ def test_thinning_keeps_every_samples_peak_and_sources_read_as_names():
     from swarmgauge.core.verdict import Row
     from swarmgauge.reports.resources import MIB, memory_table, readable_source
 
-    rows = [Row(1000.0 + t, float(t), 0, "local", "psutil:pid=7", "rss_bytes", (100 + (50 if t == 6 else 0)) * MIB, t)
-            for t in range(13)]
+    rows = [
+        Row(1000.0 + t, float(t), 0, "local", "psutil:pid=7", "rss_bytes", (100 + (50 if t == 6 else 0)) * MIB, t)
+        for t in range(13)
+    ]
     table = memory_table(rows)
     assert len(table) == 12 and table["psutil:pid=7 rss"].max() == 150.0  # the one high sample survives thinning
     assert list(table.index[:2]) == ["0 s", "1 s"] and sum("(max)" in label for label in table.index) == 1
@@ -98,11 +119,25 @@ def test_thinning_keeps_every_samples_peak_and_sources_read_as_names():
 def test_a_handshake_gets_no_trend_sentence_and_a_typed_name_is_not_doubled():
     from swarmgauge.reports.report import step_tables
 
-    frame = pd.DataFrame([{"step": i, "label": f"{u} users", "request_type": rtype, "name": name, "users": u,
-                           "target_rate": None, "rps": rps, "p50_ms": 5.0, "p99_ms": 9.0, "failures": 0,
-                           "generator_bound": False}
-                          for i, (u, rps) in enumerate([(1, 100.0), (4, 400.0)])
-                          for rtype, name in (("QUIC", "handshake"), ("LOOKUP", "LOOKUP /"))])
+    frame = pd.DataFrame(
+        [
+            {
+                "step": i,
+                "label": f"{u} users",
+                "request_type": rtype,
+                "name": name,
+                "users": u,
+                "target_rate": None,
+                "rps": rps,
+                "p50_ms": 5.0,
+                "p99_ms": 9.0,
+                "failures": 0,
+                "generator_bound": False,
+            }
+            for i, (u, rps) in enumerate([(1, 100.0), (4, 400.0)])
+            for rtype, name in (("QUIC", "handshake"), ("LOOKUP", "LOOKUP /"))
+        ]
+    )
     tables = {title: sentence for title, _table, sentence in step_tables(frame)}
     assert tables == {"QUIC handshake": None, "LOOKUP /": tables["LOOKUP /"]}
     assert tables["LOOKUP /"].startswith("Throughput rises")
@@ -111,9 +146,23 @@ def test_a_handshake_gets_no_trend_sentence_and_a_typed_name_is_not_doubled():
 def test_kneo_run_tables_say_runs_per_second_beside_the_page():
     from swarmgauge.reports.report import step_tables
 
-    frame = pd.DataFrame([{"step": 0, "label": "1 users", "request_type": "run sync", "name": "echo", "users": 1,
-                           "target_rate": None, "rps": 40.0, "p50_ms": 12.0, "p99_ms": 15.0, "failures": 0,
-                           "generator_bound": False}])
+    frame = pd.DataFrame(
+        [
+            {
+                "step": 0,
+                "label": "1 users",
+                "request_type": "run sync",
+                "name": "echo",
+                "users": 1,
+                "target_rate": None,
+                "rps": 40.0,
+                "p50_ms": 12.0,
+                "p99_ms": 15.0,
+                "failures": 0,
+                "generator_bound": False,
+            }
+        ]
+    )
     [(title, table, _sentence)] = step_tables(frame)
     rows = reference_rows({"plan": load_plan_file("kneo-sync-sweep").summary()})
     shown = beside_reference(table, title, rows)

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from swarmgauge.listeners.steps_csv import BASE_COLUMNS, TAIL_COLUMNS
 from swarmgauge.reports import mdk
 from swarmgauge.reports.report import render_report
-
-from swarmgauge.listeners.steps_csv import BASE_COLUMNS, TAIL_COLUMNS
 
 COLUMNS = BASE_COLUMNS + TAIL_COLUMNS
 
@@ -22,26 +21,89 @@ def steps_csv(*rows: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_run(run_dir: Path, *, headroom: float | None = 0.2, cpu: float = 40.0, ratio: float = 0.0,
-              p99: float = 300.0, rss_slope_mib_h: float = 100.0, soak_s: float = 60.0, kernel_queued: int = 2900,
-              drills: list[dict] | None = None) -> Path:
+def write_run(
+    run_dir: Path,
+    *,
+    headroom: float | None = 0.2,
+    cpu: float = 40.0,
+    ratio: float = 0.0,
+    p99: float = 300.0,
+    rss_slope_mib_h: float = 100.0,
+    soak_s: float = 60.0,
+    kernel_queued: int = 2900,
+    drills: list[dict] | None = None,
+) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
-    doc = {"headroom": {"value": headroom, "by_worker": {} if headroom is None else {"worker-0": headroom}},
-           "cpu_percent": {"kernel": cpu / 2, "worker-0": cpu}, "rejected_ratio": ratio,
-           "actions": {"submitted": 3000, "queued": 2900},
-           "errors": {"Rejected(ERR_WORKER_NOT_ROUTABLE)": 100, "NullMetrics(metrics is null)": 3},
-           "kernel": {"commands": {"QUEUED": kernel_queued}, "rejected": {"ERR_WORKER_NOT_ROUTABLE": 100}}}
+    doc = {
+        "headroom": {"value": headroom, "by_worker": {} if headroom is None else {"worker-0": headroom}},
+        "cpu_percent": {"kernel": cpu / 2, "worker-0": cpu},
+        "rejected_ratio": ratio,
+        "actions": {"submitted": 3000, "queued": 2900},
+        "errors": {"Rejected(ERR_WORKER_NOT_ROUTABLE)": 100, "NullMetrics(metrics is null)": 3},
+        "kernel": {"commands": {"QUEUED": kernel_queued}, "rejected": {"ERR_WORKER_NOT_ROUTABLE": 100}},
+    }
     (run_dir / "mdk.json").write_text(json.dumps(doc))
-    common = {"workers": 1, "generator_cpu_max": 20.0, "generator_bound": False, "fail_ratio": 0, "p90_ms": 1, "p999_ms": 1, "max_ms": 1, "avg_ms": 1, "warmup_requests": 0}
-    (run_dir / "steps.csv").write_text(steps_csv(
-        {**common, "step": 0, "label": "action burst", "request_type": "MDK", "name": "action", "users": 200,
-         "target_rate": 1000.0, "started_at": 0, "duration_s": 3, "requests": 3000, "failures": 100, "rps": 1000,
-         "p50_ms": 120, "p99_ms": p99},
-        {**common, "step": 1, "label": "readers", "request_type": "MDK", "name": "telemetry", "users": 20,
-         "started_at": 3, "duration_s": 8, "requests": 400, "failures": 0, "rps": 50, "p50_ms": 300, "p99_ms": 390}))
-    (run_dir / "slo.json").write_text(json.dumps({"verdicts": [
-        {"expr": "rss_slope<=18000MiB/h", "scope": "run", "observed": rss_slope_mib_h * 2**20, "status": "pass",
-         "colour": "green"}]}))
+    common = {
+        "workers": 1,
+        "generator_cpu_max": 20.0,
+        "generator_bound": False,
+        "fail_ratio": 0,
+        "p90_ms": 1,
+        "p999_ms": 1,
+        "max_ms": 1,
+        "avg_ms": 1,
+        "warmup_requests": 0,
+    }
+    (run_dir / "steps.csv").write_text(
+        steps_csv(
+            {
+                **common,
+                "step": 0,
+                "label": "action burst",
+                "request_type": "MDK",
+                "name": "action",
+                "users": 200,
+                "target_rate": 1000.0,
+                "started_at": 0,
+                "duration_s": 3,
+                "requests": 3000,
+                "failures": 100,
+                "rps": 1000,
+                "p50_ms": 120,
+                "p99_ms": p99,
+            },
+            {
+                **common,
+                "step": 1,
+                "label": "readers",
+                "request_type": "MDK",
+                "name": "telemetry",
+                "users": 20,
+                "started_at": 3,
+                "duration_s": 8,
+                "requests": 400,
+                "failures": 0,
+                "rps": 50,
+                "p50_ms": 300,
+                "p99_ms": 390,
+            },
+        )
+    )
+    (run_dir / "slo.json").write_text(
+        json.dumps(
+            {
+                "verdicts": [
+                    {
+                        "expr": "rss_slope<=18000MiB/h",
+                        "scope": "run",
+                        "observed": rss_slope_mib_h * 2**20,
+                        "status": "pass",
+                        "colour": "green",
+                    }
+                ]
+            }
+        )
+    )
     (run_dir / "run.json").write_text(json.dumps({"started_at": 1000.0, "ended_at": 1000.0 + soak_s}))
     if drills is not None:
         (run_dir / "mdk_drills.json").write_text(json.dumps({"drills": drills}))
@@ -52,8 +114,10 @@ def verdicts(run_dir: Path) -> dict[str, str]:
     return mdk.section(run_dir).summary["verdicts"]
 
 
-@pytest.mark.parametrize("value, colour", [(0.2, "green"), (0.69, "green"), (0.7, "amber"), (0.99, "amber"),
-                                           (1.0, "red"), (1.24, "red"), (None, "unknown")])
+@pytest.mark.parametrize(
+    "value, colour",
+    [(0.2, "green"), (0.69, "green"), (0.7, "amber"), (0.99, "amber"), (1.0, "red"), (1.24, "red"), (None, "unknown")],
+)
 def test_headroom_colour_follows_the_page(tmp_path, value, colour):
     section = mdk.section(write_run(tmp_path, headroom=value))
     assert section.summary["headroom"]["colour"] == colour
@@ -66,14 +130,17 @@ def test_every_row_green_gives_a_green_overall(tmp_path):
     assert "Overall verdict: green" in section.markdown
 
 
-@pytest.mark.parametrize("change, row, colour", [
-    ({"p99": 2591.0}, "Action submit p99", "red"),
-    ({"cpu": 108.0}, "Steady CPU, busiest process", "red"),
-    ({"ratio": 0.005}, "Rejected + timed out", "amber"),
-    ({"ratio": 0.83}, "Rejected + timed out", "red"),
-    ({"rss_slope_mib_h": 30000.0}, "RSS slope (max across processes)", "amber"),  # a 60 s soak makes no leak claim
-    ({"rss_slope_mib_h": 30000.0, "soak_s": 25 * 3600.0}, "RSS slope (max across processes)", "red"),
-])
+@pytest.mark.parametrize(
+    "change, row, colour",
+    [
+        ({"p99": 2591.0}, "Action submit p99", "red"),
+        ({"cpu": 108.0}, "Steady CPU, busiest process", "red"),
+        ({"ratio": 0.005}, "Rejected + timed out", "amber"),
+        ({"ratio": 0.83}, "Rejected + timed out", "red"),
+        ({"rss_slope_mib_h": 30000.0}, "RSS slope (max across processes)", "amber"),  # a 60 s soak makes no leak claim
+        ({"rss_slope_mib_h": 30000.0, "soak_s": 25 * 3600.0}, "RSS slope (max across processes)", "red"),
+    ],
+)
 def test_each_threshold_row_and_the_worst_row_wins(tmp_path, change, row, colour):
     section = mdk.section(write_run(tmp_path, **change))
     assert section.summary["verdicts"][row] == colour
@@ -84,18 +151,40 @@ def test_counts_beside_the_kernel_and_a_mismatch_is_shown(tmp_path):
     section = mdk.section(write_run(tmp_path / "match"))
     assert "| Rejected(ERR_WORKER_NOT_ROUTABLE) |      100 |      100 | yes" in section.markdown
     assert section.summary["actions"]["acceptance"] == [
-        {"step": "action burst", "rate": 1000.0, "submits": 3000, "failures": 100, "p50_ms": 120.0, "p99_ms": 300.0}]
+        {"step": "action burst", "rate": 1000.0, "submits": 3000, "failures": 100, "p50_ms": 120.0, "p99_ms": 300.0}
+    ]
     off = mdk.section(write_run(tmp_path / "off", kernel_queued=2899))
     assert "| QUEUED (accepted)                 |     2900 |     2899 | NO" in off.markdown
 
 
 def test_drills_table_keeps_ready_and_first_read_apart(tmp_path):
-    drills = [{"drill": "worker-restart", "component": "worker-0", "recovered": True, "ready_s": 3.4,
-               "first_read_s": 4.9, "read_after_ready_s": 1.5},
-              {"drill": "device-outage", "component": "mocks", "recovered": True, "snap_failed_s": 0.03,
-               "cached_failed_s": 4.7, "restored_s": 5.0, "restored_read_s": 5.35},
-              {"drill": "kernel-restart", "component": "kernel", "recovered": False, "ready_s": None,
-               "first_read_s": None, "note": "not recovered within 30 s"}]
+    drills = [
+        {
+            "drill": "worker-restart",
+            "component": "worker-0",
+            "recovered": True,
+            "ready_s": 3.4,
+            "first_read_s": 4.9,
+            "read_after_ready_s": 1.5,
+        },
+        {
+            "drill": "device-outage",
+            "component": "mocks",
+            "recovered": True,
+            "snap_failed_s": 0.03,
+            "cached_failed_s": 4.7,
+            "restored_s": 5.0,
+            "restored_read_s": 5.35,
+        },
+        {
+            "drill": "kernel-restart",
+            "component": "kernel",
+            "recovered": False,
+            "ready_s": None,
+            "first_read_s": None,
+            "note": "not recovered within 30 s",
+        },
+    ]
     section = mdk.section(write_run(tmp_path, drills=drills))
     table = section.markdown.split("### Failure drills")[1]
     assert "wait for a read, not READY" in table
@@ -106,8 +195,21 @@ def test_drills_table_keeps_ready_and_first_read_apart(tmp_path):
 
 def test_drills_alone_and_nothing_at_all(tmp_path):
     (tmp_path / "only").mkdir()
-    (tmp_path / "only" / "mdk_drills.json").write_text(json.dumps({"drills": [
-        {"drill": "kernel-restart", "component": "kernel", "recovered": True, "ready_s": 1.0, "first_read_s": 2.0}]}))
+    (tmp_path / "only" / "mdk_drills.json").write_text(
+        json.dumps(
+            {
+                "drills": [
+                    {
+                        "drill": "kernel-restart",
+                        "component": "kernel",
+                        "recovered": True,
+                        "ready_s": 1.0,
+                        "first_read_s": 2.0,
+                    }
+                ]
+            }
+        )
+    )
     section = mdk.section(tmp_path / "only")
     assert "Failure drills" in section.markdown and "verdicts" not in section.summary
     (tmp_path / "none").mkdir()

@@ -4,13 +4,16 @@ from swarmgauge.reports import outages
 
 
 def write_timeline(path, rows):
-    path.write_text("time,step,requests,failures,p50_ms,p99_ms\n"
-                    + "".join(f"{t},0,{n},{f},1.0,2.0\n" for t, n, f in rows))
+    path.write_text(
+        "time,step,requests,failures,p50_ms,p99_ms\n" + "".join(f"{t},0,{n},{f},1.0,2.0\n" for t, n, f in rows)
+    )
 
 
 def test_a_restart_is_one_window_across_the_silent_buckets_of_a_backoff(tmp_path):
-    write_timeline(tmp_path / "timeline.csv", [
-        (1000, 50, 0), (1001, 50, 1), (1002, 4, 4), (1005, 2, 2), (1006, 3, 2), (1007, 50, 0), (1008, 50, 0)])
+    write_timeline(
+        tmp_path / "timeline.csv",
+        [(1000, 50, 0), (1001, 50, 1), (1002, 4, 4), (1005, 2, 2), (1006, 3, 2), (1007, 50, 0), (1008, 50, 0)],
+    )
     section = outages.section(tmp_path)
     window = section.summary["windows"]
     assert window == [{"start": 1002.0, "end": 1007.0, "requests": 9, "failures": 8}]

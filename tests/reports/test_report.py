@@ -15,29 +15,53 @@ import pandas as pd
 import pytest
 
 from swarmgauge.reports.report import format_latency, knee_sentence, step_tables
-from tests.listeners.sim_run import ROOT, read_steps, run_local, sim_target
 from swarmgauge.run_folders import resolve
+from tests.listeners.sim_run import ROOT, read_steps, run_local, sim_target
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 CAPACITY, DELAY_MS = 2, 40  # the target serves at most 2 at once, 40 ms each: it tops out at 50 req/s
 CEILING = CAPACITY * 1000.0 / DELAY_MS
 TABLE_HEADER = ["Step", "Users", "req/s", "p50", "p99", "errors"]
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _steps_frame(rows: list[tuple[int, int, float, float, float]]) -> pd.DataFrame:
-    return pd.DataFrame([{"step": i, "label": f"{u} users", "request_type": "QUIC", "name": "FETCH", "users": u,
-                          "target_rate": None, "rps": rps, "p50_ms": p50, "p99_ms": p99, "failures": 0,
-                          "generator_bound": False} for i, (u, rps, p50, p99, _x) in enumerate(rows)]
-                        ).assign(step=lambda f: range(len(f)))
+    return pd.DataFrame(
+        [
+            {
+                "step": i,
+                "label": f"{u} users",
+                "request_type": "QUIC",
+                "name": "FETCH",
+                "users": u,
+                "target_rate": None,
+                "rps": rps,
+                "p50_ms": p50,
+                "p99_ms": p99,
+                "failures": 0,
+                "generator_bound": False,
+            }
+            for i, (u, rps, p50, p99, _x) in enumerate(rows)
+        ]
+    ).assign(step=lambda f: range(len(f)))
 
 
 def test_the_knee_sentence_of_the_demarkus_page():
     table = _steps_frame([(1, 53, 20, 26, 0), (4, 160, 21, 45, 0), (16, 159, 100, 166, 0), (64, 158, 423, 486, 0)])
-    assert knee_sentence(table) == ("Throughput flattens at about 160 req/s from 4 users on; more users only queue "
-                                    "(at 16 users Little's law gives 101 ms, measured p50 100 ms).")
+    assert knee_sentence(table) == (
+        "Throughput flattens at about 160 req/s from 4 users on; more users only queue "
+        "(at 16 users Little's law gives 101 ms, measured p50 100 ms)."
+    )
     assert knee_sentence(table.iloc[:2]).startswith("Throughput rises, from 53.0 req/s at 1 user to 160 req/s")
     assert format_latency(1770) == "1.77 s" and format_latency(20.4) == "20.4 ms"
 
@@ -53,19 +77,37 @@ def test_open_model_steps_show_their_rate_and_never_make_a_knee():
 def capped_run(tmp_path_factory) -> Path:
     run_dir = tmp_path_factory.mktemp("capped") / "run"
     with sim_target("--delay", f"const:{DELAY_MS}", "--capacity", str(CAPACITY)) as target:
-        result = run_local(target.url, "--steps", "1,2,4,8", "--step-time", "2", "--stop-timeout", "5",
-                           "--run-dir", str(run_dir), "--no-report")
+        result = run_local(
+            target.url,
+            "--steps",
+            "1,2,4,8",
+            "--step-time",
+            "2",
+            "--stop-timeout",
+            "5",
+            "--run-dir",
+            str(run_dir),
+            "--no-report",
+        )
     assert result.returncode == 0, result.stderr[-3000:]
     assert not (resolve(run_dir) / "report.md").exists()
-    report = subprocess.run([sys.executable, "-m", "swarmgauge.cli", "report", str(run_dir)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+    report = subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "report", str(run_dir)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert report.returncode == 0, report.stderr[-3000:]
     return resolve(run_dir)
 
 
 def _markdown_table(text: str) -> list[list[str]]:
-    return [[cell.strip() for cell in line.strip().strip("|").split("|")]
-            for line in text.splitlines() if line.startswith("|") and not set(line) <= set("|:- ")]
+    return [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("|") and not set(line) <= set("|:- ")
+    ]
 
 
 def test_report_reproduces_the_read_table_and_the_knee(capped_run):
@@ -76,8 +118,11 @@ def test_report_reproduces_the_read_table_and_the_knee(capped_run):
     assert [row[1] for row in table[1:]] == ["1", "2", "4", "8"]
     assert all(re.fullmatch(r"[\d.]+ ms", row[3]) and re.fullmatch(r"[\d.]+ ms", row[4]) for row in table[1:])
     assert [row[5] for row in table[1:]] == ["0"] * 4
-    knee = re.search(r"Throughput flattens at about ([\d.]+) req/s from (\d+) users on; more users only queue "
-                     r"\(at (\d+) users Little's law gives ([\d.]+) ms, measured p50 ([\d.]+) ms\)\.", md)
+    knee = re.search(
+        r"Throughput flattens at about ([\d.]+) req/s from (\d+) users on; more users only queue "
+        r"\(at (\d+) users Little's law gives ([\d.]+) ms, measured p50 ([\d.]+) ms\)\.",
+        md,
+    )
     assert knee, md
     rps, little_ms = float(knee.group(1)), float(knee.group(4))
     users_from, users_at, p50_ms = int(knee.group(2)), int(knee.group(3)), knee.group(5)
@@ -112,16 +157,18 @@ def _chromium() -> str:
 
 def _run_chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     profile = tmp_path / "profile"
-    return subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
-                          capture_output=True, text=True, timeout=90)
+    return subprocess.run(
+        [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=90
+    )
 
 
 def test_chromium_opens_the_report_and_shows_the_plots(capped_run, tmp_path):
     from PIL import Image, ImageStat
 
     shot = tmp_path / "report.png"
-    result = _run_chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,2000",
-                           (capped_run / "report.html").as_uri())
+    result = _run_chromium(
+        tmp_path, f"--screenshot={shot}", "--window-size=1200,2000", (capped_run / "report.html").as_uri()
+    )
     assert shot.is_file(), result.stderr[-2000:]
     with Image.open(shot) as image:
         assert image.size == (1200, 2000)
@@ -133,11 +180,15 @@ def test_chromium_opens_the_report_and_shows_the_plots(capped_run, tmp_path):
     # A page that loads each of the report's images and writes down their decoded sizes, read back as the DOM.
     sources = re.findall(r"src='(data:image/png;base64,[^']+)'", (capped_run / "report.html").read_text())
     probe = tmp_path / "probe.html"
-    probe.write_text("<!doctype html><body><div id='out'></div><script>const out=document.getElementById('out');"
-                     + "".join(f"{{const i=new Image();i.onload=()=>out.append('loaded:'+i.naturalWidth+'x'"
-                               f"+i.naturalHeight+';');i.onerror=()=>out.append('failed;');i.src={json.dumps(s)};}}"
-                               for s in sources)
-                     + "</script></body>")
+    probe.write_text(
+        "<!doctype html><body><div id='out'></div><script>const out=document.getElementById('out');"
+        + "".join(
+            f"{{const i=new Image();i.onload=()=>out.append('loaded:'+i.naturalWidth+'x'"
+            f"+i.naturalHeight+';');i.onerror=()=>out.append('failed;');i.src={json.dumps(s)};}}"
+            for s in sources
+        )
+        + "</script></body>"
+    )
     dom = _run_chromium(tmp_path, "--virtual-time-budget=5000", "--dump-dom", probe.as_uri())
     written = re.search(r'<div id="out">(.*?)</div>', dom.stdout)
     assert written, dom.stdout[-2000:]

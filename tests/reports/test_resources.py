@@ -54,9 +54,10 @@ def test_no_resources_no_section(tmp_path):
 def test_failures_by_class_with_first_seen(tmp_path):
     (tmp_path / "locust_failures.csv").write_text(
         "Method,Name,Error,Occurrences,First Seen,Last Seen\n"
-        "GET,/search,\"PoolExhausted('{\"\"error\"\": \"\"pool\"\"}')\",5,2026-12-02T10:00:05Z,2026-12-02T10:00:09Z\n"
+        'GET,/search,"PoolExhausted(\'{""error"": ""pool""}\')",5,2026-12-02T10:00:05Z,2026-12-02T10:00:09Z\n'
         "GET,/get,\"PoolExhausted('x')\",2,2026-12-02T10:00:06Z,2026-12-02T10:00:08Z\n"
-        "GET,/stats,HTTPError('500 Server Error'),1,2026-12-02T10:00:01Z,2026-12-02T10:00:01Z\n")
+        "GET,/stats,HTTPError('500 Server Error'),1,2026-12-02T10:00:01Z,2026-12-02T10:00:01Z\n"
+    )
     section = failures.section(tmp_path)
     assert "Failures by class: PoolExhausted 7, HTTPError 1." in section.markdown
     assert "PoolExhausted at 2026-12-02T10:00:05Z" in section.markdown

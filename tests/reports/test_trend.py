@@ -28,8 +28,11 @@ def test_a_rising_table_says_rising(start, steps):
     assert f"to {format_rate(values[-1])} req/s at {USERS[len(values) - 1]} users" in sentence
 
 
-@given(start=rates, rising=st.lists(gains, min_size=0, max_size=3),
-       plateau=st.lists(st.floats(min_value=0.97, max_value=1.03), min_size=1, max_size=3))
+@given(
+    start=rates,
+    rising=st.lists(gains, min_size=0, max_size=3),
+    plateau=st.lists(st.floats(min_value=0.97, max_value=1.03), min_size=1, max_size=3),
+)
 def test_a_flat_table_names_the_knee_and_littles_law(start, rising, plateau):
     values = [start]
     for gain in rising:
@@ -38,16 +41,23 @@ def test_a_flat_table_names_the_knee_and_littles_law(start, rising, plateau):
     for change in plateau:
         values.append(values[-1] * change)
     sentence = trend_sentence(_points(values))
-    match = re.fullmatch(r"Throughput flattens at about (\S+) req/s from (\d+) users? on; more users only queue "
-                         r"\(at (\d+) users Little's law gives (\S+ m?s), measured p50 (\S+ m?s)\)\.", sentence)
+    match = re.fullmatch(
+        r"Throughput flattens at about (\S+) req/s from (\d+) users? on; more users only queue "
+        r"\(at (\d+) users Little's law gives (\S+ m?s), measured p50 (\S+ m?s)\)\.",
+        sentence,
+    )
     assert match, sentence
     assert match.group(1) == format_rate(values[knee])
     assert int(match.group(2)) == USERS[knee] and int(match.group(3)) == USERS[knee + 1]
     assert match.group(4) == match.group(5)  # the synthetic p50 is exactly Little's law
 
 
-@given(start=rates, rising=st.lists(gains, min_size=1, max_size=3),
-       fall=st.floats(min_value=0.15, max_value=0.9), tail=st.integers(min_value=0, max_value=1))
+@given(
+    start=rates,
+    rising=st.lists(gains, min_size=1, max_size=3),
+    fall=st.floats(min_value=0.15, max_value=0.9),
+    tail=st.integers(min_value=0, max_value=1),
+)
 def test_a_falling_table_says_from_where_and_by_how_much(start, rising, fall, tail):
     values = [start]
     for gain in rising:
@@ -69,14 +79,29 @@ def test_the_issue_demo_table_is_a_fall_not_a_plateau():
 
 
 def test_a_fall_names_the_saturated_side():
-    generator = trend_sentence([StepPoint(1, 100, generator_cpu=40), StepPoint(4, 300, generator_cpu=60),
-                                StepPoint(16, 150, generator_cpu=97, target_cpu=50)])
+    generator = trend_sentence(
+        [
+            StepPoint(1, 100, generator_cpu=40),
+            StepPoint(4, 300, generator_cpu=60),
+            StepPoint(16, 150, generator_cpu=97, target_cpu=50),
+        ]
+    )
     assert "load generator was saturated there (97 % of a core)" in generator
-    target = trend_sentence([StepPoint(1, 100, generator_cpu=10, target_cpu=40), StepPoint(4, 300, target_cpu=80),
-                             StepPoint(16, 150, generator_cpu=20, target_cpu=99)])
+    target = trend_sentence(
+        [
+            StepPoint(1, 100, generator_cpu=10, target_cpu=40),
+            StepPoint(4, 300, target_cpu=80),
+            StepPoint(16, 150, generator_cpu=20, target_cpu=99),
+        ]
+    )
     assert "the target was saturated there (99 % of a core)" in target
-    neither = trend_sentence([StepPoint(1, 100, generator_cpu=10, target_cpu=40), StepPoint(4, 300),
-                              StepPoint(16, 150, generator_cpu=20, target_cpu=50)])
+    neither = trend_sentence(
+        [
+            StepPoint(1, 100, generator_cpu=10, target_cpu=40),
+            StepPoint(4, 300),
+            StepPoint(16, 150, generator_cpu=20, target_cpu=50),
+        ]
+    )
     assert "neither generator nor target was CPU-saturated (generator 20 %, target 50 %" in neither
 
 

@@ -11,15 +11,41 @@ from swarmgauge.reports.workers import lost_table, section
 
 
 def _step(step: int, users: int, name: str, requests: int) -> dict:
-    return {"step": step, "label": f"{users} users", "request_type": "GET" if name != "Aggregated" else "",
-            "name": name, "users": users, "target_rate": "", "started_at": 1000.0 + 10 * step, "duration_s": 10,
-            "requests": requests, "failures": 0, "fail_ratio": 0, "rps": requests / 10, "p50_ms": 5, "p90_ms": 6,
-            "p99_ms": 9, "p999_ms": 12, "max_ms": 15, "avg_ms": 5.2, "warmup_requests": 0, "dropped": 0,
-            "workers": 2 - step, "generator_cpu_max": 20, "generator_bound": False}
+    return {
+        "step": step,
+        "label": f"{users} users",
+        "request_type": "GET" if name != "Aggregated" else "",
+        "name": name,
+        "users": users,
+        "target_rate": "",
+        "started_at": 1000.0 + 10 * step,
+        "duration_s": 10,
+        "requests": requests,
+        "failures": 0,
+        "fail_ratio": 0,
+        "rps": requests / 10,
+        "p50_ms": 5,
+        "p90_ms": 6,
+        "p99_ms": 9,
+        "p999_ms": 12,
+        "max_ms": 15,
+        "avg_ms": 5.2,
+        "warmup_requests": 0,
+        "dropped": 0,
+        "workers": 2 - step,
+        "generator_cpu_max": 20,
+        "generator_bound": False,
+    }
 
 
-STEPS = write_rows([_step(0, 2, "/item", 100), _step(0, 2, "Aggregated", 100),
-                    _step(1, 4, "/item", 300), _step(1, 4, "Aggregated", 300)])
+STEPS = write_rows(
+    [
+        _step(0, 2, "/item", 100),
+        _step(0, 2, "Aggregated", 100),
+        _step(1, 4, "/item", 300),
+        _step(1, 4, "Aggregated", 300),
+    ]
+)
 
 
 def _run_dir(tmp_path: Path, lost: list | None) -> Path:
@@ -31,9 +57,19 @@ def _run_dir(tmp_path: Path, lost: list | None) -> Path:
     return tmp_path
 
 
-LOST = [{"worker": "host_abc123", "last_seen": 1004.2, "last_report_at": 1003.0, "noticed_at": 1008.9, "step": 0,
-         "step_label": "2 users", "steps_touched": [0], "requests_reported": {"0": 41},
-         "locust_requests_reported": 41}]
+LOST = [
+    {
+        "worker": "host_abc123",
+        "last_seen": 1004.2,
+        "last_report_at": 1003.0,
+        "noticed_at": 1008.9,
+        "step": 0,
+        "step_label": "2 users",
+        "steps_touched": [0],
+        "requests_reported": {"0": 41},
+        "locust_requests_reported": 41,
+    }
+]
 
 
 def test_table_names_the_worker_its_times_and_the_steps_it_touched(tmp_path: Path):

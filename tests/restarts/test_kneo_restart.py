@@ -30,8 +30,9 @@ def test_kneo_restart_mid_run(kneo_venv, capsys):
             pass
 
     try:
-        outage = restart.through_restart(recorded, iterate, lambda: service.kill_process(0),
-                                         lambda: service.start_process(0))
+        outage = restart.through_restart(
+            recorded, iterate, lambda: service.kill_process(0), lambda: service.start_process(0)
+        )
     finally:
         service.stop()
     sync = [e for e in outage.events if e["request_type"] == "run sync"]

@@ -7,17 +7,29 @@ from types import SimpleNamespace
 
 import pytest
 
+from swarmgauge.errors import UsageError
 from swarmgauge.shapes import ArrivalRate, Burst, Churn, PlanShape, Soak, StepRamp
 from swarmgauge.shapes.base import MAX_RAMP_SECONDS, RAMP_FRACTION
-from swarmgauge.errors import UsageError
 
 
 def _with_options(shape, **options):
-    defaults = {"plan": None, "steps": None, "step_time": None, "warmup": None, "rate": None, "plan_duration": None,
-                "max_users": None, "drop_after": None, "shape_kind": None, "num_users": None, "run_time": None,
-                "spawn_rate": None}
-    shape.runner = SimpleNamespace(environment=SimpleNamespace(parsed_options=SimpleNamespace(**{**defaults,
-                                                                                                 **options})))
+    defaults = {
+        "plan": None,
+        "steps": None,
+        "step_time": None,
+        "warmup": None,
+        "rate": None,
+        "plan_duration": None,
+        "max_users": None,
+        "drop_after": None,
+        "shape_kind": None,
+        "num_users": None,
+        "run_time": None,
+        "spawn_rate": None,
+    }
+    shape.runner = SimpleNamespace(
+        environment=SimpleNamespace(parsed_options=SimpleNamespace(**{**defaults, **options}))
+    )
     return shape
 
 

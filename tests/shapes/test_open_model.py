@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 OPEN = {"SIM_USER_MODE": "open"}
 STOP = ("--stop-timeout", "5")
 
-CLASS_LOCUSTFILE = '''
+CLASS_LOCUSTFILE = """
 from tests.listeners.sim_locustfile import SimUser  # noqa: F401 - SIM_USER_MODE=open: takes tickets
 from swarmgauge.shapes import ArrivalRate
 
@@ -28,7 +28,7 @@ class FivePerSecond(ArrivalRate):
     rate = 5
     duration = "4s"
     max_users = 10
-'''
+"""
 
 
 def _item_row(run_dir: Path) -> dict[str, str]:
@@ -114,8 +114,19 @@ def test_five_per_second_starts_exactly_twenty_whatever_the_response_time(tmp_pa
 def test_two_workers_together_issue_the_plan_count(tmp_path):
     run_dir = tmp_path / "run"
     with sim_target("--delay", "const:20") as target:
-        result = run_distributed(target.url, "--rate", "5", "--duration", "3s", "--max-users", "6", *STOP,
-                                 "--run-dir", str(run_dir), env=OPEN)
+        result = run_distributed(
+            target.url,
+            "--rate",
+            "5",
+            "--duration",
+            "3s",
+            "--max-users",
+            "6",
+            *STOP,
+            "--run-dir",
+            str(run_dir),
+            env=OPEN,
+        )
         records = target.records()
     assert result.returncode == 0, result.stderr[-3000:]
     row = _item_row(run_dir)
@@ -126,8 +137,19 @@ def test_two_workers_together_issue_the_plan_count(tmp_path):
 def test_a_thousand_per_second_for_three_seconds(tmp_path):
     run_dir = tmp_path / "run"
     with sim_target("--delay", "const:5") as target:
-        result = run_local(target.url, "--rate", "1000", "--duration", "3s", "--max-users", "100", *STOP,
-                           "--run-dir", str(run_dir), env=OPEN)
+        result = run_local(
+            target.url,
+            "--rate",
+            "1000",
+            "--duration",
+            "3s",
+            "--max-users",
+            "100",
+            *STOP,
+            "--run-dir",
+            str(run_dir),
+            env=OPEN,
+        )
         records = target.records()
     assert result.returncode == 0, result.stderr[-3000:]
     row = _item_row(run_dir)
@@ -141,8 +163,21 @@ def test_a_thousand_per_second_for_three_seconds(tmp_path):
 def test_the_concurrency_cap_drops_tickets_and_counts_them(tmp_path):
     run_dir = tmp_path / "run"
     with sim_target("--delay", "const:400") as target:
-        result = run_local(target.url, "--rate", "20", "--duration", "3s", "--max-users", "2", "--drop-after",
-                           "0.5s", *STOP, "--run-dir", str(run_dir), env=OPEN)
+        result = run_local(
+            target.url,
+            "--rate",
+            "20",
+            "--duration",
+            "3s",
+            "--max-users",
+            "2",
+            "--drop-after",
+            "0.5s",
+            *STOP,
+            "--run-dir",
+            str(run_dir),
+            env=OPEN,
+        )
         records = target.records()
     assert result.returncode == 0, result.stderr[-3000:]
     row = _item_row(run_dir)
@@ -156,8 +191,21 @@ def test_the_concurrency_cap_drops_tickets_and_counts_them(tmp_path):
 def test_a_one_second_stall_shows_in_the_percentiles_from_the_intended_start(tmp_path):
     run_dir = tmp_path / "run"
     with sim_target("--delay", "const:10", "--stall-at", "1.5", "--stall-for", "1") as target:
-        result = run_local(target.url, "--rate", "20", "--duration", "4s", "--max-users", "4", "--drop-after",
-                           "3s", *STOP, "--run-dir", str(run_dir), env=OPEN)
+        result = run_local(
+            target.url,
+            "--rate",
+            "20",
+            "--duration",
+            "4s",
+            "--max-users",
+            "4",
+            "--drop-after",
+            "3s",
+            *STOP,
+            "--run-dir",
+            str(run_dir),
+            env=OPEN,
+        )
         records = target.records()
     assert result.returncode == 0, result.stderr[-3000:]
     row = _item_row(run_dir)

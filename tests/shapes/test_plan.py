@@ -2,11 +2,11 @@
 
 import pytest
 
+from swarmgauge.errors import UsageError
+from swarmgauge.run_folders import resolve
 from swarmgauge.shapes.open_model import arrival_time, arrivals_by
 from swarmgauge.shapes.plan import build_plan, load_plan_file, parse_duration
-from swarmgauge.errors import UsageError
 from tests.listeners.sim_run import run_local
-from swarmgauge.run_folders import resolve
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -17,12 +17,15 @@ def test_step_ramp_expands_to_one_stage_per_step():
     assert all(s.duration == 30 and s.warmup == 2 for s in plan.stages)
 
 
-@pytest.mark.parametrize("doc, words", [
-    ({"kind": "zigzag"}, "unknown shape"),
-    ({"kind": "arrival_rate", "rate": -5, "duration": "3s"}, "negative"),
-    ({"kind": "step_ramp", "steps": [4, 1], "step_time": 5}, "strictly increasing"),
-    ({"kind": "step_ramp", "steps": [1, 2], "step_time": 5, "colour": 1}, "unknown key"),
-])
+@pytest.mark.parametrize(
+    "doc, words",
+    [
+        ({"kind": "zigzag"}, "unknown shape"),
+        ({"kind": "arrival_rate", "rate": -5, "duration": "3s"}, "negative"),
+        ({"kind": "step_ramp", "steps": [4, 1], "step_time": 5}, "strictly increasing"),
+        ({"kind": "step_ramp", "steps": [1, 2], "step_time": 5, "colour": 1}, "unknown key"),
+    ],
+)
 def test_bad_plans_raise_usage_error_saying_what_is_wrong(doc, words):
     with pytest.raises(UsageError, match=words):
         build_plan(doc)
@@ -56,13 +59,16 @@ def test_bundled_plans_load(name):
 NOWHERE = "http://127.0.0.1:9"  # never contacted: the run must stop before any user starts
 
 
-@pytest.mark.parametrize("args, words", [
-    (("--shape-kind", "zigzag", "--steps", "1,2", "--step-time", "1"), "unknown shape 'zigzag'"),
-    (("--rate=-5", "--duration", "3s"), "must not be negative"),
-    (("--steps", "4,1", "--step-time", "1"), "steps must be strictly increasing, got 4, 1"),
-    (("--steps", "1,4", "--step-time", "soon"), "expected a duration"),
-    (("--plan", "no-such-plan"), "plan file 'no-such-plan' not found"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("--shape-kind", "zigzag", "--steps", "1,2", "--step-time", "1"), "unknown shape 'zigzag'"),
+        (("--rate=-5", "--duration", "3s"), "must not be negative"),
+        (("--steps", "4,1", "--step-time", "1"), "steps must be strictly increasing, got 4, 1"),
+        (("--steps", "1,4", "--step-time", "soon"), "expected a duration"),
+        (("--plan", "no-such-plan"), "plan file 'no-such-plan' not found"),
+    ],
+)
 def test_bad_plan_options_exit_2_with_one_line(tmp_path, args, words):
     run_dir = tmp_path / "run"
     result = run_local(NOWHERE, *args, "--run-dir", str(run_dir), timeout=60)

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from swarmgauge.run_folders import resolve
 from swarmgauge.shapes import PlanShape
 from swarmgauge.shapes.plan import build_plan
 from swarmgauge.targets.launch import REPO_ROOT, child_env
-from swarmgauge.run_folders import resolve
 
 
 def _shape(run_time: float | None) -> PlanShape:
@@ -34,18 +34,40 @@ def test_cutting_short_records_where_and_what_was_left(monkeypatch):
     monkeypatch.setattr("swarmgauge.listeners.rundir.add_run_info", lambda env, key, value: noted.update({key: value}))
     shape = _shape(70)
     shape._cut_short(70.0)
-    assert noted["cut_short"] == {"run_time_s": 70.0, "planned_s": 180.0, "during_step": "4 users",
-                                  "steps_not_run": ["16 users"]}
+    assert noted["cut_short"] == {
+        "run_time_s": 70.0,
+        "planned_s": 180.0,
+        "during_step": "4 users",
+        "steps_not_run": ["16 users"],
+    }
 
 
 @pytest.mark.integration
 @pytest.mark.timeout(150)
 def test_run_time_20s_ends_the_40_minute_churn_plan_at_20s_with_a_report(tmp_path):
     run_dir = tmp_path / "run"
-    result = subprocess.run([sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "locustfiles" / "mcp_churn.py"),
-                             "--headless", "-t", "20s", "--run-dir", str(run_dir), "--only-summary",
-                             "--stop-timeout", "2"],
-                            capture_output=True, text=True, timeout=120, env=child_env(), cwd=REPO_ROOT)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            str(REPO_ROOT / "locustfiles" / "mcp_churn.py"),
+            "--headless",
+            "-t",
+            "20s",
+            "--run-dir",
+            str(run_dir),
+            "--only-summary",
+            "--stop-timeout",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     info = json.loads((resolve(run_dir) / "run.json").read_text())
     assert info["plan"]["stages"][0]["duration"] == 2400.0  # the plan runs 40 minutes

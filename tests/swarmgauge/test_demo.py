@@ -6,11 +6,12 @@ import csv
 import subprocess
 import sys
 from pathlib import Path
+
 import pytest
 
-pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
-
 from swarmgauge.run_folders import resolve
+
+pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,9 +19,24 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_demo_writes_the_run_directory_and_report(tmp_path: Path):
     run_dir = tmp_path / "demo"
     result = subprocess.run(
-        [sys.executable, "-m", "swarmgauge.cli", "demo", "--run-dir", str(run_dir), "--steps", "1,2",
-         "--step-time", "2", "--warmup", "0"],
-        cwd=ROOT, capture_output=True, text=True, timeout=240,
+        [
+            sys.executable,
+            "-m",
+            "swarmgauge.cli",
+            "demo",
+            "--run-dir",
+            str(run_dir),
+            "--steps",
+            "1,2",
+            "--step-time",
+            "2",
+            "--warmup",
+            "0",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert f"results: {run_dir}" in result.stdout

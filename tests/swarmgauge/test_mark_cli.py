@@ -15,8 +15,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "swarmgauge.cli", "mark", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "mark", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def free_udp_port() -> int:
@@ -44,8 +50,15 @@ def test_unreachable_server_is_a_transport_error_in_one_line():
 
 
 def test_the_token_never_appears_in_the_error_line():
-    result = run_cli("publish", f"mark://127.0.0.1:{free_udp_port()}/doc.md", "--insecure", "--timeout", "1",
-                     "--token", "very-secret-token")
+    result = run_cli(
+        "publish",
+        f"mark://127.0.0.1:{free_udp_port()}/doc.md",
+        "--insecure",
+        "--timeout",
+        "1",
+        "--token",
+        "very-secret-token",
+    )
     assert result.returncode == 2
     assert "very-secret-token" not in result.stderr + result.stdout
 
@@ -61,19 +74,31 @@ GOLDENS = ROOT / "tests" / "targets" / "mark" / "goldens"
 
 @pytest.fixture(scope="module")
 def server():
-    with launch_target("mark", ["--port", "0", "--clock", "2026-01-01T00:00:00Z",
-                                "--publish-token", "cli-secret-token"]) as running:
+    with launch_target(
+        "mark", ["--port", "0", "--clock", "2026-01-01T00:00:00Z", "--publish-token", "cli-secret-token"]
+    ) as running:
         yield running
 
 
 def run_with_stdin(data: bytes, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "swarmgauge.cli", "mark", *args], cwd=ROOT, capture_output=True,
-                          input=data, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "mark", *args], cwd=ROOT, capture_output=True, input=data, timeout=60
+    )
 
 
 def test_publish_from_stdin_then_fetch_prints_status_metadata_and_body(server):
-    created = run_with_stdin(b"# Hello\n\nBody.\n", "PUBLISH", server.url + "/cli/hello.md", "--insecure",
-                             "--token", "cli-secret-token", "-m", "expected-version=0", "-m", "tags=a, b")
+    created = run_with_stdin(
+        b"# Hello\n\nBody.\n",
+        "PUBLISH",
+        server.url + "/cli/hello.md",
+        "--insecure",
+        "--token",
+        "cli-secret-token",
+        "-m",
+        "expected-version=0",
+        "-m",
+        "tags=a, b",
+    )
     assert created.returncode == 0, created.stderr
     assert created.stdout.decode().startswith("status: created\n")
     assert b"cli-secret-token" not in created.stdout + created.stderr

@@ -32,8 +32,12 @@ def test_the_finder_maps_the_same_folders_as_the_wheel():
 
 def test_every_package_folder_is_listed_for_the_wheel():
     """``packages`` is an explicit list: a new sub-package missing from it would silently be left out of a wheel."""
-    folders = [init.parent for top in ("swarmgauge", *swarmgauge.MAPPED_PACKAGES)
-               for init in (REPO_ROOT / top).rglob("__init__.py") if ".venv" not in init.parts]
+    folders = [
+        init.parent
+        for top in ("swarmgauge", *swarmgauge.MAPPED_PACKAGES)
+        for init in (REPO_ROOT / top).rglob("__init__.py")
+        if ".venv" not in init.parts
+    ]
     assert sorted({package_name(folder) for folder in folders} - set(SETUPTOOLS["packages"])) == []
 
 
@@ -48,12 +52,31 @@ def test_a_checkout_imports_the_mapped_folders_under_swarmgauge():
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project built as a wheel (no dependencies, this venv's setuptools) and installed into a folder."""
     wheels = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO_ROOT), "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(wheels)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(REPO_ROOT),
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheels),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     target = tmp_path_factory.mktemp("site")
     (wheel,) = wheels.glob("swarmgauge-*.whl")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return target
 
 
@@ -62,8 +85,7 @@ def test_the_wheel_installs_swarmgauge_as_its_only_top_level_package(installed: 
     (wheel_info,) = installed.glob("swarmgauge-*.dist-info")
     top_level = {p.name for p in installed.iterdir() if p.name != "bin"} - {wheel_info.name}
     assert top_level == {"swarmgauge"}
-    assert {p.name for p in (installed / "swarmgauge").iterdir() if p.is_dir()} >= {
-        "core", *swarmgauge.MAPPED_PACKAGES}
+    assert {p.name for p in (installed / "swarmgauge").iterdir() if p.is_dir()} >= {"core", *swarmgauge.MAPPED_PACKAGES}
     record = [line for line in (wheel_info / "RECORD").read_text().splitlines() if not line.startswith("../")]
     assert {line.split("/", 1)[0] for line in record} == {"swarmgauge", wheel_info.name}  # "../" is bin/
 
@@ -77,13 +99,40 @@ def test_a_project_locustfile_runs_beside_the_users_own_users_and_reports(instal
     (project / "users.py").write_text('raise ImportError("the project\'s users.py shadowed")\n')
     shutil.copy(REPO_ROOT / "locustfiles" / "http_ramp.py", project / "locustfile.py")
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(installed)}
-    where = subprocess.run([sys.executable, "-c", "import swarmgauge.users, swarmgauge.core; "
-                            "print(swarmgauge.users.__file__)"], cwd=project, env=env, capture_output=True,
-                           text=True, timeout=60, check=True)
+    where = subprocess.run(
+        [sys.executable, "-c", "import swarmgauge.users, swarmgauge.core; print(swarmgauge.users.__file__)"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert where.stdout.strip().startswith(str(installed))
     with launch_target("sim-http", ["--port", "0", "--max-seconds", "120"]) as service:
-        run = subprocess.run([sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "--only-summary",
-                              "--host", service.url, "--steps", "1", "--step-time", "2", "--run-dir", "run"],
-                             cwd=project, env=env, capture_output=True, text=True, timeout=120)
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "locust",
+                "-f",
+                "locustfile.py",
+                "--headless",
+                "--only-summary",
+                "--host",
+                service.url,
+                "--steps",
+                "1",
+                "--step-time",
+                "2",
+                "--run-dir",
+                "run",
+            ],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert run.returncode == 0, run.stderr[-3000:]
     assert (project / "run" / "steps.csv").is_file()

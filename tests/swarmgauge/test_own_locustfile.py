@@ -36,7 +36,9 @@ def own_project(root: Path, locustfile: str) -> Path:
     """A user's project: the locustfile beside packages named like ours, which must not shadow swarmgauge's."""
     for package in ("users", "reports"):
         (root / package).mkdir(parents=True)
-        (root / package / "__init__.py").write_text(f'"""The project\'s own {package}."""\nOWN_{package.upper()} = True\n')
+        (root / package / "__init__.py").write_text(
+            f'"""The project\'s own {package}."""\nOWN_{package.upper()} = True\n'
+        )
     (root / "users.py").write_text('"""A module named like our users package."""\nOWN = True\n')
     (root / "locustfile.py").write_text(locustfile)
     return root / "locustfile.py"
@@ -45,9 +47,28 @@ def own_project(root: Path, locustfile: str) -> Path:
 def run_locust(locustfile: Path, host: str, run_dir: Path, slo: str, *extra: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run(
-        [sys.executable, "-m", "locust", "-f", locustfile.name, "--headless", "--only-summary", "--host", host,
-         "--run-dir", str(run_dir), "--slo", slo, *extra],
-        cwd=locustfile.parent, capture_output=True, text=True, timeout=RUN_SECONDS, env=env)
+        [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            locustfile.name,
+            "--headless",
+            "--only-summary",
+            "--host",
+            host,
+            "--run-dir",
+            str(run_dir),
+            "--slo",
+            slo,
+            *extra,
+        ],
+        cwd=locustfile.parent,
+        capture_output=True,
+        text=True,
+        timeout=RUN_SECONDS,
+        env=env,
+    )
 
 
 def steps_rows(run_dir: Path) -> list[dict[str, str]]:

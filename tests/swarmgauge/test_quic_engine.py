@@ -19,8 +19,11 @@ CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 4433)
 def connected_pair(quic_engine: QuicEngine, *, server_streams: int | None = None):
     """A client and a server connection of ``quic_engine`` after a handshake moved by hand, and the clock."""
     cert, key = self_signed_certificate()
-    client = quic_engine.QuicConnection(configuration=quic_engine.client_configuration(
-        alpn="mark", insecure=True, ca_file=None, server_name="localhost", idle_timeout=30.0))
+    client = quic_engine.QuicConnection(
+        configuration=quic_engine.client_configuration(
+            alpn="mark", insecure=True, ca_file=None, server_name="localhost", idle_timeout=30.0
+        )
+    )
     clock = 100.0
     client.connect(SERVER, now=clock)
     outgoing = client.datagrams_to_send(clock)
@@ -28,7 +31,8 @@ def connected_pair(quic_engine: QuicEngine, *, server_streams: int | None = None
     assert original_cid is not None
     server = quic_engine.QuicConnection(
         configuration=quic_engine.server_configuration(cert, key, alpn="mark", idle_timeout=30.0),
-        original_destination_connection_id=original_cid)
+        original_destination_connection_id=original_cid,
+    )
     if server_streams is not None:
         quic_engine.limit_streams(server, server_streams)
     quic_engine.delay_acks(server)
@@ -48,8 +52,9 @@ def connected_pair(quic_engine: QuicEngine, *, server_streams: int | None = None
 def test_each_engine_makes_its_own_classes_and_finds_itself_from_a_configuration(name):
     quic_engine = engine(name)
     assert quic_engine.name == name
-    configuration = quic_engine.client_configuration(alpn="mark", insecure=True, ca_file=None, server_name=None,
-                                                     idle_timeout=5.0)
+    configuration = quic_engine.client_configuration(
+        alpn="mark", insecure=True, ca_file=None, server_name=None, idle_timeout=5.0
+    )
     assert engine_of(configuration) is quic_engine
     assert type(configuration).__module__.startswith(name)
 
@@ -118,8 +123,9 @@ def test_the_ipv4_server_port_of_serve_is_found(name):
     cert, key = self_signed_certificate()
 
     async def bound() -> int:
-        server = await quic_engine.serve("127.0.0.1", 0, configuration=quic_engine.server_configuration(
-            cert, key, alpn="mark", idle_timeout=5.0))
+        server = await quic_engine.serve(
+            "127.0.0.1", 0, configuration=quic_engine.server_configuration(cert, key, alpn="mark", idle_timeout=5.0)
+        )
         try:
             return quic_engine.bound_port(server)
         finally:

@@ -31,8 +31,13 @@ def test_resolve_takes_a_parent_its_latest_link_or_a_run_folder(tmp_path):
 def test_swarmgauge_report_renders_the_latest_run_of_a_parent(tmp_path):
     older = new_run_folder(tmp_path, now=0.0)
     newer = new_run_folder(tmp_path, now=60.0)
-    result = subprocess.run([sys.executable, "-m", "swarmgauge.cli", "report", str(tmp_path)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "report", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert (newer / "report.md").exists() and not (older / "report.md").exists()
     assert not (tmp_path / "report.md").exists()

@@ -13,9 +13,9 @@ import pytest
 import swarmgauge.listeners.resources  # noqa: F401 - registers the rss_delta SLO term
 from swarmgauge.listeners.quiet import quiet_libraries
 from swarmgauge.listeners.slo import covers_failures, format_verdicts, in_unit, parse
+from swarmgauge.run_folders import resolve
 from swarmgauge.summary import exit_reason
 from tests.listeners.sim_run import ROOT, run_local, sim_target
-from swarmgauge.run_folders import resolve
 
 
 def test_slo_lines_are_in_the_thresholds_own_units():
@@ -24,8 +24,17 @@ def test_slo_lines_are_in_the_thresholds_own_units():
     assert in_unit(12.345, "", "p99") == "12.3 ms" and in_unit(1500.0, "s", "p99") == "1.5 s"
     assert in_unit(None, "MiB") == "no data"
     threshold = parse("rss_delta<50MiB")
-    line = format_verdicts([{"expr": threshold.expr, "status": "pass", "observed": 4.74399e7,
-                             "unit": threshold.unit, "metric": threshold.metric}])
+    line = format_verdicts(
+        [
+            {
+                "expr": threshold.expr,
+                "status": "pass",
+                "observed": 4.74399e7,
+                "unit": threshold.unit,
+                "metric": threshold.metric,
+            }
+        ]
+    )
     assert line == "SLO PASS    rss_delta<50MiB  (observed 45.2 MiB)"
     assert "base units" not in line
 
@@ -66,10 +75,31 @@ def test_failed_requests_exit_1_only_when_no_slo_covers_failures(tmp_path, slos,
 def test_the_demo_locustfile_ends_with_the_step_table_and_verdicts_and_no_quic_info_lines(tmp_path):
     run_dir = tmp_path / "run"
     result = subprocess.run(
-        [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "demarkus_reads.py"), "FetchUser",
-         "--headless", "--steps", "1,2", "--step-time", "2", "--run-dir", str(run_dir), "--slo", "fail_ratio<0.01",
-         "--slo", "FETCH:p99<10s"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            str(ROOT / "locustfiles" / "demarkus_reads.py"),
+            "FetchUser",
+            "--headless",
+            "--steps",
+            "1,2",
+            "--step-time",
+            "2",
+            "--run-dir",
+            str(run_dir),
+            "--slo",
+            "fail_ratio<0.01",
+            "--slo",
+            "FETCH:p99<10s",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout[-3000:]
     output = result.stdout  # stderr (logs, Locust's table) and stdout in the order the user sees them
     locust_table = output.index("Aggregated")

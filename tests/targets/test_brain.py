@@ -67,8 +67,9 @@ def test_pool_exhaustion_turns_every_backend_route_into_502_but_health(brain):
 
 def test_stateless_mcp(brain):
     url = brain().url
-    init = requests.post(url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
-                         timeout=5)
+    init = requests.post(
+        url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}, timeout=5
+    )
     assert init.json()["result"]["protocolVersion"] == "2024-11-05" and "Mcp-Session-Id" not in init.headers
     note = requests.post(url + "/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, timeout=5)
     assert (note.status_code, note.json()) == (200, {})
@@ -83,8 +84,14 @@ def test_refuses_non_loopback_and_names_itself_a_stand_in():
 
     from swarmgauge.targets.launch import REPO_ROOT, child_env
 
-    shown = subprocess.run([sys.executable, "-m", "swarmgauge.cli", "target", "brain", "--help"], capture_output=True,
-                           text=True, timeout=30, env=child_env(), cwd=REPO_ROOT).stdout
+    shown = subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "target", "brain", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    ).stdout
     assert "STAND-IN" in shown
 
 

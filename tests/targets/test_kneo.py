@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from swarmgauge.listeners.sources import parse_source
 from swarmgauge.errors import UsageError
+from swarmgauge.listeners.sources import parse_source
 from swarmgauge.targets.kneo import KneoService, NoSuitablePython, find_python
 from swarmgauge.targets.postgres import PostgresError, find_bindir
 
@@ -34,16 +34,22 @@ def _get(url: str) -> tuple[int, bytes]:
 
 def _post_run(url: str, **extra) -> dict:
     body = {"input": "hello", "spec_path": "echo.yaml", "target": "agent", **extra}
-    request = urllib.request.Request(f"{url}/v1/runs", data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"{url}/v1/runs", data=json.dumps(body).encode(), method="POST", headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())
 
 
 def _start_cli(*args: str) -> tuple[subprocess.Popen, dict[str, list[str]]]:
     """Start ``swarmgauge target kneo`` and read its announcement lines up to ``pids``."""
-    proc = subprocess.Popen([sys.executable, "-m", "swarmgauge.cli", "target", "kneo", *args, "--max-seconds", "120"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "swarmgauge.cli", "target", "kneo", *args, "--max-seconds", "120"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: dict[str, list[str]] = {}
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -78,23 +84,38 @@ def test_without_any_python_312_the_cli_says_where_it_looked_in_one_line(tmp_pat
     bin_dir.mkdir()
     (bin_dir / "python3").symlink_to(sys.executable)
     env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "PYENV_ROOT": str(tmp_path / "pyenv")}
-    result = subprocess.run([sys.executable, "-m", "swarmgauge.targets.kneo", "--store", "sqlite"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "swarmgauge.targets.kneo", "--store", "sqlite"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, lines
     assert "no Python >= 3.12" in lines[0] and "pyenv" in lines[0] and "python3.12" in lines[0]
-    prepare = subprocess.run([sys.executable, "-m", "swarmgauge.targets.kneo", "prepare"], cwd=ROOT, env=env,
-                             capture_output=True, text=True, timeout=60)
+    prepare = subprocess.run(
+        [sys.executable, "-m", "swarmgauge.targets.kneo", "prepare"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert prepare.returncode == 0 and "skipped: no Python >= 3.12" in prepare.stderr
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"store": "mysql"}, "--store must be sqlite or postgres"),
-    ({"store": "postgres"}, "--store postgres needs --dsn"),
-    ({"store": "sqlite", "processes": 2}, "--processes > 1 needs --store postgres"),
-    ({"host": "0.0.0.0"}, "loopback only"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"store": "mysql"}, "--store must be sqlite or postgres"),
+        ({"store": "postgres"}, "--store postgres needs --dsn"),
+        ({"store": "sqlite", "processes": 2}, "--processes > 1 needs --store postgres"),
+        ({"host": "0.0.0.0"}, "loopback only"),
+    ],
+)
 def test_bad_service_settings_are_usage_errors(kwargs, message):
     with pytest.raises(UsageError, match=message):
         KneoService(**kwargs)

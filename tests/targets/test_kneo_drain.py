@@ -8,10 +8,12 @@ from swarmgauge.targets.kneo.drain import drain_figures
 
 
 def test_a_batch_drains_at_its_runs_over_first_save_to_last_terminal_stamp():
-    times = [("2026-06-18T10:00:00+00:00", "2026-06-18T10:00:01+00:00", "completed"),
-             ("2026-06-18T10:00:00.500000+00:00", "2026-06-18T10:00:03+00:00", "completed"),
-             ("2026-06-18T10:00:01+00:00", "2026-06-18T10:00:04+00:00", "failed"),
-             ("2026-06-18T10:00:01+00:00", None, "running")]
+    times = [
+        ("2026-06-18T10:00:00+00:00", "2026-06-18T10:00:01+00:00", "completed"),
+        ("2026-06-18T10:00:00.500000+00:00", "2026-06-18T10:00:03+00:00", "completed"),
+        ("2026-06-18T10:00:01+00:00", "2026-06-18T10:00:04+00:00", "failed"),
+        ("2026-06-18T10:00:01+00:00", None, "running"),
+    ]
     figures = drain_figures(times)
     assert figures["runs"] == 3 and figures["unfinished"] == 1
     assert figures["drain_s"] == pytest.approx(4.0) and figures["runs_per_s"] == pytest.approx(0.75)

@@ -119,15 +119,24 @@ def test_sigterm_stops_the_gateway_and_the_mark_server_it_started():
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("args, says", [
-    (["--host", "0.0.0.0"], "binds loopback only"),
-    (["--path", "mcp"], "--path must start with '/'"),
-    (["--mark", "http://127.0.0.1:1"], "--mark must look like mark://"),
-    (["--max-sessions", "-1"], "must be positive"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--host", "0.0.0.0"], "binds loopback only"),
+        (["--path", "mcp"], "--path must start with '/'"),
+        (["--mark", "http://127.0.0.1:1"], "--mark must look like mark://"),
+        (["--max-sessions", "-1"], "must be positive"),
+    ],
+)
 def test_bad_options_exit_2_with_one_line(args, says):
-    done = subprocess.run([sys.executable, "-m", "swarmgauge.cli", "target", "mcp", "--mark", "mark://127.0.0.1:9",
-                           *args], capture_output=True, text=True, timeout=25, env=child_env(), cwd=REPO_ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "target", "mcp", "--mark", "mark://127.0.0.1:9", *args],
+        capture_output=True,
+        text=True,
+        timeout=25,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    )
     assert done.returncode == 2 and says in done.stderr
     assert "ready" not in done.stdout
 

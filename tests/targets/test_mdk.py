@@ -23,8 +23,9 @@ SET_NORMAL = {"action": "setPowerMode", "params": {"mode": "normal"}}
 
 @pytest.fixture(scope="module")
 def gateway():
-    with launch_target("mdk", ["--devices", "12", "--workers", "2", "--cache-s", "1"], wait_for=("ready", "root")) \
-            as target:
+    with launch_target(
+        "mdk", ["--devices", "12", "--workers", "2", "--cache-s", "1"], wait_for=("ready", "root")
+    ) as target:
         yield target
 
 
@@ -60,18 +61,25 @@ def test_actions_are_queued_then_executed_and_bad_ones_rejected_with_their_code(
         assert time.monotonic() < deadline, "queued commands never executed"
         time.sleep(0.1)
 
-    bad_mode = requests.post(f"{gateway.url}/api/fleet/device/{ids[0]}/action",
-                             json={"action": "setPowerMode", "params": {"mode": "turbo"}}, timeout=5)
+    bad_mode = requests.post(
+        f"{gateway.url}/api/fleet/device/{ids[0]}/action",
+        json={"action": "setPowerMode", "params": {"mode": "turbo"}},
+        timeout=5,
+    )
     assert bad_mode.status_code == 200
     assert bad_mode.json()["result"] == {"status": "REJECTED", "error": "ERR_PARAM_RANGE: mode"}
-    unknown = requests.post(f"{gateway.url}/api/fleet/device/{ids[0]}/action", json={"action": "selfDestruct"},
-                            timeout=5).json()["result"]
+    unknown = requests.post(
+        f"{gateway.url}/api/fleet/device/{ids[0]}/action", json={"action": "selfDestruct"}, timeout=5
+    ).json()["result"]
     assert unknown["status"] == "REJECTED" and unknown["error"].startswith("ERR_COMMAND_NOT_IN_CAPABILITIES")
     missing = requests.post(f"{gateway.url}/api/fleet/device/{ids[0]}/action", json={"params": {}}, timeout=5)
     assert missing.status_code == 400 and missing.json()["message"] == "ERR_ACTION_REQUIRED"
     gone = requests.get(f"{gateway.url}/api/fleet/device/{uuid.uuid4()}/telemetry", timeout=5)
-    assert gone.status_code == 404 and gone.json() == {"statusCode": 404, "error": "Not Found",
-                                                        "message": "ERR_DEVICE_NOT_FOUND"}
+    assert gone.status_code == 404 and gone.json() == {
+        "statusCode": 404,
+        "error": "Not Found",
+        "message": "ERR_DEVICE_NOT_FOUND",
+    }
     assert metric(gateway.url, r'mdk_commands_rejected_total\{code="ERR_PARAM_RANGE"\}') >= 1
 
 
@@ -127,12 +135,24 @@ def test_rate_limit_per_ip_keys_on_x_forwarded_for_and_frees_after_the_window():
         assert requests.get(target.url + "/echo", timeout=5).ok
 
 
-@pytest.mark.parametrize("args, says", [(["--devices", "0"], "--devices"), (["--workers", "3", "--devices", "2"],
-                                        "--workers"), (["--read-cost-ms", "9-1"], "--read-cost-ms"),
-                                        (["--rate-window-s", "0"], "--rate-window-s")])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--devices", "0"], "--devices"),
+        (["--workers", "3", "--devices", "2"], "--workers"),
+        (["--read-cost-ms", "9-1"], "--read-cost-ms"),
+        (["--rate-window-s", "0"], "--rate-window-s"),
+    ],
+)
 def test_bad_options_exit_2_with_one_line(args, says):
-    result = subprocess.run([sys.executable, "-m", "swarmgauge.cli", "target", "mdk", *args], capture_output=True,
-                            text=True, timeout=30, env=child_env(), cwd=REPO_ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "target", "mdk", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0] and lines[0].startswith("swarmgauge target mdk:")
@@ -161,8 +181,14 @@ def test_a_port_taken_meanwhile_is_picked_again_and_a_given_busy_port_is_one_lin
             assert stack.plan.kernel_port != taken[0].getsockname()[1]
             assert requests.get(stack.url + "/api/fleet/summary", timeout=10).json()["deviceCount"] == 2
         busy = taken[0].getsockname()[1]
-        result = subprocess.run([sys.executable, "-m", "swarmgauge.cli", "target", "mdk", "--port", str(busy)],
-                                capture_output=True, text=True, timeout=60, env=child_env(), cwd=REPO_ROOT)
+        result = subprocess.run(
+            [sys.executable, "-m", "swarmgauge.cli", "target", "mdk", "--port", str(busy)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=child_env(),
+            cwd=REPO_ROOT,
+        )
         assert result.returncode == 1
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and "gateway exited" in lines[0] and "in use" in lines[0]

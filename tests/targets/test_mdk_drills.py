@@ -18,14 +18,21 @@ CACHE_S = 2
 
 @pytest.fixture(scope="module")
 def stand_in():
-    with launch_target("mdk", ["--devices", "10", "--workers", "2", "--cache-s", str(CACHE_S)],
-                       wait_for=("ready", "root")) as target:
+    with launch_target(
+        "mdk", ["--devices", "10", "--workers", "2", "--cache-s", str(CACHE_S)], wait_for=("ready", "root")
+    ) as target:
         yield target
 
 
 def drill(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "swarmgauge.cli", "drill", *args], capture_output=True, text=True,
-                          timeout=90, env=child_env(), cwd=REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "drill", *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    )
 
 
 def _pids(root: str) -> dict[str, int]:
@@ -43,7 +50,7 @@ def test_restart_drills_time_ready_and_the_first_read_separately(stand_in, tmp_p
     assert result.returncode == 0, result.stderr
     row = json.loads(result.stdout.strip().splitlines()[-1])
     assert row["drill"] == name and row["component"] == component and row["recovered"] is True
-    assert 0 < row["ready_s"] and 0 < row["first_read_s"]
+    assert row["ready_s"] > 0 and row["first_read_s"] > 0
     assert row["read_after_ready_s"] == pytest.approx(row["first_read_s"] - row["ready_s"])
     assert "READY after" in result.stdout and "first successful read after" in result.stdout
     after = _pids(root)
@@ -70,7 +77,9 @@ def test_device_outage_fails_snap_first_then_the_cached_channels_then_recovers(s
 def test_results_append_to_one_file(stand_in, tmp_path):
     root = stand_in.lines["root"]
     for _ in range(2):
-        assert drill("worker-restart", "--root", root, "--worker", "worker-1", "--run-dir", str(tmp_path)).returncode == 0
+        assert (
+            drill("worker-restart", "--root", root, "--worker", "worker-1", "--run-dir", str(tmp_path)).returncode == 0
+        )
     saved = json.loads((tmp_path / "mdk_drills.json").read_text())["drills"]
     assert [d["component"] for d in saved] == ["worker-1", "worker-1"]
 

@@ -20,8 +20,14 @@ SET_NORMAL = {"action": "setPowerMode", "params": {"mode": "normal"}}
 
 
 def test_a_lane_turn_costs_more_with_a_bigger_fleet_and_more_commands_in_the_kernel(tmp_path):
-    plan = StackPlan(gateway_port=1, kernel_port=2, workers=[WorkerPlan("worker-0", 3, 4, [])],
-                     accept_base_us=500.0, accept_us_per_device=2.0, accept_us_per_inflight=50.0)
+    plan = StackPlan(
+        gateway_port=1,
+        kernel_port=2,
+        workers=[WorkerPlan("worker-0", 3, 4, [])],
+        accept_base_us=500.0,
+        accept_us_per_device=2.0,
+        accept_us_per_inflight=50.0,
+    )
     kernel = Kernel(tmp_path, plan)
     kernel.device_owner = {f"d{i}": "worker-0" for i in range(1000)}
     idle = kernel.lane_cost_s()
@@ -37,8 +43,15 @@ def test_a_lane_turn_costs_more_with_a_bigger_fleet_and_more_commands_in_the_ker
 @pytest.mark.timeout(90)
 def test_a_ping_behind_a_busy_lane_misses_and_the_worker_rejects_as_not_routable():
     # 4 devices x 0.1 s per lane turn: 12 concurrent submits hold the lane about 5 s, past the ping's 1 s timeout.
-    with MDKStack(devices=4, workers=1, health_ping_s=0.5, health_timeout_s=1.0,
-                  accept_base_us=0.0, accept_us_per_device=100_000.0, accept_us_per_inflight=0.0) as stack:
+    with MDKStack(
+        devices=4,
+        workers=1,
+        health_ping_s=0.5,
+        health_timeout_s=1.0,
+        accept_base_us=0.0,
+        accept_us_per_device=100_000.0,
+        accept_us_per_inflight=0.0,
+    ) as stack:
         url = f"{stack.url}/api/fleet/device/{stack.device_ids('worker-0')[0]}/action"
 
         def submit(_: int) -> dict:
@@ -61,7 +74,13 @@ def test_a_ping_behind_a_busy_lane_misses_and_the_worker_rejects_as_not_routable
 
 
 def test_a_negative_lane_cost_is_a_one_line_usage_error():
-    result = subprocess.run([sys.executable, "-m", "swarmgauge.cli", "target", "mdk", "--accept-us-per-device", "-1"],
-                            capture_output=True, text=True, timeout=30, env=child_env(), cwd=REPO_ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "target", "mdk", "--accept-us-per-device", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    )
     assert result.returncode == 2 and "--accept-us-per-device" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

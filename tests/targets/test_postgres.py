@@ -72,9 +72,24 @@ def test_bad_bindir_is_a_named_error(tmp_path):
 def test_cli_prints_redacted_dsn_and_writes_a_private_dsn_file(tmp_path):
     _bindir_or_skip()
     dsn_file = tmp_path / "dsn"
-    result = subprocess.run([sys.executable, "-m", "swarmgauge.cli", "target", "postgres", "--no-fsync",
-                             "--max-seconds", "0.5", "--dsn-file", str(dsn_file)],
-                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "swarmgauge.cli",
+            "target",
+            "postgres",
+            "--no-fsync",
+            "--max-seconds",
+            "0.5",
+            "--dsn-file",
+            str(dsn_file),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-800:]
     ready = [line for line in result.stdout.splitlines() if line.startswith("ready ")]
     assert len(ready) == 1 and ":***@127.0.0.1:" in ready[0]
@@ -86,8 +101,13 @@ def test_cli_prints_redacted_dsn_and_writes_a_private_dsn_file(tmp_path):
 
 
 def test_cli_with_bad_bindir_says_so_in_one_line(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "swarmgauge.cli", "target", "postgres", "--bindir",
-                             str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "target", "postgres", "--bindir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "no PostgreSQL binaries" in lines[0]

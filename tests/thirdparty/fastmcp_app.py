@@ -27,5 +27,11 @@ async def slow(steps: int = 3, ctx: Context | None = None) -> str:
 
 if __name__ == "__main__":
     port = int(sys.argv[1])
-    app.run(transport="http", host="127.0.0.1", port=port, json_response="--json" in sys.argv[2:],
-            show_banner=False, log_level="warning")
+    app.run(
+        transport="http",
+        host="127.0.0.1",
+        port=port,
+        json_response="--json" in sys.argv[2:],
+        show_banner=False,
+        log_level="warning",
+    )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import gevent
 
@@ -39,12 +40,21 @@ class Outage:
     def summary(self, name: str) -> str:
         first, last = self.window()
         kinds = sorted({type(e["exception"]).__name__ for e in self.failures})
-        return (f"[{name}] outage: first failure {first:+.2f} s after the kill, last {last:+.2f} s after the target "
-                f"was back; down {self.listening - self.killed:.2f} s; {len(self.failures)} failures {kinds}")
+        return (
+            f"[{name}] outage: first failure {first:+.2f} s after the kill, last {last:+.2f} s after the target "
+            f"was back; down {self.listening - self.killed:.2f} s; {len(self.failures)} failures {kinds}"
+        )
 
 
-def through_restart(events: list[dict[str, Any]], iterate: Callable[[], None], kill: Callable[[], None],
-                    start: Callable[[], None], *, before: float = 2.0, down: float = 1.5) -> Outage:
+def through_restart(
+    events: list[dict[str, Any]],
+    iterate: Callable[[], None],
+    kill: Callable[[], None],
+    start: Callable[[], None],
+    *,
+    before: float = 2.0,
+    down: float = 1.5,
+) -> Outage:
     """Run ``iterate`` in a loop while the target is killed, left down ``down`` s and started again."""
     running = [True]
 

@@ -54,9 +54,10 @@ class ServerProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "ServerProcess":
-        self.process = subprocess.Popen(self.argv, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                        cwd=HERE)
+    def start(self) -> ServerProcess:
+        self.process = subprocess.Popen(
+            self.argv, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=HERE
+        )
         deadline = time.monotonic() + START_TIMEOUT
         while not _accepting(self.port):
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -76,17 +77,22 @@ class ServerProcess:
 def everything_server() -> ServerProcess:
     node = shutil.which("node")
     if node is None or not EVERYTHING.exists():
-        pytest.skip(f"server-everything not installed: npm install --prefix {ROOT / 'npm'} "
-                    "@modelcontextprotocol/server-everything (.ci/run does)")
+        pytest.skip(
+            f"server-everything not installed: npm install --prefix {ROOT / 'npm'} "
+            "@modelcontextprotocol/server-everything (.ci/run does)"
+        )
     port = free_port()
-    return ServerProcess([node, "--require", str(HERE / "loopback.cjs"), str(EVERYTHING), "streamableHttp"], port,
-                         {"PORT": str(port)})
+    return ServerProcess(
+        [node, "--require", str(HERE / "loopback.cjs"), str(EVERYTHING), "streamableHttp"], port, {"PORT": str(port)}
+    )
 
 
 def fastmcp_server(json_response: bool) -> ServerProcess:
     if not FASTMCP_PYTHON.exists():
-        pytest.skip(f"fastmcp not installed: python3 -m venv {ROOT / 'fastmcp-venv'} && "
-                    f"{FASTMCP_PYTHON.parent / 'pip'} install fastmcp (.ci/run does)")
+        pytest.skip(
+            f"fastmcp not installed: python3 -m venv {ROOT / 'fastmcp-venv'} && "
+            f"{FASTMCP_PYTHON.parent / 'pip'} install fastmcp (.ci/run does)"
+        )
     port = free_port()
     flags = ["--json"] if json_response else []
     return ServerProcess([str(FASTMCP_PYTHON), str(HERE / "fastmcp_app.py"), str(port), *flags], port)

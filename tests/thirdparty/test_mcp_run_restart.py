@@ -11,10 +11,10 @@ import time
 import gevent
 import pytest
 
+from swarmgauge.run_folders import resolve
 from swarmgauge.targets.launch import REPO_ROOT, child_env
 from tests.locustfiles.test_mcp_churn import read_csv
 from tests.thirdparty import servers
-from swarmgauge.run_folders import resolve
 
 pytestmark = pytest.mark.integration
 RUN_SECONDS = 20
@@ -24,16 +24,41 @@ RUN_SECONDS = 20
 def test_a_run_through_a_server_restart_is_reported_with_its_outage(tmp_path, capsys):
     server = servers.everything_server().start()
     plan = tmp_path / "tool.yaml"
-    plan.write_text("name: tool-restart\nkind: stages\nstages:\n"
-                    f"  - {{label: tools, users: 2, duration: {RUN_SECONDS}s, user_classes: [MCPToolUser]}}\n")
+    plan.write_text(
+        "name: tool-restart\nkind: stages\nstages:\n"
+        f"  - {{label: tools, users: 2, duration: {RUN_SECONDS}s, user_classes: [MCPToolUser]}}\n"
+    )
     run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "locustfiles" / "mcp_churn.py"), "--headless",
-               "--plan", str(plan), "--run-dir", str(run_dir), "--host", server.url + "/mcp", "--mcp-tool", "echo",
-               "--mcp-args", '{"message": "hello"}', "--mcp-list-weight", "0.2", "--mcp-timeout", "5",
-               "--stop-timeout", "5", "--csv", str(run_dir / "locust")]
+    command = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(REPO_ROOT / "locustfiles" / "mcp_churn.py"),
+        "--headless",
+        "--plan",
+        str(plan),
+        "--run-dir",
+        str(run_dir),
+        "--host",
+        server.url + "/mcp",
+        "--mcp-tool",
+        "echo",
+        "--mcp-args",
+        '{"message": "hello"}',
+        "--mcp-list-weight",
+        "0.2",
+        "--mcp-timeout",
+        "5",
+        "--stop-timeout",
+        "5",
+        "--csv",
+        str(run_dir / "locust"),
+    ]
     try:
-        run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               env=child_env(), cwd=REPO_ROOT)
+        run = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=child_env(), cwd=REPO_ROOT
+        )
         lines: list[str] = []
         reader = gevent.spawn(lambda: lines.extend(iter(run.stderr.readline, "")))
         for _ in range(600):  # the load is on once Locust says every user is spawned (a slow start is no outage)
@@ -65,6 +90,8 @@ def test_a_run_through_a_server_restart_is_reported_with_its_outage(tmp_path, ca
     assert int(steps["Aggregated"]["sessions_expired"]) >= 1  # both users lost their session and said so
     assert int(steps["initialize"]["requests"]) - int(steps["initialize"]["failures"]) >= 4  # 2 users x 2 sessions
     with capsys.disabled():
-        print(f"\n[locust run, server-everything] server down {killed:.1f}..{back:.1f} "
-              f"({back - killed:.1f} s); report outage window {window['start']:.1f}..{window['end']:.1f} "
-              f"({window['end'] - window['start']:.1f} s), {window['failures']} of {window['requests']} failed")
+        print(
+            f"\n[locust run, server-everything] server down {killed:.1f}..{back:.1f} "
+            f"({back - killed:.1f} s); report outage window {window['start']:.1f}..{window['end']:.1f} "
+            f"({window['end'] - window['start']:.1f} s), {window['failures']} of {window['requests']} failed"
+        )

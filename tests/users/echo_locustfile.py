@@ -18,8 +18,14 @@ class EchoedError(SwarmgaugeError):
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser):
-    parser.add_argument("--echo-token", default="", env_var="ECHO_TOKEN", is_secret=True, include_in_web_ui=True,
-                        help="bearer token the echo server sends back")
+    parser.add_argument(
+        "--echo-token",
+        default="",
+        env_var="ECHO_TOKEN",
+        is_secret=True,
+        include_in_web_ui=True,
+        help="bearer token the echo server sends back",
+    )
 
 
 class EchoUser(User):

@@ -17,8 +17,14 @@ INIT_RESULT = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo"
 
 
 def _response(status: int, body: bytes, content_type: str = "application/json", extra: str = "") -> bytes:
-    reason = {200: "OK", 202: "Accepted", 400: "Bad Request", 404: "Not Found", 500: "Internal Server Error",
-              503: "Unavailable"}[status]
+    reason = {
+        200: "OK",
+        202: "Accepted",
+        400: "Bad Request",
+        404: "Not Found",
+        500: "Internal Server Error",
+        503: "Unavailable",
+    }[status]
     head = f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n{extra}\r\n"
     return head.encode() + body
 
@@ -26,7 +32,7 @@ def _response(status: int, body: bytes, content_type: str = "application/json", 
 # Transport faults, answered to initialize and tools/call alike; an empty answer closes the socket unanswered.
 INIT_FAULTS = {
     "/cut": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\nConnection: close\r\n"
-            b"\r\n{\"js",
+    b'\r\n{"js',
     "/nonhttp": b"SSH-2.0-OpenSSH_9.2\r\nConnection: close\r\n",
     "/reset": b"",
     "/badstatus": b"HTTP/1.1 2x0 WHAT\r\nConnection: close\r\n\r\n",
@@ -41,7 +47,7 @@ class FakeMCPServer:
         self.requests: list[tuple[str, dict]] = []
         self.lost_once = False
 
-    def start(self) -> "FakeMCPServer":
+    def start(self) -> FakeMCPServer:
         self.server.start()
         return self
 
@@ -95,9 +101,14 @@ class FakeMCPServer:
             return _response(200, json.dumps({"jsonrpc": "2.0", "id": message["id"] + 1000, "result": {}}).encode())
         if method == "initialize":
             if path == "/nosession":
-                return _response(200, json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": INIT_RESULT}).encode())
-            return _response(200, json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": INIT_RESULT}).encode(),
-                             extra="Mcp-Session-Id: fake-session-1\r\n")
+                return _response(
+                    200, json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": INIT_RESULT}).encode()
+                )
+            return _response(
+                200,
+                json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": INIT_RESULT}).encode(),
+                extra="Mcp-Session-Id: fake-session-1\r\n",
+            )
         if method == "notifications/initialized":
             return _response(202, b"")
         if path == "/nonjson":
@@ -115,10 +126,21 @@ class FakeMCPServer:
             return _response(404, b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Session not found"}}')
         if path == "/lost400" and method == "tools/call" and not self.lost_once:
             self.lost_once = True  # as server-everything answers a session id it lost in a restart
-            return _response(400, b'{"jsonrpc":"2.0","error":{"code":-32000,'
-                                  b'"message":"Bad Request: No valid session ID provided"},"id":null}')
+            return _response(
+                400,
+                b'{"jsonrpc":"2.0","error":{"code":-32000,'
+                b'"message":"Bad Request: No valid session ID provided"},"id":null}',
+            )
         if path == "/hang":
             gevent.sleep(30)
             return None
-        return _response(200, json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": {
-            "content": [{"type": "text", "text": "status: ok\n\nhello"}]}}).encode())
+        return _response(
+            200,
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message.get("id"),
+                    "result": {"content": [{"type": "text", "text": "status: ok\n\nhello"}]},
+                }
+            ).encode(),
+        )

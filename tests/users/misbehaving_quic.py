@@ -16,25 +16,31 @@ greenlet of the test process), but its answers are chosen by the request path so
 
 from __future__ import annotations
 
+from typing import Any
+
 import gevent
 from gevent import socket as gsocket
-
-from typing import Any
 
 from swarmgauge.quic_engine import DEFAULT_ENGINE, engine
 from swarmgauge.users.quic_transport import self_signed_certificate
 
 QuicConnection = Any
 
-GOOD_RESPONSE = b"---\netag: abc\nstatus: ok\nversion: \"1\"\n---\n# Good\n"
+GOOD_RESPONSE = b'---\netag: abc\nstatus: ok\nversion: "1"\n---\n# Good\n'
 HUGE_SIZE = (4 << 20) + 1024
 
 
 class MisbehavingQuicServer:
     """Serve badly on purpose; ``alpn=None`` negotiates no ALPN at all."""
 
-    def __init__(self, *, alpn: list[str] | None = ("mark",), names=("localhost", "127.0.0.1"), slow_seconds=0.2,
-                 quic_engine: str = DEFAULT_ENGINE):
+    def __init__(
+        self,
+        *,
+        alpn: list[str] | None = ("mark",),
+        names=("localhost", "127.0.0.1"),
+        slow_seconds=0.2,
+        quic_engine: str = DEFAULT_ENGINE,
+    ):
         self.certificate, key = self_signed_certificate(tuple(names))
         self.engine = engine(quic_engine)
         self._configuration = self.engine.server_configuration(self.certificate, key, alpn="mark", idle_timeout=30.0)
@@ -49,7 +55,7 @@ class MisbehavingQuicServer:
         self._sock: gsocket.socket | None = None
         self._loop: gevent.Greenlet | None = None
 
-    def start(self) -> "MisbehavingQuicServer":
+    def start(self) -> MisbehavingQuicServer:
         self._sock = gsocket.socket(gsocket.AF_INET, gsocket.SOCK_DGRAM)
         self._sock.bind(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
@@ -95,8 +101,9 @@ class MisbehavingQuicServer:
         original_cid = self.engine.initial_destination_cid(data)
         if original_cid is None:
             return None
-        quic = self.engine.QuicConnection(configuration=self._configuration,
-                                          original_destination_connection_id=original_cid)
+        quic = self.engine.QuicConnection(
+            configuration=self._configuration, original_destination_connection_id=original_cid
+        )
         self._connections[addr] = quic
         return quic
 
@@ -125,7 +132,7 @@ class MisbehavingQuicServer:
         line = request.split(b"\n", 1)[0]
         path = line.split(b" ", 1)[1] if b" " in line else b""
         if path == b"/truncated":
-            quic.send_stream_data(stream_id, b"---\nstatus: ok\nversion: \"1\"\n", end_stream=True)
+            quic.send_stream_data(stream_id, b'---\nstatus: ok\nversion: "1"\n', end_stream=True)
         elif path == b"/non-utf8":
             quic.send_stream_data(stream_id, b"---\nstatus: ok\ntitle: caf\xe9\xff\n---\nbody\n", end_stream=True)
         elif path == b"/huge":

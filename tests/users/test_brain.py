@@ -12,7 +12,7 @@ from locust.env import Environment
 
 from swarmgauge.errors import UsageError
 from swarmgauge.targets.launch import REPO_ROOT, child_env
-from swarmgauge.users.brain import (BackendError, BrainUser, MalformedAnswer, PoolExhausted, classify, gates, parse_mix)
+from swarmgauge.users.brain import BackendError, BrainUser, MalformedAnswer, PoolExhausted, classify, gates, parse_mix
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -31,8 +31,9 @@ def test_gates_cover_only_the_endpoints_called():
 
 
 def test_classify():
-    assert isinstance(classify(502, b'{"error": "The buffer pool is full and no memory could be freed!"}'),
-                      PoolExhausted)
+    assert isinstance(
+        classify(502, b'{"error": "The buffer pool is full and no memory could be freed!"}'), PoolExhausted
+    )
     assert type(classify(502, b'{"error": "embedder down"}')) is BackendError
     assert classify(200, b"{}") is None
     assert "HTTP 404" in str(classify(404, b"{}"))
@@ -49,7 +50,7 @@ def test_failure_names_do_not_carry_the_body():
 class FakeBrain(BaseHTTPRequestHandler):
     """A fake brain (below the HTTP seam) whose /stats answers 200 with a body that is not JSON."""
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -78,8 +79,26 @@ def test_a_200_that_is_not_json_is_a_named_failure_and_the_user_goes_on():
 
 
 def test_bad_mix_stops_the_run_with_one_line():
-    result = subprocess.run([sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "locustfiles" / "brain_stress.py"),
-                             "--headless", "-t", "2s", "--host", "http://127.0.0.1:9", "--brain-mix", "teleport:2"],
-                            capture_output=True, text=True, timeout=60, env=child_env(), cwd=REPO_ROOT)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            str(REPO_ROOT / "locustfiles" / "brain_stress.py"),
+            "--headless",
+            "-t",
+            "2s",
+            "--host",
+            "http://127.0.0.1:9",
+            "--brain-mix",
+            "teleport:2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    )
     assert result.returncode == 2
     assert "unknown endpoint 'teleport'" in result.stderr

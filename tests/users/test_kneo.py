@@ -16,14 +16,14 @@ from locust.event import Events
 
 from swarmgauge.protocols.kneo import (
     Forbidden,
-    KneoUnreachable,
     KneoMalformedResponse,
+    KneoUnauthorized,
+    KneoUnreachable,
     PollTimeout,
     QueueFull,
     RunFailed,
     RunLedger,
     SpecInvalid,
-    KneoUnauthorized,
 )
 from swarmgauge.targets.kneo import KneoService
 from swarmgauge.targets.kneo.store import StoreUnavailable, drain, read_rows, reconcile
@@ -274,7 +274,7 @@ class FakeKneoServer:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "FakeKneoServer":
+    def __enter__(self) -> FakeKneoServer:
         self.thread.start()
         return self
 
@@ -350,17 +350,27 @@ def test_the_drain_does_not_wait_for_a_stranded_run_but_does_for_a_queued_one(tm
 
 
 def test_reconcile_names_each_kind_of_mismatch():
-    ledger = {"accepted": {"a": "completed", "b": None, "c": "completed"}, "rejected_queue_full": 1,
-              "indeterminate": 0, "refused": {}}
+    ledger = {
+        "accepted": {"a": "completed", "b": None, "c": "completed"},
+        "rejected_queue_full": 1,
+        "indeterminate": 0,
+        "refused": {},
+    }
     rows = {"a": ("completed", None), "c": ("failed", "X"), "q": ("failed", "queue_full"), "z": ("running", None)}
     result = reconcile("sg", ledger, rows, drained=False)
     failing = {c["check"] for c in result.checks if not c["ok"]}
-    assert failing == {"accepted runs present", "terminal status as Locust saw it",
-                       "other rows: refused sends that keep one, none unsent",
-                       "runs left non-terminal after the drain"}
+    assert failing == {
+        "accepted runs present",
+        "terminal status as Locust saw it",
+        "other rows: refused sends that keep one, none unsent",
+        "runs left non-terminal after the drain",
+    }
     assert result.mismatches == 4
-    exact = reconcile("sg", {"accepted": {"a": "completed"}, "rejected_queue_full": 1, "refused": {}},
-                      {"a": ("completed", None), "q": ("failed", "queue_full")})
+    exact = reconcile(
+        "sg",
+        {"accepted": {"a": "completed"}, "rejected_queue_full": 1, "refused": {}},
+        {"a": ("completed", None), "q": ("failed", "queue_full")},
+    )
     assert exact.mismatches == 0
 
 
@@ -371,8 +381,9 @@ def test_a_stranded_run_is_its_own_line_and_only_an_unanswered_send_may_leave_on
     assert result.mismatches == 0, result.checks
     line = next(c for c in result.checks if c["check"].startswith("stranded"))
     assert (line["locust"], line["store"]) == (1, 1) and "will ever finish" in line["note"]
-    told_queued = reconcile("sg", {**ledger, "accepted": {"a": "completed", "s": None}}, rows, drained=True,
-                            stranded=frozenset({"s"}))
+    told_queued = reconcile(
+        "sg", {**ledger, "accepted": {"a": "completed", "s": None}}, rows, drained=True, stranded=frozenset({"s"})
+    )
     assert {c["check"] for c in told_queued.checks if not c["ok"]} == {"stranded by a crash: stored, never queued"}
     unexplained = reconcile("sg", {**ledger, "indeterminate": 0}, rows, drained=True, stranded=frozenset({"s"}))
     assert "stranded by a crash: stored, never queued" in {c["check"] for c in unexplained.checks if not c["ok"]}

@@ -18,7 +18,9 @@ def test_a_batch_hands_out_exactly_its_size_between_the_users():
 
 def test_hosts_are_the_host_then_each_extra_url_once():
     assert service_hosts("http://127.0.0.1:1/", " http://127.0.0.1:2,http://127.0.0.1:1,,") == [
-        "http://127.0.0.1:1", "http://127.0.0.1:2"]
+        "http://127.0.0.1:1",
+        "http://127.0.0.1:2",
+    ]
 
 
 def test_a_host_that_is_not_a_url_is_a_usage_error():

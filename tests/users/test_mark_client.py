@@ -8,22 +8,21 @@ import logging
 import gevent
 import pytest
 
-from swarmgauge.protocols.mark import Response, encode_response
 from swarmgauge.errors import UsageError
-from tests.users.misbehaving_quic import MisbehavingQuicServer
+from swarmgauge.protocols.mark import Response, encode_response
 from swarmgauge.users.mark import (
     Archived,
     BadRequest,
     Conflict,
     IncompleteListing,
-    MarkMalformedResponse,
     MarkClient,
+    MarkMalformedResponse,
+    MarkRateLimited,
     MarkStatusError,
+    MarkUnauthorized,
     NotFound,
     NotPermitted,
-    MarkRateLimited,
     ServerError,
-    MarkUnauthorized,
     raise_for_status,
 )
 from swarmgauge.users.quic import (
@@ -35,6 +34,7 @@ from swarmgauge.users.quic import (
     TLSVerificationFailed,
 )
 from swarmgauge.users.quic_transport import MemoryPair
+from tests.users.misbehaving_quic import MisbehavingQuicServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 TOKEN = "sekrit-token-5f3a"
@@ -114,8 +114,12 @@ def test_wrong_alpn(quic_engine):
 
 def test_untrusted_certificate_with_verification_on(server):
     handshakes = []
-    client = MarkClient(server.url, quic_engine=server.engine.name, timeout=5,
-                        on_handshake=lambda seconds, error: handshakes.append(error))
+    client = MarkClient(
+        server.url,
+        quic_engine=server.engine.name,
+        timeout=5,
+        on_handshake=lambda seconds, error: handshakes.append(error),
+    )
     with pytest.raises(TLSVerificationFailed):
         client.fetch("/good")
     assert isinstance(handshakes[0], TLSVerificationFailed)
@@ -142,8 +146,14 @@ def test_more_than_ten_concurrent_requests_are_bounded_not_failed(server):
 
 def test_fresh_mode_uses_one_connection_per_request(server):
     seen = []
-    client = MarkClient(server.url, quic_engine=server.engine.name, insecure=True, timeout=5, connection="fresh",
-                        on_handshake=lambda seconds, error: seen.append((seconds, error)))
+    client = MarkClient(
+        server.url,
+        quic_engine=server.engine.name,
+        insecure=True,
+        timeout=5,
+        connection="fresh",
+        on_handshake=lambda seconds, error: seen.append((seconds, error)),
+    )
     for _ in range(3):
         assert_still_usable(client)
     assert client.stats.handshakes == 3 and client.stats.reconnects == 0
@@ -153,8 +163,9 @@ def test_fresh_mode_uses_one_connection_per_request(server):
 
 def test_pooled_mode_connects_once(server):
     seen = []
-    client = MarkClient(server.url, quic_engine=server.engine.name, insecure=True, timeout=5,
-                        on_handshake=lambda s, e: seen.append(s))
+    client = MarkClient(
+        server.url, quic_engine=server.engine.name, insecure=True, timeout=5, on_handshake=lambda s, e: seen.append(s)
+    )
     assert client.connect() > 0
     for _ in range(3):
         assert_still_usable(client)
@@ -179,7 +190,7 @@ def test_token_is_sent_as_auth_and_never_shown(server, client, caplog):
 
 
 def test_raw_sends_exact_bytes_without_token(server, client):
-    request = b"FETCH /good\n---\nx-probe: \"1\"\n---\n"
+    request = b'FETCH /good\n---\nx-probe: "1"\n---\n'
     assert client.raw(request).startswith(b"---\n")
     assert server.requests[-1] == request
 
@@ -188,17 +199,28 @@ def test_raw_sends_exact_bytes_without_token(server, client):
     "call, wire",
     [
         (lambda c: c.fetch("/d.md", if_none_match="abc"), b"FETCH /d.md\n---\nif-none-match: abc\n---\n"),
-        (lambda c: c.fetch("/d.md", if_modified_since=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)),
-         b'FETCH /d.md\n---\nif-modified-since: "2026-01-01T00:00:00Z"\n---\n'),
+        (
+            lambda c: c.fetch("/d.md", if_modified_since=datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)),
+            b'FETCH /d.md\n---\nif-modified-since: "2026-01-01T00:00:00Z"\n---\n',
+        ),
         (lambda c: c.fetch("/d.md/v2"), b"FETCH /d.md/v2\n"),
-        (lambda c: c.list("/docs", page_size=1, cursor="AQAA", include_archived=True),
-         b'LIST /docs\n---\ncursor: AQAA\ninclude-archived: "true"\npage-size: "1"\n---\n'),
+        (
+            lambda c: c.list("/docs", page_size=1, cursor="AQAA", include_archived=True),
+            b'LIST /docs\n---\ncursor: AQAA\ninclude-archived: "true"\npage-size: "1"\n---\n',
+        ),
         (lambda c: c.versions("/d.md"), b"VERSIONS /d.md\n"),
-        (lambda c: c.lookup("/", "*", limit=5, filter={"tag": "a"}, match="body"),
-         b"LOOKUP /\n---\nfilter: tag=a\nlimit: \"5\"\nmatch: body\nquery: '*'\n---\n"),
-        (lambda c: c.publish("/d.md", b"# T\n", expected_version=0, metadata={"type": "Note"}),
-         b'PUBLISH /d.md\n---\nexpected-version: "0"\ntype: Note\n---\n# T\n'),
-        (lambda c: c.append("/d.md", "more\n", expected_version=3), b'APPEND /d.md\n---\nexpected-version: "3"\n---\nmore\n'),
+        (
+            lambda c: c.lookup("/", "*", limit=5, filter={"tag": "a"}, match="body"),
+            b"LOOKUP /\n---\nfilter: tag=a\nlimit: \"5\"\nmatch: body\nquery: '*'\n---\n",
+        ),
+        (
+            lambda c: c.publish("/d.md", b"# T\n", expected_version=0, metadata={"type": "Note"}),
+            b'PUBLISH /d.md\n---\nexpected-version: "0"\ntype: Note\n---\n# T\n',
+        ),
+        (
+            lambda c: c.append("/d.md", "more\n", expected_version=3),
+            b'APPEND /d.md\n---\nexpected-version: "3"\n---\nmore\n',
+        ),
         (lambda c: c.archive("/d.md"), b"ARCHIVE /d.md\n"),
     ],
     ids=["if-none-match", "if-modified-since", "version", "list", "versions", "lookup", "publish", "append", "archive"],
@@ -212,9 +234,16 @@ def test_methods_write_the_expected_wire_bytes(server, call, wire):
 
 @pytest.mark.parametrize(
     "status, error_class",
-    [("not-found", NotFound), ("archived", Archived), ("unauthorized", MarkUnauthorized),
-     ("not-permitted", NotPermitted), ("bad-request", BadRequest), ("server-error", ServerError),
-     ("rate-limited", MarkRateLimited), ("closing", MarkStatusError)],
+    [
+        ("not-found", NotFound),
+        ("archived", Archived),
+        ("unauthorized", MarkUnauthorized),
+        ("not-permitted", NotPermitted),
+        ("bad-request", BadRequest),
+        ("server-error", ServerError),
+        ("rate-limited", MarkRateLimited),
+        ("closing", MarkStatusError),
+    ],
 )
 def test_each_status_has_its_error(status, error_class):
     response = Response(status, {}, b"\n# Title\n\n/docs/x.md went wrong\n")
@@ -247,8 +276,9 @@ def test_list_all_follows_cursors_and_is_bounded(quic_engine):
         return encode_response("ok", meta, f"page after {cursor}\n".encode())
 
     pair = MemoryPair(answer, quic_engine=quic_engine)
-    client = MarkClient("mark://127.0.0.1:4433", insecure=True, transport_factory=pair.transport_factory,
-                        quic_engine=quic_engine)
+    client = MarkClient(
+        "mark://127.0.0.1:4433", insecure=True, transport_factory=pair.transport_factory, quic_engine=quic_engine
+    )
     assert len(list(client.list_all("/docs"))) == 3
     pages["c2"] = ("c1", "false")
     with pytest.raises(IncompleteListing):

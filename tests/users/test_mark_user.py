@@ -12,7 +12,7 @@ from locust import task
 from locust.env import Environment
 
 from swarmgauge.targets.launch import launch_target
-from swarmgauge.users.mark import NotFound, MarkUnauthorized
+from swarmgauge.users.mark import MarkUnauthorized, NotFound
 from swarmgauge.users.mark_user import MarkUser
 from swarmgauge.users.quic import QuicError
 
@@ -37,8 +37,15 @@ class ProbeUser(MarkUser):
 
 
 def options(**overrides) -> argparse.Namespace:
-    values = dict(mark_token=TOKEN, mark_insecure=True, mark_ca="", mark_server_name="", mark_connection="",
-                  mark_timeout=3.0, mark_quic_engine=ENGINE_UNDER_TEST["name"])
+    values = dict(
+        mark_token=TOKEN,
+        mark_insecure=True,
+        mark_ca="",
+        mark_server_name="",
+        mark_connection="",
+        mark_timeout=3.0,
+        mark_quic_engine=ENGINE_UNDER_TEST["name"],
+    )
     values.update(overrides)
     return argparse.Namespace(**values)
 
@@ -91,9 +98,15 @@ def test_every_verb_records_type_name_and_length(server, recorded):
     user.on_stop()
     assert first.status == "created" and fetched.body == b"# A\n\nalpha body\n"
     rows = [(r["request_type"], r["name"], r["exception"]) for r in non_handshake(recorded)]
-    assert rows == [("PUBLISH", "/t/{doc}", None), ("FETCH", "/t/a.md", None), ("APPEND", "/t/a.md", None),
-                    ("VERSIONS", "/t/a.md", None), ("LIST", "/t", None), ("LOOKUP", "LOOKUP /", None),
-                    ("ARCHIVE", "/t/a.md", None)]
+    assert rows == [
+        ("PUBLISH", "/t/{doc}", None),
+        ("FETCH", "/t/a.md", None),
+        ("APPEND", "/t/a.md", None),
+        ("VERSIONS", "/t/a.md", None),
+        ("LIST", "/t", None),
+        ("LOOKUP", "LOOKUP /", None),
+        ("ARCHIVE", "/t/a.md", None),
+    ]
     fetch_row = non_handshake(recorded)[1]
     assert fetch_row["response_length"] == len(b"# A\n\nalpha body\n")
 
@@ -250,9 +263,29 @@ def test_a_headless_reads_run_on_the_engine_against_the_embedded_target(tmp_path
 
     from swarmgauge.targets.launch import REPO_ROOT, child_env
 
-    command = [sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "locustfiles" / "demarkus_reads.py"), "FetchUser",
-               "--headless", "-u", "4", "-r", "4", "-t", "3s", "--csv", str(tmp_path / "run"), "--mark-corpus", "20",
-               "--mark-quic-engine", quic_engine, "--mark-embedded-args", f"--quic-engine {quic_engine}"]
+    command = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(REPO_ROOT / "locustfiles" / "demarkus_reads.py"),
+        "FetchUser",
+        "--headless",
+        "-u",
+        "4",
+        "-r",
+        "4",
+        "-t",
+        "3s",
+        "--csv",
+        str(tmp_path / "run"),
+        "--mark-corpus",
+        "20",
+        "--mark-quic-engine",
+        quic_engine,
+        "--mark-embedded-args",
+        f"--quic-engine {quic_engine}",
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, env=child_env(), cwd=REPO_ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     with open(tmp_path / "run_stats.csv", newline="") as handle:

@@ -9,12 +9,12 @@ import time
 import pytest
 from locust.env import Environment
 
+from swarmgauge.errors import UsageError
 from swarmgauge.protocols import mcp as proto
 from swarmgauge.targets.mcp_gateway import launch
-from tests.users.fake_mcp_server import FakeMCPServer
 from swarmgauge.users.mcp import MCPChurnUser, MCPUser, SessionPacer, options_from
 from swarmgauge.users.mcp_client import MCPClient, MCPUnreachable
-from swarmgauge.errors import UsageError
+from tests.users.fake_mcp_server import FakeMCPServer
 
 pytestmark = pytest.mark.integration  # starts the gateway and fake MCP servers
 
@@ -67,14 +67,17 @@ def make_user(cls, environment, host, path="/mcp", timeout=2.0):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("path, error", [
-    ("/nonjson", "MCPProtocolError"),
-    ("/notrpc", "NotJSONRPC"),
-    ("/sse-garbage", "SSEStreamError"),
-    ("/sse-cut", "SSEStreamError"),
-    ("/500", "MCPHTTPError"),
-    ("/hang", "MCPTimeout"),
-])
+@pytest.mark.parametrize(
+    "path, error",
+    [
+        ("/nonjson", "MCPProtocolError"),
+        ("/notrpc", "NotJSONRPC"),
+        ("/sse-garbage", "SSEStreamError"),
+        ("/sse-cut", "SSEStreamError"),
+        ("/500", "MCPHTTPError"),
+        ("/hang", "MCPTimeout"),
+    ],
+)
 def test_bad_answers_are_named_failures_and_the_user_goes_on(fake, env, path, error):
     environment, recorder = env
     user = make_user(MCPUser, environment, fake.url, path=path, timeout=1.0)
@@ -130,6 +133,7 @@ def test_unreachable_target_and_bad_options(env):
 
     class Bad:
         mcp_args = "{not json"
+
     with pytest.raises(UsageError):
         options_from(Bad())
 
@@ -156,8 +160,13 @@ def test_gateway_handshake_ttl_recovery_and_cap(gateway, env):
     client = MCPClient(process.base_url, environment=environment, timeout=5.0)
     result = client.open_session()
     assert result["protocolVersion"] == "2025-11-25" and len(client.session.session_id) == 32
-    assert {t["name"] for t in client.list_tools()} >= {"mark_fetch", "mark_list", "mark_versions", "mark_lookup",
-                                                      "mark_lookup_all"}
+    assert {t["name"] for t in client.list_tools()} >= {
+        "mark_fetch",
+        "mark_list",
+        "mark_versions",
+        "mark_lookup",
+        "mark_lookup_all",
+    }
     client.ping()
     with pytest.raises(proto.ToolError):  # the Mark side is unreachable: a transport failure is isError: true
         client.call_tool("mark_versions", {"url": "mark://elsewhere:1/x.md"})
@@ -206,6 +215,7 @@ def test_churn_user_starts_a_fresh_session_each_iteration_without_delete(env):
         assert names.count("initialize") == 3 and "DELETE" not in names
         assert names.count("tools/call mark_list") == 3
         import urllib.request
+
         metrics = urllib.request.urlopen(process.base_url + "/metrics", timeout=5).read().decode()
         assert "mcp_gateway_sessions_live 3" in metrics
     finally:

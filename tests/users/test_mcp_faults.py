@@ -120,9 +120,13 @@ def test_400_no_valid_session_reinitializes_and_is_counted_once(fake, env):
     user.on_start()
     user.call()
     assert [(e["name"], type(e["exception"]).__name__) for e in recorder.events] == [
-        ("initialize", "NoneType"), ("initialized", "NoneType"),
+        ("initialize", "NoneType"),
+        ("initialized", "NoneType"),
         ("tools/call echo", "SessionExpired"),
-        ("initialize", "NoneType"), ("initialized", "NoneType"), ("tools/call echo", "NoneType")]
+        ("initialize", "NoneType"),
+        ("initialized", "NoneType"),
+        ("tools/call echo", "NoneType"),
+    ]
     assert user.client.session.initializations == 2
 
 
@@ -163,12 +167,20 @@ def test_tool_user_mixes_list_calls_by_weight_in_one_session(fake, env):
 def test_bad_list_weight_is_a_usage_error():
     class Bad:
         mcp_list_weight = -1
+
     with pytest.raises(UsageError):
         options_from(Bad())
 
 
-@pytest.mark.parametrize("field, value", [("mcp_timeout", float("nan")), ("mcp_timeout", float("inf")),
-                                          ("mcp_timeout", -1.0), ("mcp_churn_rate", float("nan"))])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("mcp_timeout", float("nan")),
+        ("mcp_timeout", float("inf")),
+        ("mcp_timeout", -1.0),
+        ("mcp_churn_rate", float("nan")),
+    ],
+)
 def test_non_finite_or_negative_numbers_are_usage_errors(field, value):
     bad = type("Bad", (), {field: value})
     with pytest.raises(UsageError):

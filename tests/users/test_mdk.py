@@ -67,13 +67,18 @@ class FakeGateway:
             self.summaries += 1
             if self.summaries % 2 == 0:
                 return 200, json.dumps({"deviceCount": len(DEVICES)}).encode()
-            return 200, json.dumps({"deviceCount": len(DEVICES), "devices": [
-                {"deviceId": d, "hashrateThs": 1, "powerW": 1} for d in DEVICES]}).encode()
+            return 200, json.dumps(
+                {
+                    "deviceCount": len(DEVICES),
+                    "devices": [{"deviceId": d, "hashrateThs": 1, "powerW": 1} for d in DEVICES],
+                }
+            ).encode()
         device = path.split("/")[4] if path.startswith("/api/fleet/device/") else ""
         if post:
             status = "REJECTED" if device == "ok-1" else "QUEUED"
-            return 200, json.dumps({"result": {"status": status, "error": "ERR_WORKER_NOT_ROUTABLE: w0",
-                                               "commandId": "c1"}}).encode()
+            return 200, json.dumps(
+                {"result": {"status": status, "error": "ERR_WORKER_NOT_ROUTABLE: w0", "commandId": "c1"}}
+            ).encode()
         if device == "junk-1":
             return 200, b"<html>proxy error</html>"
         if device == "gone-1":
@@ -154,7 +159,7 @@ def test_bad_weights_are_usage_errors(text):
         mdk.parse_weights(text)
 
 
-LOCUSTFILE = '''
+LOCUSTFILE = """
 import os
 from locust import constant
 from swarmgauge.users.mdk import MDKUser
@@ -165,17 +170,41 @@ class FleetUser(MDKUser):
     wait_time = constant(float(os.environ.get("MDK_TEST_WAIT", "0.02")))
 
 
-'''
+"""
 
 
-def run_locust(tmp_path: Path, host: str, users: int, env: dict, *args: str, seconds: str = "4s") -> tuple[subprocess.CompletedProcess,
-                                                                                     list[dict], list[dict]]:
+def run_locust(
+    tmp_path: Path, host: str, users: int, env: dict, *args: str, seconds: str = "4s"
+) -> tuple[subprocess.CompletedProcess, list[dict], list[dict]]:
     locustfile = tmp_path / "mdk_locustfile.py"
     locustfile.write_text(LOCUSTFILE)
     prefix = tmp_path / f"run{len(list(tmp_path.glob('run*_stats.csv')))}"
-    result = subprocess.run([sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "--host", host,
-                             "-u", str(users), "-r", str(users), "-t", seconds, "--csv", str(prefix), *args],
-                            capture_output=True, text=True, timeout=60, env=child_env(env), cwd=REPO_ROOT)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            str(locustfile),
+            "--headless",
+            "--host",
+            host,
+            "-u",
+            str(users),
+            "-r",
+            str(users),
+            "-t",
+            seconds,
+            "--csv",
+            str(prefix),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=child_env(env),
+        cwd=REPO_ROOT,
+    )
     with open(f"{prefix}_stats.csv", newline="") as handle:
         stats = list(csv.DictReader(handle))
     with open(f"{prefix}_failures.csv", newline="") as handle:
@@ -194,14 +223,25 @@ USERS = 3
 
 
 def test_a_real_run_records_every_bad_answer_by_class_and_goes_on(fake, tmp_path):
-    result, stats, failures = run_locust(tmp_path, fake.url, USERS, {}, "--mdk-timeout", "0.3", "--mdk-expect-devices",
-                                         "6", "--mdk-weights", "telemetry=4,summary=1,alerts=1,action=4",
-                                         seconds="6s")
+    result, stats, failures = run_locust(
+        tmp_path,
+        fake.url,
+        USERS,
+        {},
+        "--mdk-timeout",
+        "0.3",
+        "--mdk-expect-devices",
+        "6",
+        "--mdk-weights",
+        "telemetry=4,summary=1,alerts=1,action=4",
+        seconds="6s",
+    )
     assert result.returncode == 1, result.stderr[-2000:]  # request failures, no crash
     assert "Traceback" not in result.stderr
     by_error = _by_error(failures)
-    assert {"BadResponse", "DeviceNotFound", "GatewayTimeout", "NullMetrics", "MetricError",
-            "Rejected"} <= {error.split("(")[0] for error in by_error}, by_error
+    assert {"BadResponse", "DeviceNotFound", "GatewayTimeout", "NullMetrics", "MetricError", "Rejected"} <= {
+        error.split("(")[0] for error in by_error
+    }, by_error
     assert by_error["BadResponse(summary without devices/deviceCount)"] >= 1
     assert by_error["BadResponse(HTTP 200 body is not JSON)"] >= 1
     assert by_error["Rejected(ERR_WORKER_NOT_ROUTABLE)"] >= 1
@@ -225,8 +265,9 @@ def limited_stand_in():
 
 
 def test_one_client_is_rate_limited_after_300_requests_in_a_minute(limited_stand_in, tmp_path):
-    result, stats, failures = run_locust(tmp_path, limited_stand_in.url, 1, {"MDK_TEST_WAIT": "0"},
-                                         "--mdk-weights", "alerts=1")
+    result, stats, failures = run_locust(
+        tmp_path, limited_stand_in.url, 1, {"MDK_TEST_WAIT": "0"}, "--mdk-weights", "alerts=1"
+    )
     total = next(r for r in stats if r["Name"] == "Aggregated")
     limited = sum(int(r["Occurrences"]) for r in failures if r["Error"] == "MDKRateLimited(HTTP 429)")
     assert limited > 0 and int(total["Failure Count"]) == limited
@@ -234,9 +275,15 @@ def test_one_client_is_rate_limited_after_300_requests_in_a_minute(limited_stand
 
 
 def test_with_forwarded_for_many_users_share_no_limit(limited_stand_in, tmp_path):
-    result, stats, failures = run_locust(tmp_path, limited_stand_in.url, 10,
-                                         {"MDK_TEST_WAIT": "0.05"},
-                                         "--mdk-weights", "alerts=1", "--mdk-forwarded-for")
+    result, stats, failures = run_locust(
+        tmp_path,
+        limited_stand_in.url,
+        10,
+        {"MDK_TEST_WAIT": "0.05"},
+        "--mdk-weights",
+        "alerts=1",
+        "--mdk-forwarded-for",
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     total = next(r for r in stats if r["Name"] == "Aggregated")
     assert int(total["Request Count"]) > 300 and int(total["Failure Count"]) == 0 and not failures

@@ -46,7 +46,7 @@ def test_a_failure_without_a_secret_is_passed_on_as_it_is():
 
 
 class _EchoHandler(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         body = f"unauthorized: {self.headers.get('Authorization')}".encode()
         self.send_response(401)
         self.send_header("Content-Length", str(len(body)))
@@ -83,9 +83,22 @@ def _assert_private(paths: list[Path]) -> None:
 def test_a_server_echoing_the_token_leaves_no_trace_of_it_and_every_file_is_private(tmp_path):
     run_dir = tmp_path / "run"
     with _echo_server() as url:
-        result = run_local(url, "--steps", "1", "--step-time", "3", "--run-dir", str(run_dir),
-                           "--csv", str(run_dir / "locust"), "--html", str(run_dir / "locust.html"),
-                           locustfile=ROOT / "tests/users/echo_locustfile.py", env={"ECHO_TOKEN": TOKEN}, timeout=120)
+        result = run_local(
+            url,
+            "--steps",
+            "1",
+            "--step-time",
+            "3",
+            "--run-dir",
+            str(run_dir),
+            "--csv",
+            str(run_dir / "locust"),
+            "--html",
+            str(run_dir / "locust.html"),
+            locustfile=ROOT / "tests/users/echo_locustfile.py",
+            env={"ECHO_TOKEN": TOKEN},
+            timeout=120,
+        )
     assert result.returncode == 1, result.stderr[-2000:]  # request errors, as Locust exits
     assert "EchoedError" in result.stdout + result.stderr  # the console error report is there, redacted
     assert TOKEN not in result.stdout and TOKEN not in result.stderr
@@ -102,9 +115,20 @@ def test_a_server_echoing_the_token_leaves_no_trace_of_it_and_every_file_is_priv
 @pytest.mark.integration
 def test_a_token_inside_the_embedded_targets_arguments_stays_out_of_the_run(tmp_path):
     run_dir = tmp_path / "run"
-    result = run_local("", "FetchUser", "--steps", "1", "--step-time", "3", "--run-dir", str(run_dir),
-                       "--mark-embedded-args", f"--publish-token {EMBEDDED_TOKEN} --read-delay-ms 1",
-                       locustfile=ROOT / "locustfiles/demarkus_reads.py", timeout=120)
+    result = run_local(
+        "",
+        "FetchUser",
+        "--steps",
+        "1",
+        "--step-time",
+        "3",
+        "--run-dir",
+        str(run_dir),
+        "--mark-embedded-args",
+        f"--publish-token {EMBEDDED_TOKEN} --read-delay-ms 1",
+        locustfile=ROOT / "locustfiles/demarkus_reads.py",
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert EMBEDDED_TOKEN not in result.stdout and EMBEDDED_TOKEN not in result.stderr
     run_json = (run_dir / "run.json").read_text()

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from swarmgauge.errors import UsageError
 from swarmgauge.listeners.sources import SourceError, parse_source
 from swarmgauge.listeners.sources.cgroup import parse_flat_keyed
-from swarmgauge.errors import UsageError
 
 # memory.stat / cpu.stat as a Linux 6.x kernel writes them (abridged to the keys that matter, same layout)
 MEMORY_STAT = """anon 52166656

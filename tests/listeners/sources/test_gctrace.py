@@ -32,7 +32,13 @@ def readings(source) -> dict[str, float]:
 def test_parses_go_lines_with_and_without_stacks():
     gc = parse_gc_line(GO_LINES[1])
     assert (gc.number, gc.heap_start, gc.heap_end, gc.live_heap, gc.heap_goal, gc.procs) == (
-        12, 4 * MIB, 4 * MIB, 2 * MIB, 5 * MIB, 8)
+        12,
+        4 * MIB,
+        4 * MIB,
+        2 * MIB,
+        5 * MIB,
+        8,
+    )
     old = parse_gc_line(GO118_LINE)
     assert old.live_heap == 1 * MIB and old.stacks is None
     assert parse_gc_line("2026-12-02T10:41:07Z stderr F " + GO_LINES[2]).number == 13

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from swarmgauge.listeners.sources import MIB, parse_source
 from swarmgauge.core.trend import Warmup
 from swarmgauge.core.verdict import Row, leak_verdict
+from swarmgauge.listeners.sources import MIB, parse_source
 
 pytestmark = pytest.mark.integration
 
@@ -34,10 +34,23 @@ def heapapp(tmp_path_factory):
     if go is None:
         pytest.skip("no Go toolchain: apt-get install golang-go (.ci/run does)")
     build = tmp_path_factory.mktemp("go")
-    env = {**os.environ, "GOCACHE": str(build / "cache"), "GOPATH": str(build / "path"), "GOPROXY": "off",
-           "GOFLAGS": "", "GO111MODULE": "off", "CGO_ENABLED": "0"}
-    subprocess.run([go, "build", "-o", str(build / "heapapp"), APP.name], cwd=APP.parent, env=env, check=True,
-                   timeout=600, capture_output=True)
+    env = {
+        **os.environ,
+        "GOCACHE": str(build / "cache"),
+        "GOPATH": str(build / "path"),
+        "GOPROXY": "off",
+        "GOFLAGS": "",
+        "GO111MODULE": "off",
+        "CGO_ENABLED": "0",
+    }
+    subprocess.run(
+        [go, "build", "-o", str(build / "heapapp"), APP.name],
+        cwd=APP.parent,
+        env=env,
+        check=True,
+        timeout=600,
+        capture_output=True,
+    )
     return build / "heapapp"
 
 
@@ -56,16 +69,21 @@ def test_every_source_matches_memstats_and_the_verdict_is_right(heapapp, tmp_pat
     try:
         port = int(process.stdout.readline())
         base = f"http://127.0.0.1:{port}"
-        sources = [parse_source(f"gctrace:{log}"), parse_source(f"pprof:{base}/debug/pprof/heap?gc=1"),
-                   parse_source(f"expvar:{base}/debug/vars/")]
+        sources = [
+            parse_source(f"gctrace:{log}"),
+            parse_source(f"pprof:{base}/debug/pprof/heap?gc=1"),
+            parse_source(f"expvar:{base}/debug/vars/"),
+        ]
         rows, started = [], time.time()
         for round_ in range(ROUNDS):
             for _ in range(REQUESTS_PER_ROUND):
                 assert get(base + "/work") == b"ok true\n"
             now = time.time()
             for source in sources:
-                rows += [Row(now, now - started, None, "local", source.label, r.metric, r.value, round_)
-                         for r in source.sample()]
+                rows += [
+                    Row(now, now - started, None, "local", source.label, r.metric, r.value, round_)
+                    for r in source.sample()
+                ]
         truth = json.loads(get(base + "/memstats?gc=1"))
         gctrace, pprof, expvar = ({r.metric: r.value for r in source.sample()} for source in sources)
     finally:
@@ -85,7 +103,9 @@ def test_every_source_matches_memstats_and_the_verdict_is_right(heapapp, tmp_pat
     status, text = leak_verdict(rows, warmup)
     assert status == expected and "pprof/expvar MemStats preferred" in text
     with capsys.disabled():
-        print(f"\n[go {'leaking' if leaking else 'steady'}] MemStats HeapAlloc {heap / MIB:.2f} MiB (NumGC "
-              f"{truth['NumGC']}): pprof {pprof['heap_alloc_bytes'] / MIB:.2f} MiB, expvar "
-              f"{expvar['heap_alloc_bytes'] / MIB:.2f} MiB, gctrace live {gctrace['live_heap_bytes'] / MIB:.0f} MiB; "
-              f"gctrace GCs sampled {sum(1 for r in gctrace_only if r.metric == 'gc_count')}; {text}")
+        print(
+            f"\n[go {'leaking' if leaking else 'steady'}] MemStats HeapAlloc {heap / MIB:.2f} MiB (NumGC "
+            f"{truth['NumGC']}): pprof {pprof['heap_alloc_bytes'] / MIB:.2f} MiB, expvar "
+            f"{expvar['heap_alloc_bytes'] / MIB:.2f} MiB, gctrace live {gctrace['live_heap_bytes'] / MIB:.0f} MiB; "
+            f"gctrace GCs sampled {sum(1 for r in gctrace_only if r.metric == 'gc_count')}; {text}"
+        )

@@ -6,9 +6,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from swarmgauge.errors import UsageError
 from swarmgauge.listeners.sources import SourceError, parse_source
 from swarmgauge.listeners.sources.goheap import parse_pprof_memstats
-from swarmgauge.errors import UsageError
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -50,18 +50,33 @@ PPROF_BODY = """heap profile: 3: 1581056 [27: 9175040] @ heap/1048576
 # DebugGC = false
 # MaxRSS = 11546624
 """
-EXPVAR_BODY = {"cmdline": ["/usr/local/bin/brain-serve"],
-               "memstats": {"Alloc": 2375120, "TotalAlloc": 9838408, "Sys": 14001160, "HeapAlloc": 2375120,
-                            "HeapSys": 7831552, "HeapInuse": 3375104, "HeapObjects": 1792, "NextGC": 4194304,
-                            "NumGC": 2, "PauseNs": [27403, 21740], "BySize": [{"Size": 0, "Mallocs": 0}]}}
+EXPVAR_BODY = {
+    "cmdline": ["/usr/local/bin/brain-serve"],
+    "memstats": {
+        "Alloc": 2375120,
+        "TotalAlloc": 9838408,
+        "Sys": 14001160,
+        "HeapAlloc": 2375120,
+        "HeapSys": 7831552,
+        "HeapInuse": 3375104,
+        "HeapObjects": 1792,
+        "NextGC": 4194304,
+        "NumGC": 2,
+        "PauseNs": [27403, 21740],
+        "BySize": [{"Size": 0, "Mallocs": 0}],
+    },
+}
 
 
 class GoDebugHandler(BaseHTTPRequestHandler):
     """Serves fixed bodies at Go's debug paths; /broken answers 500, /html answers a page."""
 
-    def do_GET(self):  # noqa: N802 - http.server's name
-        routes = {"/debug/pprof/heap": ("text/plain", PPROF_BODY), "/debug/vars": ("application/json",
-                  json.dumps(EXPVAR_BODY)), "/html": ("text/html", "<html>hi</html>")}
+    def do_GET(self):
+        routes = {
+            "/debug/pprof/heap": ("text/plain", PPROF_BODY),
+            "/debug/vars": ("application/json", json.dumps(EXPVAR_BODY)),
+            "/html": ("text/html", "<html>hi</html>"),
+        }
         path = self.path.split("?")[0]
         if path not in routes:
             self.send_response(500)
@@ -91,8 +106,15 @@ def go_debug_server():
 
 def test_pprof_trailer_gives_heap_figures(go_debug_server):
     got = {r.metric: r.value for r in parse_source(f"pprof:{go_debug_server}/debug/pprof/heap").sample()}
-    assert got == {"heap_alloc_bytes": 2375120, "heap_inuse_bytes": 3375104, "heap_sys_bytes": 7831552,
-                   "heap_objects": 1792, "sys_bytes": 14001160, "next_gc_bytes": 4194304, "gc_count": 2}
+    assert got == {
+        "heap_alloc_bytes": 2375120,
+        "heap_inuse_bytes": 3375104,
+        "heap_sys_bytes": 7831552,
+        "heap_objects": 1792,
+        "sys_bytes": 14001160,
+        "next_gc_bytes": 4194304,
+        "gc_count": 2,
+    }
 
 
 def test_expvar_memstats(go_debug_server):
@@ -111,6 +133,7 @@ def test_pprof_without_trailer_and_http_errors_are_source_errors(go_debug_server
 
 def test_unreachable_endpoint_is_a_source_error():
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
+from swarmgauge.errors import UsageError
 from swarmgauge.listeners.sources import MIB, SourceError, parse_source
 from swarmgauge.listeners.sources.proc import PsutilSource
-from swarmgauge.errors import UsageError
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -29,8 +29,12 @@ GROWER = textwrap.dedent("""
 
 @pytest.fixture
 def grower():
-    proc = subprocess.Popen([sys.executable, "-c", GROWER, "swarmgauge-test-grower"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", GROWER, "swarmgauge-test-grower"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline().strip() == "ready"
 
     def command(line: str) -> None:
@@ -42,6 +46,7 @@ def grower():
     proc.kill()
     proc.wait()
     import psutil
+
     for child in psutil.Process().children(recursive=True):
         child.kill()
 

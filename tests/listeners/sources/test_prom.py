@@ -3,9 +3,9 @@
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
+from swarmgauge.errors import UsageError
 from swarmgauge.listeners.sources import SourceError, parse_source
 from swarmgauge.listeners.sources.prom import parse_prometheus_text
-from swarmgauge.errors import UsageError
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +25,12 @@ def prom_endpoint():
 def test_named_metrics_with_and_without_labels(prom_endpoint):
     spec = f"prom:{prom_endpoint}#process_resident_memory_bytes,kneo_runs_queued,kneo_runs_total"
     got = {r.metric: r.value for r in parse_source(spec).sample()}
-    assert got == {"process_resident_memory_bytes": 123456789, 'kneo_runs_queued{pool="default"}': 7,
-                   'kneo_runs_queued{pool="gpu"}': 2, "kneo_runs_total": 41}
+    assert got == {
+        "process_resident_memory_bytes": 123456789,
+        'kneo_runs_queued{pool="default"}': 7,
+        'kneo_runs_queued{pool="gpu"}': 2,
+        "kneo_runs_total": 41,
+    }
 
 
 def test_family_name_finds_a_counter_and_no_names_takes_everything(prom_endpoint):
@@ -38,7 +42,7 @@ def test_absent_metric_and_malformed_text_are_source_errors(prom_endpoint):
     with pytest.raises(SourceError, match="none of"):
         parse_source(f"prom:{prom_endpoint}#no_such_metric").sample()
     with pytest.raises(SourceError, match="malformed"):
-        parse_prometheus_text("# TYPE x gauge\nx{a=\"1\" 3 4 5 6\n", ("x",))
+        parse_prometheus_text('# TYPE x gauge\nx{a="1" 3 4 5 6\n', ("x",))
 
 
 def test_bad_url_is_a_usage_error():

@@ -8,10 +8,24 @@ from swarmgauge.errors import UsageError
 from swarmgauge.shapes.plan import parse_duration as plan_duration
 
 
-@pytest.mark.parametrize(("text", "seconds"), [
-    ("500ms", 0.5), ("1.5s", 1.5), ("10m", 600.0), ("1h30m", 5400.0), ("2m 30s", 150.0), ("45", 45.0),
-    ("1h", 3600.0), ("5min", 300.0), ("0", 0.0), (" 30s ", 30.0), (2, 2.0), (0.25, 0.25), ("1m500ms", 60.5),
-])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("500ms", 0.5),
+        ("1.5s", 1.5),
+        ("10m", 600.0),
+        ("1h30m", 5400.0),
+        ("2m 30s", 150.0),
+        ("45", 45.0),
+        ("1h", 3600.0),
+        ("5min", 300.0),
+        ("0", 0.0),
+        (" 30s ", 30.0),
+        (2, 2.0),
+        (0.25, 0.25),
+        ("1m500ms", 60.5),
+    ],
+)
 def test_accepted_forms(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds)
 

@@ -20,9 +20,13 @@ def write_tokens_toml(path: Path, entries: dict[str, tuple[str, list[str], list[
     """A tokens.toml as the real server reads it: label -> (raw token, path globs, operations); only hashes kept."""
     lines = []
     for label, (raw, paths, operations) in entries.items():
-        lines += [f"[tokens.{label}]", f'hash = "{hash_token(raw)}"',
-                  "paths = [" + ", ".join(f'"{p}"' for p in paths) + "]",
-                  "operations = [" + ", ".join(f'"{o}"' for o in operations) + "]", ""]
+        lines += [
+            f"[tokens.{label}]",
+            f'hash = "{hash_token(raw)}"',
+            "paths = [" + ", ".join(f'"{p}"' for p in paths) + "]",
+            "operations = [" + ", ".join(f'"{o}"' for o in operations) + "]",
+            "",
+        ]
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
 

@@ -15,8 +15,14 @@ pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 
 def run_cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "swarmgauge.cli", "target", "mark", *args], capture_output=True,
-                          text=True, timeout=timeout, env=child_env(), cwd=REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "target", "mark", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    )
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -41,13 +47,16 @@ def test_ipv6_loopback_url():
         assert re.fullmatch(r"mark://\[::1\]:\d+", server.url)
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--tokens", "/nonexistent/tokens.toml"], "--tokens"),
-    (["--seed", "/nonexistent/dir"], "not a directory"),
-    (["--rate-limit", "-1"], "must not be negative"),
-    (["--commit-interval", "soon"], "not a duration"),
-    (["--clock", "yesterday"], "not an RFC 3339 time"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--tokens", "/nonexistent/tokens.toml"], "--tokens"),
+        (["--seed", "/nonexistent/dir"], "not a directory"),
+        (["--rate-limit", "-1"], "must not be negative"),
+        (["--commit-interval", "soon"], "not a duration"),
+        (["--clock", "yesterday"], "not an RFC 3339 time"),
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(args, says):
     result = run_cli("--port", "0", *args)
     assert result.returncode == 2

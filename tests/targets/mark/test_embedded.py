@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from swarmgauge.protocols.mark import encode_request, parse_response
+from swarmgauge.targets.embedded import redact_args
 from swarmgauge.targets.launch import launch_target
 from swarmgauge.targets.mark.cli import PUBLISH_TOKEN_ENV
-from swarmgauge.targets.embedded import redact_args
-import pytest
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 

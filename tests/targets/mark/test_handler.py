@@ -59,10 +59,17 @@ def test_list_pages_with_the_real_cursor(handler):
     assert seen == [b"a.md", b"b.md", b"c.md"]
 
 
-@pytest.mark.parametrize("metadata", [
-    {"page-size": "0"}, {"page-size": "1001"}, {"page-size": "x"}, {"include-archived": "yes"},
-    {"cursor": "!!!"}, {"cursor": "AQAABS9ub3BlYS5tZA"},
-])
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"page-size": "0"},
+        {"page-size": "1001"},
+        {"page-size": "x"},
+        {"include-archived": "yes"},
+        {"cursor": "!!!"},
+        {"cursor": "AQAABS9ub3BlYS5tZA"},
+    ],
+)
 def test_list_bad_arguments(handler, metadata):
     assert ask(handler, "LIST", "/docs", metadata).status == "bad-request"
 
@@ -71,10 +78,18 @@ def test_list_of_a_file_is_not_found(handler):
     assert ask(handler, "LIST", "/docs/a.md").status == "not-found"
 
 
-@pytest.mark.parametrize("metadata", [
-    {}, {"query": "a"}, {"query": " ".join(f"t{n}" for n in range(33))}, {"query": "ab", "limit": "0"},
-    {"query": "ab", "limit": "many"}, {"query": "ab", "match": "fuzzy"}, {"query": "ab", "filter": "nokey"},
-])
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {},
+        {"query": "a"},
+        {"query": " ".join(f"t{n}" for n in range(33))},
+        {"query": "ab", "limit": "0"},
+        {"query": "ab", "limit": "many"},
+        {"query": "ab", "match": "fuzzy"},
+        {"query": "ab", "filter": "nokey"},
+    ],
+)
 def test_lookup_bad_arguments(handler, metadata):
     assert ask(handler, "LOOKUP", "/", metadata).status == "bad-request"
 

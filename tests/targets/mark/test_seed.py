@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -10,7 +10,7 @@ from swarmgauge.errors import UsageError
 from swarmgauge.targets.mark import seed
 from swarmgauge.targets.mark.store import Store
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_corpus_is_deterministic_and_varied():
@@ -34,8 +34,8 @@ def test_seed_directory_reads_frontmatter(tmp_path):
 
 
 def test_seed_directory_with_bad_metadata_is_a_usage_error(tmp_path):
-    (tmp_path / "a.md").write_text("---\nversion: \"3\"\n---\n# A\n")
-    with pytest.raises(UsageError, match="a.md"):
+    (tmp_path / "a.md").write_text('---\nversion: "3"\n---\n# A\n')
+    with pytest.raises(UsageError, match=r"a\.md"):
         list(seed.from_directory(tmp_path))
 
 
@@ -48,5 +48,6 @@ def test_directory_store_survives_a_restart(tmp_path):
     store = Store(tmp_path / "store")
     seed.seed_store(store, seed.corpus(3), NOW)
     reopened = Store(tmp_path / "store")
-    assert {d.path: d.current.etag for d in reopened.documents.values()} == \
-        {d.path: d.current.etag for d in store.documents.values()}
+    assert {d.path: d.current.etag for d in reopened.documents.values()} == {
+        d.path: d.current.etag for d in store.documents.values()
+    }

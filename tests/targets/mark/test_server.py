@@ -6,9 +6,9 @@ import gevent
 import pytest
 
 from swarmgauge.protocols.mark import encode_request, parse_response
-from tests.targets.mark.conftest import WRITE_TOKEN, write_tokens_toml
 from swarmgauge.users.mark import parse_mark_url
 from swarmgauge.users.quic import QuicDriver, client_configuration
+from tests.targets.mark.conftest import WRITE_TOKEN, write_tokens_toml
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -37,20 +37,23 @@ def still_serving(driver: QuicDriver) -> bool:
     return status_of(driver.request(HEALTH, timeout=10)) == "ok"
 
 
-@pytest.mark.parametrize("request_bytes, status", [
-    (b"FETCH /" + b"a" * 4100 + b"\n", "server-error"),
-    (b"STEAL /docs/a.md\n", "bad-request"),
-    (b"FETCH\n", "bad-request"),
-    (b"FETCH docs/a.md\n", "bad-request"),
-    (b"FETCH /docs/a.md\n---\n- a\n- b\n---\n", "bad-request"),
-    (b"FETCH /docs/a.md\n---\nkey:\n  nested: map\n---\n", "bad-request"),
-    (b"FETCH /docs/a.md\n---\nkey: [1, 2]\n---\n", "bad-request"),
-    (b"FETCH /docs/a.md\n---\nkey: \xff\xfe\n---\n", "bad-request"),
-    (b"LOOKUP /\n---\nquery: *\n---\n", "bad-request"),
-    (b"FETCH /docs/../etc/passwd\n", "not-found"),
-    (b"PUBLISH /docs/a.md\n---\nexpected-version: \"0\"\n---\n# A\n", "unauthorized"),
-    (b"PUBLISH /docs/a.md\n---\nauth: wrong-token\n---\n# A\n", "unauthorized"),
-])
+@pytest.mark.parametrize(
+    "request_bytes, status",
+    [
+        (b"FETCH /" + b"a" * 4100 + b"\n", "server-error"),
+        (b"STEAL /docs/a.md\n", "bad-request"),
+        (b"FETCH\n", "bad-request"),
+        (b"FETCH docs/a.md\n", "bad-request"),
+        (b"FETCH /docs/a.md\n---\n- a\n- b\n---\n", "bad-request"),
+        (b"FETCH /docs/a.md\n---\nkey:\n  nested: map\n---\n", "bad-request"),
+        (b"FETCH /docs/a.md\n---\nkey: [1, 2]\n---\n", "bad-request"),
+        (b"FETCH /docs/a.md\n---\nkey: \xff\xfe\n---\n", "bad-request"),
+        (b"LOOKUP /\n---\nquery: *\n---\n", "bad-request"),
+        (b"FETCH /docs/../etc/passwd\n", "not-found"),
+        (b'PUBLISH /docs/a.md\n---\nexpected-version: "0"\n---\n# A\n', "unauthorized"),
+        (b"PUBLISH /docs/a.md\n---\nauth: wrong-token\n---\n# A\n", "unauthorized"),
+    ],
+)
 def test_malformed_requests_get_the_real_status(driver, request_bytes, status):
     assert status_of(driver.request(request_bytes, timeout=10)) == status
     assert still_serving(driver)
@@ -108,8 +111,12 @@ def test_rate_limit_waits_then_answers_rate_limited(start_mark, quic_engine):
     driver = QuicDriver(host, port, client_configuration(insecure=True, quic_engine=quic_engine), max_streams=10)
     driver.connect(timeout=10)
     try:
-        answers = [g.value for g in gevent.joinall(
-            [gevent.spawn(driver.request, HEALTH, 10) for _ in range(10)], timeout=20, raise_error=True)]
+        answers = [
+            g.value
+            for g in gevent.joinall(
+                [gevent.spawn(driver.request, HEALTH, 10) for _ in range(10)], timeout=20, raise_error=True
+            )
+        ]
     finally:
         driver.close()
     statuses = [status_of(a) for a in answers]

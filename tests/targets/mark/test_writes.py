@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -11,7 +11,7 @@ from swarmgauge.targets.mark.auth import TokenStore, publish_token
 from swarmgauge.targets.mark.handler import Handler
 from swarmgauge.targets.mark.store import Store
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 TOKEN = "t0ken"
 
 
@@ -71,16 +71,19 @@ def test_list_hides_archived_unless_asked(handler):
     assert ask(handler, "LIST", "/d", {"include-archived": "true"}).metadata["entries"] == "2"
 
 
-@pytest.mark.parametrize("metadata, body, reason", [
-    ({"Bad_Key": "x"}, b"# A\n", b"invalid metadata key"),
-    ({"version": "9"}, b"# A\n", b"reserved metadata key"),
-    ({"expected-version": "-1"}, b"# A\n", b"invalid expected-version"),
-    ({"expected-version": "one"}, b"# A\n", b"invalid expected-version"),
-    ({"retention": "0"}, b"# A\n", b"invalid retention"),
-    ({"title": "x" * 1025}, b"# A\n", b"exceeds 1024 bytes"),
-    ({f"k{n}": "v" for n in range(51)}, b"# A\n", b"too many metadata keys"),
-    ({}, b"\xff\xfe", b"content must be UTF-8"),
-])
+@pytest.mark.parametrize(
+    "metadata, body, reason",
+    [
+        ({"Bad_Key": "x"}, b"# A\n", b"invalid metadata key"),
+        ({"version": "9"}, b"# A\n", b"reserved metadata key"),
+        ({"expected-version": "-1"}, b"# A\n", b"invalid expected-version"),
+        ({"expected-version": "one"}, b"# A\n", b"invalid expected-version"),
+        ({"retention": "0"}, b"# A\n", b"invalid retention"),
+        ({"title": "x" * 1025}, b"# A\n", b"exceeds 1024 bytes"),
+        ({f"k{n}": "v" for n in range(51)}, b"# A\n", b"too many metadata keys"),
+        ({}, b"\xff\xfe", b"content must be UTF-8"),
+    ],
+)
 def test_publisher_metadata_rules(handler, metadata, body, reason):
     answer = ask(handler, "PUBLISH", "/a.md", metadata, body)
     assert answer.status == "bad-request"
