@@ -174,6 +174,8 @@ def abort_exprs(environment: Any) -> list[str]:
 
 def _check_interval(environment: Any) -> float:
     value = getattr(getattr(environment, "parsed_options", None), "sample_interval", None)
+    if value is None:
+        return DEFAULT_CHECK_SECONDS
     try:
         seconds = float(value)
     except (TypeError, ValueError):

@@ -43,10 +43,10 @@ class StopOnSignal:
         if runner is not None and runner.state == STATE_INIT:
             logger.info("Got %s before the run started: exiting, nothing was measured", name)
             raise SystemExit(128 + signum)  # gevent hands it to the main greenlet; atexit stops embedded targets
-        can_end = len(self.received) == 1 and callable(getattr(shape, "request_end", None)) and runner is not None
-        if can_end:
+        request_end = getattr(shape, "request_end", None)
+        if len(self.received) == 1 and callable(request_end) and runner is not None:
             logger.info("Got %s: ending the plan now (files are written as at its end; again to quit at once)", name)
-            shape.request_end()
+            request_end()
             return
         logger.info("Got %s: stopping at once", name)
         raise KeyboardInterrupt(name)

@@ -88,6 +88,12 @@ class StepRecorder:
         self.counters: dict[tuple[int, str], int] = {}
         self.cpu_max: dict[int, float] = {}
 
+    def _reset(self) -> None:
+        self.entries = {}
+        self.warmup = {}
+        self.counters = {}
+        self.cpu_max = {}
+
     def record(self, step: int, request_type: str, name: str, response_time_ms: float | None, failed: bool) -> None:
         key = (step, request_type, name)
         stats = self.entries.get(key)
@@ -129,7 +135,7 @@ class StepRecorder:
             "counters": [[step, name, n] for (step, name), n in self.counters.items()],
             "cpu": [[step, value] for step, value in self.cpu_max.items()],
         }
-        self.__init__()
+        self._reset()
         return batch
 
 
@@ -157,8 +163,8 @@ class StepMerge:
         for step, n in batch.get("warmup", []):
             self.warmup[int(step)] = self.warmup.get(int(step), 0) + int(n)
         for step, name, n in batch.get("counters", []):
-            key = (int(step), str(name))
-            self.counters[key] = self.counters.get(key, 0) + int(n)
+            counter_key = (int(step), str(name))
+            self.counters[counter_key] = self.counters.get(counter_key, 0) + int(n)
         for step, value in batch.get("cpu", []):
             self.cpu_max[int(step)] = max(self.cpu_max.get(int(step), 0.0), float(value))
         return combined

@@ -9,6 +9,7 @@ shows the values the run will really use in the form, with secrets blank.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from werkzeug.datastructures import ImmutableMultiDict
@@ -123,7 +124,7 @@ def apply_common_fields(environment: Any, form: Any) -> None:
     from locust.util.timespan import parse_timespan
 
     parsed = environment.parsed_options
-    readers = {
+    readers: dict[str, tuple[str, Callable[[str], object]]] = {
         "user_count": ("num_users", int),
         "spawn_rate": ("spawn_rate", float),
         "run_time": ("run_time", parse_timespan),

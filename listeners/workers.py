@@ -86,7 +86,7 @@ class WorkerLossWatcher:
         last_seen = self.last_seen.get(client_id)
         step = self._step_at(last_seen)
         per_step = self.reported.get(client_id, {})
-        entry = {
+        entry: dict[str, Any] = {
             "worker": client_id,
             "last_seen": last_seen,
             "last_report_at": self.last_report.get(client_id),

@@ -32,7 +32,7 @@ import shlex
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gevent
 from locust import constant, events
@@ -314,7 +314,7 @@ def _run_drill(environment: Any) -> None:
     gevent.sleep(parse_duration(options.mdk_drill_after, "--mdk-drill-after"))
     counted = not isinstance(environment.runner, MasterRunner)  # a master sees no reader's request events
     try:
-        stack = MDKStack.attach(_target.root)
+        stack = MDKStack.attach(cast(Path, _target.root))  # start_target refuses --mdk-drill without a root
         victims = set(stack.device_ids(options.mdk_drill_worker if options.mdk_drill == "worker-restart" else None))
         started = time.monotonic()
         while counted and not (_target.read_ok & victims) and time.monotonic() < started + ARM_TIMEOUT_S:

@@ -11,6 +11,7 @@ import calendar
 import math
 import re
 from collections.abc import Mapping
+from typing import cast
 
 import yaml
 import yaml.nodes
@@ -323,4 +324,4 @@ def _decode_yaml(text: str) -> dict[str, str]:
 def _scalar_text(node: yaml.nodes.ScalarNode) -> str:
     if node.style is None and node.tag in ("tag:yaml.org,2002:str", "tag:yaml.org,2002:null") and node.value in _NULLS:
         return ""
-    return node.value
+    return cast(str, node.value)  # a ScalarNode's value is always its str source text

@@ -114,7 +114,7 @@ class PollTimeout(KneoError):
 _TERMINAL_FAILURES = {"failed": RunFailed, "cancelled": RunCancelled, "timed_out": RunTimedOut, "expired": RunExpired}
 
 
-def run_request(input_text: str, *, spec_path: str, target: str, async_mode: bool, run_tag: str) -> dict:
+def run_request(input_text: str, *, spec_path: str, target: str, async_mode: bool, run_tag: str) -> dict[str, Any]:
     """The ``POST /v1/runs`` body; the tag goes into ``metadata`` so the store can be reconciled per run."""
     return {
         "input": input_text,
@@ -125,7 +125,7 @@ def run_request(input_text: str, *, spec_path: str, target: str, async_mode: boo
     }
 
 
-def _decode_object(body: bytes) -> dict:
+def _decode_object(body: bytes) -> dict[str, Any]:
     try:
         value = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -259,7 +259,7 @@ class RunLedger:
         with self._lock:
             self.refused[code] = self.refused.get(code, 0) + 1
 
-    def drain(self) -> dict:
+    def drain(self) -> dict[str, Any]:
         """Take everything recorded so far as a msgpack-able dict and reset (worker → master)."""
         with self._lock:
             data = {

@@ -368,7 +368,7 @@ def read_messages(content_type: str, body: bytes, request_id: int | None) -> lis
     raise MCPProtocolError("unexpected Content-Type")
 
 
-def result_of(messages: Iterable[dict[str, Any]], request_id: int) -> Any:
+def result_of(messages: Iterable[dict[str, Any]], request_id: int | None) -> Any:
     """The ``result`` of the response to ``request_id``; a JSON-RPC error raises ``JSONRPCError`` with its code."""
     for message in messages:
         if _answers(message, request_id):

@@ -97,7 +97,8 @@ def trend_sentence(points: Sequence[StepPoint]) -> str | None:
     peak = max(range(len(points)), key=lambda i: points[i].rps)
     low = min(range(len(points)), key=lambda i: points[i].rps)
     if max(p.spread for p in points) > points[peak].rps - points[low].rps:
-        return _noisy(points, *sorted((low, peak)), everywhere=True)
+        first, second = sorted((low, peak))
+        return _noisy(points, first, second, everywhere=True)
     if peak < last and points[last].rps < (1.0 - FALL) * points[peak].rps:
         top, end = points[peak], points[last]
         if _noise(points, peak, last) > top.rps - end.rps:

@@ -84,7 +84,7 @@ class ArrivalRate(_OpenKnobs, SwarmShape):
     """Open model: iterations per second independent of response times, capped at ``max_users`` concurrent."""
 
     kind = "arrival_rate"
-    plan_keys = _OPEN_KEYS + ("rates", "step_time")
+    plan_keys: ClassVar[tuple[str, ...]] = _OPEN_KEYS + ("rates", "step_time")
     rates: ClassVar[list[float] | None] = None
     step_time: ClassVar[Any] = None
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import gevent
-from locust import LoadTestShape
+from locust import LoadTestShape, User
+from locust.runners import Runner
 
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
@@ -98,6 +99,10 @@ class SwarmShape(LoadTestShape):
     def plan_slos(self) -> list[str]:
         return list(self.plan().slos)
 
+    def _live_runner(self) -> Runner:
+        """The runner ticking this shape: Locust sets ``runner`` before the first tick."""
+        return cast(Runner, self.runner)
+
     # ticking ----------------------------------------------------------------------------------------------------
     def stage_at(self, run_time: float) -> tuple[int, Stage, float] | None:
         """The stage running at ``run_time`` with its index and the time left in it."""
@@ -127,15 +132,19 @@ class SwarmShape(LoadTestShape):
             drop_after=stage.drop_after if stage.open_model else None,
             rate_end=stage.rate_end,
         )
-        hooks.announce_step(self.runner.environment, info)
+        hooks.announce_step(self._live_runner().environment, info)
         self._announced = index
 
     def _user_classes(self, stage: Stage) -> list[Any] | None:
         if not stage.user_classes:
             return None
-        environment = self.runner.environment
+        environment = self._live_runner().environment
         known = (
-            {cls.__name__: cls for cls in (environment.available_user_classes or {}).values()}
+            # locust annotates available_user_classes as dict[str, User], but it maps names to classes
+            {
+                cls.__name__: cls
+                for cls in cast("dict[str, type[User]]", environment.available_user_classes or {}).values()
+            }
             if getattr(environment, "available_user_classes", None)
             else {c.__name__: c for c in environment.user_classes}
         )
@@ -157,7 +166,7 @@ class SwarmShape(LoadTestShape):
         self._cut_at = run_time
         logger.info("run time limit of %.0f s reached: the %.0f s plan is cut short", run_time, plan.total_duration)
         hooks.add_run_info(
-            self.runner.environment,
+            self._live_runner().environment,
             "cut_short",
             {
                 "run_time_s": round(run_time, 1),
@@ -177,7 +186,7 @@ class SwarmShape(LoadTestShape):
 
     def _finish(self, run_time: float) -> tuple[int, float] | None:
         """After the last stage: the open-model tail, then all users stopped, then the final reports."""
-        environment = self.runner.environment
+        environment = self._live_runner().environment
         if not self._ended:
             hooks.end_run(environment)
             self._ended = True
@@ -191,7 +200,7 @@ class SwarmShape(LoadTestShape):
             self._stopping_users = True
             return 0, STOP_SPAWN_RATE
         self._wait_until(
-            lambda: self.runner.user_count == 0,
+            lambda: self._live_runner().user_count == 0,
             float(getattr(environment, "stop_timeout", 0) or 0) + STOP_GRACE_SECONDS,
         )
         hooks.request_final_reports(environment)

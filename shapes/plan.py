@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from swarmgauge.core.durations import parse_duration
 from swarmgauge.errors import UsageError
@@ -124,7 +124,8 @@ class Stage:
 
     @property
     def user_count(self) -> int:
-        return int(self.max_users if self.open_model else self.users or 0)
+        # an open stage always has max_users (_stage fills in the default)
+        return int(cast(int, self.max_users) if self.open_model else self.users or 0)
 
 
 @dataclass
@@ -233,7 +234,9 @@ def build_plan(doc: dict[str, Any], *, source: str = "options") -> Plan:
     kind = str(doc.get("kind") or doc.get("shape") or "").strip()
     if kind not in KINDS:
         raise UsageError(f"{where}: unknown shape {kind!r}; choose one of {', '.join(KINDS)}")
-    common = {k: doc[k] for k in ("warmup", "max_users", "drop_after", "spawn_rate", "user_classes") if k in doc}
+    common: dict[str, Any] = {
+        k: doc[k] for k in ("warmup", "max_users", "drop_after", "spawn_rate", "user_classes") if k in doc
+    }
     raws: list[dict[str, Any]]
     if kind == "step_ramp":
         steps = _number_list(doc.get("steps"), f"{where} steps", integer=True, limit=MAX_USERS)

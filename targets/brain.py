@@ -30,7 +30,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import cast
 from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CollectorRegistry, Gauge, ProcessCollector, generate_latest
@@ -169,7 +171,7 @@ class Brain:
         if self.leak_bytes:
             matrix = self._load_model()
             with self.lock:
-                self.retained.append(matrix)
+                self.retained.append(cast(bytearray, matrix))  # leak_bytes set: _load_model built it
             return
         if self.model_load_s and not self.model_loaded:
             with self.lock:
@@ -310,7 +312,12 @@ class Brain:
             return {}
         method, params = msg["method"], msg.get("params") or {}
         reply = {"jsonrpc": "2.0", "id": msg["id"]}
-        tools = {"search": self.search, "get": self.get, "stats": self.stats, "audit": self.audit}
+        tools: dict[str, Callable[[dict[str, str]], dict]] = {
+            "search": self.search,
+            "get": self.get,
+            "stats": self.stats,
+            "audit": self.audit,
+        }
         if method == "initialize":
             reply["result"] = {
                 "protocolVersion": PROTOCOL_VERSION,
@@ -364,7 +371,12 @@ def metrics_registry(brain: Brain) -> CollectorRegistry:
 
 def make_handler(brain: Brain):
     registry = metrics_registry(brain)
-    gets = {"/search": brain.search, "/get": brain.get, "/stats": brain.stats, "/audit": brain.audit}
+    gets: dict[str, Callable[[dict[str, str]], dict]] = {
+        "/search": brain.search,
+        "/get": brain.get,
+        "/stats": brain.stats,
+        "/audit": brain.audit,
+    }
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -486,7 +498,7 @@ def main(argv: list[str]) -> int:
     if args.pidfile:
         with open(args.pidfile, "w") as f:
             f.write(f"{os.getpid()}\n")
-    host, port = server.server_address[:2]
+    host, port = cast(tuple[str, int], server.server_address[:2])  # an AF_INET/AF_INET6 server
     print(f"ready http://{'[' + host + ']' if ':' in host else host}:{port}", flush=True)
     try:
         server.serve_forever(poll_interval=0.2)

@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO, cast
 
 from swarmgauge.errors import SwarmgaugeError
 
@@ -28,6 +29,9 @@ class TargetStartError(SwarmgaugeError):
 
 class TargetProcess:
     """A running target child: ``url`` from its ready line, ``lines`` keyed by first word; stop() ends it."""
+
+    base_url: str  # set by targets.mcp_gateway.launch only
+    mark_url: str  # set by targets.mcp_gateway.launch only
 
     def __init__(self, name: str, process: subprocess.Popen, lines: dict[str, str], log) -> None:
         self.name = name
@@ -134,18 +138,19 @@ def launch_target(
         cwd=str(REPO_ROOT),
         preexec_fn=die_with_parent(os.getpid()),
     )
+    stdout = cast(IO[bytes], process.stdout)  # stdout=PIPE: never None
     lines: dict[str, str] = {}
     buffer = b""
     deadline = time.monotonic() + timeout
     selector = selectors.DefaultSelector()
-    selector.register(process.stdout, selectors.EVENT_READ)
+    selector.register(stdout, selectors.EVENT_READ)
     try:
         while time.monotonic() < deadline and not all(k in lines for k in wait_for):
             if not selector.select(timeout=min(0.5, max(0.0, deadline - time.monotonic()))):
                 if process.poll() is not None:
                     break
                 continue
-            chunk = os.read(process.stdout.fileno(), 4096)
+            chunk = os.read(stdout.fileno(), 4096)
             if not chunk:
                 break
             buffer += chunk
@@ -166,7 +171,7 @@ def launch_target(
         log.seek(0)
         tail = log.read().decode("utf-8", "replace").strip()[-800:]
         log.close()
-        process.stdout.close()
+        stdout.close()
         why = f"exited with status {process.returncode}" if exited else f"no ready line within {timeout:.0f}s"
         raise TargetStartError(f"target {name} did not get ready ({why}): {tail or 'no output'}")
     return TargetProcess(name, process, lines, log)

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import cast
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.files import write_atomic
@@ -231,7 +232,7 @@ def main(argv: list[str]) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     try:
-        dsn_file = Path(args.dsn_file) if args.dsn_file else cluster.root / "dsn"
+        dsn_file = Path(args.dsn_file) if args.dsn_file else cast(Path, cluster.root) / "dsn"  # set by start()
         write_atomic(dsn_file, cluster.dsn + "\n")  # mode 0600: the DSN holds the password
         print(f"ready {cluster.redacted_dsn}", flush=True)
         print(f"dsn-file {dsn_file}", flush=True)

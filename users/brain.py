@@ -10,7 +10,7 @@ p95 < 1,000 ms, get p95 < 200 ms, errors < 1 % per endpoint).
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, cast
 
 from locust import FastHttpUser, constant, events, task
 
@@ -146,7 +146,9 @@ class BrainUser(FastHttpUser):
 
     def on_start(self) -> None:
         parsed = self.environment.parsed_options
-        mix = parse_mix(self.mix or (getattr(parsed, "brain_mix", DEFAULT_MIX) if parsed else DEFAULT_MIX))
+        # --brain-mix is a str option with a default, so the text is never None
+        mix_text = self.mix or (getattr(parsed, "brain_mix", DEFAULT_MIX) if parsed else DEFAULT_MIX)
+        mix = parse_mix(cast(str, mix_text))
         self.endpoints = [name for name, weight in mix.items() if weight > 0]
         self.weights = [mix[name] for name in self.endpoints]
         extra = list(getattr(parsed, "brain_query", []) or []) if parsed is not None else []
@@ -176,7 +178,7 @@ class BrainUser(FastHttpUser):
     def search(self) -> None:
         document = self._get("/search", {"q": self.random.choice(self.queries), "n": "10"})
         if isinstance(document, dict):
-            ids = [r.get("id") for r in document.get("results", []) if isinstance(r, dict) and r.get("id")]
+            ids: list[str] = [r["id"] for r in document.get("results", []) if isinstance(r, dict) and r.get("id")]
             self.seen_ids = (self.seen_ids + ids)[-200:]
 
     def get(self) -> None:

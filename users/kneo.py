@@ -257,7 +257,8 @@ class KneoClient:
     def submit(self) -> RunState:
         """``run submit``: 202 with the run row's status at dispatch (``running``)."""
         with measure(self.events, "run submit", self.name, reraise=True) as outcome:
-            return self._create(True, outcome)
+            state = self._create(True, outcome)
+        return state
 
     def poll(self, run_id: str) -> RunState:
         """``run poll``: one status read."""
@@ -267,7 +268,7 @@ class KneoClient:
             state = parse_run(status, headers, content, expect=(200,))
             if state.terminal:
                 self.ledger.observe(state.run_id, state.status)
-            return state
+        return state
 
     def wait(self, run_id: str) -> RunState:
         """Poll with a bounded backoff until terminal; ``PollTimeout`` when the bound (time or count) is hit."""

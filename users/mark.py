@@ -13,6 +13,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
+from typing import cast
 from urllib.parse import urlsplit
 
 import gevent
@@ -309,12 +310,13 @@ class MarkClient:
 
     def _exchange(self, data: bytes) -> bytes:
         if self.connection == "fresh":
-            driver = self._driver if self.ready else self._open()  # one that connect() prepared, or a new one
+            # one that connect() prepared (``ready`` implies it is set), or a new one
+            fresh = cast(QuicDriver, self._driver) if self.ready else self._open()
             self._driver = None
             try:
-                return driver.request(data, timeout=self.timeout)
+                return fresh.request(data, timeout=self.timeout)
             finally:
-                driver.close()
+                fresh.close()
         driver = self._driver
         if driver is None or not driver.alive:  # the lock only when a connection has to be (re)made
             driver = self._pooled_driver()
@@ -326,7 +328,9 @@ class MarkClient:
         """Send exactly ``request_bytes`` on one stream (no token added) and return the exact response bytes."""
         return self._exchange(request_bytes)
 
-    def request(self, verb: str, path: str, metadata: Mapping[str, str] | None = None, body: bytes = b"") -> Response:
+    def request(
+        self, verb: str, path: str, metadata: Mapping[str, str | None] | None = None, body: bytes | str = b""
+    ) -> Response:
         """One request with the token added as ``auth``; a non-success status raises its ``MarkStatusError``."""
         fields = {key: value for key, value in (metadata or {}).items() if value is not None}
         if self._token is not None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from locust import User, events
 
@@ -200,7 +200,7 @@ class MarkUser(User):
 
     def _new_client(self, mode: str, settings: dict[str, Any]) -> MarkClient:
         return MarkClient(
-            self.host,
+            cast(str, self.host),  # __init__ refuses a user without a host
             connection=mode,
             stats=QuicStats(),
             on_handshake=self._record_handshake,

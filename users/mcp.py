@@ -18,7 +18,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, cast
 
 import gevent
 from locust import User, events, task
@@ -263,7 +263,7 @@ class _MCPBase(User):
 
     def _new_client(self) -> MCPClient:
         return MCPClient(
-            self.host,
+            cast(str, self.host),  # __init__ refuses a user without a host
             environment=self.environment,
             path=self.options.path,
             protocol_version=self.options.protocol,
@@ -358,6 +358,8 @@ class MCPChurnUser(_MCPBase):
 
     abstract = True
     wait_time = _churn_wait
+    # no value here: _pacer_for() sets one on each concrete class and reads it from that class's __dict__
+    _pacer: ClassVar[SessionPacer]
 
     def on_start(self) -> None:
         """Locust runs one task before the first wait: take the first ticket here so every session is paced."""

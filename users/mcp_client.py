@@ -43,8 +43,8 @@ def transport_failure(exc: BaseException) -> proto.MCPError:
     """One named MCP error for any fault below HTTP, with a message from a fixed set (bounded failure rows)."""
     if isinstance(exc, proto.MCPError):
         return exc
-    if isinstance(exc, AgentConnectionError) and isinstance(getattr(exc, "original", None), BaseException):
-        return transport_failure(exc.original)
+    if isinstance(exc, AgentConnectionError) and isinstance(original := getattr(exc, "original", None), BaseException):
+        return transport_failure(original)
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return proto.MCPTimeout("no answer within the timeout")
     if isinstance(exc, HTTPConnectionClosed):
@@ -141,7 +141,8 @@ class MCPClient:
             max_retries=0,
             concurrency=1,
         )
-        http.client.valid_response_codes = _ALL_STATUSES
+        # geventhttpclient annotates this ClassVar, but a per-instance override is what we want (not every UserAgent)
+        http.client.valid_response_codes = _ALL_STATUSES  # type: ignore[misc]
         return http
 
     def close(self) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Any, cast
 
 import gevent
 import gevent.event
@@ -110,8 +110,8 @@ class QuicDriver:
         self._engine: QuicEngine = engine_of(configuration)
         self._quic: Any = None
         self._transport: DatagramTransport | None = None
-        self._hub_loop = None
-        self._timer = None
+        self._hub_loop: Any = None  # gevent's hub loop, set by connect() (gevent is untyped)
+        self._timer: Any | None = None  # a gevent loop timer watcher
         self._timer_at: float | None = None
         self._timer_fired = False
         self._ack_wait_until: float | None = None  # an ACK held back to ride on the next request (qh3)
@@ -162,7 +162,7 @@ class QuicDriver:
         except gevent.Timeout:
             self._fail(HandshakeTimeout(f"no QUIC handshake with {self.host}:{self.port} within {timeout:g} s"))
             self._shutdown()
-            raise self._error from None
+            raise cast(QuicError, self._error) from None  # _fail() has just set it (or kept an earlier one)
         except BaseException:  # a failed handshake, or the calling greenlet killed mid-handshake
             self._fail(ConnectionLost("connect interrupted"))
             self._shutdown()
@@ -194,7 +194,7 @@ class QuicDriver:
             self._flush()
             self._arm_timer()
             try:
-                return pending.result.get(timeout=max(0.0, deadline - time.monotonic()))
+                return cast(bytes, pending.result.get(timeout=max(0.0, deadline - time.monotonic())))
             except gevent.Timeout:
                 self._abort_stream(stream_id)
                 raise RequestTimeout(f"no complete response within {timeout:g} s") from None
@@ -245,11 +245,13 @@ class QuicDriver:
         if self._closed:
             return
         quic = self._quic
+        # only connect() arms the timer and the readable callback, after it has set the transport
+        transport = cast(DatagramTransport, self._transport)
         try:
-            received = self._transport.drain()
+            received = transport.drain()
             now = time.monotonic()
             for data in received:
-                quic.receive_datagram(data, self._transport.peer, now)
+                quic.receive_datagram(data, transport.peer, now)
             if received:
                 self._last_heard = now
                 if self._credit_waiters:

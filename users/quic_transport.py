@@ -12,7 +12,7 @@ import ipaddress
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import gevent
 import gevent.event
@@ -20,7 +20,11 @@ from gevent import socket as gsocket
 
 from swarmgauge.quic_engine import DEFAULT_ENGINE, QuicEngine, engine
 
-NetworkAddress = tuple
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
+    from cryptography.x509 import Certificate
+
+NetworkAddress = tuple[Any, ...]
 MAX_DATAGRAMS_PER_DRAIN = 256
 
 
@@ -49,7 +53,7 @@ class UdpTransport:
     def __init__(self, sock: gsocket.socket, peer: NetworkAddress):
         self._sock = sock
         self.peer = peer
-        self._watcher = None
+        self._watcher: Any | None = None  # a gevent loop io watcher (gevent is untyped)
 
     @classmethod
     def open(cls, host: str, port: int) -> UdpTransport:
@@ -81,7 +85,7 @@ class UdpTransport:
             pass  # a full socket buffer is packet loss; QUIC's loss recovery resends
 
     def drain(self) -> list[bytes]:
-        received = []
+        received: list[bytes] = []
         while len(received) < MAX_DATAGRAMS_PER_DRAIN:
             try:
                 received.append(self._sock.recv(65536))
@@ -102,7 +106,9 @@ class UdpTransport:
         self._sock.close()
 
 
-def self_signed_certificate(names: tuple[str, ...] = ("localhost", "127.0.0.1", "::1"), *, days: int = 1):
+def self_signed_certificate(
+    names: tuple[str, ...] = ("localhost", "127.0.0.1", "::1"), *, days: int = 1
+) -> tuple[Certificate, EllipticCurvePrivateKey]:
     """An EC P-256 certificate and key for ``names`` (DNS names or IP literals), made in memory."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes
@@ -110,7 +116,7 @@ def self_signed_certificate(names: tuple[str, ...] = ("localhost", "127.0.0.1", 
     from cryptography.x509.oid import NameOID
 
     key = ec.generate_private_key(ec.SECP256R1())
-    sans = []
+    sans: list[x509.GeneralName] = []
     for name in names:
         try:
             sans.append(x509.IPAddress(ipaddress.ip_address(name)))

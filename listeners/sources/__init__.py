@@ -11,8 +11,9 @@ them once per interval; it never stops the run). Specs look like ``KIND:ARGUMENT
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 from swarmgauge.core.trend import MIB
 from swarmgauge.errors import SwarmgaugeError, UsageError
@@ -60,9 +61,10 @@ def parse_source(spec: str) -> Source:
     if target is None:
         raise UsageError(f"--sample {spec!r}: unknown source {kind!r}; choose one of {', '.join(SOURCE_KINDS)}")
     module_name, _, attr_path = target.partition(":")
-    factory = importlib.import_module(module_name)
+    found: object = importlib.import_module(module_name)
     for attr in attr_path.split("."):
-        factory = getattr(factory, attr)
+        found = getattr(found, attr)
+    factory = cast(Callable[[str], Source], found)
     source = factory(argument.strip())
     source.label = spec.strip()
     return source

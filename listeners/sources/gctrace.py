@@ -21,6 +21,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, cast
 
 from . import MIB, Reading, SourceError
 
@@ -77,7 +78,7 @@ class GctraceSource:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file = None
+        self._file: BinaryIO | None = None
         self._inode: tuple[int, int] | None = None
         self._partial = b""
         self.last: GcLine | None = None
@@ -108,7 +109,8 @@ class GctraceSource:
         self._file = None
 
     def _drain(self) -> None:
-        data = self._file.read(MAX_READ_BYTES)
+        # called only after sample() has seen the file open
+        data = cast(BinaryIO, self._file).read(MAX_READ_BYTES)
         if not data:
             return
         lines = (self._partial + data).split(b"\n")

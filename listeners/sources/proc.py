@@ -12,6 +12,7 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import cast
 
 import psutil
 
@@ -92,7 +93,8 @@ class PsutilSource:
         self._samples_since_scan = 0
         self._roots = self._scan()
         if not self._roots:
-            raise SourceError(f"no process matches {self.match.pattern!r}")
+            # neither pid nor pidfile is set, so from_spec was given match=
+            raise SourceError(f"no process matches {cast(re.Pattern[str], self.match).pattern!r}")
         return self._roots
 
     def _process(self, pid: int) -> psutil.Process:
@@ -108,12 +110,13 @@ class PsutilSource:
 
     def _scan(self) -> list[psutil.Process]:
         excluded = _own_lineage()
+        match = cast(re.Pattern[str], self.match)  # _scan runs only when neither pid nor pidfile is set
         found = []
         for process in psutil.process_iter(["pid", "cmdline"]):
             cmdline = " ".join(process.info.get("cmdline") or ())
             if process.pid in excluded or not cmdline or "psutil:match=" in cmdline:
                 continue
-            if self.match.search(cmdline):
+            if match.search(cmdline):
                 found.append(process)
         pids = {p.pid for p in found}
         # keep only the top of each matched tree; its children are summed in anyway

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import cast
 
 from swarmgauge.core.durations import parse_duration
 from swarmgauge.errors import UsageError
@@ -110,7 +111,8 @@ def trend(
     per_hour = least_squares_slope(ts, vs)
     per_1k = requests = None
     if request_elapsed and request_counts:
-        counts = [interpolate(t, request_elapsed, request_counts) for t in ts]
+        # request_elapsed is non-empty here, so interpolate never returns None.
+        counts = [cast(float, interpolate(t, request_elapsed, request_counts)) for t in ts]
         slope = least_squares_slope(counts, vs)
         per_1k = slope * 1000 if slope is not None else None
         requests = counts[-1] - counts[0]

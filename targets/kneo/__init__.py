@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import cast
 
 from swarmgauge.errors import SwarmgaugeError
 from swarmgauge.files import write_atomic
@@ -103,7 +104,7 @@ def main(argv: list[str]) -> int:
         for url in service.urls:
             print(f"ready {url}", flush=True)
         print(f"store {redact_dsn(service.store_locator)}", flush=True)
-        store_file = service.workdir / "store"
+        store_file = cast(Path, service.workdir) / "store"  # set by start()
         write_atomic(store_file, service.store_locator + "\n")  # mode 0600: a DSN holds the password
         print(f"store-file {store_file}", flush=True)
         print(f"pids {' '.join(map(str, service.pids))}", flush=True)

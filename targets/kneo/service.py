@@ -19,6 +19,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.targets.kneo.venv import ensure_venv
@@ -100,7 +101,7 @@ class KneoService:
     @property
     def store_locator(self) -> str:
         """What reconciliation takes as ``--kneo-store``: the DSN or the SQLite file's path."""
-        return self.dsn if self.store == "postgres" else str(self.sqlite_path)
+        return cast(str, self.dsn) if self.store == "postgres" else str(self.sqlite_path)  # __post_init__ checks dsn
 
     def _env(self) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if not key.startswith("KNEO_SERV_")}

@@ -11,6 +11,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 from swarmgauge.targets.mark.render import LookupRow
 from swarmgauge.targets.mark.store import Document
@@ -92,10 +93,10 @@ def _matches(doc: Document, predicates: list[Predicate]) -> bool:
             if p.value.lower() not in (t.lower() for t in tags_of(doc)):
                 return False
         elif p.key == "modified-after":
-            if not doc.current.modified > p.moment:
+            if not doc.current.modified > cast(datetime, p.moment):  # parse_filter sets it for this key
                 return False
         elif p.key == "modified-before":
-            if not doc.current.modified < p.moment:
+            if not doc.current.modified < cast(datetime, p.moment):
                 return False
         elif doc.current.metadata.get(p.key) != p.value:
             return False
@@ -169,7 +170,9 @@ class _Section:
 def _sections(body: str) -> list[_Section]:
     sections: list[_Section] = []
     stack: list[tuple[int, str]] = []
-    anchor, heading, trail, lines, fenced = "", "", set(), [], False
+    trail: set[str] = set()
+    lines: list[str] = []
+    anchor, heading, fenced = "", "", False
 
     def close() -> None:
         text = "\n".join(s for s in (_strip(x) for x in lines) if s)
@@ -199,7 +202,8 @@ def _lookup_body(docs: list[Document], query: str) -> list[LookupRow]:
     terms = [t for t in dict.fromkeys(_EDGE.sub("", f.lower()) for f in query.split()) if len(t) >= 2]
     if not terms:
         return []
-    candidates = []
+    candidates: list[tuple[Document, _Section | None, bool]] = []
+    sec: _Section | None
     all_sections = 0
     total_length = 0
     df = [0] * len(terms)
@@ -225,7 +229,7 @@ def _lookup_body(docs: list[Document], query: str) -> list[LookupRow]:
                 candidates.append((doc, sec, False))
     avg = total_length / all_sections if all_sections else 0.0
     idf = [math.log(1 + (all_sections - n + 0.5) / (n + 0.5)) for n in df]
-    scored = []
+    scored: list[tuple[float, Document, _Section | None]] = []
     for doc, sec, whole in candidates:
         score = 0.0
         doc_terms = set(_tokens(title_of(doc))) | {tok for t in tags_of(doc) for tok in _tokens(t)}
@@ -239,10 +243,11 @@ def _lookup_body(docs: list[Document], query: str) -> list[LookupRow]:
                     score += idf[j] * 1.5
             if t in doc_terms:
                 score += idf[j] * 2.0
-        scored.append([score * (2.0 if whole else 1.0), doc, sec])
+        scored.append((score * (2.0 if whole else 1.0), doc, sec))
     best = max((s[0] for s in scored), default=0.0)
-    for item in scored:
-        item[0] = (item[0] / best if best > 0 else 1.0) * (0.3 + 0.7 * importance_of(item[1]))
+    scored = [
+        ((score / best if best > 0 else 1.0) * (0.3 + 0.7 * importance_of(doc)), doc, sec) for score, doc, sec in scored
+    ]
     scored.sort(key=lambda s: (-s[0], s[1].path.encode("utf-8"), s[2].anchor if s[2] else ""))
     rows = []
     for _, doc, sec in scored:

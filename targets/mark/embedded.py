@@ -8,7 +8,7 @@ token goes to the child in its environment, never on its command line. The dev c
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import Any, NoReturn
 
 from locust import events
 from locust.runners import WorkerRunner
@@ -58,7 +58,7 @@ def embedded_options(parsed: Any) -> tuple[list[str], int]:
     register_flag_values(extra, SECRET_FLAGS)  # run.json, logs and failures show *** for them from now on
     parser = build_parser()
 
-    def refuse(message: str) -> None:
+    def refuse(message: str) -> NoReturn:
         head, _, rest = message.partition(": ")
         if head == "unrecognized arguments":  # name the options only: a value next to them may be a token
             message = f"{head}: {' '.join(word for word in rest.split() if word.startswith('-')) or '(values)'}"

@@ -10,6 +10,7 @@ import posixpath
 import re
 from collections.abc import Callable
 from datetime import datetime
+from typing import Literal, overload
 
 from swarmgauge.protocols.mark import CONTROL_KEYS, MAX_BODY, Request, encode_response, error_response
 from swarmgauge.targets.mark.auth import AuthDenied, TokenStore
@@ -98,6 +99,10 @@ def with_default_type(path: str, metadata: dict[str, str]) -> dict[str, str]:
     return {**metadata, "type": "Document"}
 
 
+@overload
+def expected_version(metadata: dict[str, str], *, required: Literal[True]) -> int: ...
+@overload
+def expected_version(metadata: dict[str, str], *, required: bool = False) -> int | None: ...
 def expected_version(metadata: dict[str, str], *, required: bool = False) -> int | None:
     text = metadata.get("expected-version")
     if text is None or text == "":

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from aioquic.asyncio.client import connect
+from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.quic.configuration import QuicConfiguration
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
@@ -64,7 +65,7 @@ class MarkBackend:
         self.address = address
         self.timeout = timeout
         self._stack: contextlib.AsyncExitStack | None = None
-        self._protocol = None
+        self._protocol: QuicConnectionProtocol | None = None
         self._lock: asyncio.Lock | None = None
         self._slots: asyncio.Semaphore | None = None
 

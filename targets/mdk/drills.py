@@ -88,7 +88,8 @@ def read_state(url: str, device_id: str, timeout: float = READ_TIMEOUT_S) -> str
     metrics = body.get("metrics") if isinstance(body, dict) else None
     if not isinstance(metrics, dict):
         return "null"
-    snap = metrics.get("snap") if isinstance(metrics.get("snap"), dict) else {}
+    raw_snap = metrics.get("snap")
+    snap = raw_snap if isinstance(raw_snap, dict) else {}
     cached = {k: v for k, v in metrics.items() if k != "snap"}
     cached_bad = [isinstance(v, dict) and "error" in v for v in cached.values()]
     if cached_bad and all(cached_bad):

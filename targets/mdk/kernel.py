@@ -30,7 +30,7 @@ from pathlib import Path
 from swarmgauge.targets.mdk import rpc
 from swarmgauge.targets.mdk.common import StackPlan, announce_ready, process_cpu_seconds
 
-CAPABILITIES = {
+CAPABILITIES: dict[str, dict[str, tuple[type | tuple[type, ...], tuple[str, ...] | None]]] = {
     "reboot": {},
     "setPowerMode": {"mode": (str, ("sleep", "normal", "high"))},
     "setLED": {"enabled": (bool, None)},
@@ -363,7 +363,7 @@ class Kernel:
         self._log(commandId=command_id, state="SUCCESS")
 
     async def run(self) -> None:
-        handlers = {
+        handlers: dict[str, rpc.Handler] = {
             "listWorkers": self.list_workers,
             "getStatus": self.get_status,
             "pullTelemetry": self.pull_telemetry,

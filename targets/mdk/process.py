@@ -37,21 +37,21 @@ async def _watch_owner(root: Path) -> None:
 
 async def _main(role: str, root: Path) -> None:
     if role == "mocks":
-        from swarmgauge.targets.mdk import mock as module
+        from swarmgauge.targets.mdk import mock
 
-        component = module.run(root)
+        component = mock.run(root)
     elif role == "kernel":
-        from swarmgauge.targets.mdk import kernel as module
+        from swarmgauge.targets.mdk import kernel
 
-        component = module.run(root)
+        component = kernel.run(root)
     elif role == "gateway":
-        from swarmgauge.targets.mdk import gateway as module
+        from swarmgauge.targets.mdk import gateway
 
-        component = module.run(root)
+        component = gateway.run(root)
     elif role.startswith("worker-"):
-        from swarmgauge.targets.mdk import worker as module
+        from swarmgauge.targets.mdk import worker
 
-        component = module.run(root, role)
+        component = worker.run(root, role)
     else:
         raise SystemExit(f"unknown stand-in role {role!r}")
     loop = asyncio.get_running_loop()

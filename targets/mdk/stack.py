@@ -134,7 +134,11 @@ class MDKStack:
             exited = child is not None and child.poll() is not None
             if exited or time.monotonic() > deadline:
                 tail = log_path(self.root, component).read_text(errors="replace")[offset:][-2000:]
-                why = f"exited with status {child.returncode}" if exited else f"not ready within {timeout_s:.0f} s"
+                why = (
+                    f"exited with status {child.returncode}"
+                    if exited and child is not None
+                    else f"not ready within {timeout_s:.0f} s"
+                )
                 raise StackError(f"stand-in {component} {why}; log tail:\n{tail}")
             time.sleep(0.02)
 

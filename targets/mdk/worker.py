@@ -185,7 +185,12 @@ class Worker:
             await asyncio.sleep(max(0.0, self.plan.collect_interval_s - self.last_cycle_s))
 
     async def run(self) -> None:
-        handlers = {"identity": self.identity, "ping": self.ping, "telemetry": self.telemetry, "execute": self.execute}
+        handlers: dict[str, rpc.Handler] = {
+            "identity": self.identity,
+            "ping": self.ping,
+            "telemetry": self.telemetry,
+            "execute": self.execute,
+        }
         server = await rpc.serve(self.plan.host, self.me.port, handlers)
         keys = self.root / "workers"
         keys.mkdir(parents=True, exist_ok=True)

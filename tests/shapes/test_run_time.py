@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from swarmgauge.core import hooks
 from swarmgauge.run_folders import resolve
 from swarmgauge.shapes import PlanShape
 from swarmgauge.shapes.plan import build_plan
@@ -31,7 +32,7 @@ def test_the_limit_comes_from_locusts_run_time_option():
 
 def test_cutting_short_records_where_and_what_was_left(monkeypatch):
     noted = {}
-    monkeypatch.setattr("swarmgauge.listeners.rundir.add_run_info", lambda env, key, value: noted.update({key: value}))
+    monkeypatch.setattr(hooks.add_run_info, "implementation", lambda env, key, value: noted.update({key: value}))
     shape = _shape(70)
     shape._cut_short(70.0)
     assert noted["cut_short"] == {
