@@ -22,7 +22,7 @@ import gevent
 from locust import events
 from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner, WorkerRunner
 
-from swarmgauge.listeners import rundir, slo, steps
+from swarmgauge.listeners import resources, rundir, slo, steps, workers
 
 logger = logging.getLogger("swarmgauge.live")
 
@@ -41,10 +41,6 @@ MEMORY_METRICS = (
 )
 MAX_POINTS_PER_SERIES = 2000
 MIB = 1024.0 * 1024.0
-
-
-def _optional(module: str) -> Any:
-    return sys.modules.get(module)
 
 
 def step_rows(environment: Any) -> list[dict[str, Any]]:
@@ -89,8 +85,7 @@ def _slope_per_hour(points: list[tuple[float, float]]) -> float | None:
 
 def resource_series(environment: Any) -> list[dict[str, Any]]:
     """Each sampled memory series (node, source, metric) with its points in MiB and its slope in MiB/h."""
-    resources = _optional("swarmgauge.listeners.resources")
-    sampler = getattr(resources, "_SAMPLERS", {}).get(environment) if resources is not None else None
+    sampler = resources.existing_sampler(environment)
     if sampler is None:
         return []
     series: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
@@ -115,8 +110,7 @@ def resource_series(environment: Any) -> list[dict[str, Any]]:
 
 def latest_resources(environment: Any) -> list[dict[str, Any]]:
     """The last sample of every sampled series (any metric), for the Prometheus endpoint."""
-    resources = _optional("swarmgauge.listeners.resources")
-    sampler = getattr(resources, "_SAMPLERS", {}).get(environment) if resources is not None else None
+    sampler = resources.existing_sampler(environment)
     latest: dict[tuple[str, str, str], float] = {}
     for row in list(sampler.rows) if sampler is not None else []:
         latest[(row.node, row.source, row.metric)] = row.value
@@ -124,8 +118,7 @@ def latest_resources(environment: Any) -> list[dict[str, Any]]:
 
 
 def lost_workers(environment: Any) -> list[dict[str, Any]]:
-    workers = _optional("swarmgauge.listeners.workers")
-    watcher = workers.watcher_for(environment) if workers is not None else None
+    watcher = workers.watcher_for(environment)
     return list(watcher.lost) if watcher is not None else []
 
 

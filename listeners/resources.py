@@ -52,6 +52,11 @@ CSV_NAME = "resources.csv"
 _SAMPLERS: weakref.WeakKeyDictionary[Any, ResourceSampler] = weakref.WeakKeyDictionary()
 
 
+def existing_sampler(environment: Any) -> ResourceSampler | None:
+    """This run's sampler if one was made (the live view reads its rows); never makes one."""
+    return _SAMPLERS.get(environment)
+
+
 @events.init_command_line_parser.add_listener
 def _add_options(parser) -> None:
     parser.add_argument(
@@ -322,6 +327,11 @@ def _on_worker_report(client_id: str, data: dict, **_kwargs) -> None:
 
 @events.quitting.add_listener
 def _on_quitting(environment, **_kwargs) -> None:
+    finish_sampling(environment)
+
+
+def finish_sampling(environment: Any) -> None:
+    """Stop sampling, judge the series and write ``resources.csv`` (a run's end: quitting, or STOP in the web UI)."""
     sampler = _SAMPLERS.get(environment)
     if sampler is None or isinstance(environment.runner, WorkerRunner):
         return

@@ -29,7 +29,7 @@ from locust import events
 from locust.runners import STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, MasterRunner, WorkerRunner
 
 from swarmgauge.errors import UsageError
-from swarmgauge.listeners import live, prom_export, rundir, slo, steps
+from swarmgauge.listeners import live, prom_export, resources, rundir, slo, steps
 from swarmgauge.listeners.webui_form import FormError, apply_common_fields, apply_form, scrub_template_args
 
 logger = logging.getLogger("swarmgauge.webui")
@@ -101,9 +101,7 @@ def close_ui_run(environment: Any) -> Path | None:
     verdicts = slo.check(environment)
     if verdicts:
         logger.info("SLO verdicts:\n%s", slo.format_verdicts(verdicts))
-    resources = live._optional("swarmgauge.listeners.resources")
-    if resources is not None:
-        resources._on_quitting(environment)
+    resources.finish_sampling(environment)
     folder = rundir.close_run(environment)
     environment._swarmgauge_closed_run = folder
     if folder is not None:

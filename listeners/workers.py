@@ -112,6 +112,11 @@ class WorkerLossWatcher:
 _watchers: dict[int, WorkerLossWatcher] = {}
 
 
+def watcher_for(environment: Any) -> WorkerLossWatcher | None:
+    """The master's worker-loss watcher (the live view lists what it saw), or None on other runners."""
+    return _watchers.get(id(environment))
+
+
 @events.init.add_listener
 def _on_init(environment: Any, **_kwargs: Any) -> None:
     if not isinstance(environment.runner, MasterRunner):

@@ -17,6 +17,7 @@ import pytest
 from locust.runners import STATE_INIT, STATE_RUNNING
 
 from swarmgauge.listeners.signals import StopOnSignal
+from swarmgauge.run_folders import resolve
 from swarmgauge.targets.launch import REPO_ROOT, child_env, stop_processes
 from tests.listeners.sim_run import ROOT, free_port, locust_command, read_steps, sim_target
 
@@ -58,7 +59,7 @@ def _wait_for_requests(target, count: int) -> None:
 
 
 def _assert_run_closed(run_dir: Path, returncode: int) -> None:
-    doc = json.loads((run_dir / "run.json").read_text())
+    doc = json.loads((resolve(run_dir) / "run.json").read_text())
     assert doc["exit_code"] == returncode
     rows = read_steps(run_dir)
     aggregated = [row for row in rows if row["name"] == "Aggregated"]
@@ -67,7 +68,7 @@ def _assert_run_closed(run_dir: Path, returncode: int) -> None:
     assert int(partial["requests"]) > 0
     assert 0.0 < float(partial["duration_s"]) < 120.0  # the partial step, with its real length
     for name in ("timeline.csv", "locust_stats.csv", "locust_failures.csv", "report.md"):
-        assert (run_dir / name).is_file(), name
+        assert (resolve(run_dir) / name).is_file(), name
     assert (run_dir.parent / "locust_stats.csv").is_file()  # Locust's own --csv files, closed by its shutdown
 
 
@@ -187,7 +188,7 @@ def test_sigterm_stops_the_embedded_target_and_writes_the_run(tmp_path):
     try:
         children: list[int] = []
         deadline = time.monotonic() + WAIT_SECONDS
-        while time.monotonic() < deadline and not (children and (run_dir / "run.json").is_file()):
+        while time.monotonic() < deadline and not (children and (resolve(run_dir) / "run.json").is_file()):
             children = [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
             time.sleep(0.5)
         assert children, "no embedded target started"
@@ -198,9 +199,9 @@ def test_sigterm_stops_the_embedded_target_and_writes_the_run(tmp_path):
         stop_processes([process], grace=5)
     assert process.returncode == 0, stderr[-2000:]
     assert _wait_gone(children) == []
-    doc = json.loads((run_dir / "run.json").read_text())
+    doc = json.loads((resolve(run_dir) / "run.json").read_text())
     assert doc["exit_code"] == 0
-    assert (run_dir / "steps.csv").is_file() and (run_dir / "report.md").is_file()
+    assert (resolve(run_dir) / "steps.csv").is_file() and (resolve(run_dir) / "report.md").is_file()
 
 
 PARENT_SCRIPT = textwrap.dedent("""
@@ -370,6 +371,6 @@ def test_sigterm_mid_step_in_a_web_ui_run_writes_the_run(tmp_path):
         finally:
             stop_processes([process], grace=5)
     assert process.returncode == 0, stderr[-2000:]
-    assert json.loads((run_dir / "run.json").read_text())["exit_code"] == 0
+    assert json.loads((resolve(run_dir) / "run.json").read_text())["exit_code"] == 0
     partial = [row for row in read_steps(run_dir) if row["name"] == "Aggregated"][0]
     assert int(partial["requests"]) > 0 and 0.0 < float(partial["duration_s"]) < 120.0

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from swarmgauge.redaction import REDACTED, register_secret
+from swarmgauge.run_folders import resolve
 from swarmgauge.users.recording import RedactedFailure, redacted_exception
 from tests.listeners.sim_run import ROOT, run_local
 
@@ -131,7 +132,7 @@ def test_a_token_inside_the_embedded_targets_arguments_stays_out_of_the_run(tmp_
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert EMBEDDED_TOKEN not in result.stdout and EMBEDDED_TOKEN not in result.stderr
-    run_json = (run_dir / "run.json").read_text()
+    run_json = (resolve(run_dir) / "run.json").read_text()
     assert "--publish-token ***" in run_json
     for path in _files_under(run_dir):
         assert EMBEDDED_TOKEN.encode() not in path.read_bytes(), path
