@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmgauge.files import write_json
+from swarmgauge.run_folders import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCUSTFILE = "locustfiles/kneo_dispatch.py"
@@ -87,6 +88,7 @@ def peak_rss_by_step(resources: list[dict[str, str]]) -> dict[int, float]:
 
 def batch_row(run_dir: Path, store: str, users: int, processes: int = 1) -> list[dict[str, Any]]:
     """The queue row: the store's drain figures of the batch run (``kneo.json`` ``queue_drain``)."""
+    run_dir = resolve(run_dir)
     kneo = json.loads((run_dir / "kneo.json").read_text()) if (run_dir / "kneo.json").is_file() else {}
     drain = kneo.get("queue_drain") or {}
     resources = _read_csv(run_dir / "resources.csv")
@@ -132,8 +134,6 @@ def service_cpu_by_step(resources: list[dict[str, str]]) -> dict[int, float]:
 
 def rows_from_run(run_dir: Path, store: str, mode: str, processes: int = 1) -> list[dict[str, Any]]:
     """One table row per step of the run: the end-to-end request type (``run sync`` or ``run queued``)."""
-    from swarmgauge.run_folders import resolve
-
     run_dir = resolve(run_dir)
     request_type = "run sync" if mode == "sync" else "run queued"
     resources = _read_csv(run_dir / "resources.csv")

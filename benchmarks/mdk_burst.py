@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmgauge.files import write_json
+from swarmgauge.run_folders import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 # The page (2026-10-27, M3 Max): acceptance under 1,000 submits/s for 3 s, and the red 5,000 / 5 run's rejections.
@@ -55,12 +56,13 @@ def run_burst(profile: str, run_dir: Path, timeout: float) -> dict[str, Any]:
     started = time.time()
     with open(run_dir.parent / f"{run_dir.name}.log", "w") as log:
         code = subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, timeout=timeout).returncode
+    folder = resolve(run_dir)
     summary = (
-        json.loads((run_dir / "summary.json").read_text()).get("MDK fleet", {})
-        if (run_dir / "summary.json").is_file()
+        json.loads((folder / "summary.json").read_text()).get("MDK fleet", {})
+        if (folder / "summary.json").is_file()
         else {}
     )
-    doc = json.loads((run_dir / "mdk.json").read_text()) if (run_dir / "mdk.json").is_file() else {}
+    doc = json.loads((folder / "mdk.json").read_text()) if (folder / "mdk.json").is_file() else {}
     acceptance = ((summary.get("actions") or {}).get("acceptance") or [{}])[0]
     return {
         "profile": profile,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from swarmgauge.run_folders import resolve
 from swarmgauge.targets.launch import REPO_ROOT, launch_target
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -72,7 +73,7 @@ def run_locust(locustfile: Path, host: str, run_dir: Path, slo: str, *extra: str
 
 
 def steps_rows(run_dir: Path) -> list[dict[str, str]]:
-    with open(run_dir / "steps.csv", newline="") as handle:
+    with open(resolve(run_dir) / "steps.csv", newline="") as handle:
         return list(csv.DictReader(handle))
 
 
