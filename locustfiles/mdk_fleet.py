@@ -309,10 +309,11 @@ def start_target(environment: Any) -> None:
         environment.stop_timeout = STOP_TIMEOUT_S  # in-flight submits finish: Locust counts each QUEUED the Kernel does
 
 
-def _run_drill(environment: Any) -> None:
+def _run_drill(environment: Any, readers_run: bool = True) -> None:
+    """The drill at its step; with readers running it waits (bounded) for one of their good reads of the victim."""
     options = environment.parsed_options
     gevent.sleep(parse_duration(options.mdk_drill_after, "--mdk-drill-after"))
-    counted = not isinstance(environment.runner, MasterRunner)  # a master sees no reader's request events
+    counted = readers_run and not isinstance(environment.runner, MasterRunner)  # a master sees no reads
     try:
         stack = MDKStack.attach(cast(Path, _target.root))  # start_target refuses --mdk-drill without a root
         victims = set(stack.device_ids(options.mdk_drill_worker if options.mdk_drill == "worker-restart" else None))
@@ -339,7 +340,16 @@ def _on_step_changed(environment: Any, step: Any, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner) or not getattr(options, "mdk_drill", ""):
         return
     if step.index == options.mdk_drill_step and _target.drill is None:
-        _target.drill = gevent.spawn(_run_drill, environment)
+        _target.drill = gevent.spawn(_run_drill, environment, _step_runs_readers(environment, step.index))
+
+
+def _step_runs_readers(environment: Any, index: int) -> bool:
+    """Whether the plan's stage ``index`` spawns readers (a burst has none: the drill's own read arms it at once)."""
+    shape = environment.shape_class
+    stages = shape.plan().stages if shape is not None and hasattr(shape, "plan") else ()
+    if index >= len(stages) or stages[index].user_classes is None:
+        return True
+    return "MDKReader" in stages[index].user_classes
 
 
 # -- SLO terms from the target's own figures -------------------------------------------------------------------
