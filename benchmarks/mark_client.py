@@ -44,7 +44,7 @@ from typing import Any
 from benchmarks.mark_client_cases import CLOCK, ROOT, BenchmarkError, kind_path
 from swarmgauge.errors import UsageError
 from swarmgauge.files import write_json
-from swarmgauge.quic_engine import DEFAULT_ENGINE, ENGINES
+from swarmgauge.quic_engine import DEFAULT_ENGINE, DEFAULT_SERVER_ENGINE, ENGINES
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "mark_client.json"
 CLIENTS = ("locust", "asyncio", "memory")
@@ -270,7 +270,7 @@ def parse_options(argv: list[str] | None) -> argparse.Namespace:
         default=",".join(ENGINES),
         help="QUIC engines of the MarkUser and in-memory cases; the first one gets the scaling table",
     )
-    parser.add_argument("--server-engine", default=DEFAULT_ENGINE, help="QUIC engine of the reference server")
+    parser.add_argument("--server-engine", default=DEFAULT_SERVER_ENGINE, help="QUIC engine of the reference server")
     parser.add_argument(
         "--scaling", default="1,16,64,256,1024", help="user counts of the paced scaling table ('' for none)"
     )

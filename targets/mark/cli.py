@@ -18,7 +18,7 @@ from pathlib import Path
 
 from swarmgauge.core.durations import DurationError, parse_duration
 from swarmgauge.errors import UsageError
-from swarmgauge.quic_engine import DEFAULT_ENGINE, ENGINES
+from swarmgauge.quic_engine import DEFAULT_SERVER_ENGINE, ENGINES
 from swarmgauge.targets.mark import seed
 from swarmgauge.targets.mark.auth import TokenStore, parse_tokens_toml, publish_token
 from swarmgauge.targets.mark.backend import BackendKnobs, SimulatedBackend
@@ -92,8 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quic-engine",
         choices=ENGINES,
-        default=DEFAULT_ENGINE,
-        help=f"QUIC library to serve with (default {DEFAULT_ENGINE}, the cheaper per request)",
+        default=DEFAULT_SERVER_ENGINE,
+        help=f"QUIC library to serve with (default {DEFAULT_SERVER_ENGINE}, the cheaper per request)",
     )
     p.add_argument("--idle-timeout", type=_duration, default=30.0)
     p.add_argument("--request-timeout", type=_duration, default=10.0, help="per-request deadline")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from swarmgauge.protocols.mark import MAX_PAYLOAD, MAX_REQUEST_LINE, encode_response, error_response
-from swarmgauge.quic_engine import DEFAULT_ENGINE, QuicEngine, engine
+from swarmgauge.quic_engine import DEFAULT_SERVER_ENGINE, QuicEngine, engine
 from swarmgauge.targets.mark.backend import BackendTimeout, SimulatedBackend
 from swarmgauge.targets.mark.handler import READ_VERBS, WRITE_VERBS, Handler
 from swarmgauge.targets.mark.pacing import PerClientLimiter
@@ -39,7 +39,7 @@ class ServerSettings:
     request_timeout: float = 10.0
     rate_limit: float = 0.0
     rate_burst: float = 100.0
-    quic_engine: str = DEFAULT_ENGINE
+    quic_engine: str = DEFAULT_SERVER_ENGINE
 
 
 @dataclass

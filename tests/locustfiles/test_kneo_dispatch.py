@@ -172,7 +172,10 @@ def test_bad_dsn_gives_a_clear_error_and_keeps_the_runs_other_results(sqlite_ser
         "1",
         users="1",
     )
-    assert proc.returncode == 0, _explain(tmp_path, proc)
+    # the reconciliation gate could not be judged: a gate over no data fails the run (issue 21), never passes it
+    assert proc.returncode == 3, _explain(tmp_path, proc)
+    verdicts = json.loads((resolve(tmp_path) / "slo.json").read_text())["verdicts"]
+    assert [(v["expr"], v["status"]) for v in verdicts] == [("kneo_mismatches==0", "no data")]
     result = _result(tmp_path)
     assert result["error"].startswith("StoreUnavailable: PostgreSQL store postgresql://kneo:***@127.0.0.1:1/kneo")
     assert result["mismatches"] is None and result["ledger"]["accepted"] > 0

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import swarmgauge
+from swarmgauge.run_folders import resolve
 from swarmgauge.targets.launch import REPO_ROOT, launch_target
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
@@ -135,4 +136,4 @@ def test_a_project_locustfile_runs_beside_the_users_own_users_and_reports(instal
             timeout=120,
         )
     assert run.returncode == 0, run.stderr[-3000:]
-    assert (project / "run" / "steps.csv").is_file()
+    assert (resolve(project / "run") / "steps.csv").is_file()
