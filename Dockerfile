@@ -31,7 +31,7 @@ COPY locustfiles/ locustfiles/
 COPY swarmgauge/ swarmgauge/
 # A wheel install: `swarmgauge.*` imports come from site-packages (package-dir maps the folders), the sources stay
 # beside it for the locustfile paths (LOCUST_LOCUSTFILE=locustfiles/...) and plans by path.
-RUN pip install --no-deps . && rm -rf build *.egg-info && python3 -c "import swarmgauge.shapes, swarmgauge.users.mark" \
+RUN pip install --no-deps . && rm -rf build *.egg-info && python3 -c "import swarmgauge.shapes, swarmgauge.users.mark_client" \
     && mkdir -p /runs /plans
 
 RUN useradd --create-home --uid 10001 swarm && chown swarm /runs

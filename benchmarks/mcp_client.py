@@ -7,7 +7,7 @@ client making ``tools/call mark_fetch`` of the same document back to back, in it
 monkey-patching and asyncio never meet), and reports process CPU (user+sys) and completed calls over the steady
 window after a warm-up:
 
-- ``mcpuser``: ``users.mcp.MCPUser`` (``MCPClient`` on ``FastHttpSession``) under a Locust local runner;
+- ``mcpuser``: ``users.mcp_user.MCPUser`` (``MCPClient`` on ``FastHttpSession``) under a Locust local runner;
 - ``sdk``: the ``mcp`` package's ``ClientSession`` over ``streamable_http_client`` (asyncio, httpx);
 - ``bare-fasthttp``: a ``FastHttpUser`` POSTing the bytes MCPUser sends (session already open), reading the answer;
 - ``bare-requests``: the same with ``HttpUser`` (requests), the other client MCPClient could have been built on.
@@ -63,8 +63,8 @@ def _locust_case(case: str, url: str, warmup: float, duration: float) -> dict[st
     from locust.env import Environment
 
     from swarmgauge.targets.mcp_gateway import gateway_base_url
-    from swarmgauge.users.mcp import MCPUser
     from swarmgauge.users.mcp_client import MCPClient
+    from swarmgauge.users.mcp_user import MCPUser
 
     base = gateway_base_url(url)
     arguments = {"url": DOC}

@@ -17,7 +17,7 @@ from locust import events
 import swarmgauge.locust  # noqa: F401 - steps, SLOs, run directory, resources
 from swarmgauge.core import hooks
 from swarmgauge.targets.embedded import start_embedded_brain
-from swarmgauge.users.brain import BrainUser, add_gates, parse_mix
+from swarmgauge.users.brain_user import BrainUser, add_gates, parse_mix
 
 LEAK_SLO = "rss_delta<50MiB"
 

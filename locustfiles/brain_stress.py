@@ -13,7 +13,7 @@ from locust import events
 
 import swarmgauge.locust  # noqa: F401
 from swarmgauge.targets.embedded import start_embedded_brain
-from swarmgauge.users.brain import BrainUser, add_gates, parse_mix
+from swarmgauge.users.brain_user import BrainUser, add_gates, parse_mix
 
 
 @events.init.add_listener

@@ -20,7 +20,7 @@ from locust import constant, constant_throughput, events, task
 import swarmgauge.locust  # noqa: F401
 from swarmgauge.shapes import PlanShape  # noqa: F401
 from swarmgauge.targets.mark.embedded import start_embedded_default
-from swarmgauge.users.mark import Conflict, MarkError
+from swarmgauge.users.mark_client import Conflict, MarkError
 from swarmgauge.users.mark_user import MarkUser
 
 

@@ -24,7 +24,7 @@ from swarmgauge.listeners.resources import add_sample_source
 from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 from swarmgauge.targets.kneo import KneoService
 from swarmgauge.targets.postgres import PostgresCluster
-from swarmgauge.users.kneo import KneoUser
+from swarmgauge.users.kneo_user import KneoUser
 
 log = logging.getLogger(__name__)
 

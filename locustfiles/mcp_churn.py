@@ -41,7 +41,7 @@ from swarmgauge.shapes.plan import Plan, build_plan, load_plan_file
 from swarmgauge.targets.launch import launch_target
 from swarmgauge.targets.mark.seed import corpus_paths
 from swarmgauge.targets.mcp_gateway import launch
-from swarmgauge.users import mcp as mcp_users
+from swarmgauge.users import mcp_user as mcp_users
 from swarmgauge.users.mark_user import MarkUser
 
 log = logging.getLogger(__name__)

@@ -48,7 +48,8 @@ from swarmgauge.shapes.plan import Plan, build_plan
 from swarmgauge.targets.embedded import start_embedded
 from swarmgauge.targets.mdk.drills import format_result, run_drill, save_results
 from swarmgauge.targets.mdk.stack import MDKStack
-from swarmgauge.users import mdk
+from swarmgauge.users import mdk_user as mdk
+from swarmgauge.users.mdk_client import REQUEST_TYPE
 
 log = logging.getLogger(__name__)
 RESULT_NAME = "mdk.json"
@@ -248,7 +249,7 @@ class Target:
         self, request_type: str, name: str, exception: Any = None, context: Any = None, **_kwargs: Any
     ) -> None:
         """Remember which devices the readers have read, and when and where their reads failed."""
-        if request_type != mdk.REQUEST_TYPE or name != "telemetry":
+        if request_type != REQUEST_TYPE or name != "telemetry":
             return
         device_id = str((context or {}).get("device_id", ""))
         self.reads_seen += 1
@@ -389,7 +390,7 @@ def error_counts(environment: Any) -> dict[str, int]:
     """Locust's failures by recorded error text, e.g. ``Rejected(ERR_WORKER_NOT_ROUTABLE)``."""
     counts: dict[str, int] = {}
     for entry in environment.stats.errors.values():
-        if entry.method == mdk.REQUEST_TYPE:
+        if entry.method == REQUEST_TYPE:
             counts[str(entry.error)] = counts.get(str(entry.error), 0) + entry.occurrences
     return counts
 
@@ -398,7 +399,7 @@ def _rejected_ratio(environment: Any, step: int | None) -> float | None:
     """(Rejected + timed out) / attempted, over reads and actions, as the page's fourth row."""
     if step is not None:
         return None
-    attempted = sum(environment.stats.get(name, mdk.REQUEST_TYPE).num_requests for name in ("telemetry", "action"))
+    attempted = sum(environment.stats.get(name, REQUEST_TYPE).num_requests for name in ("telemetry", "action"))
     if not attempted:
         return None
     bad = sum(
@@ -436,7 +437,7 @@ def kernel_counts(url: str) -> dict[str, Any] | None:
 
 
 def result_doc(environment: Any) -> dict[str, Any]:
-    action = environment.stats.get("action", mdk.REQUEST_TYPE)
+    action = environment.stats.get("action", REQUEST_TYPE)
     headroom = headroom_by_worker(environment)
     return {
         "url": _target.url,

@@ -1,6 +1,6 @@
 """kneo-serv run dispatch as pure values: request bodies, response parsing, named errors, the run ledger.
 
-No I/O here: the client in ``users/kneo.py`` sends the bytes and hands the status code, headers and body to these
+No I/O here: the client in ``users/kneo_user.py`` sends the bytes and hands the status code, headers and body to these
 functions, so every way a response can be wrong is tested without a socket. Facts are from kneo-serv 1.2.0
 (``shared/docs/protocols/kneo.md``): ``completed`` is the success status (``succeeded`` accepted defensively), 503
 ``queue_full`` carries ``Retry-After``, error envelopes are ``{"detail": {"error": code, ...}}``.

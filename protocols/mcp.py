@@ -3,7 +3,7 @@
 ``MCPSession`` holds what a client must remember between POSTs (negotiated version, ``Mcp-Session-Id``, the next
 request id) and builds each body and its headers; ``read_messages`` turns an answer (JSON or SSE bytes) into
 JSON-RPC messages, and ``result_of`` picks the response to a request out of them or raises the named error.
-No I/O here: the drivers in ``users/mcp.py`` and the tests feed it bytes.
+No I/O here: the drivers in ``users/mcp_user.py`` and the tests feed it bytes.
 """
 
 from __future__ import annotations

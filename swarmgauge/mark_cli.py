@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from swarmgauge.errors import SwarmgaugeError
 from swarmgauge.protocols import mark as codec
-from swarmgauge.users.mark import MarkClient
+from swarmgauge.users.mark_client import MarkClient
 
 WRITE_VERBS = {"PUBLISH", "APPEND"}
 VERB_CHOICES = [v.lower() for v in codec.VERBS] + ["raw"]

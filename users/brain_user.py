@@ -1,9 +1,8 @@
 """``BrainUser``: the 2dph brain's own stress tool as a Locust user — its weighted mix, extra queries and gates.
 
 The mix (``--brain-mix search:6,get:2,stats:1,audit:1``, the stress tool's default) picks each iteration's endpoint;
-``get`` asks for an id seen in an earlier search. Backend failures are 502 ``{"error": …}``; the buffer-pool-full
-502 (the unclosed-results bug) is recorded as its own class, ``PoolExhausted``, apart from other ``BackendError``s,
-so a report shows when the pool ran out. The stress tool's gates become default SLOs (health p95 < 500 ms, search
+``get`` asks for an id seen in an earlier search. Answers are checked by ``users/brain_client.py`` (``PoolExhausted``
+apart from other ``BackendError``s). The stress tool's gates become default SLOs (health p95 < 500 ms, search
 p95 < 1,000 ms, get p95 < 200 ms, errors < 1 % per endpoint).
 """
 
@@ -15,7 +14,8 @@ from typing import Any, cast
 from locust import FastHttpUser, constant, events, task
 
 from swarmgauge.core import hooks
-from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
+from swarmgauge.errors import UsageError, stop_on_usage_error
+from swarmgauge.users.brain_client import MalformedAnswer, classify
 
 DEFAULT_MIX = "search:6,get:2,stats:1,audit:1"
 ENDPOINTS = ("search", "get", "stats", "audit", "health")
@@ -30,25 +30,6 @@ DEFAULT_QUERIES = (
     "latency throughput",
 )
 LATENCY_GATES = {"health": "GET:/health:p95<500ms", "search": "GET:/search:p95<1000ms", "get": "GET:/get:p95<200ms"}
-POOL_FULL_MARK = "buffer pool is full"
-
-
-class BrainError(SwarmgaugeError):
-    """A brain answer that is not the success the endpoint promises."""
-
-    detail = ""
-
-
-class BackendError(BrainError):
-    """502 from the brain: its database or embedder failed."""
-
-
-class PoolExhausted(BackendError):
-    """502 with Ladybug's buffer-pool-full message: unclosed results pinned the pool (restart needed)."""
-
-
-class MalformedAnswer(BrainError):
-    """A 200 whose body is not the JSON the endpoint returns."""
 
 
 def parse_mix(text: str) -> dict[str, int]:
@@ -115,25 +96,6 @@ def gates(mix: dict[str, int]) -> list[str]:
 def add_gates(environment: Any, mix: dict[str, int]) -> None:
     """Check the gates as SLOs (exit 3 when one fails), as the stress tool exits 1."""
     hooks.add_slos(environment, gates(mix))
-
-
-def classify(status: int, body: bytes) -> BrainError | None:
-    """The named failure for an answer, or None for a 200.
-
-    The failure's message is fixed per kind (Locust groups failures by message, so a body in it would make one row
-    per distinct body); the start of the body is kept on ``detail`` for a person reading the exception.
-    """
-    if status == 200:
-        return None
-    detail = body[:200].decode("utf-8", "replace")
-    if status == 502:
-        error: BrainError = (
-            PoolExhausted(f"HTTP 502: {POOL_FULL_MARK}") if POOL_FULL_MARK in detail else BackendError("HTTP 502")
-        )
-    else:
-        error = BrainError(f"HTTP {status}")
-    error.detail = detail
-    return error
 
 
 class BrainUser(FastHttpUser):

@@ -1,4 +1,4 @@
-"""The kneo run ledger across processes and the end-of-run reconciliation, for ``users/kneo.py``.
+"""The kneo run ledger across processes and the end-of-run reconciliation, for ``users/kneo_user.py``.
 
 Each process's users record what they sent in a ``RunLedger`` (one per Environment); workers drain theirs into
 ``report_to_master`` and the master merges. At ``quitting`` the master (or a local run) waits for the store's runs
@@ -206,5 +206,5 @@ def _on_worker_report(client_id: str, data: dict, **_: Any) -> None:
 
 @events.quitting.add_listener
 def _on_quitting(environment: Any, **_: Any) -> None:
-    if environment in _ENVS:  # a run with kneo users (users/kneo.py starts the ledger at init)
+    if environment in _ENVS:  # a run with kneo users (users/kneo_user.py starts the ledger at init)
         reconcile_run(environment)

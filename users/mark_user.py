@@ -5,7 +5,7 @@ passes, response_length the body bytes. Every QUIC handshake is its own request 
 cost of ``fresh`` connections shows next to the requests they carry. Status errors (``NotFound``, ``Conflict``,
 ...) and transport errors (``RequestTimeout``, ``ConnectionLost``, ...) are the recorded failures, by class.
 
-Connection mode (class attribute ``connection`` or ``--mark-connection``, one of ``users.mark.CONNECTION_MODES``):
+Connection mode (class attribute ``connection`` or ``--mark-connection``, one of ``users.mark_client.CONNECTION_MODES``):
 ``pooled`` (one connection per user, streams multiplexed), ``shared`` (one per process, all users' streams on it),
 ``fresh`` (a new connection per request, the benchmark's "fresh connection per request" rows). ``MarkClient`` owns
 reconnecting: a connection that died is replaced by the next request, after a bounded backoff if the last attempt
@@ -26,7 +26,7 @@ from swarmgauge.errors import UsageError
 from swarmgauge.protocols.mark import Response
 from swarmgauge.quic_engine import DEFAULT_ENGINE, ENGINES
 from swarmgauge.users import option_checks  # noqa: F401 - range-checks the options at init
-from swarmgauge.users.mark import CONNECTION_MODES, MarkClient, MarkError
+from swarmgauge.users.mark_client import CONNECTION_MODES, MarkClient, MarkError
 from swarmgauge.users.quic import QuicError, QuicStats
 from swarmgauge.users.recording import fire, measure
 

@@ -43,14 +43,14 @@ def check_host(environment: Any) -> None:
     host = environment.host
     if not host:
         return
-    mcp_users = sys.modules.get("swarmgauge.users.mcp")  # only what the locustfile imported: no new listeners
+    mcp_users = sys.modules.get("swarmgauge.users.mcp_user")  # only what the locustfile imported: no new listeners
     mark_users = sys.modules.get("swarmgauge.users.mark_user")
     if mcp_users is not None and _selected(environment, mcp_users._MCPBase):
         parts = urlsplit(host)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(f"--host {host!r}: MCP users need an http(s)://HOST:PORT URL")
     elif mark_users is not None and _selected(environment, mark_users.MarkUser):
-        from swarmgauge.users.mark import parse_mark_url
+        from swarmgauge.users.mark_client import parse_mark_url
 
         parse_mark_url(host)
 

@@ -65,7 +65,7 @@ def test_failures_by_class_with_first_seen(tmp_path):
 
 
 def test_error_class_names():
-    assert failures.error_class("users.mark.NotFound('x')") == "NotFound"
+    assert failures.error_class("users.mark_client.NotFound('x')") == "NotFound"
     assert failures.error_class("CatchResponseError('boom')") == "CatchResponseError"
     assert failures.error_class("HTTPError 500: oops") == "HTTPError"
 

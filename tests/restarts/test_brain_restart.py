@@ -6,7 +6,7 @@ import pytest
 from locust.env import Environment
 
 from swarmgauge.targets.launch import launch_target
-from swarmgauge.users.brain import BrainUser
+from swarmgauge.users.brain_user import BrainUser
 from tests.thirdparty import restart
 from tests.thirdparty.servers import free_port
 

@@ -8,7 +8,7 @@ import pytest
 from locust.event import Events
 
 from swarmgauge.targets.kneo import KneoService
-from swarmgauge.users.kneo import KneoClient
+from swarmgauge.users.kneo_client import KneoClient
 from tests.thirdparty import restart
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first use may build the kneo-serv venv

@@ -7,11 +7,11 @@ from locust.env import Environment
 
 from swarmgauge.targets.launch import launch_target
 from swarmgauge.targets.mcp_gateway import launch
-from swarmgauge.users.mcp import MCPToolUser
+from swarmgauge.users.mcp_user import MCPToolUser
 from tests.thirdparty import restart
 from tests.thirdparty.servers import free_port
 from tests.thirdparty.test_mcp_servers import OUTAGE_NAMES, count_exchanges
-from tests.users.test_mcp import Recorder, make_user
+from tests.users.test_mcp_user import Recorder, make_user
 
 pytestmark = pytest.mark.integration
 FIRST_DOC = "/corpus/quic/doc-0000.md"

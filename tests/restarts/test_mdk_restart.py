@@ -6,7 +6,7 @@ import pytest
 from locust.env import Environment
 
 from swarmgauge.targets.launch import launch_target
-from swarmgauge.users.mdk import MDKClient
+from swarmgauge.users.mdk_client import MDKClient
 from tests.thirdparty import restart
 from tests.thirdparty.servers import free_port
 

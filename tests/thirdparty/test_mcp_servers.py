@@ -6,10 +6,10 @@ import pytest
 from locust.env import Environment
 
 from swarmgauge.protocols import mcp as proto
-from swarmgauge.users.mcp import MCPChurnUser, MCPToolUser
 from swarmgauge.users.mcp_client import MCPClient
+from swarmgauge.users.mcp_user import MCPChurnUser, MCPToolUser
 from tests.thirdparty import restart, servers
-from tests.users.test_mcp import Recorder, make_user
+from tests.users.test_mcp_user import Recorder, make_user
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,8 @@ from locust.env import Environment
 
 from swarmgauge.errors import UsageError
 from swarmgauge.targets.launch import REPO_ROOT, child_env
-from swarmgauge.users.brain import BackendError, BrainUser, MalformedAnswer, PoolExhausted, classify, gates, parse_mix
+from swarmgauge.users.brain_client import BackendError, MalformedAnswer, PoolExhausted, classify
+from swarmgauge.users.brain_user import BrainUser, gates, parse_mix
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from swarmgauge.errors import UsageError
-from swarmgauge.users.kneo import service_hosts, take_batch_ticket
+from swarmgauge.users.kneo_user import service_hosts, take_batch_ticket
 
 
 def test_a_batch_hands_out_exactly_its_size_between_the_users():

@@ -27,7 +27,7 @@ from swarmgauge.protocols.kneo import (
 )
 from swarmgauge.targets.kneo import KneoService
 from swarmgauge.targets.kneo.store import StoreUnavailable, drain, read_rows, reconcile
-from swarmgauge.users.kneo import KneoClient
+from swarmgauge.users.kneo_client import KneoClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may build the cached kneo-serv venv
 BAD_SPEC = "version: v1\nagent:\n  name: echo\n  model: {provider: dummy, name: dummy}\n  strategy: bogus\n"

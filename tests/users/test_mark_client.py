@@ -10,7 +10,7 @@ import pytest
 
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols.mark import Response, encode_response
-from swarmgauge.users.mark import (
+from swarmgauge.users.mark_client import (
     Archived,
     BadRequest,
     Conflict,

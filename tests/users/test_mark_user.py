@@ -12,7 +12,7 @@ from locust import task
 from locust.env import Environment
 
 from swarmgauge.targets.launch import launch_target
-from swarmgauge.users.mark import MarkUnauthorized, NotFound
+from swarmgauge.users.mark_client import MarkUnauthorized, NotFound
 from swarmgauge.users.mark_user import MarkUser
 from swarmgauge.users.quic import QuicError
 

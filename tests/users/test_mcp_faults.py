@@ -7,11 +7,11 @@ from locust.env import Environment
 
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols import mcp as proto
-from swarmgauge.users import mcp as mcp_users
-from swarmgauge.users.mcp import MCPChurnUser, MCPToolUser, MCPUser, options_from
+from swarmgauge.users import mcp_user as mcp_users
 from swarmgauge.users.mcp_client import MCPClient, session_lost, split_endpoint
+from swarmgauge.users.mcp_user import MCPChurnUser, MCPToolUser, MCPUser, options_from
 from tests.users.fake_mcp_server import FakeMCPServer
-from tests.users.test_mcp import Recorder, make_user
+from tests.users.test_mcp_user import Recorder, make_user
 
 # Every failure name a fault below may produce: (request name, exception class, message).
 BOUNDED = {

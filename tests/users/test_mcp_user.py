@@ -12,8 +12,8 @@ from locust.env import Environment
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols import mcp as proto
 from swarmgauge.targets.mcp_gateway import launch
-from swarmgauge.users.mcp import MCPChurnUser, MCPUser, SessionPacer, options_from
 from swarmgauge.users.mcp_client import MCPClient, MCPUnreachable
+from swarmgauge.users.mcp_user import MCPChurnUser, MCPUser, SessionPacer, options_from
 from tests.users.fake_mcp_server import FakeMCPServer
 
 pytestmark = pytest.mark.integration  # starts the gateway and fake MCP servers

@@ -18,7 +18,7 @@ import pytest
 from locust.event import Events
 
 from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
-from swarmgauge.users import mdk
+from swarmgauge.users import mdk_client, mdk_user
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 DEVICES = ["ok-1", "junk-1", "gone-1", "hang-1", "null-1", "err-1"]
@@ -126,12 +126,12 @@ class Recorder:
 
 def test_each_bad_answer_is_its_own_named_failure(fake):
     recorder = Recorder()
-    client = mdk.MDKClient(fake.url, recorder.events, timeout=0.5)
+    client = mdk_client.MDKClient(fake.url, recorder.events, timeout=0.5)
     assert [d["deviceId"] for d in client.summary(expect_devices=6)["devices"]] == DEVICES
     assert client.summary() is None and recorder.last() == "BadResponse(summary without devices/deviceCount)"
     assert client.telemetry("junk-1") is None and recorder.last() == "BadResponse(HTTP 200 body is not JSON)"
     assert client.telemetry("gone-1") == GOOD_METRICS
-    assert client.telemetry("gone-1") is None and isinstance(client.last_error, mdk.DeviceNotFound)
+    assert client.telemetry("gone-1") is None and isinstance(client.last_error, mdk_client.DeviceNotFound)
     assert recorder.last() == "DeviceNotFound(ERR_DEVICE_NOT_FOUND)" and client.last_error.status == 404
     started = time.monotonic()
     assert client.telemetry("hang-1") is None and recorder.last().startswith("GatewayTimeout(")
@@ -142,27 +142,27 @@ def test_each_bad_answer_is_its_own_named_failure(fake):
     assert client.action("junk-1") == "c1"
     assert client.summary(expect_devices=7) is None and recorder.last() == "FleetShort(deviceCount below 7)"
     assert client.echo() is False and recorder.last() == "GatewayError(ERR_MDK_CLIENT_UNAVAILABLE)"
-    refused = mdk.MDKClient(f"http://127.0.0.1:{closed_port()}", recorder.events, timeout=0.5)
+    refused = mdk_client.MDKClient(f"http://127.0.0.1:{closed_port()}", recorder.events, timeout=0.5)
     assert refused.summary() is None and recorder.last().startswith("GatewayUnreachable(")
     assert all(e["request_type"] == "MDK" and e["response_time"] >= 0 for e in recorder.seen)
 
 
 @pytest.mark.parametrize("url", ["mark://127.0.0.1:1", "http://"])
 def test_a_bad_base_url_is_a_usage_error(url):
-    with pytest.raises(mdk.UsageError):
-        mdk.MDKClient(url)
+    with pytest.raises(mdk_client.UsageError):
+        mdk_client.MDKClient(url)
 
 
 @pytest.mark.parametrize("text", ["telemetry=x", "reads=1", "telemetry=0", "telemetry=-1"])
 def test_bad_weights_are_usage_errors(text):
-    with pytest.raises(mdk.UsageError):
-        mdk.parse_weights(text)
+    with pytest.raises(mdk_client.UsageError):
+        mdk_user.parse_weights(text)
 
 
 LOCUSTFILE = """
 import os
 from locust import constant
-from swarmgauge.users.mdk import MDKUser
+from swarmgauge.users.mdk_user import MDKUser
 
 
 class FleetUser(MDKUser):

@@ -10,7 +10,7 @@ import pytest
 from swarmgauge.quic_engine import ENGINES
 from swarmgauge.targets.launch import launch_target
 from swarmgauge.targets.mark.auth import hash_token
-from swarmgauge.users.mark import MarkClient
+from swarmgauge.users.mark_client import MarkClient
 
 GOLDEN_CLOCK = "2026-01-01T00:00:00Z"
 WRITE_TOKEN = "storetest-write-token"

@@ -6,7 +6,7 @@ import gevent
 import pytest
 
 from swarmgauge.protocols.mark import encode_request, parse_response
-from swarmgauge.users.mark import parse_mark_url
+from swarmgauge.users.mark_client import parse_mark_url
 from swarmgauge.users.quic import QuicDriver, client_configuration
 from tests.targets.mark.conftest import WRITE_TOKEN, write_tokens_toml
 

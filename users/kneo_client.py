@@ -1,0 +1,195 @@
+"""``KneoClient``: one user's run dispatch against kneo-serv on Locust's HTTP client, every operation measured once.
+
+Request types: ``run sync`` (``POST /v1/runs`` inline → 200 with a terminal status), ``run submit`` (async → 202),
+``run poll`` (one ``GET /v1/runs/{id}``) and ``run queued`` (submit to terminal, end to end). Locust's
+``HttpSession`` carries the connections, but it is given a private event hook so that every ``request`` event goes
+through ``users/recording.py`` once, with the named error class. Every run carries
+``metadata: {swarmgauge_run: <tag>}`` and lands in the process's ``RunLedger``. ``QueueFull`` is recorded as its own
+failure class and counted apart (ledger and the per-step counter ``queue_full``).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import gevent
+from locust.clients import HttpSession
+from locust.event import EventHook
+
+from swarmgauge.core import hooks
+from swarmgauge.errors import UsageError
+from swarmgauge.protocols.kneo import (
+    KneoHTTPError,
+    KneoMalformedResponse,
+    KneoUnreachable,
+    PollTimeout,
+    QueueFull,
+    RunLedger,
+    RunState,
+    check_terminal,
+    parse_run,
+    poll_delays,
+    run_request,
+)
+from swarmgauge.users.recording import measure, set_intended_start
+
+RUNS_PATH = "/v1/runs"
+TARGETS = ("agent", "workflow")
+
+
+def _count_step(environment: Any, name: str) -> None:
+    hooks.count_step(environment, name)
+
+
+class KneoClient:
+    """One user's client: each method is one measured operation that raises its named error after recording."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        request_events: Any = None,
+        environment: Any = None,
+        api_key: str = "",
+        spec_path: str = "echo.yaml",
+        target: str = "agent",
+        input_text: str = "hello",
+        tag: str = "sg-adhoc",
+        ledger: RunLedger | None = None,
+        idempotency: bool = False,
+        timeout: float = 30.0,
+        poll_timeout: float = 60.0,
+        poll_initial: float = 0.05,
+        poll_factor: float = 1.6,
+        poll_cap: float = 1.0,
+        max_polls: int = 10_000,
+        user: Any = None,
+    ) -> None:
+        if target not in TARGETS:
+            raise UsageError(f"--kneo-target must be agent or workflow, not {target!r}")
+        if poll_timeout <= 0 or timeout <= 0:
+            raise UsageError("kneo timeouts must be positive")
+        self.session = HttpSession(base_url, EventHook(), user)
+        if api_key:
+            self.session.headers["Authorization"] = f"Bearer {api_key}"
+        self.events = request_events
+        self.environment = environment
+        self.spec_path, self.target, self.input_text, self.tag = spec_path, target, input_text, tag
+        self.name = f"{target}:{spec_path}"
+        self.ledger = ledger if ledger is not None else RunLedger()
+        self.idempotency = idempotency
+        self.timeout = timeout
+        self.poll_timeout, self.poll_initial, self.poll_factor, self.poll_cap = (
+            poll_timeout,
+            poll_initial,
+            poll_factor,
+            poll_cap,
+        )
+        self.max_polls = max_polls
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> tuple[int, dict, bytes]:
+        response = self.session.request(method, path, timeout=self.timeout, **kwargs)
+        if getattr(response, "error", None) is not None and not response.status_code:
+            raise KneoUnreachable(f"{type(response.error).__name__}: {str(response.error)[:120]}")
+        return response.status_code, dict(response.headers), response.content or b""
+
+    def _post_run(self, body: dict, headers: dict) -> tuple[int, dict, bytes]:
+        """Send once (twice with an idempotency key); a send with no answer may still have made a row."""
+        attempts = 2 if self.idempotency else 1
+        for attempt in range(attempts):
+            try:
+                return self._send("POST", RUNS_PATH, json=body, headers=headers)
+            except KneoUnreachable:
+                if attempt + 1 < attempts:
+                    gevent.sleep(0.2)
+                    continue
+                self.ledger.lost()
+                raise
+            except BaseException:  # stopped mid-send: the service may have stored the run
+                self.ledger.lost()
+                raise
+        raise AssertionError("unreachable")
+
+    def _create(self, async_mode: bool, outcome: Any) -> RunState:
+        body = run_request(
+            self.input_text, spec_path=self.spec_path, target=self.target, async_mode=async_mode, run_tag=self.tag
+        )
+        headers = {"Idempotency-Key": uuid.uuid4().hex} if self.idempotency else {}
+        status, resp_headers, content = self._post_run(body, headers)
+        outcome.response_length = len(content)
+        outcome.context["status"] = status
+        try:
+            state = parse_run(status, resp_headers, content, expect=(202,) if async_mode else (200,))
+        except QueueFull:
+            self.ledger.reject()
+            if self.environment is not None:
+                _count_step(self.environment, "queue_full")
+            raise
+        except KneoHTTPError as exc:
+            self.ledger.refuse(exc.code)
+            raise
+        except KneoMalformedResponse:
+            self.ledger.lost()
+            raise
+        self.ledger.accept(state.run_id)
+        outcome.context["run_id"] = state.run_id
+        return state
+
+    def dispatch(self) -> RunState:
+        """``run sync``: one inline run; success only when its terminal status is ``completed``."""
+        with measure(self.events, "run sync", self.name, reraise=True) as outcome:
+            state = self._create(False, outcome)
+            if state.terminal:
+                self.ledger.observe(state.run_id, state.status)
+            check_terminal(state)
+        return state
+
+    def submit(self) -> RunState:
+        """``run submit``: 202 with the run row's status at dispatch (``running``)."""
+        with measure(self.events, "run submit", self.name, reraise=True) as outcome:
+            state = self._create(True, outcome)
+        return state
+
+    def poll(self, run_id: str) -> RunState:
+        """``run poll``: one status read."""
+        with measure(self.events, "run poll", self.name, reraise=True) as outcome:
+            status, headers, content = self._send("GET", f"{RUNS_PATH}/{run_id}", name=f"{RUNS_PATH}/{{id}}")
+            outcome.response_length = len(content)
+            state = parse_run(status, headers, content, expect=(200,))
+            if state.terminal:
+                self.ledger.observe(state.run_id, state.status)
+        return state
+
+    def wait(self, run_id: str) -> RunState:
+        """Poll with a bounded backoff until terminal; ``PollTimeout`` when the bound (time or count) is hit."""
+        started = time.monotonic()
+        last = "running"
+        delays = poll_delays(self.poll_initial, self.poll_factor, self.poll_cap)
+        for _ in range(self.max_polls):
+            remaining = self.poll_timeout - (time.monotonic() - started)
+            if remaining <= 0:
+                break
+            gevent.sleep(min(next(delays), remaining))
+            try:
+                state = self.poll(run_id)
+            except KneoUnreachable:
+                continue
+            if state.terminal:
+                return state
+            last = state.status
+        raise PollTimeout(run_id, last, time.monotonic() - started)
+
+    def queued(self) -> RunState | None:
+        """``run queued``: submit, then wait; the end-to-end event is fired only for an accepted submit."""
+        started = time.perf_counter()
+        try:
+            state = self.submit()
+        except Exception:  # noqa: BLE001 - already recorded as the submit's failure
+            return None
+        set_intended_start(started)
+        with measure(self.events, "run queued", self.name, context={"run_id": state.run_id}) as outcome:
+            final = self.wait(state.run_id)
+            check_terminal(final)
+        return final if outcome.ok else None

@@ -1,0 +1,255 @@
+"""``MDKClient``: fleet reads and action submits against an MDK Gateway base URL, each one measured request.
+
+The client checks what the Gateway's HTTP status hides: a 200 action whose ``result.status`` is not ``QUEUED``
+is ``Rejected(code)``, a 200 read with null ``metrics`` or a metric carrying ``error`` is a failure. Non-2xx
+bodies ``{statusCode, error, message: "ERR_..."}`` are classified by code, 429 as ``MDKRateLimited``. Every request
+event goes through ``users.recording.measure``; failures are named exceptions, and the caller goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import gevent
+import gevent.lock
+from geventhttpclient import HTTPClient
+
+from swarmgauge.errors import SwarmgaugeError, UsageError
+from swarmgauge.users.recording import measure
+
+REQUEST_TYPE = "MDK"
+ERR_CODE = re.compile(r"ERR_[A-Z0-9_]+")
+DEFAULT_ACTION = "setPowerMode"
+DEFAULT_PARAMS = '{"mode":"normal"}'
+TASK_NAMES = ("telemetry", "summary", "alerts", "action")
+
+
+class MDKError(SwarmgaugeError):
+    """Base of every failure an MDK Gateway request records; ``repr`` is what Locust's failures table groups by."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.detail})"
+
+    __str__ = __repr__
+
+
+class Rejected(MDKError):
+    """The Kernel answered an action with ``REJECTED`` (HTTP 200); ``code`` is its ``ERR_...`` prefix."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class MDKRateLimited(MDKError):
+    """HTTP 429 from the Gateway's per-IP limiter; counted apart from errors."""
+
+
+class GatewayError(MDKError):
+    """A non-2xx answer, classified by the ``ERR_...`` code of its ``message`` (or the status when there is none)."""
+
+    def __init__(self, status: int, code: str) -> None:
+        super().__init__(code)
+        self.status, self.code = status, code
+
+
+class DeviceNotFound(GatewayError):
+    """The Gateway no longer knows this device id (``ERR_DEVICE_NOT_FOUND``)."""
+
+
+class BadResponse(MDKError):
+    """A 2xx body that is not JSON or lacks the fields the route promises."""
+
+
+class NullMetrics(MDKError):
+    """A telemetry read whose ``metrics`` is null: the pull failed behind the Gateway."""
+
+
+class MetricError(MDKError):
+    """A telemetry read with a metric carrying ``error`` (or ``snap.success`` false); ``channel`` names it."""
+
+    def __init__(self, channel: str, error: str) -> None:
+        super().__init__(f"{channel}: {error}")
+        self.channel, self.error = channel, error
+
+
+class FleetShort(MDKError):
+    """The summary's ``deviceCount`` is below the expected fleet size."""
+
+
+class GatewayTimeout(MDKError):
+    """No complete answer within the client's timeout (a hung Gateway)."""
+
+
+class GatewayUnreachable(MDKError):
+    """Connection refused or reset before an answer."""
+
+
+TIMED_OUT = (GatewayTimeout,)
+
+
+def check_metrics(metrics: Any) -> dict:
+    """The harness's rule, made stricter: null metrics, any metric with ``error``, or a failed snap fail."""
+    if metrics is None:
+        raise NullMetrics("metrics is null")
+    if not isinstance(metrics, dict):
+        raise BadResponse("metrics is not an object")
+    for channel, value in metrics.items():
+        if isinstance(value, dict):
+            if "error" in value:
+                raise MetricError(channel, str(value["error"]))
+            if value.get("success") is False:
+                raise MetricError(channel, "success false")
+    return metrics
+
+
+def forwarded_for(index: int) -> str:
+    """A distinct loopback address per user index (127.1.0.1, 127.1.0.2, ...), for a per-IP limiter."""
+    return f"127.{1 + (index >> 16) % 254}.{(index >> 8) & 255}.{1 + index % 254}"
+
+
+class MDKClient:
+    """One keep-alive connection to a Gateway; each method is one measured request.
+
+    Methods return the checked value, or None when the request failed (the failure is recorded and kept in
+    ``last_error``).
+    """
+
+    def __init__(
+        self, base_url: str, request_event_source: Any = None, timeout: float = 10.0, forwarded_for: str | None = None
+    ) -> None:
+        url = urlsplit(base_url)
+        if url.scheme not in ("http", "") or not url.hostname:
+            raise UsageError(f"MDK Gateway base URL must be http://HOST:PORT, got {base_url!r}")
+        self.events = request_event_source
+        self.prefix = url.path.rstrip("/")
+        self.timeout = timeout
+        self.headers = {"Content-Type": "application/json"}
+        if forwarded_for:
+            self.headers["X-Forwarded-For"] = forwarded_for
+        self.address = (url.hostname, url.port or 80)
+        self.http = self._connect()
+        self.last_error: BaseException | None = None
+
+    def _connect(self) -> HTTPClient:
+        return HTTPClient(*self.address, connection_timeout=self.timeout, network_timeout=self.timeout, concurrency=1)
+
+    def _reset(self) -> None:
+        """Drop a connection left mid-answer (a closed pool cannot be reused), so the next request starts clean."""
+        self.http.close()
+        self.http = self._connect()
+
+    def close(self) -> None:
+        self.http.close()
+
+    def _request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+        try:
+            with gevent.Timeout(self.timeout, GatewayTimeout(f"no answer within {self.timeout:g} s")):
+                response = self.http.request(method, self.prefix + path, body=body, headers=self.headers)
+                return response.status_code, response.read()
+        except TimeoutError as exc:
+            self._reset()
+            raise GatewayTimeout(f"no answer within {self.timeout:g} s") from exc
+        except GatewayTimeout:
+            self._reset()
+            raise
+        except (ConnectionError, OSError) as exc:
+            self._reset()
+            raise GatewayUnreachable(type(exc).__name__) from exc
+
+    def _json(self, method: str, path: str, outcome, body: bytes = b"") -> Any:
+        status, raw = self._request(method, path, body)
+        outcome.response_length = len(raw)
+        outcome.context["status"] = status
+        if status == 429:
+            raise MDKRateLimited("HTTP 429")
+        try:
+            value = json.loads(raw) if raw else None
+        except ValueError:
+            value = None
+            if 200 <= status < 300:
+                raise BadResponse(f"HTTP {status} body is not JSON") from None
+        if not 200 <= status < 300:
+            message = str(value.get("message", "")) if isinstance(value, dict) else ""
+            match = ERR_CODE.match(message)
+            code = match.group(0) if match else f"HTTP {status}"
+            raise (DeviceNotFound if code == "ERR_DEVICE_NOT_FOUND" else GatewayError)(status, code)
+        if not isinstance(value, dict):
+            raise BadResponse(f"HTTP {status} body is not a JSON object")
+        return value
+
+    def _measured(self, name: str, fn, context: dict | None = None) -> Any:
+        result = None
+        self.last_error = None
+        with measure(self.events, REQUEST_TYPE, name, context=context) as outcome:
+            result = fn(outcome)
+        self.last_error = outcome.exception
+        return None if outcome.exception is not None else result
+
+    def summary(self, expect_devices: int = 0, name: str = "summary") -> dict | None:
+        def run(outcome) -> dict:
+            body = self._json("GET", "/api/fleet/summary", outcome)
+            devices = body.get("devices")
+            if not isinstance(devices, list) or not isinstance(body.get("deviceCount"), int):
+                raise BadResponse("summary without devices/deviceCount")
+            if any(not isinstance(d, dict) or not isinstance(d.get("deviceId"), str) for d in devices):
+                raise BadResponse("summary device without deviceId")
+            outcome.context["device_count"] = body["deviceCount"]
+            if expect_devices and body["deviceCount"] < expect_devices:
+                raise FleetShort(f"deviceCount below {expect_devices}")
+            return body
+
+        return self._measured(name, run)
+
+    def telemetry(self, device_id: str) -> dict | None:
+        def run(outcome) -> dict:
+            body = self._json("GET", f"/api/fleet/device/{quote(device_id, safe='')}/telemetry", outcome)
+            if "metrics" not in body:
+                raise BadResponse("telemetry without metrics")
+            return check_metrics(body["metrics"])
+
+        return self._measured("telemetry", run, {"device_id": device_id})
+
+    def alerts(self, device_id: str) -> list | None:
+        def run(outcome) -> list:
+            body = self._json("GET", f"/api/fleet/device/{quote(device_id, safe='')}/alerts", outcome)
+            if not isinstance(body.get("alerts"), list):
+                raise BadResponse("alerts without a list")
+            return body["alerts"]
+
+        return self._measured("alerts", run, {"device_id": device_id})
+
+    def action(self, device_id: str, action: str = DEFAULT_ACTION, params: dict | None = None) -> str | None:
+        """Submit one action; success only when the Kernel accepted it (``QUEUED``); returns the commandId."""
+        payload = json.dumps({"action": action, "params": params if params is not None else {"mode": "normal"}})
+
+        def run(outcome) -> str:
+            body = self._json(
+                "POST", f"/api/fleet/device/{quote(device_id, safe='')}/action", outcome, payload.encode()
+            )
+            result = body.get("result")
+            if not isinstance(result, dict) or "status" not in result:
+                raise BadResponse("action without result.status")
+            if result["status"] != "QUEUED":
+                match = ERR_CODE.match(str(result.get("error", "")))
+                raise Rejected(match.group(0) if match else str(result["status"]))
+            outcome.context["command_id"] = result.get("commandId")
+            return str(result.get("commandId"))
+
+        return self._measured("action", run, {"device_id": device_id, "action": action})
+
+    def echo(self, value: str = "x") -> bool:
+        def run(outcome) -> bool:
+            body = self._json("GET", f"/echo?value={quote(value)}", outcome)
+            if body.get("value") != value:
+                raise BadResponse("echo did not echo")
+            return True
+
+        return bool(self._measured("echo", run))
