@@ -19,6 +19,16 @@ from swarmgauge.errors import SwarmgaugeError
 TERMINAL_STATUSES = frozenset({"completed", "succeeded", "failed", "cancelled", "timed_out", "expired"})
 SUCCESS_STATUSES = frozenset({"completed", "succeeded"})
 RUN_TAG_KEY = "swarmgauge_run"
+#: The service's Prometheus gauges and counters a run samples (``GET /metrics``).
+METRIC_NAMES = (
+    "kneo_runs_queued",
+    "kneo_runs_running",
+    "kneo_worker_count",
+    "kneo_runs_started_total",
+    "kneo_runs_completed_total",
+    "kneo_runs_failed_total",
+    "kneo_runs_rejected_total",
+)
 
 
 class KneoError(SwarmgaugeError):

@@ -19,21 +19,13 @@ from locust.runners import WorkerRunner
 
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError, stop_on_usage_error
+from swarmgauge.protocols.kneo import METRIC_NAMES
 from swarmgauge.users.kneo_client import TARGETS, KneoClient
 from swarmgauge.users.kneo_ledger import MISMATCH_TERM, ledger_for, reconcile_run, run_tag, store_locator
 
 __all__ = ["MISMATCH_TERM", "KneoClient", "KneoUser", "ledger_for", "reconcile_run", "run_tag", "store_locator"]
 MODES = ("sync", "queued", "batch")
 BATCH_IDLE_S = 0.5
-GAUGES = (
-    "kneo_runs_queued",
-    "kneo_runs_running",
-    "kneo_worker_count",
-    "kneo_runs_started_total",
-    "kneo_runs_completed_total",
-    "kneo_runs_failed_total",
-    "kneo_runs_rejected_total",
-)
 DEFAULT_STOP_TIMEOUT = 15.0  # without --stop-timeout, runs in flight at the end finish, so the ledger is exact
 
 
@@ -224,7 +216,7 @@ def _on_init(environment: Any, **_: Any) -> None:
     )
     if environment.host and not getattr(options, "kneo_no_gauges", False):
         for host in service_hosts(environment.host, getattr(options, "kneo_hosts", "") or ""):
-            hooks.add_sample_source(environment, f"prom:{host}/metrics#{','.join(GAUGES)}")
+            hooks.add_sample_source(environment, f"prom:{host}/metrics#{','.join(METRIC_NAMES)}")
 
 
 def _bad_batch(environment: Any) -> None:

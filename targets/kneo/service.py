@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import cast
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
+from swarmgauge.protocols.kneo import METRIC_NAMES
 from swarmgauge.targets.kneo.venv import ensure_venv
 from swarmgauge.targets.postgres import free_port, redact_dsn
 
@@ -36,15 +37,6 @@ agent:
   strategy: simple
 """
 SQLITE_RELATIVE = Path(".kneo") / "kneo_runs.sqlite"
-GAUGE_METRICS = (
-    "kneo_runs_queued",
-    "kneo_runs_running",
-    "kneo_worker_count",
-    "kneo_runs_started_total",
-    "kneo_runs_completed_total",
-    "kneo_runs_failed_total",
-    "kneo_runs_rejected_total",
-)
 
 
 class KneoStartError(SwarmgaugeError):
@@ -134,7 +126,7 @@ class KneoService:
 
     def gauge_sources(self) -> list[str]:
         """``--sample`` specs for the service's own gauges (``/metrics``) and each process's RSS."""
-        specs = [f"prom:{url}/metrics#{','.join(GAUGE_METRICS)}" for url in self.urls]
+        specs = [f"prom:{url}/metrics#{','.join(METRIC_NAMES)}" for url in self.urls]
         return specs + [f"psutil:pidfile={self.pid_path(index)}" for index in range(self.processes)]
 
     def start(self) -> KneoService:
