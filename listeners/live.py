@@ -22,6 +22,7 @@ import gevent
 from locust import events
 from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner, WorkerRunner
 
+from swarmgauge.core import env_state
 from swarmgauge.listeners import resources, rundir, slo, steps, workers
 
 logger = logging.getLogger("swarmgauge.live")
@@ -50,7 +51,7 @@ def step_rows(environment: Any) -> list[dict[str, Any]]:
 
 def slo_verdicts(environment: Any) -> list[dict[str, Any]]:
     """Every threshold evaluated on what was merged so far (final verdicts once the run closed)."""
-    final = getattr(environment, "_swarmgauge_slo_verdicts", None)
+    final = env_state.get(environment, "slo_verdicts")
     if final is not None:
         return final
     verdicts = []

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from locust import events
+from locust.env import Environment
 
 logger = logging.getLogger("swarmgauge.privacy")
 
@@ -47,7 +48,7 @@ def make_run_private(options: Any) -> None:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     os.umask(PRIVATE_UMASK)
     options = getattr(environment, "parsed_options", None)
     if options is not None:

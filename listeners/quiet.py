@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from locust import events
+from locust.env import Environment
 
 CHATTY_LOGGERS = (
     "quic",
@@ -29,5 +30,5 @@ def quiet_libraries(loglevel: str | None) -> None:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     quiet_libraries(getattr(environment.parsed_options, "loglevel", None))

@@ -30,9 +30,10 @@ from typing import Any
 
 from locust import events, log
 from locust import stats as locust_stats
+from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from swarmgauge.core import hooks
+from swarmgauge.core import env_state, hooks
 from swarmgauge.files import write_atomic
 from swarmgauge.redaction import known_secrets
 from swarmgauge.run_folders import LATEST, new_run_folder, resolve  # noqa: F401 - resolve is part of this API
@@ -95,7 +96,7 @@ def _is_secret_name(name: str) -> bool:
 _secret_values: list[str] = []
 
 
-def _known_secret_values(environment: Any = None) -> list[str]:
+def _known_secret_values(environment: Environment | None = None) -> list[str]:
     values = set(_secret_values) | set(known_secrets())
     options = getattr(environment, "parsed_options", None) if environment is not None else None
     if options is not None:
@@ -105,7 +106,7 @@ def _known_secret_values(environment: Any = None) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-def redact(text: str, environment: Any = None) -> str:
+def redact(text: str, environment: Environment | None = None) -> str:
     """Hide secret option values, URL passwords and ``password=...`` pairs in ``text``."""
     for value in _known_secret_values(environment if environment is not None else _current_env()):
         text = text.replace(value, REDACTED)
@@ -113,7 +114,7 @@ def redact(text: str, environment: Any = None) -> str:
     return _KEY_VALUE_PASSWORD.sub(lambda m: m.group("key") + REDACTED, text)
 
 
-def redacted_options(environment: Any) -> dict[str, Any]:
+def redacted_options(environment: Environment) -> dict[str, Any]:
     """The parsed options as JSON-able values, secrets replaced by ``***``."""
     options = getattr(environment, "parsed_options", None)
     result: dict[str, Any] = {}
@@ -153,15 +154,11 @@ class _RunFolder:
         self.lasting_info: set[str] | None = None
 
 
-def _run_folder(environment: Any) -> _RunFolder:
-    state = getattr(environment, "_swarmgauge_run_folder", None)
-    if state is None:
-        state = _RunFolder()
-        environment._swarmgauge_run_folder = state
-    return state
+def _run_folder(environment: Environment) -> _RunFolder:
+    return env_state.slot(environment, "run_folder", _RunFolder)
 
 
-def parent_dir(environment: Any) -> Path | None:
+def parent_dir(environment: Environment) -> Path | None:
     """``--run-dir`` as given (the parent of the run folders), or None when not asked for or on a worker."""
     if isinstance(getattr(environment, "runner", None), WorkerRunner):
         return None
@@ -170,7 +167,7 @@ def parent_dir(environment: Any) -> Path | None:
     return Path(value) if value else None
 
 
-def run_dir(environment: Any) -> Path | None:
+def run_dir(environment: Environment) -> Path | None:
     """The current run's folder (created on first use), or None: no ``--run-dir``, a worker, no run started yet
     (a web UI before its first START), or the run closed."""
     parent = parent_dir(environment)
@@ -182,7 +179,7 @@ def run_dir(environment: Any) -> Path | None:
     return state.folder
 
 
-def open_new_run(environment: Any) -> None:
+def open_new_run(environment: Environment) -> None:
     """Start a fresh run (a new web UI start): a new folder on first write, and only start-up facts kept in run.json."""
     state = _run_folder(environment)
     info = _info(environment)
@@ -192,19 +189,16 @@ def open_new_run(environment: Any) -> None:
     state.folder, state.closed, state.started = None, False, True
 
 
-def run_is_closed(environment: Any) -> bool:
+def run_is_closed(environment: Environment) -> bool:
     return _run_folder(environment).closed
 
 
-def _info(environment: Any) -> dict[str, Any]:
-    info = getattr(environment, "_swarmgauge_run_info", None)
-    if info is None:
-        info = {}
-        environment._swarmgauge_run_info = info
+def _info(environment: Environment) -> dict[str, Any]:
+    info: dict[str, Any] = env_state.slot(environment, "run_info", dict)
     return info
 
 
-def add_run_info(environment: Any, key: str, value: Any) -> None:
+def add_run_info(environment: Environment, key: str, value: Any) -> None:
     """Merge a JSON-able value into ``run.json``: dicts are merged key by key, anything else replaces."""
     info = _info(environment)
     if isinstance(value, dict) and isinstance(info.get(key), dict):
@@ -213,7 +207,7 @@ def add_run_info(environment: Any, key: str, value: Any) -> None:
         info[key] = value
 
 
-def exit_code_as_locust_decides(environment: Any) -> int:
+def exit_code_as_locust_decides(environment: Environment) -> int:
     """The exit code Locust's ``shutdown`` will pick: ours if set, then errors, then crashes, else 0."""
     if environment.process_exit_code is not None:
         return int(environment.process_exit_code)
@@ -237,7 +231,7 @@ def _versions() -> dict[str, str]:
     return found
 
 
-def build_run_json(environment: Any, *, final: bool) -> dict[str, Any]:
+def build_run_json(environment: Environment, *, final: bool) -> dict[str, Any]:
     runner = environment.runner
     shape = environment.shape_class
     doc: dict[str, Any] = {
@@ -277,7 +271,7 @@ def _redact_argv(argv: list[str]) -> list[str]:
     return result
 
 
-def redact_tree(value: Any, environment: Any = None) -> Any:
+def redact_tree(value: Any, environment: Environment | None = None) -> Any:
     """:func:`redact` applied to every string inside a JSON-able value, so the JSON around them stays intact."""
     if isinstance(value, str):
         return redact(value, environment)
@@ -288,7 +282,7 @@ def redact_tree(value: Any, environment: Any = None) -> Any:
     return value
 
 
-def write_run_json(environment: Any, *, final: bool) -> None:
+def write_run_json(environment: Environment, *, final: bool) -> None:
     directory = run_dir(environment)
     if directory is None:
         return
@@ -296,7 +290,7 @@ def write_run_json(environment: Any, *, final: bool) -> None:
     write_atomic(directory / "run.json", json.dumps(doc, indent=2, sort_keys=True))
 
 
-def _locust_csvs(environment: Any, directory: Path) -> None:
+def _locust_csvs(environment: Environment, directory: Path) -> None:
     writer = locust_stats.StatsCSV(environment, locust_stats.PERCENTILES_TO_REPORT)
     for name, method in (
         ("locust_stats.csv", writer.requests_csv),
@@ -309,13 +303,13 @@ def _locust_csvs(environment: Any, directory: Path) -> None:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     _envs.append(environment)
     add_run_info(environment, "started_at", None)
 
 
 @events.test_start.add_listener
-def _on_test_start(environment: Any, **_kwargs: Any) -> None:
+def _on_test_start(environment: Environment, **_kwargs: Any) -> None:
     state = _run_folder(environment)
     if state.lasting_info is None:
         state.lasting_info = set(_info(environment))  # what init put there (targets, ...) outlives one UI run
@@ -326,7 +320,7 @@ def _on_test_start(environment: Any, **_kwargs: Any) -> None:
     write_run_json(environment, final=False)
 
 
-def close_run(environment: Any) -> Path | None:
+def close_run(environment: Environment) -> Path | None:
     """Write this run's closing files (Locust's CSVs, the final run.json, the report) and close its folder."""
     directory = run_dir(environment)
     if directory is None:
@@ -349,7 +343,7 @@ def close_run(environment: Any) -> Path | None:
 
 
 @events.quitting.add_listener
-def _on_quitting(environment: Any, **_kwargs: Any) -> None:
+def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
     """Registered first, so (quitting fires in reverse) it runs after every other swarmgauge listener."""
     close_run(environment)
 

@@ -21,6 +21,7 @@ import signal
 from typing import Any
 
 from locust import events
+from locust.env import Environment
 from locust.runners import STATE_INIT, WorkerRunner
 
 logger = logging.getLogger("swarmgauge.signals")
@@ -31,7 +32,7 @@ HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 class StopOnSignal:
     """The handler: ends the plan on the first signal, falls back to ``KeyboardInterrupt`` on the next."""
 
-    def __init__(self, environment: Any) -> None:
+    def __init__(self, environment: Environment) -> None:
         self.environment = environment
         self.received: list[int] = []
 
@@ -52,18 +53,17 @@ class StopOnSignal:
         raise KeyboardInterrupt(name)
 
 
-def install(environment: Any) -> StopOnSignal | None:
+def install(environment: Environment) -> StopOnSignal | None:
     """Install the handler on a master or local runner (workers keep Locust's); returns it, or None."""
     if isinstance(environment.runner, WorkerRunner):
         return None
     handler = StopOnSignal(environment)
     for signum in HANDLED_SIGNALS:
         signal.signal(signum, handler)
-    environment._swarmgauge_signal_handler = handler
     return handler
 
 
-def _send_last_figures_on_quit(environment: Any) -> None:
+def _send_last_figures_on_quit(environment: Environment) -> None:
     """Added at ``init`` (after the runner's own listeners), so it runs before the worker tells the master it quit."""
 
     def on_quitting(**_kwargs: Any) -> None:
@@ -75,7 +75,7 @@ def _send_last_figures_on_quit(environment: Any) -> None:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         _send_last_figures_on_quit(environment)
         return

@@ -26,9 +26,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from locust import events
+from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from swarmgauge.core import hooks
+from swarmgauge.core import env_state, hooks
 from swarmgauge.core.slo_units import LATENCY_METRICS, UNITS, in_unit
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.listeners import rundir, steps
@@ -115,17 +116,15 @@ def split_exprs(values: list[str] | str | None) -> list[str]:
     return [part.strip() for item in items for part in re.split(r"[;,]", item) if part.strip()]
 
 
-def add_default_slos(environment: Any, exprs: list[str]) -> None:
+def add_default_slos(environment: Environment, exprs: list[str]) -> None:
     """A User's or locustfile's own gates, checked alongside ``--slo``; parsed now so a typo fails early."""
     for expr in exprs:
         parse(expr)
-    defaults = getattr(environment, "_swarmgauge_default_slos", None)
-    if defaults is None:
-        defaults = environment._swarmgauge_default_slos = []
+    defaults: list[str] = env_state.slot(environment, "default_slos", list)
     defaults.extend(e for e in exprs if e not in defaults)
 
 
-def all_exprs(environment: Any) -> list[str]:
+def all_exprs(environment: Environment) -> list[str]:
     options = getattr(environment, "parsed_options", None)
     exprs = split_exprs(getattr(options, "slo", None))
     shape = getattr(environment, "shape_class", None)
@@ -133,11 +132,11 @@ def all_exprs(environment: Any) -> list[str]:
         exprs += list(getattr(shape, "plan_slos", list)() if shape is not None else [])
     except UsageError:
         pass  # a bad plan is the shape's own start-up check to report (shapes validates its plan's SLOs too)
-    exprs += list(getattr(environment, "_swarmgauge_default_slos", []))
+    exprs += list(env_state.get(environment, "default_slos", []))
     return list(dict.fromkeys(exprs))
 
 
-def _request_metric(environment: Any, threshold: Threshold, step: int | None) -> float | None:
+def _request_metric(environment: Environment, threshold: Threshold, step: int | None) -> float | None:
     merged = steps.merged(environment)
     stats = merged.select(step, threshold.request_type, threshold.name)
     metric = threshold.metric
@@ -162,7 +161,7 @@ def _request_metric(environment: Any, threshold: Threshold, step: int | None) ->
     return stats.requests / seconds if seconds else None
 
 
-def observe(environment: Any, threshold: Threshold, step: int | None) -> float | None:
+def observe(environment: Environment, threshold: Threshold, step: int | None) -> float | None:
     provider = hooks.metric_provider(threshold.metric)
     if provider is not None and threshold.metric not in REQUEST_METRICS:
         return provider(environment, step)
@@ -182,7 +181,7 @@ def _status(threshold: Threshold, observed: float | None) -> tuple[str, str]:
     return "pass", "amber" if near and threshold.op in ("<", "<=", ">", ">=") else "green"
 
 
-def evaluate(environment: Any, threshold: Threshold) -> dict[str, Any]:
+def evaluate(environment: Environment, threshold: Threshold) -> dict[str, Any]:
     """One verdict: over the run, or per step (failing if any step fails, unknown if none had data)."""
     verdict: dict[str, Any] = asdict(threshold)
     missing = _missing_request(environment, threshold)
@@ -211,7 +210,7 @@ def evaluate(environment: Any, threshold: Threshold) -> dict[str, Any]:
     return verdict
 
 
-def _missing_request(environment: Any, threshold: Threshold) -> str | None:
+def _missing_request(environment: Environment, threshold: Threshold) -> str | None:
     """Why a threshold's request type or name matches nothing measured in the run (a typo never passes)."""
     if threshold.request_type is None or threshold.metric not in REQUEST_METRICS:
         return None
@@ -223,14 +222,14 @@ def _missing_request(environment: Any, threshold: Threshold) -> str | None:
     return f"request {what!r} never appeared in the run (seen: {', '.join(seen) or 'no requests at all'})"
 
 
-def check(environment: Any) -> list[dict[str, Any]]:
+def check(environment: Environment) -> list[dict[str, Any]]:
     """Evaluate every threshold once, write ``slo.json``, set exit code 3 on any failure."""
-    done = getattr(environment, "_swarmgauge_slo_verdicts", None)
+    done = env_state.get(environment, "slo_verdicts")
     if done is not None:
         return done
     steps.finalize(environment)
     verdicts = [evaluate(environment, parse(expr)) for expr in all_exprs(environment)]
-    environment._swarmgauge_slo_verdicts = verdicts
+    env_state.put(environment, "slo_verdicts", verdicts)
     failed = [v for v in verdicts if v["status"] in FAILING]
     if failed:
         environment.process_exit_code = SLO_EXIT_CODE
@@ -281,21 +280,21 @@ def _add_options(parser: Any) -> None:
     )
 
 
-def validate(environment: Any) -> None:
+def validate(environment: Environment) -> None:
     """Parse every expression; raises UsageError on the first bad one."""
     for expr in all_exprs(environment):
         parse(expr)
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
     stop_on_usage_error(validate, environment)
 
 
 @events.quitting.add_listener
-def _on_quitting(environment: Any, **_kwargs: Any) -> None:
+def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
     verdicts = check(environment)

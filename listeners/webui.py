@@ -28,6 +28,7 @@ import gevent
 from locust import events
 from locust.runners import STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, MasterRunner, WorkerRunner
 
+from swarmgauge.core import env_state
 from swarmgauge.errors import UsageError
 from swarmgauge.listeners import live, prom_export, resources, rundir, slo, steps
 from swarmgauge.listeners.webui_form import FormError, apply_common_fields, apply_form, scrub_template_args
@@ -72,7 +73,7 @@ def start_fresh_run(environment: Any) -> None:
         old.sampler_stop = True
         old.sampler.kill(block=False)
     environment._swarmgauge_steps = steps._StepState()
-    environment._swarmgauge_slo_verdicts = None
+    env_state.put(environment, "slo_verdicts", None)
     environment._swarmgauge_aborted = None
     environment._swarmgauge_closed_run = None
     environment.process_exit_code = None

@@ -16,6 +16,7 @@ from typing import Any
 
 import gevent
 from locust import events
+from locust.env import Environment
 from locust.runners import MasterRunner
 
 from swarmgauge.core.locust_compat import missing_worker_ids
@@ -29,7 +30,7 @@ POLL_INTERVAL_S = 1.0
 class WorkerLossWatcher:
     """Polls the master's worker table; bounded by the run (stopped at test_stop / quitting)."""
 
-    def __init__(self, environment: Any):
+    def __init__(self, environment: Environment):
         self.environment = environment
         self.last_seen: dict[str, float] = {}
         self.last_report: dict[str, float] = {}
@@ -112,13 +113,13 @@ class WorkerLossWatcher:
 _watchers: dict[int, WorkerLossWatcher] = {}
 
 
-def watcher_for(environment: Any) -> WorkerLossWatcher | None:
+def watcher_for(environment: Environment) -> WorkerLossWatcher | None:
     """The master's worker-loss watcher (the live view lists what it saw), or None on other runners."""
     return _watchers.get(id(environment))
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     if not isinstance(environment.runner, MasterRunner):
         return
     watcher = WorkerLossWatcher(environment)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from locust import events
+from locust.env import Environment
 
 import swarmgauge.locust  # noqa: F401 - steps, SLOs, run directory, resources
 from swarmgauge.core import hooks
@@ -23,7 +24,7 @@ LEAK_SLO = "rss_delta<50MiB"
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     parsed = environment.parsed_options
     if parsed is None:
         return

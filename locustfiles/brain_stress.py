@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from locust import events
+from locust.env import Environment
 
 import swarmgauge.locust  # noqa: F401
 from swarmgauge.targets.embedded import start_embedded_brain
@@ -17,7 +18,7 @@ from swarmgauge.users.brain_user import BrainUser, add_gates, parse_mix
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     parsed = environment.parsed_options
     if parsed is None:
         return

@@ -17,6 +17,7 @@ import random
 from typing import Any
 
 from locust import constant, events, task
+from locust.env import Environment
 
 import swarmgauge.locust  # noqa: F401 - steps, SLOs, run directory
 from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
@@ -26,7 +27,7 @@ from swarmgauge.users.mark_user import MarkUser
 
 
 @events.init.add_listener
-def _embedded_default(environment: Any, **_kwargs: Any) -> None:
+def _embedded_default(environment: Environment, **_kwargs: Any) -> None:
     start_embedded_default(environment)
 
 

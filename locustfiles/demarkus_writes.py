@@ -16,6 +16,7 @@ import secrets
 from typing import Any
 
 from locust import constant, constant_throughput, events, task
+from locust.env import Environment
 
 import swarmgauge.locust  # noqa: F401
 from swarmgauge.shapes import PlanShape  # noqa: F401
@@ -53,7 +54,7 @@ def _add_options(parser: Any) -> None:
 
 
 @events.init.add_listener
-def _embedded_default(environment: Any, **_kwargs: Any) -> None:
+def _embedded_default(environment: Environment, **_kwargs: Any) -> None:
     parsed = environment.parsed_options
     if environment.host or parsed is None:
         return

@@ -16,9 +16,11 @@ import logging
 from typing import Any
 
 from locust import events
+from locust.env import Environment
 from locust.runners import LocalRunner
 
 import swarmgauge.locust  # noqa: F401
+from swarmgauge.core import env_state
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.listeners.resources import add_sample_source
 from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
@@ -109,7 +111,7 @@ class EmbeddedKneo:
 _embedded = EmbeddedKneo()
 
 
-def start_embedded(environment: Any) -> None:
+def start_embedded(environment: Environment) -> None:
     """A local run without ``--host`` gets its own kneo-serv; a distributed one must name the service."""
     if environment.host:
         return
@@ -118,7 +120,7 @@ def start_embedded(environment: Any) -> None:
             raise UsageError("a distributed kneo run needs --host (start the service with 'swarmgauge target kneo')")
         return
 
-    options = environment.parsed_options
+    options = env_state.options(environment)
     try:
         service = _embedded.start(options)
     except SwarmgaugeError as exc:
@@ -135,7 +137,7 @@ def start_embedded(environment: Any) -> None:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_: Any) -> None:
+def _on_init(environment: Environment, **_: Any) -> None:
     from swarmgauge.errors import stop_on_usage_error
 
     stop_on_usage_error(start_embedded, environment)

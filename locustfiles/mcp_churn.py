@@ -30,6 +30,7 @@ import shlex
 from typing import Any
 
 from locust import events, task
+from locust.env import Environment
 from locust.runners import WorkerRunner
 
 import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
@@ -141,7 +142,7 @@ class DirectFetchUser(_CorpusDocs, MarkUser):
 
     abstract = False
 
-    def __init__(self, environment: Any) -> None:
+    def __init__(self, environment: Environment) -> None:
         type(self).host = _direct_mark_url(environment)
         super().__init__(environment)
 
@@ -150,7 +151,7 @@ class DirectFetchUser(_CorpusDocs, MarkUser):
         self.client.fetch(self.corpus_url(), name=FETCH_NAME)
 
 
-def _direct_mark_url(environment: Any) -> str:
+def _direct_mark_url(environment: Environment) -> str:
     url = getattr(environment.parsed_options, "mcp_direct_mark", "") or ""
     if not url:
         raise UsageError("DirectFetchUser needs --mcp-direct-mark mark://HOST:PORT (set by the embedded gateway)")
@@ -188,7 +189,7 @@ _embedded = EmbeddedGateway()
 atexit.register(_embedded.stop)
 
 
-def start_embedded(environment: Any) -> None:
+def start_embedded(environment: Environment) -> None:
     """No ``--host`` on the master or a local run: start the gateway, point every user at it, sample it."""
     if environment.host or isinstance(environment.runner, WorkerRunner):
         return
@@ -215,7 +216,7 @@ def start_embedded(environment: Any) -> None:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     stop_on_usage_error(start_embedded, environment)
 
 

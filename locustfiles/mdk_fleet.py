@@ -36,10 +36,12 @@ from typing import Any, cast
 
 import gevent
 from locust import constant, events
+from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
 import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge import shapes
+from swarmgauge.core import env_state
 from swarmgauge.core.durations import parse_duration
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.listeners import resources, rundir, slo, steps
@@ -269,11 +271,11 @@ class Target:
 _target = Target()
 
 
-def start_target(environment: Any) -> None:
+def start_target(environment: Environment) -> None:
     """Master or local run: start the stand-in without ``--host``, then sample it; validate the drill options."""
     if isinstance(environment.runner, WorkerRunner):
         return
-    options = environment.parsed_options
+    options = env_state.options(environment)
     devices, workers = parse_profile(getattr(options, "mdk_profile", "100x1") or "100x1")
     if getattr(options, "mdk_drill", "") and getattr(options, "mdk_drill_step", 0) < 0:
         raise UsageError("--mdk-drill-step must be 0 or more")
@@ -310,9 +312,9 @@ def start_target(environment: Any) -> None:
         environment.stop_timeout = STOP_TIMEOUT_S  # in-flight submits finish: Locust counts each QUEUED the Kernel does
 
 
-def _run_drill(environment: Any, readers_run: bool = True) -> None:
+def _run_drill(environment: Environment, readers_run: bool = True) -> None:
     """The drill at its step; with readers running it waits (bounded) for one of their good reads of the victim."""
-    options = environment.parsed_options
+    options = env_state.options(environment)
     gevent.sleep(parse_duration(options.mdk_drill_after, "--mdk-drill-after"))
     counted = readers_run and not isinstance(environment.runner, MasterRunner)  # a master sees no reads
     try:
@@ -336,15 +338,15 @@ def _run_drill(environment: Any, readers_run: bool = True) -> None:
 
 
 @steps.step_changed.add_listener
-def _on_step_changed(environment: Any, step: Any, **_kwargs: Any) -> None:
-    options = environment.parsed_options
+def _on_step_changed(environment: Environment, step: Any, **_kwargs: Any) -> None:
+    options = env_state.options(environment)
     if isinstance(environment.runner, WorkerRunner) or not getattr(options, "mdk_drill", ""):
         return
     if step.index == options.mdk_drill_step and _target.drill is None:
         _target.drill = gevent.spawn(_run_drill, environment, _step_runs_readers(environment, step.index))
 
 
-def _step_runs_readers(environment: Any, index: int) -> bool:
+def _step_runs_readers(environment: Environment, index: int) -> bool:
     """Whether the plan's stage ``index`` spawns readers (a burst has none: the drill's own read arms it at once)."""
     shape = environment.shape_class
     stages = shape.plan().stages if shape is not None and hasattr(shape, "plan") else ()
@@ -354,7 +356,7 @@ def _step_runs_readers(environment: Any, index: int) -> bool:
 
 
 # -- SLO terms from the target's own figures -------------------------------------------------------------------
-def _rows(environment: Any, step: int | None, prefix: str, metric: str) -> dict[str, list[float]]:
+def _rows(environment: Environment, step: int | None, prefix: str, metric: str) -> dict[str, list[float]]:
     """Sampled values per series (one per Worker or component), optionally of one step only."""
     sampler = resources.sampler_for(environment)
     found: dict[str, list[float]] = {}
@@ -365,28 +367,28 @@ def _rows(environment: Any, step: int | None, prefix: str, metric: str) -> dict[
     return found
 
 
-def headroom_by_worker(environment: Any, step: int | None = None) -> dict[str, float]:
+def headroom_by_worker(environment: Environment, step: int | None = None) -> dict[str, float]:
     """Mean sampled cycle time / interval per Worker (the page averages its sweep rounds)."""
     found = _rows(environment, step, "prom:", "mdk_worker_headroom")
     return {re.sub(r'.*worker="([^"]+)".*', r"\1", k): sum(v) / len(v) for k, v in found.items() if v}
 
 
-def _headroom(environment: Any, step: int | None) -> float | None:
+def _headroom(environment: Environment, step: int | None) -> float | None:
     values = headroom_by_worker(environment, step)
     return max(values.values()) if values else None
 
 
-def cpu_by_component(environment: Any, step: int | None = None) -> dict[str, float]:
+def cpu_by_component(environment: Environment, step: int | None = None) -> dict[str, float]:
     found = _rows(environment, step, "psutil:pidfile=", "cpu_percent")
     return {Path(k.split("=", 1)[1]).stem: sum(v) / len(v) for k, v in found.items() if v}
 
 
-def _busiest_cpu(environment: Any, step: int | None) -> float | None:
+def _busiest_cpu(environment: Environment, step: int | None) -> float | None:
     values = cpu_by_component(environment, step)
     return max(values.values()) / 100.0 if values else None
 
 
-def error_counts(environment: Any) -> dict[str, int]:
+def error_counts(environment: Environment) -> dict[str, int]:
     """Locust's failures by recorded error text, e.g. ``Rejected(ERR_WORKER_NOT_ROUTABLE)``."""
     counts: dict[str, int] = {}
     for entry in environment.stats.errors.values():
@@ -395,7 +397,7 @@ def error_counts(environment: Any) -> dict[str, int]:
     return counts
 
 
-def _rejected_ratio(environment: Any, step: int | None) -> float | None:
+def _rejected_ratio(environment: Environment, step: int | None) -> float | None:
     """(Rejected + timed out) / attempted, over reads and actions, as the page's fourth row."""
     if step is not None:
         return None
@@ -436,7 +438,7 @@ def kernel_counts(url: str) -> dict[str, Any] | None:
     return counts
 
 
-def result_doc(environment: Any) -> dict[str, Any]:
+def result_doc(environment: Environment) -> dict[str, Any]:
     action = environment.stats.get("action", REQUEST_TYPE)
     headroom = headroom_by_worker(environment)
     return {
@@ -451,7 +453,7 @@ def result_doc(environment: Any) -> dict[str, Any]:
     }
 
 
-def write_results(environment: Any) -> None:
+def write_results(environment: Environment) -> None:
     if _target.drill is not None:
         _target.drill.join(timeout=60)
     directory = rundir.run_dir(environment)
@@ -463,19 +465,19 @@ def write_results(environment: Any) -> None:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     stop_on_usage_error(start_target, environment)
     environment.events.request.add_listener(_target.on_request)
 
 
 @events.test_stop.add_listener
-def _on_test_stop(environment: Any, **_kwargs: Any) -> None:
+def _on_test_stop(environment: Environment, **_kwargs: Any) -> None:
     if not isinstance(environment.runner, WorkerRunner) and _target.drill is not None:
         _target.drill.join(timeout=60)
 
 
 @events.quitting.add_listener
-def _on_quitting(environment: Any, **_kwargs: Any) -> None:
+def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
     try:

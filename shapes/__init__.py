@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from locust import events
+from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from swarmgauge.core import hooks
@@ -136,7 +137,7 @@ def _add_options(parser: Any) -> None:
     option("--shape-kind", "SWARMGAUGE_SHAPE_KIND", f"Plan kind for the options: {', '.join(KINDS)}")
 
 
-def prefer_planned_shape(environment: Any) -> None:
+def prefer_planned_shape(environment: Environment) -> None:
     """Run a locustfile's own planned shape, not a bare base class it imported to subclass.
 
     ``from shapes import ArrivalRate`` puts ``ArrivalRate`` itself in the locustfile too, and Locust runs the first
@@ -152,7 +153,7 @@ def prefer_planned_shape(environment: Any) -> None:
             return
 
 
-def validate_shape(environment: Any) -> None:
+def validate_shape(environment: Environment) -> None:
     """Build the plan of the run's swarmgauge shape now; raises UsageError when it or one of its SLOs is bad."""
     shape = getattr(environment, "shape_class", None)
     if isinstance(shape, SwarmShape):
@@ -164,7 +165,7 @@ def validate_shape(environment: Any) -> None:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
     prefer_planned_shape(environment)

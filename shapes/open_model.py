@@ -26,9 +26,10 @@ from typing import Any
 import gevent
 from gevent.event import AsyncResult
 from locust import events
+from locust.env import Environment
 from locust.runners import MasterRunner
 
-from swarmgauge.core import hooks
+from swarmgauge.core import env_state, hooks
 from swarmgauge.core.intended import set_intended_start
 
 MAX_TICKET_WAIT = 3600.0
@@ -45,7 +46,7 @@ class TicketScheduler:
     or it is older than ``drop_after``.
     """
 
-    def __init__(self, environment: Any) -> None:
+    def __init__(self, environment: Environment) -> None:
         self.environment = environment
         self.queue: deque[tuple[float, int]] = deque()
         self.waiters: deque[AsyncResult] = deque()
@@ -176,11 +177,8 @@ def arrival_time(k: int, rate: float, rate_end: float | None, duration: float) -
     return (-rate + math.sqrt(max(rate * rate + 2.0 * slope * k, 0.0))) / slope
 
 
-def scheduler(environment: Any) -> TicketScheduler:
-    found = getattr(environment, "_swarmgauge_tickets", None)
-    if found is None:
-        found = environment._swarmgauge_tickets = TicketScheduler(environment)
-    return found
+def scheduler(environment: Environment) -> TicketScheduler:
+    return env_state.slot(environment, "tickets", lambda: TicketScheduler(environment))
 
 
 def take_ticket(user: Any, timeout: float = MAX_TICKET_WAIT) -> bool:
@@ -232,15 +230,15 @@ class OpenModel:
         self.wait()  # type: ignore[attr-defined]
 
 
-def _flush_tickets(environment: Any) -> None:
-    found = getattr(environment, "_swarmgauge_tickets", None)
+def _flush_tickets(environment: Environment) -> None:
+    found = env_state.get(environment, "tickets")
     if found is not None:
         found.stop_issuing()
         found.expire(everything=True)
 
 
 @hooks.step_changed.add_listener
-def _on_step_changed(environment: Any, step: hooks.StepInfo, **_kwargs: Any) -> None:
+def _on_step_changed(environment: Environment, step: hooks.StepInfo, **_kwargs: Any) -> None:
     if isinstance(environment.runner, MasterRunner):
         return
     ticket_scheduler = scheduler(environment)
@@ -251,10 +249,10 @@ def _on_step_changed(environment: Any, step: hooks.StepInfo, **_kwargs: Any) -> 
 
 
 @hooks.before_flush.add_listener
-def _on_before_flush(environment: Any, **_kwargs: Any) -> None:
+def _on_before_flush(environment: Environment, **_kwargs: Any) -> None:
     _flush_tickets(environment)
 
 
 @events.test_stop.add_listener
-def _on_test_stop(environment: Any, **_kwargs: Any) -> None:
+def _on_test_stop(environment: Environment, **_kwargs: Any) -> None:
     _flush_tickets(environment)

@@ -13,8 +13,10 @@ from typing import Any
 
 import pandas as pd
 from locust import events
+from locust.env import Environment
 from locust.runners import WorkerRunner
 
+from swarmgauge.core import env_state
 from swarmgauge.listeners import rundir, slo, steps
 from swarmgauge.reports.report import step_spreads, step_tables, target_cpu_by_step
 
@@ -35,7 +37,7 @@ def exit_reason(code: int, verdicts: list[dict[str, Any]]) -> str:
     return f"exit code {code}"
 
 
-def summary_text(environment: Any, code: int) -> str:
+def summary_text(environment: Environment, code: int) -> str:
     """The step tables with their trend sentences, the SLO verdicts and the exit code, as plain text."""
 
     lines = ["", "swarmgauge: per-step results (warm-up excluded)"]
@@ -53,10 +55,10 @@ def summary_text(environment: Any, code: int) -> str:
                 lines.append(sentence)
     else:
         lines.append("no steps were measured")
-    cut = getattr(environment, "_swarmgauge_run_info", {}).get("cut_short")
+    cut = env_state.get(environment, "run_info", {}).get("cut_short")
     if cut:
         lines += ["", f"The plan was cut short by -t/--run-time at {cut['run_time_s']:g} s of {cut['planned_s']:g} s."]
-    verdicts = getattr(environment, "_swarmgauge_slo_verdicts", None) or []
+    verdicts = env_state.get(environment, "slo_verdicts") or []
     if verdicts:
         lines += ["", slo.format_verdicts(verdicts)]
     if directory is not None and (directory / "report.html").is_file():
@@ -66,7 +68,7 @@ def summary_text(environment: Any, code: int) -> str:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     _environments.append(environment)
 
 

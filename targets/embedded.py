@@ -12,9 +12,10 @@ import shlex
 from typing import Any
 
 from locust import events
+from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from swarmgauge.core import hooks
+from swarmgauge.core import env_state, hooks
 from swarmgauge.targets.launch import TargetProcess, launch_target
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ def redact_args(args: list[str]) -> list[str]:
 
 
 def start_embedded(
-    environment: Any, name: str, args: list[str], *, env: dict[str, str] | None = None, describe: str = ""
+    environment: Environment, name: str, args: list[str], *, env: dict[str, str] | None = None, describe: str = ""
 ) -> TargetProcess | None:
     """Start ``swarmgauge target NAME ARGS`` unless a host is set or this is a worker; sets the host."""
     if environment.host or isinstance(environment.runner, WorkerRunner):
@@ -61,7 +62,7 @@ def start_embedded(
     return target
 
 
-def _sample_as_target(environment: Any, name: str, target: TargetProcess) -> None:
+def _sample_as_target(environment: Environment, name: str, target: TargetProcess) -> None:
     """The embedded target is the target: its CPU and memory are sampled as such (its pid is known), never as the
     generator's; run.json names it so the report can say which process the figures are."""
     import sys
@@ -89,9 +90,9 @@ def _on_quitting(**_kwargs: Any) -> None:
 atexit.register(stop_embedded)
 
 
-def start_embedded_brain(environment: Any) -> None:
+def start_embedded_brain(environment: Environment) -> None:
     """With no ``--host``: start the brain stand-in (``--brain-embedded-args``) and sample its RSS by pid."""
-    extra = shlex.split(environment.parsed_options.brain_embedded_args or "")
+    extra = shlex.split(getattr(env_state.options(environment), "brain_embedded_args", "") or "")
     target = start_embedded(environment, "brain", ["--port", "0", *extra], describe="2dph brain stand-in")
     if target is not None:
         hooks.add_sample_source(environment, f"psutil:pid={target.pid}")

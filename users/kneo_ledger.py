@@ -17,9 +17,10 @@ from typing import Any
 
 import gevent
 from locust import events
+from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-from swarmgauge.core import hooks
+from swarmgauge.core import env_state, hooks
 from swarmgauge.core.locust_compat import has_message_handler
 from swarmgauge.errors import UsageError
 from swarmgauge.files import write_atomic
@@ -35,23 +36,23 @@ MISMATCH_TERM = "kneo_mismatches"
 _ENVS: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
-def run_tag(environment: Any) -> str:
+def run_tag(environment: Environment) -> str:
     """This test run's tag; the master (or local runner) makes one, workers receive it with the options."""
     options = getattr(environment, "parsed_options", None)
     tag = getattr(options, "kneo_run_tag", "") if options is not None else ""
     if not tag:
-        tag = getattr(environment, "_kneo_run_tag", "") or f"sg-{uuid.uuid4().hex[:16]}"
-        environment._kneo_run_tag = tag
+        tag = env_state.slot(environment, "kneo_run_tag", lambda: f"sg-{uuid.uuid4().hex[:16]}")
         if options is not None:
             options.kneo_run_tag = tag
     return tag
 
 
-def ledger_for(environment: Any) -> RunLedger:
+def ledger_for(environment: Environment) -> RunLedger:
     """The process's ledger of runs sent (one per Environment)."""
-    ledger = getattr(environment, "_kneo_ledger", None)
+    ledger = env_state.get(environment, "kneo_ledger")
     if ledger is None:
-        ledger = environment._kneo_ledger = RunLedger()
+        ledger = RunLedger()
+        env_state.put(environment, "kneo_ledger", ledger)
         _ENVS.add(environment)
     return ledger
 
@@ -68,7 +69,7 @@ def store_locator(options: Any) -> str:
     return locator
 
 
-def reconcile_run(environment: Any) -> dict[str, Any] | None:
+def reconcile_run(environment: Environment) -> dict[str, Any] | None:
     """Once per run, on the master or a local run: drain, read the store, compare, write ``kneo.json``."""
     if isinstance(environment.runner, WorkerRunner):
         return None
@@ -106,14 +107,13 @@ def reconcile_run(environment: Any) -> dict[str, Any] | None:
             if getattr(options, "kneo_mode", "sync") == "batch":
                 doc["queue_drain"] = {
                     **_queue_drain(locator, doc["tag"]),
-                    "batch": int(options.kneo_batch),
+                    "batch": int(getattr(options, "kneo_batch", 0)),
                     "dispatched": len(ledger["accepted"]),
                 }
                 lines.append(_drain_line(doc["queue_drain"]))
         except StoreUnavailable as exc:
             doc["error"] = f"StoreUnavailable: {exc}"
             lines = [f"kneo reconciliation {doc['tag']}: not done: {doc['error']}"]
-    environment._kneo_reconciliation = doc
     _write_result(environment, doc)
     for line in lines:
         print(line, flush=True)
@@ -138,14 +138,14 @@ def _drain_line(figures: dict[str, Any]) -> str:
     )
 
 
-def _write_result(environment: Any, doc: dict[str, Any]) -> None:
+def _write_result(environment: Environment, doc: dict[str, Any]) -> None:
     hooks.add_run_info(environment, "kneo", {k: doc.get(k) for k in ("tag", "store", "mismatches", "error")})
     directory = hooks.run_dir(environment)
     if directory is not None:
         write_atomic(directory / RESULT_NAME, hooks.redact(json.dumps(doc, indent=2, default=str), environment))
 
 
-def _mismatches(environment: Any, step: int | None) -> float | None:
+def _mismatches(environment: Environment, step: int | None) -> float | None:
     if step is not None:
         return None
     doc = reconcile_run(environment)
@@ -153,7 +153,7 @@ def _mismatches(environment: Any, step: int | None) -> float | None:
     return None if value is None else float(value)
 
 
-def _send_final_ledger(environment: Any, **_: Any) -> None:
+def _send_final_ledger(environment: Environment, **_: Any) -> None:
     """On a worker, just before its final per-step figures: the ledger goes first on the same socket, so the
     master has it by the time the shape sees every worker's final report (Locust's quit waits only 0.5 s)."""
     runner = environment.runner
@@ -161,7 +161,7 @@ def _send_final_ledger(environment: Any, **_: Any) -> None:
         runner.send_message(FINAL_MESSAGE, ledger_for(environment).drain())
 
 
-def _on_final_ledger(environment: Any, msg: Any, **_: Any) -> None:
+def _on_final_ledger(environment: Environment, msg: Any, **_: Any) -> None:
     log.debug("final kneo ledger from %s: %d accepted", msg.node_id, len((msg.data or {}).get("accepted") or {}))
     if msg.data:
         ledger_for(environment).merge(msg.data)
@@ -173,14 +173,14 @@ hooks.before_flush.add_listener(_send_final_ledger)
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_: Any) -> None:
+def _on_init(environment: Environment, **_: Any) -> None:
     runner = environment.runner
     if isinstance(runner, MasterRunner) and not has_message_handler(runner, FINAL_MESSAGE):
         runner.register_message(FINAL_MESSAGE, _on_final_ledger)
 
 
 @events.test_start.add_listener
-def _on_test_start(environment: Any, **_: Any) -> None:
+def _on_test_start(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None or environment not in _ENVS:
         return
     if store_locator(environment.parsed_options):
@@ -205,6 +205,6 @@ def _on_worker_report(client_id: str, data: dict, **_: Any) -> None:
 
 
 @events.quitting.add_listener
-def _on_quitting(environment: Any, **_: Any) -> None:
+def _on_quitting(environment: Environment, **_: Any) -> None:
     if environment in _ENVS:  # a run with kneo users (users/kneo_user.py starts the ledger at init)
         reconcile_run(environment)

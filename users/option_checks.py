@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from locust import events
+from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from swarmgauge.errors import UsageError, stop_on_usage_error
@@ -34,11 +35,11 @@ def positive_seconds(flag: str, value: Any) -> float:
     return seconds
 
 
-def _selected(environment: Any, base: type) -> bool:
+def _selected(environment: Environment, base: type) -> bool:
     return any(isinstance(cls, type) and issubclass(cls, base) for cls in (environment.user_classes or []))
 
 
-def check_host(environment: Any) -> None:
+def check_host(environment: Environment) -> None:
     """The host the selected users will talk to has their scheme: http(s) for MCP users, mark:// for Mark users."""
     host = environment.host
     if not host:
@@ -55,7 +56,7 @@ def check_host(environment: Any) -> None:
         parse_mark_url(host)
 
 
-def check_options(environment: Any) -> None:
+def check_options(environment: Environment) -> None:
     parsed = getattr(environment, "parsed_options", None)
     for name, flag in TIMEOUT_OPTIONS:
         if parsed is not None and hasattr(parsed, name):
@@ -64,7 +65,7 @@ def check_options(environment: Any) -> None:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
     stop_on_usage_error(check_options, environment)

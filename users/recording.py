@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from locust import events as locust_events
+from locust.env import Environment
 
 from swarmgauge.core.intended import set_intended_start, take_intended_start
 from swarmgauge.errors import SwarmgaugeError
@@ -139,11 +140,11 @@ class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH
 
 
 @locust_events.init.add_listener
-def _register_secrets_at_init(environment: Any, **_kwargs: Any) -> None:
+def _register_secrets_at_init(environment: Environment, **_kwargs: Any) -> None:
     register_secret_options(getattr(environment, "parsed_options", None))
 
 
 @locust_events.test_start.add_listener
-def _register_secrets_at_start(environment: Any, **_kwargs: Any) -> None:
+def _register_secrets_at_start(environment: Environment, **_kwargs: Any) -> None:
     """A worker gets the master's options with its first spawn message: register their secrets too."""
     register_secret_options(getattr(environment, "parsed_options", None))
