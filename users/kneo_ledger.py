@@ -73,7 +73,7 @@ def reconcile_run(environment: Environment) -> dict[str, Any] | None:
     """Once per run, on the master or a local run: drain, read the store, compare, write ``kneo.json``."""
     if isinstance(environment.runner, WorkerRunner):
         return None
-    done = getattr(environment, "_kneo_reconciliation", None)
+    done: dict[str, Any] | None = env_state.get(environment, "kneo_reconciliation")
     if done is not None:
         return done
     options = environment.parsed_options
@@ -114,6 +114,7 @@ def reconcile_run(environment: Environment) -> dict[str, Any] | None:
         except StoreUnavailable as exc:
             doc["error"] = f"StoreUnavailable: {exc}"
             lines = [f"kneo reconciliation {doc['tag']}: not done: {doc['error']}"]
+    env_state.put(environment, "kneo_reconciliation", doc)
     _write_result(environment, doc)
     for line in lines:
         print(line, flush=True)
