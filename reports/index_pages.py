@@ -1,0 +1,417 @@
+"""One index section per reference page: the page's table layout, measured rows beside its published figures.
+
+Every measured figure comes from a workload's run folder (``steps.csv``, ``summary.json``, ``kneo.json``,
+``mdk.json``, ``mdk_drills.json``, ``resources.csv``); the published ones are transcribed here from
+``../shared/docs/reference-pages/``. A verdict is a list of shape checks (the ceiling, flat against linear scaling,
+the memory slope, the order of drill events), each saying what it saw, so a reader can judge it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from swarmgauge.reports.index_figures import (
+    MIB,
+    Check,
+    PageSection,
+    aggregated,
+    beside,
+    figure,
+    flat,
+    ms,
+    rate,
+    read_json,
+    read_steps,
+    requests_of,
+    run_json,
+    seconds,
+    step_table,
+    times,
+)
+
+# --- demarkus kind bench -------------------------------------------------------------------------------------------
+
+DEMARKUS_POOLED = {1: (53, 20, 26), 4: (160, 21, 45), 16: (159, 100, 166), 64: (158, 423, 486), 256: (151, 1770, 1790)}
+DEMARKUS_FRESH = {16: (157, 23, 323), 64: (159, 343, 1160)}
+DEMARKUS_CEILING = 160.0
+DEMARKUS_WRITES_PER_S = 0.67
+DEMARKUS_SECONDS_PER_WRITE = 1.51
+DEMARKUS_HEAP_PER_SESSION = 9.6 * 1000  # bytes of live heap (the page's "about 9.6 KB")
+DEMARKUS_CALLS_P50_MS = 10.0
+
+
+def demarkus(runs: dict[str, Path | None]) -> PageSection:
+    section = PageSection()
+    pooled = requests_of(read_steps(runs.get("reads")), "FETCH")
+    fresh = requests_of(read_steps(runs.get("fresh")), "FETCH")
+    tables = []
+    if not pooled.empty:
+        tables.append(step_table(pooled, DEMARKUS_POOLED, "QUIC FETCH, pooled connections", "Step"))
+    if not fresh.empty:
+        tables.append(step_table(fresh, DEMARKUS_FRESH, "QUIC FETCH, fresh connection per request", "Step"))
+    if tables:
+        section.tables.append(("Reads", pd.concat(tables, ignore_index=True)))
+    past_knee = pooled[pooled["users"] >= 4] if not pooled.empty else pooled
+    if not past_knee.empty:
+        rps = [float(v) for v in past_knee["rps"]]
+        mean = sum(rps) / len(rps)
+        holds = flat(rps, 0.15) and abs(mean - DEMARKUS_CEILING) <= 0.2 * DEMARKUS_CEILING
+        section.checks.append(
+            Check(holds, f"ceiling {min(rps):.0f} to {max(rps):.0f} req/s from 4 workers on (page: about 160)")
+        )
+        top = past_knee.iloc[-1]
+        little = 1000.0 * float(top["users"]) / float(top["rps"])
+        section.checks.append(
+            Check(
+                abs(float(top["p50_ms"]) - little) <= 0.35 * little,
+                f"p50 at {int(top['users'])} workers {ms(top['p50_ms'])}, Little's law says {ms(little)}",
+            )
+        )
+    rows = []
+    writes = requests_of(read_steps(runs.get("writes")), "PUBLISH")
+    if not writes.empty:
+        measured = float(writes["rps"].iloc[0])
+        rows.append(figure("writes/s, one writer back to back", measured, DEMARKUS_WRITES_PER_S, rate))
+        rows.append(figure("p50 per publish", writes["p50_ms"].iloc[0], DEMARKUS_SECONDS_PER_WRITE * 1000, ms))
+        section.checks.append(
+            Check(
+                abs(measured - DEMARKUS_WRITES_PER_S) <= 0.2 * DEMARKUS_WRITES_PER_S,
+                f"writes paced at {measured:.2f}/s (page: 0.67/s)",
+            )
+        )
+    churn = run_json(runs, "churn", "summary.json")
+    sessions = (churn or {}).get("MCP sessions") or {}
+    if sessions:
+        churn_steps = aggregated(read_steps(runs.get("churn")))
+        started = (sessions.get("sessions") or {}).get("sessions_started")
+        rows.append(figure("MCP sessions started (5/s)", started, None, lambda v: f"{int(v):,}"))
+        if not churn_steps.empty:
+            rows.append(figure("p50 of the session's calls", churn_steps["p50_ms"].iloc[0], DEMARKUS_CALLS_P50_MS, ms))
+        memory = sessions.get("memory_per_session") or {}
+        if memory:
+            per = float(memory["bytes"])
+            rows.append(
+                figure(
+                    f"memory per live session ({memory.get('metric')}; page: live heap)",
+                    per,
+                    DEMARKUS_HEAP_PER_SESSION,
+                    lambda v: f"{float(v) / 1000:.1f} KB",
+                )
+            )
+        drop = sessions.get("ttl_drop")
+        if drop:
+            rows.append(
+                {
+                    "figure": "live sessions at the idle TTL",
+                    "measured": f"{drop['peak_live']:.0f} fell to {drop['low_live']:.0f}",
+                    "page": "swept 1,906 then 4,500",
+                    "x": "",
+                }
+            )
+        section.checks.append(
+            Check(bool(drop), "live sessions dropped at the idle TTL" if drop else "no drop at the idle TTL seen")
+        )
+    if rows:
+        section.tables.append(("Writes and MCP session churn", pd.DataFrame(rows)))
+    section.notes.append(
+        "The embedded Mark server simulates the page's bottleneck (fake-gcs-server): two 10 ms bucket round trips "
+        "per read and 160 reads/s of capacity; writes wait for 1.5 s commit pacing. Memory per MCP session is the "
+        "gateway process's memory over the live sessions, the page's is Go's live heap."
+    )
+    return section
+
+
+# --- kneo-serv performance -----------------------------------------------------------------------------------------
+
+#: store / mode -> concurrency -> (runs/s, p50 ms, p99 ms, peak RSS MiB)
+KNEO: dict[str, dict[int, tuple[float, ...]]] = {
+    "sqlite / sync": {
+        1: (51, 10.7, 12.4, 56),
+        4: (51, 54.5, 84.0, 56),
+        8: (50, 105.9, 230.3, 57),
+        16: (51, 197.3, 634.9, 58),
+    },
+    "postgres / sync": {
+        1: (79, 8.1, 8.9, 57),
+        8: (77, 72.3, 139.0, 58),
+        16: (76, 149.9, 324.6, 58),
+        32: (75, 260.4, 804.5, 57),
+    },
+    "postgres / queue": {8: (44, 5039, 6233, 57)},
+}
+KNEO_RUNS = {"sqlite-sync": "sqlite / sync", "postgres-sync": "postgres / sync", "postgres-queue": "postgres / queue"}
+
+
+def peak_rss_by_step(run: Path) -> dict[int, float]:
+    """The target's highest RSS in MiB per step (every process the sampler watched but the generator)."""
+    path = run / "resources.csv"
+    if not path.is_file():
+        return {}
+    samples = pd.read_csv(path)
+    target = samples[(samples["metric"] == "rss_bytes") & ~samples["source"].isin(("generator", "locust"))]
+    if target.empty:
+        return {}
+    return {int(step): float(value) / MIB for step, value in target.groupby("step")["value"].max().items()}
+
+
+def _kneo_rows(run: Path, store_mode: str) -> pd.DataFrame:
+    steps = read_steps(run)
+    if steps.empty:
+        return pd.DataFrame()
+    rows = steps[steps["request_type"].astype(str).str.startswith("run ") & (steps["requests"] > 0)]
+    peaks = peak_rss_by_step(run)
+    page = KNEO[store_mode]
+    out = []
+    for position, (_, measured) in enumerate(rows.sort_values("users").iterrows()):
+        figures = page.get(int(measured["users"]), (None, None, None, None))
+        row: dict[str, Any] = {"Store / mode": store_mode if position == 0 else "", "Concurrency": measured["users"]}
+        beside(row, "runs/s", measured["rps"], figures[0], rate)
+        beside(row, "p50", measured["p50_ms"], figures[1], ms)
+        beside(row, "p99", measured["p99_ms"], figures[2], ms)
+        beside(row, "Peak RSS", peaks.get(int(measured["step"])), figures[3], lambda v: f"{float(v):.0f} MiB")
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def _sweep_check(name: str, rows: pd.DataFrame) -> Check | None:
+    if len(rows) < 2:
+        return None
+    rps = [float(v) for v in rows["rps"]]
+    first, last = rows.iloc[0], rows.iloc[-1]
+    growth = float(last["p50_ms"]) / max(float(first["p50_ms"]), 1e-9)
+    users = float(last["users"]) / float(first["users"])
+    holds = flat(rps, 0.25) and growth >= 0.4 * users
+    return Check(
+        holds,
+        f"{name} {min(rps):.0f} to {max(rps):.0f} runs/s over {int(first['users'])} to {int(last['users'])} "
+        f"concurrent while p50 grew {growth:.1f}x for {users:.0f}x the concurrency",
+    )
+
+
+def kneo(runs: dict[str, Path | None]) -> PageSection:
+    section = PageSection()
+    tables, measured = [], {}
+    for workload, store_mode in KNEO_RUNS.items():
+        run = runs.get(workload)
+        steps = read_steps(run)
+        if run is None or steps.empty:
+            continue
+        measured[workload] = steps[steps["request_type"].astype(str).str.startswith("run ") & (steps["requests"] > 0)]
+        tables.append(_kneo_rows(run, store_mode))
+    if tables:
+        section.tables.append(("Reference profile", pd.concat(tables, ignore_index=True).fillna("")))
+    for workload, name in (("sqlite-sync", "SQLite flat at"), ("postgres-sync", "PostgreSQL flat at")):
+        check = _sweep_check(
+            name,
+            measured.get(workload, pd.DataFrame()).sort_values("users") if workload in measured else pd.DataFrame(),
+        )
+        if check:
+            section.checks.append(check)
+    if "sqlite-sync" in measured and "postgres-sync" in measured:
+        sqlite, postgres = measured["sqlite-sync"]["rps"].mean(), measured["postgres-sync"]["rps"].mean()
+        section.checks.append(
+            Check(
+                postgres > sqlite, f"PostgreSQL {postgres:.0f} runs/s against SQLite {sqlite:.0f} (page: 76 against 51)"
+            )
+        )
+    if "postgres-queue" in measured and "postgres-sync" in measured:
+        queued = float(measured["postgres-queue"]["p50_ms"].iloc[0])
+        sync = measured["postgres-sync"]
+        near = sync.iloc[(sync["users"] - 8).abs().argsort()[:1]]
+        section.checks.append(
+            Check(
+                queued > float(near["p50_ms"].iloc[0]),
+                f"queue wait dominates: queued p50 {ms(queued)} against sync {ms(near['p50_ms'].iloc[0])}",
+            )
+        )
+    doc = run_json(runs, "backpressure", "kneo.json")
+    if isinstance(doc, dict):
+        ledger = doc.get("ledger") or {}
+        shed, mismatches = int(ledger.get("queue_full") or 0), doc.get("mismatches")
+        rows = [
+            {"figure": "submits shed with QueueFullError (503)", "measured": f"{shed:,}", "page": "load-sheds"},
+            {"figure": "runs accepted", "measured": f"{int(ledger.get('accepted') or 0):,}", "page": ""},
+            {"figure": "store rows that disagree (phantom rows)", "measured": str(mismatches), "page": "0"},
+        ]
+        section.tables.append(("Queue-depth backpressure", pd.DataFrame(rows)))
+        section.checks.append(
+            Check(shed > 0 and mismatches == 0, f"backpressure shed {shed} submits with {mismatches} phantom rows")
+        )
+    section.notes.append(
+        "The real kneo-serv 1.2.0 with its echo agent on this machine's SQLite and a throwaway PostgreSQL "
+        "(fsync off), two shared cores against the page's 64; compare the shape, not the absolute rates. p95 is not "
+        "measured (steps.csv has p90 and p99)."
+    )
+    return section
+
+
+# --- MDK benchmark results -----------------------------------------------------------------------------------------
+
+MDK_ACTION_P99_LIMIT_MS = 2000.0
+#: drill figure -> (the page's figure as shown, the number the ratio is taken against, in s)
+MDK_DRILL_PAGE = {
+    "READY": ("3.4 to 8.5 s", 6.0),
+    "read after READY": ("< 3.5 s (29 of 32)", 3.5),
+    "snap failed": ("about 0.03 s", 0.03),
+    "cached channels failed": ("about 4.7 s", 4.7),
+    "reads again after devices back": ("about 0.35 s", 0.35),
+}
+
+
+def _drill_order(drill: dict[str, Any]) -> Check:
+    name = drill.get("drill", "?")
+    if not drill.get("recovered"):
+        return Check(False, f"{name} did not recover ({drill.get('note') or 'no note'})")
+    if name == "device-outage":
+        snap, cached, back = drill.get("snap_failed_s"), drill.get("cached_failed_s"), drill.get("restored_read_s")
+        holds = snap is not None and cached is not None and back is not None and snap <= cached < back
+        return Check(
+            holds, f"outage: snap failed {seconds(snap)}, cached channels {seconds(cached)}, reads {seconds(back)}"
+        )
+    ready, read = drill.get("ready_s"), drill.get("first_read_s")
+    holds = ready is not None and read is not None and read >= ready
+    return Check(holds, f"{name}: READY {seconds(ready)}, first device read {seconds(read)}")
+
+
+def _drill_rows(drill: dict[str, Any]) -> list[dict[str, Any]]:
+    restored, restored_read = drill.get("restored_s"), drill.get("restored_read_s")
+    back = None if restored is None or restored_read is None else restored_read - restored
+    figures = {
+        "READY": drill.get("ready_s"),
+        "read after READY": drill.get("read_after_ready_s"),
+        "snap failed": drill.get("snap_failed_s"),
+        "cached channels failed": drill.get("cached_failed_s"),
+        "reads again after devices back": back,
+    }
+    rows = []
+    for event, value in figures.items():
+        if value is None:
+            continue
+        page, against = MDK_DRILL_PAGE[event]
+        rows.append(
+            {
+                "drill": drill.get("drill"),
+                "event": event,
+                "measured": seconds(value),
+                "page": page,
+                "x": times(value, against),
+            }
+        )
+    return rows
+
+
+def mdk(runs: dict[str, Path | None]) -> PageSection:
+    from swarmgauge.reports.mdk import verdict_table
+
+    section = PageSection()
+    bench = runs.get("benchmark")
+    doc = read_json(bench / "mdk.json") if bench else None
+    if isinstance(doc, dict):
+        verdicts = verdict_table(bench, doc)
+        section.tables.append(("Verdict table (the page's thresholds)", verdicts))
+        worst = [c for c, v in zip(verdicts["criterion"], verdicts["verdict"]) if v not in ("green", "unknown")]
+        section.checks.append(
+            Check(not worst, "every threshold green" if not worst else f"not green: {', '.join(worst)}")
+        )
+        steps = read_steps(bench)
+        burst = steps[(steps["target_rate"].notna()) & (steps["name"] != "Aggregated")] if not steps.empty else steps
+        if not burst.empty:
+            row = burst.iloc[0]
+            rows = [
+                figure("submits at 1,000/s for 3 s", row["requests"], 3000, lambda v: f"{int(v):,}"),
+                figure("acceptance p50", row["p50_ms"], None, ms),
+                figure("acceptance p99 (threshold 2,000 ms)", row["p99_ms"], MDK_ACTION_P99_LIMIT_MS, ms),
+                figure(
+                    "rejected or timed out", (doc.get("rejected_ratio") or 0) * 100, None, lambda v: f"{float(v):.2f} %"
+                ),
+            ]
+            section.tables.append(("Action burst", pd.DataFrame(rows)))
+    drills: list[dict[str, Any]] = []
+    for name in ("worker-restart", "kernel-restart", "device-outage"):
+        saved = run_json(runs, name, "mdk_drills.json")
+        drills += (saved or {}).get("drills") or []
+    if drills:
+        section.tables.append(
+            ("Failure drills (every time from the kill)", pd.DataFrame([r for d in drills for r in _drill_rows(d)]))
+        )
+        section.checks += [_drill_order(d) for d in drills]
+    section.notes.append(
+        "The MDK stand-in (Kernel, Gateway, Workers and CGMiner mocks as processes) at 100 devices on one Worker for "
+        "the verdict table and 50 for the drills; the page's own per-profile tables are not in the copy we have, so "
+        "its TL;DR figures and thresholds are the reference."
+    )
+    return section
+
+
+# --- 2dph brain PERF -----------------------------------------------------------------------------------------------
+
+#: run -> (p50 ms, MiB of RSS growth per 1,000 searches, the page's own words)
+BRAIN = {
+    "before-fix": (1429.0, 490.0 * 1000, "13 searches: RSS 147 MB to 6.8 GB (about 490 MB a search)"),
+    "after-fix": (6.0, 36.0 / 39.0, "49,448 searches: RSS delta about 36 MiB over 39k (< 50 MiB)"),
+}
+BRAIN_FLAT_MIB = 50.0
+#: at least 100 KiB kept per search is a leak, however short the run
+BRAIN_LEAK_MIB_PER_1000 = 100.0
+
+
+def _memory_trend(run: Path) -> dict[str, Any]:
+    summary = read_json(run / "summary.json") or {}
+    trends = (summary.get("Target memory") or {}).get("trends") or []
+    rss = [t for t in trends if "rss" in str(t.get("series", ""))]
+    return rss[0] if rss else {}
+
+
+def brain(runs: dict[str, Path | None]) -> PageSection:
+    section = PageSection()
+    rows, trends = [], {}
+    for name, (p50, per_thousand, words) in BRAIN.items():
+        run = runs.get(name)
+        total = aggregated(read_steps(run))
+        if run is None or total.empty:
+            continue
+        trend = _memory_trend(run)
+        trends[name] = trend
+        row: dict[str, Any] = {"": name, "searches": int(total["requests"].sum())}
+        beside(row, "p50", total["p50_ms"].iloc[0], p50, ms)
+        row["RSS first to last"] = f"{trend['first MiB']:.0f} to {trend['last MiB']:.0f} MiB" if trend else ""
+        beside(
+            row,
+            "MiB per 1,000 searches",
+            trend.get("MiB per 1,000 requests"),
+            per_thousand,
+            lambda v: f"{float(v):,.1f}",
+        )
+        row["page"] = words
+        rows.append(row)
+    if rows:
+        section.tables.append(("Memory before and after the fix", pd.DataFrame(rows)))
+    before, after = trends.get("before-fix"), trends.get("after-fix")
+    if before:
+        per = float(before.get("MiB per 1,000 requests") or 0.0)
+        section.checks.append(
+            Check(
+                per >= BRAIN_LEAK_MIB_PER_1000,
+                f"before the fix RSS grew {before['delta MiB']:,.0f} MiB, {per:,.0f} MiB per 1,000 searches",
+            )
+        )
+    if after:
+        delta = float(after.get("delta MiB") or 0.0)
+        section.checks.append(Check(delta <= BRAIN_FLAT_MIB, f"after the fix RSS moved {delta:,.1f} MiB (< 50 MiB)"))
+    section.notes.append(
+        "The brain stand-in with its reload-per-search fault (1 MiB kept and a 200 ms model load per search, against "
+        "the page's ~490 MB and 1,429 ms), then without it."
+    )
+    return section
+
+
+SECTIONS: dict[str, Callable[[dict[str, Path | None]], PageSection]] = {
+    "demarkus": demarkus,
+    "kneo": kneo,
+    "mdk": mdk,
+    "brain": brain,
+}
