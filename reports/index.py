@@ -133,8 +133,16 @@ def _intro(manifest: dict[str, Any]) -> str:
         if isinstance(started, int | float) and isinstance(ended, int | float)
         else ""
     )
+    machine = manifest.get("machine") or {}
+    loads = [w.get("load_avg") for p in manifest["pages"] for w in p.get("workloads") or [] if w.get("load_avg")]
+    shared = (
+        f" This machine: {machine['cpus']} CPUs, load average {min(loads):.0f} to {max(loads):.0f} at the end of the "
+        "workloads (other jobs shared it, so absolute rates are low)."
+        if loads and machine.get("cpus")
+        else ""
+    )
     return (
-        f"The reference pages reproduced on embedded targets{took}. Each figure comes from its workload's run folder; "
+        f"The reference pages reproduced on embedded targets{took}.{shared} Each figure comes from its workload's run folder; "
         "`x` is measured / published. The machine is not the pages' machines: read the shapes, not the absolutes."
     )
 

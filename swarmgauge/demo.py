@@ -42,6 +42,16 @@ def _positive(text: str, option: str) -> float:
     return value
 
 
+def _non_negative(text: str, option: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        raise DemoUsageError(f"{option} {text!r}: must be a number of seconds from 0 (at most 3600)")
+    return value
+
+
 def _steps(text: str) -> list[int]:
     try:
         users = [int(part) for part in text.split(",") if part.strip()]
@@ -115,7 +125,7 @@ def run_pages(chosen: list[Page], parent: Path) -> int:
     from swarmgauge.run_folders import new_run_folder, resolve
 
     folder = new_run_folder(parent)
-    manifest: dict[str, Any] = {"started_at": time.time(), "pages": []}
+    manifest: dict[str, Any] = {"started_at": time.time(), "machine": {"cpus": os.cpu_count()}, "pages": []}
     todo: list[tuple[Page, Workload, dict[str, Any]]] = []
     for page in chosen:
         reason = page.unavailable()
@@ -139,6 +149,7 @@ def run_pages(chosen: list[Page], parent: Path) -> int:
         code = run_workload(workload, run_dir, run_dir.parent / f"{workload.name}.log")
         entry["elapsed_s"] = round(time.monotonic() - began, 1)
         entry["exit_code"] = code
+        entry["load_avg"] = round(os.getloadavg()[0], 1)
         found = resolve(run_dir)
         has_steps = (found / "steps.csv").is_file()
         entry["run_folder"] = str(found.relative_to(folder)) if has_steps else None
@@ -198,7 +209,7 @@ def main(argv: list[str]) -> int:
             run_dir,
             _steps(args.steps),
             _positive(args.step_time, "--step-time"),
-            float(args.warmup) if args.warmup.replace(".", "", 1).isdigit() else _positive(args.warmup, "--warmup"),
+            _non_negative(args.warmup, "--warmup"),
         )
     except DemoUsageError as exc:
         print(f"swarmgauge demo: {exc}", file=sys.stderr)

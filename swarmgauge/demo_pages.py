@@ -60,8 +60,8 @@ def _seconds(text: Any) -> float:
     return float(value.rstrip("s"))
 
 
-def _scaled(seconds: float, scale: float) -> str:
-    return f"{max(1.0, round(seconds * scale)):g}s"
+def _scaled(seconds: float, scale: float, least: float = 1.0) -> str:
+    return f"{max(least, round(seconds * scale, 1)):g}s"
 
 
 def _base(name: str) -> dict[str, Any]:
@@ -78,7 +78,7 @@ def _ramp(base: str, steps: list[int], step_time: float, warmup: float, scale: f
         kind="step_ramp",
         steps=steps,
         step_time=_scaled(step_time, scale),
-        warmup=_scaled(warmup, scale),
+        warmup=_scaled(warmup, scale, 0.0),
     )
     return plan
 

@@ -84,7 +84,7 @@ def test_the_demarkus_reads_show_beside_the_page_and_the_ceiling_holds(tmp_path)
     assert table["Step"].iloc[0] == "QUIC FETCH, pooled connections" and table["Step"].iloc[1] == ""
     text = markdown.read_text()
     assert "**Verdict:** shape holds: ceiling 157 to 160 req/s from 4 workers on (page: about 160)" in text
-    assert "Little's law says 408 ms" in text
+    assert "mean latency at 64 workers 400 ms, Little's law (64 / 157 req/s) says 408 ms" in text
     assert "[reads](demarkus/reads/20261203T150000Z/report.html)" in text
     assert (
         "class='holds'" in html.read_text() and "href='demarkus/reads/20261203T150000Z/report.html'" in html.read_text()
