@@ -61,7 +61,7 @@ def _seconds(text: Any) -> float:
 
 
 def _scaled(seconds: float, scale: float, least: float = 1.0) -> str:
-    return f"{max(least, round(seconds * scale, 1)):g}s"
+    return f"{max(least, round(seconds * scale)):g}s"
 
 
 def _base(name: str) -> dict[str, Any]:
