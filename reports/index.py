@@ -60,16 +60,17 @@ def verdict(section: PageSection) -> tuple[str, str]:
 
 
 def _links(folder: Path, page: dict[str, Any], runs: dict[str, Path | None]) -> list[tuple[str, str]]:
+    """(label, relative path of the workload's report.html); the label carries a non-zero exit code."""
     links = []
     for workload in page.get("workloads") or []:
+        code = workload.get("exit_code")
+        label = workload["name"] + (f" (exit {code})" if code not in (None, 0) else "")
         run = runs.get(workload["name"])
         if run is None:
-            links.append((workload["name"], ""))
+            links.append((label, ""))
             continue
         target = run / "report.html"
-        links.append(
-            (workload["name"], str(target.relative_to(folder)) if target.is_relative_to(folder) else str(target))
-        )
+        links.append((label, str(target.relative_to(folder)) if target.is_relative_to(folder) else str(target)))
     return links
 
 
@@ -149,7 +150,7 @@ def _intro(manifest: dict[str, Any]) -> str:
 
 def write_index(folder: Path | str) -> tuple[Path, Path]:
     """Write ``report.md`` and ``report.html`` into the demo folder; returns their paths."""
-    folder = Path(folder)
+    folder = Path(folder).resolve()  # the run folders resolve through ``latest`` links: links are relative to this
     manifest = load_manifest(folder)
     sections = [page_parts(folder, page) for page in manifest["pages"]]
     md = ["# swarmgauge demo: the reference pages side by side", "", _intro(manifest), ""]
@@ -165,9 +166,10 @@ def write_index(folder: Path | str) -> tuple[Path, Path]:
 
 def table_of(folder: Path | str, page: str) -> pd.DataFrame | None:
     """The first table of a page's section (for the README excerpt and the tests)."""
-    manifest = load_manifest(Path(folder))
+    folder = Path(folder).resolve()
+    manifest = load_manifest(folder)
     for entry in manifest["pages"]:
         if entry.get("name") == page and not entry.get("skipped"):
-            tables = page_parts(Path(folder), entry)["tables"]
+            tables = page_parts(folder, entry)["tables"]
             return tables[0][1] if tables else None
     return None
