@@ -98,6 +98,25 @@ def page_parts(folder: Path, page: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def overview_table(sections: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per page: whether its shape holds, and how long its workloads took."""
+    rows = []
+    for parts in sections:
+        if "skipped" in parts:
+            rows.append({"page": parts["title"], "shape": "skipped", "workloads": "", "took": ""})
+            continue
+        elapsed = [float(v) for v in parts["elapsed"].values() if isinstance(v, int | float)]
+        rows.append(
+            {
+                "page": parts["title"],
+                "shape": "holds" if parts["css"] == "holds" else "does not hold",
+                "workloads": str(len(parts["links"])),
+                "took": f"{sum(elapsed) / 60:.1f} min" if elapsed else "",
+            }
+        )
+    return pd.DataFrame(rows, columns=["page", "shape", "workloads", "took"])
+
+
 def _markdown(parts: dict[str, Any]) -> list[str]:
     md = [f"## {parts['title']}", "", f"Reference page: `{parts['reference']}`", ""]
     if "skipped" in parts:
@@ -153,10 +172,13 @@ def write_index(folder: Path | str) -> tuple[Path, Path]:
     folder = Path(folder).resolve()  # the run folders resolve through ``latest`` links: links are relative to this
     manifest = load_manifest(folder)
     sections = [page_parts(folder, page) for page in manifest["pages"]]
+    overview = overview_table(sections)
     md = ["# swarmgauge demo: the reference pages side by side", "", _intro(manifest), ""]
+    md += [overview.to_markdown(index=False, disable_numparse=True), ""]
     for parts in sections:
         md += _markdown(parts)
     body = [f"<h1>swarmgauge demo: the reference pages side by side</h1><p>{html.escape(_intro(manifest))}</p>"]
+    body.append(overview.to_html(index=False, escape=True, border=0))
     body += [_html(parts) for parts in sections]
     page = f"<!doctype html><html><head><meta charset='utf-8'><title>swarmgauge demo</title>{STYLE}</head><body>"
     write_atomic(folder / "report.md", "\n".join(md) + "\n")
