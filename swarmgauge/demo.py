@@ -189,7 +189,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--list", action="store_true", help="print the pages and their workloads")
     parser.add_argument("--run-dir", default="runs/demo", help="where the results go (default runs/demo)")
     parser.add_argument("--scale", default="1", help="stretch (>1) or shrink (<1) every page's holds (default 1)")
-    parser.add_argument("--steps", default="1,4,16", help="quick default: users per step (default 1,4,16)")
+    parser.add_argument("--steps", default="1,4,16,64", help="quick default: users per step (default 1,4,16,64)")
     parser.add_argument("--step-time", default="10", help="quick default: seconds per step (default 10)")
     parser.add_argument("--warmup", default="2", help="quick default: seconds of each step left out of its statistics")
     args = parser.parse_args(argv)
