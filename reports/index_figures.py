@@ -82,7 +82,8 @@ def times(measured: Any, page: Any) -> str:
     m, p = pd.to_numeric(measured, errors="coerce"), pd.to_numeric(page, errors="coerce")
     if m is None or p is None or pd.isna(m) or pd.isna(p) or p == 0:
         return ""
-    return f"{m / p:.2f}x"
+    ratio = m / p
+    return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.1g}x"
 
 
 def seconds(value: Any) -> str:

@@ -82,7 +82,7 @@ def mdk(runs: dict[str, Path | None]) -> PageSection:
     section = PageSection()
     bench = runs.get("benchmark")
     doc = read_json(bench / "mdk.json") if bench else None
-    if isinstance(doc, dict):
+    if bench is not None and isinstance(doc, dict):
         verdicts = verdict_table(bench, doc)
         section.tables.append(("Verdict table (the page's thresholds)", verdicts))
         worst = [c for c, v in zip(verdicts["criterion"], verdicts["verdict"]) if v not in ("green", "unknown")]

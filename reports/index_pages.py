@@ -33,8 +33,14 @@ from swarmgauge.reports.index_mdk_brain import brain, mdk
 
 # --- demarkus kind bench -------------------------------------------------------------------------------------------
 
-DEMARKUS_POOLED = {1: (53, 20, 26), 4: (160, 21, 45), 16: (159, 100, 166), 64: (158, 423, 486), 256: (151, 1770, 1790)}
-DEMARKUS_FRESH = {16: (157, 23, 323), 64: (159, 343, 1160)}
+DEMARKUS_POOLED: dict[int, tuple[float, ...]] = {
+    1: (53, 20, 26),
+    4: (160, 21, 45),
+    16: (159, 100, 166),
+    64: (158, 423, 486),
+    256: (151, 1770, 1790),
+}
+DEMARKUS_FRESH: dict[int, tuple[float, ...]] = {16: (157, 23, 323), 64: (159, 343, 1160)}
 DEMARKUS_CEILING = 160.0
 DEMARKUS_WRITES_PER_S = 0.67
 DEMARKUS_SECONDS_PER_WRITE = 1.51
@@ -144,7 +150,13 @@ KNEO: dict[str, dict[int, tuple[float, ...]]] = {
     },
     "postgres / queue": {8: (44, 5039, 6233, 57)},
 }
+KNEO_END_TO_END = ("run sync", "run queued")
 KNEO_RUNS = {"sqlite-sync": "sqlite / sync", "postgres-sync": "postgres / sync", "postgres-queue": "postgres / queue"}
+
+
+def end_to_end(steps: pd.DataFrame) -> pd.DataFrame:
+    """The rows the page's table is about: a sync run, or a queued run from submit to terminal (not submit, poll)."""
+    return steps[steps["request_type"].isin(KNEO_END_TO_END) & (steps["requests"] > 0)]
 
 
 def peak_rss_by_step(run: Path) -> dict[int, float]:
@@ -163,7 +175,7 @@ def _kneo_rows(run: Path, store_mode: str) -> pd.DataFrame:
     steps = read_steps(run)
     if steps.empty:
         return pd.DataFrame()
-    rows = steps[steps["request_type"].astype(str).str.startswith("run ") & (steps["requests"] > 0)]
+    rows = end_to_end(steps)
     peaks = peak_rss_by_step(run)
     page = KNEO[store_mode]
     out = []
@@ -201,7 +213,7 @@ def kneo(runs: dict[str, Path | None]) -> PageSection:
         steps = read_steps(run)
         if run is None or steps.empty:
             continue
-        measured[workload] = steps[steps["request_type"].astype(str).str.startswith("run ") & (steps["requests"] > 0)]
+        measured[workload] = end_to_end(steps)
         tables.append(_kneo_rows(run, store_mode))
     if tables:
         section.tables.append(("Reference profile", pd.concat(tables, ignore_index=True).fillna("")))

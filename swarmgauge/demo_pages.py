@@ -2,7 +2,8 @@
 
 A workload is one headless Locust run of one of our locustfiles against its embedded target, with a plan written
 from the page's own plan in ``shapes/plans/`` at shorter steps. ``scale`` stretches or shrinks every hold (the
-whole ``demo --all`` at scale 1 plans about 9 minutes of load; start-up and reports bring it to about 13).
+whole ``demo --all`` at scale 1 plans about 6 minutes of load; start-up and reports brought it to 11 on a shared
+2-core machine).
 """
 
 from __future__ import annotations

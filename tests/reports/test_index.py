@@ -104,15 +104,22 @@ def test_kneo_sweeps_flat_with_linear_latency_and_backpressure_without_phantom_r
         tmp_path / "kneo" / "sqlite-sync",
         [step(n, u, "run sync", "agent:echo.yaml", r, p50, p50 * 2) for n, (u, r, p50) in enumerate(sqlite)],
     )
+    queue = [("run poll", 21.0, 198.0), ("run queued", 6.2, 1244.0), ("run submit", 6.2, 253.0)]
+    write_steps(
+        tmp_path / "kneo" / "postgres-queue",
+        [step(0, 8, kind, "agent:echo.yaml", r, p50, p50 * 1.5) for kind, r, p50 in queue],
+    )
     pressure = tmp_path / "kneo" / "backpressure"
     write_steps(pressure, [step(0, 16, "run queued", "agent:echo.yaml", 20.0, 300.0, 900.0)])
     ledger = {"accepted": 120, "queue_full": 37}
     (pressure / "kneo.json").write_text(json.dumps({"mismatches": 0, "ledger": ledger}))
-    manifest(tmp_path, [page("kneo", "sqlite-sync", "backpressure")])
+    manifest(tmp_path, [page("kneo", "sqlite-sync", "postgres-queue", "backpressure")])
     text = write_index(tmp_path)[0].read_text()
     table = table_of(tmp_path, "kneo")
     assert list(table["Store / mode"])[:2] == ["sqlite / sync", ""]
-    assert list(table["runs/s"]) == ["30", "31", "30", "29"] and list(table["page runs/s"]) == ["51", "51", "50", "51"]
+    assert list(table["runs/s"]) == ["30", "31", "30", "29", "6.2"]  # the queue's row is submit to terminal only
+    assert list(table["page runs/s"]) == ["51", "51", "50", "51", "44"] and table["p50"].iloc[4] == "1.24 s"
+    assert list(table["Store / mode"])[4] == "postgres / queue"
     assert "SQLite flat at 29 to 31 runs/s over 1 to 16 concurrent while p50 grew 18.0x for 16x" in text
     assert "backpressure shed 37 submits with 0 phantom rows" in text and "shape holds" in text
 

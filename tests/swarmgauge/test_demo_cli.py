@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from swarmgauge.demo import main
 from swarmgauge.demo_pages import BUILDERS, pages
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -53,3 +57,14 @@ def test_scale_shrinks_every_hold():
     full = {w.name: w.planned_seconds() for page in pages([]) for w in page.workloads}
     short = {w.name: w.planned_seconds() for page in pages([], 0.5) for w in page.workloads}
     assert all(short[name] < full[name] for name in full if full[name] > 4)
+
+
+def test_the_readme_opens_with_what_demo_all_shows_and_each_pages_command():
+    readme = (ROOT / "README.md").read_text()
+    setup, after = readme.split("## Two commands on a fresh machine", 1)[1].split("\n## ", 1)
+    assert after.startswith("What `swarmgauge demo --all` shows")  # the section right after the set-up commands
+    section = after.split("\n## ", 1)[0]
+    assert "| page " in section and " x " in section  # an excerpt of a real index table
+    for page in BUILDERS:
+        assert f".venv/bin/swarmgauge demo {page} " in section
+    assert ".venv/bin/swarmgauge demo --all" in section
