@@ -68,3 +68,15 @@ def test_the_readme_opens_with_what_demo_all_shows_and_each_pages_command():
     for page in BUILDERS:
         assert f".venv/bin/swarmgauge demo {page} " in section
     assert ".venv/bin/swarmgauge demo --all" in section
+
+
+def test_a_page_that_cannot_run_says_why_in_one_line_and_in_the_index(tmp_path, capsys):
+    from swarmgauge.demo import run_pages
+    from swarmgauge.demo_pages import Page
+
+    page = Page("kneo", "kneo-serv performance", "kneo-serv-performance.md", (), lambda: "no PostgreSQL here (test)")
+    assert run_pages([page], tmp_path) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "kneo: skipped, no PostgreSQL here (test)"
+    index = (tmp_path / "latest" / "report.md").read_text()
+    assert "**Skipped:** no PostgreSQL here (test)" in index and "| skipped " in index
