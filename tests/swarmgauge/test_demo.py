@@ -1,8 +1,10 @@
-"""The README's main job: a Mark read ramp over QUIC against the embedded default, with a complete run directory."""
+"""The quick default of ``swarmgauge demo``: a Mark read ramp over QUIC against the embedded server with its simulated
+~160 req/s bucket, with a complete run directory."""
 
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -55,3 +57,5 @@ def test_demo_writes_the_run_directory_and_report(tmp_path: Path):
     assert "## Target memory" in report and "embedded mark (pid" in report  # the embedded server sampled as target
     assert "page req/s" in report and "Δ p50" in report  # the demarkus page's figures beside the measured ones
     assert "swarmgauge: per-step results" in result.stdout and "exit code 0" in result.stdout
+    options = json.loads((resolve(run_dir) / "run.json").read_text())["options"]
+    assert "--backend-rps 160" in options["mark_embedded_args"]  # the page's bucket ceiling, simulated

@@ -1,0 +1,138 @@
+"""Helpers of the demo index's page sections: reading a run folder's files, figures beside the page's, checks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+MIB = 2**20
+
+
+@dataclass
+class Check:
+    """One shape check: what it saw, and whether the page's shape holds there."""
+
+    holds: bool
+    text: str
+
+
+@dataclass
+class PageSection:
+    tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def run_json(runs: dict[str, Path | None], workload: str, name: str) -> Any:
+    """A JSON file of one workload's run folder (None when the run or the file is missing)."""
+    run = runs.get(workload)
+    return read_json(run / name) if run is not None else None
+
+
+def read_steps(run: Path | None) -> pd.DataFrame:
+    """A run folder's ``steps.csv`` (an empty frame when the run left none)."""
+    if run is None or not (run / "steps.csv").is_file():
+        return pd.DataFrame()
+    try:
+        return pd.read_csv(run / "steps.csv")
+    except (ValueError, pd.errors.EmptyDataError):
+        return pd.DataFrame()
+
+
+def requests_of(steps: pd.DataFrame, request_type: str) -> pd.DataFrame:
+    """The measured rows of one request type, one per step, ordered by users."""
+    if steps.empty or "request_type" not in steps:
+        return steps
+    rows = steps[(steps["request_type"] == request_type) & (pd.to_numeric(steps["requests"], errors="coerce") > 0)]
+    return rows.sort_values(["users", "step"]).reset_index(drop=True)
+
+
+def aggregated(steps: pd.DataFrame) -> pd.DataFrame:
+    if steps.empty or "name" not in steps:
+        return steps
+    return steps[steps["name"] == "Aggregated"].sort_values("step").reset_index(drop=True)
+
+
+def ms(value: Any) -> str:
+    number = pd.to_numeric(value, errors="coerce")
+    if number is None or pd.isna(number):
+        return ""
+    return f"{number / 1000:.2f} s" if number >= 1000 else f"{number:.3g} ms" if number < 10 else f"{number:.0f} ms"
+
+
+def rate(value: Any) -> str:
+    number = pd.to_numeric(value, errors="coerce")
+    return "" if number is None or pd.isna(number) else f"{number:.3g}" if number < 10 else f"{number:.0f}"
+
+
+def times(measured: Any, page: Any) -> str:
+    """measured / published, as ``0.98x`` (blank when either is missing)."""
+    m, p = pd.to_numeric(measured, errors="coerce"), pd.to_numeric(page, errors="coerce")
+    if m is None or p is None or pd.isna(m) or pd.isna(p) or p == 0:
+        return ""
+    ratio = m / p
+    return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.1g}x"
+
+
+def seconds(value: Any) -> str:
+    number = pd.to_numeric(value, errors="coerce")
+    return "" if number is None or pd.isna(number) else f"{number:.2f} s"
+
+
+def missing(value: Any) -> bool:
+    """No number there: None, NaN or text that is not a number."""
+    if value is None:
+        return True
+    number = pd.to_numeric(value, errors="coerce")
+    return bool(pd.isna(number))
+
+
+def beside(row: dict[str, Any], label: str, measured: Any, page: Any, shown: Callable[[Any], str]) -> None:
+    row[label] = "" if missing(measured) else shown(measured)
+    row[f"page {label}"] = "" if missing(page) else shown(page)
+    row[f"{label} x"] = times(measured, page)
+
+
+def step_table(
+    rows: pd.DataFrame, page: dict[int, tuple[float, ...]], label: str, first: str, unit: str = "req/s"
+) -> pd.DataFrame:
+    """The page's ``Step | Workers | req/s | p50 | p99`` layout, each figure with the page's and the ratio."""
+    out = []
+    for position, (_, measured) in enumerate(rows.iterrows()):
+        users = int(measured["users"])
+        figures = page.get(users, (None, None, None))
+        row: dict[str, Any] = {first: label if position == 0 else "", "Workers": users}
+        beside(row, unit, measured["rps"], figures[0], rate)
+        beside(row, "p50", measured["p50_ms"], figures[1], ms)
+        beside(row, "p99", measured["p99_ms"], figures[2], ms)
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def flat(rps: list[float], tolerance: float = 0.2) -> bool:
+    """Throughput within ``tolerance`` of its mean at every step."""
+    if not rps:
+        return False
+    mean = sum(rps) / len(rps)
+    return mean > 0 and all(abs(value - mean) <= tolerance * mean for value in rps)
+
+
+def figure(label: str, measured: Any, page: Any, shown: Callable[[Any], str]) -> dict[str, Any]:
+    return {
+        "figure": label,
+        "measured": "" if missing(measured) else shown(measured),
+        "page": "" if missing(page) else shown(page),
+        "x": times(measured, page),
+    }
