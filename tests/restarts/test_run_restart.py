@@ -22,12 +22,15 @@ import gevent
 import pytest
 
 from swarmgauge.run_folders import resolve
+from swarmgauge.targets.kneo import KneoService
 from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
+from swarmgauge.targets.mcp_gateway import launch
+from swarmgauge.targets.mdk.stack import MDKStack
 from tests.thirdparty.servers import free_port
 from tests.users.test_mark_user import free_udp_port
 
 pytestmark = pytest.mark.integration
-RUN_SECONDS = 18  # the stage: spawn, BEFORE s of load, the outage, and the rest of the run healthy
+RUN_SECONDS = 20  # the stage: spawn, BEFORE s of load, the outage, and the rest of the run healthy
 BEFORE = 4.0
 DOWN = 3.0
 BUCKET = 1.0  # a local run's timeline.csv bucket (listeners.steps.LOCAL_DRAIN_INTERVAL)
@@ -81,22 +84,16 @@ class Target:
         if self.kind == "mark":
             self.process = launch_target("mark", ["--port", str(self.port), "--seed-corpus", str(CORPUS)])
         elif self.kind == "mcp-gateway":
-            from swarmgauge.targets.mcp_gateway import launch
-
             if not self.extra:
                 self.extra.append(launch_target("mark", ["--port", "0", "--seed-corpus", "5"]))
             self.process = launch(["--mark", self.extra[0].url, "--port", str(self.port), "--mark-timeout", "3"])
         elif self.kind == "kneo-serv":
             if self.service is None:
-                from swarmgauge.targets.kneo import KneoService
-
                 self.service = KneoService(store="sqlite").start()
             else:
                 self.service.start_process(0)
         elif self.kind == "mdk":
             if self.stack is None:
-                from swarmgauge.targets.mdk.stack import MDKStack
-
                 self.process = launch_target(
                     "mdk", ["--devices", "4", "--port", str(self.port)], wait_for=("root", "ready")
                 )
@@ -173,8 +170,9 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def aggregated(rows: list[dict[str, str]], requests: str) -> int:
-    return sum(int(r[requests]) for r in rows if r.get("Name", r.get("name")) == "Aggregated")
+def aggregated(rows: list[dict[str, str]], column: str) -> int:
+    """``column`` of the Aggregated row(s): Locust's CSVs name it ``Name``, steps.csv ``name``."""
+    return sum(int(r[column]) for r in rows if r.get("Name", r.get("name")) == "Aggregated")
 
 
 @pytest.fixture(params=list(KINDS))
