@@ -29,6 +29,17 @@ class MalformedAnswer(BrainError):
     """A 200 whose body is not the JSON the endpoint returns."""
 
 
+class BrainUnreachable(BrainError):
+    """No complete answer: refused, reset, cut short or timed out; the message is the fault's class name."""
+
+
+def unreachable(fault: BaseException) -> BrainUnreachable:
+    """The named failure for a transport fault (a bounded set of messages: one per fault class, never its text)."""
+    error = BrainUnreachable(type(fault).__name__)
+    error.detail = str(fault)[:200]
+    return error
+
+
 def classify(status: int, body: bytes) -> BrainError | None:
     """The named failure for an answer, or None for a 200.
 

@@ -2,7 +2,8 @@
 
 The mix (``--brain-mix search:6,get:2,stats:1,audit:1``, the stress tool's default) picks each iteration's endpoint;
 ``get`` asks for an id seen in an earlier search. Answers are checked by ``users/brain_client.py`` (``PoolExhausted``
-apart from other ``BackendError``s). The stress tool's gates become default SLOs (health p95 < 500 ms, search
+apart from other ``BackendError``s); a refused, reset or timed-out call is ``BrainUnreachable`` and the user backs off
+(``users/backoff.py``). The stress tool's gates become default SLOs (health p95 < 500 ms, search
 p95 < 1,000 ms, get p95 < 200 ms, errors < 1 % per endpoint).
 """
 
@@ -12,10 +13,12 @@ import random
 from typing import Any, cast
 
 from locust import FastHttpUser, constant, events, task
+from locust.contrib.fasthttp import LocustBadStatusCode
 
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError, stop_on_usage_error
-from swarmgauge.users.brain_client import MalformedAnswer, classify
+from swarmgauge.users.backoff import Backoff
+from swarmgauge.users.brain_client import MalformedAnswer, classify, unreachable
 
 DEFAULT_MIX = "search:6,get:2,stats:1,audit:1"
 ENDPOINTS = ("search", "get", "stats", "audit", "health")
@@ -106,6 +109,10 @@ class BrainUser(FastHttpUser):
 
     mix: str | None = None  # a class's own mix; else --brain-mix
 
+    def __init__(self, environment: Any) -> None:
+        super().__init__(environment)
+        self.backoff = Backoff()
+
     def on_start(self) -> None:
         parsed = self.environment.parsed_options
         # --brain-mix is a str option with a default, so the text is never None
@@ -123,8 +130,18 @@ class BrainUser(FastHttpUser):
         getattr(self, self.random.choices(self.endpoints, self.weights)[0])()
 
     def _get(self, path: str, params: dict[str, str] | None = None, name: str | None = None) -> Any:
-        """GET ``path``; one event (type GET, name the path), a named failure for anything but a JSON 200."""
+        """GET ``path``; one event (type GET, name the path), a named failure for anything but a JSON 200.
+
+        After a transport fault (``BrainUnreachable``) the next call first waits out the backoff.
+        """
+        self.backoff.wait()
         with self.client.get(path, params=params, name=name or path, catch_response=True) as response:
+            fault = response.request_meta.get("exception")
+            if fault is not None and not isinstance(fault, LocustBadStatusCode):  # no complete answer came
+                self.backoff.failed()
+                response.failure(unreachable(fault))
+                return None
+            self.backoff.succeeded()
             error = classify(response.status_code, response.content or b"")
             if error is None:
                 try:

@@ -33,6 +33,7 @@ from swarmgauge.protocols.kneo import (
     poll_delays,
     run_request,
 )
+from swarmgauge.users.backoff import Backoff
 from swarmgauge.users.recording import measure, set_intended_start
 
 RUNS_PATH = "/v1/runs"
@@ -44,7 +45,11 @@ def _count_step(environment: Any, name: str) -> None:
 
 
 class KneoClient:
-    """One user's client: each method is one measured operation that raises its named error after recording."""
+    """One user's client: each method is one measured operation that raises its named error after recording.
+
+    After a send that got no answer (``KneoUnreachable``: refused, reset, timed out) the next operation first waits
+    out ``backoff``, so a service that is down or restarting is not hammered.
+    """
 
     def __init__(
         self,
@@ -88,11 +93,15 @@ class KneoClient:
             poll_cap,
         )
         self.max_polls = max_polls
+        self.backoff = Backoff()
 
     def _send(self, method: str, path: str, **kwargs: Any) -> tuple[int, dict, bytes]:
         response = self.session.request(method, path, timeout=self.timeout, **kwargs)
         if getattr(response, "error", None) is not None and not response.status_code:
-            raise KneoUnreachable(f"{type(response.error).__name__}: {str(response.error)[:120]}")
+            self.backoff.failed()
+            # the class name only: the error's text carries the URL, and a poll's URL its run id (one name per run)
+            raise KneoUnreachable(type(response.error).__name__)
+        self.backoff.succeeded()
         return response.status_code, dict(response.headers), response.content or b""
 
     def _post_run(self, body: dict, headers: dict) -> tuple[int, dict, bytes]:
@@ -139,6 +148,7 @@ class KneoClient:
 
     def dispatch(self) -> RunState:
         """``run sync``: one inline run; success only when its terminal status is ``completed``."""
+        self.backoff.wait()
         with measure(self.events, "run sync", self.name, reraise=True) as outcome:
             state = self._create(False, outcome)
             if state.terminal:
@@ -148,12 +158,14 @@ class KneoClient:
 
     def submit(self) -> RunState:
         """``run submit``: 202 with the run row's status at dispatch (``running``)."""
+        self.backoff.wait()
         with measure(self.events, "run submit", self.name, reraise=True) as outcome:
             state = self._create(True, outcome)
         return state
 
     def poll(self, run_id: str) -> RunState:
         """``run poll``: one status read."""
+        self.backoff.wait()
         with measure(self.events, "run poll", self.name, reraise=True) as outcome:
             status, headers, content = self._send("GET", f"{RUNS_PATH}/{run_id}", name=f"{RUNS_PATH}/{{id}}")
             outcome.response_length = len(content)

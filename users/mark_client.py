@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import math
-import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import cast
@@ -22,6 +21,7 @@ import gevent.lock
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.protocols.mark import SUCCESS_STATUSES, MarkParseError, Response, encode_request, parse_response
 from swarmgauge.quic_engine import DEFAULT_ENGINE
+from swarmgauge.users.backoff import Backoff
 from swarmgauge.users.quic import DEFAULT_MAX_STREAMS, QuicDriver, QuicError, QuicStats, client_configuration
 from swarmgauge.users.quic_transport import TransportFactory
 
@@ -223,8 +223,7 @@ class MarkClient:
         self._transport_factory = transport_factory
         self._driver: QuicDriver | None = None
         self._ever_attempted = False
-        self._failed_attempts = 0
-        self._next_attempt_at = 0.0
+        self._backoff = Backoff(BACKOFF_FIRST, BACKOFF_MAX, jitter=0.2)
         self._connect_lock = gevent.lock.RLock()
 
     def __repr__(self) -> str:
@@ -260,9 +259,7 @@ class MarkClient:
 
     def wait_for_backoff(self) -> None:
         """Sleep until the next connection attempt is allowed (at once unless the last attempt failed)."""
-        delay = self._next_attempt_at - time.monotonic()
-        if delay > 0:
-            gevent.sleep(delay)
+        self._backoff.wait()
 
     def _open(self) -> QuicDriver:
         self.wait_for_backoff()
@@ -279,12 +276,10 @@ class MarkClient:
         try:
             seconds = driver.connect(timeout=self.connect_timeout)
         except QuicError as exc:
-            self._failed_attempts += 1
-            delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (self._failed_attempts - 1))
-            self._next_attempt_at = time.monotonic() + delay * random.uniform(0.8, 1.0)
+            self._backoff.failed()
             self._report_handshake(time.perf_counter() - started, exc)
             raise
-        self._failed_attempts = 0
+        self._backoff.succeeded()
         self._report_handshake(seconds, None)
         return driver
 

@@ -4,7 +4,7 @@ tool, mixed with list calls by weight), ``MCPChurnUser`` (a new session per iter
 
 Every fault is a named failure (``protocols.mcp`` and ``users.mcp_client`` errors, messages from a fixed set); a
 user never dies of one, and after a transport fault (refused, reset, not HTTP, timeout) it waits a backoff that
-doubles from ``BACKOFF_FIRST`` to ``BACKOFF_MAX`` seconds and resets on the next answer.
+doubles from ``BACKOFF_FIRST`` to ``BACKOFF_MAX`` seconds and resets on the next answer (``users.backoff``).
 
 The client is ``users.mcp_client.MCPClient`` (re-exported here). Options are declared below with ``env_var`` so
 they work from the CLI, ``locust.conf``, compose and the web UI; ``--mcp-token`` is a secret.
@@ -26,7 +26,8 @@ from locust import User, events, task
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols import mcp as proto
-from swarmgauge.users import option_checks  # noqa: F401 - range-checks the options at init
+from swarmgauge.users import backoff, option_checks  # noqa: F401 - option_checks range-checks the options at init
+from swarmgauge.users.backoff import Backoff
 from swarmgauge.users.mcp_client import MCPBadHTTP, MCPClient, MCPUnreachable
 from swarmgauge.users.recording import set_intended_start
 
@@ -46,8 +47,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 DEFAULT_ARGS = '{"url": "/corpus/quic/doc-0000.md"}'  # the first document of the reference server's corpus
 STEP_COUNTERS = ("sessions_started", "sessions_expired", "sessions_refused")
-BACKOFF_FIRST = 0.05
-BACKOFF_MAX = 2.0
+BACKOFF_FIRST = backoff.FIRST
+BACKOFF_MAX = backoff.CAP
 TRANSPORT_FAULTS = (MCPUnreachable, MCPBadHTTP, proto.MCPTimeout)
 LIST_METHOD = "tools/list"
 
@@ -259,7 +260,7 @@ class _MCPBase(User):
         if not self.host:
             raise UsageError("MCP users need --host http://127.0.0.1:PORT")
         self.client = self._new_client()
-        self.backoff = 0.0
+        self.backoff = Backoff(BACKOFF_FIRST, BACKOFF_MAX)
 
     def _new_client(self) -> MCPClient:
         return MCPClient(
@@ -283,10 +284,9 @@ class _MCPBase(User):
     def after_outcome(self, exc: BaseException | None) -> None:
         """Back off after a transport fault (bounded, doubling), so a refused or vanished target is not hammered."""
         if exc is None or not isinstance(exc, TRANSPORT_FAULTS):
-            self.backoff = 0.0
+            self.backoff.succeeded()
             return
-        self.backoff = min(BACKOFF_MAX, max(BACKOFF_FIRST, self.backoff * 2))
-        gevent.sleep(self.backoff)
+        gevent.sleep(self.backoff.failed())
 
     def in_session(self, operation: Callable[[], Any]) -> Any:
         """Run ``operation`` in the current session; on session loss re-initialize (as the spec requires) and

@@ -16,8 +16,10 @@ from urllib.parse import quote, urlsplit
 import gevent
 import gevent.lock
 from geventhttpclient import HTTPClient
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
+from swarmgauge.users.backoff import Backoff
 from swarmgauge.users.recording import measure
 
 REQUEST_TYPE = "MDK"
@@ -89,7 +91,7 @@ class GatewayTimeout(MDKError):
 
 
 class GatewayUnreachable(MDKError):
-    """Connection refused or reset before an answer."""
+    """Connection refused, reset or closed before an answer; the detail is the error's class name (a bounded set)."""
 
 
 TIMED_OUT = (GatewayTimeout,)
@@ -119,7 +121,8 @@ class MDKClient:
     """One keep-alive connection to a Gateway; each method is one measured request.
 
     Methods return the checked value, or None when the request failed (the failure is recorded and kept in
-    ``last_error``).
+    ``last_error``). After a transport fault (``GatewayUnreachable``, ``GatewayTimeout``, an answer that is not HTTP)
+    the next request waits out ``backoff`` first, so a Gateway that is down is not hammered.
     """
 
     def __init__(
@@ -137,6 +140,7 @@ class MDKClient:
         self.address = (url.hostname, url.port or 80)
         self.http = self._connect()
         self.last_error: BaseException | None = None
+        self.backoff = Backoff()
 
     def _connect(self) -> HTTPClient:
         return HTTPClient(*self.address, connection_timeout=self.timeout, network_timeout=self.timeout, concurrency=1)
@@ -153,16 +157,25 @@ class MDKClient:
         try:
             with gevent.Timeout(self.timeout, GatewayTimeout(f"no answer within {self.timeout:g} s")):
                 response = self.http.request(method, self.prefix + path, body=body, headers=self.headers)
-                return response.status_code, response.read()
+                answer = response.status_code, response.read()
         except TimeoutError as exc:
-            self._reset()
-            raise GatewayTimeout(f"no answer within {self.timeout:g} s") from exc
-        except GatewayTimeout:
-            self._reset()
-            raise
+            raise self._transport_fault(GatewayTimeout(f"no answer within {self.timeout:g} s")) from exc
+        except GatewayTimeout as exc:
+            raise self._transport_fault(exc) from None
+        except HTTPConnectionClosed as exc:
+            raise self._transport_fault(GatewayUnreachable("HTTPConnectionClosed")) from exc
+        except HTTPParseError as exc:
+            raise self._transport_fault(BadResponse("answer is not valid HTTP")) from exc
         except (ConnectionError, OSError) as exc:
-            self._reset()
-            raise GatewayUnreachable(type(exc).__name__) from exc
+            raise self._transport_fault(GatewayUnreachable(type(exc).__name__)) from exc
+        self.backoff.succeeded()
+        return answer
+
+    def _transport_fault(self, error: MDKError) -> MDKError:
+        """Start the backoff and drop the connection (a closed pool cannot be reused); returns ``error`` to raise."""
+        self.backoff.failed()
+        self._reset()
+        return error
 
     def _json(self, method: str, path: str, outcome, body: bytes = b"") -> Any:
         status, raw = self._request(method, path, body)
@@ -188,6 +201,7 @@ class MDKClient:
     def _measured(self, name: str, fn, context: dict | None = None) -> Any:
         result = None
         self.last_error = None
+        self.backoff.wait()
         with measure(self.events, REQUEST_TYPE, name, context=context) as outcome:
             result = fn(outcome)
         self.last_error = outcome.exception

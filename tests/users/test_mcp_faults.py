@@ -95,7 +95,7 @@ def test_backoff_against_a_refused_port_doubles_to_a_cap_and_resets_on_an_answer
     assert failure_kinds(recorder) == {("MCPUnreachable", "connection refused")}
     user.client = MCPClient(fake.url, environment=environment)
     user.call()
-    assert user.backoff == 0.0
+    assert user.backoff.faults == 0 and user.backoff.delay == 0.0
 
 
 def test_server_text_never_reaches_the_failure_name():
