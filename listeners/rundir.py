@@ -290,16 +290,45 @@ def write_run_json(environment: Environment, *, final: bool) -> None:
     write_atomic(directory / "run.json", json.dumps(doc, indent=2, sort_keys=True))
 
 
-def _locust_csvs(environment: Environment, directory: Path) -> None:
+def _write_locust_csvs(environment: Environment, stats: Path, failures: Path, exceptions: Path) -> None:
+    """Locust's three CSV tables as they stand now, redacted, each written whole (a reader never sees half)."""
     writer = locust_stats.StatsCSV(environment, locust_stats.PERCENTILES_TO_REPORT)
-    for name, method in (
-        ("locust_stats.csv", writer.requests_csv),
-        ("locust_failures.csv", writer.failures_csv),
-        ("locust_exceptions.csv", writer.exceptions_csv),
+    for path, method in (
+        (stats, writer.requests_csv),
+        (failures, writer.failures_csv),
+        (exceptions, writer.exceptions_csv),
     ):
         buffer = io.StringIO()
         method(csv.writer(buffer))
-        write_atomic(directory / name, redact(buffer.getvalue(), environment))
+        write_atomic(path, redact(buffer.getvalue(), environment))
+
+
+def _locust_csvs(environment: Environment, directory: Path) -> None:
+    _write_locust_csvs(
+        environment,
+        directory / "locust_stats.csv",
+        directory / "locust_failures.csv",
+        directory / "locust_exceptions.csv",
+    )
+
+
+@events.quit.add_listener
+def _final_csv_prefix_files(**_kwargs: Any) -> None:
+    """Locust rewrites its ``--csv`` tables once a second and not at the end, so they miss up to a second of the
+    run's last requests; after the runner has quit (nothing is measured any more) they get the final figures."""
+    for environment in _envs:
+        prefix = getattr(env_state.options(environment), "csv_prefix", None)
+        if not prefix or isinstance(getattr(environment, "runner", None), WorkerRunner):
+            continue
+        try:
+            _write_locust_csvs(
+                environment,
+                Path(f"{prefix}_stats.csv"),
+                Path(f"{prefix}_failures.csv"),
+                Path(f"{prefix}_exceptions.csv"),
+            )
+        except OSError as exc:
+            logger.warning("could not write the final --csv tables: %s", exc)
 
 
 @events.init.add_listener

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from locust import FastHttpUser, constant, events, task
 from locust.contrib.fasthttp import LocustBadStatusCode
+from locust.env import Environment
 
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError, stop_on_usage_error
@@ -80,7 +81,7 @@ def _add_options(parser: Any) -> None:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     parsed = environment.parsed_options
     if parsed is None:
         return
@@ -96,7 +97,7 @@ def gates(mix: dict[str, int]) -> list[str]:
     ]
 
 
-def add_gates(environment: Any, mix: dict[str, int]) -> None:
+def add_gates(environment: Environment, mix: dict[str, int]) -> None:
     """Check the gates as SLOs (exit 3 when one fails), as the stress tool exits 1."""
     hooks.add_slos(environment, gates(mix))
 
@@ -109,7 +110,7 @@ class BrainUser(FastHttpUser):
 
     mix: str | None = None  # a class's own mix; else --brain-mix
 
-    def __init__(self, environment: Any) -> None:
+    def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
         self.backoff = Backoff()
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import gevent
 from locust.clients import HttpSession
+from locust.env import Environment
 from locust.event import EventHook
 
 from swarmgauge.core import hooks
@@ -40,7 +41,7 @@ RUNS_PATH = "/v1/runs"
 TARGETS = ("agent", "workflow")
 
 
-def _count_step(environment: Any, name: str) -> None:
+def _count_step(environment: Environment, name: str) -> None:
     hooks.count_step(environment, name)
 
 
@@ -56,7 +57,7 @@ class KneoClient:
         base_url: str,
         *,
         request_events: Any = None,
-        environment: Any = None,
+        environment: Environment | None = None,
         api_key: str = "",
         spec_path: str = "echo.yaml",
         target: str = "agent",

@@ -15,9 +15,10 @@ from typing import Any
 
 import gevent
 from locust import User, constant, events, task
+from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from swarmgauge.core import hooks
+from swarmgauge.core import env_state, hooks
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.protocols.kneo import METRIC_NAMES
 from swarmgauge.users.kneo_client import TARGETS, KneoClient
@@ -129,15 +130,15 @@ def service_hosts(host: str, extra: str) -> list[str]:
     return hosts
 
 
-def take_batch_ticket(environment: Any, size: int) -> bool:
+def take_batch_ticket(environment: Environment, size: int) -> bool:
     """One run of this process's batch, while any is left."""
-    left = getattr(environment, "_kneo_batch_left", None)
+    left = env_state.get(environment, "kneo_batch_left")
     if left is None:
         left = max(0, int(size))
     if left <= 0:
-        environment._kneo_batch_left = 0
+        env_state.put(environment, "kneo_batch_left", 0)
         return False
-    environment._kneo_batch_left = left - 1
+    env_state.put(environment, "kneo_batch_left", left - 1)
     return True
 
 
@@ -149,7 +150,7 @@ class KneoUser(User):
     wait_time = constant(0)
     _spawned = 0
 
-    def __init__(self, environment: Any) -> None:
+    def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
         if not self.host:
             raise UsageError("KneoUser needs --host http://127.0.0.1:PORT (or the locustfile's embedded target)")
@@ -196,7 +197,7 @@ class KneoUser(User):
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_: Any) -> None:
+def _on_init(environment: Environment, **_: Any) -> None:
     if not any(issubclass(u, KneoUser) for u in environment.user_classes):
         return  # imported (by swarmgauge.api, say) into a run without kneo users: no ledger, no gauges
     if not environment.stop_timeout:
@@ -219,5 +220,5 @@ def _on_init(environment: Any, **_: Any) -> None:
             hooks.add_sample_source(environment, f"prom:{host}/metrics#{','.join(METRIC_NAMES)}")
 
 
-def _bad_batch(environment: Any) -> None:
-    raise UsageError(f"--kneo-batch must be at least 1, got {environment.parsed_options.kneo_batch}")
+def _bad_batch(environment: Environment) -> None:
+    raise UsageError(f"--kneo-batch must be at least 1, got {env_state.options(environment).kneo_batch}")

@@ -16,6 +16,7 @@ import gevent
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 from geventhttpclient.useragent import ConnectionError as AgentConnectionError
 from locust.contrib.fasthttp import FastHttpSession
+from locust.env import Environment
 
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
@@ -88,8 +89,8 @@ class _NoEvents:
     request = _Hook()
 
 
-def _count(environment: Any, name: str, n: int = 1, at: float | None = None) -> None:
-    """Per-step counters from ``listeners.steps`` when that listener is present; a no-op otherwise."""
+def _count(environment: Environment | None, name: str, n: int = 1, at: float | None = None) -> None:
+    """Per-step counters through the hooks; a client made without an Environment counts nothing."""
     if environment is None:
         return
     hooks.count_step(environment, name, n, at=at)
@@ -102,7 +103,7 @@ class MCPClient:
         self,
         base_url: str,
         *,
-        environment: Any = None,
+        environment: Environment | None = None,
         path: str = "/mcp",
         protocol_version: str = proto.DEFAULT_VERSION,
         token: str | None = None,

@@ -22,6 +22,7 @@ from typing import Any, ClassVar, cast
 
 import gevent
 from locust import User, events, task
+from locust.env import Environment
 
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
@@ -184,7 +185,7 @@ def options_from(parsed: Any) -> MCPOptions:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     for name in STEP_COUNTERS:
         hooks.register_step_counter(name)
     if getattr(environment, "parsed_options", None) is not None:
@@ -254,7 +255,7 @@ class _MCPBase(User):
     abstract = True
     require_session_id = False  # True: a server that issues no Mcp-Session-Id is a failure, not a stateless server
 
-    def __init__(self, environment: Any) -> None:
+    def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
         self.options = options_from(getattr(environment, "parsed_options", None))
         if not self.host:
@@ -333,7 +334,7 @@ class MCPToolUser(MCPUser):
 
     abstract = True
 
-    def __init__(self, environment: Any) -> None:
+    def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
         self._mix = random.Random()
 

@@ -13,7 +13,9 @@ import random
 import gevent
 import gevent.lock
 from locust import User, between, events, task
+from locust.env import Environment
 
+from swarmgauge.core import env_state
 from swarmgauge.errors import UsageError
 from swarmgauge.users.mdk_client import (
     DEFAULT_ACTION,
@@ -117,11 +119,9 @@ class FleetCache:
             self.device_ids.remove(device_id)
 
 
-def fleet_cache(environment) -> FleetCache:
-    found = getattr(environment, "_swarmgauge_mdk_fleet", None)
-    if found is None:
-        found = environment._swarmgauge_mdk_fleet = FleetCache()
-    return found
+def fleet_cache(environment: Environment) -> FleetCache:
+    """The process's fleet of discovered device ids, shared by its users."""
+    return env_state.slot(environment, "mdk_fleet", FleetCache)
 
 
 class MDKUser(User):

@@ -3,7 +3,10 @@ tested in tests/swarmgauge/test_files.py)."""
 
 from __future__ import annotations
 
+import csv
 import json
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -90,3 +93,44 @@ def test_a_real_run_leaves_no_secret_in_any_file_and_records_the_run(tmp_path):
     assert doc["versions"]["locust"] and doc["locustfile"].endswith("secret_locustfile.py")
     assert [s["label"] for s in doc["steps"]] == ["1 users"]
     assert not [p for p in rundir.resolve(run_dir).iterdir() if p.name.endswith(".tmp")]
+
+
+QUICK_LOCUSTFILE = """
+import gevent
+from locust import User, constant, events, task
+
+import swarmgauge.locust  # noqa: F401 - the listeners, rundir among them
+
+MADE = 40
+
+
+class QuickUser(User):
+    wait_time = constant(0)
+
+    @task
+    def burst(self):
+        for _ in range(MADE):
+            self.environment.events.request.fire(
+                request_type="T", name="n", response_time=1.0, response_length=0, exception=None, context={}
+            )
+        gevent.spawn(self.environment.runner.quit)
+        gevent.sleep(10)
+"""
+
+
+@pytest.mark.integration
+def test_locust_csv_prefix_files_hold_the_final_figures_of_a_run_that_ends_between_two_of_its_writes(tmp_path):
+    """Locust rewrites ``--csv`` tables once a second; a run that quits 0.1 s in must still show every request."""
+    locustfile = tmp_path / "quick.py"
+    locustfile.write_text(QUICK_LOCUSTFILE)
+    result = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "-u", "1", "-r", "1", "-t", "30s"]
+        + ["--csv", str(tmp_path / "run"), "--host", "http://127.0.0.1:9"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = {row["Name"]: row for row in csv.DictReader((tmp_path / "run_stats.csv").open())}
+    assert rows["n"]["Request Count"] == rows["Aggregated"]["Request Count"] == "40"

@@ -161,13 +161,33 @@ def test_bad_weights_are_usage_errors(text):
 
 LOCUSTFILE = """
 import os
-from locust import constant
+
+import gevent
+from locust import constant, events
+import swarmgauge.locust  # the listeners: Locust's --csv tables get the run's final figures
 from swarmgauge.users.mdk_user import MDKUser
+
+STOP_AFTER = int(os.environ.get("MDK_TEST_STOP_AFTER", "0"))  # requests after discovery; 0: run until -t
+_seen = [0]
+_environments = []
 
 
 class FleetUser(MDKUser):
     abstract = False
     wait_time = constant(float(os.environ.get("MDK_TEST_WAIT", "0.02")))
+
+
+@events.init.add_listener
+def _keep(environment, **_kwargs):
+    _environments.append(environment)
+
+
+@events.request.add_listener
+def _stop_after(name, **_kwargs):
+    if STOP_AFTER and name != "discover":
+        _seen[0] += 1
+        if _seen[0] == STOP_AFTER:
+            gevent.spawn(_environments[0].runner.quit)
 
 
 """
@@ -227,14 +247,14 @@ def test_a_real_run_records_every_bad_answer_by_class_and_goes_on(fake, tmp_path
         tmp_path,
         fake.url,
         USERS,
-        {},
+        {"MDK_TEST_STOP_AFTER": "300"},  # a count ends the run, so a slow machine still meets every bad answer
         "--mdk-timeout",
         "0.3",
         "--mdk-expect-devices",
         "6",
         "--mdk-weights",
         "telemetry=4,summary=1,alerts=1,action=4",
-        seconds="6s",
+        seconds="90s",
     )
     assert result.returncode == 1, result.stderr[-2000:]  # request failures, no crash
     assert "Traceback" not in result.stderr
@@ -266,12 +286,19 @@ def limited_stand_in():
 
 
 def test_one_client_is_rate_limited_after_300_requests_in_a_minute(limited_stand_in, tmp_path):
+    # a count, not a time, ends the run: 330 reads past the limit of 300 (within its minute) however slow the machine
     result, stats, failures = run_locust(
-        tmp_path, limited_stand_in.url, 1, {"MDK_TEST_WAIT": "0"}, "--mdk-weights", "alerts=1"
+        tmp_path,
+        limited_stand_in.url,
+        1,
+        {"MDK_TEST_WAIT": "0", "MDK_TEST_STOP_AFTER": "330"},
+        "--mdk-weights",
+        "alerts=1",
+        seconds="50s",
     )
     total = next(r for r in stats if r["Name"] == "Aggregated")
     limited = sum(int(r["Occurrences"]) for r in failures if r["Error"] == "MDKRateLimited(HTTP 429)")
-    assert limited > 0 and int(total["Failure Count"]) == limited
+    assert limited > 0 and int(total["Failure Count"]) == limited, stats
     assert int(total["Request Count"]) - limited == 300
 
 
@@ -280,10 +307,11 @@ def test_with_forwarded_for_many_users_share_no_limit(limited_stand_in, tmp_path
         tmp_path,
         limited_stand_in.url,
         10,
-        {"MDK_TEST_WAIT": "0.05"},
+        {"MDK_TEST_WAIT": "0.05", "MDK_TEST_STOP_AFTER": "400"},
         "--mdk-weights",
         "alerts=1",
         "--mdk-forwarded-for",
+        seconds="50s",
     )
     assert result.returncode == 0, result.stderr[-2000:]
     total = next(r for r in stats if r["Name"] == "Aggregated")
