@@ -1,5 +1,8 @@
 """Plans from documents, options and files; bad ones raise UsageError, and stop a real run with exit 2."""
 
+import subprocess
+import sys
+
 import pytest
 
 from swarmgauge.errors import UsageError
@@ -86,3 +89,33 @@ def test_a_bad_plan_file_exits_2_with_one_line(tmp_path):
     assert result.returncode == 2, result.stderr[-2000:]
     lines = [line for line in result.stderr.splitlines() if line.startswith("swarmgauge:")]
     assert len(lines) == 1 and "max_users: must be greater than zero" in lines[0], lines
+
+
+NO_SHAPE_LOCUSTFILE = """
+from locust import User, task
+
+import swarmgauge.locust  # noqa: F401 - the options, but no shape
+
+
+class IdleUser(User):
+    @task
+    def idle(self):
+        pass
+"""
+
+
+@pytest.mark.integration
+def test_plan_options_for_a_locustfile_without_a_shape_exit_2_instead_of_being_ignored(tmp_path):
+    locustfile = tmp_path / "no_shape.py"
+    locustfile.write_text(NO_SHAPE_LOCUSTFILE)
+    result = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "--host", NOWHERE]
+        + ["--steps", "1,2", "--plan", "demarkus-reads"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("swarmgauge:")]
+    assert len(lines) == 1 and "--plan, --steps need a swarmgauge shape" in lines[0], result.stderr[-2000:]
