@@ -16,6 +16,9 @@ LOWEST_US = 1
 HIGHEST_US = 3_600_000_000
 SIGNIFICANT_FIGURES = 3
 AGGREGATED = ("", "Aggregated")
+# request types that ride along with the operations a user waits on (a pooled connection's handshake): never summed
+# into a step's Aggregated row, whose rate would then count a connection as a request
+RIDE_ALONG = frozenset({("QUIC", "handshake")})
 
 
 def new_histogram() -> HdrHistogram:
@@ -190,11 +193,16 @@ class StepMerge:
         return sorted((rtype, name) for (s, rtype, name) in self.entries if s == step)
 
     def aggregated(self, step: int) -> NameStats:
+        """The step's operations summed: every request type and name except the ride-along ones."""
         total = NameStats()
-        for (s, _rtype, _name), stats in self.entries.items():
-            if s == step:
+        for (s, rtype, name), stats in self.entries.items():
+            if s == step and (rtype, name) not in RIDE_ALONG:
                 total.add(stats)
         return total
+
+    def operation_types(self, step: int) -> set[str]:
+        """The request types of a step's operations (ride-along types left out)."""
+        return {rtype for (s, rtype, name) in self.entries if s == step and (rtype, name) not in RIDE_ALONG}
 
     def select(self, step: int | None, request_type: str | None, name: str | None) -> NameStats:
         """Stats over the matching entries: ``None`` matches any step, type or name."""

@@ -40,6 +40,7 @@ TAIL_COLUMNS = [
     "stalled_requests",
     "generator_stalled",
 ]
+MIXED_BLANK = ("rps", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "avg_ms")
 TIMELINE_COLUMNS = ["time", "step", "requests", "failures", "p50_ms", "p99_ms"]
 
 
@@ -112,10 +113,22 @@ def step_rows(
             "stalled_requests": merged.stalled.get(step, 0),
             "generator_stalled": stalled_step(merged.stalled.get(step, 0), merged.aggregated(step).requests),
         }
-        for rtype, name in merged.names(step) + [AGGREGATED]:
-            stats = merged.aggregated(step) if (rtype, name) == AGGREGATED else merged.entries[(step, rtype, name)]
+        for rtype, name in merged.names(step):
+            stats = merged.entries[(step, rtype, name)]
             rows.append({**common, "request_type": rtype, "name": name, **_figures(stats, duration), **tail})
+        rtype, name = AGGREGATED
+        rows.append({**common, "request_type": rtype, "name": name, **_aggregate(merged, step, duration), **tail})
     return rows
+
+
+def _aggregate(merged: StepMerge, step: int, duration: float | None) -> dict[str, Any]:
+    """The Aggregated row: counts over the step's operations, and a rate and latencies only where they mean one
+    thing - a single request type. Handshakes riding along are never in it; FETCH + LOOKUP, or kneo's submit + poll
+    + "run queued" (parts of one run), add up to a rate of nothing, so those cells stay empty."""
+    figures = _figures(merged.aggregated(step), duration)
+    if len(merged.operation_types(step)) > 1:
+        figures.update({column: "" for column in MIXED_BLANK})
+    return figures
 
 
 def columns_of(rows: list[dict[str, Any]]) -> list[str]:
