@@ -174,6 +174,11 @@ def step_tables(
             shown["generator CPU"] = [
                 _cpu(v, str(b) == "True") for v, b in zip(group["generator_cpu_max"], group["generator_bound"])
             ]
+        if "generator_stalled" in group and (group["generator_stalled"].astype(str) == "True").any():
+            shown["generator stall"] = [
+                format_latency(ms) + (" (stalled)" if str(flag) == "True" else "")
+                for ms, flag in zip(group["generator_stall_ms"], group["generator_stalled"])
+            ]
         if target_cpu:
             shown["target CPU"] = [_target_cell(target_cpu.get(int(step))) for step in group["step"]]
         sentence = knee_sentence(group, spreads, target_cpu) if waited_on(rtype, name) else None

@@ -106,6 +106,7 @@ def test_the_report_flags_target_bound_and_generator_stalled_steps(tmp_path):
     summary = render_report(tmp_path)
     report = (tmp_path / "report.md").read_text()
     assert "| 92 % (bound)" in report and "| 50 %  " in report
+    assert "| 2.30 s (stalled)" in report  # the step's longest stall, in its own column
     assert "the ceiling is the target's own CPU (kneo-serv-1 at 97 % of a core)" in summary["knees"]["run sync echo"]
     assert summary["target_bound"].startswith("Target-bound: a sampled target process ran above 90 %")
     assert summary["generator_stalled"] == (
