@@ -16,6 +16,9 @@ LOWEST_US = 1
 HIGHEST_US = 3_600_000_000
 SIGNIFICANT_FIGURES = 3
 AGGREGATED = ("", "Aggregated")
+# request types that ride along with the operations a user waits on (a pooled connection's handshake): never summed
+# into a step's Aggregated row, whose rate would then count a connection as a request
+RIDE_ALONG = frozenset({("QUIC", "handshake")})
 
 
 def new_histogram() -> HdrHistogram:
@@ -87,12 +90,14 @@ class StepRecorder:
         self.warmup: dict[int, int] = {}
         self.counters: dict[tuple[int, str], int] = {}
         self.cpu_max: dict[int, float] = {}
+        self.stalls: dict[int, tuple[float, int]] = {}
 
     def _reset(self) -> None:
         self.entries = {}
         self.warmup = {}
         self.counters = {}
         self.cpu_max = {}
+        self.stalls = {}
 
     def record(self, step: int, request_type: str, name: str, response_time_ms: float | None, failed: bool) -> None:
         key = (step, request_type, name)
@@ -111,8 +116,13 @@ class StepRecorder:
         if cpu_percent > self.cpu_max.get(step, -1.0):
             self.cpu_max[step] = cpu_percent
 
+    def note_stall(self, step: int, stall_ms: float, requests: int) -> None:
+        """``requests`` of ``step`` were in flight during a generator stall of ``stall_ms`` (0: the stall grew)."""
+        longest, stalled = self.stalls.get(step, (0.0, 0))
+        self.stalls[step] = (max(longest, stall_ms), stalled + requests)
+
     def empty(self) -> bool:
-        return not (self.entries or self.warmup or self.counters or self.cpu_max)
+        return not (self.entries or self.warmup or self.counters or self.cpu_max or self.stalls)
 
     def drain(self) -> dict[str, Any]:
         """Everything recorded since the last drain, msgpack-safe; the recorder starts afresh."""
@@ -134,6 +144,7 @@ class StepRecorder:
             "warmup": [[step, n] for step, n in self.warmup.items()],
             "counters": [[step, name, n] for (step, name), n in self.counters.items()],
             "cpu": [[step, value] for step, value in self.cpu_max.items()],
+            "stalls": [[step, longest, stalled] for step, (longest, stalled) in self.stalls.items()],
         }
         self._reset()
         return batch
@@ -147,6 +158,8 @@ class StepMerge:
         self.warmup: dict[int, int] = {}
         self.counters: dict[tuple[int, str], int] = {}
         self.cpu_max: dict[int, float] = {}
+        self.stall_ms: dict[int, float] = {}
+        self.stalled: dict[int, int] = {}
         self.sources: dict[int, set[str]] = {}
 
     def add_batch(self, source: str, batch: dict[str, Any]) -> NameStats:
@@ -167,21 +180,29 @@ class StepMerge:
             self.counters[counter_key] = self.counters.get(counter_key, 0) + int(n)
         for step, value in batch.get("cpu", []):
             self.cpu_max[int(step)] = max(self.cpu_max.get(int(step), 0.0), float(value))
+        for step, longest, stalled in batch.get("stalls", []):
+            self.stall_ms[int(step)] = max(self.stall_ms.get(int(step), 0.0), float(longest))
+            self.stalled[int(step)] = self.stalled.get(int(step), 0) + int(stalled)
         return combined
 
     def steps(self) -> list[int]:
         seen = {k[0] for k in self.entries} | set(self.warmup) | {k[0] for k in self.counters} | set(self.cpu_max)
-        return sorted(seen)
+        return sorted(seen | set(self.stall_ms))
 
     def names(self, step: int) -> list[tuple[str, str]]:
         return sorted((rtype, name) for (s, rtype, name) in self.entries if s == step)
 
     def aggregated(self, step: int) -> NameStats:
+        """The step's operations summed: every request type and name except the ride-along ones."""
         total = NameStats()
-        for (s, _rtype, _name), stats in self.entries.items():
-            if s == step:
+        for (s, rtype, name), stats in self.entries.items():
+            if s == step and (rtype, name) not in RIDE_ALONG:
                 total.add(stats)
         return total
+
+    def operation_types(self, step: int) -> set[str]:
+        """The request types of a step's operations (ride-along types left out)."""
+        return {rtype for (s, rtype, name) in self.entries if s == step and (rtype, name) not in RIDE_ALONG}
 
     def select(self, step: int | None, request_type: str | None, name: str | None) -> NameStats:
         """Stats over the matching entries: ``None`` matches any step, type or name."""

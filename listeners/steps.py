@@ -29,7 +29,7 @@ from swarmgauge.core import hooks
 from swarmgauge.core.hooks import StepInfo, before_flush, step_changed, step_counter_names
 from swarmgauge.core.locust_compat import cache_default_args, has_message_handler, live_worker_ids
 from swarmgauge.files import write_atomic
-from swarmgauge.listeners import rundir
+from swarmgauge.listeners import rundir, stalls
 from swarmgauge.listeners.step_stats import NameStats, StepMerge, StepRecorder, TimelinePoint
 from swarmgauge.listeners.steps_csv import TIMELINE_COLUMNS, step_rows, timeline_rows, write_rows
 
@@ -65,6 +65,7 @@ class _StepState:
         self.sampler: gevent.Greenlet | None = None
         self.sampler_stop = False
         self.flush_pending: set[str] = set()
+        self.stall_watch = stalls.StallWatch(self.recorder.note_stall)
 
 
 def _state(environment: Any) -> _StepState:
@@ -213,6 +214,7 @@ def on_request(
         state.recorder.record_warmup(info.index)
         return
     state.recorder.record(info.index, request_type, name, response_time, exception is not None)
+    state.stall_watch.note_request(info.index, started, response_time)
 
 
 def _ensure_sampler(environment: Any) -> None:
@@ -220,6 +222,14 @@ def _ensure_sampler(environment: Any) -> None:
     if state.sampler is None or state.sampler.dead:
         state.sampler_stop = False
         state.sampler = gevent.spawn(_sample_loop, environment)
+        if not isinstance(environment.runner, MasterRunner):
+            gevent.spawn(stalls.watch_loop, lambda: _stall_watch(environment), gevent.sleep)
+
+
+def _stall_watch(environment: Any) -> stalls.StallWatch | None:
+    """The current run's stall watch, None once its sampling stopped (the watch greenlet then ends)."""
+    state = _state(environment)
+    return None if state.sampler_stop else state.stall_watch
 
 
 def _sample_loop(environment: Any) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from swarmgauge.listeners.step_stats import AGGREGATED, NameStats, StepMerge, TimelinePoint
 
 GENERATOR_BOUND_CPU = 90.0
+STALLED_SHARE = 0.01  # a step is generator-stalled when the stall hit enough of its requests to reach its p99
 BASE_COLUMNS = [
     "step",
     "label",
@@ -31,7 +32,15 @@ BASE_COLUMNS = [
     "avg_ms",
     "warmup_requests",
 ]
-TAIL_COLUMNS = ["workers", "generator_cpu_max", "generator_bound"]
+TAIL_COLUMNS = [
+    "workers",
+    "generator_cpu_max",
+    "generator_bound",
+    "generator_stall_ms",
+    "stalled_requests",
+    "generator_stalled",
+]
+MIXED_BLANK = ("rps", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "avg_ms")
 TIMELINE_COLUMNS = ["time", "step", "requests", "failures", "p50_ms", "p99_ms"]
 
 
@@ -70,6 +79,11 @@ def step_durations(infos: list[Any], stopped_at: float | None) -> dict[int, floa
     return durations
 
 
+def stalled_step(stalled_requests: int, requests: int) -> bool:
+    """At least 1 % of a step's requests were in flight during a generator stall: its p99 may be the stall's."""
+    return stalled_requests > 0 and stalled_requests >= STALLED_SHARE * requests
+
+
 def step_rows(
     merged: StepMerge, infos: list[Any], stopped_at: float | None, counters: list[str]
 ) -> list[dict[str, Any]]:
@@ -95,11 +109,26 @@ def step_rows(
             "workers": merged.workers(step),
             "generator_cpu_max": _round(cpu, 1),
             "generator_bound": bool(cpu is not None and cpu > GENERATOR_BOUND_CPU),
+            "generator_stall_ms": _round(merged.stall_ms.get(step), 1),
+            "stalled_requests": merged.stalled.get(step, 0),
+            "generator_stalled": stalled_step(merged.stalled.get(step, 0), merged.aggregated(step).requests),
         }
-        for rtype, name in merged.names(step) + [AGGREGATED]:
-            stats = merged.aggregated(step) if (rtype, name) == AGGREGATED else merged.entries[(step, rtype, name)]
+        for rtype, name in merged.names(step):
+            stats = merged.entries[(step, rtype, name)]
             rows.append({**common, "request_type": rtype, "name": name, **_figures(stats, duration), **tail})
+        rtype, name = AGGREGATED
+        rows.append({**common, "request_type": rtype, "name": name, **_aggregate(merged, step, duration), **tail})
     return rows
+
+
+def _aggregate(merged: StepMerge, step: int, duration: float | None) -> dict[str, Any]:
+    """The Aggregated row: counts over the step's operations, and a rate and latencies only where they mean one
+    thing - a single request type. Handshakes riding along are never in it; FETCH + LOOKUP, or kneo's submit + poll
+    + "run queued" (parts of one run), add up to a rate of nothing, so those cells stay empty."""
+    figures = _figures(merged.aggregated(step), duration)
+    if len(merged.operation_types(step)) > 1:
+        figures.update({column: "" for column in MIXED_BLANK})
+    return figures
 
 
 def columns_of(rows: list[dict[str, Any]]) -> list[str]:

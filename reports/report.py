@@ -26,6 +26,13 @@ from swarmgauge.core import hooks
 from swarmgauge.core.slo_units import in_unit
 from swarmgauge.files import write_atomic
 from swarmgauge.reports import context, trend
+from swarmgauge.reports.bounds import (
+    TargetByStep,
+    generator_bound_sentence,
+    stalled_sentence,
+    target_bound_sentence,
+    target_cpu_by_step,
+)
 from swarmgauge.reports.reference import beside_reference, reference_rows
 from swarmgauge.reports.sections import Section
 
@@ -88,21 +95,24 @@ def step_spreads(timeline: pd.DataFrame | None) -> dict[int, float]:
 
 
 def knee_sentence(
-    table: pd.DataFrame, spreads: dict[int, float] | None = None, target_cpu: dict[int, float] | None = None
+    table: pd.DataFrame, spreads: dict[int, float] | None = None, target_cpu: TargetByStep | None = None
 ) -> str | None:
     """The trend sentence (rising, flat with the knee, falling, noisy) for one request type's closed-model steps."""
     rows = _closed_rows(table)
-    points = [
-        trend.StepPoint(
-            users=float(r["users"]),
-            rps=float(r["rps"]),
-            p50_ms=_number(r.get("p50_ms")),
-            spread=float(r["rps"]) * (spreads or {}).get(int(r["step"]), 0.0),
-            generator_cpu=_number(r.get("generator_cpu_max")),
-            target_cpu=(target_cpu or {}).get(int(r["step"])),
+    points = []
+    for _, r in rows.iterrows():
+        target = (target_cpu or {}).get(int(r["step"]))
+        points.append(
+            trend.StepPoint(
+                users=float(r["users"]),
+                rps=float(r["rps"]),
+                p50_ms=_number(r.get("p50_ms")),
+                spread=float(r["rps"]) * (spreads or {}).get(int(r["step"]), 0.0),
+                generator_cpu=_number(r.get("generator_cpu_max")),
+                target_cpu=target.cpu_percent if target else None,
+                target=target,
+            )
         )
-        for _, r in rows.iterrows()
-    ]
     return trend.trend_sentence(points)
 
 
@@ -110,6 +120,14 @@ def _cpu(value: Any, bound: bool = False) -> str:
     """CPU as % of one core; ``(bound)`` when a generator ran above 90 %: the step may measure the generator."""
     number = _number(value)
     return "" if number is None else f"{number:.0f} %" + (" (bound)" if bound else "")
+
+
+def _target_cell(target: trend.TargetCPU | None) -> str:
+    """The target's CPU as % of a core, ``(bound)`` above 90 % of its ceiling (a core, or its cgroup's limit)."""
+    if target is None:
+        return ""
+    limit = "" if target.limit_percent == 100.0 else f" of {target.limit_percent:.0f} %"
+    return f"{target.cpu_percent:.0f} %{limit}" + (" (bound)" if target.bound else "")
 
 
 def waited_on(request_type: str, name: str) -> bool:
@@ -128,7 +146,7 @@ def table_title(request_type: str, name: str) -> str:
 
 
 def step_tables(
-    steps: pd.DataFrame, spreads: dict[int, float] | None = None, target_cpu: dict[int, float] | None = None
+    steps: pd.DataFrame, spreads: dict[int, float] | None = None, target_cpu: TargetByStep | None = None
 ) -> list[tuple[str, pd.DataFrame, str | None]]:
     """One reference-page table per request type (and name when a type has several)."""
     tables = []
@@ -156,8 +174,13 @@ def step_tables(
             shown["generator CPU"] = [
                 _cpu(v, str(b) == "True") for v, b in zip(group["generator_cpu_max"], group["generator_bound"])
             ]
+        if "generator_stalled" in group and (group["generator_stalled"].astype(str) == "True").any():
+            shown["generator stall"] = [
+                format_latency(ms) + (" (stalled)" if str(flag) == "True" else "")
+                for ms, flag in zip(group["generator_stall_ms"], group["generator_stalled"])
+            ]
         if target_cpu:
-            shown["target CPU"] = [_cpu(target_cpu.get(int(step))) for step in group["step"]]
+            shown["target CPU"] = [_target_cell(target_cpu.get(int(step))) for step in group["step"]]
         sentence = knee_sentence(group, spreads, target_cpu) if waited_on(rtype, name) else None
         tables.append((table_title(rtype, name), shown, sentence))
     return tables
@@ -186,17 +209,6 @@ def _slo_frame(run_dir: Path) -> pd.DataFrame | None:
     )
 
 
-def target_cpu_by_step(run_dir: Path) -> dict[int, float]:
-    """The sampled target's highest CPU % of a core per step (the generator's own series left out)."""
-    path = run_dir / "resources.csv"
-    if not path.is_file():
-        return {}
-    frame = pd.read_csv(path)
-    frame = frame[(frame["metric"] == "cpu_percent") & ~frame["source"].isin(["generator", "locust"])]
-    frame = frame.dropna(subset=["step"])
-    return {int(step): float(value) for step, value in frame.groupby("step")["value"].max().items()}
-
-
 def _sections(run_dir: Path) -> list[Section]:
     found = []
     for module_name in SECTION_MODULES:
@@ -210,17 +222,6 @@ def _sections(run_dir: Path) -> list[Section]:
         if section is not None:
             found.append(section)
     return found
-
-
-def generator_bound_sentence(steps: pd.DataFrame) -> str | None:
-    bound = steps[(steps["name"] == "Aggregated") & (steps["generator_bound"].astype(str) == "True")]
-    if bound.empty:
-        return None
-    labels = ", ".join(str(label) for label in bound["label"])
-    return (
-        f"Generator-bound: a load generator ran above 90 % CPU during {labels}; those steps' figures may "
-        "describe the generator more than the target."
-    )
 
 
 def _plots(run_dir: Path, steps: pd.DataFrame | None) -> list[tuple[str, str, bytes]]:
@@ -287,7 +288,8 @@ def render_report(run_dir: Path | str) -> dict[str, Any]:
         summary["steps"] = json.loads(steps.to_json(orient="records"))
         spreads = step_spreads(_read_csv(run_dir / "timeline.csv"))
         reference = reference_rows(info)
-        for title, table, sentence in step_tables(steps, spreads, target_cpu_by_step(run_dir)):
+        target_cpu = target_cpu_by_step(run_dir)
+        for title, table, sentence in step_tables(steps, spreads, target_cpu):
             table = beside_reference(table, title, reference)
             fragment = table.to_html(index=False, escape=True, border=0)
             _add(md, body, title, table.to_markdown(index=False, disable_numparse=True), fragment)
@@ -298,6 +300,14 @@ def render_report(run_dir: Path | str) -> dict[str, Any]:
         if bound:
             _add(md, body, None, bound, f"<p class='bound'>{html.escape(bound)}</p>")
             summary["generator_bound"] = bound
+        stalled = stalled_sentence(steps)
+        if stalled:
+            _add(md, body, None, stalled, f"<p class='bound'>{html.escape(stalled)}</p>")
+            summary["generator_stalled"] = stalled
+        target_bound = target_bound_sentence(steps, target_cpu)
+        if target_bound:
+            _add(md, body, None, target_bound, f"<p class='bound'>{html.escape(target_bound)}</p>")
+            summary["target_bound"] = target_bound
     sections = {section.title: section for section in _sections(run_dir)}
     if "Failures" in sections:
         failures = sections.pop("Failures")

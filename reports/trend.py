@@ -15,6 +15,29 @@ from dataclasses import dataclass
 KNEE_GAIN = 0.10  # a step that adds less than 10 % throughput has stopped growing
 FALL = 0.10  # the last step more than 10 % under the peak is a fall
 SATURATED_CPU = 90.0  # % of one core, as steps.csv's generator_bound
+BOUND_SHARE = 0.9  # a target above 90 % of its ceiling (one core, or its cgroup's CPU limit) is target-bound
+
+
+@dataclass(frozen=True)
+class TargetCPU:
+    """The busiest sampled target process of a step: its CPU (% of one core) and the most it may use.
+
+    ``limit_percent`` is 100 for a process (one core) and the cgroup's ``cpu.max`` quota as % of a core when the
+    source is a cgroup with a limit; ``name`` says which source it was.
+    """
+
+    cpu_percent: float
+    name: str = "the target"
+    limit_percent: float = 100.0
+
+    @property
+    def bound(self) -> bool:
+        return self.cpu_percent > BOUND_SHARE * self.limit_percent
+
+    def describe(self) -> str:
+        limit = "a core" if self.limit_percent == 100.0 else f"its {self.limit_percent / 100:g}-CPU cgroup limit"
+        share = self.cpu_percent / self.limit_percent * 100.0 if self.limit_percent != 100.0 else self.cpu_percent
+        return f"{self.name} at {share:.0f} % of {limit}"
 
 
 @dataclass(frozen=True)
@@ -27,6 +50,10 @@ class StepPoint:
     spread: float = 0.0
     generator_cpu: float | None = None
     target_cpu: float | None = None
+    target: TargetCPU | None = None
+
+    def target_bound(self) -> bool:
+        return self.target.bound if self.target is not None else (self.target_cpu or 0.0) > SATURATED_CPU
 
 
 def significant(value: float, digits: int = 3) -> str:
@@ -78,12 +105,28 @@ def _saturation(points: Sequence[StepPoint], start: int) -> str:
     target = max((p.target_cpu for p in later if p.target_cpu is not None), default=None)
     if generator is not None and generator > SATURATED_CPU:
         return f"the load generator was saturated there ({generator:.0f} % of a core), so the fall may be its own"
-    if target is not None and target > SATURATED_CPU:
-        return f"the target was saturated there ({target:.0f} % of a core)"
+    bound = _target_ceiling(later)
+    if bound is not None:
+        return f"the target was saturated there ({bound})"
     known = [f"{side} {cpu:.0f} %" for side, cpu in (("generator", generator), ("target", target)) if cpu is not None]
     if known:
         return f"neither generator nor target was CPU-saturated ({', '.join(known)} of a core at most)"
     return "the target's CPU was not sampled, so which side saturated is unknown"
+
+
+def _target_ceiling(points: Sequence[StepPoint]) -> str | None:
+    """``kneo-serv at 97 % of a core`` for the busiest target-bound step among ``points``; None if none is bound."""
+    bound = [p for p in points if p.target_bound()]
+    if not bound:
+        return None
+    busiest = max(bound, key=lambda p: p.target.cpu_percent if p.target else (p.target_cpu or 0.0))
+    return busiest.target.describe() if busiest.target else f"{busiest.target_cpu:.0f} % of a core"
+
+
+def _ceiling_clause(points: Sequence[StepPoint]) -> str:
+    """``; the ceiling is the target's own CPU (...)`` when the target was CPU-bound in these steps, else nothing."""
+    bound = _target_ceiling(points)
+    return f"; the ceiling is the target's own CPU ({bound})" if bound else ""
 
 
 def trend_sentence(points: Sequence[StepPoint]) -> str | None:
@@ -117,10 +160,16 @@ def trend_sentence(points: Sequence[StepPoint]) -> str | None:
         before, top = points[last - 1], points[last]
         if _noise(points, last - 1, last) > top.rps - before.rps:
             return _noisy(points, last - 1, last)
+        bound = _target_ceiling(points[last:])
+        headroom = (
+            f"but the target's own CPU is at its ceiling there ({bound})"
+            if bound
+            else "the target has headroom beyond the last step"
+        )
         return (
             f"Throughput rises, from {format_rate(points[0].rps)} req/s at "
             f"{_users(points[0].users)} to {format_rate(top.rps)} req/s at {_users(top.users)}: no knee yet, "
-            "the target has headroom beyond the last step."
+            f"{headroom}."
         )
     if knee > 0 and _noise(points, 0, knee) > points[knee].rps - points[0].rps:
         return _noisy(points, 0, knee)
@@ -129,5 +178,6 @@ def trend_sentence(points: Sequence[StepPoint]) -> str | None:
     measured = f", measured p50 {format_latency(after.p50_ms)}" if after.p50_ms is not None else ""
     return (
         f"Throughput flattens at about {format_rate(at.rps)} req/s from {_users(at.users)} on; more users only "
-        f"queue (at {_users(after.users)} Little's law gives {format_latency(little)}{measured})."
+        f"queue (at {_users(after.users)} Little's law gives {format_latency(little)}{measured})"
+        f"{_ceiling_clause(points[knee:])}."
     )

@@ -4,7 +4,10 @@ Every public shape (``StepRamp``, ``Soak``, ``ArrivalRate``, ``Burst``, ``Churn`
 a different way to build its plan: class attributes first (for subclassing in a locustfile), then the options.
 The plan is built and validated in ``init`` on the master, so a bad plan stops the run with one line before any
 user spawns. Spawn rates are chosen so a ramp takes at most a tenth of its stage (and at most 2 s), because
-Locust's ``tick()`` blocks while spawning; the tick sleeps up to a stage boundary so steps change on time.
+Locust's ``tick()`` blocks while spawning; the tick sleeps up to a stage boundary so steps change on time. A step
+that adds users to running ones and has a warm-up holds its spawn for part of that warm-up (:data:`SETTLE_SECONDS`
+at most): the requests the previous step's users have in flight finish first, so the new users' start-up work
+(QUIC/TLS handshakes) cannot stall them and inflate the previous step's tail.
 
 When the plan is over the shape ends the run in three bounded phases before it lets Locust quit: it lets an
 open-model step's last tickets be taken (``tail_seconds``), stops every user through Locust's own ramp-down (which
@@ -37,6 +40,7 @@ STOP_SPAWN_RATE = 10_000.0
 STOP_GRACE_SECONDS = 5.0
 FINAL_REPORT_SECONDS = 5.0
 POLL_SECONDS = 0.05
+SETTLE_SECONDS = 2.0
 
 
 class SwarmShape(LoadTestShape):
@@ -119,6 +123,13 @@ class SwarmShape(LoadTestShape):
         previous = self.plan().stages[index - 1].user_count if index > 0 else 0
         window = min(MAX_RAMP_SECONDS, RAMP_FRACTION * stage.duration)
         return max(1.0, abs(stage.user_count - previous) / max(window, 0.05))
+
+    def settle_seconds(self, index: int, stage: Stage) -> float:
+        """How long a step's new users wait for the running users' requests in flight: within its warm-up only."""
+        previous = self.plan().stages[index - 1].user_count if index > 0 else 0
+        if previous <= 0 or stage.user_count <= previous or not stage.warmup or stage.open_model:
+            return 0.0
+        return min(SETTLE_SECONDS, stage.warmup / 2.0)
 
     def _announce(self, index: int, stage: Stage) -> None:
         info = hooks.StepInfo(
@@ -234,6 +245,7 @@ class SwarmShape(LoadTestShape):
             left = min(left, max(0.0, limit - run_time))
         if index != self._announced:
             self._announce(index, stage)
+            gevent.sleep(self.settle_seconds(index, stage))
         elif left < 1.0:
             gevent.sleep(left)
             return self.tick()

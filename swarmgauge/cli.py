@@ -16,6 +16,7 @@ COMMANDS = {
     "compare": "swarmgauge.compare_cli",
     "mark": "swarmgauge.mark_cli",
     "drill": "swarmgauge.targets.mdk.drills",
+    "options": "swarmgauge.options_cli",
 }
 TARGETS = {
     "mark": "swarmgauge.targets.mark.cli",
@@ -28,13 +29,16 @@ TARGETS = {
 }
 
 USAGE = (
-    "usage: swarmgauge {demo,report,compare,mark,target,drill} ...\n"
-    "  swarmgauge demo [PAGE...|--all] the reference pages on embedded targets (default: the quick reads ramp)\n"
+    "usage: swarmgauge {demo,report,compare,mark,target,drill,options} ...
+"
+    "  swarmgauge demo [PAGE...|--all] the reference pages on embedded targets (default: the quick reads ramp)
+"
     "  swarmgauge report DIR           render report.md / report.html from a run directory\n"
     "  swarmgauge compare BASE NEW     change per step between two runs (or a reference plan); exit 3 on regression\n"
     "  swarmgauge mark VERB URL        a curl for mark:// (FETCH, LIST, VERSIONS, LOOKUP, PUBLISH, ..., raw)\n"
     "  swarmgauge target NAME ...      start an embedded target: " + ", ".join(TARGETS) + "\n"
     "  swarmgauge drill NAME ...       run an MDK failure drill\n"
+    "  swarmgauge options LOCUSTFILE   Locust's --help with swarmgauge's options (locust -f F --help lacks them)\n"
 )
 
 

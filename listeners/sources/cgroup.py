@@ -28,7 +28,7 @@ def parse_flat_keyed(text: str) -> dict[str, int]:
 
 
 class CgroupSource:
-    """Reads ``memory.current``, ``memory.stat``, ``memory.max`` and ``cpu.stat`` of one cgroup v2 directory."""
+    """Reads ``memory.current``, ``memory.stat``, ``memory.max``, ``cpu.stat`` and ``cpu.max`` of a cgroup v2 directory."""
 
     label = "cgroup"
 
@@ -87,6 +87,9 @@ class CgroupSource:
                         Reading("cpu_percent", max(0.0, used_s - self._cpu_prev[1]) / (now - self._cpu_prev[0]) * 100)
                     )
                 self._cpu_prev = (now, used_s)
+        quota, _, period = (self._read("cpu.max") or "").strip().partition(" ")
+        if quota.isdigit() and period.isdigit() and int(period) > 0:
+            readings.append(Reading("cpu_limit_percent", int(quota) / int(period) * 100.0))  # the report's ceiling
         if not readings:
             raise SourceError(f"{self.directory}: no memory.current or cpu.stat (not a cgroup v2 directory?)")
         return readings

@@ -107,6 +107,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         help="simulated backend capacity in reads/s (0 = unlimited)",
     )
+    p.add_argument(
+        "--backend-gap-shape",
+        type=_non_negative(float),
+        default=BackendKnobs.gap_shape,
+        help="gamma shape of the gaps between reads the capacity serves (0 = perfectly even)",
+    )
+    p.add_argument(
+        "--read-delay-jitter",
+        type=_non_negative(float),
+        default=BackendKnobs.delay_jitter,
+        help="lognormal sigma of each simulated round trip (0 = always --read-delay-ms)",
+    )
     p.add_argument("--commit-interval", type=_duration, default=0.0, help="serialised write commit pacing")
     p.add_argument("--cert-out", type=Path, help="write the dev certificate (PEM) here, for clients' --mark-ca")
     p.add_argument(
@@ -156,6 +168,8 @@ def build_service(args: argparse.Namespace) -> MarkService:
         stat_head=args.reads_stat_head,
         backend_rps=args.backend_rps,
         commit_interval=args.commit_interval,
+        gap_shape=args.backend_gap_shape,
+        delay_jitter=args.read_delay_jitter,
     )
     return MarkService(handler, settings, SimulatedBackend(knobs))
 

@@ -29,13 +29,16 @@ class TokenBucket:
         if self.updated is None or now > self.updated:
             self.updated = now
 
-    def reserve(self, now: float, max_wait: float) -> float | None:
-        """Seconds to wait before the caller may go, or None (nothing taken) if that exceeds ``max_wait``."""
+    def reserve(self, now: float, max_wait: float, cost: float = 1.0) -> float | None:
+        """Seconds to wait before the caller may go, or None (nothing taken) if that exceeds ``max_wait``.
+
+        ``cost`` tokens are taken (1 by default; the simulated backend spreads it to model uneven service).
+        """
         self._refill(now)
         wait = 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.rate
         if wait > max_wait:
             return None
-        self.tokens -= 1
+        self.tokens -= cost
         return wait
 
 

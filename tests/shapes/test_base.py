@@ -9,7 +9,7 @@ import pytest
 
 from swarmgauge.errors import UsageError
 from swarmgauge.shapes import ArrivalRate, Burst, Churn, PlanShape, Soak, StepRamp
-from swarmgauge.shapes.base import MAX_RAMP_SECONDS, RAMP_FRACTION
+from swarmgauge.shapes.base import MAX_RAMP_SECONDS, RAMP_FRACTION, SETTLE_SECONDS
 
 
 def _with_options(shape, **options):
@@ -93,6 +93,19 @@ def test_ramps_take_at_most_a_tenth_of_their_stage_and_two_seconds():
         previous = stages[index - 1].users if index else 0
         ramp_seconds = (stage.users - previous) / shape.spawn_rate_for(index, stage)
         assert ramp_seconds <= min(MAX_RAMP_SECONDS, RAMP_FRACTION * stage.duration) + 1e-9
+
+
+def test_new_users_wait_for_the_running_users_requests_within_the_warmup_only():
+    ramp = _with_options(Ramp())
+    stages = ramp.plan().stages
+    assert [ramp.settle_seconds(i, stage) for i, stage in enumerate(stages)] == [0.0, 1.0, 1.0]  # half of 2 s
+    long_warmup = _with_options(StepRamp(), steps="4,16", step_time="30s", warmup="10s")
+    settles = [long_warmup.settle_seconds(i, s) for i, s in enumerate(long_warmup.plan().stages)]
+    assert settles == [0.0, SETTLE_SECONDS]  # nothing runs before the first step, so it spawns at once
+    no_warmup = _with_options(StepRamp(), steps="1,4", step_time="10s")
+    assert [no_warmup.settle_seconds(i, s) for i, s in enumerate(no_warmup.plan().stages)] == [0.0, 0.0]
+    rates = _with_options(ArrivalRate(), rate="10,50", step_time="4s", max_users="20", warmup="2s")
+    assert [rates.settle_seconds(i, s) for i, s in enumerate(rates.plan().stages)] == [0.0, 0.0]
 
 
 def test_stage_lookup_by_run_time():

@@ -70,6 +70,14 @@ def test_cpu_percent_from_usage_delta_and_unlimited_max(fixture_cgroup):
     assert "memory_max_bytes" not in readings
 
 
+def test_a_cpu_limit_is_read_as_percent_of_a_core_and_no_limit_gives_none(fixture_cgroup):
+    (fixture_cgroup / "cpu.max").write_text("50000 100000\n")
+    readings = {r.metric: r.value for r in parse_source(f"cgroup:{fixture_cgroup}").sample()}
+    assert readings["cpu_limit_percent"] == pytest.approx(50.0)
+    (fixture_cgroup / "cpu.max").write_text("max 100000\n")
+    assert "cpu_limit_percent" not in {r.metric for r in parse_source(f"cgroup:{fixture_cgroup}").sample()}
+
+
 def test_real_cgroup_v2_directory():
     mounts = [m for m in cgroup2_mounts() if (m / "cpu.stat").exists() or (m / "memory.current").exists()]
     if not mounts:

@@ -1,0 +1,112 @@
+"""Generator stalls: the times this process's event loop could not serve its greenlets, and the requests they hit.
+
+A request's latency is taken in its user's greenlet, so when the generator's own loop is held (spawning a step's
+new users, their TLS handshakes, a GC pause, a starved CPU) every request in flight is measured late, and the step
+it started in is blamed. A watch greenlet sleeps :data:`WATCH_INTERVAL` at a time; whenever it wakes more than
+:data:`STALL_MS` late, the lateness is a stall (back-to-back late wakes are one stall). Each request that overlaps
+a stall - it was in flight while the loop was held - counts toward its step's ``stalled_requests``, with the
+longest such stall in ``generator_stall_ms``: ``steps.csv`` flags the step and the report says by how much.
+
+A request recorded before the watch woke up from the stall is matched when the stall is noted (a short ring of
+recently finished requests), one recorded after it against the stalls noted so far: each request counts once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+WATCH_INTERVAL = 0.05  # seconds the watch sleeps between looks at the clock
+STALL_MS = 100.0  # a wake this much later than asked for is a stall
+MERGE_GAP = 0.1  # two stalls closer than this are one (a loop held through several wakes)
+KEEP_SECONDS = 30.0  # how long stalls and finished requests are kept for matching
+MAX_STALLS = 1_000
+MAX_RECENT = 20_000
+MAX_WATCH_SECONDS = 30 * 24 * 3600.0
+
+
+@dataclass
+class _Finished:
+    step: int
+    start: float
+    end: float
+    counted: bool = False
+
+
+@dataclass
+class _Stall:
+    begin: float
+    end: float
+    steps: set[int] = field(default_factory=set)
+
+    @property
+    def ms(self) -> float:
+        return (self.end - self.begin) * 1000.0
+
+
+@dataclass
+class StallWatch:
+    """One process's stalls (wall-clock intervals) and the recent requests they may have hit.
+
+    ``on_stalled(step, stall_ms, requests)`` is called once per request that overlapped a stall (``requests`` 1),
+    and again with ``requests`` 0 for each step it hit when that stall grows longer.
+    """
+
+    on_stalled: Callable[[int, float, int], None]
+    stalls: deque[_Stall] = field(default_factory=lambda: deque(maxlen=MAX_STALLS))
+    recent: deque[_Finished] = field(default_factory=lambda: deque(maxlen=MAX_RECENT))
+
+    def note_wake(self, asked_s: float, woke_wall: float, late_s: float) -> None:
+        """The watch slept ``asked_s`` and woke ``late_s`` late at ``woke_wall``: a stall when late enough."""
+        if late_s * 1000.0 < STALL_MS:
+            return
+        begin = woke_wall - late_s
+        if self.stalls and begin - self.stalls[-1].end <= MERGE_GAP + asked_s:
+            stall = self.stalls[-1]
+            stall.end = woke_wall
+            for step in stall.steps:
+                self.on_stalled(step, stall.ms, 0)
+        else:
+            stall = _Stall(begin, woke_wall)
+            self.stalls.append(stall)
+        for finished in reversed(self.recent):
+            if finished.end < stall.begin:
+                break
+            if not finished.counted and finished.start < stall.end:
+                finished.counted = True
+                stall.steps.add(finished.step)
+                self.on_stalled(finished.step, stall.ms, 1)
+
+    def note_request(self, step: int, start: float, response_time_ms: float | None) -> None:
+        """A request just recorded: counted now if it overlapped a stall already noted, else kept to be matched."""
+        end = start + (response_time_ms or 0.0) / 1000.0
+        for stall in reversed(self.stalls):
+            if stall.end < start:
+                break
+            if stall.begin < end:
+                stall.steps.add(step)
+                self.on_stalled(step, stall.ms, 1)
+                return
+        self.recent.append(_Finished(step, start, end))
+        self._forget(end - KEEP_SECONDS)
+
+    def _forget(self, before: float) -> None:
+        while self.recent and self.recent[0].end < before:
+            self.recent.popleft()
+        while self.stalls and self.stalls[0].end < before:
+            self.stalls.popleft()
+
+
+def watch_loop(current: Callable[[], StallWatch | None], sleep: Callable[[float], object]) -> None:
+    """Sleep, look at the clock, tell the current watch how late the wake was; ends when there is none (or in time)."""
+    began = time.monotonic()
+    while time.monotonic() - began < MAX_WATCH_SECONDS:
+        asked = time.monotonic()
+        sleep(WATCH_INTERVAL)
+        late = time.monotonic() - asked - WATCH_INTERVAL
+        watch = current()
+        if watch is None:
+            return
+        watch.note_wake(WATCH_INTERVAL, time.time(), max(0.0, late))
