@@ -158,6 +158,7 @@ def _install(environment: Any, web_ui: Any) -> None:
 
     def update_template_args() -> None:
         original_update()
+        web_ui.template_args["state"] = live.run_state(environment)
         scrub_template_args(environment, web_ui.template_args)
 
     web_ui.update_template_args = update_template_args
@@ -182,6 +183,7 @@ def _install(environment: Any, web_ui: Any) -> None:
         if request.path.rstrip("/").endswith("/stats/requests") and response.is_json:
             doc = response.get_json()
             doc["extended_stats"] = [{"key": TAB_KEY, "data": _tab_rows(environment)}]
+            doc["state"] = live.run_state(environment)
             response.set_data(json.dumps(doc))
         return response
 
