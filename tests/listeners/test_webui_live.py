@@ -11,10 +11,10 @@ from types import SimpleNamespace
 
 import gevent
 import pytest
-from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED
+from locust.runners import STATE_CLEANUP, STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, STATE_STOPPING
 from prometheus_client.parser import text_string_to_metric_families
 
-from swarmgauge.listeners import live
+from swarmgauge.listeners import live, webui
 from tests.listeners.sim_run import ROOT, _env, free_port, locust_command, read_steps, run_local, sim_target
 from tests.listeners.test_webui import closed_folders, start_from_form
 from tests.listeners.webui_harness import browser_page, wait_until, web_locust
@@ -26,7 +26,7 @@ STEP_SECONDS = 6
 WAIT_SECONDS = 90.0
 
 
-HELD_START_LOCUSTFILE = """
+HELD_LOCUSTFILE = """
 import os
 import time
 
@@ -36,21 +36,38 @@ from locust.runners import WorkerRunner
 
 import swarmgauge.listeners.all  # noqa: F401
 from swarmgauge.shapes import PlanShape  # noqa: F401
-from locustfiles.http_ramp import HttpGetUser  # noqa: F401
+from locustfiles import http_ramp
 
-HELD, RELEASE = {held!r}, {release!r}
+HOLD_AT, HELD, RELEASE = {hold_at!r}, {held!r}, {release!r}
 
 
-@events.test_start.add_listener
-def _held_start(environment, **_kwargs):
-    # a slow start on the master, held open until the test lets it go (bounded)
-    if isinstance(environment.runner, WorkerRunner):
-        return
+def _hold():
+    # a slow start or stop, held open until the test lets it go (bounded)
     open(HELD, "w").close()
     deadline = time.monotonic() + 60
     while not os.path.exists(RELEASE) and time.monotonic() < deadline:
         gevent.sleep(0.1)
+
+
+@events.test_start.add_listener
+def _held_start(environment, **_kwargs):
+    if HOLD_AT == "start" and not isinstance(environment.runner, WorkerRunner):
+        _hold()
+
+
+class HeldStopUser(http_ramp.HttpGetUser):
+    def on_stop(self):
+        if HOLD_AT == "stop":
+            _hold()
 """
+
+
+def _held_locustfile(tmp_path, hold_at: str):
+    """A locustfile whose master start (``start``) or users' stop (``stop``) waits for the test's release file."""
+    held, release = tmp_path / "held", tmp_path / "release"
+    locustfile = tmp_path / f"held_{hold_at}_locustfile.py"
+    locustfile.write_text(HELD_LOCUSTFILE.format(hold_at=hold_at, held=str(held), release=str(release)))
+    return locustfile, held, release
 
 
 def _tab_rows(page) -> list[str]:
@@ -83,11 +100,51 @@ def test_a_start_under_way_reads_spawning_and_every_other_state_reads_as_locust_
             shape.kill()
 
 
+@pytest.mark.parametrize(
+    ("state", "shown"),
+    [
+        (STATE_CLEANUP, STATE_RUNNING),  # a local run's users winding down after STOP
+        (STATE_STOPPING, STATE_RUNNING),  # a master waiting for its workers' users
+        (STATE_STOPPED, STATE_STOPPED),
+        (STATE_INIT, STATE_INIT),
+    ],
+)
+def test_the_page_keeps_polling_through_a_stop_and_is_told_stopped_only_at_its_end(state, shown):
+    environment = SimpleNamespace(runner=FakeRunner(state, None), web_ui=None)
+    assert webui.page_state(environment) == shown
+
+
+@pytest.mark.integration
+def test_stop_pressed_while_the_users_wind_down_ends_on_new_and_closes_the_run(tmp_path):
+    locustfile, held, release = _held_locustfile(tmp_path, "stop")
+    run_dir = tmp_path / "runs"
+    with (
+        sim_target("--delay", "const:2") as target,
+        web_locust(
+            locustfile, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "60", log_dir=tmp_path
+        ) as web,
+        browser_page() as page,
+    ):
+        start_from_form(page, web.url, {"steps": "1", "stepTime": "10m"})
+        wait_until(lambda: web.get_json("/swarmgauge/api/live")["steps"], WAIT_SECONDS, "requests")
+        polls: list[str] = []
+        page.on("response", lambda answer: polls.append(answer.url) if answer.url.endswith("/stats/requests") else None)
+        page.get_by_role("button", name="STOP").click()
+        wait_until(held.exists, WAIT_SECONDS, "the users' stop to be held")
+        assert web.get_json("/swarmgauge/api/live")["state"] == STATE_CLEANUP
+        polled = len(polls)
+        wait_until(  # the page's events arrive while Playwright waits, so the check waits through Playwright
+            lambda: page.wait_for_timeout(200) or len(polls) >= polled + 2, WAIT_SECONDS, "polls during the stop"
+        )
+        release.write_text("go")
+        page.get_by_role("button", name="NEW").wait_for()
+        folder = closed_folders(run_dir, 1)[0]
+        assert [r["users"] for r in read_steps(folder) if r["name"] == "Aggregated"] == ["1"]
+
+
 @pytest.mark.integration
 def test_a_page_opened_while_the_master_is_still_starting_shows_the_running_view_and_the_tab(tmp_path):
-    held, release = tmp_path / "held", tmp_path / "release"
-    locustfile = tmp_path / "held_start_locustfile.py"
-    locustfile.write_text(HELD_START_LOCUSTFILE.format(held=str(held), release=str(release)))
+    locustfile, held, release = _held_locustfile(tmp_path, "start")
     run_dir = tmp_path / "runs"
     with (
         sim_target("--delay", "const:2") as target,
