@@ -20,7 +20,7 @@ from typing import Any
 
 import gevent
 from locust import events
-from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner, WorkerRunner
+from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, MasterRunner, WorkerRunner
 
 from swarmgauge.core import env_state
 from swarmgauge.listeners import resources, rundir, slo, steps, workers
@@ -123,12 +123,30 @@ def lost_workers(environment: Any) -> list[dict[str, Any]]:
     return list(watcher.lost) if watcher is not None else []
 
 
+def run_state(environment: Any) -> str | None:
+    """The runner's state as a watcher should read it: a START under way reads ``spawning``.
+
+    Between a START and its first spawn Locust's runner still says ``ready`` (a shape's first tick and the test_start
+    listeners run first, seconds on a busy master). Locust's page reads ``ready`` as "show the start form" and then
+    stops polling, so a page opened or reloaded in that moment showed the start form, and no tab, for the whole run.
+    """
+    runner = environment.runner
+    state = getattr(runner, "state", None)
+    shape = getattr(runner, "shape_greenlet", None)
+    if state == STATE_INIT and shape is not None and not shape.dead:
+        return STATE_SPAWNING
+    plain = getattr(getattr(environment, "web_ui", None), "_swarm_greenlet", None)
+    if state in (STATE_INIT, STATE_STOPPED) and plain is not None and not plain.dead:
+        return STATE_SPAWNING
+    return state
+
+
 def snapshot(environment: Any) -> dict[str, Any]:
     """The whole live view as JSON-able data, secrets redacted."""
     runner = environment.runner
     closed = getattr(environment, "_swarmgauge_closed_run", None)
     doc = {
-        "state": getattr(runner, "state", None),
+        "state": run_state(environment),
         "workers": getattr(runner, "worker_count", 0) if isinstance(runner, MasterRunner) else 0,
         "current_step": _step_doc(steps.current_step(environment)),
         "steps": step_rows(environment),

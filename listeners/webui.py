@@ -14,6 +14,9 @@
 - **The tab.** Locust's UI gets a "swarmgauge" tab (the live per-step table); ``/swarmgauge/`` is the full live view
   (steps, SLO verdicts in colour, memory chart with slope, lost workers, the closed run's report), fed by
   ``/swarmgauge/api/live``; ``/swarmgauge/metrics`` is the Prometheus text (:mod:`listeners.prom_export`).
+- **The page's state.** Locust's page shows the start form on ``ready`` and stops polling outside spawning/running;
+  a start under way and a stop winding down are told apart from those (:func:`page_state`), so a page opened or
+  reloaded at any moment of a run shows the running view and the tab, and STOP always ends on NEW.
 """
 
 from __future__ import annotations
@@ -26,7 +29,15 @@ from typing import Any
 
 import gevent
 from locust import events
-from locust.runners import STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, MasterRunner, WorkerRunner
+from locust.runners import (
+    STATE_CLEANUP,
+    STATE_RUNNING,
+    STATE_SPAWNING,
+    STATE_STOPPED,
+    STATE_STOPPING,
+    MasterRunner,
+    WorkerRunner,
+)
 
 from swarmgauge.core import env_state
 from swarmgauge.errors import UsageError
@@ -124,6 +135,19 @@ def _on_quitting(environment: Any, **_kwargs: Any) -> None:
         pending.join(timeout=CLOSE_WAIT_SECONDS)
 
 
+# -- what Locust's page is told ------------------------------------------------------------------------------------
+def page_state(environment: Any) -> str | None:
+    """The state Locust's page is given (its template args and ``/stats/requests``).
+
+    The page polls only while it reads spawning or running, and offers NEW only on stopped. A start under way reads
+    spawning (:func:`live.run_state`). A poll that lands while a STOP winds the users down (``cleanup`` on a local
+    run, ``stopping`` on a master: seconds when users finish their last requests) left the page on "Loading" for good,
+    so those read as running until the runner says stopped.
+    """
+    state = live.run_state(environment)
+    return STATE_RUNNING if state in (STATE_CLEANUP, STATE_STOPPING) else state
+
+
 # -- routes --------------------------------------------------------------------------------------------------------
 def _tab_rows(environment: Any) -> list[dict[str, Any]]:
     view = live.snapshot(environment)
@@ -159,6 +183,7 @@ def _install(environment: Any, web_ui: Any) -> None:
 
     def update_template_args() -> None:
         original_update()
+        web_ui.template_args["state"] = page_state(environment)
         scrub_template_args(environment, web_ui.template_args)
 
     web_ui.update_template_args = update_template_args
@@ -183,6 +208,7 @@ def _install(environment: Any, web_ui: Any) -> None:
         if request.path.rstrip("/").endswith("/stats/requests") and response.is_json:
             doc = response.get_json()
             doc["extended_stats"] = [{"key": TAB_KEY, "data": _tab_rows(environment)}]
+            doc["state"] = page_state(environment)
             response.set_data(json.dumps(doc))
         return response
 

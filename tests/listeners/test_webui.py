@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.listeners.sim_run import ROOT, sim_target
-from tests.listeners.webui_harness import browser_page, run_folders, wait_until, web_locust
+from swarmgauge.targets.launch import stop_processes
+from tests.listeners.sim_run import ROOT, free_port, locust_command, sim_target
+from tests.listeners.webui_harness import READY_SECONDS, _answers, browser_page, run_folders, wait_until, web_locust
 
 HTTP_RAMP = ROOT / "locustfiles" / "http_ramp.py"
 SECRET = "tok-web-5ecret-never-shown"
@@ -185,3 +189,35 @@ def test_a_plain_run_follows_the_typed_users_and_run_time_and_its_end_closes_the
         rows = steps_by_name(folder)
         assert [(r["label"], r["users"]) for r in rows] == [("3 users", "3")]
         assert int(rows[0]["requests"]) == locust_total(folder) > 0
+
+
+def _listening_on(pid: int, port: int) -> set[str]:
+    process = psutil.Process(pid)
+    connections = getattr(process, "net_connections", None) or process.connections  # psutil < 6 names it so
+    return {c.laddr.ip for c in connections("tcp") if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("args", "env", "address"),
+    [
+        ((), {}, "127.0.0.1"),  # loopback by default
+        (("--web-host", "127.0.0.2"), {}, "127.0.0.2"),  # a given --web-host wins (another loopback address)
+        ((), {"LOCUST_WEB_HOST": "127.0.0.3"}, "127.0.0.3"),  # as the image's LOCUST_WEB_HOST sets it
+    ],
+)
+def test_the_web_ui_listens_only_where_its_start_up_line_says(args, env, address, tmp_path):
+    port = free_port()
+    log = tmp_path / "locust.log"
+    command = locust_command(HTTP_RAMP, "--host", "http://127.0.0.1:9", "--web-port", str(port), *args)
+    child_env = {k: v for k, v in os.environ.items() if k != "LOCUST_WEB_HOST"} | env
+    with open(log, "w") as handle:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT, env=child_env)
+    try:
+        url = f"http://{address}:{port}"
+        wait_until(lambda: process.poll() is not None or _answers(url), READY_SECONDS, f"the web UI at {url}")
+        assert process.poll() is None, log.read_text()[-3000:]
+        assert f"Starting web interface at {url}," in log.read_text()
+        assert _listening_on(process.pid, port) == {address}
+    finally:
+        stop_processes([process], grace=10)

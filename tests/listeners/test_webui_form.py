@@ -4,6 +4,9 @@ and no secret shown in the form's defaults."""
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -11,6 +14,42 @@ from werkzeug.datastructures import ImmutableMultiDict
 
 from swarmgauge.listeners import webui_form
 from swarmgauge.listeners.webui_form import FormError, apply_form, convert, scrub_template_args
+from tests.listeners.sim_run import ROOT
+
+LOCUSTFILES = sorted(p.stem for p in (ROOT / "locustfiles").glob("*.py") if p.stem != "__init__")
+
+# Run in a process of its own: importing a locustfile registers its listeners (an embedded target at init).
+EVERY_BOX_SCRIPT = """
+import importlib, json, sys
+from types import SimpleNamespace
+from locust import argument_parser
+from werkzeug.datastructures import ImmutableMultiDict
+from swarmgauge.listeners import webui_form
+
+for name in sys.argv[1:]:
+    importlib.import_module("swarmgauge.locustfiles." + name)
+sys.argv = ["locust"]
+shown = argument_parser.ui_extra_args_dict()
+options = webui_form.web_options()
+found = {}
+for dest in sorted(d for d, a in options.items() if a.nargs == 0 and d in shown):
+    action = options[dest]
+    flipped = not action.default
+    cases = {  # name: (command line, value code set at start-up or None, what the form sends)
+        "set_by_code_kept": (["locust"], flipped, action.default),
+        "set_by_user_followed": (["locust", action.option_strings[-1]], None, action.default),
+        "default_followed": (["locust"], None, flipped),
+    }
+    found[dest] = {"default": action.default}
+    for case, (argv, code_set, sent) in cases.items():
+        sys.argv = argv
+        parsed = webui_form._parser().parse_args()
+        if code_set is not None:
+            setattr(parsed, dest, code_set)
+        webui_form.apply_form(SimpleNamespace(parsed_options=parsed), ImmutableMultiDict([(dest, str(sent).lower())]))
+        found[dest][case] = getattr(parsed, dest)
+print(json.dumps(found))
+"""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -113,3 +152,20 @@ def test_the_form_shows_the_values_in_use_and_no_secret():
         "sample_url": "http://u:***@127.0.0.1/metrics",
     }
     assert "pw-secret" not in args["host"]
+
+
+@pytest.mark.integration
+def test_every_box_of_every_locustfile_keeps_what_code_set_and_follows_what_the_user_set():
+    done = subprocess.run(
+        [sys.executable, "-c", EVERY_BOX_SCRIPT, *LOCUSTFILES], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {"mark_insecure", "mcp_delete", "mdk_forwarded_for", "no_report"} <= set(found)
+    for dest, cases in found.items():
+        flipped = not cases.pop("default")
+        assert cases == {
+            "set_by_code_kept": flipped,
+            "set_by_user_followed": not flipped,
+            "default_followed": flipped,
+        }, dest

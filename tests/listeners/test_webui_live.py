@@ -7,10 +7,14 @@ import json
 import subprocess
 import urllib.error
 import urllib.request
+from types import SimpleNamespace
 
+import gevent
 import pytest
+from locust.runners import STATE_CLEANUP, STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, STATE_STOPPING
 from prometheus_client.parser import text_string_to_metric_families
 
+from swarmgauge.listeners import live, webui
 from tests.listeners.sim_run import ROOT, _env, free_port, locust_command, read_steps, run_local, sim_target
 from tests.listeners.test_webui import closed_folders, start_from_form
 from tests.listeners.webui_harness import browser_page, wait_until, web_locust
@@ -22,16 +26,157 @@ STEP_SECONDS = 6
 WAIT_SECONDS = 90.0
 
 
+HELD_LOCUSTFILE = """
+import os
+import time
+
+import gevent
+from locust import events
+from locust.runners import WorkerRunner
+
+import swarmgauge.listeners.all  # noqa: F401
+from swarmgauge.shapes import PlanShape  # noqa: F401
+from locustfiles import http_ramp
+
+HOLD_AT, HELD, RELEASE = {hold_at!r}, {held!r}, {release!r}
+
+
+def _hold():
+    # a slow start or stop, held open until the test lets it go (bounded)
+    open(HELD, "w").close()
+    deadline = time.monotonic() + 60
+    while not os.path.exists(RELEASE) and time.monotonic() < deadline:
+        gevent.sleep(0.1)
+
+
+@events.test_start.add_listener
+def _held_start(environment, **_kwargs):
+    if HOLD_AT == "start" and not isinstance(environment.runner, WorkerRunner):
+        _hold()
+
+
+class HeldStopUser(http_ramp.HttpGetUser):
+    def on_stop(self):
+        if HOLD_AT == "stop":
+            _hold()
+"""
+
+
+def _held_locustfile(tmp_path, hold_at: str):
+    """A locustfile whose master start (``start``) or users' stop (``stop``) waits for the test's release file."""
+    held, release = tmp_path / "held", tmp_path / "release"
+    locustfile = tmp_path / f"held_{hold_at}_locustfile.py"
+    locustfile.write_text(HELD_LOCUSTFILE.format(hold_at=hold_at, held=str(held), release=str(release)))
+    return locustfile, held, release
+
+
 def _tab_rows(page) -> list[str]:
     return [text for text in page.locator("table tbody tr").all_inner_texts() if "users" in text]
 
 
-@pytest.mark.integration
-@pytest.mark.skip(
-    reason="open defect after the branch merge: a page opened mid-run (master + 2 workers, typed sample/slo fields) "
-    "shows the start form in state READY, so the tab is never there; the tab itself renders its rows when opened "
-    "by hand (checked in Chromium) - issue 14 stays open for this"
+class FakeRunner:
+    """A stand-in for a Locust runner: only the state and the shape greenlet that :func:`live.run_state` reads."""
+
+    def __init__(self, state: str, shape_greenlet: gevent.Greenlet | None) -> None:
+        self.state, self.shape_greenlet = state, shape_greenlet
+
+
+@pytest.mark.parametrize(
+    ("state", "shape_running", "shown"),
+    [
+        (STATE_INIT, True, STATE_SPAWNING),  # a START whose first spawn has not happened yet
+        (STATE_INIT, False, STATE_INIT),  # nothing started: the start form
+        (STATE_STOPPED, True, STATE_STOPPED),  # a shape stopping itself at its plan's end
+        (STATE_RUNNING, True, STATE_RUNNING),
+    ],
 )
+def test_a_start_under_way_reads_spawning_and_every_other_state_reads_as_locust_says(state, shape_running, shown):
+    shape = gevent.spawn(gevent.sleep, 30) if shape_running else None
+    try:
+        environment = SimpleNamespace(runner=FakeRunner(state, shape), web_ui=None)
+        assert live.run_state(environment) == shown
+    finally:
+        if shape is not None:
+            shape.kill()
+
+
+@pytest.mark.parametrize(
+    ("state", "shown"),
+    [
+        (STATE_CLEANUP, STATE_RUNNING),  # a local run's users winding down after STOP
+        (STATE_STOPPING, STATE_RUNNING),  # a master waiting for its workers' users
+        (STATE_STOPPED, STATE_STOPPED),
+        (STATE_INIT, STATE_INIT),
+    ],
+)
+def test_the_page_keeps_polling_through_a_stop_and_is_told_stopped_only_at_its_end(state, shown):
+    environment = SimpleNamespace(runner=FakeRunner(state, None), web_ui=None)
+    assert webui.page_state(environment) == shown
+
+
+@pytest.mark.integration
+def test_stop_pressed_while_the_users_wind_down_ends_on_new_and_closes_the_run(tmp_path):
+    locustfile, held, release = _held_locustfile(tmp_path, "stop")
+    run_dir = tmp_path / "runs"
+    with (
+        sim_target("--delay", "const:2") as target,
+        web_locust(
+            locustfile, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "60", log_dir=tmp_path
+        ) as web,
+        browser_page() as page,
+    ):
+        start_from_form(page, web.url, {"steps": "1", "stepTime": "10m"})
+        wait_until(lambda: web.get_json("/swarmgauge/api/live")["steps"], WAIT_SECONDS, "requests")
+        polls: list[str] = []
+        page.on("response", lambda answer: polls.append(answer.url) if answer.url.endswith("/stats/requests") else None)
+        page.get_by_role("button", name="STOP").click()
+        wait_until(held.exists, WAIT_SECONDS, "the users' stop to be held")
+        assert web.get_json("/swarmgauge/api/live")["state"] == STATE_CLEANUP
+        polled = len(polls)
+        wait_until(  # the page's events arrive while Playwright waits, so the check waits through Playwright
+            lambda: page.wait_for_timeout(200) or len(polls) >= polled + 2, WAIT_SECONDS, "polls during the stop"
+        )
+        release.write_text("go")
+        page.get_by_role("button", name="NEW").wait_for()
+        folder = closed_folders(run_dir, 1)[0]
+        assert [r["users"] for r in read_steps(folder) if r["name"] == "Aggregated"] == ["1"]
+
+
+@pytest.mark.integration
+def test_a_page_opened_while_the_master_is_still_starting_shows_the_running_view_and_the_tab(tmp_path):
+    locustfile, held, release = _held_locustfile(tmp_path, "start")
+    run_dir = tmp_path / "runs"
+    with (
+        sim_target("--delay", "const:2") as target,
+        web_locust(
+            locustfile,
+            "--host",
+            target.url,
+            "--run-dir",
+            str(run_dir),
+            "--stop-timeout",
+            "3",
+            workers=1,
+            log_dir=tmp_path,
+        ) as web,
+        browser_page() as page,
+    ):
+        start_from_form(page, web.url, {"steps": "2", "stepTime": "10m"})
+        wait_until(held.exists, WAIT_SECONDS, "the master's start to be held")
+        page.reload()  # Locust's own runner state reads "ready" until the held start goes on
+        page.get_by_role("tab", name="swarmgauge").wait_for()
+        assert page.get_by_role("button", name="STOP").is_visible()
+        assert web.template_args()["state"] == STATE_SPAWNING and not release.exists()
+        release.write_text("go")
+        page.get_by_role("tab", name="swarmgauge").click()
+        rows = wait_until(lambda: _tab_rows(page), WAIT_SECONDS, "the step row in the tab")
+        assert "2 users" in rows[0]
+        page.get_by_role("button", name="STOP").click()
+        folder = closed_folders(run_dir, 1)[0]
+        assert [r["users"] for r in read_steps(folder) if r["name"] == "Aggregated"] == ["2"]
+
+
+@pytest.mark.integration
 def test_the_tab_of_a_master_with_two_workers_adds_a_row_per_step_and_charts_the_targets_memory(tmp_path):
     run_dir = tmp_path / "runs"
     with (

@@ -3,6 +3,9 @@ with no failures against the locustfile's embedded target, and STOP closes the r
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from tests.listeners.sim_run import ROOT, sim_target
@@ -19,6 +22,7 @@ EMBEDDED = [
     "mdk_fleet",
     "kneo_dispatch",
 ]
+EMBEDDED_SET_INSECURE = ["demarkus_reads", "mcp_churn"]  # their embedded Mark server's dev certificate needs it
 MIN_REQUESTS = 20
 WAIT_SECONDS = 180.0
 
@@ -30,6 +34,11 @@ def _aggregated(web) -> dict:
 
 def _runs_cleanly(web, page, tmp_path) -> None:
     start_from_form(page, web.url, {})
+    _ran_cleanly(web, page, tmp_path)
+
+
+def _ran_cleanly(web, page, tmp_path) -> Path:
+    """Requests with no failures, then STOP: the run's folder holds them all; returns the folder."""
     total = wait_until(
         lambda: _aggregated(web) if _aggregated(web)["num_requests"] >= MIN_REQUESTS else None,
         WAIT_SECONDS,
@@ -41,6 +50,7 @@ def _runs_cleanly(web, page, tmp_path) -> None:
     rows = steps_by_name(folder)
     assert rows and all(r["failures"] == "0" for r in rows)
     assert sum(int(r["requests"]) for r in rows) == locust_total(folder)
+    return folder
 
 
 def test_every_locustfile_is_covered():
@@ -79,3 +89,27 @@ def test_the_start_form_with_defaults_runs_against_a_given_host(tmp_path):
         browser_page() as page,
     ):
         _runs_cleanly(web, page, tmp_path)
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", EMBEDDED_SET_INSECURE)
+def test_unticking_the_box_an_embedded_target_ticked_keeps_its_setting(name, tmp_path):
+    with (
+        web_locust(
+            LOCUSTFILES / f"{name}.py", "--run-dir", str(tmp_path / "runs"), "--stop-timeout", "3", log_dir=tmp_path
+        ) as web,
+        browser_page() as page,
+    ):
+        posted: list[str] = []
+        page.on("request", lambda sent: posted.append(sent.post_data or "") if sent.url.endswith("/swarm") else None)
+        page.goto(web.url + "/")
+        page.get_by_text("Custom parameters").click()
+        box = page.locator('input[name="markInsecure"]')
+        assert box.is_checked()  # the form shows what the embedded target set
+        box.uncheck()
+        page.get_by_role("button", name="START").click()
+        page.get_by_role("button", name="STOP").wait_for()
+        assert "mark_insecure=false" in posted[0]
+        folder = _ran_cleanly(web, page, tmp_path)
+    assert json.loads((folder / "run.json").read_text())["options"]["mark_insecure"] is True

@@ -26,6 +26,8 @@ from tests.listeners.sim_run import ROOT, _env, free_port, locust_command
 CHROMIUM = "/usr/bin/chromium"
 READY_SECONDS = 60.0
 POLL_SECONDS = 0.2
+PORT_ATTEMPTS = 3
+PORT_TAKEN = "Address already in use"  # the free port was taken between picking it and binding it
 
 
 @dataclass
@@ -69,27 +71,42 @@ def _answers(url: str) -> bool:
         return False
 
 
+def _start_master(
+    locustfile: Path | str, args: tuple[str, ...], workers: int, log: Path, env: dict[str, str] | None
+) -> tuple[WebLocust, int]:
+    """Start the web UI process on fresh free ports; a port another process took meanwhile is picked again."""
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        port, master_port = free_port(), free_port()
+        master_args: list[str] = ["--web-port", str(port)]
+        if workers:
+            master_args += ["--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(master_port)]
+        with open(log, "w") as handle:
+            process = subprocess.Popen(
+                locust_command(locustfile, *master_args, *args),
+                cwd=ROOT,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=_env(env),
+            )
+        web = WebLocust(f"http://127.0.0.1:{port}", process, log)
+        try:
+            wait_until(lambda web=web: web.process.poll() is not None or _answers(web.url), READY_SECONDS, "the web UI")
+        except AssertionError:
+            stop_processes([process], grace=20)
+            raise
+        if process.poll() is None or PORT_TAKEN not in web.output() or attempt == PORT_ATTEMPTS:
+            return web, master_port
+    raise AssertionError("unreachable")
+
+
 @contextmanager
 def web_locust(
     locustfile: Path | str, *args: str, workers: int = 0, log_dir: Path, env: dict[str, str] | None = None
 ) -> Iterator[WebLocust]:
     """``locust -f LOCUSTFILE ARGS`` with its web UI on a free loopback port (a master when ``workers``)."""
-    port = free_port()
-    master_args: list[str] = ["--web-port", str(port)]
-    master_port = free_port()
-    if workers:
-        master_args += ["--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(master_port)]
-    log = log_dir / "locust.log"
-    with open(log, "w") as handle:
-        process = subprocess.Popen(
-            locust_command(locustfile, *master_args, *args),
-            cwd=ROOT,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=_env(env),
-        )
-    worker_processes = [
+    web, master_port = _start_master(locustfile, args, workers, log_dir / "locust.log", env)
+    web.workers = [
         subprocess.Popen(
             locust_command(locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port", str(master_port)),
             cwd=ROOT,
@@ -99,17 +116,15 @@ def web_locust(
         )
         for _ in range(workers)
     ]
-    handle_ = WebLocust(f"http://127.0.0.1:{port}", process, log, worker_processes)
     try:
-        wait_until(lambda: process.poll() is not None or _answers(handle_.url), READY_SECONDS, "the web UI")
-        assert process.poll() is None, handle_.output()[-3000:]
+        assert web.process.poll() is None, web.output()[-3000:]
         if workers:
             wait_until(
-                lambda: handle_.template_args().get("worker_count", 0) >= workers, READY_SECONDS, f"{workers} workers"
+                lambda: web.template_args().get("worker_count", 0) >= workers, READY_SECONDS, f"{workers} workers"
             )
-        yield handle_
+        yield web
     finally:
-        stop_processes([process, *worker_processes], grace=20)
+        stop_processes([web.process, *web.workers], grace=20)
 
 
 def chromium_or_skip() -> str:
