@@ -29,10 +29,8 @@ TARGETS = {
 }
 
 USAGE = (
-    "usage: swarmgauge {demo,report,compare,mark,target,drill,options} ...
-"
-    "  swarmgauge demo [PAGE...|--all] the reference pages on embedded targets (default: the quick reads ramp)
-"
+    "usage: swarmgauge {demo,report,compare,mark,target,drill,options} ...\n"
+    "  swarmgauge demo [PAGE...|--all] the reference pages on embedded targets (default: the quick reads ramp)\n"
     "  swarmgauge report DIR           render report.md / report.html from a run directory\n"
     "  swarmgauge compare BASE NEW     change per step between two runs (or a reference plan); exit 3 on regression\n"
     "  swarmgauge mark VERB URL        a curl for mark:// (FETCH, LIST, VERSIONS, LOOKUP, PUBLISH, ..., raw)\n"
