@@ -49,7 +49,9 @@ def test_tiny_sweep_prints_the_page_layout_and_writes_json(kneo_venv, tmp_path, 
     ]
     assert all(cells[6].endswith("MiB") and cells[-1] == "yes |" for cells in body)
     assert body[0][8] == "51"  # the page's figure for sqlite / sync at 1 beside ours
-    assert all(cells[7].endswith("%") for cells in body)  # the busiest service process's CPU
+    # the busiest service process's CPU, where a sample fell in the step (a 2 s step on a loaded machine may get none)
+    assert all(cells[7].endswith("%") or cells[7] == "" for cells in body)
+    assert any(cells[7].endswith("%") for cells in body)
     doc = json.loads((tmp_path / "kneo-sweep.json").read_text())
     assert [(r["store"], r["mode"], r["users"]) for r in doc["rows"]] == [
         ("sqlite", "sync", 1),
