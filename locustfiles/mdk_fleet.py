@@ -63,6 +63,8 @@ DEFAULT_SLOS = [
     "busiest_cpu<=80%",
     "rss_slope<=18000MiB/h",
 ]
+ACTION_SLOS = ("MDK:action:p99<=2000ms", "mdk_rejected_ratio<0.01")
+ACTION_USERS = {"MDKFleetUser", "MDKBurstUser"}
 PROM_METRICS = ("mdk_worker_headroom", "mdk_worker_collection_cycle_seconds", "mdk_worker_routable")
 _PROFILE = re.compile(r"^(?:cap-)?(\d+)(?:devices-|x)(\d+)(?:workers)?$")
 BURST = {
@@ -307,7 +309,8 @@ def start_target(environment: Environment) -> None:
     if _target.root is not None:
         for component in MDKStack.attach(_target.root).components:
             resources.add_sample_source(environment, f"psutil:pidfile={_target.root}/pids/{component}.pid")
-    slo.add_default_slos(environment, DEFAULT_SLOS)
+    gates = DEFAULT_SLOS if _plan_submits_actions(environment) else [g for g in DEFAULT_SLOS if g not in ACTION_SLOS]
+    slo.add_default_slos(environment, gates)
     if not getattr(options, "stop_timeout", None):
         environment.stop_timeout = STOP_TIMEOUT_S  # in-flight submits finish: Locust counts each QUEUED the Kernel does
 
@@ -344,6 +347,17 @@ def _on_step_changed(environment: Environment, step: Any, **_kwargs: Any) -> Non
         return
     if step.index == options.mdk_drill_step and _target.drill is None:
         _target.drill = gevent.spawn(_run_drill, environment, _step_runs_readers(environment, step.index))
+
+
+def _plan_submits_actions(environment: Environment) -> bool:
+    """Whether any stage may run a user that submits actions: a reads-only plan is not judged on actions it never
+    sent (a gate over no data fails the run)."""
+    shape = environment.shape_class
+    try:
+        stages = shape.plan().stages if shape is not None and hasattr(shape, "plan") else ()
+    except UsageError:
+        return True  # a bad plan is the shape's own start-up error to report
+    return not stages or any(s.user_classes is None or set(s.user_classes) & ACTION_USERS for s in stages)
 
 
 def _step_runs_readers(environment: Environment, index: int) -> bool:

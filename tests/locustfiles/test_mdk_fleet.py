@@ -144,6 +144,7 @@ def test_a_read_sweep_gives_a_headroom_figure_and_its_colour(tmp_path, profile, 
     assert (headroom["value"] < 0.7) if colour == "green" else (headroom["value"] >= 1.0)
     slo = {v["expr"]: v for v in json.loads((resolve(run_dir) / "slo.json").read_text())["verdicts"]}
     assert slo["headroom<1"]["status"] == ("pass" if colour == "green" else "fail")
+    assert "MDK:action:p99<=2000ms" not in slo and "mdk_rejected_ratio<0.01" not in slo  # readers send no actions
     report = (resolve(run_dir) / "report.md").read_text()
     assert f"| Telemetry freshness (headroom)   | {headroom['value']:.3f}" in report
     reads = [r for r in read_csv(resolve(run_dir) / "steps.csv") if r["name"] == "telemetry"]
