@@ -20,6 +20,7 @@ from typing import Any
 
 import gevent
 from locust import events
+from locust.env import Environment
 from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, MasterRunner, WorkerRunner
 
 from swarmgauge.core import env_state
@@ -44,12 +45,12 @@ MAX_POINTS_PER_SERIES = 2000
 MIB = 1024.0 * 1024.0
 
 
-def step_rows(environment: Any) -> list[dict[str, Any]]:
+def step_rows(environment: Environment) -> list[dict[str, Any]]:
     """``steps.csv`` rows as they stand (one per step and name, plus each step's ``Aggregated`` row)."""
     return steps.rows_now(environment)
 
 
-def slo_verdicts(environment: Any) -> list[dict[str, Any]]:
+def slo_verdicts(environment: Environment) -> list[dict[str, Any]]:
     """Every threshold evaluated on what was merged so far (final verdicts once the run closed)."""
     final = env_state.get(environment, "slo_verdicts")
     if final is not None:
@@ -84,7 +85,7 @@ def _slope_per_hour(points: list[tuple[float, float]]) -> float | None:
     return sum((t - mean_t) * (v - mean_v) for t, v in points) / spread * 3600.0
 
 
-def resource_series(environment: Any) -> list[dict[str, Any]]:
+def resource_series(environment: Environment) -> list[dict[str, Any]]:
     """Each sampled memory series (node, source, metric) with its points in MiB and its slope in MiB/h."""
     sampler = resources.existing_sampler(environment)
     if sampler is None:
@@ -109,7 +110,7 @@ def resource_series(environment: Any) -> list[dict[str, Any]]:
     return result
 
 
-def latest_resources(environment: Any) -> list[dict[str, Any]]:
+def latest_resources(environment: Environment) -> list[dict[str, Any]]:
     """The last sample of every sampled series (any metric), for the Prometheus endpoint."""
     sampler = resources.existing_sampler(environment)
     latest: dict[tuple[str, str, str], float] = {}
@@ -118,12 +119,12 @@ def latest_resources(environment: Any) -> list[dict[str, Any]]:
     return [{"node": n, "source": s, "metric": m, "value": v} for (n, s, m), v in sorted(latest.items())]
 
 
-def lost_workers(environment: Any) -> list[dict[str, Any]]:
+def lost_workers(environment: Environment) -> list[dict[str, Any]]:
     watcher = workers.watcher_for(environment)
     return list(watcher.lost) if watcher is not None else []
 
 
-def run_state(environment: Any) -> str | None:
+def run_state(environment: Environment) -> str | None:
     """The runner's state as a watcher should read it: a START under way reads ``spawning``.
 
     Between a START and its first spawn Locust's runner still says ``ready`` (a shape's first tick and the test_start
@@ -141,10 +142,10 @@ def run_state(environment: Any) -> str | None:
     return state
 
 
-def snapshot(environment: Any) -> dict[str, Any]:
+def snapshot(environment: Environment) -> dict[str, Any]:
     """The whole live view as JSON-able data, secrets redacted."""
     runner = environment.runner
-    closed = getattr(environment, "_swarmgauge_closed_run", None)
+    closed = env_state.get(environment, "closed_run")
     doc = {
         "state": run_state(environment),
         "workers": getattr(runner, "worker_count", 0) if isinstance(runner, MasterRunner) else 0,
@@ -154,7 +155,7 @@ def snapshot(environment: Any) -> dict[str, Any]:
         "resources": resource_series(environment),
         "latest_resources": latest_resources(environment),
         "lost_workers": lost_workers(environment),
-        "aborted": getattr(environment, "_swarmgauge_aborted", None),
+        "aborted": env_state.get(environment, "aborted"),
         "closed_run": closed.name if closed is not None else None,
     }
     return rundir.redact_tree(doc, environment)
@@ -180,11 +181,11 @@ def _add_options(parser: Any) -> None:
     )
 
 
-def abort_exprs(environment: Any) -> list[str]:
+def abort_exprs(environment: Environment) -> list[str]:
     return slo.split_exprs(getattr(getattr(environment, "parsed_options", None), "slo_abort", None))
 
 
-def _check_interval(environment: Any) -> float:
+def _check_interval(environment: Environment) -> float:
     value = getattr(getattr(environment, "parsed_options", None), "sample_interval", None)
     if value is None:
         return DEFAULT_CHECK_SECONDS
@@ -195,7 +196,7 @@ def _check_interval(environment: Any) -> float:
     return seconds if 0 < seconds < float("inf") else DEFAULT_CHECK_SECONDS
 
 
-def breached(environment: Any) -> dict[str, Any] | None:
+def breached(environment: Environment) -> dict[str, Any] | None:
     """The first abort threshold that fails on the data merged so far, as the ``aborted`` record; else None."""
     for expr in abort_exprs(environment):
         verdict = slo.evaluate(environment, slo.parse(expr))
@@ -214,14 +215,14 @@ def breached(environment: Any) -> dict[str, Any] | None:
     return None
 
 
-def _merge_local(environment: Any) -> None:
+def _merge_local(environment: Environment) -> None:
     """On a local run, fold this process's latest recordings in so the check sees them now."""
     if not isinstance(environment.runner, MasterRunner):
         state = steps._state(environment)
         steps._merge_batch(environment, "local", state.recorder.drain())
 
 
-def _abort_loop(environment: Any, started: float) -> None:
+def _abort_loop(environment: Environment, started: float) -> None:
     interval = _check_interval(environment)
     for check in range(1, MAX_ABORT_CHECKS + 1):
         gevent.sleep(interval)
@@ -237,8 +238,8 @@ def _abort_loop(environment: Any, started: float) -> None:
             return
 
 
-def _abort(environment: Any, record: dict[str, Any]) -> None:
-    environment._swarmgauge_aborted = record
+def _abort(environment: Environment, record: dict[str, Any]) -> None:
+    env_state.put(environment, "aborted", record)
     environment.process_exit_code = slo.SLO_EXIT_CODE
     rundir.add_run_info(environment, "aborted", record)
     message = (
@@ -253,6 +254,8 @@ def _abort(environment: Any, record: dict[str, Any]) -> None:
     while not steps.final_reports_in(environment) and time.monotonic() < deadline:
         gevent.sleep(0.05)
     runner = environment.runner
+    if runner is None:
+        return
     if getattr(environment.parsed_options, "headless", False):
         runner.quit()
     else:
@@ -260,7 +263,7 @@ def _abort(environment: Any, record: dict[str, Any]) -> None:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
     exprs = abort_exprs(environment)
@@ -271,12 +274,12 @@ def _on_init(environment: Any, **_kwargs: Any) -> None:
 
 
 @events.test_start.add_listener
-def _on_test_start(environment: Any, **_kwargs: Any) -> None:
+def _on_test_start(environment: Environment, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner) or not abort_exprs(environment):
         return
     slo.add_default_slos(environment, abort_exprs(environment))
-    previous = getattr(environment, "_swarmgauge_abort_checker", None)
+    previous = env_state.get(environment, "abort_checker")
     if previous is not None:
         previous.kill(block=False)
-    environment._swarmgauge_aborted = None
-    environment._swarmgauge_abort_checker = gevent.spawn(_abort_loop, environment, time.time())
+    env_state.put(environment, "aborted", None)
+    env_state.put(environment, "abort_checker", gevent.spawn(_abort_loop, environment, time.time()))

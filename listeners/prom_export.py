@@ -20,11 +20,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from locust import events
+from locust.env import Environment
 from locust.runners import WorkerRunner
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from swarmgauge.core import env_state
 from swarmgauge.listeners import live
 
 logger = logging.getLogger("swarmgauge.prom_export")
@@ -47,7 +49,7 @@ def _number(value: Any) -> float | None:
 class RunCollector:
     """A prometheus-client collector that reads the live view at each scrape."""
 
-    def __init__(self, environment: Any) -> None:
+    def __init__(self, environment: Environment) -> None:
         self.environment = environment
 
     def collect(self) -> Iterable[Any]:
@@ -112,7 +114,7 @@ class RunCollector:
         yield from (current, state, observed, resource, lost)
 
 
-def exposition(environment: Any) -> bytes:
+def exposition(environment: Environment) -> bytes:
     """The Prometheus text format of the run as it stands."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(RunCollector(environment))
@@ -138,7 +140,7 @@ def _add_options(parser: Any) -> None:
     )
 
 
-def _wsgi_app(environment: Any) -> Any:
+def _wsgi_app(environment: Environment) -> Any:
     def app(wsgi_environ: dict[str, Any], start_response: Any) -> list[bytes]:
         if wsgi_environ.get("PATH_INFO") not in ("/metrics", "/"):
             start_response("404 Not Found", [("Content-Type", "text/plain")])
@@ -151,7 +153,7 @@ def _wsgi_app(environment: Any) -> Any:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     options = getattr(environment, "parsed_options", None)
     port = int(getattr(options, "prometheus_port", 0) or 0)
     if not port or isinstance(environment.runner, WorkerRunner):
@@ -161,5 +163,5 @@ def _on_init(environment: Any, **_kwargs: Any) -> None:
     host = getattr(options, "prometheus_host", "127.0.0.1") or "127.0.0.1"
     server = pywsgi.WSGIServer((host, port), _wsgi_app(environment), log=None)
     server.start()
-    environment._swarmgauge_prometheus_server = server
+    env_state.put(environment, "prometheus_server", server)
     logger.info("Prometheus metrics at http://%s:%d/metrics", host, server.server_port)

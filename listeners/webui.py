@@ -29,6 +29,7 @@ from typing import Any
 
 import gevent
 from locust import events
+from locust.env import Environment
 from locust.runners import (
     STATE_CLEANUP,
     STATE_RUNNING,
@@ -74,9 +75,9 @@ def _loopback_by_default(parser: Any) -> None:
 
 
 # -- one run per start ---------------------------------------------------------------------------------------------
-def start_fresh_run(environment: Any) -> None:
+def start_fresh_run(environment: Environment) -> None:
     """Before a START: a new run folder, fresh per-step state and verdicts, and the plan rebuilt from the options."""
-    pending = getattr(environment, "_swarmgauge_closing", None)
+    pending = env_state.get(environment, "closing")
     if pending is not None:
         pending.join(timeout=CLOSE_WAIT_SECONDS)
     old = getattr(environment, "_swarmgauge_steps", None)
@@ -85,8 +86,8 @@ def start_fresh_run(environment: Any) -> None:
         old.sampler.kill(block=False)
     environment._swarmgauge_steps = steps._StepState()
     env_state.put(environment, "slo_verdicts", None)
-    environment._swarmgauge_aborted = None
-    environment._swarmgauge_closed_run = None
+    env_state.put(environment, "aborted", None)
+    env_state.put(environment, "closed_run", None)
     environment.process_exit_code = None
     rundir.open_new_run(environment)
     shape = getattr(environment, "shape_class", None)
@@ -98,7 +99,7 @@ def start_fresh_run(environment: Any) -> None:
     slo.validate(environment)
 
 
-def close_ui_run(environment: Any) -> Path | None:
+def close_ui_run(environment: Environment) -> Path | None:
     """Close the run the way the end of a headless run does, into its own folder; returns the folder."""
     runner = environment.runner
     deadline = time.monotonic() + CLOSE_WAIT_SECONDS
@@ -115,28 +116,28 @@ def close_ui_run(environment: Any) -> Path | None:
         logger.info("SLO verdicts:\n%s", slo.format_verdicts(verdicts))
     resources.finish_sampling(environment)
     folder = rundir.close_run(environment)
-    environment._swarmgauge_closed_run = folder
+    env_state.put(environment, "closed_run", folder)
     if folder is not None:
         logger.info("run closed: %s", folder)
     return folder
 
 
-def _on_test_stop(environment: Any, **_kwargs: Any) -> None:
-    if getattr(environment, "_swarmgauge_quitting", False):
+def _on_test_stop(environment: Environment, **_kwargs: Any) -> None:
+    if env_state.get(environment, "quitting", False):
         return
-    environment._swarmgauge_closing = gevent.spawn(close_ui_run, environment)
+    env_state.put(environment, "closing", gevent.spawn(close_ui_run, environment))
 
 
-def _on_quitting(environment: Any, **_kwargs: Any) -> None:
+def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
     """Fires first (quitting runs in reverse, this was added last): a close under way finishes before the rest."""
-    environment._swarmgauge_quitting = True
-    pending = getattr(environment, "_swarmgauge_closing", None)
+    env_state.put(environment, "quitting", True)
+    pending = env_state.get(environment, "closing")
     if pending is not None:
         pending.join(timeout=CLOSE_WAIT_SECONDS)
 
 
 # -- what Locust's page is told ------------------------------------------------------------------------------------
-def page_state(environment: Any) -> str | None:
+def page_state(environment: Environment) -> str | None:
     """The state Locust's page is given (its template args and ``/stats/requests``).
 
     The page polls only while it reads spawning or running, and offers NEW only on stopped. A start under way reads
@@ -149,7 +150,7 @@ def page_state(environment: Any) -> str | None:
 
 
 # -- routes --------------------------------------------------------------------------------------------------------
-def _tab_rows(environment: Any) -> list[dict[str, Any]]:
+def _tab_rows(environment: Environment) -> list[dict[str, Any]]:
     view = live.snapshot(environment)
     worst: dict[int, str] = {}
     rank = {"fail": 2, "unknown": 1, "pass": 0}
@@ -167,7 +168,7 @@ def _tab_rows(environment: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _install(environment: Any, web_ui: Any) -> None:
+def _install(environment: Environment, web_ui: Any) -> None:
     from flask import Response, jsonify, request, send_from_directory
 
     app = web_ui.app
@@ -237,7 +238,7 @@ def _install(environment: Any, web_ui: Any) -> None:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, web_ui: Any = None, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, web_ui: Any = None, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner) or web_ui is None:
         return
     _install(environment, web_ui)

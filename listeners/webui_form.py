@@ -12,8 +12,10 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from locust.env import Environment
 from werkzeug.datastructures import ImmutableMultiDict
 
+from swarmgauge.core import env_state
 from swarmgauge.listeners.rundir import _is_secret_name, redact
 
 LIST_SEPARATORS = (",", ";")
@@ -42,15 +44,15 @@ def web_options() -> dict[str, argparse.Action]:
     return {dest: action for dest, action in parser.args_included_in_web_ui.items() if dest not in locust_own}
 
 
-def set_at_start_up(environment: Any, options: dict[str, argparse.Action]) -> set[str]:
+def set_at_start_up(environment: Environment, options: dict[str, argparse.Action]) -> set[str]:
     """Options whose value differs from what the command line, environment and config gave: code set them at
     start-up (an embedded target), so the form must not undo them. Computed once, before the first START."""
-    known = getattr(environment, "_swarmgauge_code_set_options", None)
+    known = env_state.get(environment, "code_set_options")
     if known is None:
         given = vars(_parser().parse_args())
         current = vars(environment.parsed_options) if environment.parsed_options is not None else {}
         known = {dest for dest in options if dest in current and dest in given and current[dest] != given[dest]}
-        environment._swarmgauge_code_set_options = known
+        env_state.put(environment, "code_set_options", known)
     return known
 
 
@@ -94,7 +96,7 @@ def _split(text: str) -> list[str]:
     return text.split(LIST_SEPARATORS[0])
 
 
-def apply_form(environment: Any, form: Any) -> ImmutableMultiDict:
+def apply_form(environment: Environment, form: Any) -> ImmutableMultiDict:
     """Set every non-Locust option present in ``form`` on ``parsed_options``; return the form Locust should see."""
     options = web_options()
     keep = set_at_start_up(environment, options)
@@ -118,7 +120,7 @@ def apply_form(environment: Any, form: Any) -> ImmutableMultiDict:
     return ImmutableMultiDict([(k, v) for k, v in form.items(multi=True) if k not in handled])
 
 
-def apply_common_fields(environment: Any, form: Any) -> None:
+def apply_common_fields(environment: Environment, form: Any) -> None:
     """Users, spawn rate and run time as Locust's handler will set them, now, so the plan rebuilt before it sees them
     (a shape's fallback plan is ``-u/-r/-t``); a value Locust would refuse is left for Locust to refuse."""
     from locust.util.timespan import parse_timespan
@@ -143,14 +145,14 @@ def _secret(dest: str, action: Any) -> bool:
     return bool(getattr(action, "is_secret", False)) or _is_secret_name(dest)
 
 
-def _shown(value: Any, environment: Any) -> Any:
+def _shown(value: Any, environment: Environment) -> Any:
     """An option's value as the form shows it: lists as comma-separated text, secrets inside strings redacted."""
     if isinstance(value, (list, tuple)):
         value = ",".join(str(v) for v in value)
     return redact(value, environment) if isinstance(value, str) else value
 
 
-def scrub_template_args(environment: Any, template_args: dict[str, Any]) -> None:
+def scrub_template_args(environment: Environment, template_args: dict[str, Any]) -> None:
     """Show each option's value for this run in the form (lists as text) and no secret value anywhere."""
     extra = template_args.get("extra_options") or {}
     parsed = environment.parsed_options
