@@ -16,6 +16,7 @@ import contextlib
 import functools
 import importlib
 import logging
+import socket
 import ssl
 from collections.abc import Callable, Iterator
 from types import ModuleType
@@ -162,6 +163,17 @@ class QuicEngine:
     def bound_port(self, server: Any) -> int:
         """The UDP port an asyncio ``serve()`` server listens on (it has no public accessor)."""
         return int(server._transport.get_extra_info("sockname")[1])
+
+    def grow_receive_buffer(self, server: Any, size: int) -> int:
+        """Ask for a ``size``-byte UDP receive buffer on a ``serve()`` server's socket, as quic-go does (one socket
+        takes every client's datagrams, and the default 208 KiB overflows while the process waits for a core);
+        return what the kernel reports (Linux: twice what it granted, which is at most ``net.core.rmem_max``)."""
+        sock = server._transport.get_extra_info("socket")
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
+        except OSError as exc:
+            logging.getLogger(__name__).info("cannot grow the UDP receive buffer to %d bytes: %s", size, exc)
+        return int(sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
 
 
 class Qh3Engine(QuicEngine):

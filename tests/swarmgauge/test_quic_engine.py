@@ -6,6 +6,8 @@ Two in-memory connections per engine on a virtual clock, no sockets.
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from swarmgauge.errors import UsageError
@@ -148,3 +150,25 @@ def test_the_ipv4_server_port_of_serve_is_found(name):
             server.close()
 
     assert asyncio.run(bound()) > 0
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_the_server_receive_buffer_grows(name):
+    """One UDP socket takes every client's datagrams: the server asks for more than the default buffer."""
+    import asyncio
+
+    quic_engine = engine(name)
+    cert, key = self_signed_certificate()
+
+    async def sizes() -> tuple[int, int]:
+        server = await quic_engine.serve(
+            "127.0.0.1", 0, configuration=quic_engine.server_configuration(cert, key, alpn="mark", idle_timeout=5.0)
+        )
+        try:
+            before = server._transport.get_extra_info("socket").getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+            return before, quic_engine.grow_receive_buffer(server, 8 * before)
+        finally:
+            server.close()
+
+    before, after = asyncio.run(sizes())
+    assert after > before
