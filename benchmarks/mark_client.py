@@ -56,6 +56,7 @@ GOALS = {
     "fresh_cpu_us": 1600.0,
     "cpu_over_16": 1.5,
     "kib_per_connection": 60.0,
+    "kib_per_added_connection": 60.0,
 }
 HEADER = (
     "client",
@@ -185,10 +186,21 @@ def ratios(cases: list[dict[str, Any]]) -> dict[str, Any]:
                 )
     scaling = sorted((c for c in cases if c["pace"]), key=lambda c: c["users"])
     base = next((c["cpu_us_per_fetch"] for c in scaling if c["users"] == 16), None)
+    first = scaling[0] if scaling else None
     for case in scaling:
         out[f"scaling:cpu_over_16@{case['users']}"] = ratio(case["cpu_us_per_fetch"], base)
         out[f"scaling:kib_per_connection@{case['users']}"] = case.get("generator_kib_per_connection")
+        if first is not None and case["users"] > first["users"]:  # the growth per added connection, free of the
+            grown = _kib(case) - _kib(first)  # process's fixed cost that a small row divides by few users
+            out[f"scaling:kib_per_added_connection@{case['users']}"] = round(
+                grown / (case["users"] - first["users"]), 1
+            )
     return out
+
+
+def _kib(case: dict[str, Any]) -> float:
+    """The generator's whole memory growth in a scaling row (its per-connection figure times its users)."""
+    return float(case.get("generator_kib_per_connection") or 0.0) * case["users"]
 
 
 def _cell(value: Any) -> str:

@@ -74,8 +74,9 @@ class Window:
         self.open = False
         self.done = self.failed = 0
         self.latencies: list[float] = []
+        self.errors: dict[str, int] = {}
 
-    def record(self, milliseconds: float, ok: bool) -> None:
+    def record(self, milliseconds: float, ok: bool, error: str | None = None) -> None:
         if not self.open:
             return
         if ok:
@@ -83,6 +84,8 @@ class Window:
             self.latencies.append(milliseconds)
         else:
             self.failed += 1
+            if error is not None:
+                self.errors[error] = self.errors.get(error, 0) + 1
 
     def _server_cpu(self) -> float:
         if self.server is None:
@@ -110,6 +113,7 @@ class Window:
         return {
             "requests": self.done,
             "failures": self.failed,
+            "errors": dict(self.errors),
             "seconds": round(wall, 3),
             "req_per_s": round(self.done / wall, 1),
             "cpu_us_per_fetch": round(cpu / done * 1e6, 1),
@@ -153,7 +157,7 @@ def run_locust(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
 
     def on_request(request_type: str, response_time: float, exception: BaseException | None, **_: Any) -> None:
         if request_type == "FETCH":
-            window.record(response_time, exception is None)
+            window.record(response_time, exception is None, type(exception).__name__ if exception else None)
         elif exception is None:
             handshakes[0] += 1
 

@@ -1,7 +1,11 @@
-"""The dev certificate demarkus makes when none is configured: self-signed Ed25519, localhost/127.0.0.1/::1, 24 h.
+"""The dev certificate demarkus makes when none is configured, field for field as its ``GenerateDevConfig`` makes it
+(``server/internal/tls/tls.go``): self-signed Ed25519, serial 1, empty subject, SANs localhost/127.0.0.1/::1,
+keyUsage digitalSignature, extKeyUsage serverAuth, no basicConstraints, valid 24 h.
 
-Clients must skip verification against it (``--insecure``) unless they are given the PEM as a CA file, which
-``write_pem`` provides so that verification-on paths can be tested too.
+A leaf, not a CA: verifiers that follow the Web PKI rules (qh3's rustls-webpki) refuse a CA certificate used as a
+server's own, so a stand-in marked CA would fail where the real one passes. Clients must skip verification against it
+(``--insecure``) unless they are given the PEM as a CA file, which ``write_pem`` provides so that verification-on
+paths can be tested too.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
-from cryptography.x509.oid import NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
 DEV_NAMES = ("localhost",)
 DEV_ADDRESSES = ("127.0.0.1", "::1")
+DEV_SERIAL = 1  # Go's template: big.NewInt(1)
 
 
 @dataclass(frozen=True)
@@ -36,20 +41,32 @@ def dev_certificate(
     extra_names: tuple[str, ...] = (), *, valid_for: _dt.timedelta = _dt.timedelta(hours=24)
 ) -> DevCertificate:
     key = ed25519.Ed25519PrivateKey.generate()
-    name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "demarkus dev (swarmgauge reference)")])
+    empty = x509.Name([])  # Go leaves Subject unset; its SAN extension is then critical (RFC 5280 4.2.1.6)
     now = _dt.datetime.now(_dt.UTC)
     alt_names: list[x509.GeneralName] = [x509.DNSName(n) for n in (*DEV_NAMES, *extra_names)]
     alt_names += [x509.IPAddress(ipaddress.ip_address(a)) for a in DEV_ADDRESSES]
+    digital_signature_only = x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=False,
+        crl_sign=False,
+        encipher_only=False,
+        decipher_only=False,
+    )
     certificate = (
         x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
+        .subject_name(empty)
+        .issuer_name(empty)
         .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _dt.timedelta(minutes=5))
+        .serial_number(DEV_SERIAL)
+        .not_valid_before(now)
         .not_valid_after(now + valid_for)
-        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(digital_signature_only, critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectAlternativeName(alt_names), critical=True)
         .sign(key, None)
     )
     return DevCertificate(certificate, key)

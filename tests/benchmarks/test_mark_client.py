@@ -51,7 +51,7 @@ def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
             "--engines",
             "qh3",
             "--scaling",
-            "2",
+            "2,3",
             "--out",
             str(out),
         ]
@@ -68,10 +68,11 @@ def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
         ("asyncio", "aioquic", "pooled", 2, False),
         ("asyncio", "aioquic", "fresh", 2, False),
         ("locust", "qh3", "pooled", 2, True),
+        ("locust", "qh3", "pooled", 3, True),
     ]
     for case in doc["cases"]:
         assert set(case) >= CASE_FIELDS
-        assert case["requests"] > 0 and case["failures"] == 0
+        assert case["requests"] > 0 and case["failures"] == 0 and not case["errors"]
     by_client = {(c["client"], c["connection"]): c for c in doc["cases"]}
     assert by_client[("asyncio", "pooled")]["reference_bytes"]["mismatches"] == 0
     assert by_client[("asyncio", "pooled")]["reference_bytes"]["answers"] > 0
@@ -84,6 +85,7 @@ def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
         "qh3:memory_handshake_cpu_us",
         "qh3:connection_cpu_us@2",
         "scaling:kib_per_connection@2",
+        "scaling:kib_per_added_connection@3",
     } <= set(doc["ratios"])
     assert doc["ratios"]["qh3:pooled_over_memory@2"] > 0
     assert doc["cases"][-1]["generator_kib_per_connection"] is not None

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from swarmgauge.quic_engine import ENGINES
 from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
@@ -36,8 +37,12 @@ def stats_rows(prefix: Path) -> list[dict[str, str]]:
         return [row for row in csv.DictReader(handle) if row["Name"] != "Aggregated"]
 
 
-def test_embedded_default_starts_and_stops_with_the_run(tmp_path):
+@pytest.mark.parametrize("quic_engine", ENGINES)
+def test_embedded_default_starts_and_stops_with_the_run(tmp_path, quic_engine):
+    """A headless reads run on each QUIC engine against the embedded target: requests, no failures."""
     result = locust(
+        "--mark-quic-engine",
+        quic_engine,
         "FetchUser",
         "LookupUser",
         "ListUser",

@@ -6,22 +6,28 @@ Two in-memory connections per engine on a virtual clock, no sockets.
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols.quic_acks import MAX_ACK_DELAY
 from swarmgauge.quic_engine import DEFAULT_ENGINE, ENGINES, QuicEngine, engine, engine_of
+from swarmgauge.targets.mark.tls import dev_certificate
 from swarmgauge.users.quic_transport import self_signed_certificate
 
 CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 4433)
 
 
-def connected_pair(quic_engine: QuicEngine, *, server_streams: int | None = None):
-    """A client and a server connection of ``quic_engine`` after a handshake moved by hand, and the clock."""
-    cert, key = self_signed_certificate()
+def connected_pair(
+    quic_engine: QuicEngine, *, server_streams: int | None = None, certificate=None, ca_file: str | None = None
+):
+    """A client and a server connection of ``quic_engine`` after a handshake moved by hand, and the clock; the
+    client verifies against ``ca_file`` when one is given."""
+    cert, key = certificate or self_signed_certificate()
     client = quic_engine.QuicConnection(
         configuration=quic_engine.client_configuration(
-            alpn="mark", insecure=True, ca_file=None, server_name="localhost", idle_timeout=30.0
+            alpn="mark", insecure=ca_file is None, ca_file=ca_file, server_name="localhost", idle_timeout=30.0
         )
     )
     clock = 100.0
@@ -92,6 +98,18 @@ def test_the_server_stream_limit_is_the_one_set(name):
     assert quic_engine.peer_max_streams_bidi(client) == 3  # what the peer was told, not only what is enforced
 
 
+@pytest.mark.parametrize("name", ENGINES)
+def test_a_self_issued_server_certificate_in_the_ca_file_is_trusted(name, tmp_path):
+    """qh3 leaves a self-issued certificate with a serverAuth usage out of its anchors; the adapter puts it back."""
+    quic_engine = engine(name)
+    dev = dev_certificate()
+    client, _, _ = connected_pair(
+        quic_engine, certificate=(dev.certificate, dev.private_key), ca_file=str(dev.write_pem(tmp_path / "dev.pem"))
+    )
+    assert quic_engine.close_event(client) is None
+    assert client._handshake_complete
+
+
 def test_qh3_stream_limit_must_come_before_the_first_datagram():
     quic_engine = engine("qh3")
     _, server, _ = connected_pair(quic_engine)
@@ -132,3 +150,25 @@ def test_the_ipv4_server_port_of_serve_is_found(name):
             server.close()
 
     assert asyncio.run(bound()) > 0
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_the_server_receive_buffer_grows(name):
+    """One UDP socket takes every client's datagrams: the server asks for more than the default buffer."""
+    import asyncio
+
+    quic_engine = engine(name)
+    cert, key = self_signed_certificate()
+
+    async def sizes() -> tuple[int, int]:
+        server = await quic_engine.serve(
+            "127.0.0.1", 0, configuration=quic_engine.server_configuration(cert, key, alpn="mark", idle_timeout=5.0)
+        )
+        try:
+            before = server._transport.get_extra_info("socket").getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+            return before, quic_engine.grow_receive_buffer(server, 8 * before)
+        finally:
+            server.close()
+
+    before, after = asyncio.run(sizes())
+    assert after > before

@@ -123,3 +123,37 @@ def test_rate_limit_waits_then_answers_rate_limited(start_mark, quic_engine):
     assert statuses.count("ok") >= 3  # the burst of 2, plus at least one that waited for a token
     assert "rate-limited" in statuses
     assert all(a == b"---\nstatus: rate-limited\n---\n" for a in answers if status_of(a) == "rate-limited")
+
+
+def test_each_answer_carries_the_ack_of_its_request(server, quic_engine):
+    """As quic-go's delayed ACK: back to back, the server sends one datagram per request (the answer, with the ACK
+    in it), not an ACK alone first (qh3 acknowledges a FIN at once, before an answer made later would be sent)."""
+    from swarmgauge.users.quic_transport import UdpTransport
+
+    received = [0]
+
+    def counting(host: str, port: int) -> UdpTransport:
+        transport = UdpTransport.open(host, port)
+        drain = transport.drain
+
+        def counted() -> list[bytes]:
+            datagrams = drain()
+            received[0] += len(datagrams)
+            return datagrams
+
+        transport.drain = counted  # type: ignore[method-assign]
+        return transport
+
+    host, port = parse_mark_url(server.url)
+    configuration = client_configuration(insecure=True, quic_engine=quic_engine)
+    made = QuicDriver(host, port, configuration, transport_factory=counting, max_streams=32)
+    made.connect(timeout=10)
+    try:
+        made.request(HEALTH, timeout=10)
+        gevent.sleep(0.2)
+        received[0] = 0
+        for _ in range(30):
+            assert status_of(made.request(HEALTH, timeout=10)) == "ok"
+        assert received[0] < 45  # one per request and a few credits, not two per request
+    finally:
+        made.close()
