@@ -289,7 +289,7 @@ def _trusting_self_issued_servers(connection_class: Any) -> Any:
     certificate when it is named; this does the same, and the rest (name, validity, usage) is still qh3's check.
     """
 
-    class QuicConnection(connection_class):
+    class QuicConnection(connection_class):  # type: ignore[misc]  # qh3 has no type hints: its class is Any here
         def _create_tls(self, *args: Any, **kwargs: Any) -> Any:
             bridge = super()._create_tls(*args, **kwargs)
             if self._configuration.is_client and self._configuration.verify_mode != ssl.CERT_NONE:

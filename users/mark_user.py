@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from locust import User, events
+from locust.env import Environment
 
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
@@ -94,7 +95,7 @@ def _add_options(parser: Any) -> None:
 
 
 @events.init.add_listener
-def _register_counter(environment: Any, **_kwargs: Any) -> None:
+def _register_counter(environment: Environment, **_kwargs: Any) -> None:
     hooks.register_step_counter(RECONNECT_COUNTER)
 
 
@@ -104,7 +105,7 @@ class RecordedMarkClient:
     ``reraise=True`` on a call hands the named error to the caller as well (e.g. to read a ``Conflict``).
     """
 
-    def __init__(self, client: MarkClient, environment: Any) -> None:
+    def __init__(self, client: MarkClient, environment: Environment) -> None:
         self.inner = client
         self._environment = environment
         self.last_error: BaseException | None = None
@@ -154,7 +155,7 @@ class RecordedMarkClient:
         return self._call("ARCHIVE", name or path, lambda: self.inner.archive(path, **options), reraise)
 
 
-def _option(environment: Any, name: str, default: Any) -> Any:
+def _option(environment: Environment, name: str, default: Any) -> Any:
     parsed = getattr(environment, "parsed_options", None)
     value = getattr(parsed, name, None) if parsed is not None else None
     return default if value in (None, "") else value
@@ -167,7 +168,7 @@ class MarkUser(User):
     connection: str | None = None  # one of CONNECTION_MODES; --mark-connection overrides it
     _shared: dict[tuple, MarkClient] = {}
 
-    def __init__(self, environment: Any) -> None:
+    def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
         self.host = self.host or environment.host
         if not self.host:

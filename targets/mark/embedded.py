@@ -11,6 +11,7 @@ import shlex
 from typing import Any, NoReturn
 
 from locust import events
+from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from swarmgauge.errors import UsageError, stop_on_usage_error
@@ -69,7 +70,7 @@ def embedded_options(parsed: Any) -> tuple[list[str], int]:
     return extra, corpus
 
 
-def start_embedded_default(environment: Any, *, publish_token: str | None = None) -> TargetProcess | None:
+def start_embedded_default(environment: Environment, *, publish_token: str | None = None) -> TargetProcess | None:
     """Start the reference Mark server when no host was given; None on workers and when a host is set."""
     parsed = environment.parsed_options
     if environment.host or isinstance(environment.runner, WorkerRunner):
