@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from swarmgauge.core.numbers import number
 from swarmgauge.files import write_json
 from swarmgauge.run_folders import resolve
 
@@ -33,16 +34,9 @@ PAGE[256] = (151, 1770.0, 1790.0)
 SHAPE_TOLERANCE = 0.15  # the must-show: each step's p99 / p50 within 15 % of the page's
 
 
-def _number(value: str | None) -> float | None:
-    try:
-        return float(value) if value not in (None, "") else None
-    except ValueError:
-        return None
-
-
 def in_step_p99(timeline: list[dict[str, str]], step: str) -> float | None:
     """Median per-interval p99 of one step, its first and last interval (ramp, partial bucket) left out."""
-    values = [_number(row["p99_ms"]) for row in timeline if row["step"] == step]
+    values = [number(row["p99_ms"]) for row in timeline if row["step"] == step]
     inner = [v for v in values[1:-1] if v is not None]
     return statistics.median(inner) if inner else None
 
@@ -56,14 +50,14 @@ def step_table(run_dir: Path) -> list[dict[str, Any]]:
     rows = []
     for row in steps:
         users = int(float(row["users"]))
-        p50, p99 = _number(row["p50_ms"]), _number(row["p99_ms"])
+        p50, p99 = number(row["p50_ms"]), number(row["p99_ms"])
         page = PAGE.get(users)
         ratio = p99 / p50 if p50 and p99 else None
         page_ratio = page[2] / page[1] if page else None
         rows.append(
             {
                 "users": users,
-                "rps": _number(row["rps"]),
+                "rps": number(row["rps"]),
                 "p50_ms": p50,
                 "p99_ms": p99,
                 "p99_over_p50": ratio,
@@ -73,9 +67,9 @@ def step_table(run_dir: Path) -> list[dict[str, Any]]:
                     abs(ratio / page_ratio - 1.0) <= SHAPE_TOLERANCE if ratio and page_ratio else None
                 ),
                 "in_step_p99_ms": in_step_p99(timeline, row["step"]),
-                "generator_cpu_max": _number(row.get("generator_cpu_max")),
-                "generator_stall_ms": _number(row.get("generator_stall_ms")),
-                "stalled_requests": int(_number(row.get("stalled_requests")) or 0),
+                "generator_cpu_max": number(row.get("generator_cpu_max")),
+                "generator_stall_ms": number(row.get("generator_stall_ms")),
+                "stalled_requests": int(number(row.get("stalled_requests")) or 0),
                 "generator_stalled": row.get("generator_stalled") == "True",
             }
         )

@@ -27,6 +27,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from swarmgauge.core import env_state
+from swarmgauge.core.numbers import number
 from swarmgauge.listeners import live
 
 logger = logging.getLogger("swarmgauge.prom_export")
@@ -35,15 +36,6 @@ QUANTILES = (("0.5", "p50_ms"), ("0.9", "p90_ms"), ("0.99", "p99_ms"), ("0.999",
 SLO_STATE = {"pass": 0, "unknown": 1, "fail": 2}
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 NAME_LABELS = ["step", "label", "request_type", "name"]
-
-
-def _number(value: Any) -> float | None:
-    if value in (None, ""):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 class RunCollector:
@@ -76,7 +68,7 @@ class RunCollector:
             if row["name"] == "Aggregated":
                 dropped.add_metric(step_labels, float(row.get("dropped") or 0))
                 for family, key in ((users, "users"), (rate, "target_rate"), (rps, "rps")):
-                    value = _number(row.get(key))
+                    value = number(row.get(key))
                     if value is not None:
                         family.add_metric(step_labels, value)
                 continue
@@ -84,7 +76,7 @@ class RunCollector:
             requests.add_metric(labels, float(row["requests"]))
             failures.add_metric(labels, float(row["failures"]))
             for quantile, key in QUANTILES:
-                value = _number(row.get(key))
+                value = number(row.get(key))
                 if value is not None:
                     latency.add_metric(labels + [quantile], value / 1000.0)
         yield from (requests, failures, dropped, latency, users, rate, rps)

@@ -8,24 +8,15 @@ the step. Each gets one sentence under the step tables; the target's CPU also fe
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
+from swarmgauge.core.numbers import number
 from swarmgauge.reports import trend
 from swarmgauge.reports.resources import readable_source
 
 TargetByStep = dict[int, trend.TargetCPU]
-
-
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
 
 
 def target_cpu_by_step(run_dir: Path) -> TargetByStep:
@@ -82,8 +73,8 @@ def stalled_sentence(steps: pd.DataFrame) -> str | None:
     if rows.empty:
         return None
     parts = [
-        f"{r['label']} ({int(_number(r.get('stalled_requests')) or 0)} requests, longest stall "
-        f"{trend.format_latency(_number(r.get('generator_stall_ms')))})"
+        f"{r['label']} ({int(number(r.get('stalled_requests')) or 0)} requests, longest stall "
+        f"{trend.format_latency(number(r.get('generator_stall_ms')))})"
         for _, r in rows.iterrows()
     ]
     return (

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from swarmgauge.core.numbers import number
 from swarmgauge.errors import UsageError
 from swarmgauge.files import write_atomic
 from swarmgauge.reports.reference import percent_change
@@ -122,14 +123,6 @@ def _match(base: Side, key: tuple[str, str]) -> dict[str, Any] | None:
     return next((row for (name, u), row in base.rows.items() if u == users and title.startswith(f"{name} ")), None)
 
 
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if pd.isna(number) else number
-
-
 def _shown(figure: str, value: float | None) -> str:
     if value is None:
         return ""
@@ -145,7 +138,7 @@ def compare(base: Side, new: Side, tolerance: float) -> tuple[pd.DataFrame, list
             continue
         line: dict[str, Any] = {"request": key[0], "users": key[1], "step": row.get("label", "")}
         for figure, column, worse in FIGURES:
-            old, now = _number(before.get(figure)), _number(row.get(figure))
+            old, now = number(before.get(figure)), number(row.get(figure))
             change = percent_change(now, old)
             line[f"{column} base"], line[f"{column} new"] = _shown(figure, old), _shown(figure, now)
             line[f"Δ {column}"] = "" if change is None else f"{change:+.1f} %"

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from swarmgauge.core.numbers import number
 from swarmgauge.reports.sections import Section
 
 LIVE_GAUGE = "mcp_gateway_sessions_live"
@@ -42,14 +43,9 @@ class MemoryFit:
     live_source: str
 
 
-def _num(value: Any) -> float | None:
-    number = pd.to_numeric(value, errors="coerce")
-    return None if pd.isna(number) else float(number)
-
-
 def _ms(value: Any) -> str:
-    number = _num(value)
-    return "" if number is None else (f"{number:.1f} ms" if number < 100 else f"{number:.0f} ms")
+    figure = number(value)
+    return "" if figure is None else (f"{figure:.1f} ms" if figure < 100 else f"{figure:.0f} ms")
 
 
 def churn_steps(steps: pd.DataFrame) -> pd.DataFrame:
@@ -69,7 +65,7 @@ def estimate_at(churn: pd.DataFrame, times: pd.Series) -> pd.Series:
     """The live-session estimate at each wall time, linear within a step (sessions start at a fixed rate)."""
     values = pd.Series(0.0, index=times.index)
     for _, row in churn.iterrows():
-        start, span = _num(row["started_at"]), _num(row["duration_s"]) or 0.0
+        start, span = number(row["started_at"]), number(row["duration_s"]) or 0.0
         if start is None:
             continue
         fraction = ((times - start) / span).clip(0.0, 1.0) if span > 0 else (times >= start).astype(float)
@@ -186,7 +182,7 @@ def churn_table(steps: pd.DataFrame, churn: pd.DataFrame, tool_name: str | None)
     for _, row in churn.iterrows():
         entry = {
             "Step": row["label"],
-            "rate": "" if _num(row["target_rate"]) is None else f"{_num(row['target_rate']):g}/s",
+            "rate": "" if number(row["target_rate"]) is None else f"{number(row['target_rate']):g}/s",
             "started": int(row["sessions_started"]),
             "expired (404)": int(row["sessions_expired"]),
             "refused (503)": int(row["sessions_refused"]),
@@ -195,7 +191,7 @@ def churn_table(steps: pd.DataFrame, churn: pd.DataFrame, tool_name: str | None)
         }
         for call in CALLS + ((tool_name,) if tool_name else ()):
             entry[f"{call} p50"] = _ms(_p50(steps, row["step"], "MCP", call))
-        entry["errors"] = int(_num(row["failures"]) or 0)
+        entry["errors"] = int(number(row["failures"]) or 0)
         rows.append(entry)
     return pd.DataFrame(rows)
 
@@ -210,7 +206,7 @@ def gateway_vs_direct(steps: pd.DataFrame) -> dict[str, Any] | None:
         return None
     gateway_row = gateway.sort_values("requests").iloc[-1]
     direct_row = direct.sort_values("requests").iloc[-1]
-    g50, d50 = _num(gateway_row["p50_ms"]), _num(direct_row["p50_ms"])
+    g50, d50 = number(gateway_row["p50_ms"]), number(direct_row["p50_ms"])
     if g50 is None or d50 is None:
         return None
     return {

@@ -15,7 +15,6 @@ import importlib
 import importlib.util
 import json
 import logging
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -23,6 +22,7 @@ from typing import Any, cast
 import pandas as pd
 
 from swarmgauge.core import hooks
+from swarmgauge.core.numbers import number
 from swarmgauge.core.slo_units import in_unit
 from swarmgauge.files import write_atomic
 from swarmgauge.reports import context, trend
@@ -55,21 +55,13 @@ STYLE = (
 )
 
 
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
 def format_latency(ms: Any) -> str:
     """Latency as the reference pages write it, with 3 significant digits: ``0.627 ms``, ``20.4 ms``, ``1.77 s``."""
-    return trend.format_latency(_number(ms))
+    return trend.format_latency(number(ms))
 
 
 def _rate(value: Any) -> str:
-    return trend.format_rate(_number(value))
+    return trend.format_rate(number(value))
 
 
 def _closed_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -106,9 +98,9 @@ def knee_sentence(
             trend.StepPoint(
                 users=float(r["users"]),
                 rps=float(r["rps"]),
-                p50_ms=_number(r.get("p50_ms")),
+                p50_ms=number(r.get("p50_ms")),
                 spread=float(r["rps"]) * (spreads or {}).get(int(r["step"]), 0.0),
-                generator_cpu=_number(r.get("generator_cpu_max")),
+                generator_cpu=number(r.get("generator_cpu_max")),
                 target_cpu=target.cpu_percent if target else None,
                 target=target,
             )
@@ -118,8 +110,8 @@ def knee_sentence(
 
 def _cpu(value: Any, bound: bool = False) -> str:
     """CPU as % of one core; ``(bound)`` when a generator ran above 90 %: the step may measure the generator."""
-    number = _number(value)
-    return "" if number is None else f"{number:.0f} %" + (" (bound)" if bound else "")
+    figure = number(value)
+    return "" if figure is None else f"{figure:.0f} %" + (" (bound)" if bound else "")
 
 
 def _target_cell(target: trend.TargetCPU | None) -> str:
