@@ -36,6 +36,7 @@ from swarmgauge.core.locust_compat import (
 )
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import rundir
+from swarmgauge.listeners.heap_trim import trim_malloc_heap
 from swarmgauge.listeners.step_stats import NameStats, StepMerge, StepRecorder, TimelinePoint
 from swarmgauge.listeners.steps_csv import TIMELINE_COLUMNS, Timeline, step_rows, timeline_rows, write_rows
 
@@ -48,6 +49,7 @@ GENERATOR_BOUND_CPU = 90.0
 SAMPLE_INTERVAL = 1.0
 LOCAL_DRAIN_INTERVAL = 1.0
 LOCUST_PRUNE_INTERVAL = 10.0
+HEAP_TRIM_INTERVAL = 30.0
 WORKER_REPORT_SECONDS = 3.0  # Locust's WORKER_REPORT_INTERVAL: a master's timeline cannot be finer than this
 MAX_SAMPLER_SECONDS = 30 * 24 * 3600.0
 
@@ -236,7 +238,7 @@ def _sample_loop(environment: Any) -> None:
     is_worker = isinstance(environment.runner, WorkerRunner)
     generates_load = not isinstance(environment.runner, MasterRunner)
     began = time.monotonic()
-    last_drain = last_prune = began
+    last_drain = last_prune = last_trim = began
     while not _state(environment).sampler_stop and time.monotonic() - began < MAX_SAMPLER_SECONDS:
         gevent.sleep(SAMPLE_INTERVAL)
         state = _state(environment)
@@ -250,6 +252,9 @@ def _sample_loop(environment: Any) -> None:
         if time.monotonic() - last_prune >= LOCUST_PRUNE_INTERVAL:
             last_prune = time.monotonic()
             bound_locust_stats(environment)
+        if time.monotonic() - last_trim >= HEAP_TRIM_INTERVAL:
+            last_trim = time.monotonic()
+            trim_malloc_heap()
 
 
 def bound_locust_stats(environment: Any) -> None:
