@@ -1,8 +1,8 @@
 """``SampleRows``: the resource sampler's rows kept as columns of machine numbers, read back as ``Row``.
 
 The sampler keeps every row for the whole run (``resources.csv`` and the leak verdict need each one), a few rows
-every interval. As ``Row`` objects that is ~350 bytes a row and the generator's memory grows with the run; as
-columns it is ~44 bytes a row, and every value reads back exactly (floats as doubles, the step's None as -1).
+every interval. As ``Row`` objects that is ~260 bytes a row and the generator's memory grows with the run; as
+columns it is ~50 bytes a row, and every value reads back exactly (floats as doubles, the step's None as -1).
 """
 
 from __future__ import annotations
