@@ -42,6 +42,7 @@ from swarmgauge.core.verdict import (
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners.rundir import add_run_info, run_dir
+from swarmgauge.listeners.sample_rows import SampleRows
 from swarmgauge.listeners.sources import Source, SourceError, parse_source
 from swarmgauge.listeners.sources.proc import PsutilSource
 from swarmgauge.listeners.steps import current_step
@@ -158,7 +159,7 @@ class ResourceSampler:
         self.environment = environment
         self.extra_specs: list[str] = []
         self.sources: list[Source] = []
-        self.rows: list[Row] = []
+        self.rows = SampleRows()
         self.failures: dict[str, int] = {}
         self.greenlet: gevent.Greenlet | None = None
         self.interval = 5.0
@@ -187,7 +188,7 @@ class ResourceSampler:
     def start(self) -> None:
         self.stop()
         self.configure()
-        self.rows, self.failures, self.round = [], {}, 0
+        self.rows, self.failures, self.round = SampleRows(), {}, 0
         self.started_at = time.time()
         self.greenlet = gevent.spawn(self._run)
 
@@ -243,7 +244,7 @@ class ResourceSampler:
     # -- distribution --------------------------------------------------------------------------------------------
     def drain(self) -> list[list]:
         """Rows not yet sent to the master, as msgpack-able lists; they are forgotten here once drained."""
-        rows, self.rows = self.rows, []
+        rows, self.rows = self.rows, SampleRows()
         return [[r.time, r.step, r.source, r.metric, r.value, r.round] for r in rows]
 
     def merge(self, client_id: str, packed: list[list]) -> None:
@@ -262,10 +263,10 @@ class ResourceSampler:
         return buffer.getvalue()
 
     def verdict(self) -> tuple[str | None, str]:
-        return leak_verdict(self.rows, self.warmup)
+        return leak_verdict(list(self.rows), self.warmup)
 
     def term(self, metrics: tuple[str, ...], attribute: str, step: int | None) -> float | None:
-        return worst(trends(self.rows, metrics, self.warmup, step=step), attribute)
+        return worst(trends(list(self.rows), metrics, self.warmup, step=step), attribute)
 
 
 # -- Locust wiring -----------------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from swarmgauge.listeners.hdr_acyclic import acyclic
+
 # Microseconds, 1 us to 1 h, 3 significant digits: 0.1 % resolution at any latency.
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000
@@ -22,7 +24,7 @@ RIDE_ALONG = frozenset({("QUIC", "handshake")})
 
 
 def new_histogram() -> HdrHistogram:
-    return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_FIGURES)
+    return acyclic(HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_FIGURES))
 
 
 @dataclass
@@ -166,7 +168,9 @@ class StepMerge:
         """Merge one drained batch; returns its requests over all names (for the timeline)."""
         combined = NameStats()
         for step, rtype, name, encoded, requests, failures, total_ms, max_ms, none_times in batch.get("entries", []):
-            incoming = NameStats(HdrHistogram.decode(encoded), requests, failures, total_ms, max_ms, none_times)
+            incoming = NameStats(
+                acyclic(HdrHistogram.decode(encoded)), requests, failures, total_ms, max_ms, none_times
+            )
             key = (int(step), str(rtype), str(name))
             if key not in self.entries:
                 self.entries[key] = NameStats()

@@ -27,11 +27,18 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from swarmgauge.core import hooks
 from swarmgauge.core.hooks import StepInfo, before_flush, step_changed, step_counter_names
-from swarmgauge.core.locust_compat import cache_default_args, has_message_handler, live_worker_ids
+from swarmgauge.core.locust_compat import (
+    cache_default_args,
+    has_message_handler,
+    live_worker_ids,
+    prune_per_second_counts,
+    thin_history,
+)
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import rundir, stalls
+from swarmgauge.listeners.heap_trim import trim_malloc_heap
 from swarmgauge.listeners.step_stats import NameStats, StepMerge, StepRecorder, TimelinePoint
-from swarmgauge.listeners.steps_csv import TIMELINE_COLUMNS, step_rows, timeline_rows, write_rows
+from swarmgauge.listeners.steps_csv import TIMELINE_COLUMNS, Timeline, step_rows, timeline_rows, write_rows
 
 logger = logging.getLogger("swarmgauge.steps")
 
@@ -41,6 +48,8 @@ FLUSHED_MESSAGE = "swarmgauge_flushed"
 GENERATOR_BOUND_CPU = 90.0
 SAMPLE_INTERVAL = 1.0
 LOCAL_DRAIN_INTERVAL = 1.0
+LOCUST_PRUNE_INTERVAL = 10.0
+HEAP_TRIM_INTERVAL = 30.0
 WORKER_REPORT_SECONDS = 3.0  # Locust's WORKER_REPORT_INTERVAL: a master's timeline cannot be finer than this
 MAX_SAMPLER_SECONDS = 30 * 24 * 3600.0
 
@@ -56,9 +65,9 @@ class _StepState:
         self.recorder = StepRecorder()
         self.merged = StepMerge()
         self.announced: dict[int, StepInfo] = {}
-        self.timeline: dict[int, TimelinePoint] = {}
-        self.timeline_steps: dict[int, int] = {}
+        self.timeline = Timeline()
         self.open_bucket: int | None = None
+        self.open_step = 0
         self.open_stats: NameStats | None = None
         self.stopped_at: float | None = None
         self.finalized = False
@@ -239,7 +248,7 @@ def _sample_loop(environment: Any) -> None:
     is_worker = isinstance(environment.runner, WorkerRunner)
     generates_load = not isinstance(environment.runner, MasterRunner)
     began = time.monotonic()
-    last_drain = began
+    last_drain = last_prune = last_trim = began
     while not _state(environment).sampler_stop and time.monotonic() - began < MAX_SAMPLER_SECONDS:
         gevent.sleep(SAMPLE_INTERVAL)
         state = _state(environment)
@@ -250,6 +259,20 @@ def _sample_loop(environment: Any) -> None:
         if not is_worker and time.monotonic() - last_drain >= LOCAL_DRAIN_INTERVAL:
             last_drain = time.monotonic()
             _merge_batch(environment, "local", state.recorder.drain())
+        if time.monotonic() - last_prune >= LOCUST_PRUNE_INTERVAL:
+            last_prune = time.monotonic()
+            bound_locust_stats(environment)
+        if time.monotonic() - last_trim >= HEAP_TRIM_INTERVAL:
+            last_trim = time.monotonic()
+            trim_malloc_heap()
+
+
+def bound_locust_stats(environment: Any) -> None:
+    """Keeps Locust's own per-second counts and chart rows bounded, so a day-long run stays flat."""
+    stats = getattr(environment, "stats", None)
+    if stats is not None:
+        prune_per_second_counts(stats)
+        thin_history(stats)
 
 
 def _timeline_bucket(environment: Any) -> float:
@@ -268,13 +291,13 @@ def _merge_batch(environment: Any, source: str, batch: dict[str, Any]) -> None:
             state.open_bucket, state.open_stats = bucket, NameStats()
         state.open_stats.add(combined)
         info = current_step(environment)
-        state.timeline_steps[bucket] = info.index if info else 0
+        state.open_step = info.index if info else 0
 
 
 def _close_bucket(state: _StepState) -> None:
     """A finished bucket (buckets follow the wall clock) kept as its figures, its histogram dropped: flat memory."""
     if state.open_bucket is not None and state.open_stats is not None:
-        state.timeline[state.open_bucket] = TimelinePoint.of(state.open_stats)
+        state.timeline.add(state.open_bucket, state.open_step, TimelinePoint.of(state.open_stats))
     state.open_bucket, state.open_stats = None, None
 
 
@@ -339,9 +362,7 @@ def finalize(environment: Any) -> StepMerge:
             write_atomic(directory / "steps.csv", write_rows(rows))
             write_atomic(
                 directory / "timeline.csv",
-                write_rows(
-                    timeline_rows(state.timeline, state.timeline_steps, _timeline_bucket(environment)), TIMELINE_COLUMNS
-                ),
+                write_rows(timeline_rows(state.timeline, _timeline_bucket(environment)), TIMELINE_COLUMNS),
             )
             rundir.add_run_info(environment, "steps", [asdict(i) for i in step_infos(environment)])
     return state.merged

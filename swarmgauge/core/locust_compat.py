@@ -19,7 +19,14 @@ PRIVATE_ATTRIBUTES = {
     "MasterRunner": ("clients",),
     "WorkerNode": ("id", "state"),
     "locust.runners": ("STATE_MISSING",),
+    "StatsEntry": ("num_reqs_per_sec", "num_fail_per_sec"),
+    "RequestStats": ("history",),
 }
+
+#: Seconds of per-second request counts kept per stats entry: Locust's current RPS reads the last 12.
+PER_SECOND_KEPT = 60
+#: ``RequestStats.history`` rows (one per 5 s) kept at full resolution; older rows are thinned to stay under this.
+HISTORY_KEPT = 240
 
 
 def cache_default_args() -> None:
@@ -61,3 +68,40 @@ def live_worker_ids(runner: Any) -> list[str]:
 def missing_worker_ids(runner: Any) -> list[str]:
     """The ids of the workers the master marked missing (no heartbeat)."""
     return [str(node.id) for node in _worker_nodes(runner) if node.state == STATE_MISSING]
+
+
+def prune_per_second_counts(stats: Any, keep: int = PER_SECOND_KEPT) -> int:
+    """Drop per-second request and failure counts older than ``keep`` seconds; returns how many went.
+
+    Locust keeps ``StatsEntry.num_reqs_per_sec``/``num_fail_per_sec`` (one key per second, for the whole run) but
+    reads only the last 12 s of them (``current_rps``, ``current_fail_per_sec``); on a master or a local run they
+    are the generator's memory growing without bound. The cut is relative to the last request Locust saw, the
+    same clock those readers use.
+    """
+    last = stats.last_request_timestamp
+    if last is None:
+        return 0
+    oldest = int(last) - keep
+    dropped = 0
+    for entry in [stats.total, *stats.entries.values()]:
+        for counts in (entry.num_reqs_per_sec, entry.num_fail_per_sec):
+            old = [second for second in counts if second < oldest]
+            for second in old:
+                del counts[second]
+            dropped += len(old)
+    return dropped
+
+
+def thin_history(stats: Any, keep: int = HISTORY_KEPT) -> int:
+    """Keep ``RequestStats.history`` (the web UI's and the HTML report's charts) under ``keep`` rows.
+
+    Once full, every other row of the older half goes: the chart still spans the whole run, the recent part at
+    Locust's 5 s and older parts coarser, and the list stays bounded. Returns how many rows went.
+    """
+    history = stats.history
+    if len(history) < keep:
+        return 0
+    half = len(history) // 2
+    before = len(history)
+    history[:half] = history[:half:2]
+    return before - len(history)

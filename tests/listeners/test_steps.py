@@ -13,7 +13,14 @@ import pytest
 
 from swarmgauge.listeners import steps
 from swarmgauge.listeners.step_stats import StepMerge, StepRecorder, TimelinePoint
-from swarmgauge.listeners.steps_csv import BASE_COLUMNS, TAIL_COLUMNS, step_durations, step_rows, timeline_rows
+from swarmgauge.listeners.steps_csv import (
+    BASE_COLUMNS,
+    TAIL_COLUMNS,
+    Timeline,
+    step_durations,
+    step_rows,
+    timeline_rows,
+)
 from tests.listeners.sim_run import rank_percentile, read_steps, run_distributed, run_local, sim_target
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
@@ -160,11 +167,10 @@ def test_closed_timeline_buckets_keep_figures_only_and_one_histogram_stays_open(
             recorder = StepRecorder()
             recorder.record(0, "GET", "/", 10.0 + second % 7, failed=second % 10 == 0)
             steps._merge_batch(environment, "local", recorder.drain())
-    assert len(state.timeline) == 299
-    assert all(isinstance(point, TimelinePoint) for point in state.timeline.values())
+    assert len(state.timeline) == 299 and isinstance(state.timeline, Timeline)
     assert state.open_bucket == 1299 and state.open_stats.requests == 2
     steps._close_bucket(state)
-    rows = timeline_rows(state.timeline, state.timeline_steps, 1.0)
+    rows = timeline_rows(state.timeline, 1.0)
     assert len(rows) == 300
     assert {k: rows[0][k] for k in ("time", "step", "requests", "failures")} == {
         "time": 1000.0,
@@ -174,3 +180,36 @@ def test_closed_timeline_buckets_keep_figures_only_and_one_histogram_stays_open(
     }
     assert rows[0]["p50_ms"] == pytest.approx(10.0, rel=1e-3)
     assert rows[3]["p99_ms"] == pytest.approx(13.0, rel=1e-3) and rows[3]["failures"] == 0
+
+
+def test_the_timeline_gives_back_each_closed_bucket_in_order_with_missing_percentiles_as_none():
+    timeline = Timeline()
+    timeline.add(12, 1, TimelinePoint(5, 1, 2.5, 9.75))
+    timeline.add(10, 0, TimelinePoint(3, 3, None, None))
+    timeline.add(11, 0, TimelinePoint(0, 0, 1.0, None))
+    assert len(timeline) == 3
+    assert timeline.points() == [
+        (10, 0, TimelinePoint(3, 3, None, None)),
+        (11, 0, TimelinePoint(0, 0, 1.0, None)),
+        (12, 1, TimelinePoint(5, 1, 2.5, 9.75)),
+    ]
+    rows = timeline_rows(timeline, 3.0)
+    assert [(r["time"], r["step"], r["p50_ms"], r["p99_ms"]) for r in rows] == [
+        (30.0, 0, "", ""),
+        (33.0, 0, 1.0, ""),
+        (36.0, 1, 2.5, 9.75),
+    ]
+
+
+def test_bounding_locust_stats_prunes_its_per_second_counts_and_tolerates_no_stats():
+    from locust.stats import RequestStats
+
+    from swarmgauge.core.locust_compat import PER_SECOND_KEPT
+
+    environment = _environment()
+    stats = environment.stats = RequestStats()
+    stats.total.num_reqs_per_sec.update({second: 1 for second in range(1000, 1300)})
+    stats.total.last_request_timestamp = 1299.5
+    steps.bound_locust_stats(environment)
+    assert min(stats.total.num_reqs_per_sec) == 1299 - PER_SECOND_KEPT
+    steps.bound_locust_stats(SimpleNamespace())

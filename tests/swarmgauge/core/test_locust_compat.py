@@ -75,3 +75,89 @@ def test_the_masters_worker_table_gives_live_and_missing_workers():
     assert locust_compat.live_worker_ids(runner) == ["a", "b"]
     assert locust_compat.missing_worker_ids(runner) == ["c"]
     assert "self.clients = WorkerNodes()" in inspect.getsource(MasterRunner.__init__)
+
+
+class _Clock:
+    """Stands in for the ``time`` module inside ``locust.stats`` so requests land on chosen seconds."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def time(self) -> float:
+        return self.now
+
+
+def _stats_over(monkeypatch, seconds: int, start: float = 1_700_000_000.0):
+    """A real ``RequestStats`` that saw two requests a second, one failing, for ``seconds`` seconds."""
+    from locust import stats as locust_stats
+
+    clock = _Clock(start)
+    monkeypatch.setattr(locust_stats, "time", clock)
+    stats = locust_stats.RequestStats()
+    for second in range(seconds):
+        clock.now = start + second + 0.5
+        stats.log_request("GET", "/a", 10, 0)
+        stats.log_request("GET", "/b", 20, 0)
+        stats.log_error("GET", "/b", "boom")
+    return stats
+
+
+def test_locust_keeps_one_per_second_count_per_second_of_the_run(monkeypatch):
+    """What prune_per_second_counts relies on: the dicts exist, keyed by whole seconds, for the whole run."""
+    stats = _stats_over(monkeypatch, 300)
+    entry = stats.get("/a", "GET")
+    assert isinstance(entry.num_reqs_per_sec, dict) and isinstance(entry.num_fail_per_sec, dict)
+    assert len(stats.total.num_reqs_per_sec) == 300 and len(stats.get("/b", "GET").num_fail_per_sec) == 300
+    assert all(isinstance(second, int) for second in entry.num_reqs_per_sec)
+
+
+def test_pruning_per_second_counts_bounds_them_and_keeps_current_rps(monkeypatch):
+    stats = _stats_over(monkeypatch, 300)
+    before = {key: (e.current_rps, e.current_fail_per_sec, e.total_rps) for key, e in stats.entries.items()}
+    total_before = (stats.total.current_rps, stats.total.current_fail_per_sec, stats.total.num_requests)
+    dropped = locust_compat.prune_per_second_counts(stats)
+    assert dropped > 0
+    for entry in [stats.total, *stats.entries.values()]:
+        assert len(entry.num_reqs_per_sec) <= locust_compat.PER_SECOND_KEPT + 1
+        assert len(entry.num_fail_per_sec) <= locust_compat.PER_SECOND_KEPT + 1
+    after = {key: (e.current_rps, e.current_fail_per_sec, e.total_rps) for key, e in stats.entries.items()}
+    assert after == before
+    assert (stats.total.current_rps, stats.total.current_fail_per_sec, stats.total.num_requests) == total_before
+    assert locust_compat.prune_per_second_counts(stats) == 0
+
+
+def test_current_rps_reads_no_further_back_than_the_kept_seconds():
+    """If Locust's current RPS ever looks further back than 12 s, pruning at 60 s would change it: fail here."""
+    from locust.stats import StatsEntry
+
+    for reader in (StatsEntry.current_rps, StatsEntry.current_fail_per_sec):
+        assert "last_request_timestamp) - 12" in inspect.getsource(reader.fget)
+    assert locust_compat.PER_SECOND_KEPT > 12
+
+
+def test_pruning_an_unused_stats_does_nothing():
+    from locust.stats import RequestStats
+
+    assert locust_compat.prune_per_second_counts(RequestStats()) == 0
+
+
+def test_locust_appends_chart_rows_to_request_stats_history():
+    from locust import stats as locust_stats
+
+    assert isinstance(locust_stats.RequestStats().history, list)
+    assert "stats.history.append" in inspect.getsource(locust_stats.update_stats_history)
+
+
+def test_thinning_history_bounds_it_and_keeps_the_newest_rows_and_the_first():
+    from locust.stats import RequestStats
+
+    stats = RequestStats()
+    for n in range(10 * locust_compat.HISTORY_KEPT):
+        stats.history.append({"time": n})
+        locust_compat.thin_history(stats)
+        assert len(stats.history) <= locust_compat.HISTORY_KEPT
+    times = [row["time"] for row in stats.history]
+    assert times == sorted(times) and times[0] == 0
+    assert times[-locust_compat.HISTORY_KEPT // 4 :] == list(
+        range(times[-1] - locust_compat.HISTORY_KEPT // 4 + 1, times[-1] + 1)
+    )
