@@ -23,6 +23,7 @@ from typing import Any
 
 import gevent
 from locust import events
+from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
 from swarmgauge.core import hooks
@@ -53,7 +54,7 @@ CSV_NAME = "resources.csv"
 _SAMPLERS: weakref.WeakKeyDictionary[Any, ResourceSampler] = weakref.WeakKeyDictionary()
 
 
-def existing_sampler(environment: Any) -> ResourceSampler | None:
+def existing_sampler(environment: Environment) -> ResourceSampler | None:
     """This run's sampler if one was made (the live view reads its rows); never makes one."""
     return _SAMPLERS.get(environment)
 
@@ -143,7 +144,7 @@ def sample_interval(options: Any) -> float:
     return interval
 
 
-def check_options(environment: Any) -> None:
+def check_options(environment: Environment) -> None:
     """Every sampler option, at ``init``: a bad one is one line and exit 2 before any load, not a traceback later."""
     options = environment.parsed_options
     sample_interval(options)
@@ -331,7 +332,7 @@ def _on_quitting(environment, **_kwargs) -> None:
     finish_sampling(environment)
 
 
-def finish_sampling(environment: Any) -> None:
+def finish_sampling(environment: Environment) -> None:
     """Stop sampling, judge the series and write ``resources.csv`` (a run's end: quitting, or STOP in the web UI)."""
     sampler = _SAMPLERS.get(environment)
     if sampler is None or isinstance(environment.runner, WorkerRunner):

@@ -23,9 +23,10 @@ from typing import Any
 import gevent
 import psutil
 from locust import events
+from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-from swarmgauge.core import hooks
+from swarmgauge.core import env_state, hooks
 from swarmgauge.core.hooks import StepInfo, before_flush, step_changed, step_counter_names
 from swarmgauge.core.locust_compat import (
     cache_default_args,
@@ -77,21 +78,26 @@ class _StepState:
         self.stall_watch = stalls.StallWatch(self.recorder.note_stall)
 
 
-def _state(environment: Any) -> _StepState:
-    state = getattr(environment, "_swarmgauge_steps", None)
-    if state is None:
-        state = _StepState()
-        environment._swarmgauge_steps = state
-    return state
+def _state(environment: Environment) -> _StepState:
+    return env_state.slot(environment, "steps", _StepState)
 
 
-def current_step(environment: Any) -> StepInfo | None:
+def reset(environment: Environment) -> None:
+    """A new run in the same process (the web UI's next START): step clock, recorder and sampler start clean."""
+    old = env_state.get(environment, "steps")
+    if old is not None and old.sampler is not None:
+        old.sampler_stop = True
+        old.sampler.kill(block=False)
+    env_state.put(environment, "steps", _StepState())
+
+
+def current_step(environment: Environment) -> StepInfo | None:
     """The step this process is in now, or None before the first announcement."""
     transitions = _state(environment).transitions
     return transitions[-1][1] if transitions else None
 
 
-def step_at(environment: Any, wall_time: float) -> tuple[StepInfo, float] | None:
+def step_at(environment: Environment, wall_time: float) -> tuple[StepInfo, float] | None:
     """The step that was current on this process at ``wall_time``, with the local time it began."""
     transitions = _state(environment).transitions
     for began, info in reversed(transitions):
@@ -100,18 +106,17 @@ def step_at(environment: Any, wall_time: float) -> tuple[StepInfo, float] | None
     return (transitions[0][1], transitions[0][0]) if transitions else None
 
 
-def _apply(environment: Any, info: StepInfo) -> None:
+def _apply(environment: Environment, info: StepInfo) -> None:
     state = _state(environment)
     if info.index == 0 and state.transitions:
-        fresh = _StepState()
-        environment._swarmgauge_steps = fresh
-        state = fresh
+        state = _StepState()
+        env_state.put(environment, "steps", state)
     state.transitions.append((time.time(), info))
     _ensure_sampler(environment)
     step_changed.fire(environment=environment, step=info)
 
 
-def announce(environment: Any, info: StepInfo) -> None:
+def announce(environment: Environment, info: StepInfo) -> None:
     """Called by the shape on the master (or a local run) when a new stage begins."""
     runner = environment.runner
     _apply(environment, info)
@@ -132,7 +137,7 @@ def _live_workers(runner: Any) -> list[str]:
     return live_worker_ids(runner)
 
 
-def request_final_reports(environment: Any) -> None:
+def request_final_reports(environment: Environment) -> None:
     """Ask every worker for what it has not reported yet (locally: fire :data:`before_flush` and fold it in)."""
     runner = environment.runner
     state = _state(environment)
@@ -145,41 +150,41 @@ def request_final_reports(environment: Any) -> None:
     _merge_batch(environment, "local", state.recorder.drain())
 
 
-def final_reports_in(environment: Any) -> bool:
+def final_reports_in(environment: Environment) -> bool:
     """True once every worker asked by :func:`request_final_reports` has answered."""
     return not _state(environment).flush_pending
 
 
-def _on_flush_message(environment: Any, msg: Any, **_kwargs: Any) -> None:
+def _on_flush_message(environment: Environment, msg: Any, **_kwargs: Any) -> None:
+    send_last_figures(environment)
+
+
+def send_last_figures(environment: Environment) -> None:
+    """A worker's final figures, when the master asks for them or the worker quits on its own (SIGTERM)."""
     before_flush.fire(environment=environment)
-    environment.runner.send_message(FLUSHED_MESSAGE, _state(environment).recorder.drain())
+    if environment.runner is not None:
+        environment.runner.send_message(FLUSHED_MESSAGE, _state(environment).recorder.drain())
 
 
-def send_last_figures(environment: Any) -> None:
-    """A worker quitting on its own (SIGTERM) sends what it has not reported yet, as a final flush would."""
-    before_flush.fire(environment=environment)
-    environment.runner.send_message(FLUSHED_MESSAGE, _state(environment).recorder.drain())
-
-
-def _on_flushed_message(environment: Any, msg: Any, **_kwargs: Any) -> None:
+def _on_flushed_message(environment: Environment, msg: Any, **_kwargs: Any) -> None:
     state = _state(environment)
     if msg.data:
         _merge_batch(environment, str(msg.node_id), msg.data)
     state.flush_pending.discard(str(msg.node_id))
 
 
-def end_run(environment: Any) -> None:
+def end_run(environment: Environment) -> None:
     """The shape calls this when its plan is over, so the last step's duration ends here."""
     state = _state(environment)
     if state.stopped_at is None:
         state.stopped_at = time.time()
 
 
-def _on_step_message(environment: Any, msg: Any, **_kwargs: Any) -> None:
+def _on_step_message(environment: Environment, msg: Any, **_kwargs: Any) -> None:
     _apply(environment, StepInfo(**msg.data))
 
 
-def count(environment: Any, name: str, n: int = 1, step: int | None = None, at: float | None = None) -> None:
+def count(environment: Environment, name: str, n: int = 1, step: int | None = None, at: float | None = None) -> None:
     """Add ``n`` to counter ``name`` of the current step, of ``step``, or of the step current at wall time ``at``.
 
     Pass ``at`` = the request's ``start_time`` for a counter that belongs to a request (a session it started), so
@@ -192,7 +197,7 @@ def count(environment: Any, name: str, n: int = 1, step: int | None = None, at: 
     _state(environment).recorder.count(step, name, n)
 
 
-def _implicit_step(environment: Any) -> None:
+def _implicit_step(environment: Environment) -> None:
     """A run without a swarmgauge shape is one step, labelled ``run``."""
     options = getattr(environment, "parsed_options", None)
     users = getattr(options, "num_users", None) if options is not None else None
@@ -204,7 +209,7 @@ def _implicit_step(environment: Any) -> None:
 
 
 def on_request(
-    environment: Any,
+    environment: Environment,
     request_type: str,
     name: str,
     response_time: float | None,
@@ -226,7 +231,7 @@ def on_request(
     state.stall_watch.note_request(info.index, started, response_time)
 
 
-def _ensure_sampler(environment: Any) -> None:
+def _ensure_sampler(environment: Environment) -> None:
     state = _state(environment)
     if state.sampler is None or state.sampler.dead:
         state.sampler_stop = False
@@ -235,13 +240,13 @@ def _ensure_sampler(environment: Any) -> None:
             gevent.spawn(stalls.watch_loop, lambda: _stall_watch(environment), gevent.sleep)
 
 
-def _stall_watch(environment: Any) -> stalls.StallWatch | None:
+def _stall_watch(environment: Environment) -> stalls.StallWatch | None:
     """The current run's stall watch, None once its sampling stopped (the watch greenlet then ends)."""
     state = _state(environment)
     return None if state.sampler_stop else state.stall_watch
 
 
-def _sample_loop(environment: Any) -> None:
+def _sample_loop(environment: Environment) -> None:
     """Notes this process's CPU per step; on the master also folds its own recordings in every few seconds."""
     process = psutil.Process()
     process.cpu_percent(None)
@@ -267,7 +272,7 @@ def _sample_loop(environment: Any) -> None:
             trim_malloc_heap()
 
 
-def bound_locust_stats(environment: Any) -> None:
+def bound_locust_stats(environment: Environment) -> None:
     """Keeps Locust's own per-second counts and chart rows bounded, so a day-long run stays flat."""
     stats = getattr(environment, "stats", None)
     if stats is not None:
@@ -275,12 +280,12 @@ def bound_locust_stats(environment: Any) -> None:
         thin_history(stats)
 
 
-def _timeline_bucket(environment: Any) -> float:
+def _timeline_bucket(environment: Environment) -> float:
     """Seconds per ``timeline.csv`` row: as often as the figures arrive (local drains, or worker reports)."""
     return WORKER_REPORT_SECONDS if isinstance(environment.runner, MasterRunner) else LOCAL_DRAIN_INTERVAL
 
 
-def _merge_batch(environment: Any, source: str, batch: dict[str, Any]) -> None:
+def _merge_batch(environment: Environment, source: str, batch: dict[str, Any]) -> None:
     state = _state(environment)
     combined = state.merged.add_batch(source, batch)
     if combined.requests:
@@ -302,7 +307,7 @@ def _close_bucket(state: _StepState) -> None:
 
 
 @events.init.add_listener
-def _on_init(environment: Any, **_kwargs: Any) -> None:
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
         cache_default_args()
@@ -335,17 +340,17 @@ def _on_worker_report(client_id: str, data: dict[str, Any]) -> None:
 
 
 @events.test_stop.add_listener
-def _on_test_stop(environment: Any, **_kwargs: Any) -> None:
+def _on_test_stop(environment: Environment, **_kwargs: Any) -> None:
     if not isinstance(environment.runner, WorkerRunner):
         end_run(environment)
 
 
 @events.quitting.add_listener
-def _on_quitting(environment: Any, **_kwargs: Any) -> None:
+def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
     finalize(environment)
 
 
-def finalize(environment: Any) -> StepMerge:
+def finalize(environment: Environment) -> StepMerge:
     """Fold in the last local recordings and write ``steps.csv``/``timeline.csv`` once; returns the merge."""
     state = _state(environment)
     if isinstance(environment.runner, WorkerRunner):
@@ -368,24 +373,24 @@ def finalize(environment: Any) -> StepMerge:
     return state.merged
 
 
-def step_infos(environment: Any) -> list[StepInfo]:
+def step_infos(environment: Environment) -> list[StepInfo]:
     """The steps announced in this run, in order (on the master or a local run)."""
     state = _state(environment)
     return [state.announced[i] for i in sorted(state.announced)]
 
 
-def rows_now(environment: Any) -> list[dict[str, Any]]:
+def rows_now(environment: Environment) -> list[dict[str, Any]]:
     """``steps.csv`` rows from what the master has merged so far, without writing anything (live views, summary)."""
     state = _state(environment)
     return step_rows(state.merged, step_infos(environment), state.stopped_at or time.time(), step_counter_names())
 
 
-def merged(environment: Any) -> StepMerge:
+def merged(environment: Environment) -> StepMerge:
     """The master's merged per-step statistics so far (for SLO checks and the web UI)."""
     return _state(environment).merged
 
 
-def stopped_at(environment: Any) -> float | None:
+def stopped_at(environment: Environment) -> float | None:
     return _state(environment).stopped_at
 
 

@@ -80,11 +80,7 @@ def start_fresh_run(environment: Environment) -> None:
     pending = env_state.get(environment, "closing")
     if pending is not None:
         pending.join(timeout=CLOSE_WAIT_SECONDS)
-    old = getattr(environment, "_swarmgauge_steps", None)
-    if old is not None and old.sampler is not None:
-        old.sampler_stop = True
-        old.sampler.kill(block=False)
-    environment._swarmgauge_steps = steps._StepState()
+    steps.reset(environment)
     env_state.put(environment, "slo_verdicts", None)
     env_state.put(environment, "aborted", None)
     env_state.put(environment, "closed_run", None)
