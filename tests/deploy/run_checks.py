@@ -22,9 +22,18 @@ def short_plan(folder: Path, warmup: str) -> Path:
     return plan
 
 
-def aggregated_steps(run_dir: Path) -> dict[int, dict[str, str]]:
+def aggregated_steps(run_dir: Path) -> dict[int, dict[str, int]]:
+    """Per step, requests and warm-up requests of every request type (QUIC handshakes too, which steps.csv's own
+    Aggregated row leaves out), and how many workers reported."""
+    steps: dict[int, dict[str, int]] = {}
     with open(resolve(run_dir) / "steps.csv", newline="") as handle:
-        return {int(r["step"]): r for r in csv.DictReader(handle) if r["name"] == "Aggregated"}
+        for row in csv.DictReader(handle):
+            total = steps.setdefault(int(row["step"]), {"requests": 0, "warmup_requests": 0, "workers": 0})
+            total["workers"] = max(total["workers"], int(row["workers"] or 0))
+            if row["name"] != "Aggregated":
+                total["requests"] += int(row["requests"] or 0)
+                total["warmup_requests"] += int(row["warmup_requests"] or 0)
+    return steps
 
 
 def fetches(run_dir: Path) -> int:
