@@ -349,12 +349,17 @@ def _on_step_changed(environment: Environment, step: Any, **_kwargs: Any) -> Non
         _target.drill = gevent.spawn(_run_drill, environment, _step_runs_readers(environment, step.index))
 
 
+def _plan_stages(environment: Environment) -> tuple[Any, ...]:
+    """The stages of the run's swarmgauge shape (none for a run without one)."""
+    shape = environment.shape_class
+    return tuple(shape.plan().stages) if shape is not None and hasattr(shape, "plan") else ()
+
+
 def _plan_submits_actions(environment: Environment) -> bool:
     """Whether any stage may run a user that submits actions: a reads-only plan is not judged on actions it never
     sent (a gate over no data fails the run)."""
-    shape = environment.shape_class
     try:
-        stages = shape.plan().stages if shape is not None and hasattr(shape, "plan") else ()
+        stages = _plan_stages(environment)
     except UsageError:
         return True  # a bad plan is the shape's own start-up error to report
     return not stages or any(s.user_classes is None or set(s.user_classes) & ACTION_USERS for s in stages)
@@ -362,8 +367,7 @@ def _plan_submits_actions(environment: Environment) -> bool:
 
 def _step_runs_readers(environment: Environment, index: int) -> bool:
     """Whether the plan's stage ``index`` spawns readers (a burst has none: the drill's own read arms it at once)."""
-    shape = environment.shape_class
-    stages = shape.plan().stages if shape is not None and hasattr(shape, "plan") else ()
+    stages = _plan_stages(environment)
     if index >= len(stages) or stages[index].user_classes is None:
         return True
     return "MDKReader" in stages[index].user_classes
