@@ -33,6 +33,7 @@ from swarmgauge.core.locust_compat import (
     has_message_handler,
     live_worker_ids,
     prune_per_second_counts,
+    send_worker_stats_now,
     thin_history,
 )
 from swarmgauge.files import write_atomic
@@ -162,6 +163,8 @@ def _on_flush_message(environment: Environment, msg: Any, **_kwargs: Any) -> Non
 def send_last_figures(environment: Environment) -> None:
     """A worker's final figures, when the master asks for them or the worker quits on its own (SIGTERM)."""
     before_flush.fire(environment=environment)
+    if isinstance(environment.runner, WorkerRunner):
+        send_worker_stats_now(environment.runner)  # Locust's own counts arrive before FLUSHED, so before the quit
     if environment.runner is not None:
         environment.runner.send_message(FLUSHED_MESSAGE, _state(environment).recorder.drain())
 

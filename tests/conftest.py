@@ -4,11 +4,16 @@ Locust patches at import; several modules under test (MCP, kneo, the HTTP users)
 anyio, so the patch is done here, first, exactly as the ``locust`` command does it.
 """
 
+import os
+
 import locust  # noqa: F401  (patches the standard library on import)
 import pytest
 
 from swarmgauge.targets.kneo import NoSuitablePython, ensure_venv, find_python
 from swarmgauge.targets.postgres import PostgresCluster, PostgresError, find_bindir
+from tests.xdist_native import keep_execnet_native
+
+keep_execnet_native()
 
 
 @pytest.fixture(scope="session")
@@ -30,3 +35,20 @@ def pg_cluster():
         pytest.skip(f"no PostgreSQL here: {exc}")
     with PostgresCluster(fsync=False) as cluster:
         yield cluster
+
+
+WORKERS_PER_CORE = 2  # most tests wait on real time (a Locust run of N seconds), so two per core overlap them
+MAX_WORKERS = 3  # a fourth on 2 cores left timing-bound real runs (dropped tickets, 1 s windows) too little CPU
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): two workers per core, at most three. A command that names test files or
+    node ids gets no more workers than files (``--dist loadfile`` gives each file one), and none for a single file,
+    which then runs in this process as it always did. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` wins."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    workers = min(MAX_WORKERS, WORKERS_PER_CORE * (os.cpu_count() or 1))
+    files = {arg.split("::")[0] for arg in config.args}
+    if config.args and all(name.endswith(".py") for name in files):
+        return 0 if len(files) == 1 else min(workers, len(files))
+    return workers

@@ -17,6 +17,7 @@ PRIVATE_ATTRIBUTES = {
     "locust.argument_parser": ("default_args_dict",),
     "Runner": ("custom_messages",),
     "MasterRunner": ("clients",),
+    "WorkerRunner": ("_send_stats",),
     "WorkerNode": ("id", "state"),
     "locust.runners": ("STATE_MISSING",),
     "StatsEntry": ("num_reqs_per_sec", "num_fail_per_sec"),
@@ -53,6 +54,12 @@ def cache_default_args() -> None:
 def has_message_handler(runner: Any, message_type: str) -> bool:
     """Whether ``runner`` already handles custom messages of ``message_type`` (Locust keeps no public query)."""
     return message_type in getattr(runner, "custom_messages", {})
+
+
+def send_worker_stats_now(runner: Any) -> None:
+    """A worker's Locust stats sent at once, as its 3 s reporter does: the master's quit waits only 0.5 s for the
+    last ones, which a loaded machine can miss, so a worker sends them with its last per-step figures."""
+    runner._send_stats()
 
 
 def _worker_nodes(runner: Any) -> list[Any]:

@@ -25,15 +25,16 @@ from tests.listeners.sim_run import rank_percentile, read_steps, run_distributed
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
-# Slow enough that 1 % of each percentile (20 ms at the median) covers what a busy 2-core machine adds on top of the
-# target's own serving time (1.5 ms typical when idle, over 10 ms when other loads share the cores), and spread so
-# that rounding to two significant digits, as Locust's own percentiles do, would already miss by up to 2.5 %.
+# Slow enough that 2 % of each percentile (40 ms at the median) covers what a busy 2-core machine adds on top of the
+# target's own serving time (1.5 ms typical when idle, over 10 ms when other loads share the cores, 31 ms seen with the
+# suite's parallel workers), and spread so that rounding to two significant digits, as Locust's own percentiles do,
+# would miss by up to 2.5 %.
 DELAY = "uniform:1000:3000"
 PLAN = ("--steps", "8,32", "--step-time", "4", "--stop-timeout", "10")
 
 
 def _tolerance_ms(truth_ms: float) -> float:
-    return max(0.01 * truth_ms, 1.0)
+    return max(0.02 * truth_ms, 1.0)
 
 
 def test_drained_batches_are_msgpack_safe_and_merge_exactly():

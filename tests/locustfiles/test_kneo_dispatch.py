@@ -16,7 +16,7 @@ import pytest
 from swarmgauge.files import write_atomic
 from swarmgauge.run_folders import resolve
 from swarmgauge.targets.kneo import KneoService
-from swarmgauge.targets.postgres import PostgresCluster
+from swarmgauge.targets.postgres import PostgresCluster, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUST = str(Path(sys.executable).parent / "locust")
@@ -56,6 +56,12 @@ def run_locust(run_dir: Path, *args: str, users: str = "2", step_time: str = "3s
         *args,
     ]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
+
+
+def _master_port_args() -> list[str]:
+    """``--processes`` binds Locust's master on 5557 unless told: a free port, so parallel test runs do not meet."""
+    port = str(free_port())
+    return ["--master-bind-port", port, "--master-port", port]
 
 
 def _explain(run_dir: Path, proc: subprocess.CompletedProcess) -> str:
@@ -202,6 +208,7 @@ def test_workers_send_their_ledgers_to_the_master_and_the_run_reconciles(sqlite_
         "queued",
         "--processes",
         "2",
+        *_master_port_args(),
         users="2,4",
     )
     assert proc.returncode == 0, _explain(tmp_path, proc)

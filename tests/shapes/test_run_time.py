@@ -69,7 +69,11 @@ def test_run_time_20s_ends_the_40_minute_churn_plan_at_20s_with_a_report(tmp_pat
         env=child_env(),
         cwd=REPO_ROOT,
     )
-    assert result.returncode == 0, result.stderr[-3000:]
+    # Cut short is not a failure: the exit code is the SLOs' verdict alone. A busy machine (parallel tests) can make
+    # the churn plan's own "dropped==0" fail, so 3 is accepted when slo.json says an SLO failed.
+    assert result.returncode in (0, 3), result.stderr[-3000:]
+    slos = json.loads((resolve(run_dir) / "slo.json").read_text())
+    assert (result.returncode == 3) == (slos["passed"] is False), slos
     info = json.loads((resolve(run_dir) / "run.json").read_text())
     assert info["plan"]["stages"][0]["duration"] == 2400.0  # the plan runs 40 minutes
     assert info["cut_short"]["run_time_s"] == pytest.approx(20.0, abs=1.0)

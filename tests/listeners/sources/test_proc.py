@@ -21,8 +21,9 @@ GROWER = textwrap.dedent("""
             held.append(bytearray(b"x") * (int(line.split()[1]) * 1048576))
         elif line.startswith("spawn"):
             import subprocess
-            subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(b'y') * (40 * 1048576); time.sleep(30)"])
-            time.sleep(0.5)
+            child_code = "import time; b = bytearray(b'y') * (40 * 1048576); print('held', flush=True); time.sleep(30)"
+            child = subprocess.Popen([sys.executable, "-c", child_code], stdout=subprocess.PIPE, text=True)
+            child.stdout.readline()  # the child holds its 40 MiB now, however slow a loaded machine starts it
         print("done", flush=True)
 """)
 

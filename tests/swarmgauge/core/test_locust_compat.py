@@ -56,6 +56,22 @@ def test_has_message_handler_reads_the_registered_types():
     assert not locust_compat.has_message_handler(object(), "swarmgauge_step")
 
 
+def test_a_workers_send_stats_fires_report_to_master_and_sends_one_stats_message():
+    """What send_worker_stats_now relies on: the reporter's own send, the listeners' data included."""
+    from locust.runners import WorkerRunner
+
+    source = inspect.getsource(WorkerRunner._send_stats)
+    assert "report_to_master.fire" in source and 'Message("stats", data' in source
+    sent = []
+
+    class Worker:
+        def _send_stats(self) -> None:
+            sent.append("stats")
+
+    locust_compat.send_worker_stats_now(Worker())
+    assert sent == ["stats"]
+
+
 def test_every_listed_private_attribute_is_checked_here():
     listed = {name for names in locust_compat.PRIVATE_ATTRIBUTES.values() for name in names}
     source = inspect.getsource(inspect.getmodule(test_every_listed_private_attribute_is_checked_here))
