@@ -186,7 +186,13 @@ PARTS = (
     ("qh3", ("qh3",)),
     ("crypto/TLS (C)", ("cryptography", "_rust", "libcrypto", "libssl")),
     ("syscalls", ("libc.so", "_socket", "UdpTransport.send", "UdpTransport.drain", "'recv'", "'send'", "epoll")),
-    ("swarmgauge", (str(ROOT / "users"), str(ROOT / "protocols"), str(ROOT / "locustfiles"), "users/", "protocols/")),
+    (
+        "swarmgauge",
+        (
+            *(str(ROOT / name) for name in ("users", "protocols", "locustfiles", "swarmgauge")),
+            *("users/", "protocols/", "swarmgauge/"),
+        ),
+    ),
     ("locust", ("/locust/", "locust/")),
     ("gevent/greenlet", ("gevent", "greenlet", "libev")),
 )

@@ -12,18 +12,18 @@ neither may import the other.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
 import logging
 import socket
 import ssl
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 
+from swarmgauge import quic_qh3_patches as qh3_patches
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols.quic_acks import MAX_ACK_DELAY, overdue_ack_at
 
@@ -33,8 +33,7 @@ ENGINES = ("qh3", "aioquic")
 DEFAULT_ENGINE = "qh3"
 #: The reference server's default: qh3, the cheaper per request, so an embedded target competes less with the load.
 DEFAULT_SERVER_ENGINE = "qh3"
-_QH3_CORE_ARGUMENTS = 28  # QuicConnectionCore's positional parameters in qh3 2.1 (checked before patching)
-_QH3_STREAM_LIMIT_ARGUMENTS = (21, 22)  # local_max_streams_bidi, local_max_streams_uni
+MAX_DATAGRAMS_PER_FLUSH = 1024  # a bound on one flush (qh3's own loop has none); the rest goes on the next one
 
 
 class QuicEngine:
@@ -106,6 +105,16 @@ class QuicEngine:
             return None
         return bytes(header.destination_cid)
 
+    # -- the datagram path -------------------------------------------------------------------------------------
+
+    def receive_datagrams(self, quic: Any, datagrams: list[bytes], peer: Any, now: float) -> None:
+        """Hand every datagram that arrived in one pass to the connection."""
+        for data in datagrams:
+            quic.receive_datagram(data, peer, now)
+
+    def datagrams_to_send(self, quic: Any, now: float) -> list[bytes]:
+        return [data for data, _ in quic.datagrams_to_send(now)]
+
     # -- private fields -----------------------------------------------------------------------------------------
 
     def delay_acks(self, quic: Any) -> None:
@@ -121,7 +130,12 @@ class QuicEngine:
     def only_ack_pending(self, quic: Any) -> bool:
         """Whether the next thing the connection wants to send is an ACK alone (the caller may hold it back);
         aioquic needs no help: ``delay_acks`` already makes it wait."""
-        return False
+        return self.next_timer(quic)[1]
+
+    def next_timer(self, quic: Any) -> tuple[float | None, bool]:
+        """The connection's next deadline, and whether what is due then is an ACK alone (``only_ack_pending``): one
+        question to the engine where the driver asked two."""
+        return quic.get_timer(), False
 
     def close_event(self, quic: Any) -> Any:
         """The ``ConnectionTerminated`` the library knows at once (its event waits out three PTOs), or None."""
@@ -176,12 +190,40 @@ class QuicEngine:
         return int(sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
 
 
+class AioquicEngine(QuicEngine):
+    """aioquic, whose client offers two key shares (X25519, P-256) instead of its own four."""
+
+    def __init__(self, package: str) -> None:
+        super().__init__(package)
+        self.QuicConnection = _offering_two_key_shares(self.QuicConnection, self.tls)
+
+
+def _offering_two_key_shares(connection_class: Any, tls: ModuleType) -> Any:
+    """aioquic's ``QuicConnection`` whose client offers X25519 and P-256 key shares only.
+
+    aioquic's client makes and sends a key share for each of P-256, P-384, X25519 and X448. Go's crypto/tls (the
+    demarkus CLI) sends two (X25519MLKEM768 and X25519). Four cost aioquic three needless key pairs per handshake,
+    and qh3 2.1's server answers such a ClientHello with more Initial data than one datagram holds, raises "packet
+    builder capacity exhausted" on the rest and drops what it had built: every aioquic handshake against the qh3
+    reference server then waited for the server's PTO, about 0.7 s.
+    """
+
+    class QuicConnection(connection_class):  # type: ignore[misc]  # aioquic's class is Any here
+        def _initialize(self, peer_cid: bytes) -> None:
+            super()._initialize(peer_cid)
+            if self._is_client:
+                self.tls._supported_groups = [tls.Group.X25519, tls.Group.SECP256R1]
+
+    QuicConnection.__qualname__ = QuicConnection.__name__ = connection_class.__name__
+    return QuicConnection
+
+
 class Qh3Engine(QuicEngine):
     """qh3: a native packet core with its own ACK timing, and stream limits fixed at its creation."""
 
     def __init__(self, package: str) -> None:
         super().__init__(package)
-        self.QuicConnection = _trusting_self_issued_servers(self.QuicConnection)
+        self.QuicConnection = qh3_patches.trusting_self_issued_servers(self.QuicConnection)
         quic_log = logging.getLogger("quic")
         if quic_log.level == logging.NOTSET:  # qh3 warns on every peer close: routine here, thousands a minute
             quic_log.setLevel(logging.ERROR)
@@ -232,6 +274,26 @@ class Qh3Engine(QuicEngine):
             return None
         return bytes(header[3])
 
+    def receive_datagrams(self, quic: Any, datagrams: list[bytes], peer: Any, now: float) -> None:
+        """qh3's batch entry once the handshake is done: one native call and one event drain for the lot, without the
+        per-datagram version-negotiation, Retry and header checks that only the handshake needs."""
+        quic.receive_many_datagrams(datagrams, peer, now)  # datagram by datagram until the handshake is done
+
+    def datagrams_to_send(self, quic: Any, now: float) -> list[bytes]:
+        """qh3's ``datagrams_to_send`` parses every packet header of every datagram for its logger even when there is
+        none; without a logger, the native core's datagrams are taken as they come."""
+        core = quic._core
+        if core is None or quic._quic_logger is not None:
+            return super().datagrams_to_send(quic, now)
+        poll, call_core = core.poll_transmit, quic._call_core  # _call_core: a core error as QuicConnectionError
+        datagrams = []
+        for _ in range(MAX_DATAGRAMS_PER_FLUSH):
+            transmit = call_core(poll, now)
+            if transmit is None:
+                break
+            datagrams.append(transmit[0])
+        return datagrams
+
     def delay_acks(self, quic: Any) -> None:
         """Nothing to set: qh3's native core fixes its own ACK timing (1 ms after data, at once after a stream's FIN).
         The client driver holds such an ACK back itself (``only_ack_pending``); the server leaves it as it is."""
@@ -239,11 +301,14 @@ class Qh3Engine(QuicEngine):
     def ack_with_next_packet(self, quic: Any, now: float) -> None:
         """Nothing to do: qh3's core puts a pending ACK into any packet it sends."""
 
-    def only_ack_pending(self, quic: Any) -> bool:
+    def next_timer(self, quic: Any) -> tuple[float | None, bool]:
         """qh3's core names its next timer: an ``ack_application`` one means an ACK is owed and nothing else is due."""
         core = quic._core
-        timer = None if core is None or quic._close_event is not None else core.get_timer()
-        return timer is not None and timer[0] == "ack_application" and bool(quic._handshake_complete)
+        timer = None if core is None else core.get_timer()
+        if timer is None:
+            return None, False
+        ack_only = timer[0] == "ack_application" and quic._close_event is None and bool(quic._handshake_complete)
+        return timer[1], ack_only
 
     def limit_streams(self, quic: Any, bidi: int) -> None:
         """qh3 fixes the limits (100 bidirectional, 103 unidirectional) where it creates its native core and where
@@ -251,8 +316,8 @@ class Qh3Engine(QuicEngine):
         if quic._core is not None or quic._tls is not None:
             raise RuntimeError("stream limits must be set before the connection's first datagram")
         limits = (bidi, 0)
-        quic._create_core = functools.partial(_create_limited_core, quic, type(quic)._create_core, limits)
-        quic._create_tls = functools.partial(_create_limited_tls, quic, type(quic)._create_tls, limits)
+        quic._create_core = functools.partial(qh3_patches.create_limited_core, quic, type(quic)._create_core, limits)
+        quic._create_tls = functools.partial(qh3_patches.create_limited_tls, quic, type(quic)._create_tls, limits)
 
     def local_max_streams_bidi(self, quic: Any) -> int:
         """What this connection advertised (qh3's core does not show the credit it has granted since)."""
@@ -280,99 +345,11 @@ class Qh3Engine(QuicEngine):
         return tuple(address) if address is not None else None
 
 
-def _trusting_self_issued_servers(connection_class: Any) -> Any:
-    """qh3's ``QuicConnection`` whose client also trusts a self-issued server certificate found in its CA file.
-
-    qh3 sorts a CA file into trust anchors and drops any self-issued certificate that carries a TLS extKeyUsage
-    (``load_store_and_sort``): the demarkus dev certificate is one (serverAuth), so a client given it as ``--mark-ca``
-    failed with "unable to get local issuer certificate (empty CA store)". OpenSSL, and so aioquic, trusts such a
-    certificate when it is named; this does the same, and the rest (name, validity, usage) is still qh3's check.
-    """
-
-    class QuicConnection(connection_class):  # type: ignore[misc]  # qh3 has no type hints: its class is Any here
-        def _create_tls(self, *args: Any, **kwargs: Any) -> Any:
-            bridge = super()._create_tls(*args, **kwargs)
-            if self._configuration.is_client and self._configuration.verify_mode != ssl.CERT_NONE:
-                context = bridge.tls
-                verify = context._client_handle_certificate_verify
-                context._client_handle_certificate_verify = functools.partial(_verify_trusting_servers, verify)
-            return bridge
-
-    QuicConnection.__qualname__ = QuicConnection.__name__ = connection_class.__name__
-    return QuicConnection
-
-
-def _verify_trusting_servers(verify: Callable[[Any], None], input_buffer: Any) -> None:
-    """Run qh3's CertificateVerify handling with self-issued server certificates counted as trust anchors."""
-    sort = importlib.import_module("qh3.tls").load_store_and_sort
-
-    def anchors_and_servers(*args: Any, **kwargs: Any) -> tuple[list[bytes], list[bytes], list[bytes]]:
-        anchors, intermediates, servers = sort(*args, **kwargs)
-        return [*anchors, *servers], intermediates, servers
-
-    with _replaced("qh3.tls", "load_store_and_sort", anchors_and_servers):
-        verify(input_buffer)
-
-
-@contextlib.contextmanager
-def _replaced(module_name: str, attribute: str, replacement: Callable[..., Any]) -> Iterator[Callable[..., Any]]:
-    """``module.attribute`` is ``replacement`` for the ``with`` body (synchronous code: no other greenlet sees it)."""
-    module = importlib.import_module(module_name)
-    original = getattr(module, attribute)
-    setattr(module, attribute, replacement)
-    try:
-        yield original
-    finally:
-        setattr(module, attribute, original)
-
-
-def _create_limited_core(
-    quic: Any, create_core: Callable[..., None], limits: tuple[int, int], *args: Any, **kwargs: Any
-) -> None:
-    """Run qh3's own ``_create_core`` with the native core's stream-limit arguments replaced by ``limits``."""
-    native = importlib.import_module("qh3.quic.connection").QuicConnectionCore
-
-    def limited(*core_args: Any) -> Any:
-        if len(core_args) != _QH3_CORE_ARGUMENTS:
-            raise RuntimeError(f"qh3's QuicConnectionCore got {len(core_args)} arguments, the adapter knows 28")
-        values = list(core_args)
-        for index, limit in zip(_QH3_STREAM_LIMIT_ARGUMENTS, limits):
-            values[index] = limit
-        return native(*values)
-
-    with _replaced("qh3.quic.connection", "QuicConnectionCore", limited):
-        create_core(quic, *args, **kwargs)
-
-
-def _create_limited_tls(
-    quic: Any, create_tls: Callable[..., Any], limits: tuple[int, int], *args: Any, **kwargs: Any
-) -> Any:
-    """Run qh3's own ``_create_tls`` so that the transport parameters it writes (now and after a version change)
-    advertise ``limits``."""
-    module_name = "qh3.quic.tls_bridge"
-    push = importlib.import_module(module_name).push_quic_transport_parameters
-
-    def advertise(buffer: Any, parameters: Any) -> None:
-        parameters.initial_max_streams_bidi, parameters.initial_max_streams_uni = limits
-        push(buffer, parameters)
-
-    with _replaced(module_name, "push_quic_transport_parameters", advertise):
-        bridge = create_tls(quic, *args, **kwargs)
-    serialize = bridge.serialize_transport_parameters
-
-    def serialize_limited() -> bytes:
-        with _replaced(module_name, "push_quic_transport_parameters", advertise):
-            return bytes(serialize())
-
-    bridge.serialize_transport_parameters = serialize_limited
-    return bridge
-
-
 @functools.cache
 def engine(name: str = DEFAULT_ENGINE) -> QuicEngine:
     """The engine called ``name`` (``qh3`` or ``aioquic``), imported on first use; anything else is a UsageError."""
     if name == "aioquic":
-        return QuicEngine("aioquic")
+        return AioquicEngine("aioquic")
     if name == "qh3":
         return Qh3Engine("qh3")
     raise UsageError(f"QUIC engine must be one of {', '.join(ENGINES)}, not {name!r}")

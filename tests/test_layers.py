@@ -23,7 +23,7 @@ CORE_MODULES = (
 )
 
 #: The QUIC engine adapter (aioquic or qh3): below the users and the targets, which both run QUIC on it.
-ENGINE_MODULES = ("swarmgauge.quic_engine",)
+ENGINE_MODULES = ("swarmgauge.quic_engine", "swarmgauge.quic_qh3_patches")
 
 #: layer -> the project layers it may import (besides itself). The top (``app``) may import everything.
 MAY_IMPORT: dict[str, set[str]] = {

@@ -4,9 +4,10 @@ gevent hub, no asyncio.
 Why not ``aioquic.asyncio``: Locust users are greenlets, and an asyncio loop inside gevent means two schedulers and
 blocked hubs (locust-notes §2, option A). Here the connection is serviced from the hub itself, as aioquic's own
 asyncio protocol is from its loop: when datagrams arrive or ``get_timer()``'s deadline passes, one non-blocking pass
-drains the socket, runs ``handle_timer`` if due, routes stream events to per-stream ``AsyncResult`` s, flushes
-``datagrams_to_send`` and re-arms a single timer. No greenlet of its own, so no switch and no ``Timeout`` per wake. A request is one bidirectional stream: the whole request with FIN, then
-everything up to the peer's FIN (the Mark Protocol's framing). The network sits behind ``DatagramTransport``
+drains the socket, runs ``handle_timer`` if due, routes stream events to their requests (``users/quic_streams.py``),
+times out overdue ones, flushes ``datagrams_to_send``, re-arms a single timer and last switches to each answered
+request's greenlet. No greenlet of its own, and no ``Timeout`` per wake or per request. A request is one
+bidirectional stream: the whole request with FIN, then everything up to the peer's FIN (the Mark Protocol's framing). The network sits behind ``DatagramTransport``
 (``users/quic_transport.py``) so the same driver runs over UDP or over an in-memory pair.
 """
 
@@ -32,8 +33,10 @@ from swarmgauge.users.quic_errors import (
     ResponseTooLarge,
     StreamReset,
     TLSVerificationFailed,
+    termination_error,
 )
 from swarmgauge.users.quic_settings import QuicStats, client_configuration
+from swarmgauge.users.quic_streams import InFlight
 from swarmgauge.users.quic_transport import DatagramTransport, TransportFactory, UdpTransport
 
 __all__ = [
@@ -58,23 +61,6 @@ log = logging.getLogger(__name__)
 MAX_RESPONSE = 4 << 20
 DEFAULT_MAX_STREAMS = 10
 ABORT_ERROR_CODE = 0x10  # application code sent with RESET_STREAM / STOP_SENDING when we give up on a stream
-_TLS_VERIFY_ALERT_NAMES = (
-    "bad_certificate",
-    "unsupported_certificate",
-    "certificate_revoked",
-    "certificate_expired",
-    "certificate_unknown",
-    "unknown_ca",
-)
-
-
-class _PendingStream:
-    __slots__ = ("chunks", "result", "size")
-
-    def __init__(self) -> None:
-        self.result = gevent.event.AsyncResult()
-        self.chunks: list[bytes] = []
-        self.size = 0
 
 
 class QuicDriver:
@@ -118,7 +104,7 @@ class QuicDriver:
         self._service_pending = False
         self._closed = False
         self._handshake = gevent.event.AsyncResult()
-        self._streams: dict[int, _PendingStream] = {}
+        self._streams = InFlight(gevent.get_hub())
         self._credit = gevent.event.Event()  # set after a receipt while requests wait for stream credit
         self._credit_waiters = 0
         self._error: QuicError | None = None
@@ -187,20 +173,16 @@ class QuicDriver:
             self._check_usable()
             self._wait_for_stream_credit(deadline, timeout)
             stream_id = self._quic.get_next_available_stream_id()
-            pending = self._streams[stream_id] = _PendingStream()
+            pending = self._streams.open(stream_id, deadline, timeout)
             self._quic.send_stream_data(stream_id, data, end_stream=finish)
             self.stats.streams_opened += 1
             self._engine.ack_with_next_packet(self._quic, time.monotonic())
             self._flush()
             self._arm_timer()
-            try:
-                return cast(bytes, pending.result.get(timeout=max(0.0, deadline - time.monotonic())))
-            except gevent.Timeout:
-                self._abort_stream(stream_id)
-                raise RequestTimeout(f"no complete response within {timeout:g} s") from None
+            return self._streams.wait(pending)  # the hub's pass answers it, or times it out (``_expire``)
         finally:
             if stream_id is not None:
-                self._streams.pop(stream_id, None)
+                self._streams.forget(stream_id)
             self._slots.release()
 
     def _wait_for_stream_credit(self, deadline: float, timeout: float) -> None:
@@ -243,16 +225,17 @@ class QuicDriver:
         """One pass in the hub: receive, timers, events, flush, re-arm. Must not block or raise."""
         self._service_pending = False
         if self._closed:
+            self._streams.deliver()
             return
         quic = self._quic
         # only connect() arms the timer and the readable callback, after it has set the transport
         transport = cast(DatagramTransport, self._transport)
+        held, timer_at = False, None
         try:
             received = transport.drain()
             now = time.monotonic()
-            for data in received:
-                quic.receive_datagram(data, transport.peer, now)
             if received:
+                self._engine.receive_datagrams(quic, received, transport.peer, now)
                 self._last_heard = now
                 if self._credit_waiters:
                     self._credit.set()
@@ -265,7 +248,10 @@ class QuicDriver:
                 if timer_at is not None and now >= timer_at:
                     quic.handle_timer(now)
             self._process_events()
-            if not self._ack_may_wait(now):
+            self._expire(now)
+            timer_at, ack_only = self._engine.next_timer(quic)
+            held = ack_only and self._ack_may_wait(now)
+            if not held:
                 self._flush()
         except OSError as exc:
             self._fail(self._lost_or_failed(f"network error: {exc}"))
@@ -274,20 +260,39 @@ class QuicDriver:
             self._fail(ConnectionLost(f"driver error: {type(exc).__name__}: {exc}"))
         if self._error is not None:
             self._shutdown()
+        elif held:
+            self._arm_timer(timer_at, known=True)  # nothing was sent: the engine's deadline still stands
         else:
             self._arm_timer()
+        self._streams.deliver()  # last: each answered greenlet runs (and may send its next request) from here
 
-    def _arm_timer(self) -> None:
-        """One hub timer at the earliest of aioquic's deadline and the keep-alive, re-made only when it moves."""
+    def _expire(self, now: float) -> None:
+        """Answer every stream past its deadline with ``RequestTimeout`` and give it up on the wire."""
+        for stream_id, pending in self._streams.overdue(now):
+            self._abort_stream(stream_id)
+            self._streams.finish(pending, RequestTimeout(f"no complete response within {pending.timeout:g} s"))
+
+    def _arm_timer(self, timer_at: float | None = None, *, known: bool = False) -> None:
+        """One hub timer at the earliest of the engine's deadline and the keep-alive.
+
+        A timer already armed at or before that deadline is kept: a pass woken early finds nothing due and re-arms.
+        Each request moves the loss-detection, ACK and idle deadlines a little later, so re-making the timer whenever
+        they move cost two timers per request; now a closed-loop connection re-arms about once per ACK delay.
+        """
         if self._closed:
             return
-        timer_at = self._quic.get_timer()
+        if not known:
+            timer_at = self._quic.get_timer()
         if self._ack_wait_until is not None and timer_at is not None:
             timer_at = max(timer_at, self._ack_wait_until)
         if self.keepalive is not None and self._connected:
             ping_at = self._last_heard + self.keepalive
             timer_at = ping_at if timer_at is None else min(timer_at, ping_at)
-        if timer_at == self._timer_at and self._timer is not None:
+        request_deadline = self._streams.next_deadline
+        if request_deadline is not None:
+            timer_at = request_deadline if timer_at is None else min(timer_at, request_deadline)
+        armed_at = self._timer_at
+        if self._timer is not None and armed_at is not None and (timer_at is None or armed_at <= timer_at):
             return
         if self._timer is not None:
             self._timer.stop()
@@ -319,11 +324,8 @@ class QuicDriver:
             if isinstance(event, quic_engine.StreamDataReceived):
                 self._on_stream_data(event)
             elif isinstance(event, quic_engine.StreamReset):
-                pending = self._streams.get(event.stream_id)
-                if pending is not None and not pending.result.ready():
-                    pending.result.set_exception(
-                        StreamReset(f"stream reset by peer (code {event.error_code})", event.error_code)
-                    )
+                error = StreamReset(f"stream reset by peer (code {event.error_code})", event.error_code)
+                self._streams.fail(event.stream_id, error)
             elif isinstance(event, quic_engine.HandshakeCompleted):
                 if event.alpn_protocol != self._alpn:
                     no_alpn = quic_engine.AlertDescription.no_application_protocol
@@ -339,17 +341,8 @@ class QuicDriver:
             self._fail(self._termination_error(close_event))
 
     def _on_stream_data(self, event: Any) -> None:
-        pending = self._streams.get(event.stream_id)
-        if pending is None or pending.result.ready():
-            return
-        pending.size += len(event.data)
-        if pending.size > self.max_response:
-            self._abort_stream(event.stream_id)
-            pending.result.set_exception(ResponseTooLarge(f"response exceeds {self.max_response} bytes"))
-            return
-        pending.chunks.append(event.data)
-        if event.end_stream:
-            pending.result.set(b"".join(pending.chunks))
+        if self._streams.receive(event.stream_id, event.data, event.end_stream, self.max_response):
+            self._abort_stream(event.stream_id)  # past the response cap: that request fails with ResponseTooLarge
 
     def _abort_stream(self, stream_id: int) -> None:
         """Give up on a stream: stop the peer sending and reset our side, so its slot frees on both ends."""
@@ -362,17 +355,13 @@ class QuicDriver:
         self._arm_timer()
 
     def _termination_error(self, event: Any) -> QuicError:
-        reason = event.reason_phrase or "no reason given"
-        code = event.error_code
-        crypto_error, alerts = self._engine.QuicErrorCode.CRYPTO_ERROR, self._engine.AlertDescription
-        if crypto_error <= code < crypto_error + 256:
-            alert = code - crypto_error
-            if self._engine.alpn_refused(code, reason):
-                return ALPNMismatch(f"no common ALPN protocol with the server ({reason})")
-            if alert in {alerts[name] for name in _TLS_VERIFY_ALERT_NAMES} and not self._handshake.ready():
-                expected = self._configuration.server_name or self.host
-                return TLSVerificationFailed(f"server certificate not trusted for {expected}: {reason}")
-        return self._lost_or_failed(f"connection terminated (code 0x{code:x}): {reason}")
+        return termination_error(
+            self._engine,
+            event,
+            handshake_over=self._handshake.ready(),
+            server_name=self._configuration.server_name or self.host,
+            lost_or_failed=self._lost_or_failed,
+        )
 
     def _lost_or_failed(self, message: str) -> QuicError:
         if self._handshake.ready() and self._handshake.exception is None:
@@ -389,17 +378,13 @@ class QuicDriver:
         if not self._handshake.ready():
             self._handshake.set_exception(error)
         self._credit.set()
-        for pending in list(self._streams.values()):
-            if not pending.result.ready():
-                pending.result.set_exception(type(error)(str(error)))
+        self._streams.fail_all(error)
         if self._hub_loop is not None:
             self._schedule()  # the next pass flushes what aioquic still has to say, then shuts down
 
     def _ack_may_wait(self, now: float) -> bool:
-        """quic-go's rule where the engine cannot be told it: hold an ACK-only datagram back up to the ACK delay, so
-        that it rides on the next request instead."""
-        if not self._engine.only_ack_pending(self._quic):
-            return False
+        """quic-go's rule where the engine cannot be told it: hold an ACK-only datagram (the engine says one is all
+        it owes) back up to the ACK delay, so that it rides on the next request instead."""
         if self._ack_wait_until is None:
             self._ack_wait_until = now + MAX_ACK_DELAY
         return now < self._ack_wait_until
@@ -408,7 +393,7 @@ class QuicDriver:
         self._ack_wait_until = None
         if self._transport is None:
             return
-        for data, _ in self._quic.datagrams_to_send(time.monotonic()):
+        for data in self._engine.datagrams_to_send(self._quic, time.monotonic()):
             try:
                 self._transport.send(data)
             except OSError as exc:

@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from swarmgauge.errors import SwarmgaugeError
+
+TLS_VERIFY_ALERT_NAMES = (
+    "bad_certificate",
+    "unsupported_certificate",
+    "certificate_revoked",
+    "certificate_expired",
+    "certificate_unknown",
+    "unknown_ca",
+)
 
 
 class QuicError(SwarmgaugeError):
@@ -43,3 +55,24 @@ class ConnectionLost(QuicError):
 
 class ResponseTooLarge(QuicError):
     """The response grew past the cap while being read; the stream was stopped."""
+
+
+def termination_error(
+    quic_engine: Any,
+    event: Any,
+    *,
+    handshake_over: bool,
+    server_name: str,
+    lost_or_failed: Callable[[str], QuicError],
+) -> QuicError:
+    """The named error for a ``ConnectionTerminated``: no common ALPN, an untrusted certificate during the handshake,
+    else ``lost_or_failed`` of the close's code and reason (lost after a handshake, a failed connect before)."""
+    reason = event.reason_phrase or "no reason given"
+    code = event.error_code
+    crypto_error, alerts = quic_engine.QuicErrorCode.CRYPTO_ERROR, quic_engine.AlertDescription
+    if crypto_error <= code < crypto_error + 256:
+        if quic_engine.alpn_refused(code, reason):
+            return ALPNMismatch(f"no common ALPN protocol with the server ({reason})")
+        if code - crypto_error in {alerts[name] for name in TLS_VERIFY_ALERT_NAMES} and not handshake_over:
+            return TLSVerificationFailed(f"server certificate not trusted for {server_name}: {reason}")
+    return lost_or_failed(f"connection terminated (code 0x{code:x}): {reason}")

@@ -166,3 +166,20 @@ def test_request_round_trip(verb, path, metadata, body):
 def test_response_round_trip(status, metadata, body):
     parsed = mark.parse_response(mark.encode_response(status, metadata, body))
     assert (parsed.status, parsed.metadata, parsed.body) == (status, metadata, body)
+
+
+def test_a_repeated_response_block_parses_to_a_fresh_dict_each_time():
+    answer = mark.encode_response("ok", {"version": "3", "etag": "abc"}, b"body")
+    first = mark.parse_response(answer)
+    first.metadata["version"] = "changed by the caller"
+    again = mark.parse_response(answer)
+    assert again.metadata == {"version": "3", "etag": "abc"} and again.status == "ok"
+
+
+def test_a_malformed_block_fails_every_time_and_a_large_one_still_parses():
+    with pytest.raises(MarkParseError):
+        mark.parse_response(b"---\nstatus: [ok\n---\n")
+    with pytest.raises(MarkParseError):
+        mark.parse_response(b"---\nstatus: [ok\n---\n")
+    large = "x" * (mark.CACHED_BLOCK_BYTES + 10)
+    assert mark.parse_response(mark.encode_response("ok", {"note": large})).metadata == {"note": large}

@@ -172,3 +172,58 @@ def test_the_server_receive_buffer_grows(name):
 
     before, after = asyncio.run(sizes())
     assert after > before
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_the_datagram_path_moves_a_request_and_its_answer_in_batches(name):
+    """``datagrams_to_send`` and ``receive_datagrams`` (qh3: the core polled directly, a batch in one call) carry a
+    whole stream each way, the answer's datagrams handed over together."""
+    quic_engine = engine(name)
+    client, server, clock = connected_pair(quic_engine)
+    clock += 0.01  # past the pacer's next slot
+    stream_id = client.get_next_available_stream_id()
+    client.send_stream_data(stream_id, b"FETCH /a.md\n", end_stream=True)
+    sent = quic_engine.datagrams_to_send(client, clock)
+    assert sent and all(isinstance(data, bytes) for data in sent)
+    quic_engine.receive_datagrams(server, sent, CLIENT, clock)
+    received = b""
+    while (event := server.next_event()) is not None:
+        if isinstance(event, quic_engine.StreamDataReceived):
+            received += event.data
+    assert received == b"FETCH /a.md\n"
+    server.send_stream_data(stream_id, b"x" * 5000, end_stream=True)
+    chunks, ended, batches = [], False, []
+    for _ in range(50):  # the pacer lets the answer out a few datagrams at a time
+        answer = quic_engine.datagrams_to_send(server, clock)
+        batches.append(len(answer))
+        quic_engine.receive_datagrams(client, answer, SERVER, clock)
+        while (event := client.next_event()) is not None:
+            if isinstance(event, quic_engine.StreamDataReceived):
+                chunks.append(event.data)
+                ended = ended or event.end_stream
+        if ended:
+            break
+        clock += 0.005
+    assert b"".join(chunks) == b"x" * 5000 and ended
+    assert max(batches) > 1
+
+
+def test_the_aioquic_client_offers_two_key_shares_and_the_qh3_server_builds_its_first_flight():
+    """aioquic's own four key shares made qh3 2.1's server fail to build its first flight (over UDP the handshake
+    then waited ~0.7 s for the server's PTO); with X25519 and P-256 the flight is built and goes out at once."""
+    aioquic, qh3 = engine("aioquic"), engine("qh3")
+    cert, key = self_signed_certificate()
+    client = aioquic.QuicConnection(
+        configuration=aioquic.client_configuration(
+            alpn="mark", insecure=True, ca_file=None, server_name="localhost", idle_timeout=30.0
+        )
+    )
+    client.connect(SERVER, now=100.0)
+    assert client.tls._supported_groups == [aioquic.tls.Group.X25519, aioquic.tls.Group.SECP256R1]
+    hello = [data for data, _ in client.datagrams_to_send(100.0)]
+    server = qh3.QuicConnection(
+        configuration=qh3.server_configuration(cert, key, alpn="mark", idle_timeout=30.0),
+        original_destination_connection_id=qh3.initial_destination_cid(hello[0]),
+    )
+    qh3.receive_datagrams(server, hello, CLIENT, 100.0)
+    assert qh3.datagrams_to_send(server, 100.0)  # raised "packet builder capacity exhausted" with four shares
