@@ -1,7 +1,9 @@
 """``swarmgauge compare BASE NEW``: what changed between two runs, and exit 3 when NEW regressed (the CI gate).
 
 Per step and request name: req/s, p50 and p99 of both runs and the change in %; a change worse than ``--tolerance``
-(req/s down, or a latency up, by more than that fraction) is a regression. SLOs that passed in BASE and fail in NEW
+(req/s down, or a latency up, by more than that fraction) is a regression. A p99 is gated only where both runs have
+at least 100 requests in the step: with fewer it is the slowest single request, and one stall would fail the gate;
+such a change is shown and listed as not gated. SLOs that passed in BASE and fail in NEW
 regress too; the memory slope of each run is shown beside the other. BASE may also be a plan with a reference
 page's figures (``reference:``), so a run can be gated against the page. Writes ``compare.md`` and ``compare.html``
 (into NEW, or ``--out``) and prints the Markdown.
@@ -29,6 +31,9 @@ from swarmgauge.reports.trend import format_latency, format_rate
 REGRESSION_EXIT = 3
 USAGE_EXIT = 2
 FIGURES = (("rps", "req/s", -1), ("p50_ms", "p50", +1), ("p99_ms", "p99", +1))  # sign: which way is worse
+#: Requests a step needs on both sides before its percentile is gated: below 1 / (1 - q), the q-th percentile is
+#: the slowest request (HDR ranks ceil(q * n)), one outlier rather than a tail.
+MIN_REQUESTS = {"p99_ms": 100}
 
 
 class CompareError(Exception):
@@ -129,8 +134,22 @@ def _shown(figure: str, value: float | None) -> str:
     return format_rate(value) if figure == "rps" else format_latency(value)
 
 
-def compare(base: Side, new: Side, tolerance: float) -> tuple[pd.DataFrame, list[str]]:
-    """The comparison table and the regressions (one line each, naming the step and the metric)."""
+def _too_few_requests(figure: str, before: dict[str, Any], row: dict[str, Any]) -> str | None:
+    """Why this figure is not gated (too few requests on a side), or None; a side without a count (a reference
+    page's row) counts as enough."""
+    needed = MIN_REQUESTS.get(figure)
+    counts = [number(side.get("requests")) for side in (before, row)]
+    if needed is None or all(c is None or c >= needed for c in counts):
+        return None
+    shown = ", ".join(f"{'?' if c is None else f'{c:g}'} {side}" for c, side in zip(counts, ("base", "new")))
+    return f"fewer than {needed} requests ({shown}), so it is the slowest single request"
+
+
+def compare(
+    base: Side, new: Side, tolerance: float, not_gated: list[str] | None = None
+) -> tuple[pd.DataFrame, list[str]]:
+    """The comparison table and the regressions (one line each, naming the step and the metric); changes beyond the
+    tolerance that rest on too few requests go to ``not_gated`` instead."""
     table, regressions = [], []
     for key, row in sorted(new.rows.items(), key=lambda item: (item[0][0], float(item[0][1].rstrip("/s")))):
         before = _match(base, key)
@@ -143,11 +162,17 @@ def compare(base: Side, new: Side, tolerance: float) -> tuple[pd.DataFrame, list
             line[f"{column} base"], line[f"{column} new"] = _shown(figure, old), _shown(figure, now)
             line[f"Δ {column}"] = "" if change is None else f"{change:+.1f} %"
             if change is not None and change * worse > tolerance * 100.0:
-                regressions.append(
+                what = (
                     f"{key[0]} at step {row.get('label') or key[1]!r}: {column} {change:+.1f} % "
-                    f"({_shown(figure, old)} -> {_shown(figure, now)}), beyond the "
-                    f"{tolerance * 100:g} % tolerance"
+                    f"({_shown(figure, old)} -> {_shown(figure, now)})"
                 )
+                reason = _too_few_requests(figure, before, row)
+                if reason is None:
+                    regressions.append(f"{what}, beyond the {tolerance * 100:g} % tolerance")
+                else:
+                    line[f"Δ {column}"] += " (not gated)"
+                    if not_gated is not None:
+                        not_gated.append(f"{what}: {reason}")
         table.append(line)
     for expr, status in new.slos.items():
         if base.slos.get(expr) == "pass" and status == "fail":
@@ -182,7 +207,8 @@ def _memory_line(base: Side, new: Side) -> str | None:
 
 def render(base: Side, new: Side, tolerance: float) -> tuple[str, str, list[str]]:
     """(markdown, html, regressions)."""
-    table, regressions = compare(base, new, tolerance)
+    not_gated: list[str] = []
+    table, regressions = compare(base, new, tolerance, not_gated)
     verdict = (
         f"REGRESSION beyond the {tolerance * 100:g} % tolerance:"
         if regressions
@@ -196,6 +222,13 @@ def render(base: Side, new: Side, tolerance: float) -> tuple[str, str, list[str]
     ]
     if regressions:
         parts.append("<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in regressions) + "</ul>")
+    if not_gated:
+        md += ["Beyond the tolerance but not gated:", ""] + [f"- {line}" for line in not_gated] + [""]
+        parts.append(
+            "<p>Beyond the tolerance but not gated:</p><ul>"
+            + "".join(f"<li>{html.escape(line)}</li>" for line in not_gated)
+            + "</ul>"
+        )
     if table.empty:
         md += ["No step and request name is in both runs.", ""]
         parts.append("<p>No step and request name is in both runs.</p>")
