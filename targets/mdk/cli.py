@@ -34,6 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--collect-interval-s", type=float, default=10.0, help="Worker collection interval")
     parser.add_argument("--query-concurrency", type=int, default=100, help="reads in flight per collection cycle")
     parser.add_argument("--health-ping-s", type=float, default=5.0, help="Kernel health ping interval")
+    parser.add_argument(
+        "--health-phase-s",
+        type=float,
+        default=None,
+        help="Kernel's first health ping after this (default: a random part of one interval, as a Kernel started "
+        "at no particular moment)",
+    )
     parser.add_argument("--health-timeout-s", type=float, default=3.0, help="health ping timeout (a miss: SICK)")
     parser.add_argument("--device-timeout-s", type=float, default=10.0, help="per-device call timeout")
     parser.add_argument(
@@ -83,6 +90,8 @@ def stack_from_args(args: argparse.Namespace) -> MDKStack:
             raise UsageError(f"{flag} must be positive, got {value}")
     if min(args.accept_base_us, args.accept_us_per_device, args.accept_us_per_inflight) < 0:
         raise UsageError("--accept-base-us, --accept-us-per-device and --accept-us-per-inflight must be >= 0")
+    if args.health_phase_s is not None and args.health_phase_s < 0:
+        raise UsageError(f"--health-phase-s must be >= 0, got {args.health_phase_s}")
     if args.cache_s < 0 or args.rate_limit < 0 or args.query_concurrency < 1 or not 0 <= args.port < 65536:
         raise UsageError("--cache-s and --rate-limit must be >= 0, --query-concurrency >= 1, --port 0..65535")
     return MDKStack(
@@ -96,6 +105,7 @@ def stack_from_args(args: argparse.Namespace) -> MDKStack:
         collect_interval_s=args.collect_interval_s,
         query_concurrency=args.query_concurrency,
         health_ping_s=args.health_ping_s,
+        health_phase_s=args.health_phase_s,
         health_timeout_s=args.health_timeout_s,
         device_timeout_s=args.device_timeout_s,
         rate_limit_per_min=args.rate_limit,

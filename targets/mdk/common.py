@@ -44,6 +44,7 @@ class StackPlan:
     collect_interval_s: float = 10.0
     query_concurrency: int = 100
     health_ping_s: float = 5.0
+    health_phase_s: float | None = None  # first ping after this; None: a random part of one period
     health_timeout_s: float = 3.0
     device_timeout_s: float = 10.0
     rate_limit_per_min: int = 0

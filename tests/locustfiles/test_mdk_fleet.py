@@ -84,6 +84,8 @@ def test_a_worker_killed_mid_burst_shows_as_rejections_in_the_failures_table_and
         "1",
         "--mdk-drill-after",
         "0s",  # armed by the drill's own good read (~0.3 s), so the kill lands while the burst is still going
+        "--mdk-embedded-args",
+        "--health-ping-s 1",  # a Kernel ping meets the dead Worker inside the 3 s burst, whatever the first ping's phase
     )
     assert result.returncode in (0, 3), result.stderr[-3000:]
     failures = read_csv(resolve(run_dir) / "locust_failures.csv")

@@ -123,6 +123,22 @@ def test_a_missed_health_ping_makes_the_worker_not_routable_until_a_ping_succeed
             time.sleep(0.05)
 
 
+def test_a_set_phase_puts_the_first_health_ping_there_and_not_a_period_later():
+    with MDKStack(devices=2, workers=1, health_ping_s=600, health_phase_s=6.0, health_timeout_s=0.2) as stack:
+        # 6 s: the stack is up (and the Worker stopped) well before a loaded machine reaches the first ping
+        device = stack.device_ids("worker-0")[0]
+        pid = stack.pid("worker-0")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + 30  # far below the 600 s period: only the set phase can bring the ping
+            url = f"{stack.url}/api/fleet/device/{device}/action"
+            while requests.post(url, json=SET_NORMAL, timeout=5).json()["result"]["status"] != "REJECTED":
+                assert time.monotonic() < deadline, "no health ping at the set phase"
+                time.sleep(0.05)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+
 def test_rate_limit_per_ip_keys_on_x_forwarded_for_and_frees_after_the_window():
     with launch_target("mdk", ["--devices", "2", "--rate-limit", "5", "--rate-window-s", "1.5"]) as target:
         answers = [requests.get(target.url + "/echo", timeout=5).status_code for _ in range(7)]
@@ -142,6 +158,7 @@ def test_rate_limit_per_ip_keys_on_x_forwarded_for_and_frees_after_the_window():
         (["--workers", "3", "--devices", "2"], "--workers"),
         (["--read-cost-ms", "9-1"], "--read-cost-ms"),
         (["--rate-window-s", "0"], "--rate-window-s"),
+        (["--health-phase-s", "-1"], "--health-phase-s"),
     ],
 )
 def test_bad_options_exit_2_with_one_line(args, says):
