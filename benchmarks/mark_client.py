@@ -77,6 +77,36 @@ HEADER = (
 
 
 # -- orchestration ---------------------------------------------------------------------------------------------
+def child_command(
+    *,
+    client: str,
+    engine: str,
+    policy: str,
+    users: int,
+    url: str,
+    server_pid: int,
+    duration: float,
+    warmup: float,
+    pace: float,
+    corpus: int | None = None,
+) -> list[str]:
+    """The ``--child`` command line of one case. ``corpus`` may be left out: mark_compare runs other trees' copies of
+    this module, which may predate that flag."""
+    command = [sys.executable, "-m", "benchmarks.mark_client", "--child", client, "--policy", policy]
+    command += ["--users", str(users), "--url", url, "--server-pid", str(server_pid)]
+    command += ["--duration", str(duration), "--warmup", str(warmup), "--engine", engine, "--pace", str(pace)]
+    return command + (["--corpus", str(corpus)] if corpus is not None else [])
+
+
+def read_result(done: subprocess.CompletedProcess[str], what: str) -> dict[str, Any]:
+    """A child's figures: its last ``RESULT`` line, or a BenchmarkError naming the case and the end of its stderr."""
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        raise BenchmarkError(f"{what} failed (exit {done.returncode}): {done.stderr.strip()[-800:]}")
+    result: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
+    return result
+
+
 def run_case(
     opts: argparse.Namespace,
     url: str,
@@ -85,33 +115,21 @@ def run_case(
     profiler: str | None = None,
 ) -> dict[str, Any]:
     client, engine, policy, users, pace = case
-    command = [
-        sys.executable,
-        "-m",
-        "benchmarks.mark_client",
-        "--child",
-        client,
-        "--policy",
-        policy,
-        "--users",
-        str(users),
-        "--url",
-        url,
-        "--server-pid",
-        str(server_pid),
-        "--duration",
-        str(opts.duration),
-        "--warmup",
-        str(opts.warmup),
-        "--corpus",
-        str(opts.corpus),
-        "--engine",
-        engine,
-        "--pace",
-        str(pace),
-    ]
+    command = child_command(
+        client=client,
+        engine=engine,
+        policy=policy,
+        users=users,
+        url=url,
+        server_pid=server_pid,
+        duration=opts.duration,
+        warmup=opts.warmup,
+        pace=pace,
+        corpus=opts.corpus,
+    )
     from swarmgauge.targets.launch import child_env
 
+    what = f"case {client}/{policy}/{users}"
     try:
         done = subprocess.run(
             command + (["--profile-case", profiler] if profiler else []),
@@ -122,12 +140,7 @@ def run_case(
             timeout=opts.warmup + opts.duration + 90,
         )
     except subprocess.TimeoutExpired:
-        raise BenchmarkError(f"case {client}/{policy}/{users} did not finish") from None
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if done.returncode != 0 or not lines:
-        raise BenchmarkError(
-            f"case {client}/{policy}/{users} failed (exit {done.returncode}): {done.stderr.strip()[-800:]}"
-        )
+        raise BenchmarkError(f"{what} did not finish") from None
     return {
         "client": client,
         "engine": engine,
@@ -135,7 +148,7 @@ def run_case(
         "users": users,
         "pace": pace,
         "load_average": round(os.getloadavg()[0], 2),
-        **json.loads(lines[-1][len("RESULT ") :]),
+        **read_result(done, what),
     }
 
 

@@ -13,7 +13,6 @@ checkout and of this one, run alternately against one reference server, so a sha
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -22,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.mark_client import child_command, read_result
 from benchmarks.mark_client_cases import CLOCK, ROOT, BenchmarkError
 from swarmgauge.errors import UsageError
 from swarmgauge.files import write_json
@@ -59,40 +59,26 @@ def parse_options(argv: list[str] | None) -> argparse.Namespace:
 
 def run_case(opts: argparse.Namespace, tree: Path, url: str, server_pid: int, case: tuple[str, str, int]) -> Any:
     engine, policy, users = case
-    command = [
-        sys.executable,
-        "-m",
-        "benchmarks.mark_client",
-        "--child",
-        "locust",
-        "--policy",
-        "fresh" if policy == "fresh" else "pooled",
-        "--users",
-        str(users),
-        "--url",
-        url,
-        "--server-pid",
-        str(server_pid),
-        "--duration",
-        str(opts.duration),
-        "--warmup",
-        str(opts.warmup),
-        "--engine",
-        engine,
-        "--pace",
-        str(opts.pace if policy == "paced" else 0.0),
-    ]
+    command = child_command(
+        client="locust",
+        engine=engine,
+        policy="fresh" if policy == "fresh" else "pooled",
+        users=users,
+        url=url,
+        server_pid=server_pid,
+        duration=opts.duration,
+        warmup=opts.warmup,
+        pace=opts.pace if policy == "paced" else 0.0,
+    )
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONUNBUFFERED": "1"}
+    what = f"{'/'.join(map(str, case))} in {tree}"
     try:
         done = subprocess.run(
             command, cwd=str(tree), env=env, capture_output=True, text=True, timeout=opts.warmup + opts.duration + 150
         )
     except subprocess.TimeoutExpired:
-        raise BenchmarkError(f"{'/'.join(map(str, case))} in {tree} did not finish") from None
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if done.returncode != 0 or not lines:
-        raise BenchmarkError(f"{'/'.join(map(str, case))} in {tree} failed: {done.stderr.strip()[-600:]}")
-    return json.loads(lines[-1][len("RESULT ") :])
+        raise BenchmarkError(f"{what} did not finish") from None
+    return read_result(done, what)
 
 
 def summary(rows: dict[str, dict[str, list[float]]]) -> list[dict[str, Any]]:
