@@ -1,7 +1,8 @@
 """The Users and shapes a user's own locustfile builds on, from one documented place.
 
-Import by name what you use (``from swarmgauge.api import MarkUser, StepRamp``), never ``*``: Locust runs every
-shape class it finds in a locustfile, so only the one shape you want may be in its namespace. Every User here is
+Import the module (``from swarmgauge import api as sg``, then ``sg.MarkUser``, ``sg.StepRamp``), or a User by name,
+never a shape by name and never ``*``: Locust runs every shape class it finds in a locustfile, so only your own
+subclass may be in its namespace. Every User here is
 abstract: subclass it and add tasks; the clients serve a User of your own. ``import swarmgauge.locust`` registers
 the listeners and their options.
 """

@@ -57,6 +57,10 @@ class ResponseTooLarge(QuicError):
     """The response grew past the cap while being read; the stream was stopped."""
 
 
+# What to do about it: a dev server's certificate is self-signed (the demarkus one and the reference server's)
+TRUST_HINT = "trust its certificate with --mark-ca FILE or skip the check with --mark-insecure; swarmgauge mark: --ca, --insecure"
+
+
 def termination_error(
     quic_engine: Any,
     event: Any,
@@ -74,5 +78,5 @@ def termination_error(
         if quic_engine.alpn_refused(code, reason):
             return ALPNMismatch(f"no common ALPN protocol with the server ({reason})")
         if code - crypto_error in {alerts[name] for name in TLS_VERIFY_ALERT_NAMES} and not handshake_over:
-            return TLSVerificationFailed(f"server certificate not trusted for {server_name}: {reason}")
+            return TLSVerificationFailed(f"server certificate not trusted for {server_name}: {reason} ({TRUST_HINT})")
     return lost_or_failed(f"connection terminated (code 0x{code:x}): {reason}")

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import socket
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -55,7 +56,8 @@ def _stack(tmp_path: Path, name: str, knobs: dict[str, str]) -> tuple[Shell, str
     env.update(engine_build_knobs())
     env.update(knobs)
     work = tmp_path / "work"
-    work.mkdir()
+    (work / ".venv" / "bin").mkdir(parents=True)  # the README's lines run from a clone with its .venv
+    (work / ".venv" / "bin" / "swarmgauge").symlink_to(Path(sys.executable).parent / "swarmgauge")
     return Shell(work, env), project
 
 

@@ -120,9 +120,10 @@ def test_untrusted_certificate_with_verification_on(server):
         timeout=5,
         on_handshake=lambda seconds, error: handshakes.append(error),
     )
-    with pytest.raises(TLSVerificationFailed):
+    with pytest.raises(TLSVerificationFailed) as failed:
         client.fetch("/good")
     assert isinstance(handshakes[0], TLSVerificationFailed)
+    assert "--mark-ca" in str(failed.value) and "--mark-insecure" in str(failed.value)  # says what to do
 
 
 def test_trusted_with_ca_file_and_server_name(server, tmp_path):
