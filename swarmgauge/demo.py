@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -113,6 +114,29 @@ def run_workload(workload: Workload, run_dir: Path, log: Path | None) -> int:
             output.close()
 
 
+def gather_into_run_folder(run_dir: Path) -> Path:
+    """Move what the demo itself put beside the run folders (Locust's ``--csv`` tables; the plan is copied) into the
+    run's own folder, so the folder holds the whole run and a rerun overwrites nothing of it; returns that folder.
+
+    The listeners write their own final, redacted ``locust_stats.csv`` and friends there: a copy the folder has
+    already is the same table and is dropped; what it lacks (the stats history, the plan) moves in."""
+    from swarmgauge.run_folders import resolve
+
+    found = resolve(run_dir)
+    if found == run_dir or not found.is_dir():
+        return found
+    for path in [*run_dir.glob("locust_*.csv"), run_dir / "plan.yaml"]:
+        if not path.is_file():
+            continue
+        if path.name == "plan.yaml":
+            shutil.copyfile(path, found / path.name)  # the run's options name this path: it stays
+        elif (found / path.name).exists():
+            path.unlink()
+        else:
+            path.replace(found / path.name)
+    return found
+
+
 def _save(folder: Path, manifest: dict[str, Any]) -> None:
     from swarmgauge.files import write_json
 
@@ -122,7 +146,7 @@ def _save(folder: Path, manifest: dict[str, Any]) -> None:
 def run_pages(chosen: list[Page], parent: Path) -> int:
     """Every workload of every runnable page, the manifest after each, then the index; 1 when a run left no folder."""
     from swarmgauge.reports.index import write_index
-    from swarmgauge.run_folders import new_run_folder, resolve
+    from swarmgauge.run_folders import new_run_folder
 
     folder = new_run_folder(parent)
     manifest: dict[str, Any] = {"started_at": time.time(), "machine": {"cpus": os.cpu_count()}, "pages": []}
@@ -150,7 +174,7 @@ def run_pages(chosen: list[Page], parent: Path) -> int:
         entry["elapsed_s"] = round(time.monotonic() - began, 1)
         entry["exit_code"] = code
         entry["load_avg"] = round(os.getloadavg()[0], 1)
-        found = resolve(run_dir)
+        found = gather_into_run_folder(run_dir)
         has_steps = (found / "steps.csv").is_file()
         entry["run_folder"] = str(found.relative_to(folder)) if has_steps else None
         lost += not has_steps
@@ -170,7 +194,8 @@ def quick(run_dir: Path, steps: list[int], step_time: float, warmup: float) -> i
     workload = reads_workload(steps, step_time, warmup)
     print(f"running: demarkus reads {','.join(map(str, steps))} users against the simulated ~160 req/s bucket")
     code = run_workload(workload, run_dir, None)
-    print(f"results: {run_dir} (steps.csv, run.json, slo.json, locust_*.csv, report.md, report.html)")
+    found = gather_into_run_folder(run_dir)
+    print(f"results: {found} (steps.csv, run.json, slo.json, locust_*.csv, plan.yaml, report.md, report.html)")
     return code
 
 

@@ -41,9 +41,12 @@ def test_demo_writes_the_run_directory_and_report(tmp_path: Path):
         timeout=240,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert f"results: {run_dir}" in result.stdout
-    for name in ("steps.csv", "run.json", "slo.json", "locust_stats.csv", "report.md", "report.html"):
+    assert f"results: {resolve(run_dir)} " in result.stdout  # the run's own folder, not its parent
+    for name in ("steps.csv", "run.json", "slo.json", "locust_stats.csv", "locust_stats_history.csv", "report.md"):
         assert (resolve(run_dir) / name).exists(), name
+    assert not list(run_dir.glob("locust_*.csv")), (
+        "nothing of the run is left beside its folder for a rerun to overwrite"
+    )
     with open(resolve(run_dir) / "steps.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert {row["users"] for row in rows} >= {"1", "2"}
