@@ -33,6 +33,21 @@ from swarmgauge.shapes.plan import Plan, Stage, build_plan, plan_from_options
 
 logger = logging.getLogger("swarmgauge.shapes")
 
+
+class _StopTickWarning(logging.Filter):
+    """Locust warns of any spawn rate above 100 a second (to the user, on every planned run); the end of a plan asks
+    for :data:`STOP_SPAWN_RATE` only to stop every user at once, not to ramp, so while that tick is applied its one
+    warning is dropped. Every other record, and that warning at any other time, passes."""
+
+    armed = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.armed and "spawn rate is very high" in record.getMessage())
+
+
+_STOP_TICK_WARNING = _StopTickWarning()
+logging.getLogger("locust.runners").addFilter(_STOP_TICK_WARNING)
+
 MAX_RAMP_SECONDS = 2.0
 RAMP_FRACTION = 0.1
 FOREVER = 365 * 24 * 3600.0
@@ -207,8 +222,10 @@ class SwarmShape(LoadTestShape):
         tail_left = end - run_time
         if tail_left > 0 and not self._end_requested:
             gevent.sleep(tail_left)
+        _STOP_TICK_WARNING.armed = False  # Locust applied the stop tick (and warned) before asking again
         if not self._stopping_users:
             self._stopping_users = True
+            _STOP_TICK_WARNING.armed = True
             return 0, STOP_SPAWN_RATE
         self._wait_until(
             lambda: self._live_runner().user_count == 0,

@@ -114,3 +114,20 @@ def test_stage_lookup_by_run_time():
     index, stage, left = shape.stage_at(45.0)
     assert (index, stage.users, left) == (1, 4, 15.0)
     assert shape.stage_at(90.0) is None
+
+
+def test_only_the_stop_ticks_spawn_rate_warning_is_dropped():
+    import logging
+
+    from swarmgauge.shapes.base import _STOP_TICK_WARNING
+
+    def passes(message: str) -> bool:
+        return _STOP_TICK_WARNING.filter(logging.LogRecord("locust.runners", logging.WARNING, "", 0, message, (), None))
+
+    warning = "Your selected spawn rate is very high (>100), and this is known to sometimes cause issues."
+    try:
+        assert passes(warning)  # a user's own fast ramp is still warned of
+        _STOP_TICK_WARNING.armed = True
+        assert not passes(warning) and passes("Ramping to 0 users at a rate of 10000.00 per second")
+    finally:
+        _STOP_TICK_WARNING.armed = False

@@ -54,6 +54,7 @@ def test_demo_writes_the_run_directory_and_report(tmp_path: Path):
     assert all(row["failures"] == "0" for row in rows)
     assert "started the embedded mark at mark://127.0.0.1:" in result.stderr
     assert "stopped the embedded mark" in result.stderr
+    assert "spawn rate is very high" not in result.stderr  # the plan's end stops its users; it is no ramp to warn of
     report = (resolve(run_dir) / "report.md").read_text()
     assert "| Step" in report
     assert "| date |" in report and "| command |" in report and "aioquic" in report  # the run's context
