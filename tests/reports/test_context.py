@@ -53,6 +53,22 @@ def test_context_rows_say_what_ran_when_against_what():
     assert context.context_rows({}) == [] and context.render({}) == ("", "")
 
 
+def test_the_workers_row_counts_those_that_took_part_and_a_local_run_reads_as_local():
+    master = {"runner": "MasterRunner", "workers": 2, "lost_workers": [{"worker": "w1"}]}
+    assert dict(context.context_rows(master))["workers"] == "2 (MasterRunner), 1 lost during the run"
+    assert dict(context.context_rows({"runner": "MasterRunner", "workers": 2}))["workers"] == "2 (MasterRunner)"
+    assert dict(context.context_rows({"runner": "LocalRunner", "workers": 1}))["workers"] == "local run (LocalRunner)"
+
+
+def test_user_classes_name_those_that_ran_and_the_locustfiles_others():
+    picked = {"user_classes": ["FetchUser"], "locustfile_user_classes": ["FetchUser", "ListUser", "LookupUser"]}
+    assert dict(context.context_rows(picked))["user classes"] == "FetchUser (not run: ListUser, LookupUser)"
+    assert dict(context.context_rows({"user_classes": [], "locustfile_user_classes": ["A"]}))["user classes"] == (
+        "none ran (offered: A)"
+    )
+    assert dict(context.context_rows(RUN_JSON))["user classes"] == "FetchUser", "an older run.json reads as before"
+
+
 def test_reference_figures_sit_beside_the_measured_rows_with_the_difference():
     shown = pd.DataFrame(
         {
