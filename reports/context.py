@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from swarmgauge.core.durations import UNTIL_STOPPED
+
 QUIC_ENGINES = ("aioquic", "qh3")
 
 
@@ -40,13 +42,21 @@ def _command(argv: list[str]) -> str:
     return " ".join([first] + [shlex.quote(a) for a in argv[1:]])
 
 
+def _until_stopped(stage: dict[str, Any]) -> bool:
+    """A stage with no set end (an older run.json gives it the engine's year instead of ``until_stopped``)."""
+    return bool(stage.get("until_stopped")) or float(stage.get("duration") or 0) >= UNTIL_STOPPED
+
+
 def _plan(plan: dict[str, Any] | None) -> str:
     if not plan:
         return ""
     stages = plan.get("stages") or []
-    total = sum(float(s.get("duration") or 0) for s in stages)
+    total = sum(float(s.get("duration") or 0) for s in stages if not _until_stopped(s))
+    length = _duration(total)
+    if any(_until_stopped(s) for s in stages):
+        length = f"{length}, then until stopped" if total else "until stopped"
     labels = ", ".join(str(s.get("label")) for s in stages[:8]) + (" ..." if len(stages) > 8 else "")
-    return f"{plan.get('name')} ({plan.get('kind')}, {len(stages)} stage(s), {_duration(total)}: {labels})"
+    return f"{plan.get('name')} ({plan.get('kind')}, {len(stages)} stage(s), {length}: {labels})"
 
 
 def _workers(info: dict[str, Any]) -> str:

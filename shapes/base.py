@@ -35,7 +35,6 @@ logger = logging.getLogger("swarmgauge.shapes")
 
 MAX_RAMP_SECONDS = 2.0
 RAMP_FRACTION = 0.1
-FOREVER = 365 * 24 * 3600.0
 STOP_SPAWN_RATE = 10_000.0
 STOP_GRACE_SECONDS = 5.0
 FINAL_REPORT_SECONDS = 5.0
