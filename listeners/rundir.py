@@ -10,9 +10,10 @@ workers. :func:`close_run` closes it (at ``quitting``, or at STOP / the plan's e
 
 Each run folder collects Locust's CSVs, ``steps.csv`` (``listeners.steps``), ``slo.json`` (``listeners.slo``),
 ``resources.csv`` (``listeners.resources``) and ``run.json`` (options with secrets redacted, locustfile, shape and
-plan, versions, workers, start/end, exit code). Only the master (or a local run) writes here: workers get the same
-options from the master, so :func:`run_dir` is ``None`` on a worker. Every file is written atomically, so a reader
-never sees half a file even when the run is killed.
+plan, versions, the workers and User classes that took part (``listeners.participants``), start/end, exit code).
+Only the master (or a local run) writes here: workers get the same options from the master, so :func:`run_dir` is
+``None`` on a worker. Every file is written atomically, so a reader never sees half a file even when the run is
+killed.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from typing import Any
 from locust import events, log
 from locust import stats as locust_stats
 from locust.env import Environment
-from locust.runners import WorkerRunner
+from locust.runners import MasterRunner, WorkerRunner
 
 from swarmgauge.core import env_state, hooks
 from swarmgauge.files import write_atomic
+from swarmgauge.listeners import participants
 from swarmgauge.redaction import known_secrets
 from swarmgauge.run_folders import LATEST, new_run_folder, resolve  # noqa: F401 - resolve is part of this API
 
@@ -231,19 +233,33 @@ def _versions() -> dict[str, str]:
     return found
 
 
+def _locustfile_classes(environment: Environment) -> list[str]:
+    """Every User class the locustfile offers (a ``--class`` selection or a plan may run fewer)."""
+    available = getattr(environment, "available_user_classes", None) or {}
+    return sorted(available) if available else sorted(u.__name__ for u in environment.user_classes)
+
+
+def _workers(runner: Any, environment: Environment) -> int:
+    """A master's workers that took part (its count at the end is 0: they quit first); Locust's 1 when local."""
+    if isinstance(runner, MasterRunner):
+        return participants.peak_workers(environment)
+    return int(getattr(runner, "worker_count", 0) or 0)
+
+
 def build_run_json(environment: Environment, *, final: bool) -> dict[str, Any]:
     runner = environment.runner
     shape = environment.shape_class
     doc: dict[str, Any] = {
         "locustfile": getattr(environment.parsed_options, "locustfile", None),
-        "user_classes": sorted(u.__name__ for u in environment.user_classes),
+        "user_classes": participants.classes_that_ran(environment),
+        "locustfile_user_classes": _locustfile_classes(environment),
         "shape": type(shape).__name__ if shape is not None else None,
         "plan": getattr(shape, "plan_summary", lambda: None)() if shape is not None else None,
         "host": redact(environment.host or "", environment),
         "options": redacted_options(environment),
         "versions": _versions(),
         "runner": type(runner).__name__ if runner is not None else None,
-        "workers": getattr(runner, "worker_count", 0) if runner is not None else 0,
+        "workers": _workers(runner, environment) if runner is not None else 0,
         "argv": [redact(a, environment) for a in _redact_argv(sys.argv)],
     }
     doc.update(_info(environment))
@@ -343,6 +359,7 @@ def _on_test_start(environment: Environment, **_kwargs: Any) -> None:
     if state.lasting_info is None:
         state.lasting_info = set(_info(environment))  # what init put there (targets, ...) outlives one UI run
     state.started = True
+    participants.begin(environment)
     if run_dir(environment) is None:
         return
     add_run_info(environment, "started_at", time.time())

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from swarmgauge.core.durations import UNTIL_STOPPED
+
 QUIC_ENGINES = ("aioquic", "qh3")
 
 
@@ -40,13 +42,44 @@ def _command(argv: list[str]) -> str:
     return " ".join([first] + [shlex.quote(a) for a in argv[1:]])
 
 
+def _until_stopped(stage: dict[str, Any]) -> bool:
+    """A stage with no set end (an older run.json gives it the engine's year instead of ``until_stopped``)."""
+    return bool(stage.get("until_stopped")) or float(stage.get("duration") or 0) >= UNTIL_STOPPED
+
+
 def _plan(plan: dict[str, Any] | None) -> str:
     if not plan:
         return ""
     stages = plan.get("stages") or []
-    total = sum(float(s.get("duration") or 0) for s in stages)
+    total = sum(float(s.get("duration") or 0) for s in stages if not _until_stopped(s))
+    length = _duration(total)
+    if any(_until_stopped(s) for s in stages):
+        length = f"{length}, then until stopped" if total else "until stopped"
     labels = ", ".join(str(s.get("label")) for s in stages[:8]) + (" ..." if len(stages) > 8 else "")
-    return f"{plan.get('name')} ({plan.get('kind')}, {len(stages)} stage(s), {_duration(total)}: {labels})"
+    return f"{plan.get('name')} ({plan.get('kind')}, {len(stages)} stage(s), {length}: {labels})"
+
+
+def _workers(info: dict[str, Any]) -> str:
+    """How many workers took part and how many were lost; a local run had none, which is not "0 workers"."""
+    runner = info.get("runner")
+    if not runner:
+        return ""
+    if runner == "LocalRunner":
+        return f"local run ({runner})"
+    lost = len(info.get("lost_workers") or [])
+    return f"{info.get('workers')} ({runner})" + (f", {lost} lost during the run" if lost else "")
+
+
+def _user_classes(info: dict[str, Any]) -> str:
+    """The classes that ran, and the locustfile's others that a plan or ``--class`` left out."""
+    ran = list(info.get("user_classes") or [])
+    offered = info.get("locustfile_user_classes")
+    if offered is None:
+        return ", ".join(ran)
+    if not ran:
+        return f"none ran (offered: {', '.join(offered)})" if offered else ""
+    idle = [name for name in offered if name not in ran]
+    return ", ".join(ran) + (f" (not run: {', '.join(idle)})" if idle else "")
 
 
 def _versions(versions: dict[str, str]) -> str:
@@ -81,7 +114,7 @@ def context_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
         ("date", time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(started))) if started else ""),
         ("duration", _duration(float(ended) - float(started)) if started and ended else ""),
         ("locustfile", str(info.get("locustfile") or "")),
-        ("user classes", ", ".join(info.get("user_classes") or [])),
+        ("user classes", _user_classes(info)),
         (
             "target",
             str(info.get("host") or "")
@@ -89,7 +122,7 @@ def context_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         ("command", _command(info.get("argv") or [])),
         ("versions", _versions(info.get("versions") or {})),
-        ("workers", f"{info.get('workers')} ({info.get('runner')})" if info.get("runner") else ""),
+        ("workers", _workers(info)),
         ("plan", _plan(info.get("plan"))),
         ("exit code", "" if info.get("exit_code") is None else str(info["exit_code"])),
     ]

@@ -25,9 +25,10 @@ from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from swarmgauge.core import hooks
+from swarmgauge.core.durations import UNTIL_STOPPED
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.shapes import open_model  # noqa: F401 - its step listener runs the ticket scheduler
-from swarmgauge.shapes.base import FOREVER, SwarmShape
+from swarmgauge.shapes.base import SwarmShape
 from swarmgauge.shapes.plan import KINDS, Plan, Stage, build_plan, load_plan_file, plan_from_options
 
 __all__ = [
@@ -114,7 +115,7 @@ class PlanShape(SwarmShape):
         run_time = getattr(options, "run_time", None)
         stage = Stage(
             label=f"{users} users",
-            duration=float(run_time) if run_time else FOREVER,
+            duration=float(run_time) if run_time else UNTIL_STOPPED,
             users=users,
             spawn_rate=getattr(options, "spawn_rate", None) or None,
         )

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from swarmgauge.core.durations import parse_duration
+from swarmgauge.core.durations import UNTIL_STOPPED, parse_duration
 from swarmgauge.errors import UsageError
 
 KINDS = ("step_ramp", "soak", "arrival_rate", "burst", "churn", "stages")
@@ -147,9 +147,17 @@ class Plan:
             "kind": self.kind,
             "source": self.source,
             "slos": list(self.slos),
-            "stages": [asdict(s) for s in self.stages],
+            "stages": [_stage_summary(s) for s in self.stages],
             "reference": self.reference,
         }
+
+
+def _stage_summary(stage: Stage) -> dict[str, Any]:
+    """A stage for run.json: one with no set end says so, instead of the year the engine runs it for."""
+    doc = asdict(stage)
+    if stage.duration >= UNTIL_STOPPED:
+        doc.update(duration=None, until_stopped=True)
+    return doc
 
 
 REFERENCE_FIGURES = ("rps", "p50_ms", "p99_ms")

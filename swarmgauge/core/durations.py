@@ -8,6 +8,10 @@ from typing import Any
 
 from swarmgauge.errors import UsageError
 
+#: The length of a stage with no set end (Locust's ``-u`` without ``-t``, as a web UI run often is): the shape engine
+#: needs a number, so it is a year; run.json marks such a stage ``until_stopped`` and the report says so.
+UNTIL_STOPPED = 365 * 24 * 3600.0
+
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|min|h|m|s)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")

@@ -89,10 +89,13 @@ def test_a_real_run_leaves_no_secret_in_any_file_and_records_the_run(tmp_path):
     assert "--sim-token=***" in doc["argv"]
     assert doc["shape"] == "PlanShape" and doc["plan"]["kind"] == "step_ramp"
     assert doc["runner"] == "LocalRunner" and doc["workers"] == 1
+    assert doc["user_classes"] == doc["locustfile_user_classes"] == ["SimUser"]
     assert doc["started_at"] <= doc["ended_at"]
     assert doc["versions"]["locust"] and doc["locustfile"].endswith("secret_locustfile.py")
     assert [s["label"] for s in doc["steps"]] == ["1 users"]
     assert not [p for p in rundir.resolve(run_dir).iterdir() if p.name.endswith(".tmp")]
+    report = (rundir.resolve(run_dir) / "report.md").read_text()
+    assert "| workers | local run (LocalRunner) |" in report and "| user classes | SimUser |" in report
 
 
 QUICK_LOCUSTFILE = """

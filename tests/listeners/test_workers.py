@@ -142,6 +142,7 @@ def test_sigkill_of_a_worker_mid_step_loses_nothing_it_reported(tmp_path: Path):
     assert master.returncode in (0, 3), stderr[-3000:]
     run = json.loads((resolve(run_dir) / "run.json").read_text())
     [lost] = run["lost_workers"]
+    assert run["workers"] == 2, "both workers took part, the lost one included"
     assert lost["last_seen"] <= killed_at + 0.5 < lost["noticed_at"]
     assert lost["step"] == 0 and 0 in lost["steps_touched"]
     assert [s["users"] for s in run["steps"]] == [2, 4], "the run went on to the end of the plan"
@@ -160,3 +161,4 @@ def test_sigkill_of_a_worker_mid_step_loses_nothing_it_reported(tmp_path: Path):
 
     report = (resolve(run_dir) / "report.md").read_text()
     assert "Lost workers" in report and lost["worker"] in report
+    assert "| workers | 2 (MasterRunner), 1 lost during the run |" in report

@@ -53,6 +53,38 @@ def test_context_rows_say_what_ran_when_against_what():
     assert context.context_rows({}) == [] and context.render({}) == ("", "")
 
 
+def test_a_stage_without_an_end_reads_until_stopped_not_as_a_year():
+    from types import SimpleNamespace
+
+    from swarmgauge.shapes import PlanShape
+
+    plan = PlanShape().fallback_plan(SimpleNamespace(num_users=8, run_time=None, spawn_rate=None)).summary()
+    assert plan["stages"][0]["duration"] is None and plan["stages"][0]["until_stopped"] is True
+    assert context._plan(plan) == "options (stages, 1 stage(s), until stopped: 8 users)"
+    older = {"name": "options", "kind": "stages", "stages": [{"label": "8 users", "duration": 31536000.0}]}
+    assert context._plan(older) == "options (stages, 1 stage(s), until stopped: 8 users)"
+    mixed = {"name": "p", "kind": "stages", "stages": [{"label": "warm", "duration": 30.0}, plan["stages"][0]]}
+    assert context._plan(mixed) == "p (stages, 2 stage(s), 30.0 s, then until stopped: warm, 8 users)"
+    timed = PlanShape().fallback_plan(SimpleNamespace(num_users=8, run_time=90, spawn_rate=None)).summary()
+    assert context._plan(timed) == "options (stages, 1 stage(s), 90.0 s: 8 users)"
+
+
+def test_the_workers_row_counts_those_that_took_part_and_a_local_run_reads_as_local():
+    master = {"runner": "MasterRunner", "workers": 2, "lost_workers": [{"worker": "w1"}]}
+    assert dict(context.context_rows(master))["workers"] == "2 (MasterRunner), 1 lost during the run"
+    assert dict(context.context_rows({"runner": "MasterRunner", "workers": 2}))["workers"] == "2 (MasterRunner)"
+    assert dict(context.context_rows({"runner": "LocalRunner", "workers": 1}))["workers"] == "local run (LocalRunner)"
+
+
+def test_user_classes_name_those_that_ran_and_the_locustfiles_others():
+    picked = {"user_classes": ["FetchUser"], "locustfile_user_classes": ["FetchUser", "ListUser", "LookupUser"]}
+    assert dict(context.context_rows(picked))["user classes"] == "FetchUser (not run: ListUser, LookupUser)"
+    assert dict(context.context_rows({"user_classes": [], "locustfile_user_classes": ["A"]}))["user classes"] == (
+        "none ran (offered: A)"
+    )
+    assert dict(context.context_rows(RUN_JSON))["user classes"] == "FetchUser", "an older run.json reads as before"
+
+
 def test_reference_figures_sit_beside_the_measured_rows_with_the_difference():
     shown = pd.DataFrame(
         {
