@@ -52,6 +52,8 @@ def check_run(result: subprocess.CompletedProcess, tallies: list[dict], run_dir:
     assert len(tallies) == WORKERS, "every worker ran and quit when the master did"
     run = json.loads((resolve(run_dir) / "run.json").read_text())
     assert run["runner"] == "MasterRunner" and run["exit_code"] == 0
+    assert run["workers"] == WORKERS, "the workers that made the load, not the none left once they quit"
+    assert run["user_classes"] == ["FetchUser"], "the plan's class alone ran"
     assert [s["users"] for s in run["steps"]] == [2, 4], "the plan ran to its end"
     rows = aggregated_steps(run_dir)
     assert sorted(rows) == [0, 1]
