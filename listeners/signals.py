@@ -5,28 +5,38 @@ Compose and Kubernetes stop containers with SIGTERM. Locust installs its own SIG
 with no files, no exit code and the embedded target orphaned. This module installs a handler at ``init`` on the
 master or local runner: the first SIGTERM or SIGINT asks a swarmgauge shape to end its plan now (stop the users,
 collect every worker's last figures, then let Locust quit, which stops the workers and fires ``quitting``, where
-the listeners write their files and the embedded targets stop). A second signal, or a run with no swarmgauge shape,
-falls back to Locust's own Ctrl+C path (``KeyboardInterrupt``); before the run has started (a master waiting for
-its workers) the process exits with 128 + the signal number, as nothing was measured. Nothing is written here.
+the listeners write their files). A second signal, or a run with no swarmgauge shape, falls back to Locust's own
+Ctrl+C path (``KeyboardInterrupt``); before the run has started (a master waiting for its workers) the process exits
+with 128 + the signal number, as nothing was measured. Nothing is written here.
 
 Workers and the web UI keep Locust's own SIGTERM handler, which it installs before their main loop starts: a
 worker's shutdown fires ``quitting``, where it first sends its last per-step figures (here) and then tells the master
 it is gone; the web UI's shutdown fires ``quitting`` as well.
+
+The order of a shutdown is owned here. Locust's ``shutdown()`` fires ``quitting`` before ``runner.quit()``, so on
+the web UI's SIGTERM, Ctrl+C or a headless run without a shape the users are still sending requests then. The first
+``quitting`` listener (:func:`stop_users_first`) stops them on the master or local runner, so the run folder closes
+(``listeners.rundir``, the last ``quitting`` listener) with every request counted; the embedded targets stop after
+that, at Locust's ``quit`` event (``targets.embedded``), so no request meets a target that is gone.
 """
 
 from __future__ import annotations
 
 import logging
 import signal
+import time
 from typing import Any
 
+import gevent
 from locust import events
 from locust.env import Environment
-from locust.runners import STATE_INIT, WorkerRunner
+from locust.runners import STATE_CLEANUP, STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPING, WorkerRunner
 
 logger = logging.getLogger("swarmgauge.signals")
 
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+STOP_GRACE_SECONDS = 10.0
+POLL_SECONDS = 0.1
 
 
 class StopOnSignal:
@@ -74,11 +84,35 @@ def _send_last_figures_on_quit(environment: Environment) -> None:
     environment.events.quitting.add_listener(on_quitting)
 
 
+def stop_users_first(environment: Environment) -> None:
+    """Stop the users of a master or local runner that still run, and wait (bounded) for a stop under way.
+
+    Runs first at ``quitting``: every listener after it sees a run whose requests are all in (a request cut mid-way
+    is no measurement), and the web UI's STOP path (``test_stop``) closes the run as a STOP does.
+    """
+    runner = environment.runner
+    if runner is None or isinstance(runner, WorkerRunner):
+        return
+    if runner.state in (STATE_SPAWNING, STATE_RUNNING):
+        logger.info("Quitting: stopping the users before the run is closed")
+        runner.stop()
+    deadline = time.monotonic() + float(environment.stop_timeout or 0) + STOP_GRACE_SECONDS
+    while _stopping(runner) and time.monotonic() < deadline:
+        gevent.sleep(POLL_SECONDS)
+
+
+def _stopping(runner: Any) -> bool:
+    """A local runner's stop is under way until it reads stopped; a master's until its workers' users are gone."""
+    return bool(runner.state == STATE_CLEANUP or (runner.state == STATE_STOPPING and runner.user_count))
+
+
 @events.init.add_listener
 def _on_init(environment: Environment, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         _send_last_figures_on_quit(environment)
         return
+    # added at init, after every module's quitting listener and the web UI's, so (quitting fires in reverse) first
+    environment.events.quitting.add_listener(lambda **_kw: stop_users_first(environment))
     options = getattr(environment, "parsed_options", None)
     if options is not None and not getattr(options, "headless", False):
         return  # web UI: Locust's SIGTERM handler (shutdown, which fires quitting) is in place before its main loop

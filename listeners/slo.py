@@ -237,7 +237,8 @@ def check(environment: Environment) -> list[dict[str, Any]]:
         environment.process_exit_code = 0  # an SLO on failures held: failed requests alone are not an error exit
     directory = rundir.run_dir(environment)
     if directory is not None:
-        doc = {"passed": not failed, "exit_code": SLO_EXIT_CODE if failed else None, "verdicts": verdicts}
+        # the exit code run.json (and so the report) records, worked out the same way, so the two never disagree
+        doc = {"passed": not failed, "exit_code": rundir.exit_code_as_locust_decides(environment), "verdicts": verdicts}
         rundir.write_atomic(directory / "slo.json", json.dumps(doc, indent=2, default=str))
     rundir.add_run_info(environment, "slo", {"passed": not failed, "failed": [v["expr"] for v in failed]})
     return verdicts

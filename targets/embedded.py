@@ -82,8 +82,10 @@ def stop_embedded() -> None:
         log.info("stopped the embedded %s (exit %s)", target.name, status)
 
 
-@events.quitting.add_listener
-def _on_quitting(**_kwargs: Any) -> None:
+@events.quit.add_listener
+def _on_quit(**_kwargs: Any) -> None:
+    """At ``quit``, not ``quitting``: Locust fires it after every ``quitting`` listener and ``runner.quit()``, so the
+    users are stopped and the run folder closed first; a target stopped earlier made failures that never happened."""
     stop_embedded()
 
 

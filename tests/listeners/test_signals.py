@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -9,17 +10,22 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 
 import psutil
 import pytest
-from locust.runners import STATE_INIT, STATE_RUNNING
+from locust.event import Events
+from locust.runners import STATE_INIT, STATE_RUNNING, STATE_STOPPED
 
+from swarmgauge.listeners import signals
 from swarmgauge.listeners.signals import StopOnSignal
 from swarmgauge.run_folders import resolve
 from swarmgauge.targets.launch import REPO_ROOT, child_env, stop_processes
 from tests.listeners.sim_run import ROOT, free_port, locust_command, read_steps, sim_target
+from tests.listeners.webui_harness import wait_until, web_locust
 
 LONG_PLAN = ("--steps", "2,4", "--step-time", "120", "--stop-timeout", "5")
 WAIT_SECONDS = 90.0
@@ -47,6 +53,40 @@ def test_without_a_swarmgauge_shape_a_signal_is_locusts_ctrl_c():
     handler = StopOnSignal(SimpleNamespace(shape_class=None, runner=SimpleNamespace(state=STATE_RUNNING)))
     with pytest.raises(KeyboardInterrupt):
         handler(signal.SIGTERM, None)
+
+
+class _Runner:
+    """A local runner's surface: users run until stopped, and the test sees when that happened."""
+
+    def __init__(self, seen: list[str], state: str) -> None:
+        self.seen, self.state = seen, state
+        self.user_count = 4 if state == STATE_RUNNING else 0
+
+    def stop(self) -> None:
+        self.seen.append("users stopped")
+        self.state, self.user_count = STATE_STOPPED, 0
+
+
+def _quit_with_a_listener_added_before_init(runner_state: str) -> list[str]:
+    """Fire quitting as Locust's shutdown does, with a listener (the run folder's close) registered at import time."""
+    seen: list[str] = []
+    runner = _Runner(seen, runner_state)
+    events = Events()
+    environment = SimpleNamespace(
+        events=events, runner=runner, parsed_options=SimpleNamespace(headless=False), stop_timeout=None
+    )
+    events.quitting.add_listener(lambda **_kw: seen.append(f"run closed, runner {runner.state}"))
+    signals._on_init(environment=environment)
+    events.quitting.fire(environment=environment, reverse=True)
+    return seen
+
+
+def test_quitting_stops_running_users_before_the_listeners_that_close_the_run():
+    assert _quit_with_a_listener_added_before_init(STATE_RUNNING) == ["users stopped", "run closed, runner stopped"]
+
+
+def test_quitting_leaves_a_stopped_runner_alone():
+    assert _quit_with_a_listener_added_before_init(STATE_STOPPED) == ["run closed, runner stopped"]
 
 
 def _wait_for_requests(target, count: int) -> None:
@@ -374,3 +414,79 @@ def test_sigterm_mid_step_in_a_web_ui_run_writes_the_run(tmp_path):
     assert json.loads((resolve(run_dir) / "run.json").read_text())["exit_code"] == 0
     partial = [row for row in read_steps(run_dir) if row["name"] == "Aggregated"][0]
     assert int(partial["requests"]) > 0 and 0.0 < float(partial["duration_s"]) < 120.0
+
+
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _locust_counts(stats_csv: Path) -> dict[tuple[str, str], tuple[int, int]]:
+    """Locust's own final (requests, failures) per request type and name, its Aggregated row left out."""
+    return {
+        (row["Type"], row["Name"]): (int(row["Request Count"]), int(row["Failure Count"]))
+        for row in _csv_rows(stats_csv)
+        if row["Name"] != "Aggregated"
+    }
+
+
+def _steps_counts(run_dir: Path) -> dict[tuple[str, str], tuple[int, int]]:
+    """steps.csv's (requests, failures) per request type and name, summed over the steps."""
+    counts: dict[tuple[str, str], tuple[int, int]] = {}
+    for row in read_steps(run_dir):
+        if row["name"] == "Aggregated":
+            continue
+        key = (row["request_type"], row["name"])
+        requests, failures = counts.get(key, (0, 0))
+        counts[key] = (requests + int(row["requests"]), failures + int(row["failures"]))
+    return counts
+
+
+def _live_requests(view: dict) -> list[int]:
+    return [int(row["requests"] or 0) for row in view["steps"] if row["name"] == "Aggregated"]
+
+
+@pytest.mark.integration
+def test_sigterm_mid_run_in_the_web_ui_stops_the_users_before_the_run_closes_and_the_target_stops(tmp_path):
+    """The defect: quitting stopped the embedded target while users still ran (false ConnectionLost/ConnectFailed)
+    and closed the run folder before the last requests (steps.csv short of Locust's own table)."""
+    run_dir = tmp_path / "run"
+    prefix = tmp_path / "locust"
+    with web_locust(
+        REPO_ROOT / "locustfiles/demarkus_reads.py",
+        "--web-host",
+        "127.0.0.1",
+        "--run-dir",
+        str(run_dir),
+        "--csv",
+        str(prefix),
+        log_dir=tmp_path,
+        env=child_env(),
+    ) as web:
+        children = [child.pid for child in psutil.Process(web.process.pid).children(recursive=True)]
+        assert children, "no embedded target started"
+        form = {"user_count": "4", "spawn_rate": "4", "host": web.template_args()["host"]}
+        request = urllib.request.Request(web.url + "/swarm", data=urllib.parse.urlencode(form).encode())
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            assert json.loads(answer.read())["success"] is True
+        wait_until(
+            lambda: sum(_live_requests(web.get_json("/swarmgauge/api/live"))) >= 200,
+            WAIT_SECONDS,
+            "requests from the running users",
+        )
+        web.process.send_signal(signal.SIGTERM)
+        returncode = web.process.wait(WAIT_SECONDS)
+        output = web.output()
+    assert returncode == 0, output[-3000:]
+    assert _wait_gone(children) == []
+    folder = resolve(run_dir)
+    assert (folder / "report.md").is_file() and (folder / "steps.csv").is_file()
+    for name in (folder / "report.md", folder / "locust_failures.csv", Path(f"{prefix}_failures.csv")):
+        text = name.read_text()
+        assert "ConnectionLost" not in text and "ConnectFailed" not in text, f"{name}:\n{text[-2000:]}"
+    measured = _steps_counts(run_dir)
+    assert sum(requests for requests, _ in measured.values()) >= 200
+    assert all(int(row["warmup_requests"]) == 0 for row in read_steps(run_dir))
+    assert measured == _locust_counts(Path(f"{prefix}_stats.csv"))
+    assert json.loads((folder / "slo.json").read_text())["exit_code"] == 0
+    assert json.loads((folder / "run.json").read_text())["exit_code"] == 0

@@ -64,7 +64,7 @@ def test_all_thresholds_holding_exits_0(tmp_path):
     result, run_dir = _run(tmp_path, "GET:p99<5s", "fail_ratio<0.01", "rps>1@step", "requests>10")
     assert result.returncode == 0, result.stderr[-2000:]
     doc = _slo_doc(run_dir)
-    assert doc["passed"] is True
+    assert doc["passed"] is True and doc["exit_code"] == 0  # as run.json and the report say
     assert all(v["status"] == "pass" for v in doc["verdicts"])
     step_verdict = next(v for v in doc["verdicts"] if v["scope"] == "step")
     assert [s["status"] for s in step_verdict["steps"]] == ["pass"]
@@ -73,7 +73,7 @@ def test_all_thresholds_holding_exits_0(tmp_path):
 def test_request_errors_exit_1_as_locust_does(tmp_path):
     result, run_dir = _run(tmp_path, "GET:p99<5s", status="500")
     assert result.returncode == 1, result.stderr[-2000:]
-    assert _slo_doc(run_dir)["passed"] is True
+    assert _slo_doc(run_dir)["passed"] is True and _slo_doc(run_dir)["exit_code"] == 1
     assert json.loads((resolve(run_dir) / "run.json").read_text())["exit_code"] == 1
 
 
