@@ -111,7 +111,7 @@ def test_the_readme_blocks_the_engine_test_follows_are_there():
     build, up, copy, report, down = readme_commands("A CI run", "docker compose build")
     assert build == "docker compose build" and "--scale worker=2 --exit-code-from master" in up
     assert copy.startswith('rm -rf "runs/') and '/." "runs/' in copy, "replaces the folder, never nests"
-    assert report.startswith("swarmgauge report ") and down.endswith("down -v")
+    assert report.startswith(".venv/bin/swarmgauge report ") and down.endswith("down -v")
     assert readme_commands("A CI run", " up -d ")[-1] == down
 
 
