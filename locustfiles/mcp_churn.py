@@ -220,7 +220,7 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
     stop_on_usage_error(start_embedded, environment)
 
 
-@events.quit.add_listener
-def _on_quit(**_kwargs: Any) -> None:
-    """After every ``quitting`` listener and ``runner.quit()``: users stopped and the run closed before it goes."""
+@events.quitting.add_listener
+def _on_quitting(**_kwargs: Any) -> None:
+    """Users are stopped first (``listeners.signals.stop_users_first``), so the gateway goes with nothing in flight."""
     _embedded.stop()

@@ -82,10 +82,11 @@ def stop_embedded() -> None:
         log.info("stopped the embedded %s (exit %s)", target.name, status)
 
 
-@events.quit.add_listener
-def _on_quit(**_kwargs: Any) -> None:
-    """At ``quit``, not ``quitting``: Locust fires it after every ``quitting`` listener and ``runner.quit()``, so the
-    users are stopped and the run folder closed first; a target stopped earlier made failures that never happened."""
+@events.quitting.add_listener
+def _on_quitting(**_kwargs: Any) -> None:
+    """At ``quitting``, which ``listeners.signals.stop_users_first`` opens by stopping the users: a target stopped
+    while they ran made failures that never happened. Not at ``quit``: the end-of-run summary, printed there, stays
+    the last thing a user reads."""
     stop_embedded()
 
 
