@@ -24,7 +24,10 @@ from locust.env import Environment
 from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, MasterRunner, WorkerRunner
 
 from swarmgauge.core import env_state
+from swarmgauge.core.trend import MIB
+from swarmgauge.core.verdict import GENERATOR_SOURCE, trends
 from swarmgauge.listeners import resources, rundir, slo, steps, workers
+from swarmgauge.listeners.step_stats import AGGREGATED, RIDE_ALONG
 
 logger = logging.getLogger("swarmgauge.live")
 
@@ -42,12 +45,24 @@ MEMORY_METRICS = (
     "uss_bytes",
 )
 MAX_POINTS_PER_SERIES = 2000
-MIB = 1024.0 * 1024.0
 
 
 def step_rows(environment: Environment) -> list[dict[str, Any]]:
-    """``steps.csv`` rows as they stand (one per step and name, plus each step's ``Aggregated`` row)."""
-    return steps.rows_now(environment)
+    """``steps.csv`` rows as they stand (one per step and name, plus each step's ``Aggregated`` row).
+
+    An ``Aggregated`` row over more than one request type says ``counts_only``: ``steps.csv`` leaves its rate and
+    percentiles empty on purpose (FETCH + LOOKUP a second is a rate of nothing), and a view shows why they are.
+    """
+    rows = steps.rows_now(environment)
+    types: dict[int, set[str]] = {}
+    for row in rows:
+        key = (row["request_type"], row["name"])
+        if key != AGGREGATED and key not in RIDE_ALONG:
+            types.setdefault(row["step"], set()).add(row["request_type"])
+    for row in rows:
+        if (row["request_type"], row["name"]) == AGGREGATED:
+            row["counts_only"] = len(types.get(row["step"], ())) > 1
+    return rows
 
 
 def slo_verdicts(environment: Environment) -> list[dict[str, Any]]:
@@ -72,31 +87,30 @@ def slo_verdicts(environment: Environment) -> list[dict[str, Any]]:
     return verdicts
 
 
-def _slope_per_hour(points: list[tuple[float, float]]) -> float | None:
-    """Least-squares slope of (elapsed s, value) in value per hour; None under two points."""
-    if len(points) < 2:
-        return None
-    n = float(len(points))
-    mean_t = sum(t for t, _ in points) / n
-    mean_v = sum(v for _, v in points) / n
-    spread = sum((t - mean_t) ** 2 for t, _ in points)
-    if spread == 0:
-        return None
-    return sum((t - mean_t) * (v - mean_v) for t, v in points) / spread * 3600.0
-
-
 def resource_series(environment: Environment) -> list[dict[str, Any]]:
-    """Each sampled memory series (node, source, metric) with its points in MiB and its slope in MiB/h."""
+    """Each sampled memory series (node, source, metric) with its points in MiB and its slope in MiB/h.
+
+    The slope is the report's (:func:`swarmgauge.core.verdict.trends` over every sample after ``--sample-warmup``),
+    not a fit over the points charted: that one began at the first sample, so it counted the target's start-up
+    growth (2,836 MiB/h on the page where the run's report said 1,714), and kept only the last points of a long run.
+    """
     sampler = resources.existing_sampler(environment)
     if sampler is None:
         return []
+    rows = list(sampler.rows)
+    fitted = {
+        (s.node, s.source, s.metric): s.trend for s in trends(rows, MEMORY_METRICS, sampler.warmup, target_only=False)
+    }
     series: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
-    for row in list(sampler.rows):
+    for row in rows:
         if row.metric in MEMORY_METRICS:
             series.setdefault((row.node, row.source, row.metric), []).append((row.elapsed_s, row.value / MIB))
     result = []
-    for (node, source, metric), points in sorted(series.items(), key=lambda item: (item[0][1] == "generator", item[0])):
+    for key, points in sorted(series.items(), key=lambda item: (item[0][1] == GENERATOR_SOURCE, item[0])):
         points = sorted(points)[-MAX_POINTS_PER_SERIES:]
+        fit = fitted.get(key)
+        slope = None if fit is None or fit.slope_per_hour is None else fit.slope_per_hour / MIB
+        node, source, metric = key
         result.append(
             {
                 "node": node,
@@ -104,7 +118,8 @@ def resource_series(environment: Environment) -> list[dict[str, Any]]:
                 "metric": metric,
                 "unit": "MiB",
                 "points": [[round(t, 3), round(v, 3)] for t, v in points],
-                "slope_mib_per_h": _slope_per_hour(points),
+                "slope_mib_per_h": slope,
+                "slope_warmup": str(sampler.warmup),
             }
         )
     return result
@@ -148,7 +163,8 @@ def snapshot(environment: Environment) -> dict[str, Any]:
     closed = env_state.get(environment, "closed_run")
     doc = {
         "state": run_state(environment),
-        "workers": getattr(runner, "worker_count", 0) if isinstance(runner, MasterRunner) else 0,
+        "runner": "master" if isinstance(runner, MasterRunner) else "local",
+        "workers": getattr(runner, "worker_count", 0) if isinstance(runner, MasterRunner) else None,
         "current_step": _step_doc(steps.current_step(environment)),
         "steps": step_rows(environment),
         "slo": slo_verdicts(environment),

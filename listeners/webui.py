@@ -1,6 +1,6 @@
 """swarmgauge in Locust's web UI: the start form, one run folder per start -> stop, a live tab, no secrets shown.
 
-- **Loopback by default.** ``--web-host`` defaults to 127.0.0.1 (Locust's start-up line then says so); give
+- **Loopback by default.** ``--web-host`` defaults to 127.0.0.1 (Locust's start-up line and ``--help`` say so); give
   ``--web-host 0.0.0.0`` (or ``*``) to listen on every interface, as the compose master does inside its container.
 - **The form.** swarmgauge's options are read from the form here, with each option's own type (lists split on
   commas, ticks as booleans, empty = the option's default), before Locust's handler sees the form; a bad value
@@ -11,7 +11,8 @@
   ``--run-dir``, fresh per-step statistics and SLO verdicts; Locust clears its own stats). STOP, or the plan's end,
   closes the run: the workers' last figures are waited for, then ``steps.csv``, ``slo.json``, ``resources.csv``,
   Locust's CSVs, ``run.json`` and the report are written into its folder.
-- **The tab.** Locust's UI gets a "swarmgauge" tab (the live per-step table); ``/swarmgauge/`` is the full live view
+- **The tab.** Locust's UI gets a "swarmgauge" tab (the live per-step table: a row per request type and name, and
+  each step's Aggregated row, counts only when the step mixes request types); ``/swarmgauge/`` is the full live view
   (steps, SLO verdicts in colour, memory chart with slope, lost workers, the closed run's report), fed by
   ``/swarmgauge/api/live``; ``/swarmgauge/metrics`` is the Prometheus text (:mod:`listeners.prom_export`).
 - **The page's state.** Locust's page shows the start form on ``ready`` and stops polling outside spawning/running;
@@ -40,7 +41,7 @@ from locust.runners import (
     WorkerRunner,
 )
 
-from swarmgauge.core import env_state
+from swarmgauge.core import env_state, locust_compat
 from swarmgauge.errors import UsageError
 from swarmgauge.listeners import live, prom_export, resources, rundir, slo, steps
 from swarmgauge.listeners.webui_form import FormError, apply_common_fields, apply_form, scrub_template_args
@@ -56,22 +57,34 @@ TAB_COLUMNS = [
     ("label", "Label"),
     ("users", "Users"),
     ("target_rate", "Rate"),
+    ("request", "Request"),
+    ("requests", "Requests"),
+    ("failures", "Failures"),
     ("rps", "req/s"),
     ("p50_ms", "p50 ms"),
     ("p90_ms", "p90 ms"),
     ("p99_ms", "p99 ms"),
-    ("requests", "Requests"),
-    ("failures", "Failures"),
     ("dropped", "Dropped"),
     ("generator_bound", "Generator-bound"),
     ("slo", "SLO"),
 ]
+RATE_COLUMNS = ("rps", "p50_ms", "p90_ms", "p99_ms")
+COUNTS_ONLY = "Aggregated (mixed request types: counts only)"
+NOT_A_RATE = "-"
 PAGE = Path(__file__).with_name("webui_page.html")
+
+
+WEB_HOST_HELP = (
+    f"Host to bind the web interface to. Defaults to {LOOPBACK} (loopback only, swarmgauge's default); "
+    "0.0.0.0 or '*' for all interfaces"
+)
 
 
 @events.init_command_line_parser.add_listener
 def _loopback_by_default(parser: Any) -> None:
+    """Loopback unless asked otherwise, and ``--help`` saying so: Locust's own text says "Defaults to '*'"."""
     parser.set_defaults(web_host=LOOPBACK)
+    locust_compat.set_option_help(parser, "--web-host", WEB_HOST_HELP)
 
 
 # -- one run per start ---------------------------------------------------------------------------------------------
@@ -147,6 +160,13 @@ def page_state(environment: Environment) -> str | None:
 
 # -- routes --------------------------------------------------------------------------------------------------------
 def _tab_rows(environment: Environment) -> list[dict[str, Any]]:
+    """The live per-step table: a row per request type and name, as ``/swarmgauge/``, and each step's Aggregated row.
+
+    The tab once showed only the Aggregated rows, whose rate and percentiles are empty for a step of mixed request
+    types (Mark's FETCH + LIST + LOOKUP), so a run at 1,000 req/s read as blanks. Such a row now says it is counts
+    only; the step's worst SLO verdict sits on its Aggregated row. No ``name`` key: Locust's table sorts by it, and
+    the rows keep the server's order (step by step, each step's total last).
+    """
     view = live.snapshot(environment)
     worst: dict[int, str] = {}
     rank = {"fail": 2, "unknown": 1, "pass": 0}
@@ -156,10 +176,13 @@ def _tab_rows(environment: Environment) -> list[dict[str, Any]]:
                 worst[entry["step"]] = entry["status"]
     rows = []
     for row in view["steps"]:
-        if row["name"] != "Aggregated":
-            continue
         shown = {key: row.get(key, "") for key, _ in TAB_COLUMNS}
-        shown["slo"] = worst.get(row["step"], "")
+        shown["request"] = f"{row['request_type']} {row['name']}".strip()
+        shown["generator_bound"] = "yes" if row.get("generator_bound") else ""
+        shown["slo"] = worst.get(row["step"], "") if row["name"] == "Aggregated" else ""
+        if row.get("counts_only"):
+            shown["request"] = COUNTS_ONLY
+            shown.update({key: NOT_A_RATE for key in RATE_COLUMNS})
         rows.append(shown)
     return rows
 

@@ -51,6 +51,12 @@ def cache_default_args() -> None:
     argument_parser.default_args_dict = default_args_dict
 
 
+def set_option_help(parser: Any, option: str, text: str) -> None:
+    """Replace the ``--help`` text of an option Locust declared (argparse keeps no public setter); a renamed option
+    fails here by name (``KeyError``) instead of the help going stale."""
+    parser._option_string_actions[option].help = text
+
+
 def has_message_handler(runner: Any, message_type: str) -> bool:
     """Whether ``runner`` already handles custom messages of ``message_type`` (Locust keeps no public query)."""
     return message_type in getattr(runner, "custom_messages", {})

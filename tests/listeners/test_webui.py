@@ -1,6 +1,7 @@
 """The web UI as a person uses it, in Debian's Chromium driven by Playwright, against a real sim-http target:
 values typed into the start form are followed, each start -> stop is its own run folder with that run's counts,
-the Prometheus text parses and matches steps.csv, and no secret reaches the page or its API."""
+the swarmgauge tab shows the live rows per request type, the Prometheus text parses and matches steps.csv, and no
+secret reaches the page or its API."""
 
 from __future__ import annotations
 
@@ -8,21 +9,36 @@ import csv
 import json
 import os
 import subprocess
+import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
 import psutil
 import pytest
+from locust.env import Environment
 from prometheus_client.parser import text_string_to_metric_families
 
+from swarmgauge.core.hooks import StepInfo
+from swarmgauge.listeners import steps, webui
+from swarmgauge.listeners.step_stats import StepRecorder
 from swarmgauge.targets.launch import stop_processes
 from tests.listeners.sim_run import ROOT, free_port, locust_command, sim_target
+from tests.listeners.test_live import _local_environment
 from tests.listeners.webui_harness import READY_SECONDS, _answers, browser_page, run_folders, wait_until, web_locust
 
 HTTP_RAMP = ROOT / "locustfiles" / "http_ramp.py"
 SECRET = "tok-web-5ecret-never-shown"
 RUN_SECONDS = 120.0
+# The tab's table as {column title: cell text} per row, read in one go (Locust redraws it at every poll); textContent,
+# since the titles are upper-cased by CSS only.
+TAB_TABLE_JS = """() => {
+  const table = document.querySelector("table");
+  if (!table) return [];
+  const titles = [...table.querySelectorAll("thead th")].map((th) => th.textContent.trim());
+  return [...table.querySelectorAll("tbody tr")].map((tr) =>
+    Object.fromEntries([...tr.querySelectorAll("td")].map((td, i) => [titles[i], td.textContent.trim()])));
+}"""
 
 SECRET_LOCUSTFILE = """
 from locust import events
@@ -67,6 +83,22 @@ def start_from_form(page, url: str, values: dict[str, str]) -> None:
         page.fill(f'input[name="{name}"]', value)
     page.get_by_role("button", name="START").click()
     page.get_by_role("button", name="STOP").wait_for(timeout=30_000)
+
+
+def tab_table(page) -> list[dict[str, str]]:
+    """The rows of the swarmgauge tab's table as the browser shows them."""
+    return [row for row in page.evaluate(TAB_TABLE_JS) if "Request" in row]
+
+
+def open_tab(page, url: str) -> None:
+    page.goto(url + "/?tab=swarmgauge")
+    page.get_by_role("tab", name="swarmgauge").click()
+
+
+def measured_rows(page, prefix: str) -> list[dict[str, str]] | None:
+    """The tab's rows of requests named ``prefix...`` once they show a rate and a median; None until then."""
+    rows = [r for r in tab_table(page) if r["Request"].startswith(prefix) and r["req/s"] and r["p50 ms"]]
+    return rows or None
 
 
 def closed_folders(run_dir: Path, count: int) -> list[Path]:
@@ -189,6 +221,77 @@ def test_a_plain_run_follows_the_typed_users_and_run_time_and_its_end_closes_the
         rows = steps_by_name(folder)
         assert [(r["label"], r["users"]) for r in rows] == [("3 users", "3")]
         assert int(rows[0]["requests"]) == locust_total(folder) > 0
+
+
+@pytest.mark.integration
+def test_start_then_the_swarmgauge_tab_shows_each_request_types_live_rate_and_percentiles(tmp_path):
+    with (
+        sim_target("--delay", "const:2") as target,
+        web_locust(
+            HTTP_RAMP,
+            "--host",
+            target.url,
+            "--run-dir",
+            str(tmp_path / "runs"),
+            "--stop-timeout",
+            "3",
+            log_dir=tmp_path,
+        ) as web,
+        browser_page() as page,
+    ):
+        start_from_form(page, web.url, {"steps": "2", "stepTime": "10m"})
+        open_tab(page, web.url)
+        rows = wait_until(
+            lambda: page.wait_for_timeout(200) or measured_rows(page, "GET "), RUN_SECONDS, "a GET row with req/s"
+        )
+        assert rows[0]["Label"] == "2 users" and float(rows[0]["req/s"]) > 0 and float(rows[0]["p50 ms"]) > 0
+        assert measured_rows(page, "Aggregated")  # one request type: the step's total is a rate too
+        assert tab_table(page)[-1]["Request"] == "Aggregated"  # in the server's order, not sorted by name
+        page.goto(web.url + "/swarmgauge/")
+        page.locator("#workers", has_text="local run").wait_for()
+        assert web.get_json("/swarmgauge/api/live")["runner"] == "local"
+
+
+def _steps_of(environment: Environment, requests: dict[tuple[str, str], list[float]]) -> None:
+    """Step 0 (10 s old) of a local run with these requests merged, as the master's per-step table holds them."""
+    steps._state(environment).announced[0] = StepInfo(0, "8 users", 8, None, time.time() - 10.0)
+    recorder = StepRecorder()
+    for (rtype, name), times in requests.items():
+        for ms in times:
+            recorder.record(0, rtype, name, ms, failed=False)
+    steps._merge_batch(environment, "local", recorder.drain())
+
+
+def test_the_tab_has_a_row_per_request_type_and_a_mixed_steps_aggregated_row_is_counts_only():
+    environment = _local_environment()
+    _steps_of(
+        environment,
+        {("FETCH", "fetch"): [5.0] * 30, ("LOOKUP", "lookup"): [2.0] * 10, ("QUIC", "handshake"): [40.0]},
+    )
+    rows = {row["request"]: row for row in webui._tab_rows(environment)}
+    assert set(rows) == {"FETCH fetch", "LOOKUP lookup", "QUIC handshake", webui.COUNTS_ONLY}
+    fetch = rows["FETCH fetch"]
+    assert fetch["requests"] == 30 and fetch["rps"] > 0 and fetch["p50_ms"] == pytest.approx(5.0, rel=0.01)
+    mixed = rows[webui.COUNTS_ONLY]
+    assert (mixed["requests"], mixed["failures"]) == (40, 0)  # the handshake rides along, never counted
+    assert all(mixed[key] == webui.NOT_A_RATE for key in webui.RATE_COLUMNS)
+
+
+def test_a_step_of_one_request_type_keeps_its_aggregated_rate_and_percentiles():
+    environment = _local_environment()
+    _steps_of(environment, {("GET", "/"): [3.0] * 20, ("QUIC", "handshake"): [40.0]})
+    rows = webui._tab_rows(environment)
+    assert [row["request"] for row in rows] == ["GET /", "QUIC handshake", "Aggregated"]  # the order shown
+    aggregated = rows[-1]
+    assert aggregated["requests"] == 20
+    assert aggregated["rps"] > 0 and aggregated["p50_ms"] == pytest.approx(3.0, rel=0.01)
+
+
+def test_the_web_host_help_says_the_default_swarmgauge_binds():
+    from locust.argument_parser import get_parser
+
+    shown = " ".join(get_parser().format_help().split())
+    assert f"Defaults to {webui.LOOPBACK}" in shown and "Defaults to '*'" not in shown
 
 
 def _listening_on(pid: int, port: int) -> set[str]:

@@ -71,7 +71,10 @@ def _held_locustfile(tmp_path, hold_at: str):
 
 
 def _tab_rows(page) -> list[str]:
-    return [text for text in page.locator("table tbody tr").all_inner_texts() if "users" in text]
+    """The tab's Aggregated rows, one per step (its rows per request type come before each)."""
+    return [
+        text for text in page.locator("table tbody tr").all_inner_texts() if "users" in text and "Aggregated" in text
+    ]
 
 
 class FakeRunner:
@@ -226,6 +229,7 @@ def test_the_tab_of_a_master_with_two_workers_adds_a_row_per_step_and_charts_the
         assert "slope" in page.inner_text("#memory")
         assert page.locator("#slo td.green").count() == 2 and page.locator("#slo td.red").count() == 0
         assert web.get_json("/swarmgauge/api/live")["workers"] == 2
+        assert page.inner_text("#workers") == "workers: 2"
         page.screenshot(path=SCREENSHOT, full_page=True)
         folder = closed_folders(run_dir, 1)[0]
         assert [r["users"] for r in read_steps(folder) if r["name"] == "Aggregated"] == ["1", "2", "3"]

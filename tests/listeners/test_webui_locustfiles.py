@@ -1,5 +1,6 @@
 """Every locustfile starts from the web UI: the start form submitted with its defaults (in Chromium) makes requests
-with no failures against the locustfile's embedded target, and STOP closes the run into its own folder."""
+with no failures against the locustfile's embedded target, and STOP closes the run into its own folder; the tab of a
+run of several request types shows each one's rate and percentiles."""
 
 from __future__ import annotations
 
@@ -8,8 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from swarmgauge.listeners import webui
 from tests.listeners.sim_run import ROOT, sim_target
-from tests.listeners.test_webui import closed_folders, locust_total, start_from_form, steps_by_name
+from tests.listeners.test_webui import (
+    closed_folders,
+    locust_total,
+    measured_rows,
+    open_tab,
+    start_from_form,
+    steps_by_name,
+    tab_table,
+)
 from tests.listeners.webui_harness import browser_page, wait_until, web_locust
 
 LOCUSTFILES = ROOT / "locustfiles"
@@ -113,3 +123,30 @@ def test_unticking_the_box_an_embedded_target_ticked_keeps_its_setting(name, tmp
         assert "mark_insecure=false" in posted[0]
         folder = _ran_cleanly(web, page, tmp_path)
     assert json.loads((folder / "run.json").read_text())["options"]["mark_insecure"] is True
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(600)
+def test_the_tab_of_a_mark_read_run_shows_each_request_type_and_the_mixed_total_as_counts(tmp_path):
+    with (
+        web_locust(
+            LOCUSTFILES / "demarkus_reads.py",
+            "--run-dir",
+            str(tmp_path / "runs"),
+            "--stop-timeout",
+            "3",
+            log_dir=tmp_path,
+        ) as web,
+        browser_page() as page,
+    ):
+        start_from_form(page, web.url, {"userCount": "8", "spawnRate": "8"})
+        open_tab(page, web.url)
+        for request_type in ("FETCH ", "LIST ", "LOOKUP "):
+            rows = wait_until(
+                lambda request_type=request_type: page.wait_for_timeout(200) or measured_rows(page, request_type),
+                WAIT_SECONDS,
+                f"a {request_type}row with req/s and p50 in the tab",
+            )
+            assert float(rows[0]["req/s"]) > 0 and float(rows[0]["p50 ms"]) > 0
+        total = next(r for r in tab_table(page) if r["Request"] == webui.COUNTS_ONLY)
+        assert int(total["Requests"]) > 0 and total["req/s"] == total["p50 ms"] == webui.NOT_A_RATE

@@ -22,6 +22,8 @@ def test_the_help_lists_swarmgauges_options_and_the_locustfiles_own():
     for option in ("--run-dir", "--steps", "--slo", "--sample", "--mdk-scenario", "--mdk-drill"):
         assert option in shown.stdout
     assert "--headless" in shown.stdout  # Locust's own options are all still there
+    help_text = " ".join(shown.stdout.split())
+    assert "Defaults to 127.0.0.1" in help_text and "Defaults to '*'" not in help_text  # --web-host's real default
 
 
 def test_a_missing_locustfile_or_no_argument_is_one_line_and_exit_2(capsys, tmp_path):

@@ -177,3 +177,12 @@ def test_thinning_history_bounds_it_and_keeps_the_newest_rows_and_the_first():
     assert times[-locust_compat.HISTORY_KEPT // 4 :] == list(
         range(times[-1] - locust_compat.HISTORY_KEPT // 4 + 1, times[-1] + 1)
     )
+
+
+def test_set_option_help_replaces_the_text_locust_gave_an_option():
+    parser = argument_parser.get_empty_argument_parser(add_help=True)
+    argument_parser.setup_parser_arguments(parser)
+    assert "Defaults to '*'" in " ".join(parser.format_help().split())  # Locust's own text, which swarmgauge corrects
+    locust_compat.set_option_help(parser, "--web-host", "Bind here. Defaults to 127.0.0.1")
+    shown = " ".join(parser.format_help().split())
+    assert "Bind here. Defaults to 127.0.0.1" in shown and "Defaults to '*'" not in shown
