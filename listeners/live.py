@@ -24,6 +24,7 @@ from locust.env import Environment
 from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, MasterRunner, WorkerRunner
 
 from swarmgauge.core import env_state
+from swarmgauge.core.request_names import request_title
 from swarmgauge.core.trend import MIB
 from swarmgauge.core.verdict import GENERATOR_SOURCE, trends
 from swarmgauge.listeners import resources, rundir, slo, steps, workers
@@ -60,6 +61,7 @@ def step_rows(environment: Environment) -> list[dict[str, Any]]:
         if key != AGGREGATED and key not in RIDE_ALONG:
             types.setdefault(row["step"], set()).add(row["request_type"])
     for row in rows:
+        row["title"] = request_title(row["request_type"], row["name"])
         if (row["request_type"], row["name"]) == AGGREGATED:
             row["counts_only"] = len(types.get(row["step"], ())) > 1
     return rows

@@ -177,7 +177,7 @@ def _tab_rows(environment: Environment) -> list[dict[str, Any]]:
     rows = []
     for row in view["steps"]:
         shown = {key: row.get(key, "") for key, _ in TAB_COLUMNS}
-        shown["request"] = f"{row['request_type']} {row['name']}".strip()
+        shown["request"] = row["title"]
         shown["generator_bound"] = "yes" if row.get("generator_bound") else ""
         shown["slo"] = worst.get(row["step"], "") if row["name"] == "Aggregated" else ""
         if row.get("counts_only"):

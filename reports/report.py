@@ -23,6 +23,7 @@ import pandas as pd
 
 from swarmgauge.core import hooks
 from swarmgauge.core.numbers import number
+from swarmgauge.core.request_names import request_title
 from swarmgauge.core.slo_units import in_unit
 from swarmgauge.files import write_atomic
 from swarmgauge.reports import context, trend
@@ -133,8 +134,8 @@ def rate_unit(request_type: str) -> str:
 
 
 def table_title(request_type: str, name: str) -> str:
-    """``FETCH /corpus/{topic}`` - but a name that already starts with its type (``LOOKUP /``) is not doubled."""
-    return str(name) if str(name).startswith(f"{request_type} ") else f"{request_type} {name}"
+    """A step table's title: the request as every view names it (``core.request_names``)."""
+    return request_title(request_type, name)
 
 
 def step_tables(

@@ -1,0 +1,12 @@
+"""How a request is named to a reader: one function for the report's tables and the web UI's views."""
+
+from __future__ import annotations
+
+
+def request_title(request_type: object, name: object) -> str:
+    """``FETCH /corpus/{topic}``; a name that already starts with its type (``LOOKUP /``) is not doubled, and the
+    ``Aggregated`` row (no type) is its name alone."""
+    kind, label = str(request_type or ""), str(name)
+    if not kind or label.startswith(f"{kind} "):
+        return label
+    return f"{kind} {label}"
