@@ -48,6 +48,10 @@ MEMORY_METRICS = (
 MAX_POINTS_PER_SERIES = 2000
 
 
+# What a mixed step's total is, in every view: a reader compared it with Locust's Aggregated, which counts handshakes
+COUNTS_ONLY_TITLE = "Aggregated, counts only (mixed request types; handshakes left out)"
+
+
 def step_rows(environment: Environment) -> list[dict[str, Any]]:
     """``steps.csv`` rows as they stand (one per step and name, plus each step's ``Aggregated`` row).
 
@@ -64,6 +68,8 @@ def step_rows(environment: Environment) -> list[dict[str, Any]]:
         row["title"] = request_title(row["request_type"], row["name"])
         if (row["request_type"], row["name"]) == AGGREGATED:
             row["counts_only"] = len(types.get(row["step"], ())) > 1
+            if row["counts_only"]:
+                row["title"] = COUNTS_ONLY_TITLE
     return rows
 
 

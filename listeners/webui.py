@@ -69,7 +69,7 @@ TAB_COLUMNS = [
     ("slo", "SLO"),
 ]
 RATE_COLUMNS = ("rps", "p50_ms", "p90_ms", "p99_ms")
-COUNTS_ONLY = "Aggregated (mixed request types: counts only)"
+COUNTS_ONLY = live.COUNTS_ONLY_TITLE
 NOT_A_RATE = "-"
 PAGE = Path(__file__).with_name("webui_page.html")
 
@@ -181,7 +181,6 @@ def _tab_rows(environment: Environment) -> list[dict[str, Any]]:
         shown["generator_bound"] = "yes" if row.get("generator_bound") else ""
         shown["slo"] = worst.get(row["step"], "") if row["name"] == "Aggregated" else ""
         if row.get("counts_only"):
-            shown["request"] = COUNTS_ONLY
             shown.update({key: NOT_A_RATE for key in RATE_COLUMNS})
         rows.append(shown)
     return rows
