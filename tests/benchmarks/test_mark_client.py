@@ -75,6 +75,12 @@ def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
     ]
     for case in doc["cases"]:
         assert set(case) >= CASE_FIELDS
+        if (case["client"], case["connection"]) == ("asyncio", "fresh"):
+            # aioquic's own client, the unmodified reference row: ~0.8 s a handshake against the qh3 server, and on a
+            # loaded CI machine its few handshakes in a 2.5 s window may all time out. Ours is the case running and
+            # recording what happened (its figure is then a row of failures, which the table shows as such).
+            assert case["requests"] + case["failures"] > 0, {k: case[k] for k in ("requests", "failures", "errors")}
+            continue
         assert case["requests"] > 0 and case["failures"] == 0 and not case["errors"], case
     by_client = {(c["client"], c["connection"]): c for c in doc["cases"]}
     assert by_client[("asyncio", "pooled")]["reference_bytes"]["mismatches"] == 0
