@@ -15,9 +15,10 @@ it is gone; the web UI's shutdown fires ``quitting`` as well.
 
 The order of a shutdown is owned here. Locust's ``shutdown()`` fires ``quitting`` before ``runner.quit()``, so on
 the web UI's SIGTERM, Ctrl+C or a headless run without a shape the users are still sending requests then. The first
-``quitting`` listener (:func:`stop_users_first`) stops them on the master or local runner, so the run folder closes
-(``listeners.rundir``, the last ``quitting`` listener) with every request counted; the embedded targets stop after
-that, at Locust's ``quit`` event (``targets.embedded``), so no request meets a target that is gone.
+``quitting`` listener (:func:`stop_users_first`) stops them on the master or local runner, so every listener after
+it sees a run whose requests are all in: the run folder closes (``listeners.rundir``) with every request counted, and
+the embedded targets stop (``targets.embedded``, also at ``quitting``) with no request left to meet a target that
+is gone.
 """
 
 from __future__ import annotations

@@ -69,7 +69,6 @@ TAB_COLUMNS = [
     ("slo", "SLO"),
 ]
 RATE_COLUMNS = ("rps", "p50_ms", "p90_ms", "p99_ms")
-COUNTS_ONLY = live.COUNTS_ONLY_TITLE
 NOT_A_RATE = "-"
 PAGE = Path(__file__).with_name("webui_page.html")
 

@@ -133,11 +133,6 @@ def rate_unit(request_type: str) -> str:
     return "runs/s" if str(request_type).startswith("run ") else "req/s"
 
 
-def table_title(request_type: str, name: str) -> str:
-    """A step table's title: the request as every view names it (``core.request_names``)."""
-    return request_title(request_type, name)
-
-
 def step_tables(
     steps: pd.DataFrame, spreads: dict[int, float] | None = None, target_cpu: TargetByStep | None = None
 ) -> list[tuple[str, pd.DataFrame, str | None]]:
@@ -155,7 +150,7 @@ def step_tables(
         errors = group["failures"].astype(int)
         shown = pd.DataFrame(
             {
-                "Step": [table_title(rtype, name) if i == 0 else "" for i in range(len(group))],
+                "Step": [request_title(rtype, name) if i == 0 else "" for i in range(len(group))],
                 "Users": users.astype(str).str.replace(r"\.0$", "", regex=True),
                 rate_unit(rtype): group["rps"].map(_rate),
                 "p50": group["p50_ms"].map(format_latency),
@@ -175,7 +170,7 @@ def step_tables(
         if target_cpu:
             shown["target CPU"] = [_target_cell(target_cpu.get(int(step))) for step in group["step"]]
         sentence = knee_sentence(group, spreads, target_cpu) if waited_on(rtype, name) else None
-        tables.append((table_title(rtype, name), shown, sentence))
+        tables.append((request_title(rtype, name), shown, sentence))
     return tables
 
 

@@ -20,7 +20,7 @@ from locust.env import Environment
 from prometheus_client.parser import text_string_to_metric_families
 
 from swarmgauge.core.hooks import StepInfo
-from swarmgauge.listeners import steps, webui
+from swarmgauge.listeners import live, steps, webui
 from swarmgauge.listeners.step_stats import StepRecorder
 from swarmgauge.targets.launch import stop_processes
 from tests.listeners.sim_run import ROOT, free_port, locust_command, sim_target
@@ -270,10 +270,10 @@ def test_the_tab_has_a_row_per_request_type_and_a_mixed_steps_aggregated_row_is_
     )
     rows = {row["request"]: row for row in webui._tab_rows(environment)}
     # MarkUser names a LOOKUP "LOOKUP /": shown once, as the report's tables show it (it read "LOOKUP LOOKUP /")
-    assert set(rows) == {"FETCH fetch", "LOOKUP /", "QUIC handshake", webui.COUNTS_ONLY}
+    assert set(rows) == {"FETCH fetch", "LOOKUP /", "QUIC handshake", live.COUNTS_ONLY_TITLE}
     fetch = rows["FETCH fetch"]
     assert fetch["requests"] == 30 and fetch["rps"] > 0 and fetch["p50_ms"] == pytest.approx(5.0, rel=0.01)
-    mixed = rows[webui.COUNTS_ONLY]
+    mixed = rows[live.COUNTS_ONLY_TITLE]
     assert (mixed["requests"], mixed["failures"]) == (40, 0)  # the handshake rides along, never counted
     assert all(mixed[key] == webui.NOT_A_RATE for key in webui.RATE_COLUMNS)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from swarmgauge.listeners import webui
+from swarmgauge.listeners import live, webui
 from tests.listeners.sim_run import ROOT, sim_target
 from tests.listeners.test_webui import (
     closed_folders,
@@ -148,5 +148,5 @@ def test_the_tab_of_a_mark_read_run_shows_each_request_type_and_the_mixed_total_
                 f"a {request_type}row with req/s and p50 in the tab",
             )
             assert float(rows[0]["req/s"]) > 0 and float(rows[0]["p50 ms"]) > 0
-        total = next(r for r in tab_table(page) if r["Request"] == webui.COUNTS_ONLY)
+        total = next(r for r in tab_table(page) if r["Request"] == live.COUNTS_ONLY_TITLE)
         assert int(total["Requests"]) > 0 and total["req/s"] == total["p50 ms"] == webui.NOT_A_RATE
