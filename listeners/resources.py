@@ -345,8 +345,9 @@ def finish_sampling(environment: Environment) -> None:
     if getattr(environment.parsed_options, "headless", False) and any(
         r.source not in (GENERATOR_SOURCE, REQUESTS_SOURCE) for r in sampler.rows
     ):
-        print(text, flush=True)
-    log.info(text)
+        print(text, flush=True)  # the console's copy; logging it too printed the verdict twice
+    else:
+        log.info(text)
 
 
 def _write_outputs(environment, sampler: ResourceSampler, status: str | None, text: str) -> None:

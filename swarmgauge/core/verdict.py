@@ -7,6 +7,7 @@ and Locust's request counter (``locust``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from swarmgauge.core.trend import MIB, Trend, Warmup, format_bytes, trend
@@ -149,7 +150,26 @@ def leak_verdict(rows: list[Row], warmup: Warmup, threshold: float = LEAK_DELTA_
     top = max(found, key=lambda s: s.trend.delta)
     status = "leak" if top.trend.delta > threshold else "no leak"
     label = "LEAK" if status == "leak" else "no leak"
+    if status == "no leak":
+        note += _too_short_to_tell(top.trend, threshold)
     return status, (
         f"leak verdict: {label} (delta {'>' if status == 'leak' else '<='} "
         f"{format_bytes(threshold)}) - {describe(top, warmup)}{note}"
+    )
+
+
+def _too_short_to_tell(trend: Trend, threshold: float) -> str:
+    """A caution for a "no leak" whose slope would pass the threshold within the hour: the run was too short to say.
+
+    The verdict is the page's (growth after warm-up under the threshold); a 10 s run growing 2 MiB passes it while its
+    slope, 720 MiB/h, says something else. The verdict stays; the sentence says how long a run would tell."""
+    slope = trend.slope_per_hour
+    if slope is None or slope <= 0:
+        return ""
+    minutes = max(0.0, threshold - trend.delta) / slope * 60.0
+    if minutes >= 60.0:
+        return ""
+    return (
+        f"; too short to tell: at this slope the growth passes {format_bytes(threshold)} "
+        f"within {max(1, math.ceil(minutes))} min, so run longer than that"
     )

@@ -9,6 +9,7 @@ import pytest
 
 from benchmarks import mark_client
 from benchmarks.mark_client_cases import part_of, percentile
+from benchmarks.mark_client_table import HEADER
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -61,7 +62,7 @@ def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
     )
     printed = capsys.readouterr().out
     assert code == 0
-    assert printed.splitlines()[0] == "| " + " | ".join(mark_client.HEADER) + " |"
+    assert printed.splitlines()[0] == "| " + " | ".join(HEADER) + " |"
     doc = json.loads(out.read_text())
     assert [(c["client"], c["engine"], c["connection"], c["users"], bool(c["pace"])) for c in doc["cases"]] == [
         ("locust", "qh3", "pooled", 2, False),
@@ -70,6 +71,8 @@ def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
         ("memory", "qh3", "fresh", 1, False),
         ("asyncio", "aioquic", "pooled", 2, False),
         ("asyncio", "aioquic", "fresh", 2, False),
+        ("locust-floor", None, "pooled", 2, False),
+        ("udp-floor", None, "pooled", 2, False),
         ("locust", "qh3", "pooled", 2, True),
         ("locust", "qh3", "pooled", 3, True),
     ]
@@ -93,10 +96,15 @@ def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
         "qh3:fresh_over_memory@2",
         "qh3:memory_handshake_cpu_us",
         "qh3:connection_cpu_us@2",
+        "qh3:floor_sum_cpu_us@2",
+        "qh3:pooled_over_floor_sum@2",
+        "qh3:pooled_own_cpu_us@2",
+        "qh3:pooled_over_paced_memory@1",
         "scaling:kib_per_connection@2",
         "scaling:kib_per_added_connection@3",
     } <= set(doc["ratios"])
     assert doc["ratios"]["qh3:pooled_over_memory@2"] > 0
+    assert doc["ratios"]["qh3:floor_sum_cpu_us@2"] > 0
     assert doc["cases"][-1]["generator_kib_per_connection"] is not None
     profile = doc["profile"]
     assert profile["profiler"] == "cprofile" and 0 < len(profile["top"]) <= 15

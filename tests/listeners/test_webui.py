@@ -250,6 +250,9 @@ def test_start_then_the_swarmgauge_tab_shows_each_request_types_live_rate_and_pe
         page.goto(web.url + "/swarmgauge/")
         page.locator("#workers", has_text="local run").wait_for()
         assert web.get_json("/swarmgauge/api/live")["runner"] == "local"
+        # a run with no SLO, no sampled target and no workers says so instead of showing empty sections
+        assert "--slo" in page.inner_text("#slo-empty") and "--sample" in page.inner_text("#memory-empty")
+        assert page.inner_text("#lost-empty") == "None: a local run has no workers."
 
 
 def _steps_of(environment: Environment, requests: dict[tuple[str, str], list[float]]) -> None:

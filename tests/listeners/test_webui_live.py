@@ -230,6 +230,8 @@ def test_the_tab_of_a_master_with_two_workers_adds_a_row_per_step_and_charts_the
         assert page.locator("#slo td.green").count() == 2 and page.locator("#slo td.red").count() == 0
         assert web.get_json("/swarmgauge/api/live")["workers"] == 2
         assert page.inner_text("#workers") == "workers: 2"
+        assert not page.is_visible("#slo-empty") and not page.is_visible("#memory-empty")
+        assert page.inner_text("#lost-empty") == "None: every worker has reported."
         page.screenshot(path=SCREENSHOT, full_page=True)
         folder = closed_folders(run_dir, 1)[0]
         assert [r["users"] for r in read_steps(folder) if r["name"] == "Aggregated"] == ["1", "2", "3"]

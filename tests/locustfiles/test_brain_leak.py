@@ -64,6 +64,7 @@ def test_the_fixed_target_passes_with_exit_0(tmp_path):
     result = run(tmp_path, "brain_leak.py", "--search-ms 20")
     assert result.returncode == 0, result.stderr[-2000:]
     assert "leak verdict: no leak" in result.stdout + result.stderr
+    assert (result.stdout + result.stderr).count("leak verdict:") == 1  # printed once, not printed and logged
 
 
 def test_pool_exhaustion_is_its_own_failure_class_and_the_report_says_when_it_began(tmp_path):

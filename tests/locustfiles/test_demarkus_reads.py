@@ -70,7 +70,7 @@ def test_embedded_default_starts_and_stops_with_the_run(tmp_path, quic_engine):
         alive = False
     assert not alive
     rows = {(r["Type"], r["Name"]): r for r in stats_rows(tmp_path / "run")}
-    for key in [("FETCH", "/corpus/{topic}/{doc}"), ("LOOKUP", "LOOKUP /"), ("LIST", "/corpus/{topic}")]:
+    for key in [("FETCH", "/corpus/{topic}/{doc}"), ("LOOKUP", "/"), ("LIST", "/corpus/{topic}")]:
         assert int(rows[key]["Request Count"]) > 0 and rows[key]["Failure Count"] == "0"
     assert rows[("QUIC", "handshake")]["Request Count"] == "3"
 
