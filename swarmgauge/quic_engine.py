@@ -224,6 +224,7 @@ class Qh3Engine(QuicEngine):
     def __init__(self, package: str) -> None:
         super().__init__(package)
         self.QuicConnection = qh3_patches.trusting_self_issued_servers(self.QuicConnection)
+        qh3_patches.faster_tls()
         quic_log = logging.getLogger("quic")
         if quic_log.level == logging.NOTSET:  # qh3 warns on every peer close: routine here, thousands a minute
             quic_log.setLevel(logging.ERROR)

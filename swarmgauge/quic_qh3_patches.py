@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hmac
 import importlib
 import ssl
 from collections.abc import Callable, Iterator
@@ -104,3 +105,110 @@ def create_limited_tls(
 
     bridge.serialize_transport_parameters = serialize_limited
     return bridge
+
+
+# -- qh3's TLS 1.3 in Python, made cheaper ---------------------------------------------------------------------
+# A fresh connection's CPU is mostly qh3's handshake, written in Python: each of its ~70 length-prefixed blocks per
+# handshake is a generator-based context manager, and each of its ~30 HKDF expansions builds ``hmac.HMAC`` objects
+# by digest name. The replacements below compute the same bytes (checked against qh3's own in the tests) with a
+# plain class and ``hmac.digest``; ``faster_tls`` applies them once, and refuses a qh3 whose functions moved.
+_HASH_NAMES = {256: "sha256", 384: "sha384", 512: "sha512"}
+
+
+class _PushBlock:
+    """``qh3.tls.push_block``: reserve ``capacity`` bytes for the length, write the body, then the length."""
+
+    __slots__ = ("buf", "capacity", "start")
+
+    def __init__(self, buf: Any, capacity: int) -> None:
+        self.buf, self.capacity, self.start = buf, capacity, 0
+
+    def __enter__(self) -> None:
+        self.start = self.buf.tell() + self.capacity
+        self.buf.seek(self.start)
+
+    def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> None:
+        if exc_type is None:
+            buf, end = self.buf, self.buf.tell()
+            buf.seek(self.start - self.capacity)
+            buf.push_bytes((end - self.start).to_bytes(self.capacity, byteorder="big"))
+            buf.seek(end)
+
+
+class _PushExtension(_PushBlock):
+    """``qh3.tls.push_extension``: the extension type, then its body as a 2-byte length-prefixed block."""
+
+    __slots__ = ("extension_type",)
+
+    def __init__(self, buf: Any, extension_type: int) -> None:
+        super().__init__(buf, 2)
+        self.extension_type = extension_type
+
+    def __enter__(self) -> None:
+        self.buf.push_uint16(self.extension_type)
+        super().__enter__()
+
+
+class _PullBlock:
+    """``qh3.tls.pull_block``: read the length, yield it, and refuse trailing bytes the body did not read."""
+
+    __slots__ = ("buf", "capacity", "end")
+    error: type[Exception] = ValueError  # qh3's AlertDecodeError once ``faster_tls`` has run
+
+    def __init__(self, buf: Any, capacity: int) -> None:
+        self.buf, self.capacity, self.end = buf, capacity, 0
+
+    def __enter__(self) -> int:
+        length = int.from_bytes(self.buf.pull_bytes(self.capacity), byteorder="big")
+        self.end = self.buf.tell() + length
+        return length
+
+    def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> None:
+        if exc_type is None and self.buf.tell() != self.end:
+            raise _PullBlock.error("extra bytes at the end of a block")
+
+
+def _hkdf_expand_label(algorithm: int, secret: bytes, label: bytes, hash_value: bytes, length: int) -> bytes:
+    """``qh3.tls.hkdf_expand_label`` (RFC 8446 7.1) with one-shot ``hmac.digest`` calls."""
+    full_label = b"tls13 " + label
+    info = length.to_bytes(2, "big") + bytes((len(full_label),)) + full_label + bytes((len(hash_value),)) + hash_value
+    name, blocks, block = _HASH_NAMES[algorithm], [], b""
+    for counter in range(1, 256):
+        block = hmac.digest(secret, block + info + bytes((counter,)), name)
+        blocks.append(block)
+        if len(blocks) * len(block) >= length:
+            break
+    return b"".join(blocks)[:length]
+
+
+def _hkdf_extract(algorithm: int, salt: bytes, key_material: bytes) -> bytes:
+    """``qh3.tls.hkdf_extract`` with a one-shot ``hmac.digest``."""
+    return hmac.digest(salt, key_material, _HASH_NAMES[algorithm])
+
+
+QH3_ORIGINALS: dict[str, Any] = {}  # qh3's own functions, kept by ``faster_tls`` (the tests compare against them)
+_TLS_REPLACEMENTS = {
+    "push_block": _PushBlock,
+    "push_extension": _PushExtension,
+    "pull_block": _PullBlock,
+    "hkdf_expand_label": _hkdf_expand_label,
+    "hkdf_extract": _hkdf_extract,
+}
+
+
+def faster_tls() -> None:
+    """Swap qh3's TLS block helpers and HKDF for the equivalents above (idempotent; process-wide, client and server)."""
+    tls: Any = importlib.import_module("qh3.tls")
+    crypto: Any = importlib.import_module("qh3.quic.crypto")
+    if tls.push_block is _PushBlock:
+        return
+    for name in _TLS_REPLACEMENTS:
+        if not callable(getattr(tls, name, None)):
+            raise RuntimeError(f"qh3.tls.{name} is gone: the TLS speed-up knows qh3 2.1")
+    if crypto.hkdf_expand_label is not tls.hkdf_expand_label:
+        raise RuntimeError("qh3.quic.crypto no longer takes hkdf_expand_label from qh3.tls")
+    _PullBlock.error = tls.AlertDecodeError
+    for name, replacement in _TLS_REPLACEMENTS.items():
+        QH3_ORIGINALS[name] = getattr(tls, name)
+        setattr(tls, name, replacement)
+    crypto.hkdf_expand_label = _hkdf_expand_label
