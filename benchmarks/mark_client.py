@@ -17,7 +17,10 @@ CPU (user+sys), completed FETCHes and latencies over the steady window only, aft
 - ``asyncio``: ``aioquic.asyncio.connect`` with a minimal protocol, one request per stream with FIN, read to FIN;
 - ``memory``: a client and a server ``QuicConnection`` in one process on a virtual clock, no sockets; only the
   client-side calls are timed (``thread_time``); the server answers with the bytes the reference server sends,
-  built with ``targets.mark.handler.Handler`` (the asyncio case checks every answer of the real server against them).
+  built with ``targets.mark.handler.Handler`` (the asyncio case checks every answer of the real server against them);
+- ``locust-floor`` and ``udp-floor`` (``benchmarks/mark_floors.py``): Locust's own bookkeeping per request, and one
+  UDP round trip through gevent's io watcher; with the engine in memory they are the least a MarkUser FETCH can cost
+  on real sockets, and the ratios say what MarkUser costs above their sum.
 
 The cases run ``--rounds`` times, interleaved (all cases once, then all again), and each case reports its median
 round with every round's figure beside it: the machines these run on are shared, and a neighbour's burst during
