@@ -24,6 +24,7 @@ from locust.env import Environment
 from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, MasterRunner, WorkerRunner
 
 from swarmgauge.core import env_state
+from swarmgauge.core.options import add_option
 from swarmgauge.core.request_names import request_title
 from swarmgauge.core.trend import MIB
 from swarmgauge.core.verdict import GENERATOR_SOURCE, trends
@@ -194,11 +195,11 @@ def _step_doc(info: Any) -> dict[str, Any] | None:
 # -- abort thresholds ----------------------------------------------------------------------------------------------
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument(
+    add_option(
+        parser,
         "--slo-abort",
         action="append",
         default=None,
-        env_var="SWARMGAUGE_SLO_ABORT",
         include_in_web_ui=True,
         help="Threshold (as --slo) that stops the run as soon as it is breached, checked every --sample-interval; "
         "exit code 3 (repeatable; env: ; or , separated)",

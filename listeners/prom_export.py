@@ -28,6 +28,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from swarmgauge.core import env_state
 from swarmgauge.core.numbers import number
+from swarmgauge.core.options import add_option
 from swarmgauge.listeners import live
 
 logger = logging.getLogger("swarmgauge.prom_export")
@@ -115,18 +116,18 @@ def exposition(environment: Environment) -> bytes:
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument(
+    add_option(
+        parser,
         "--prometheus-port",
         type=int,
         default=0,
-        env_var="SWARMGAUGE_PROMETHEUS_PORT",
         include_in_web_ui=False,
         help="Also serve /metrics (Prometheus text) on this port of the master; 0: only on the web UI",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--prometheus-host",
         default="127.0.0.1",
-        env_var="SWARMGAUGE_PROMETHEUS_HOST",
         include_in_web_ui=False,
         help="Interface of --prometheus-port (default 127.0.0.1)",
     )

@@ -27,6 +27,7 @@ from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
 from swarmgauge.core import hooks
+from swarmgauge.core.options import add_option
 from swarmgauge.core.trend import Warmup, parse_warmup
 from swarmgauge.core.verdict import (
     COLUMNS,
@@ -61,40 +62,40 @@ def existing_sampler(environment: Environment) -> ResourceSampler | None:
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser) -> None:
-    parser.add_argument(
+    add_option(
+        parser,
         "--sample",
         action="append",
         default=[],
         metavar="SOURCE",
-        env_var="SWARMGAUGE_SAMPLE",
         include_in_web_ui=True,
         is_multiple=True,
         help="target to sample (repeatable; ';' separates several in one value): psutil:pid=N, "
         "psutil:pidfile=PATH, psutil:match=REGEX[,uss], cgroup:PATH, gctrace:LOGFILE, "
         "pprof:URL, expvar:URL, prom:URL#metric,metric",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--sample-interval",
         type=float,
         default=5.0,
         metavar="SECONDS",
-        env_var="SWARMGAUGE_SAMPLE_INTERVAL",
         include_in_web_ui=True,
         help="seconds between samples (default 5)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--sample-on",
         choices=("master", "workers"),
         default="master",
-        env_var="SWARMGAUGE_SAMPLE_ON",
         include_in_web_ui=True,
         help="where the --sample sources are polled: master (default) or every worker",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--sample-warmup",
         default="10%",
         metavar="DURATION",
-        env_var="SWARMGAUGE_SAMPLE_WARMUP",
         include_in_web_ui=True,
         help="ignore this much of the start for slopes and deltas: 30s, 2m or 10%% (default 10%%)",
     )

@@ -35,6 +35,7 @@ from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
 from swarmgauge.core import env_state, hooks
+from swarmgauge.core.options import add_option
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import participants
 from swarmgauge.redaction import known_secrets
@@ -56,19 +57,19 @@ _parser_ref: list[Any] = []
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
     group = parser  # argument groups drop Locust's include_in_web_ui/is_secret keywords
-    group.add_argument(
+    add_option(
+        group,
         "--run-dir",
         type=str,
         default=None,
-        env_var="SWARMGAUGE_RUN_DIR",
         include_in_web_ui=True,
         help="Collect CSVs, steps.csv, slo.json, run.json and the report in this directory",
     )
-    group.add_argument(
+    add_option(
+        group,
         "--no-report",
         action="store_true",
         default=False,
-        env_var="SWARMGAUGE_NO_REPORT",
         include_in_web_ui=True,
         help="Do not render report.md/report.html into the run directory at the end (default: render)",
     )

@@ -30,6 +30,7 @@ from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from swarmgauge.core import env_state, hooks
+from swarmgauge.core.options import add_option
 from swarmgauge.core.slo_units import LATENCY_METRICS, UNITS, in_unit
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.listeners import rundir, steps
@@ -270,11 +271,11 @@ def format_verdicts(verdicts: list[dict[str, Any]]) -> str:
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument(
+    add_option(
+        parser,
         "--slo",
         action="append",
         default=None,
-        env_var="SWARMGAUGE_SLO",
         include_in_web_ui=True,
         help="Threshold such as 'FETCH:p99<500ms', 'fail_ratio<0.01', 'rps>150@step' (repeatable; env: ; or , "
         "separated). Any failure gives exit code 3",

@@ -19,6 +19,7 @@ from locust import constant, constant_throughput, events, task
 from locust.env import Environment
 
 import swarmgauge.locust  # noqa: F401
+from swarmgauge.core.options import add_option
 from swarmgauge.shapes import PlanShape  # noqa: F401
 from swarmgauge.targets.mark.embedded import start_embedded_default
 from swarmgauge.users.mark_client import Conflict, MarkError
@@ -27,27 +28,27 @@ from swarmgauge.users.mark_user import MarkUser
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument(
+    add_option(
+        parser,
         "--mark-write-paths",
         type=int,
         default=20,
-        env_var="SWARMGAUGE_MARK_WRITE_PATHS",
         include_in_web_ui=True,
         help="how many documents the writers spread over",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mark-retention",
         type=int,
         default=5,
-        env_var="SWARMGAUGE_MARK_RETENTION",
         include_in_web_ui=True,
         help="versions the server keeps per written document",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mark-write-rate",
         type=float,
         default=0.5,
-        env_var="SWARMGAUGE_MARK_WRITE_RATE",
         include_in_web_ui=True,
         help="writes/s per SoakWriterUser",
     )

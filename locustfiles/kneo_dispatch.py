@@ -21,6 +21,7 @@ from locust.runners import LocalRunner
 
 import swarmgauge.locust  # noqa: F401
 from swarmgauge.core import env_state
+from swarmgauge.core.options import add_option
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.listeners.resources import add_sample_source
 from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
@@ -39,33 +40,33 @@ class KneoDispatchUser(KneoUser):
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument(
+    add_option(
+        parser,
         "--kneo-embedded-store",
-        env_var="SWARMGAUGE_KNEO_EMBEDDED_STORE",
         default="sqlite",
         choices=("sqlite", "postgres"),
         include_in_web_ui=False,
         help="without --host: the store of the kneo-serv this locustfile starts",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--kneo-embedded-workers",
-        env_var="SWARMGAUGE_KNEO_EMBEDDED_WORKERS",
         type=int,
         default=1,
         include_in_web_ui=False,
         help="without --host: KNEO_SERV_WORKER_CONCURRENCY",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--kneo-embedded-processes",
-        env_var="SWARMGAUGE_KNEO_EMBEDDED_PROCESSES",
         type=int,
         default=1,
         include_in_web_ui=False,
         help="without --host: kneo-serv processes on the one PostgreSQL (users spread round robin)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--kneo-embedded-queue-depth",
-        env_var="SWARMGAUGE_KNEO_EMBEDDED_QUEUE_DEPTH",
         type=int,
         default=0,
         include_in_web_ui=False,

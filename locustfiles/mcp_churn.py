@@ -36,6 +36,7 @@ from locust.runners import WorkerRunner
 import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge import shapes
 from swarmgauge.core.durations import parse_duration
+from swarmgauge.core.options import add_option
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.listeners.resources import add_sample_source
 from swarmgauge.shapes.plan import Plan, build_plan, load_plan_file
@@ -53,33 +54,33 @@ FETCH_NAME = "/corpus/{topic}/{doc}"
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument(
+    add_option(
+        parser,
         "--mcp-scenario",
         choices=("churn", "compare"),
         default="churn",
-        env_var="SWARMGAUGE_MCP_SCENARIO",
         include_in_web_ui=True,
         help="default plan when no --plan/--rate is given: churn (5/s, 40 min) or compare "
         "(gateway mark_fetch, then direct FETCH, 1 user each)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mcp-compare-time",
         default="30s",
-        env_var="SWARMGAUGE_MCP_COMPARE_TIME",
         include_in_web_ui=True,
         help="hold of each half of --mcp-scenario compare",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mcp-embedded-args",
         default="",
-        env_var="SWARMGAUGE_MCP_EMBEDDED_ARGS",
         include_in_web_ui=False,
         help="options for the embedded gateway started when --host is empty",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mcp-direct-mark",
         default="",
-        env_var="SWARMGAUGE_MCP_DIRECT_MARK",
         include_in_web_ui=True,
         help="Mark server DirectFetchUser reads (default: the embedded gateway's)",
     )

@@ -43,6 +43,7 @@ import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge import shapes
 from swarmgauge.core import env_state
 from swarmgauge.core.durations import parse_duration
+from swarmgauge.core.options import add_option
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.listeners import resources, rundir, slo, steps
 from swarmgauge.shapes.open_model import OpenModel, tickets
@@ -85,86 +86,86 @@ READ_LOG_SIZE = 200_000
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-scenario",
         choices=("benchmark", "reads", "burst"),
         default="benchmark",
-        env_var="SWARMGAUGE_MDK_SCENARIO",
         include_in_web_ui=True,
         help="plan when no --plan/--rate is given: reads, burst, or benchmark (reads then burst)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-readers",
         type=int,
         default=50,
-        env_var="SWARMGAUGE_MDK_READERS",
         include_in_web_ui=True,
         help="closed-loop readers of the reads stage (default 50)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-burst-users",
         type=int,
         default=200,
-        env_var="SWARMGAUGE_MDK_BURST_USERS",
         include_in_web_ui=True,
         help="submits the burst may have in flight (the page's harness: "
         "1000, it fires 1,000/s whatever the Kernel's pace)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-read-time",
         default="30s",
-        env_var="SWARMGAUGE_MDK_READ_TIME",
         include_in_web_ui=True,
         help="hold of the reads stage (default 30s)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-profile",
         default="100x1",
-        env_var="SWARMGAUGE_MDK_PROFILE",
         include_in_web_ui=False,
         help="embedded stand-in size: DEVICESxWORKERS or cap-NdevicesM-workers (default 100x1)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-embedded-args",
         default="",
-        env_var="SWARMGAUGE_MDK_EMBEDDED_ARGS",
         include_in_web_ui=False,
         help="more options for the embedded 'swarmgauge target mdk'",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-root",
         default="",
-        env_var="SWARMGAUGE_MDK_ROOT",
         include_in_web_ui=False,
         help="root of a stand-in you started (its 'root DIR' line), for drills and sampling",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-drill",
         default="",
         choices=("", "worker-restart", "kernel-restart", "device-outage"),
-        env_var="SWARMGAUGE_MDK_DRILL",
         include_in_web_ui=True,
         help="failure drill to run under load",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-drill-step",
         type=int,
         default=0,
-        env_var="SWARMGAUGE_MDK_DRILL_STEP",
         include_in_web_ui=True,
         help="plan step (0-based) the drill runs in",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-drill-after",
         default="1s",
-        env_var="SWARMGAUGE_MDK_DRILL_AFTER",
         include_in_web_ui=True,
         help="delay into that step before the kill",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-drill-worker",
         default="worker-0",
-        env_var="SWARMGAUGE_MDK_DRILL_WORKER",
         include_in_web_ui=True,
         help="worker-restart: which Worker",
     )

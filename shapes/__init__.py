@@ -26,6 +26,7 @@ from locust.runners import WorkerRunner
 
 from swarmgauge.core import hooks
 from swarmgauge.core.durations import UNTIL_STOPPED
+from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.shapes import open_model  # noqa: F401 - its step listener runs the ticket scheduler
 from swarmgauge.shapes.base import SwarmShape
@@ -124,18 +125,18 @@ class PlanShape(SwarmShape):
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    def option(flag: str, env: str, text: str, **kwargs: Any) -> None:
-        parser.add_argument(flag, type=str, default=None, env_var=env, include_in_web_ui=True, help=text, **kwargs)
+    def option(flag: str, text: str, **kwargs: Any) -> None:
+        add_option(parser, flag, type=str, default=None, include_in_web_ui=True, help=text, **kwargs)
 
-    option("--plan", "SWARMGAUGE_PLAN", "Stage plan YAML file (or the name of one in shapes/plans/)")
-    option("--steps", "SWARMGAUGE_STEPS", "User steps for a step ramp, e.g. 1,4,16,64")
-    option("--step-time", "SWARMGAUGE_STEP_TIME", "Hold per step, e.g. 30s or 2m")
-    option("--warmup", "SWARMGAUGE_WARMUP", "Start of each step left out of its statistics, e.g. 5s")
-    option("--rate", "SWARMGAUGE_RATE", "Open model: iterations/s, or a list of rates (one step each)")
-    option("--duration", "SWARMGAUGE_DURATION", "Open model or soak: how long, e.g. 3s or 40m", dest="plan_duration")
-    option("--max-users", "SWARMGAUGE_MAX_USERS", "Open model: the concurrency cap (users that take tickets)")
-    option("--drop-after", "SWARMGAUGE_DROP_AFTER", "Open model: a ticket not started within this is dropped")
-    option("--shape-kind", "SWARMGAUGE_SHAPE_KIND", f"Plan kind for the options: {', '.join(KINDS)}")
+    option("--plan", "Stage plan YAML file (or the name of one in shapes/plans/)")
+    option("--steps", "User steps for a step ramp, e.g. 1,4,16,64")
+    option("--step-time", "Hold per step, e.g. 30s or 2m")
+    option("--warmup", "Start of each step left out of its statistics, e.g. 5s")
+    option("--rate", "Open model: iterations/s, or a list of rates (one step each)")
+    option("--duration", "Open model or soak: how long, e.g. 3s or 40m", dest="plan_duration")
+    option("--max-users", "Open model: the concurrency cap (users that take tickets)")
+    option("--drop-after", "Open model: a ticket not started within this is dropped")
+    option("--shape-kind", f"Plan kind for the options: {', '.join(KINDS)}")
 
 
 def prefer_planned_shape(environment: Environment) -> None:

@@ -17,6 +17,7 @@ from locust.contrib.fasthttp import LocustBadStatusCode
 from locust.env import Environment
 
 from swarmgauge.core import hooks
+from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.users.backoff import Backoff
 from swarmgauge.users.brain_client import MalformedAnswer, classify, unreachable
@@ -56,25 +57,25 @@ def parse_mix(text: str) -> dict[str, int]:
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument(
+    add_option(
+        parser,
         "--brain-mix",
         default=DEFAULT_MIX,
-        env_var="SWARMGAUGE_BRAIN_MIX",
         include_in_web_ui=True,
         help="endpoint weights, as the stress tool's --mix (default search:6,get:2,stats:1,audit:1)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--brain-query",
         action="append",
         default=[],
-        env_var="SWARMGAUGE_BRAIN_QUERY",
         include_in_web_ui=True,
         help="extra search query (repeatable), as the stress tool's --q",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--brain-embedded-args",
         default="",
-        env_var="SWARMGAUGE_BRAIN_EMBEDDED_ARGS",
         include_in_web_ui=False,
         help="options for the brain stand-in started when --host is empty",
     )

@@ -19,6 +19,7 @@ from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from swarmgauge.core import env_state, hooks
+from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.protocols.kneo import METRIC_NAMES
 from swarmgauge.users.kneo_client import TARGETS, KneoClient
@@ -31,10 +32,9 @@ DEFAULT_STOP_TIMEOUT = 15.0  # without --stop-timeout, runs in flight at the end
 
 
 def _option(parser: Any, flag: str, text: str, **kwargs: Any) -> None:
-    """One Locust option with its ``SWARMGAUGE_*`` environment variable, shown in the web UI unless told."""
+    """One Locust option with its environment variables, shown in the web UI unless told."""
     kwargs.setdefault("include_in_web_ui", True)
-    env_var = "SWARMGAUGE_" + flag.lstrip("-").upper().replace("-", "_")
-    parser.add_argument(flag, env_var=env_var, help=text, **kwargs)
+    add_option(parser, flag, help=text, **kwargs)
 
 
 @events.init_command_line_parser.add_listener

@@ -23,6 +23,7 @@ from locust import User, events
 from locust.env import Environment
 
 from swarmgauge.core import hooks
+from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols.mark import Response
 from swarmgauge.quic_engine import DEFAULT_ENGINE, ENGINES
@@ -38,57 +39,57 @@ RECONNECT_COUNTER = "mark_reconnects"
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument(
+    add_option(
+        parser,
         "--mark-token",
         default="",
-        env_var="SWARMGAUGE_MARK_TOKEN",
         include_in_web_ui=True,
         is_secret=True,
         help="capability token sent as auth on writes (never logged)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mark-insecure",
         action="store_true",
         default=False,
-        env_var="SWARMGAUGE_MARK_INSECURE",
         include_in_web_ui=True,
         help="skip TLS verification (the dev certificate needs it)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mark-ca",
         default="",
-        env_var="SWARMGAUGE_MARK_CA",
         include_in_web_ui=True,
         help="CA file (PEM) to verify the server with",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mark-server-name",
         default="",
-        env_var="SWARMGAUGE_MARK_SERVER_NAME",
         include_in_web_ui=True,
         help="TLS server name (SNI), for multi-world servers",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mark-connection",
         default="",
-        env_var="SWARMGAUGE_MARK_CONNECTION",
         include_in_web_ui=True,
         choices=["", *CONNECTION_MODES],
         help="pooled | shared | fresh (default: the user class's own, else pooled)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mark-quic-engine",
         default=DEFAULT_ENGINE,
-        env_var="SWARMGAUGE_MARK_QUIC_ENGINE",
         include_in_web_ui=True,
         choices=list(ENGINES),
         help=f"QUIC library under the Mark client: {' | '.join(ENGINES)} (default {DEFAULT_ENGINE})",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mark-timeout",
         type=float,
         default=10.0,
-        env_var="SWARMGAUGE_MARK_TIMEOUT",
         include_in_web_ui=True,
         help="seconds per request and per handshake",
     )

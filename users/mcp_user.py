@@ -25,6 +25,7 @@ from locust import User, events, task
 from locust.env import Environment
 
 from swarmgauge.core import hooks
+from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols import mcp as proto
 from swarmgauge.users import backoff, option_checks  # noqa: F401 - option_checks range-checks the options at init
@@ -56,79 +57,79 @@ LIST_METHOD = "tools/list"
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument(
+    add_option(
+        parser,
         "--mcp-path",
         default="/mcp",
-        env_var="SWARMGAUGE_MCP_PATH",
         include_in_web_ui=True,
         help="MCP endpoint path on the host (default /mcp)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mcp-token",
         default="",
-        env_var="SWARMGAUGE_MCP_TOKEN",
         include_in_web_ui=True,
         is_secret=True,
         help="Bearer token sent as Authorization on every MCP request",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mcp-protocol",
         default=proto.DEFAULT_VERSION,
-        env_var="SWARMGAUGE_MCP_PROTOCOL",
         include_in_web_ui=True,
         choices=list(proto.SUPPORTED_VERSIONS),
         help="MCP protocol version to pin (2026-07-28 is stateless: no initialize, no session)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mcp-tool",
         default="mark_fetch",
-        env_var="SWARMGAUGE_MCP_TOOL",
         include_in_web_ui=True,
         help="tool MCPUser / MCPChurnUser call",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mcp-args",
         default=DEFAULT_ARGS,
-        env_var="SWARMGAUGE_MCP_ARGS",
         include_in_web_ui=True,
         help="JSON object of arguments for --mcp-tool",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mcp-delete",
         action="store_true",
         default=False,
-        env_var="SWARMGAUGE_MCP_DELETE",
         include_in_web_ui=True,
         help="send DELETE when a session ends (default off, as on the demarkus page)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mcp-timeout",
         type=float,
         default=10.0,
-        env_var="SWARMGAUGE_MCP_TIMEOUT",
         include_in_web_ui=True,
         help="seconds for one MCP answer to arrive complete",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mcp-churn-rate",
         type=float,
         default=5.0,
-        env_var="SWARMGAUGE_MCP_CHURN_RATE",
         include_in_web_ui=True,
         help="new sessions per second for MCPChurnUser, per load process",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mcp-query",
         default="alpha",
-        env_var="SWARMGAUGE_MCP_QUERY",
         include_in_web_ui=True,
         help="query MCPLookupAllUser sends to mark_lookup_all",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mcp-list-weight",
         type=float,
         default=0.0,
-        env_var="SWARMGAUGE_MCP_LIST_WEIGHT",
         include_in_web_ui=True,
         help="MCPToolUser: weight of a tools/list call against 1 for a --mcp-tool call (0: never)",
     )

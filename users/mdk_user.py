@@ -16,6 +16,7 @@ from locust import User, between, events, task
 from locust.env import Environment
 
 from swarmgauge.core import env_state
+from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError
 from swarmgauge.users.mdk_client import (
     DEFAULT_ACTION,
@@ -29,48 +30,48 @@ from swarmgauge.users.mdk_client import (
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser) -> None:
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-expect-devices",
         type=int,
         default=0,
-        env_var="SWARMGAUGE_MDK_EXPECT_DEVICES",
         include_in_web_ui=True,
         help="summary fails when deviceCount is below this (0: no check)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-action",
         default=DEFAULT_ACTION,
-        env_var="SWARMGAUGE_MDK_ACTION",
         include_in_web_ui=True,
         help="action the action task submits",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-params",
         default=DEFAULT_PARAMS,
-        env_var="SWARMGAUGE_MDK_PARAMS",
         include_in_web_ui=True,
         help="JSON object of the action's params",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-weights",
         default="telemetry=10,summary=1,alerts=1,action=2",
-        env_var="SWARMGAUGE_MDK_WEIGHTS",
         include_in_web_ui=True,
         help="task weights, e.g. telemetry=10,summary=1,alerts=1,action=2 (0 disables a task)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-forwarded-for",
         action="store_true",
         default=False,
-        env_var="SWARMGAUGE_MDK_FORWARDED_FOR",
         include_in_web_ui=True,
         help="send a distinct loopback X-Forwarded-For per user (for a per-IP rate limit)",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mdk-timeout",
         type=float,
         default=10.0,
-        env_var="SWARMGAUGE_MDK_TIMEOUT",
         include_in_web_ui=True,
         help="seconds a Gateway request may take before GatewayTimeout",
     )

@@ -14,6 +14,7 @@ from locust import events
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
+from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.redaction import register_flag_values
 from swarmgauge.targets.embedded import SECRET_FLAGS, start_embedded
@@ -26,18 +27,18 @@ MAX_CORPUS = 100_000
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any) -> None:
-    parser.add_argument(
+    add_option(
+        parser,
         "--mark-embedded-args",
         default="",
-        env_var="SWARMGAUGE_MARK_EMBEDDED_ARGS",
         include_in_web_ui=False,
         help="extra options for the embedded reference server started when --host is empty",
     )
-    parser.add_argument(
+    add_option(
+        parser,
         "--mark-corpus",
         type=int,
         default=CORPUS_SIZE,
-        env_var="SWARMGAUGE_MARK_CORPUS",
         include_in_web_ui=False,
         help="documents the embedded server is seeded with",
     )
