@@ -30,6 +30,7 @@ from locust.runners import Runner
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
 from swarmgauge.shapes.plan import Plan, Stage, build_plan, plan_from_options
+from swarmgauge.shapes.plan_options import check_plan_option_values, refuse_plan_options
 
 logger = logging.getLogger("swarmgauge.shapes")
 
@@ -83,8 +84,11 @@ class SwarmShape(LoadTestShape):
         return doc
 
     def build(self, options: Any) -> Plan:
+        """The class attributes' plan (which refuses plan options), else the options' plan, else the fallback."""
+        check_plan_option_values(options)
         doc = self.class_plan_doc()
         if doc:
+            refuse_plan_options(type(self).__name__, doc, options)
             return build_plan(doc, source=type(self).__name__)
         plan = plan_from_options(options)
         if plan is None:
