@@ -29,6 +29,7 @@ from swarmgauge.core.durations import UNTIL_STOPPED
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.shapes import open_model  # noqa: F401 - its step listener runs the ticket scheduler
 from swarmgauge.shapes.base import SwarmShape
+from swarmgauge.shapes.overrides import LOCUST_OPTIONS_SOURCE
 from swarmgauge.shapes.plan import KINDS, Plan, Stage, build_plan, load_plan_file, plan_from_options
 from swarmgauge.shapes.plan_options import PLAN_OPTIONS, check_plan_option_values, given_plan_options
 
@@ -120,7 +121,7 @@ class PlanShape(SwarmShape):
             users=users,
             spawn_rate=getattr(options, "spawn_rate", None) or None,
         )
-        return Plan(name="options", kind="stages", stages=[stage], source="locust options")
+        return Plan(name="options", kind="stages", stages=[stage], source=LOCUST_OPTIONS_SOURCE)
 
 
 @events.init_command_line_parser.add_listener

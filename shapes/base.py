@@ -29,6 +29,7 @@ from locust.runners import Runner
 
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
+from swarmgauge.shapes.overrides import fit_plan
 from swarmgauge.shapes.plan import Plan, Stage, build_plan, plan_from_options
 from swarmgauge.shapes.plan_options import check_plan_option_values, refuse_plan_options
 
@@ -107,9 +108,12 @@ class SwarmShape(LoadTestShape):
         )
 
     def plan(self) -> Plan:
+        """Built once per run (``init``, and each web UI START); what it replaces of what was asked is logged and kept
+        in ``Plan.overrides`` (:mod:`shapes.overrides`)."""
         if self._plan is None:
             environment = self.runner.environment if self.runner is not None else None
-            self._plan = self.build(getattr(environment, "parsed_options", None))
+            options = getattr(environment, "parsed_options", None)
+            self._plan = fit_plan(self.build(options), environment, options)
         return self._plan
 
     def plan_summary(self) -> dict[str, Any] | None:
