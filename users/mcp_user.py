@@ -259,6 +259,7 @@ class _MCPBase(User):
     """Builds the client from the options; subclasses say what one iteration does."""
 
     abstract = True
+    needs_host: ClassVar[str] = "http(s)://HOST:PORT"  # checked at init (users.option_checks), before any load
     require_session_id = False  # True: a server that issues no Mcp-Session-Id is a failure, not a stateless server
 
     def __init__(self, environment: Environment) -> None:
