@@ -31,7 +31,7 @@ from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
 from swarmgauge.shapes.overrides import fit_plan
 from swarmgauge.shapes.plan import Plan, Stage, build_plan, plan_from_options
-from swarmgauge.shapes.plan_options import check_plan_option_values, refuse_plan_options
+from swarmgauge.shapes.plan_options import check_plan_option_values, refuse_beside_plan_file, refuse_plan_options
 
 logger = logging.getLogger("swarmgauge.shapes")
 
@@ -91,6 +91,7 @@ class SwarmShape(LoadTestShape):
         if doc:
             refuse_plan_options(type(self).__name__, doc, options)
             return build_plan(doc, source=type(self).__name__)
+        refuse_beside_plan_file(options)
         plan = plan_from_options(options)
         if plan is None:
             return self.fallback_plan(options)

@@ -85,3 +85,15 @@ def refuse_plan_options(shape_name: str, class_plan: dict[str, Any], options: An
     else:
         fix = f"remove {flags if len(given) == 1 else 'them'} or use PlanShape, which takes its plan from the options"
     raise UsageError(f"{flags} cannot apply: this locustfile's shape {shape_name} sets {own}; {fix}")
+
+
+def refuse_beside_plan_file(options: Any) -> None:
+    """``--plan FILE`` makes the whole plan, so another plan option beside it would be ignored: refuse it instead."""
+    given = given_plan_options(options)
+    others = [PLAN_OPTIONS[dest] for dest in given if dest != "plan"]
+    if "plan" in given and others:
+        flags = ", ".join(others)
+        raise UsageError(
+            f"{flags} cannot apply beside --plan {given['plan']}: the plan file sets every stage; remove {flags}, "
+            "or remove --plan to build the plan from the options"
+        )

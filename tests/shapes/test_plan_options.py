@@ -85,6 +85,12 @@ def test_an_unknown_plan_names_the_bundled_ones():
         check_plan_option_values(_options(plan="nosuchplan"))
 
 
+def test_a_plan_option_beside_a_plan_file_is_refused_not_ignored():
+    with pytest.raises(UsageError, match="--steps, --warmup cannot apply beside --plan demarkus-reads"):
+        _plan_of(PlanShape(), plan="demarkus-reads", steps="1,2", warmup="1s")
+    assert _plan_of(PlanShape(), plan="demarkus-reads").name == "demarkus-reads"
+
+
 def test_a_shape_without_a_plan_of_its_own_takes_the_options():
     assert [s.users for s in _plan_of(PlanShape(), steps="3,5", step_time="3s").stages] == [3, 5]
     assert [s.users for s in _plan_of(Ramp()).stages] == [1, 4]
