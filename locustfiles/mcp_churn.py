@@ -7,6 +7,7 @@ options such as ``"--session-idle-timeout 60 --json-response"``), samples the ga
 and its live-session gauge (``/metrics``), and stops both when Locust quits::
 
     locust -f locustfiles/mcp_churn.py --headless --run-dir runs/churn            # 5 sessions/s, 40 min
+    locust -f locustfiles/mcp_churn.py --headless --mcp-churn-rate 10 -t 5m       # 10 sessions/s, run.json says so
     locust -f locustfiles/mcp_churn.py --headless --plan my-churn.yaml --run-dir runs/churn
     locust -f locustfiles/mcp_churn.py --headless --mcp-scenario compare --run-dir runs/compare
 
@@ -39,7 +40,8 @@ from swarmgauge.core.durations import parse_duration
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.listeners.resources import add_sample_source
-from swarmgauge.shapes.plan import Plan, build_plan, load_plan_file
+from swarmgauge.shapes.overrides import add_override
+from swarmgauge.shapes.plan import Plan, build_plan, read_plan_doc
 from swarmgauge.targets.launch import launch_target
 from swarmgauge.targets.mark.seed import corpus_paths
 from swarmgauge.targets.mcp_gateway import launch
@@ -91,7 +93,7 @@ class MCPChurnPlan(shapes.PlanShape):
 
     def fallback_plan(self, options: Any) -> Plan:
         if getattr(options, "mcp_scenario", "churn") != "compare":
-            return load_plan_file(CHURN_PLAN)
+            return churn_plan(getattr(options, "mcp_churn_rate", None))
         hold = parse_duration(getattr(options, "mcp_compare_time", "30s"), "--mcp-compare-time")
         # Locust keeps its users when only the class changes at the same count: a second at 0 users swaps them.
         stages = [
@@ -100,6 +102,21 @@ class MCPChurnPlan(shapes.PlanShape):
             {"label": "direct FETCH", "users": 1, "duration": hold, "user_classes": ["DirectFetchUser"]},
         ]
         return build_plan({"name": "mcp-gateway-vs-direct", "kind": "stages", "stages": stages}, source="mcp_churn.py")
+
+
+def churn_plan(rate: float | None) -> Plan:
+    """The churn plan; ``--mcp-churn-rate`` (the web form's Mcp Churn Rate), when given, is its rate, and it says so."""
+    doc, source = read_plan_doc(CHURN_PLAN)
+    if rate is None:
+        return build_plan(doc, source=source)
+    plan = build_plan({**doc, "rate": rate}, source=source)
+    add_override(
+        plan,
+        "--mcp-churn-rate",
+        rate,
+        f"--mcp-churn-rate {rate:g} replaces the {doc['rate']:g} sessions/s of plan {plan.name!r}",
+    )
+    return plan
 
 
 class _CorpusDocs:

@@ -1,6 +1,7 @@
 """``swarmgauge report DIR``: render report.md / report.html / summary.json from a run directory.
 
-``DIR`` is a run's own folder or the ``--run-dir`` parent, whose ``latest`` run is then meant.
+``DIR`` is a run's own folder or the ``--run-dir`` parent, whose ``latest`` run is then meant. A folder with neither
+(no run in it) is exit 2 with one line, and nothing is written there.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from pathlib import Path
 from swarmgauge.reports.report import render_report
 from swarmgauge.run_folders import resolve
 
+#: A run folder has at least one of these (run.json from the start of the run, steps.csv from its end).
+RUN_FILES = ("run.json", "steps.csv")
+
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="swarmgauge report", description=__doc__)
@@ -22,6 +26,13 @@ def main(argv: list[str]) -> int:
         print(f"swarmgauge report: {run_dir} is not a directory", file=sys.stderr)
         return 2
     run_dir = resolve(run_dir)
+    if not any((run_dir / name).is_file() for name in RUN_FILES):
+        print(
+            f"swarmgauge report: {args.run_dir} holds no run (no {' or '.join(RUN_FILES)} in it, and no latest run): "
+            "give a run's folder or the --run-dir it was written to",
+            file=sys.stderr,
+        )
+        return 2
     render_report(run_dir)
     print(f"wrote {run_dir / 'report.md'} and {run_dir / 'report.html'}")
     return 0

@@ -87,6 +87,12 @@ def _versions(versions: dict[str, str]) -> str:
     return ", ".join(f"{name} {versions[name]}" for name in names if name in versions)
 
 
+def _overrides(plan: dict[str, Any] | None) -> str:
+    """What the plan replaced of what was asked (``-u`` typed in the web form, ``--mcp-churn-rate``, ...)."""
+    found = (plan or {}).get("overrides") or []
+    return "; ".join(str(o.get("message")) for o in found if isinstance(o, dict) and o.get("message"))
+
+
 def cut_short_sentence(info: dict[str, Any]) -> str | None:
     cut = info.get("cut_short")
     if not cut:
@@ -124,6 +130,7 @@ def context_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
         ("versions", _versions(info.get("versions") or {})),
         ("workers", _workers(info)),
         ("plan", _plan(info.get("plan"))),
+        ("plan replaced", _overrides(info.get("plan"))),
         ("exit code", "" if info.get("exit_code") is None else str(info["exit_code"])),
     ]
     return [(name, value) for name, value in rows if value]

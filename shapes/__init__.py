@@ -30,7 +30,9 @@ from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.shapes import open_model  # noqa: F401 - its step listener runs the ticket scheduler
 from swarmgauge.shapes.base import SwarmShape
+from swarmgauge.shapes.overrides import LOCUST_OPTIONS_SOURCE
 from swarmgauge.shapes.plan import KINDS, Plan, Stage, build_plan, load_plan_file, plan_from_options
+from swarmgauge.shapes.plan_options import PLAN_OPTIONS, check_plan_option_values, given_plan_options
 
 __all__ = [
     "ArrivalRate",
@@ -120,7 +122,7 @@ class PlanShape(SwarmShape):
             users=users,
             spawn_rate=getattr(options, "spawn_rate", None) or None,
         )
-        return Plan(name="options", kind="stages", stages=[stage], source="locust options")
+        return Plan(name="options", kind="stages", stages=[stage], source=LOCUST_OPTIONS_SOURCE)
 
 
 @events.init_command_line_parser.add_listener
@@ -155,37 +157,25 @@ def prefer_planned_shape(environment: Environment) -> None:
             return
 
 
-#: Options that only a swarmgauge shape reads: given to a locustfile without one, they would be ignored in silence.
-SHAPE_OPTIONS = {
-    "plan": "--plan",
-    "steps": "--steps",
-    "step_time": "--step-time",
-    "rate": "--rate",
-    "plan_duration": "--duration",
-    "max_users": "--max-users",
-    "drop_after": "--drop-after",
-    "shape_kind": "--shape-kind",
-}
-
-
 def validate_shape(environment: Environment) -> None:
-    """Build the plan of the run's swarmgauge shape now; raises UsageError when it or one of its SLOs is bad, or
-    when plan options were given to a locustfile that has no swarmgauge shape to read them."""
+    """Build the plan of the run's swarmgauge shape now; raises UsageError when it or one of its SLOs is bad, when a
+    plan option's value is bad, or when plan options were given to a locustfile that has no shape to read them."""
     shape = getattr(environment, "shape_class", None)
+    options = getattr(environment, "parsed_options", None)
+    check_plan_option_values(options)
     if not isinstance(shape, SwarmShape):
-        options = getattr(environment, "parsed_options", None)
-        given = [flag for name, flag in SHAPE_OPTIONS.items() if getattr(options, name, None) not in (None, "")]
+        given = [PLAN_OPTIONS[dest] for dest in given_plan_options(options)]
         if given:
             raise UsageError(
                 f"{', '.join(given)} need a swarmgauge shape, and this locustfile has none: use -u/-t, or add "
                 "'from swarmgauge.api import PlanShape' to the locustfile"
             )
-    if isinstance(shape, SwarmShape):
-        shape.runner = environment.runner
-        shape._plan = None
-        for stage in shape.plan().stages:
-            shape._user_classes(stage)  # an unknown class fails now, not when its stage starts
-        hooks.validate_slos(environment)
+        return
+    shape.runner = environment.runner
+    shape._plan = None
+    for stage in shape.plan().stages:
+        shape._user_classes(stage)  # an unknown class fails now, not when its stage starts
+    hooks.validate_slos(environment)
 
 
 @events.init.add_listener

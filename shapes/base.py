@@ -29,7 +29,9 @@ from locust.runners import Runner
 
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
+from swarmgauge.shapes.overrides import fit_plan
 from swarmgauge.shapes.plan import Plan, Stage, build_plan, plan_from_options
+from swarmgauge.shapes.plan_options import check_plan_option_values, refuse_beside_plan_file, refuse_plan_options
 
 logger = logging.getLogger("swarmgauge.shapes")
 
@@ -83,9 +85,13 @@ class SwarmShape(LoadTestShape):
         return doc
 
     def build(self, options: Any) -> Plan:
+        """The class attributes' plan (which refuses plan options), else the options' plan, else the fallback."""
+        check_plan_option_values(options)
         doc = self.class_plan_doc()
         if doc:
+            refuse_plan_options(type(self).__name__, doc, options)
             return build_plan(doc, source=type(self).__name__)
+        refuse_beside_plan_file(options)
         plan = plan_from_options(options)
         if plan is None:
             return self.fallback_plan(options)
@@ -103,9 +109,12 @@ class SwarmShape(LoadTestShape):
         )
 
     def plan(self) -> Plan:
+        """Built once per run (``init``, and each web UI START); what it replaces of what was asked is logged and kept
+        in ``Plan.overrides`` (:mod:`shapes.overrides`)."""
         if self._plan is None:
             environment = self.runner.environment if self.runner is not None else None
-            self._plan = self.build(getattr(environment, "parsed_options", None))
+            options = getattr(environment, "parsed_options", None)
+            self._plan = fit_plan(self.build(options), environment, options)
         return self._plan
 
     def plan_summary(self) -> dict[str, Any] | None:

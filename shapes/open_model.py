@@ -213,6 +213,7 @@ def tickets(idle_wait: float = IDLE_WAIT) -> Callable[[Any], float]:
                 return 0.0
         return idle_wait
 
+    setattr(wait_for_ticket, "takes_tickets", True)  # noqa: B010 - read by takes_tickets()
     return wait_for_ticket
 
 
@@ -228,6 +229,16 @@ class OpenModel:
     def on_start(self) -> None:
         super().on_start()  # type: ignore[misc]
         self.wait()  # type: ignore[attr-defined]
+
+
+def takes_tickets(user_class: Any) -> bool:
+    """Whether a User class waits for open-model tickets: the :class:`OpenModel` mixin, a :func:`tickets` wait, or a
+    wait of its own that takes them, said by ``takes_tickets = True`` on the class (as ``MCPChurnUser``)."""
+    if getattr(user_class, "takes_tickets", False) is True:
+        return True
+    if isinstance(user_class, type) and issubclass(user_class, OpenModel):
+        return True
+    return getattr(getattr(user_class, "wait_time", None), "takes_tickets", False) is True
 
 
 def _flush_tickets(environment: Environment) -> None:

@@ -70,7 +70,8 @@ _STAGE_KEYS = {
 }
 
 
-def _number(value: Any, what: str, *, integer: bool = False, positive: bool = False) -> float:
+def parse_number(value: Any, what: str, *, integer: bool = False, positive: bool = False) -> float:
+    """A finite number >= 0 (a whole one, one above zero when asked); ``what`` names its field in the error."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise UsageError(f"{what}: expected a number, got {value!r}")
     try:
@@ -88,7 +89,7 @@ def _number(value: Any, what: str, *, integer: bool = False, positive: bool = Fa
     return number
 
 
-def _number_list(value: Any, what: str, *, integer: bool = False, limit: float | None = None) -> list[float]:
+def parse_number_list(value: Any, what: str, *, integer: bool = False, limit: float | None = None) -> list[float]:
     """``1,4,16`` (or ``1 4 16``, or a YAML list); an empty item such as ``1,,4`` is a typo, not a skip."""
     if isinstance(value, str):
         items = [v.strip() for v in value.strip().split(",")] if "," in value else value.split()
@@ -97,7 +98,7 @@ def _number_list(value: Any, what: str, *, integer: bool = False, limit: float |
         value = items
     if not isinstance(value, (list, tuple)) or not value:
         raise UsageError(f"{what}: expected a list such as 1,4,16, got {value!r}")
-    numbers = [_number(v, what, integer=integer) for v in value]
+    numbers = [parse_number(v, what, integer=integer) for v in value]
     if limit is not None and any(n > limit for n in numbers):
         raise UsageError(f"{what}: {max(numbers):g} is past the limit of {limit:g}")
     return numbers
@@ -136,6 +137,8 @@ class Plan:
     slos: list[str] = field(default_factory=list)
     source: str = "options"
     reference: dict[str, Any] | None = None
+    #: What this run's plan replaced of what was asked: ``{"option", "given", "message"}`` each (run.json says it)
+    overrides: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def total_duration(self) -> float:
@@ -149,6 +152,7 @@ class Plan:
             "slos": list(self.slos),
             "stages": [_stage_summary(s) for s in self.stages],
             "reference": self.reference,
+            "overrides": list(self.overrides),
         }
 
 
@@ -202,20 +206,20 @@ def _stage(raw: dict[str, Any], position: int, defaults: dict[str, Any], where: 
     stage = Stage(
         label=str(
             merged.get("label")
-            or (f"{int(_number(users, what))} users" if users is not None else f"{_number(rate, what):g}/s")
+            or (f"{int(parse_number(users, what))} users" if users is not None else f"{parse_number(rate, what):g}/s")
         ),
         duration=duration,
-        users=int(_number(users, f"{what} users", integer=True)) if users is not None else None,
-        rate=_number(rate, f"{what} rate") if rate is not None else None,
-        rate_end=_number(merged["rate_end"], f"{what} rate_end") if merged.get("rate_end") is not None else None,
+        users=int(parse_number(users, f"{what} users", integer=True)) if users is not None else None,
+        rate=parse_number(rate, f"{what} rate") if rate is not None else None,
+        rate_end=parse_number(merged["rate_end"], f"{what} rate_end") if merged.get("rate_end") is not None else None,
         warmup=parse_duration(merged.get("warmup", 0), f"{what} warmup"),
         max_users=int(
-            _number(merged.get("max_users", DEFAULT_MAX_USERS), f"{what} max_users", integer=True, positive=True)
+            parse_number(merged.get("max_users", DEFAULT_MAX_USERS), f"{what} max_users", integer=True, positive=True)
         )
         if rate is not None
         else None,
         drop_after=parse_duration(merged.get("drop_after", DEFAULT_DROP_AFTER), f"{what} drop_after"),
-        spawn_rate=_number(merged["spawn_rate"], f"{what} spawn_rate", positive=True)
+        spawn_rate=parse_number(merged["spawn_rate"], f"{what} spawn_rate", positive=True)
         if merged.get("spawn_rate") is not None
         else None,
         user_classes=tuple(classes) if classes else None,
@@ -247,7 +251,7 @@ def build_plan(doc: dict[str, Any], *, source: str = "options") -> Plan:
     }
     raws: list[dict[str, Any]]
     if kind == "step_ramp":
-        steps = _number_list(doc.get("steps"), f"{where} steps", integer=True, limit=MAX_USERS)
+        steps = parse_number_list(doc.get("steps"), f"{where} steps", integer=True, limit=MAX_USERS)
         if any(b <= a for a, b in zip(steps, steps[1:])):
             raise UsageError(f"{where}: steps must be strictly increasing, got {', '.join(f'{s:g}' for s in steps)}")
         if steps[0] <= 0:
@@ -257,7 +261,7 @@ def build_plan(doc: dict[str, Any], *, source: str = "options") -> Plan:
             raise UsageError(f"{where}: step_time is missing")
         raws = [{"users": int(s), "duration": step_time, "label": f"{int(s)} users"} for s in steps]
     elif kind == "arrival_rate" and doc.get("rates") is not None:
-        rates = _number_list(doc.get("rates"), f"{where} rates", limit=MAX_RATE)
+        rates = parse_number_list(doc.get("rates"), f"{where} rates", limit=MAX_RATE)
         raws = [{"rate": r, "duration": doc.get("step_time", doc.get("duration")), "label": f"{r:g}/s"} for r in rates]
     elif kind in ("soak", "arrival_rate", "burst", "churn"):
         if kind == "soak" and doc.get("users") is not None:
@@ -270,7 +274,7 @@ def build_plan(doc: dict[str, Any], *, source: str = "options") -> Plan:
                 {
                     "rate": doc["rate"],
                     "duration": doc.get("duration"),
-                    "label": f"{kind} {_number(doc['rate'], f'{where} rate'):g}{unit}",
+                    "label": f"{kind} {parse_number(doc['rate'], f'{where} rate'):g}{unit}",
                 }
             ]
         raws = [{k: v for k, v in r.items() if v is not None} for r in raws]
@@ -298,14 +302,26 @@ def _not_mapping(raw: Any, where: str) -> dict[str, Any]:
     raise UsageError(f"{where}: each stage must be a mapping, got {raw!r}")
 
 
-def load_plan_file(path: str | Path) -> Plan:
+BUNDLED_PLANS = Path(__file__).parent / "plans"
+
+
+def bundled_plan_names() -> list[str]:
+    """The plans ``--plan NAME`` finds without a path (``shapes/plans/*.yaml``)."""
+    return sorted(path.stem for path in BUNDLED_PLANS.glob("*.yaml"))
+
+
+def read_plan_doc(path: str | Path) -> tuple[Any, str]:
+    """A plan file's YAML document (not yet checked) and the file it was read from, a path or a bundled plan's name."""
     import yaml
 
     file = Path(path)
     if not file.is_file():
-        bundled = Path(__file__).parent / "plans" / (file.name if file.suffix else f"{file.name}.yaml")
+        bundled = BUNDLED_PLANS / (file.name if file.suffix else f"{file.name}.yaml")
         if not bundled.is_file():
-            raise UsageError(f"plan file {str(path)!r} not found")
+            raise UsageError(
+                f"plan file {str(path)!r} not found; give a YAML file's path or one of the bundled plans: "
+                f"{', '.join(bundled_plan_names())}"
+            )
         file = bundled
     try:
         text = file.read_text(encoding="utf-8")
@@ -320,7 +336,12 @@ def load_plan_file(path: str | Path) -> Plan:
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UsageError(f"plan {file}: not valid YAML ({first})") from None
-    return build_plan(doc, source=str(file))
+    return doc, str(file)
+
+
+def load_plan_file(path: str | Path) -> Plan:
+    doc, source = read_plan_doc(path)
+    return build_plan(doc, source=source)
 
 
 def plan_from_options(options: Any) -> Plan | None:

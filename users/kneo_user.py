@@ -11,7 +11,7 @@ over several service processes on one PostgreSQL (the page's scaling advice), ro
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import gevent
 from locust import User, constant, events, task
@@ -147,6 +147,7 @@ class KneoUser(User):
     robin); closed loop by default."""
 
     abstract = True
+    needs_host: ClassVar[str] = "http://HOST:PORT"  # checked at init (users.option_checks), before any load
     wait_time = constant(0)
     _spawned = 0
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from locust import User, events
 from locust.env import Environment
@@ -166,6 +166,7 @@ class MarkUser(User):
     """Abstract: subclass it and write tasks against ``self.client`` (a :class:`RecordedMarkClient`)."""
 
     abstract = True
+    needs_host: ClassVar[str] = "mark://HOST:PORT"  # checked at init (users.option_checks), before any load
     connection: str | None = None  # one of CONNECTION_MODES; --mark-connection overrides it
     _shared: dict[tuple, MarkClient] = {}
 

@@ -48,6 +48,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 DEFAULT_ARGS = '{"url": "/corpus/quic/doc-0000.md"}'  # the first document of the reference server's corpus
+DEFAULT_CHURN_RATE = 5.0  # new sessions per second, the demarkus page's churn
 STEP_COUNTERS = ("sessions_started", "sessions_expired", "sessions_refused")
 BACKOFF_FIRST = backoff.FIRST
 BACKOFF_MAX = backoff.CAP
@@ -114,9 +115,10 @@ def _add_options(parser: Any) -> None:
         parser,
         "--mcp-churn-rate",
         type=float,
-        default=5.0,
+        default=None,
         include_in_web_ui=True,
-        help="new sessions per second for MCPChurnUser, per load process",
+        help=f"new sessions per second for MCPChurnUser (default {DEFAULT_CHURN_RATE:g}), per load process outside a "
+        "rate step; a rate step sets its own rate (mcp_churn.py's default plan takes this one as its rate)",
     )
     add_option(
         parser,
@@ -144,9 +146,13 @@ class MCPOptions:
     args: dict[str, Any] = field(default_factory=lambda: json.loads(DEFAULT_ARGS))
     delete: bool = False
     timeout: float = 10.0
-    churn_rate: float = 5.0
+    churn_rate: float = DEFAULT_CHURN_RATE
     query: str = "alpha"
     list_weight: float = 0.0
+
+
+def _given(value: Any, default: Any) -> Any:
+    return default if value is None else value
 
 
 def options_from(parsed: Any) -> MCPOptions:
@@ -168,7 +174,7 @@ def options_from(parsed: Any) -> MCPOptions:
         args=args,
         delete=bool(getattr(parsed, "mcp_delete", False)),
         timeout=float(getattr(parsed, "mcp_timeout", 10.0)),
-        churn_rate=float(getattr(parsed, "mcp_churn_rate", 5.0)),
+        churn_rate=float(_given(getattr(parsed, "mcp_churn_rate", None), DEFAULT_CHURN_RATE)),
         query=getattr(parsed, "mcp_query", "alpha"),
         list_weight=float(getattr(parsed, "mcp_list_weight", 0.0)),
     )
@@ -254,6 +260,7 @@ class _MCPBase(User):
     """Builds the client from the options; subclasses say what one iteration does."""
 
     abstract = True
+    needs_host: ClassVar[str] = "http(s)://HOST:PORT"  # checked at init (users.option_checks), before any load
     require_session_id = False  # True: a server that issues no Mcp-Session-Id is a failure, not a stateless server
 
     def __init__(self, environment: Environment) -> None:
@@ -351,7 +358,8 @@ class MCPToolUser(MCPUser):
 class MCPChurnUser(_MCPBase):
     """Each iteration is a brand-new session: initialize, initialized, one tool call, and no DELETE.
 
-    Paced by ``SessionPacer`` at ``--mcp-churn-rate`` new sessions per second per process; run enough users that
+    In a rate step (a ``Churn`` plan) it takes the step's tickets; outside one it is paced by ``SessionPacer`` at
+    ``--mcp-churn-rate`` new sessions per second per process. Run enough users that
     one always waits for its ticket (latency x rate, plus margin). Under a stateless protocol version
     (``--mcp-protocol 2026-07-28``) there is no handshake and no server-side session: a "session" is one
     self-contained ``tools/call`` (version and capabilities in its ``_meta``), so the rate is calls per second and
@@ -360,6 +368,9 @@ class MCPChurnUser(_MCPBase):
 
     abstract = True
     wait_time = _churn_wait
+    takes_tickets: ClassVar[bool] = True  # _churn_wait takes a rate step's tickets (shapes.open_model.takes_tickets)
+    # a plan's rate step paces it instead of --mcp-churn-rate: that option with such a plan is refused or taken
+    paced_by_option: ClassVar[tuple[str, str]] = ("mcp_churn_rate", "--mcp-churn-rate")
     # no value here: _pacer_for() sets one on each concrete class and reads it from that class's __dict__
     _pacer: ClassVar[SessionPacer]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from typing import ClassVar
 
 import gevent
 import gevent.lock
@@ -129,6 +130,7 @@ class MDKUser(User):
     """Discovers device ids from the fleet summary, then reads and submits by the ``--mdk-weights`` mix."""
 
     abstract = True
+    needs_host: ClassVar[str] = "http(s)://HOST:PORT"  # the Gateway's base URL, checked at init (users.option_checks)
     wait_time = between(0.05, 0.2)
     weights: dict[str, int] | None = None
 

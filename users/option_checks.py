@@ -3,16 +3,22 @@
 The users' own constructors check the same things, but only when users spawn: by then the plan runs on with no
 users (a wrong ``--host`` scheme), or a ``nan`` timeout busy-loops a greenlet. Here every value is range-checked once
 on the master (or the local runner), with one line and exit 2 (:func:`errors.stop_on_usage_error`).
+
+Checkable facts are checked too: a ``--mark-ca`` file that must exist and hold PEM certificates (else the first
+handshake finds it, as a "network error"), and, in a headless run, a ``--host`` that a selected User needs (else
+every user's constructor raises: tracebacks, a run folder with no requests, and an SLO "failed" over no data). That
+last check runs after every ``init`` listener of the locustfile, since an embedded target sets the host in one.
 """
 
 from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from locust import events
+from locust import FastHttpUser, HttpUser, events
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
@@ -20,6 +26,8 @@ from swarmgauge.errors import UsageError, stop_on_usage_error
 
 MAX_TIMEOUT_SECONDS = 3600.0
 TIMEOUT_OPTIONS = (("mark_timeout", "--mark-timeout"), ("mcp_timeout", "--mcp-timeout"))
+CA_FILE_OPTIONS = (("mark_ca", "--mark-ca"),)
+HTTP_URL = "http(s)://HOST:PORT"
 
 
 def positive_seconds(flag: str, value: Any) -> float:
@@ -56,11 +64,57 @@ def check_host(environment: Environment) -> None:
         parse_mark_url(host)
 
 
+def pem_certificates(flag: str, value: Any) -> None:
+    """A CA file: it exists and holds at least one PEM certificate (what the QUIC engines load from it)."""
+    from cryptography import x509
+
+    path = Path(str(value))
+    if not path.is_file():
+        raise UsageError(
+            f"{flag} {value}: no such file; give the PEM file of the CA that signed the server's certificate"
+        )
+    try:
+        x509.load_pem_x509_certificates(path.read_bytes())
+    except OSError as exc:
+        raise UsageError(f"{flag} {value}: cannot read it ({exc.strerror or exc})") from None
+    except ValueError:
+        raise UsageError(f"{flag} {value}: not a PEM certificate file (-----BEGIN CERTIFICATE----- ...)") from None
+
+
+def host_needed(user_class: Any) -> str | None:
+    """The URL a User class needs in ``--host`` (its ``needs_host``, or http(s) for Locust's HTTP users), or None
+    when it needs none or sets its own ``host``."""
+    if getattr(user_class, "host", None):
+        return None
+    needs = getattr(user_class, "needs_host", None)
+    if isinstance(needs, str):
+        return needs
+    return HTTP_URL if isinstance(user_class, type) and issubclass(user_class, (HttpUser, FastHttpUser)) else None
+
+
+def check_host_given(environment: Environment) -> None:
+    """A headless run whose selected Users need a ``--host`` has one (a web UI run may still type it in the form)."""
+    parsed = getattr(environment, "parsed_options", None)
+    if environment.host or not (getattr(parsed, "headless", False) or getattr(parsed, "autostart", False)):
+        return
+    missing = [(cls.__name__, needs) for cls in environment.user_classes or [] if (needs := host_needed(cls))]
+    if missing:
+        names = ", ".join(name for name, _ in missing)
+        first = missing[0][0]
+        raise UsageError(
+            f"{names} {'needs' if len(missing) == 1 else 'need'} --host {missing[0][1]}; give --host, "
+            f"or set host on {first if len(missing) == 1 else 'each class'}"
+        )
+
+
 def check_options(environment: Environment) -> None:
     parsed = getattr(environment, "parsed_options", None)
     for name, flag in TIMEOUT_OPTIONS:
         if parsed is not None and hasattr(parsed, name):
             positive_seconds(flag, getattr(parsed, name))
+    for name, flag in CA_FILE_OPTIONS:
+        if getattr(parsed, name, None):
+            pem_certificates(flag, getattr(parsed, name))
     check_host(environment)
 
 
@@ -69,3 +123,22 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
     stop_on_usage_error(check_options, environment)
+
+
+def _on_init_after_the_locustfile(environment: Environment, **_kwargs: Any) -> None:
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    stop_on_usage_error(check_host_given, environment)
+
+
+@events.init_command_line_parser.add_listener
+def _check_the_host_last(**_kwargs: Any) -> None:
+    """Register the host check now: Locust builds its parser after importing the locustfile, so this ``init`` listener
+    comes after every one the locustfile registered (an embedded target sets ``--host`` in one). The parser is built
+    more than once (the web form reads it), the listener is added once."""
+    if _on_init_after_the_locustfile not in _registered:
+        events.init.add_listener(_on_init_after_the_locustfile)
+        _registered.append(_on_init_after_the_locustfile)
+
+
+_registered: list[Any] = []

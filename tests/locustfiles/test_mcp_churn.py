@@ -139,3 +139,27 @@ def test_bad_embedded_gateway_options_stop_the_run_in_one_line(tmp_path):
     result = locust("--headless", "-t", "2s", "--mcp-embedded-args", "--max-sessions -3", timeout=50)
     assert result.returncode == 2
     assert "swarmgauge: could not start the embedded MCP gateway" in result.stderr
+
+
+@pytest.mark.timeout(90)
+def test_the_churn_rate_option_replaces_the_default_plans_rate_and_the_run_says_so(tmp_path):
+    """Issue 28, defect 3: ``--mcp-churn-rate 10`` ran the default plan's 5 sessions/s and said nothing."""
+    run_dir = tmp_path / "churn"
+    result = locust("--headless", "--mcp-churn-rate", "10", "-t", "3s", "--run-dir", str(run_dir), timeout=80)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "--mcp-churn-rate 10 replaces the 5 sessions/s of plan 'mcp-churn'" in result.stderr
+    rows = read_csv(resolve(run_dir) / "steps.csv")
+    assert {(r["label"], r["target_rate"]) for r in rows} == {("churn 10 sessions/s", "10.0")}
+    plan = json.loads((resolve(run_dir) / "run.json").read_text())["plan"]
+    assert [(o["option"], o["given"]) for o in plan["overrides"]] == [("--mcp-churn-rate", 10.0)]
+
+
+@pytest.mark.timeout(60)
+def test_the_churn_rate_option_beside_a_plan_with_a_rate_of_its_own_stops_the_run(tmp_path):
+    result = locust(
+        "--headless", "--rate", "8", "--duration", "3s", "--mcp-churn-rate", "10", "--run-dir", str(tmp_path / "r")
+    )
+    assert result.returncode == 2, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("swarmgauge:")]
+    assert len(lines) == 1 and "--mcp-churn-rate 10 cannot apply: step 'arrival_rate 8/s'" in lines[0], lines
+    assert not (tmp_path / "r").exists()

@@ -53,6 +53,13 @@ def test_context_rows_say_what_ran_when_against_what():
     assert context.context_rows({}) == [] and context.render({}) == ("", "")
 
 
+def test_the_context_says_what_the_plan_replaced():
+    override = {"option": "-u/--users", "given": 5, "message": "-u/--users 5 is not used: plan 'demo' sets the users"}
+    info = {**RUN_JSON, "plan": {**RUN_JSON["plan"], "overrides": [override]}}
+    assert dict(context.context_rows(info))["plan replaced"] == override["message"]
+    assert "plan replaced" not in dict(context.context_rows(RUN_JSON))
+
+
 def test_a_stage_without_an_end_reads_until_stopped_not_as_a_year():
     from types import SimpleNamespace
 

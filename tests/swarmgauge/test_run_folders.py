@@ -31,6 +31,8 @@ def test_resolve_takes_a_parent_its_latest_link_or_a_run_folder(tmp_path):
 def test_swarmgauge_report_renders_the_latest_run_of_a_parent(tmp_path):
     older = new_run_folder(tmp_path, now=0.0)
     newer = new_run_folder(tmp_path, now=60.0)
+    for run in (older, newer):
+        (run / "run.json").write_text("{}")
     result = subprocess.run(
         [sys.executable, "-m", "swarmgauge.cli", "report", str(tmp_path)],
         cwd=ROOT,

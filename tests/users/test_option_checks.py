@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from swarmgauge.errors import UsageError
@@ -35,6 +38,12 @@ def _binary_plan(tmp_path):
 def _plan_with_unknown_class(tmp_path):
     path = tmp_path / "plan.yaml"
     path.write_text("kind: step_ramp\nsteps: [1]\nstep_time: 5s\nuser_classes: [NoSuchUser]\n")
+    return str(path)
+
+
+def _not_pem(tmp_path):
+    path = tmp_path / "ca.pem"
+    path.write_text("this is not a certificate\n")
     return str(path)
 
 
@@ -88,6 +97,14 @@ CASES = [
         "cannot split it as a command line",
     ),
     ("mark-corpus-negative", READS, "", ("FetchUser", *RUN, "--mark-corpus=-5"), "--mark-corpus -5"),
+    (
+        "mark-ca-missing",
+        READS,
+        NOWHERE_MARK,
+        ("FetchUser", *RUN, "--mark-ca", "/nonexistent.pem"),
+        "--mark-ca /nonexistent.pem: no such file",
+    ),
+    ("mark-ca-not-pem", READS, NOWHERE_MARK, ("FetchUser", *RUN, "--mark-ca", _not_pem), "not a PEM certificate"),
 ]
 
 
@@ -102,3 +119,45 @@ def test_a_bad_option_stops_the_run_before_any_load(tmp_path, case, locustfile, 
     assert len(lines) == 1 and words in lines[0], result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     assert not (run_dir / "steps.csv").exists()
+
+
+README_MARK = """
+from locust import constant, task
+
+import swarmgauge.locust  # noqa: F401
+from swarmgauge import api as sg
+
+
+class Ramp(sg.StepRamp):
+    steps = [1, 2]
+    step_time = "2s"
+
+
+class ReaderUser(sg.MarkUser):
+    wait_time = constant(0.05)
+
+    @task
+    def read(self) -> None:
+        self.client.list("/")
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("extra", [(), ("--slo", "LIST:p99<500ms")], ids=["plain", "with-slo"])
+def test_a_user_that_needs_a_host_and_has_none_stops_the_run_before_any_load(tmp_path, extra):
+    """Issue 28, defect 6: four tracebacks, exit 2 and a run folder; with --slo, exit 3 "SLO failed"."""
+    locustfile = tmp_path / "locustfile.py"
+    locustfile.write_text(README_MARK)
+    run_dir = tmp_path / "runs"
+    result = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "--run-dir", str(run_dir), *extra],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if "swarmgauge: " in line]
+    assert len(lines) == 1 and "ReaderUser needs --host mark://HOST:PORT" in lines[0], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert not run_dir.exists(), "no run folder for a run that never started"
