@@ -7,6 +7,12 @@ SLO on failed requests then passed it. Here every ``user_error`` event adds 1 to
 ``user_errors<10``, ``user_errors==0@step``) and to a per-class tally (class name, count, first message) that workers
 send with their stats reports, so the master can say what was raised. :mod:`listeners.outcome` turns the count into
 the exit code: a run whose user code raised fails unless an SLO names ``user_errors``.
+
+An exception that was itself recorded as a failed request and then propagated out of the task (a client's named
+error with ``measure(..., reraise=True)``, as the MCP and kneo clients raise on a failed ``initialize``) is that
+request's failure, already counted and judged by ``fail_ratio``; it is not counted again here. Recognised by
+identity: the last :data:`REMEMBERED_FAILURES` failure exceptions of each process are kept, and the raised
+exception or one it was raised from (``__cause__``/``__context__``) matches one of them.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ REPORT_KEY = "swarmgauge_user_errors"
 MAX_MESSAGE_CHARS = 120
 MAX_CLASSES = 100
 CLASSES_NAMED = 3
+REMEMBERED_FAILURES = 256
+CHAIN_DEPTH = 5
 
 hooks.register_step_counter(COUNTER)
 
@@ -46,6 +54,23 @@ class Tally:
 
     by_class: dict[str, Raised] = field(default_factory=dict)
     unsent: dict[str, Raised] = field(default_factory=dict)
+    failures: dict[int, BaseException] = field(default_factory=dict)
+
+    def note_failure(self, exception: BaseException) -> None:
+        """A request failed with this exception: if it propagates out of the task, it is that failure, not a bug."""
+        self.failures[id(exception)] = exception
+        if len(self.failures) > REMEMBERED_FAILURES:
+            del self.failures[next(iter(self.failures))]
+
+    def was_a_failed_request(self, exception: BaseException) -> bool:
+        link: BaseException | None = exception
+        for _ in range(CHAIN_DEPTH):
+            if link is None:
+                return False
+            if self.failures.get(id(link)) is link:
+                return True
+            link = link.__cause__ or link.__context__
+        return False
 
     def add(self, into: dict[str, Raised], name: str, message: str, n: int = 1) -> None:
         if name not in into and len(into) >= MAX_CLASSES:
@@ -64,10 +89,13 @@ def tally(environment: Environment) -> Tally:
 
 
 def record(environment: Environment, exception: BaseException) -> None:
-    """Count one exception raised by user code in the current step and in its class's tally."""
+    """Count one exception raised by user code in the current step and in its class's tally (unless it is a failed
+    request's own exception, propagated: that one is counted as the failure it is)."""
+    counts = tally(environment)
+    if counts.was_a_failed_request(exception):
+        return
     steps.count(environment, COUNTER)
     name, message = type(exception).__name__, str(exception)
-    counts = tally(environment)
     counts.add(counts.unsent if isinstance(environment.runner, WorkerRunner) else counts.by_class, name, message)
 
 
@@ -114,6 +142,12 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
     environment.events.user_error.add_listener(
         lambda user_instance, exception, tb, **_kw: record(environment, exception)
     )
+    environment.events.request.add_listener(lambda exception=None, **_kw: _note_failure(environment, exception))
+
+
+def _note_failure(environment: Environment, exception: BaseException | None) -> None:
+    if exception is not None:
+        tally(environment).note_failure(exception)
 
 
 @events.test_start.add_listener

@@ -56,3 +56,18 @@ def test_a_gate_not_reached_is_exit_4_and_a_failed_one_still_wins():
     failed = {"expr": "p99<1ms", "metric": "p99", "status": "fail"}
     both = outcome.decide(_environment(raised=1), [failed, NOT_REACHED])
     assert both.code == 3 and [line.split(" ")[0] for line in both.lines()] == ["exit", "also:", "also:"]
+
+
+def test_a_failed_requests_own_exception_propagating_out_of_a_task_is_not_counted_again():
+    environment = _environment()
+    failure = ConnectionError("initialize failed")
+    user_errors.tally(environment).note_failure(failure)  # what the request event of a failed request records
+    user_errors.record(environment, failure)  # measure(..., reraise=True) handed it on, out of the task
+    try:
+        raise RuntimeError("session could not start") from failure
+    except RuntimeError as chained:
+        user_errors.record(environment, chained)
+    user_errors.record(environment, KeyError("x"))  # the task's own bug
+    steps.merge_local_now(environment)
+    assert user_errors.total(environment) == 1
+    assert [c["class"] for c in user_errors.by_class(environment)] == ["KeyError"]
