@@ -10,6 +10,7 @@ atomically and private (0600, as the run folder's files); built with the standar
 
 from __future__ import annotations
 
+import logging
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from swarmgauge.errors import UsageError
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import rundir
 from swarmgauge.listeners.outcome import FAILING, NOT_REACHED, Outcome
+
+logger = logging.getLogger("swarmgauge.slo_junit")
 
 SUITE_NAME = "swarmgauge SLOs"
 CLASS_NAME = "swarmgauge.slo"
@@ -83,8 +86,14 @@ def junit_xml(verdicts: list[dict[str, Any]], decided: Outcome) -> str:
 
 
 def write_if_asked(environment: Environment, verdicts: list[dict[str, Any]], decided: Outcome) -> Path | None:
+    """Write the file when ``--slo-junit`` asks for it; a write that fails (disk full) is logged, the run's own files
+    and exit code stand."""
     path = junit_path(environment)
     if path is None:
         return None
-    write_atomic(path, rundir.redact(junit_xml(verdicts, decided), environment))
+    try:
+        write_atomic(path, rundir.redact(junit_xml(verdicts, decided), environment))
+    except OSError as exc:
+        logger.error("could not write --slo-junit %s: %s", path, exc)
+        return None
     return path
