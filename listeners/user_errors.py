@@ -32,7 +32,7 @@ REPORT_KEY = "swarmgauge_user_errors"
 MAX_MESSAGE_CHARS = 120
 MAX_CLASSES = 100
 CLASSES_NAMED = 3
-REMEMBERED_FAILURES = 256
+REMEMBERED_FAILURES = 64  # it propagates at once, in the same greenlet; a longer window would keep tracebacks alive
 CHAIN_DEPTH = 5
 
 hooks.register_step_counter(COUNTER)
