@@ -10,6 +10,7 @@ import importlib
 LISTENER_MODULES = (
     "swarmgauge.listeners.rundir",
     "swarmgauge.listeners.steps",
+    "swarmgauge.listeners.user_errors",
     "swarmgauge.listeners.slo",
     "swarmgauge.listeners.resources",
     "swarmgauge.listeners.live",

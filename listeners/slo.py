@@ -1,16 +1,27 @@
-"""Pass/fail thresholds over the run's per-step statistics, with exit code 3 on any failure.
+"""Pass/fail thresholds over the run's per-step statistics; the run's exit code follows :mod:`listeners.outcome`.
 
 Grammar: ``[TYPE[:NAME]:]METRIC OP VALUE[UNIT][@step|@run]`` such as ``FETCH:p99<500ms``, ``fail_ratio<0.01``,
-``rps>150@step``, ``dropped==0``, ``rss_delta<50MiB``. Built-in metrics: ``p50 p90 p99 p99.9 max avg`` (ms),
-``fail_ratio``, ``rps``, ``requests``, ``failures`` and every per-step counter (``dropped``, ...); other listeners add
-terms with :func:`register_metric`. Providers return base units: milliseconds for times, bytes for sizes, bytes per
-hour for slopes (``MiB/h``), fractions for ratios (``%`` divides by 100). ``@run`` (the default) checks the whole run;
-``@step`` checks every step and fails if any step fails. A provider's ``None`` means no data: the verdict is
-``no data``, which fails the gate (a gate that passes on nothing measured would pass a target that never answered);
-a threshold naming a request type or name that never appeared fails and says so. Exit codes: 3 when any threshold
-fails — it wins over Locust's 1 for request errors, because a failed gate is the more specific answer; when an SLO on
-``fail_ratio`` or ``failures`` holds, failed requests alone give 0 (Locust's 1 applies only when no SLO covers
-failures).
+``rps>150@step``, ``dropped==0``, ``rss_delta<50MiB``, ``user_errors<10``. Built-in metrics: ``p50 p90 p99 p99.9 max
+avg`` (ms), ``fail_ratio``, ``rps``, ``requests``, ``failures`` and every per-step counter (``dropped``,
+``user_errors``, ...); other listeners add terms with :func:`register_metric`. Providers return base units:
+milliseconds for times, bytes for sizes, bytes per hour for slopes (``MiB/h``), fractions for ratios (``%`` divides
+by 100). ``@run`` (the default) checks the whole run; ``@step`` checks every step and fails if any step fails.
+
+``user_errors`` is the count of exceptions raised by user code (a task or ``on_start``: Locust's ``user_error``
+event), a plain count, not a ratio (Locust counts no task iterations to divide by): ``user_errors==0`` for none,
+``user_errors<10`` to tolerate a few, ``user_errors<5@step`` per step. Without an SLO naming it, a run whose user
+code raised fails (exit 1, "user code raised N exceptions"): an SLO on ``fail_ratio`` judges failed requests, not
+exceptions, so it no longer passes a run whose iterations raise after a successful request.
+
+Verdicts: ``pass``; ``fail``; ``no data`` (a provider's ``None``), which fails the gate (a gate that passes on
+nothing measured would pass a target that never answered); a threshold naming a request type or name that never
+appeared fails and says so; and ``not reached (cut short)`` when ``-t`` stopped the plan first and the gate could not
+be measured: a request type or name that never appeared, or a ``@step`` threshold with steps that never ran. It does
+not pass (exit 4, "gate not exercised") and does not fail (it says nothing about the target). ``@run`` thresholds over
+requests that did run are judged on what ran. Exit codes: see :mod:`listeners.outcome` (3 an SLO failed, 2 usage
+error or crash, 1 user code raised or requests failed uncovered, 4 a gate not reached, 0 otherwise); an SLO on
+``fail_ratio`` or ``failures`` that holds makes failed requests alone exit 0. ``--slo-junit FILE`` writes the
+verdicts as JUnit XML (:mod:`listeners.slo_junit`).
 """
 
 from __future__ import annotations
@@ -33,12 +44,13 @@ from swarmgauge.core import env_state, hooks
 from swarmgauge.core.options import add_option
 from swarmgauge.core.slo_units import LATENCY_METRICS, UNITS, in_unit
 from swarmgauge.errors import UsageError, stop_on_usage_error
-from swarmgauge.listeners import rundir, steps
+from swarmgauge.listeners import outcome, rundir, slo_junit, steps, user_errors
+from swarmgauge.listeners.outcome import FAILING, NOT_REACHED, covers_failures  # noqa: F401 - covers_failures: API
 from swarmgauge.listeners.steps_csv import step_durations
 
 logger = logging.getLogger("swarmgauge.slo")
 
-SLO_EXIT_CODE = 3
+SLO_EXIT_CODE = outcome.SLO_EXIT_CODE
 AMBER_MARGIN = 0.10
 Provider = Callable[[Any, "int | None"], "float | None"]
 register_metric = hooks.register_metric
@@ -170,7 +182,6 @@ def observe(environment: Environment, threshold: Threshold, step: int | None) ->
 
 
 NO_DATA = "no data"
-FAILING = ("fail", NO_DATA)
 
 
 def _status(threshold: Threshold, observed: float | None) -> tuple[str, str]:
@@ -185,7 +196,11 @@ def _status(threshold: Threshold, observed: float | None) -> tuple[str, str]:
 def evaluate(environment: Environment, threshold: Threshold) -> dict[str, Any]:
     """One verdict: over the run, or per step (failing if any step fails, unknown if none had data)."""
     verdict: dict[str, Any] = asdict(threshold)
+    cut = cut_short(environment)
     missing = _missing_request(environment, threshold)
+    if missing and cut:
+        verdict.update(observed=None, status=NOT_REACHED, colour="amber", reason=f"{missing}; {_cut_words(cut)}")
+        return verdict
     if missing:
         verdict.update(observed=None, status="fail", colour="red", reason=missing)
         return verdict
@@ -208,7 +223,22 @@ def evaluate(environment: Environment, threshold: Threshold) -> dict[str, Any]:
     verdict["worst_step"] = worst["label"] if worst else None
     verdict["status"] = "fail" if "fail" in statuses else ("pass" if "pass" in statuses else NO_DATA)
     verdict["colour"] = "green" if verdict["status"] == "pass" else "red"
+    if cut and cut.get("steps_not_run") and verdict["status"] != "fail":
+        verdict.update(status=NOT_REACHED, colour="amber", reason=f"not every step was measured: {_cut_words(cut)}")
     return verdict
+
+
+def cut_short(environment: Environment) -> dict[str, Any] | None:
+    """``run.json``'s ``cut_short`` (the shape notes it when ``-t`` stops its plan), or None."""
+    found = env_state.get(environment, "run_info", {}).get("cut_short")
+    return found if isinstance(found, dict) else None
+
+
+def _cut_words(cut: dict[str, Any]) -> str:
+    during = f", during {cut['during_step']!r}" if cut.get("during_step") else ""
+    not_run = ", ".join(repr(label) for label in cut.get("steps_not_run") or [])
+    never = f" (never ran: {not_run})" if not_run else ""
+    return f"-t stopped the plan at {cut.get('run_time_s', 0):g} s of {cut.get('planned_s', 0):g} s{during}{never}"
 
 
 def _missing_request(environment: Environment, threshold: Threshold) -> str | None:
@@ -224,39 +254,36 @@ def _missing_request(environment: Environment, threshold: Threshold) -> str | No
 
 
 def check(environment: Environment) -> list[dict[str, Any]]:
-    """Evaluate every threshold once, write ``slo.json``, set exit code 3 on any failure."""
+    """Evaluate every threshold once, decide the exit code (:mod:`listeners.outcome`), write ``slo.json`` and JUnit."""
     done = env_state.get(environment, "slo_verdicts")
     if done is not None:
         return done
     steps.finalize(environment)
     verdicts = [evaluate(environment, parse(expr)) for expr in all_exprs(environment)]
     env_state.put(environment, "slo_verdicts", verdicts)
-    failed = [v for v in verdicts if v["status"] in FAILING]
-    if failed:
-        environment.process_exit_code = SLO_EXIT_CODE
-    elif covers_failures(verdicts) and environment.process_exit_code is None and not _crashed():
-        environment.process_exit_code = 0  # an SLO on failures held: failed requests alone are not an error exit
+    decided = outcome.record(environment, verdicts)
+    passed = all(v["status"] == "pass" for v in verdicts)
+    failed = [v["expr"] for v in verdicts if v["status"] in FAILING]
+    not_reached = [v["expr"] for v in verdicts if v["status"] == NOT_REACHED]
+    raised = user_errors.summary(environment)
     directory = rundir.run_dir(environment)
     if directory is not None:
         # the exit code run.json (and so the report) records, worked out the same way, so the two never disagree
-        doc = {"passed": not failed, "exit_code": rundir.exit_code_as_locust_decides(environment), "verdicts": verdicts}
-        rundir.write_atomic(directory / "slo.json", json.dumps(doc, indent=2, default=str))
-    rundir.add_run_info(environment, "slo", {"passed": not failed, "failed": [v["expr"] for v in failed]})
+        doc = {
+            "passed": passed,
+            "exit_code": rundir.exit_code_as_locust_decides(environment),
+            "exit_reasons": decided.reasons,
+            "user_errors": raised,
+            "verdicts": verdicts,
+        }
+        rundir.write_atomic(
+            directory / "slo.json", json.dumps(rundir.redact_tree(doc, environment), indent=2, default=str)
+        )
+    rundir.add_run_info(environment, "slo", {"passed": passed, "failed": failed, "not_reached": not_reached})
+    rundir.add_run_info(environment, "user_errors", {"total": raised["total"], "by_class": raised["by_class"]})
+    rundir.add_run_info(environment, "exit_reasons", decided.reasons)
+    slo_junit.write_if_asked(environment, verdicts, decided)
     return verdicts
-
-
-FAILURE_METRICS = ("fail_ratio", "failures")
-
-
-def covers_failures(verdicts: list[dict[str, Any]]) -> bool:
-    """An SLO judged the failed requests (``fail_ratio`` or ``failures``), so it, not Locust's 1, decides the exit."""
-    return any(v.get("metric") in FAILURE_METRICS and v.get("status") == "pass" for v in verdicts)
-
-
-def _crashed() -> bool:
-    from locust import log
-
-    return bool(log.unhandled_greenlet_exception)
 
 
 def format_verdicts(verdicts: list[dict[str, Any]]) -> str:
@@ -280,12 +307,23 @@ def _add_options(parser: Any) -> None:
         help="Threshold such as 'FETCH:p99<500ms', 'fail_ratio<0.01', 'rps>150@step' (repeatable; env: ; or , "
         "separated). Any failure gives exit code 3",
     )
+    add_option(
+        parser,
+        "--slo-junit",
+        type=str,
+        default=None,
+        metavar="FILE",
+        include_in_web_ui=True,
+        help="Write the SLO verdicts as JUnit XML to FILE at the end of the run (one testcase per SLO; relative to "
+        "the working directory)",
+    )
 
 
 def validate(environment: Environment) -> None:
-    """Parse every expression; raises UsageError on the first bad one."""
+    """Parse every expression and check ``--slo-junit``; raises UsageError on the first bad one."""
     for expr in all_exprs(environment):
         parse(expr)
+    slo_junit.validate(environment)
 
 
 @events.init.add_listener

@@ -388,6 +388,13 @@ def rows_now(environment: Environment) -> list[dict[str, Any]]:
     return step_rows(state.merged, step_infos(environment), state.stopped_at or time.time(), step_counter_names())
 
 
+def merge_local_now(environment: Environment) -> None:
+    """On a local run, fold this process's latest recordings in now, so a live check sees them (a master merges
+    what its workers report)."""
+    if not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
+        _merge_batch(environment, "local", _state(environment).recorder.drain())
+
+
 def merged(environment: Environment) -> StepMerge:
     """The master's merged per-step statistics so far (for SLO checks and the web UI)."""
     return _state(environment).merged

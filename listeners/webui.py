@@ -105,6 +105,7 @@ def start_fresh_run(environment: Environment) -> None:
         shape._last_run_time = 0.0
         shape.plan()
     slo.validate(environment)
+    live.validate_abort(environment)
 
 
 def close_ui_run(environment: Environment) -> Path | None:

@@ -14,12 +14,18 @@ from swarmgauge.reports.sections import Section
 
 
 def sentence(aborted: dict) -> str:
-    observed = aborted.get("observed")
-    shown = "no value" if observed is None else f"{float(observed):.4g}"
+    """The abort in the threshold's own unit (``p99 82.6 ms > 50 ms``); a run folder from before units were recorded
+    shows the value it has, in base units."""
+    breach = aborted.get("breach")
+    if not breach:
+        observed = aborted.get("observed")
+        shown = "no value" if observed is None else f"{float(observed):.4g}"
+        breach = f"observed {shown}, base units"
+    sample = f" over {aborted['requests']} requests" if aborted.get("requests") is not None else ""
     return (
         f"The run was aborted in step {aborted.get('step')} ({aborted.get('label')}), "
         f"{aborted.get('after_s')} s after it started: {aborted.get('expr')} was breached "
-        f"(observed {shown}, base units). The steps after it never ran; exit code 3."
+        f"({breach}{sample}). The steps after it never ran; exit code 3."
     )
 
 

@@ -113,6 +113,15 @@ def embedded_targets(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return found if isinstance(found, dict) else {}
 
 
+def _exit_code(info: dict[str, Any]) -> str:
+    """``1: user code raised 78 exceptions (...)``: the code with every reason the run recorded for it."""
+    code = info.get("exit_code")
+    if code is None:
+        return ""
+    reasons = [str(r) for r in info.get("exit_reasons") or []]
+    return f"{code}: {'; also '.join(reasons)}" if reasons else str(code)
+
+
 def context_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
     """(field, value) pairs for the run context table; fields without data are left out."""
     started, ended = info.get("started_at"), info.get("ended_at")
@@ -131,7 +140,7 @@ def context_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
         ("workers", _workers(info)),
         ("plan", _plan(info.get("plan"))),
         ("plan replaced", _overrides(info.get("plan"))),
-        ("exit code", "" if info.get("exit_code") is None else str(info["exit_code"])),
+        ("exit code", _exit_code(info)),
     ]
     return [(name, value) for name, value in rows if value]
 

@@ -42,6 +42,7 @@ logger = logging.getLogger("swarmgauge.report")
 SECTION_MODULES = (
     "swarmgauge.reports.resources",
     "swarmgauge.reports.failures",
+    "swarmgauge.reports.user_errors",
     "swarmgauge.reports.outages",
     "swarmgauge.reports.mcp",
     "swarmgauge.reports.kneo",
@@ -182,7 +183,7 @@ def _slo_frame(run_dir: Path) -> pd.DataFrame | None:
     verdicts = json.loads(path.read_text()).get("verdicts", [])
     if not verdicts:
         return None
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         [
             {
                 "SLO": v["expr"],
@@ -191,10 +192,12 @@ def _slo_frame(run_dir: Path) -> pd.DataFrame | None:
                 "worst step": v.get("worst_step") or "",
                 "status": v["status"],
                 "colour": v["colour"],
+                "why": v.get("reason") or "",
             }
             for v in verdicts
         ]
     )
+    return frame if frame["why"].astype(bool).any() else frame.drop(columns=["why"])
 
 
 def _sections(run_dir: Path) -> list[Section]:
@@ -301,6 +304,10 @@ def render_report(run_dir: Path | str) -> dict[str, Any]:
         failures = sections.pop("Failures")
         _add(md, body, "Errors by class", failures.markdown, failures.html)
         summary["Failures"] = failures.summary
+    if "User code exceptions" in sections:
+        raised = sections.pop("User code exceptions")
+        _add(md, body, raised.title, raised.markdown, raised.html)
+        summary["user_errors"] = raised.summary
     slo = _slo_frame(run_dir)
     if slo is not None:
         _add(md, body, "SLOs", slo.to_markdown(index=False), slo.to_html(index=False, escape=True, border=0))

@@ -1,4 +1,5 @@
-"""The end of a headless run on the console: the per-step table, the trend sentence and the SLO verdicts.
+"""The end of a headless run on the console: the per-step table, the trend sentence, the exceptions user code raised,
+the SLO verdicts and the exit code with every reason for it, one line each.
 
 Locust ends with its whole-run table, which mixes every step and the warm-ups; what the user came for is the step
 table (k6's end summary is the model). It prints after Locust's own tables, from Locust's ``quit`` event, with the
@@ -17,7 +18,7 @@ from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from swarmgauge.core import env_state
-from swarmgauge.listeners import rundir, slo, steps
+from swarmgauge.listeners import outcome, rundir, slo, steps, user_errors
 from swarmgauge.reports.report import step_spreads, step_tables, target_cpu_by_step
 
 logger = logging.getLogger("swarmgauge.summary")
@@ -25,15 +26,22 @@ logger = logging.getLogger("swarmgauge.summary")
 _environments: list[Any] = []
 
 
-def exit_reason(code: int, verdicts: list[dict[str, Any]]) -> str:
-    """The README's one rule, applied: 3 an SLO failed, 2 a usage error or crash, 1 failed requests no SLO covers."""
+def exit_reason(code: int, verdicts: list[dict[str, Any]], decided: outcome.Outcome | None = None) -> str:
+    """The exit code and every reason for it, one line each (:mod:`listeners.outcome` decided them at the end).
+
+    Without a decision (a usage error stops the run before it, a crash may skip it) the code alone says what it means.
+    """
+    if decided is not None and decided.code == code:
+        return "\n".join(decided.lines())
     if code == 3:
-        failed = [v["expr"] for v in verdicts if v.get("status") == "fail"]
-        return f"exit code 3: SLO failed ({', '.join(failed)})" if failed else "exit code 3"
+        failed = [v["expr"] for v in verdicts if v.get("status") in outcome.FAILING]
+        return f"exit code 3: SLO failed ({', '.join(failed)})" if failed else "exit code 3: SLO failed"
     if code == 2:
         return "exit code 2: usage error or crash"
     if code == 1:
-        return "exit code 1: requests failed and no SLO covers failures"
+        return "exit code 1: requests failed or user code raised, and no SLO covers them"
+    if code == outcome.NOT_REACHED_EXIT_CODE:
+        return "exit code 4: cut short: an SLO was not reached (gate not exercised)"
     return f"exit code {code}"
 
 
@@ -58,12 +66,16 @@ def summary_text(environment: Environment, code: int) -> str:
     cut = env_state.get(environment, "run_info", {}).get("cut_short")
     if cut:
         lines += ["", f"The plan was cut short by -t/--run-time at {cut['run_time_s']:g} s of {cut['planned_s']:g} s."]
+    raised = user_errors.total(environment)
+    if raised:
+        where = f" (tracebacks: {directory / 'locust_exceptions.csv'})" if directory is not None else ""
+        lines += ["", user_errors.describe(raised, user_errors.by_class(environment)) + where]
     verdicts = env_state.get(environment, "slo_verdicts") or []
     if verdicts:
         lines += ["", slo.format_verdicts(verdicts)]
     if directory is not None and (directory / "report.html").is_file():
         lines += ["", f"report: {directory / 'report.html'}"]
-    lines += ["", exit_reason(code, verdicts)]
+    lines += ["", exit_reason(code, verdicts, outcome.recorded(environment))]
     return "\n".join(lines) + "\n"
 
 

@@ -254,18 +254,23 @@ def test_an_abort_threshold_stops_a_run_against_a_slow_target_with_exit_3_and_sa
             "1",
             "--slo-abort",
             "p99<50ms",
+            "--slo-abort-grace",
+            "2s",
+            "--slo-abort-min-requests",
+            "5",
             "--run-dir",
             str(run_dir),
             locustfile=HTTP_RAMP,
             timeout=120,
         )
     assert result.returncode == 3, result.stderr[-3000:]
-    assert "run aborted: p99<50ms breached in step 0 (1 users)" in result.stderr
+    assert "run aborted: p99<50ms breached in step 0 (1 users): p99 " in result.stderr
     run = json.loads((run_dir / "latest" / "run.json").read_text())
     aborted = run["aborted"]
     assert (aborted["expr"], aborted["step"], aborted["label"]) == ("p99<50ms", 0, "1 users")
     assert aborted["observed"] >= 200.0 and run["exit_code"] == 3
-    assert (aborted["check"], aborted["interval_s"]) == (1, 1.0)  # found by the first check, one interval in
+    assert aborted["breach"].endswith(" ms > 50 ms") and aborted["requests"] >= 5
+    assert aborted["after_s"] >= 2.0 and aborted["interval_s"] == 1.0  # not before its grace
     slo = json.loads((run_dir / "latest" / "slo.json").read_text())
     assert slo["passed"] is False and "p99<50ms" in [v["expr"] for v in slo["verdicts"] if v["status"] == "fail"]
     assert {r["step"] for r in read_steps(run_dir)} == {"0"}

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import swarmgauge.listeners.resources  # noqa: F401 - registers the rss_delta SLO term
+from swarmgauge.listeners.outcome import Outcome
 from swarmgauge.listeners.quiet import quiet_libraries
 from swarmgauge.listeners.slo import covers_failures, format_verdicts, in_unit, parse
 from swarmgauge.run_folders import resolve
@@ -43,8 +44,16 @@ def test_one_exit_code_rule():
     assert covers_failures([{"metric": "fail_ratio", "status": "pass"}])
     assert not covers_failures([{"metric": "p99", "status": "pass"}])
     assert exit_reason(3, [{"expr": "GET:p99<1ms", "status": "fail"}]) == "exit code 3: SLO failed (GET:p99<1ms)"
-    assert exit_reason(1, []) == "exit code 1: requests failed and no SLO covers failures"
+    assert exit_reason(1, []) == "exit code 1: requests failed or user code raised, and no SLO covers them"
     assert exit_reason(2, []).startswith("exit code 2: usage error")
+    assert exit_reason(4, []).startswith("exit code 4: cut short")
+
+
+def test_every_reason_is_a_line_of_its_own_the_deciding_one_first():
+    raised = "user code raised 4 exceptions (KeyError: 'x' (4)); no SLO names user_errors"
+    decided = Outcome(3, ["SLO failed (GET:p99<1ms)", raised])
+    assert exit_reason(3, [], decided).splitlines() == ["exit code 3: SLO failed (GET:p99<1ms)", f"also: {raised}"]
+    assert exit_reason(0, [], Outcome(0)) == "exit code 0"
 
 
 def test_chatty_library_loggers_are_quiet_unless_debug():
@@ -68,6 +77,10 @@ def test_failed_requests_exit_1_only_when_no_slo_covers_failures(tmp_path, slos,
         result = run_local(target.url, *SHORT_RUN, *args, "--run-dir", str(run_dir), env={"SIM_STATUS": "500"})
     assert result.returncode == code, result.stderr[-2000:]
     assert json.loads((resolve(run_dir) / "run.json").read_text())["exit_code"] == code
+    reasons = json.loads((resolve(run_dir) / "slo.json").read_text())["exit_reasons"]
+    if code == 1:  # the reason says which requests failed, and is never "user code raised"
+        assert len(reasons) == 1 and reasons[0].startswith("requests failed (")
+        assert reasons[0].endswith("and no SLO covers failures (fail_ratio, failures)")
 
 
 @pytest.mark.integration

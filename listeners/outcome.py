@@ -1,0 +1,131 @@
+"""The run's exit code and the reasons for it, one line each, decided once at the end from what happened.
+
+Exit codes (the README's table), highest priority first:
+
+- **3** an SLO failed (or ``--slo-abort`` stopped the run);
+- **2** a usage error (before any load: ``errors.stop_on_usage_error``) or a crash (an unhandled greenlet exception);
+- **1** (Locust's ``--exit-code-on-error``) user code raised exceptions that no SLO names (``user_errors``), or
+  requests failed that no SLO on failures (``fail_ratio``, ``failures``) judged;
+- **4** a gate was not exercised: an SLO is "not reached (cut short)" because ``-t`` stopped the plan first;
+- **0** otherwise.
+
+Every reason that applies is a line of its own, the one that chose the code first, so a run with a failed SLO whose
+user code also raised says both. Locust's own rule (errors and exceptions alike give 1, its summary read that as
+"requests failed") is replaced by setting ``environment.process_exit_code``, which Locust's shutdown uses as given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from locust import log
+from locust.env import Environment
+
+from swarmgauge.core import env_state
+from swarmgauge.listeners import user_errors
+
+SLO_EXIT_CODE = 3
+USAGE_EXIT_CODE = 2
+ERROR_EXIT_CODE = 1  # Locust's default --exit-code-on-error
+NOT_REACHED_EXIT_CODE = 4
+NOT_REACHED = "not reached (cut short)"
+FAILING = ("fail", "no data")
+FAILURE_METRICS = ("fail_ratio", "failures")
+USER_ERROR_METRICS = (user_errors.COUNTER,)
+
+
+@dataclass
+class Outcome:
+    """The exit code and, in priority order, one line per thing that went wrong (empty: nothing did)."""
+
+    code: int
+    reasons: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """``exit code N: <reason>`` and ``also: <reason>`` for each further one; ``exit code 0`` alone when clean."""
+        if not self.reasons:
+            return [f"exit code {self.code}"]
+        return [f"exit code {self.code}: {self.reasons[0]}", *(f"also: {reason}" for reason in self.reasons[1:])]
+
+
+def covers_failures(verdicts: list[dict[str, Any]]) -> bool:
+    """An SLO judged the failed requests (``fail_ratio`` or ``failures``) and held, so failed requests alone are not 1."""
+    return any(v.get("metric") in FAILURE_METRICS and v.get("status") == "pass" for v in verdicts)
+
+
+def names_user_errors(verdicts: list[dict[str, Any]]) -> bool:
+    """An SLO names ``user_errors`` explicitly: it, not the bare fact that user code raised, decides."""
+    return any(v.get("metric") in USER_ERROR_METRICS for v in verdicts)
+
+
+def _error_code(environment: Environment) -> int:
+    value = getattr(getattr(environment, "parsed_options", None), "exit_code_on_error", None)
+    return int(value) if isinstance(value, int) else ERROR_EXIT_CODE
+
+
+def _cut_short(environment: Environment) -> dict[str, Any] | None:
+    return env_state.get(environment, "run_info", {}).get("cut_short")
+
+
+def _failed_requests(environment: Environment) -> tuple[int, int]:
+    runner = environment.runner
+    total = getattr(getattr(runner, "stats", None), "total", None)
+    if total is None:
+        return 0, 0
+    return int(total.num_failures), int(total.num_requests)
+
+
+def decide(environment: Environment, verdicts: list[dict[str, Any]]) -> Outcome:
+    """Every reason that applies to this run, and the code of the highest-priority one."""
+    found: list[tuple[int, int, str]] = []  # (priority, code, line)
+    failed = [v["expr"] for v in verdicts if v.get("status") in FAILING]
+    aborted = env_state.get(environment, "aborted")
+    if aborted and aborted.get("expr") not in failed:
+        failed.append(str(aborted.get("expr")))
+    if failed:
+        stopped = (
+            f"; --slo-abort stopped the run after {aborted.get('after_s')} s ({aborted.get('breach')})"
+            if aborted
+            else ""
+        )
+        found.append((0, SLO_EXIT_CODE, f"SLO failed ({', '.join(failed)}){stopped}"))
+    if log.unhandled_greenlet_exception:
+        found.append((1, USAGE_EXIT_CODE, "crash: an unhandled exception in a greenlet (see the log above)"))
+    raised = user_errors.total(environment)
+    if raised and not names_user_errors(verdicts):
+        text = user_errors.describe(raised, user_errors.by_class(environment))
+        found.append((2, _error_code(environment), f"{text}; no SLO names user_errors"))
+    failures, requests = _failed_requests(environment)
+    if failures and not covers_failures(verdicts):
+        line = f"requests failed ({failures} of {requests}) and no SLO covers failures (fail_ratio, failures)"
+        found.append((3, _error_code(environment), line))
+    not_reached = [v["expr"] for v in verdicts if v.get("status") == NOT_REACHED]
+    if not_reached:
+        cut = _cut_short(environment) or {}
+        when = f" at {cut['run_time_s']:g} s of {cut['planned_s']:g} s" if cut.get("run_time_s") is not None else ""
+        found.append(
+            (
+                4,
+                NOT_REACHED_EXIT_CODE,
+                f"cut short: -t stopped the plan{when} before it measured {', '.join(not_reached)} (gate not exercised)",
+            )
+        )
+    found.sort(key=lambda item: item[0])
+    preset = environment.process_exit_code
+    if not found and preset:
+        return Outcome(int(preset), [f"exit code {preset} set by a listener"])
+    return Outcome(found[0][1] if found else 0, [line for _p, _c, line in found])
+
+
+def record(environment: Environment, verdicts: list[dict[str, Any]]) -> Outcome:
+    """Decide, set the process's exit code to it (Locust's shutdown uses it as given), and keep it for the summary."""
+    outcome = decide(environment, verdicts)
+    environment.process_exit_code = outcome.code
+    env_state.put(environment, "run_outcome", outcome)
+    return outcome
+
+
+def recorded(environment: Environment) -> Outcome | None:
+    found = env_state.get(environment, "run_outcome")
+    return found if isinstance(found, Outcome) else None
