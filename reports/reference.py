@@ -112,8 +112,10 @@ def target_caveat(info: dict[str, Any]) -> str | None:
     knobs = _options(shlex.split(args))
     tail = f"the page columns are for reference only, not a like-for-like comparison with {page}"
     running = embedded_targets(info).get(name)
+    if running is None and not info.get("host"):
+        return f"This run's target is not recorded (no run.json), so whether it simulated {args} is unknown: {tail}."
     if running is None:
-        host = str(info.get("host") or "an external host")
+        host = str(info.get("host"))
         return (
             f"The target ({host}) is not the embedded {name} that simulates the page's bottleneck ({args}), and an "
             f"external host's configuration cannot be checked: {tail}."
