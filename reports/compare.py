@@ -3,10 +3,11 @@
 Per step and request name: req/s, p50 and p99 of both runs and the change in %. Each metric is decided over the
 step's seconds (``timeline.csv``, see :mod:`swarmgauge.reports.compare_stats`): a regression needs BOTH a Mann-Whitney
 p below 0.05 AND a per-second shift worse than ``--tolerance`` (req/s down, or a latency up, by more than that
-fraction) with its whole 95 % confidence interval; each row shows the shift, its interval and p. Not gated, and listed as such: a step with
-fewer than 4 seconds on a side, a p99 on fewer than 100 requests (the slowest single request), a request name that
-shares its step's seconds with others (the step's ``all requests`` row is gated instead). SLOs that passed in BASE
-and fail in NEW regress too; the memory slope of each run is shown beside the other. BASE may also be a plan with a
+fraction) with its whole 95 % confidence interval; each row shows the shift, its interval and p. Not gated, and
+listed as such: a step with fewer than 4 seconds on a side; a p99 whose seconds hold fewer than 1,000 requests (each
+second's p99 is then its few slowest requests, which a loaded machine moves as far as a regression does); a request
+name that shares its step's seconds with others (the step's ``all requests`` row is gated instead). SLOs that passed
+in BASE and fail in NEW regress too; the memory slope of each run is shown beside the other. BASE may also be a plan with a
 reference page's figures (``reference:``): a page has one figure per step, no seconds, so against it the tolerance
 alone decides, and a NEW whose target is not configured like the page's is told so. Writes ``compare.md`` and
 ``compare.html`` (into NEW, or ``--out``) and prints the Markdown.
@@ -29,7 +30,15 @@ from swarmgauge.core.numbers import number
 from swarmgauge.core.request_names import request_title
 from swarmgauge.errors import UsageError
 from swarmgauge.files import write_atomic
-from swarmgauge.reports.compare_stats import ALPHA, MIN_SECONDS, Shift, compare_samples, step_seconds
+from swarmgauge.reports.compare_stats import (
+    ALPHA,
+    MIN_SECONDS,
+    MIN_TAIL_REQUESTS,
+    Shift,
+    compare_samples,
+    fewest_requests,
+    step_seconds,
+)
 from swarmgauge.reports.context import load_run_json
 from swarmgauge.reports.reference import percent_change, target_caveat
 from swarmgauge.reports.trend import format_latency, format_rate
@@ -176,8 +185,18 @@ def _why_untested(figure: str, base: Side, new: Side, key: tuple[str, str], befo
     missing = [name for name, side in (("BASE", base), ("NEW", new)) if key[1] not in side.seconds]
     if missing:
         return f"no per-second samples (timeline.csv) in {' and '.join(missing)}"
-    counts = [len(side.seconds[key[1]]) for side in (base, new)]
-    return f"too few seconds ({counts[0]} base, {counts[1]} new; a test needs {MIN_SECONDS} on each side)"
+    if figure == "p99_ms":
+        fewest = [fewest_requests(side.seconds[key[1]]) for side in (base, new)]
+        if any(f is None or f < MIN_TAIL_REQUESTS for f in fewest):
+            shown = ", ".join("?" if f is None else f"{f:,.0f}" for f in fewest)
+            return (
+                f"its seconds hold fewer than {MIN_TAIL_REQUESTS:,} requests (fewest {shown} in base, new), so each "
+                "second's p99 is its few slowest requests, which a loaded machine moves as far as a regression"
+            )
+    counts = [int(side.seconds[key[1]][figure].notna().sum()) for side in (base, new)]
+    if min(counts) < MIN_SECONDS:
+        return f"too few seconds ({counts[0]} base, {counts[1]} new; a test needs {MIN_SECONDS} on each side)"
+    return None
 
 
 def _tested(figure: str, base: Side, new: Side, users: str) -> Shift | None:
@@ -218,8 +237,9 @@ def compare(
                     skipped.append(f"{what}: {reason}")
                 continue
             reason = _why_untested(figure, base, new, key, before, row)
-            shift = None if reason and not reason.startswith("too few seconds") else _tested(figure, base, new, key[1])
+            shift = None if reason else _tested(figure, base, new, key[1])
             if shift is None:
+                reason = reason or "BASE's seconds have a median of zero, no scale for a change in %"
                 line[f"{column} shift [95 % CI] p"] = "not gated"
                 if beyond:
                     line[f"Δ {column}"] += " (not gated)"

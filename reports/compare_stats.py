@@ -19,6 +19,12 @@ import numpy as np
 import pandas as pd
 
 ALPHA = 0.05
+#: Requests a second (a timeline bucket) needs on every second of both sides before its p99 is tested: the p99 of n
+#: requests rests on its n / 100 slowest, and a quantile estimate wants about ten beyond it. With fewer, each
+#: second's p99 is its one or two slowest requests, one scheduler hiccup each: on a loaded 2-core machine two
+#: identical 6 s runs at ~170 req/s moved their p99 seconds by up to +60 % together (benchmarks/compare_noise.py),
+#: as far as a doubled delay moves them.
+MIN_TAIL_REQUESTS = 1000
 #: Seconds a step needs on each side before it is tested: with 4 and 4 the smallest two-sided p (complete
 #: separation) is 0.021, under ALPHA; with 3 and 3 it is 0.05, so no change could ever be told from noise.
 MIN_SECONDS = 4
@@ -101,8 +107,16 @@ def compare_samples(base: np.ndarray, new: np.ndarray) -> Shift | None:
     )
 
 
+def fewest_requests(seconds: pd.DataFrame) -> float | None:
+    """The fewest requests in any of a step's seconds (None when the timeline did not say)."""
+    if "requests" not in seconds or seconds.empty:
+        return None
+    return float(seconds["requests"].min())
+
+
 def step_seconds(run_dir: Path) -> dict[int, pd.DataFrame]:
-    """Per step index, its whole seconds from ``timeline.csv`` (``rps_s``, ``p50_ms``, ``p99_ms``), {} without one.
+    """Per step index, its whole seconds from ``timeline.csv`` (``rps``, ``p50_ms``, ``p99_ms``, ``requests``), {}
+    without one.
 
     A bucket is labelled with the step current when it closed, so each step's first bucket straddles the change of
     users (or the run's start) and is left out, as is the run's last bucket (cut by the stop)."""
@@ -123,6 +137,7 @@ def step_seconds(run_dir: Path) -> dict[int, pd.DataFrame]:
                 "rps": inner["requests"].to_numpy(dtype=float) / bucket,
                 "p50_ms": pd.to_numeric(inner["p50_ms"], errors="coerce").to_numpy(dtype=float),
                 "p99_ms": pd.to_numeric(inner["p99_ms"], errors="coerce").to_numpy(dtype=float),
+                "requests": inner["requests"].to_numpy(dtype=float),
             }
         )
     return found

@@ -113,12 +113,15 @@ def test_only_rows_in_both_runs_are_compared():
     assert table.empty and regressions == []
 
 
-def _frame(values: dict[str, float], count: int = 6) -> pd.DataFrame:
-    """``count`` seconds around the given figures (a step's seconds as ``Side.seconds`` holds them)."""
-    return pd.DataFrame({k: [v * j for j in JITTER[:count]] for k, v in values.items()})
+def _frame(values: dict[str, float], count: int = 6, requests: float = 1000) -> pd.DataFrame:
+    """``count`` seconds around the given figures (a step's seconds as ``Side.seconds`` holds them), each with
+    ``requests`` requests."""
+    frame = pd.DataFrame({k: [v * j for j in JITTER[:count]] for k, v in values.items()})
+    return frame.assign(requests=requests)
 
 
 def test_a_p99_on_fewer_than_100_requests_is_shown_but_not_gated(tmp_path, capsys):
+    """The step-level minimum: a p99 of fewer than 100 requests is the slowest one (and its seconds hold fewer)."""
     row = {"label": "1 users", "rps": 6, "p50_ms": 150, "p99_ms": 177}
     seconds = {"1": _frame({"rps": 6, "p50_ms": 150, "p99_ms": 177})}
     slow_tail = {"1": _frame({"rps": 6, "p50_ms": 150, "p99_ms": 414})}
@@ -148,6 +151,25 @@ def test_a_p99_on_fewer_than_100_requests_is_shown_but_not_gated(tmp_path, capsy
     assert [line.split(":")[1] for line in regressions] == [
         " p50 +166.7 % (150 ms -> 400 ms), beyond the 40 % tolerance"
     ]
+
+
+def test_a_p99_whose_seconds_hold_fewer_than_1000_requests_is_not_gated():
+    """A second's p99 of 170 requests is its two slowest: identical runs on a loaded machine moved it +60 %."""
+    row = {"label": "4 users", "rps": 170, "p50_ms": 22, "p99_ms": 27, "requests": 1000}
+    seconds = {"4": _frame({"rps": 170, "p50_ms": 22, "p99_ms": 27}, requests=170)}
+    tail = {"4": _frame({"rps": 170, "p50_ms": 22, "p99_ms": 40}, requests=170)}
+    not_gated: list[str] = []
+    base, new = (
+        Side("a", {("GET /", "4"): row}, {}, seconds=seconds),
+        Side("b", {("GET /", "4"): {**row, "p99_ms": 40}}, {}, seconds=tail),
+    )
+    table, regressions = compare(base, new, 0.1, not_gated)
+    assert regressions == [] and table.loc[0, "p99 shift [95 % CI] p"] == "not gated"
+    assert "its seconds hold fewer than 1,000 requests (fewest 170, 170 in base, new)" in not_gated[0]
+    busy = {users: frame.assign(requests=1200) for users, frame in tail.items()}
+    base.seconds = {users: frame.assign(requests=1200) for users, frame in seconds.items()}
+    _, regressions = compare(base, Side("b", new.rows, {}, seconds=busy), 0.1)
+    assert len(regressions) == 1 and regressions[0].startswith("GET / at step '4 users': p99 +48.1 %")
 
 
 def test_mann_whitney_matches_the_normal_approximation_and_ties_say_nothing():
