@@ -6,8 +6,10 @@ its own RSS and CPU (source ``generator``). Workers drain their rows into ``repo
 each row once. At the end the master writes ``resources.csv`` (long format, columns
 :data:`swarmgauge.core.verdict.COLUMNS`) into the run directory, registers the SLO terms ``rss_slope`` (bytes/h),
 ``rss_delta`` (bytes), ``heap_slope`` (bytes/h) and ``working_set_max`` (bytes), and a headless run prints the leak
-verdict naming the slope it measured. A failing source is logged once per interval with a count; it never stops
-the run.
+verdict naming the slope it measured: leak, no leak, or inconclusive when the growth is under the threshold but its
+slope would pass it within the hour (run longer). The SLO terms are the measured figures, not the verdict:
+``rss_delta<50MiB`` holds on an inconclusive run's small delta; ``rss_slope`` is the term that gates a steep slope.
+A failing source is logged once per interval with a count; it never stops the run.
 """
 
 from __future__ import annotations

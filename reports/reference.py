@@ -3,15 +3,24 @@
 A plan for a reference page carries the page's rows (``reference:`` in the plan YAML, kept in run.json's plan), so a
 run's report shows at a glance how far this machine's shape is from the page's: ``page req/s`` next to ``req/s`` and
 ``Δ req/s`` = (measured - page) / page.
+
+A page's figures come from a target with a bottleneck (the demarkus page's 160 req/s backend); a plan may say how the
+embedded target simulates it (``reference: target:``). A run whose target was not configured so, or was an external
+host that cannot be checked, gets :func:`target_caveat`: its page columns are for reference only.
 """
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import pandas as pd
 
+from swarmgauge.reports.context import embedded_targets
+
 FIGURES = (("rps", "req/s"), ("p50_ms", "p50"), ("p99_ms", "p99"))
+#: The option that passes simulation knobs to each embedded target, for the caveat's advice.
+EMBEDDED_ARGS_OPTIONS = {"mark": "--mark-embedded-args", "brain": "--brain-embedded-args"}
 
 
 def reference_rows(info: dict[str, Any]) -> list[dict[str, Any]]:
@@ -67,3 +76,60 @@ def beside_reference(table: pd.DataFrame, title: str, rows: list[dict[str, Any]]
         table[f"page {column}"] = shown
         table[f"Δ {column}"] = delta
     return table
+
+
+def _options(args: list[str]) -> dict[str, str]:
+    """``--flag value`` / ``--flag=value`` / ``--switch`` as {flag: value}, a switch's value being ``""``."""
+    found: dict[str, str] = {}
+    for position, word in enumerate(args):
+        if not word.startswith("--"):
+            continue
+        flag, equals, value = word.partition("=")
+        if not equals and position + 1 < len(args) and not args[position + 1].startswith("--"):
+            value = args[position + 1]
+        found[flag] = value
+    return found
+
+
+def _same(page: str, run: str | None) -> bool:
+    if run is None:
+        return False
+    try:
+        return float(page) == float(run)
+    except ValueError:
+        return page == run
+
+
+def target_caveat(info: dict[str, Any]) -> str | None:
+    """Why this run's target is not configured like the reference page's (so the page columns are for reference
+    only), or None when it is, or when the plan says nothing of the page's target."""
+    reference = (info.get("plan") or {}).get("reference") or {}
+    wanted = reference.get("target")
+    if not reference.get("rows") or not isinstance(wanted, dict):
+        return None
+    name, args = str(wanted.get("embedded")), str(wanted.get("args") or "")
+    page = str(reference.get("page") or "the reference page")
+    knobs = _options(shlex.split(args))
+    tail = f"the page columns are for reference only, not a like-for-like comparison with {page}"
+    running = embedded_targets(info).get(name)
+    if running is None and not info.get("host"):
+        return f"This run's target is not recorded (no run.json), so whether it simulated {args} is unknown: {tail}."
+    if running is None:
+        host = str(info.get("host"))
+        return (
+            f"The target ({host}) is not the embedded {name} that simulates the page's bottleneck ({args}), and an "
+            f"external host's configuration cannot be checked: {tail}."
+        )
+    if "args" not in running:
+        return (
+            f"This run did not record the embedded {name}'s options, so whether it simulated {args} is unknown: {tail}."
+        )
+    given = _options([str(a) for a in running["args"]])
+    missing = [f"{flag} {value}".strip() for flag, value in knobs.items() if not _same(value, given.get(flag))]
+    if not missing:
+        return None
+    option = EMBEDDED_ARGS_OPTIONS.get(name)
+    advice = f' To compare, run with {option} "{args}".' if option else ""
+    return (
+        f"The embedded {name} was not simulating the page's bottleneck (missing: {', '.join(missing)}): {tail}.{advice}"
+    )

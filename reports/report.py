@@ -34,7 +34,7 @@ from swarmgauge.reports.bounds import (
     target_bound_sentence,
     target_cpu_by_step,
 )
-from swarmgauge.reports.reference import beside_reference, reference_rows
+from swarmgauge.reports.reference import beside_reference, reference_rows, target_caveat
 from swarmgauge.reports.sections import Section
 
 logger = logging.getLogger("swarmgauge.report")
@@ -274,6 +274,11 @@ def render_report(run_dir: Path | str) -> dict[str, Any]:
     if context_md:
         _add(md, body, None, context_md, context_html)
         summary["cut_short"] = info.get("cut_short")
+    caveat = target_caveat(info)
+    if caveat:
+        _add(md, body, None, f"**{caveat}**", f"<p class='bound'><b>{html.escape(caveat)}</b></p>")
+        summary["reference_caveat"] = caveat
+        logger.warning("%s", caveat)  # the console's copy: a run's Δ against the page must not be read bare
     steps = _read_csv(run_dir / "steps.csv")
     if steps is not None:
         summary["steps"] = json.loads(steps.to_json(orient="records"))

@@ -168,7 +168,9 @@ REFERENCE_FIGURES = ("rps", "p50_ms", "p99_ms")
 
 
 def _reference(value: Any, where: str) -> dict[str, Any] | None:
-    """``reference:`` - a reference page's published rows (``{page, rows: [{name, users|rate, rps, p50_ms, ...}]}``)."""
+    """``reference:`` - a reference page's published rows (``{page, rows: [{name, users|rate, rps, p50_ms, ...}]}``),
+    and optionally how the page's target was configured (``target: {embedded: mark, args: "--backend-rps 160"}``), so
+    a run against a target configured otherwise is told its page columns are for reference only."""
     if value is None:
         return None
     rows = value.get("rows") if isinstance(value, dict) else None
@@ -182,7 +184,16 @@ def _reference(value: Any, where: str) -> dict[str, Any] | None:
             raise UsageError(
                 f"{where}: reference row {position} needs numbers for some of {', '.join(REFERENCE_FIGURES)}"
             )
-    return {"page": str(value.get("page") or ""), "rows": rows}
+    reference: dict[str, Any] = {"page": str(value.get("page") or ""), "rows": rows}
+    target = value.get("target")
+    if target is not None:
+        if not isinstance(target, dict) or not isinstance(target.get("embedded"), str) or not target.get("args"):
+            raise UsageError(
+                f"{where}: reference target must be a mapping with embedded (the target's name) and args "
+                "(its options that simulate the page's bottleneck)"
+            )
+        reference["target"] = {"embedded": target["embedded"], "args": str(target["args"])}
+    return reference
 
 
 def _stage(raw: dict[str, Any], position: int, defaults: dict[str, Any], where: str) -> Stage:

@@ -58,18 +58,20 @@ def start_embedded(
         f", {describe}" if describe else "",
         " ".join(redact_args(args)),
     )
-    _sample_as_target(environment, name, target)
+    _sample_as_target(environment, name, target, args)
     return target
 
 
-def _sample_as_target(environment: Environment, name: str, target: TargetProcess) -> None:
+def _sample_as_target(environment: Environment, name: str, target: TargetProcess, args: list[str]) -> None:
     """The embedded target is the target: its CPU and memory are sampled as such (its pid is known), never as the
-    generator's; run.json names it so the report can say which process the figures are."""
+    generator's; run.json names it, with its options, so the report can say which process the figures are and
+    whether it was configured like a reference page's."""
     import sys
 
     rundir = sys.modules.get("swarmgauge.listeners.rundir")
     if rundir is not None:
-        rundir.add_run_info(environment, "embedded_targets", {name: {"pid": target.pid, "url": target.url}})
+        record = {"pid": target.pid, "url": target.url, "args": redact_args(args)}
+        rundir.add_run_info(environment, "embedded_targets", {name: record})
     resources = sys.modules.get("swarmgauge.listeners.resources")
     if resources is not None:
         resources.add_sample_source(environment, f"psutil:pid={target.pid}")

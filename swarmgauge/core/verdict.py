@@ -138,7 +138,10 @@ def heap_trends(rows: list[Row], warmup: Warmup) -> tuple[list[SeriesTrend], str
 
 
 def leak_verdict(rows: list[Row], warmup: Warmup, threshold: float = LEAK_DELTA_BYTES) -> tuple[str | None, str]:
-    """``("leak"|"no leak"|None, text)``: the verdict on the target's RSS (else heap), naming the slope measured."""
+    """``("leak"|"no leak"|"inconclusive"|None, text)``: the verdict on the target's RSS (else heap), naming the slope.
+
+    Growth under the threshold is "no leak" only when the slope would not carry it past the threshold within the
+    hour; otherwise the run was too short to tell, and the verdict says "inconclusive" and how long to run."""
     found = [s for s in trends(rows, RSS_METRICS, warmup) if s.trend.points >= 2]
     note = ""
     if not found:
@@ -148,28 +151,27 @@ def leak_verdict(rows: list[Row], warmup: Warmup, threshold: float = LEAK_DELTA_
             note or "no target RSS or heap series with two samples after warm-up"
         )
     top = max(found, key=lambda s: s.trend.delta)
-    status = "leak" if top.trend.delta > threshold else "no leak"
-    label = "LEAK" if status == "leak" else "no leak"
-    if status == "no leak":
-        note += _too_short_to_tell(top.trend, threshold)
-    return status, (
-        f"leak verdict: {label} (delta {'>' if status == 'leak' else '<='} "
-        f"{format_bytes(threshold)}) - {describe(top, warmup)}{note}"
-    )
+    if top.trend.delta > threshold:
+        return "leak", f"leak verdict: LEAK (delta > {format_bytes(threshold)}) - {describe(top, warmup)}{note}"
+    minutes = minutes_to_threshold(top.trend, threshold)
+    if minutes is not None:
+        return "inconclusive", (
+            f"leak verdict: inconclusive (run too short to tell) - the growth so far is under "
+            f"{format_bytes(threshold)}, but at this slope it passes {format_bytes(threshold)} within {minutes} min; "
+            f"run longer than {minutes} min after warm-up to tell - {describe(top, warmup)}{note}"
+        )
+    return "no leak", f"leak verdict: no leak (delta <= {format_bytes(threshold)}) - {describe(top, warmup)}{note}"
 
 
-def _too_short_to_tell(trend: Trend, threshold: float) -> str:
-    """A caution for a "no leak" whose slope would pass the threshold within the hour: the run was too short to say.
+def minutes_to_threshold(trend: Trend, threshold: float) -> int | None:
+    """Minutes until the growth passes the threshold at the measured slope, when that is within the hour; else None.
 
-    The verdict is the page's (growth after warm-up under the threshold); a 10 s run growing 2 MiB passes it while its
-    slope, 720 MiB/h, says something else. The verdict stays; the sentence says how long a run would tell."""
+    The page's criterion is growth after warm-up under the threshold; a 10 s run growing 2 MiB meets it while its
+    slope, 720 MiB/h, says something else: such a run cannot tell a leak from none."""
     slope = trend.slope_per_hour
     if slope is None or slope <= 0:
-        return ""
+        return None
     minutes = max(0.0, threshold - trend.delta) / slope * 60.0
     if minutes >= 60.0:
-        return ""
-    return (
-        f"; too short to tell: at this slope the growth passes {format_bytes(threshold)} "
-        f"within {max(1, math.ceil(minutes))} min, so run longer than that"
-    )
+        return None
+    return max(1, math.ceil(minutes))

@@ -8,22 +8,67 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from swarmgauge.compare_cli import main
 from swarmgauge.reports.compare import CompareError, Side, compare, parse_tolerance
+from swarmgauge.reports.compare_stats import MIN_SECONDS, compare_samples, mann_whitney_p
 from tests.listeners.sim_run import ROOT, run_local, sim_target
 
 STEPS_HEADER = "step,label,request_type,name,users,target_rate,requests,failures,rps,p50_ms,p99_ms\n"
+SECONDS = 8  # per step in the synthetic timelines (a first bucket that straddles the step change, then 7)
+JITTER = (1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0)
 
 
-def _run_folder(path: Path, rows: list[tuple[int, float, float, float]], slo: dict[str, str] | None = None) -> Path:
+def _timeline(path: Path, seconds_of_steps: list[list[tuple[float, float, float]]]) -> None:
+    """``timeline.csv`` with one row per second and step: (requests, p50, p99), and a last partial bucket."""
+    lines, second = ["time,step,requests,failures,p50_ms,p99_ms"], 1796000000
+    for step, seconds in enumerate(seconds_of_steps):
+        for requests, p50, p99 in seconds:
+            lines.append(f"{second},{step},{requests:.0f},0,{p50:.3f},{p99:.3f}")
+            second += 1
+    lines.append(f"{second},{len(seconds_of_steps) - 1},3,0,1.0,1.0")
+    (path / "timeline.csv").write_text("\n".join(lines) + "\n")
+
+
+def _run_folder(
+    path: Path,
+    rows: list[tuple[int, float, float, float]],
+    slo: dict[str, str] | None = None,
+    seconds: int = SECONDS,
+) -> Path:
+    """A run folder whose steps.csv rows are the step figures and whose seconds scatter a few % around them."""
     path.mkdir(parents=True)
     lines = [f"{i},{u} users,GET,/item,{u},,100,0,{rps},{p50},{p99}" for i, (u, rps, p50, p99) in enumerate(rows)]
     lines += [f"{i},{u} users,,Aggregated,{u},,100,0,{rps},{p50},{p99}" for i, (u, rps, p50, p99) in enumerate(rows)]
     (path / "steps.csv").write_text(STEPS_HEADER + "\n".join(lines) + "\n")
+    _timeline(path, [[(rps * j, p50 * j, p99 * j) for j in JITTER[:seconds]] for (_u, rps, p50, p99) in rows])
     if slo:
         (path / "slo.json").write_text(json.dumps({"verdicts": [{"expr": e, "status": s} for e, s in slo.items()]}))
+    return path
+
+
+def _seconds(rng: np.random.Generator, count: int, rps: float, p50: float, p99: float, spread: float) -> list:
+    """``count`` seconds drawn around (rps, p50, p99): each figure times a lognormal factor of sigma ``spread``."""
+    return [
+        (rps * rng.lognormal(0, spread), p50 * rng.lognormal(0, spread), p99 * rng.lognormal(0, spread))
+        for _ in range(count)
+    ]
+
+
+def _drawn_run(path: Path, steps: list[list[tuple[float, float, float]]]) -> Path:
+    """A one-name run folder whose step figures come from its drawn seconds: rate and p50 their medians, the p99
+    their slowest second's (one stalled second sets a whole step's p99, as in a real run)."""
+    path.mkdir(parents=True)
+    lines = []
+    for i, seconds in enumerate(steps):
+        rps, p50 = (float(np.median([s[k] for s in seconds[1:]])) for k in range(2))
+        p99 = max(s[2] for s in seconds[1:])
+        lines.append(f"{i},{2 * (i + 1)} users,GET,GET /,{2 * (i + 1)},,{rps * 6:.0f},0,{rps},{p50},{p99}")
+    (path / "steps.csv").write_text(STEPS_HEADER + "\n".join(lines) + "\n")
+    _timeline(path, steps)
     return path
 
 
@@ -68,26 +113,130 @@ def test_only_rows_in_both_runs_are_compared():
     assert table.empty and regressions == []
 
 
+def _frame(values: dict[str, float], count: int = 6, requests: float = 1000) -> pd.DataFrame:
+    """``count`` seconds around the given figures (a step's seconds as ``Side.seconds`` holds them), each with
+    ``requests`` requests."""
+    frame = pd.DataFrame({k: [v * j for j in JITTER[:count]] for k, v in values.items()})
+    return frame.assign(requests=requests)
+
+
 def test_a_p99_on_fewer_than_100_requests_is_shown_but_not_gated(tmp_path, capsys):
+    """The step-level minimum: a p99 of fewer than 100 requests is the slowest one (and its seconds hold fewer)."""
     row = {"label": "1 users", "rps": 6, "p50_ms": 150, "p99_ms": 177}
-    base = Side("a", {("GET /x", "1"): {**row, "requests": 18}}, {})
-    new = Side("b", {("GET /x", "1"): {**row, "requests": 17, "p99_ms": 414}}, {})
+    seconds = {"1": _frame({"rps": 6, "p50_ms": 150, "p99_ms": 177})}
+    slow_tail = {"1": _frame({"rps": 6, "p50_ms": 150, "p99_ms": 414})}
+    base = Side("a", {("GET /x", "1"): {**row, "requests": 18}}, {}, seconds=seconds)
+    new = Side("b", {("GET /x", "1"): {**row, "requests": 17, "p99_ms": 414}}, {}, seconds=slow_tail)
     not_gated: list[str] = []
     table, regressions = compare(base, new, 0.4, not_gated)
     assert regressions == []
     assert table.loc[0, "Δ p99"] == "+133.9 % (not gated)"
     assert not_gated == [
-        "GET /x at step '1 users': p99 +133.9 % (177 ms -> 414 ms): fewer than 100 requests (18 base, 17 new), "
-        "so it is the slowest single request"
+        "GET /x at step '1 users': p99 +133.9 % (177 ms -> 414 ms): not gated, fewer than 100 requests (18 base, "
+        "17 new), so it is the slowest single request"
     ]
-    enough = Side("b", {("GET /x", "1"): {**row, "requests": 100, "p99_ms": 414}}, {})
-    _, regressions = compare(Side("a", {("GET /x", "1"): {**row, "requests": 100}}, {}), enough, 0.4)
-    assert regressions == ["GET /x at step '1 users': p99 +133.9 % (177 ms -> 414 ms), beyond the 40 % tolerance"]
-    slow_median = Side("b", {("GET /x", "1"): {**row, "requests": 17, "p50_ms": 400}}, {})
+    enough = Side("b", {("GET /x", "1"): {**row, "requests": 100, "p99_ms": 414}}, {}, seconds=slow_tail)
+    _, regressions = compare(Side("a", {("GET /x", "1"): {**row, "requests": 100}}, {}, seconds=seconds), enough, 0.4)
+    assert len(regressions) == 1
+    assert regressions[0].startswith(
+        "GET /x at step '1 users': p99 +133.9 % (177 ms -> 414 ms), beyond the 40 % tolerance: per-second shift +"
+    )
+    slow_median = Side(
+        "b",
+        {("GET /x", "1"): {**row, "requests": 17, "p50_ms": 400}},
+        {},
+        seconds={"1": _frame({"rps": 6, "p50_ms": 400, "p99_ms": 177})},
+    )
     _, regressions = compare(base, slow_median, 0.4)
     assert [line.split(":")[1] for line in regressions] == [
         " p50 +166.7 % (150 ms -> 400 ms), beyond the 40 % tolerance"
     ]
+
+
+def test_a_p99_whose_seconds_hold_fewer_than_1000_requests_is_not_gated():
+    """A second's p99 of 170 requests is its two slowest: identical runs on a loaded machine moved it +60 %."""
+    row = {"label": "4 users", "rps": 170, "p50_ms": 22, "p99_ms": 27, "requests": 1000}
+    seconds = {"4": _frame({"rps": 170, "p50_ms": 22, "p99_ms": 27}, requests=170)}
+    tail = {"4": _frame({"rps": 170, "p50_ms": 22, "p99_ms": 40}, requests=170)}
+    not_gated: list[str] = []
+    base, new = (
+        Side("a", {("GET /", "4"): row}, {}, seconds=seconds),
+        Side("b", {("GET /", "4"): {**row, "p99_ms": 40}}, {}, seconds=tail),
+    )
+    table, regressions = compare(base, new, 0.1, not_gated)
+    assert regressions == [] and table.loc[0, "p99 shift [95 % CI] p"] == "not gated"
+    assert "its seconds hold fewer than 1,000 requests (fewest 170, 170 in base, new)" in not_gated[0]
+    busy = {users: frame.assign(requests=1200) for users, frame in tail.items()}
+    base.seconds = {users: frame.assign(requests=1200) for users, frame in seconds.items()}
+    _, regressions = compare(base, Side("b", new.rows, {}, seconds=busy), 0.1)
+    assert len(regressions) == 1 and regressions[0].startswith("GET / at step '4 users': p99 +48.1 %")
+
+
+def test_mann_whitney_matches_the_normal_approximation_and_ties_say_nothing():
+    separated = mann_whitney_p(np.array([1.0, 2.0, 3.0, 4.0]), np.array([5.0, 6.0, 7.0, 8.0]))
+    assert separated == pytest.approx(0.0209, abs=5e-4)  # U = 16, z = 8 / sqrt(12)
+    tied = mann_whitney_p(np.array([1.0, 1.0, 2.0, 2.0]), np.array([2.0, 2.0, 3.0, 3.0]))
+    assert tied == pytest.approx(0.0614, abs=5e-4)  # U = 14, variance 16/12 * (9 - 72/56): ties 2, 4 and 2
+    assert mann_whitney_p(np.array([5.0] * 4), np.array([5.0] * 4)) == 1.0
+    assert compare_samples(np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0])) is None  # fewer than MIN_SECONDS
+
+
+def test_noise_alone_with_one_outlier_second_is_not_a_regression_and_a_doubled_delay_is(tmp_path):
+    rng = np.random.default_rng(7)
+    figures = [(90.0, 21.5, 24.0), (175.0, 22.0, 26.0)]
+    base = _drawn_run(tmp_path / "base", [_seconds(rng, SECONDS, *f, spread=0.05) for f in figures])
+    noisy_steps = [_seconds(rng, SECONDS, *f, spread=0.05) for f in figures]
+    noisy_steps[0][3] = (60.0, 35.0, 160.0)  # one stalled second: its p99 6x, its p50 and rate off too
+    noisy = _drawn_run(tmp_path / "noisy", noisy_steps)
+    doubled = _drawn_run(
+        tmp_path / "doubled",
+        [_seconds(rng, SECONDS, rps / 2, p50 * 2, p99 * 2, spread=0.05) for rps, p50, p99 in figures],
+    )
+    assert main([str(base), str(noisy)]) == 0  # the step's p99 is 6x BASE's: a flat tolerance on it fired here
+    assert main([str(base), str(doubled)]) == 3
+    report = (doubled / "compare.md").read_text()
+    assert "GET / at step '2 users': p50 +" in report and "GET / at step '4 users': req/s -" in report
+    assert "Mann-Whitney p = " in report and "95 % CI" in report
+    assert "| GET /     |" in report and "GET GET /" not in report  # named as every other view names it
+
+
+def test_a_step_with_too_few_seconds_is_not_gated(tmp_path, capsys):
+    base = _run_folder(tmp_path / "base", [(4, 160, 21, 45)], seconds=MIN_SECONDS)
+    slow = _run_folder(tmp_path / "slow", [(4, 80, 42, 90)], seconds=MIN_SECONDS)
+    assert main([str(base), str(slow)]) == 0  # the first bucket is left out: one second short of a test
+    out = capsys.readouterr().out
+    assert "No regression beyond the 10 % tolerance." in out
+    assert (
+        "GET /item at step '4 users': p50 +100.0 % (21.0 ms -> 42.0 ms): not gated, too few seconds (3 base, 3 new"
+        in out
+    )
+    assert "+100.0 % (not gated)" in out
+
+
+def test_a_step_of_several_names_is_gated_on_its_all_requests_row(tmp_path, capsys):
+    def folder(path: Path, p50: float) -> Path:
+        path.mkdir()
+        rows = [f"0,4 users,GET,/a,4,,600,0,100,{p50},{p50 * 1.2}", "0,4 users,GET,/b,4,,600,0,100,20,24"]
+        rows.append(f"0,4 users,,Aggregated,4,,1200,0,200,{(p50 + 20) / 2},{p50 * 1.2}")
+        (path / "steps.csv").write_text(STEPS_HEADER + "\n".join(rows) + "\n")
+        _timeline(path, [[(200 * j, (p50 + 20) / 2 * j, p50 * 1.2 * j) for j in JITTER]])
+        return path
+
+    assert main([str(folder(tmp_path / "base", 20)), str(folder(tmp_path / "slow", 60))]) == 3
+    out = capsys.readouterr().out
+    assert "all requests at step '4 users': p50 +100.0 %" in out
+    assert "GET /a at step '4 users': p50 +200.0 % (20.0 ms -> 60.0 ms): not gated, its step's seconds mix 2" in out
+
+
+def test_a_run_against_a_target_unlike_the_reference_pages_is_told_so(tmp_path, capsys):
+    run = _run_folder(tmp_path / "run", [(1, 52, 20.5, 27)])
+    (run / "steps.csv").write_text((run / "steps.csv").read_text().replace("GET,/item", "FETCH,/corpus/{topic}/{doc}"))
+    (run / "run.json").write_text(
+        json.dumps({"host": "mark://127.0.0.1:9", "embedded_targets": {"mark": {"args": []}}})
+    )
+    assert main(["demarkus-reads", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "The embedded mark was not simulating the page's bottleneck (missing: --read-delay-ms 10" in out
 
 
 def _sim_run(tmp_path: Path, name: str, delay_ms: int) -> Path:
@@ -98,7 +247,7 @@ def _sim_run(tmp_path: Path, name: str, delay_ms: int) -> Path:
             "--steps",
             "1,2",
             "--step-time",
-            "3",
+            "8",
             "--warmup",
             "1",
             "--stop-timeout",
@@ -111,8 +260,9 @@ def _sim_run(tmp_path: Path, name: str, delay_ms: int) -> Path:
     return run_dir
 
 
-SIM_DELAY_MS = 150  # well above a loaded machine's scheduling noise; a 3 s step has ~20 requests, so p99 is not gated
+SIM_DELAY_MS = 150  # well above a loaded machine's scheduling noise; an 8 s step has ~50 requests, so p99 is not gated
 TOLERANCE = "40%"  # the same delay stays inside it; twice the delay (p50 +100 %, req/s -50 %) is beyond it
+# 8 s steps: after the 1 s warm-up and the first bucket, at least MIN_SECONDS seconds each for the test
 
 
 @pytest.mark.integration

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from swarmgauge.errors import UsageError
 from swarmgauge.reports import context
 from swarmgauge.reports.plots import label_users_as_run, readable_top
-from swarmgauge.reports.reference import beside_reference, reference_rows
+from swarmgauge.reports.reference import beside_reference, reference_rows, target_caveat
 from swarmgauge.reports.report import render_report
 from swarmgauge.shapes.plan import build_plan, load_plan_file
 
@@ -128,6 +128,45 @@ def test_reference_pages_plans_carry_their_figures_and_bad_ones_are_named_errors
         build_plan({**base, "reference": {"rows": [{"users": 1, "rps": 5}]}}, source="t")
     with pytest.raises(UsageError, match="reference row 1 needs numbers"):
         build_plan({**base, "reference": {"rows": [{"name": "FETCH", "users": 1, "rps": "fast"}]}}, source="t")
+
+
+def demarkus_reads_run(embedded_args: list[str] | None, host: str = "mark://127.0.0.1:5000") -> dict:
+    """run.json of a ``--plan demarkus-reads`` run: against the embedded server (with these options) or a host."""
+    info = {**RUN_JSON, "host": host, "plan": load_plan_file("demarkus-reads").summary(), "cut_short": None}
+    if embedded_args is None:
+        info.pop("embedded_targets")
+    else:
+        info["embedded_targets"] = {"mark": {"pid": 42, "url": host, "args": ["--port", "0", *embedded_args]}}
+    return info
+
+
+def test_a_page_comparison_against_a_target_without_the_pages_simulation_says_so(tmp_path):
+    info = demarkus_reads_run(["--seed-corpus", "300"])
+    caveat = target_caveat(info)
+    assert caveat is not None and "not simulating the page's bottleneck" in caveat
+    assert "--read-delay-ms 10" in caveat and "--backend-rps 160" in caveat
+    assert "page columns are for reference only" in caveat and "--mark-embedded-args" in caveat
+    (tmp_path / "run.json").write_text(json.dumps(info))
+    summary = render_report(tmp_path)
+    assert summary["reference_caveat"] == caveat
+    assert caveat in (tmp_path / "report.md").read_text()
+
+
+def test_an_external_host_cannot_be_checked_and_says_so():
+    caveat = target_caveat(demarkus_reads_run(None, host="mark://10.0.0.5:6309"))
+    assert caveat is not None and "mark://10.0.0.5:6309" in caveat and "cannot be checked" in caveat
+
+
+def test_an_embedded_target_configured_like_the_page_has_no_caveat():
+    knobs = ["--seed-corpus", "300", "--backend-rps=160.0", "--reads-stat-head", "--read-delay-ms", "10"]
+    assert target_caveat(demarkus_reads_run(knobs)) is None
+    assert target_caveat(RUN_JSON) is None, "a plan that says nothing of the page's target gets no caveat"
+    with pytest.raises(UsageError, match="reference target must be a mapping with embedded"):
+        rows = [{"name": "FETCH", "users": 1, "rps": 5}]
+        build_plan(
+            {"kind": "step_ramp", "steps": [1], "step_time": "1s", "reference": {"rows": rows, "target": "fast"}},
+            source="t",
+        )
 
 
 def test_users_axis_is_labelled_as_run_and_a_spike_does_not_flatten_the_chart():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import stat
 import threading
 from contextlib import contextmanager
@@ -134,5 +135,7 @@ def test_a_token_inside_the_embedded_targets_arguments_stays_out_of_the_run(tmp_
     assert EMBEDDED_TOKEN not in result.stdout and EMBEDDED_TOKEN not in result.stderr
     run_json = (resolve(run_dir) / "run.json").read_text()
     assert "--publish-token ***" in run_json
+    recorded = json.loads(run_json)["embedded_targets"]["mark"]["args"]  # so the report can check the page's knobs
+    assert "--read-delay-ms" in recorded and "***" in recorded
     for path in _files_under(run_dir):
         assert EMBEDDED_TOKEN.encode() not in path.read_bytes(), path
