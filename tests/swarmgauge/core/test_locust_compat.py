@@ -258,8 +258,8 @@ def _unrouted(monkeypatch) -> None:
 
 def _routed_run(monkeypatch, user_class, iterations: int) -> tuple[list[str], list[float]]:
     """Run ``user_class`` until ``iterations`` tasks went through the routing; the task names and asked sleeps."""
-    from locust.exception import StopUser
     from locust.env import Environment
+    from locust.exception import StopUser
 
     _unrouted(monkeypatch)
     tasks: list[str] = []
