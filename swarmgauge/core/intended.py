@@ -19,7 +19,8 @@ own statistics, the per-step HDR histograms, SLOs) sees it; :func:`install` puts
 iteration through :func:`run_task` / :func:`sleep_for` (both through ``core/locust_compat``). In an open-model step
 (``hooks.current_step`` has a rate) an iteration that holds no ticket waits for one first, through Locust's own
 ``wait()`` (so a stopping user is killed there), and the User's ``wait_time`` between iterations is not slept: the
-next ticket is the wait. A ``wait_time`` that takes the ticket itself (``shapes.open_model.tickets()``) still runs.
+next ticket is the wait. A ``wait_time`` that takes the ticket itself (``shapes.open_model.tickets()``) still runs,
+and a ``self.wait()`` inside a task is the task's own and sleeps as asked.
 
 Dicts keyed by greenlet rather than a ``gevent.local``: every request reads them, and a closed-model run (no ticket)
 then finds them empty at the cost of one truth test.
@@ -35,7 +36,7 @@ from greenlet import getcurrent
 from swarmgauge.core import hooks, locust_compat
 
 _tickets: dict[Any, float] = {}  # greenlet -> intended start of the ticket its next iteration runs on
-_lags: dict[Any, float] = {}  # greenlet -> seconds its running iteration began late
+_lags: dict[Any, float] = {}  # greenlet -> seconds its running ticketed iteration began late (0.0: on time)
 _PRUNE_AT = 4096  # entries before those of finished greenlets (a user stopped between ticket and task) go
 
 
@@ -60,16 +61,18 @@ def begin_iteration() -> None:
     if not _tickets:
         return
     intended = _tickets.pop(getcurrent(), None)
-    if intended is None:
-        return
-    lag = time.perf_counter() - intended
-    if lag > 0:
-        _lags[getcurrent()] = lag
+    if intended is not None:
+        _lags[getcurrent()] = max(0.0, time.perf_counter() - intended)
 
 
 def end_iteration() -> None:
     if _lags:
         _lags.pop(getcurrent(), None)
+
+
+def in_ticketed_iteration() -> bool:
+    """Whether this greenlet is running an iteration that began on a ticket."""
+    return bool(_lags) and getcurrent() in _lags
 
 
 def current_lag() -> float:
@@ -114,11 +117,14 @@ def run_task(taskset: Any, execute: Any, task: Any) -> None:
 def sleep_for(taskset: Any, seconds: float) -> float | None:
     """What Locust's wait sleeps after the User's ``wait_time`` gave ``seconds`` (None: not at all).
 
-    Holding a ticket, the iteration starts at once (no yield, in which a stop could lose the ticket); in an
-    open-model step the ticket is the wait, the think time is not slept.
+    Holding a ticket, the iteration starts at once (no yield, in which a stop could lose the ticket); a wait
+    inside a ticketed iteration (a task calling ``self.wait()``) is the task's own and sleeps as asked; between
+    iterations of an open-model step the ticket is the wait, the think time is not slept.
     """
     if holds_ticket():
         return seconds if seconds > 0 else None
+    if in_ticketed_iteration():
+        return seconds
     if in_open_step(taskset.user.environment) and hooks.take_ticket(taskset.user):
         return None
     return seconds

@@ -15,14 +15,17 @@ from locust import FastHttpUser, HttpUser
 from locust.env import Environment
 from locust.event import Events
 
-from swarmgauge.core import intended
+from swarmgauge.core import hooks, intended
+from swarmgauge.core.hooks import StepInfo
 from swarmgauge.core.intended import (
     adjust_request,
     begin_iteration,
     current_lag,
     end_iteration,
     holds_ticket,
+    run_task,
     set_intended_start,
+    sleep_for,
 )
 from swarmgauge.users.recording import measure
 
@@ -157,3 +160,67 @@ def test_locusts_own_http_clients_carry_the_lag_into_locusts_stats_and_every_lis
     assert due_wall - 0.05 < during["start_time"] < due_wall + LAG  # counted from when its ticket was due
     assert environment.stats.get("/during", "GET").max_response_time >= 1000 * LAG
     assert environment.stats.get("/before", "GET").max_response_time < 1000 * LAG
+
+
+class _Steps:
+    """Stands in for the step listener and the ticket scheduler: an open or closed step, tickets due ``LAG`` ago."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, rate: float | None) -> None:
+        self.rate = rate
+        self.taken = 0
+        monkeypatch.setattr(hooks.current_step, "implementation", self.current_step)
+        monkeypatch.setattr(hooks.take_ticket, "implementation", self.take_ticket)
+
+    def current_step(self, _environment: Any) -> StepInfo:
+        return StepInfo(0, "step", 4, self.rate, time.time())
+
+    def take_ticket(self, _user: Any) -> bool:
+        if self.rate is None:
+            return False
+        self.taken += 1
+        set_intended_start(time.perf_counter() - LAG)
+        return True
+
+
+class _TaskSet:
+    """What run_task and sleep_for read of a Locust TaskSet: its user's environment, and its wait."""
+
+    def __init__(self, wait_time: float = 2.0) -> None:
+        self.user = type("U", (), {"environment": object()})()
+        self.wait_time = wait_time
+        self.slept: list[float | None] = []
+
+    def wait(self) -> None:
+        self.slept.append(sleep_for(self, self.wait_time))
+
+
+def test_between_iterations_of_an_open_step_the_ticket_is_the_wait(monkeypatch):
+    steps = _Steps(monkeypatch, rate=5.0)
+    assert sleep_for(_TaskSet(), 2.0) is None and steps.taken == 1 and holds_ticket()
+    assert sleep_for(_TaskSet(), 0.0) is None and steps.taken == 1  # a ticket held: start at once, take no other
+
+
+def test_a_wait_inside_a_ticketed_iteration_is_the_tasks_own(monkeypatch):
+    steps = _Steps(monkeypatch, rate=5.0)
+    set_intended_start(time.perf_counter())
+    begin_iteration()
+    assert sleep_for(_TaskSet(), 2.0) == 2.0 and steps.taken == 0
+
+
+def test_a_closed_step_sleeps_the_users_wait_time_and_takes_no_ticket(monkeypatch):
+    steps = _Steps(monkeypatch, rate=None)
+    taskset = _TaskSet()
+    ran: list[float] = []
+    run_task(taskset, lambda _taskset, _task: ran.append(current_lag()), "task")
+    assert sleep_for(taskset, 2.0) == 2.0 and steps.taken == 0 and taskset.slept == [] and ran == [0.0]
+
+
+def test_an_iteration_of_an_open_step_waits_for_a_ticket_first_and_runs_with_its_lag(monkeypatch):
+    steps = _Steps(monkeypatch, rate=5.0)
+    taskset = _TaskSet()
+    ran: list[float] = []
+    run_task(taskset, lambda _taskset, _task: ran.append(current_lag()), "task")
+    assert taskset.slept == [None] and steps.taken == 1  # through the taskset's own wait, not its 2 s
+    assert ran[0] >= LAG and not holds_ticket() and current_lag() == 0.0
+    run_task(taskset, lambda _taskset, _task: ran.append(current_lag()), "task")
+    assert steps.taken == 2 and len(ran) == 2  # each iteration its own ticket
