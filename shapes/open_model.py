@@ -132,7 +132,8 @@ class TicketScheduler:
         return dropped
 
     def take(self, timeout: float) -> float | None:
-        """The intended start (perf_counter time) of the next live ticket, or None after ``timeout``."""
+        """The intended start (perf_counter time) of the next live ticket, or None after ``timeout`` or when
+        :meth:`release_waiters` wakes the wait (the step stopped being open)."""
         self.expire()
         if self.queue:
             return self.queue.popleft()[0]
@@ -143,13 +144,21 @@ class TicketScheduler:
             waiter.wait(timeout=max(timeout, 0.0))
             # A ticket handed over while this wait was timing out is still this user's: check, do not assume.
             taken = waiter.ready()
-            return waiter.value[0] if taken else None
+            ticket = waiter.value if taken else None
+            return ticket[0] if ticket is not None else None
         finally:
             if not waiter.ready():
                 if waiter in self.waiters:
                     self.waiters.remove(waiter)
-            elif not taken:
+            elif not taken and waiter.value is not None:
                 self.queue.appendleft(waiter.value)  # killed after a ticket reached it: the next user takes it
+
+    def release_waiters(self) -> None:
+        """Wake every user waiting for a ticket with none: a closed-model step began, none will come."""
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.ready():
+                waiter.set(None)
 
 
 class _Schedule:
@@ -188,19 +197,19 @@ def scheduler(environment: Environment) -> TicketScheduler:
 
 def take_ticket(user: Any, timeout: float = MAX_TICKET_WAIT) -> bool:
     """Wait up to ``timeout`` for this process's next ticket while the step is open; with one, the user's next
-    iteration runs on it. False when the step is not (or stops being) open-model, or after ``timeout``."""
-    deadline = time.monotonic() + max(timeout, 0.0)
-    while True:
-        current = hooks.current_step(user.environment)
-        if current is None or current.rate is None:
-            return False
-        left = deadline - time.monotonic()
-        due = scheduler(user.environment).take(min(left, IDLE_WAIT))
-        if due is not None:
-            set_intended_start(due)
-            return True
-        if left <= IDLE_WAIT:
-            return False
+    iteration runs on it. False when the step is not (or stops being) open-model, or after ``timeout``.
+
+    One wait in the scheduler's queue of waiting users (the longest-waiting user gets the next ticket), woken early
+    only when a closed-model step begins.
+    """
+    current = hooks.current_step(user.environment)
+    if current is None or current.rate is None:
+        return False
+    due = scheduler(user.environment).take(timeout)
+    if due is None:
+        return False
+    set_intended_start(due)
+    return True
 
 
 hooks.take_ticket.implement(take_ticket)
@@ -265,6 +274,7 @@ def _on_step_changed(environment: Environment, step: hooks.StepInfo, **_kwargs: 
     ticket_scheduler.start(step)
     if step.rate is None:
         ticket_scheduler.expire(everything=True)
+        ticket_scheduler.release_waiters()
 
 
 @hooks.before_flush.add_listener

@@ -12,9 +12,11 @@ from types import SimpleNamespace
 import gevent
 import pytest
 
+from swarmgauge.core import hooks
 from swarmgauge.listeners.steps import StepInfo
 from swarmgauge.run_folders import resolve
-from swarmgauge.shapes.open_model import TicketScheduler, arrival_time, arrivals_by
+from swarmgauge.shapes import open_model
+from swarmgauge.shapes.open_model import TicketScheduler, arrival_time, arrivals_by, scheduler, take_ticket
 from tests.listeners.sim_run import rank_percentile, read_steps, run_distributed, run_local, sim_target
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
@@ -171,6 +173,39 @@ def test_a_ticket_handed_to_a_user_killed_before_it_woke_goes_back_to_the_queue(
     assert waiting.dead
     assert list(scheduler.queue) == [(due, 2)]
     assert scheduler.take(0.0) == due
+
+
+def _open_step_user(monkeypatch, rate: float | None = 5.0) -> SimpleNamespace:
+    """A stand-in user whose process is in a step of ``rate`` (hooks.current_step answers for the step listener)."""
+    environment = SimpleNamespace(runner=None)
+    step = {"now": StepInfo(0, "open", 4, rate, time.time())}
+    monkeypatch.setattr(hooks.current_step, "implementation", lambda _env: step["now"])
+    return SimpleNamespace(environment=environment, step=step)
+
+
+def test_the_longest_waiting_user_gets_the_next_ticket_however_long_it_has_waited(monkeypatch):
+    """A user that waits for its first ticket (MCPChurnUser's on_start) is not overtaken by users that joined the
+    queue after it, so none starves."""
+    early = _open_step_user(monkeypatch)
+    late = SimpleNamespace(environment=early.environment)
+    first = gevent.spawn(take_ticket, early, 5.0)
+    gevent.sleep(2 * open_model.IDLE_WAIT)
+    second = gevent.spawn(take_ticket, late, 5.0)
+    gevent.sleep(0)
+    scheduler(early.environment)._hand_out(time.perf_counter(), 0)
+    assert first.get(timeout=5) is True
+    assert not second.ready()
+    second.kill()
+
+
+def test_a_closed_step_wakes_every_user_waiting_for_a_ticket_with_none(monkeypatch):
+    user = _open_step_user(monkeypatch)
+    waiting = gevent.spawn(take_ticket, user, 60.0)
+    gevent.sleep(0)
+    user.step["now"] = StepInfo(1, "closed", 4, None, time.time())
+    hooks.step_changed.fire(environment=user.environment, step=user.step["now"])
+    assert waiting.get(timeout=5) is False
+    assert not scheduler(user.environment).waiters
 
 
 @pytest.mark.parametrize("delay", ["const:20", "const:700"])
