@@ -131,34 +131,34 @@ class TicketScheduler:
         self.dropped += dropped
         return dropped
 
-    def take(self, timeout: float) -> float | None:
-        """The intended start (perf_counter time) of the next live ticket, or None after ``timeout`` or when
-        :meth:`release_waiters` wakes the wait (the step stopped being open)."""
+    def take(self, timeout: float, still_wanted: Callable[[], bool] | None = None) -> float | None:
+        """The intended start (perf_counter time) of the next live ticket, or None after ``timeout``.
+
+        ``still_wanted`` is asked every :data:`IDLE_WAIT` seconds of the wait (None when it says no: the step
+        stopped being open); the user keeps its place in the queue between the looks.
+        """
         self.expire()
         if self.queue:
             return self.queue.popleft()[0]
         waiter = AsyncResult()
         self.waiters.append(waiter)
         taken = False
+        deadline = time.monotonic() + max(timeout, 0.0)
         try:
-            waiter.wait(timeout=max(timeout, 0.0))
-            # A ticket handed over while this wait was timing out is still this user's: check, do not assume.
+            while True:
+                left = deadline - time.monotonic()
+                waiter.wait(timeout=max(min(left, IDLE_WAIT), 0.0))
+                # A ticket handed over while this wait was timing out is still this user's: check, do not assume.
+                if waiter.ready() or left <= IDLE_WAIT or (still_wanted is not None and not still_wanted()):
+                    break
             taken = waiter.ready()
-            ticket = waiter.value if taken else None
-            return ticket[0] if ticket is not None else None
+            return waiter.value[0] if taken else None
         finally:
             if not waiter.ready():
                 if waiter in self.waiters:
                     self.waiters.remove(waiter)
-            elif not taken and waiter.value is not None:
+            elif not taken:
                 self.queue.appendleft(waiter.value)  # killed after a ticket reached it: the next user takes it
-
-    def release_waiters(self) -> None:
-        """Wake every user waiting for a ticket with none: a closed-model step began, none will come."""
-        while self.waiters:
-            waiter = self.waiters.popleft()
-            if not waiter.ready():
-                waiter.set(None)
 
 
 class _Schedule:
@@ -199,13 +199,19 @@ def take_ticket(user: Any, timeout: float = MAX_TICKET_WAIT) -> bool:
     """Wait up to ``timeout`` for this process's next ticket while the step is open; with one, the user's next
     iteration runs on it. False when the step is not (or stops being) open-model, or after ``timeout``.
 
-    One wait in the scheduler's queue of waiting users (the longest-waiting user gets the next ticket), woken early
-    only when a closed-model step begins.
+    One place in the scheduler's queue of waiting users for the whole wait (the longest-waiting user gets the next
+    ticket); the step is looked at every :data:`IDLE_WAIT` seconds. A step of no users goes on waiting: Locust is
+    stopping every user, and one woken to run closed-model would send requests in a step that has none.
     """
+
+    def waiting_is_wanted() -> bool:
+        current = hooks.current_step(user.environment)
+        return current is not None and (current.rate is not None or current.users == 0)
+
     current = hooks.current_step(user.environment)
     if current is None or current.rate is None:
         return False
-    due = scheduler(user.environment).take(timeout)
+    due = scheduler(user.environment).take(timeout, waiting_is_wanted)
     if due is None:
         return False
     set_intended_start(due)
@@ -274,7 +280,6 @@ def _on_step_changed(environment: Environment, step: hooks.StepInfo, **_kwargs: 
     ticket_scheduler.start(step)
     if step.rate is None:
         ticket_scheduler.expire(everything=True)
-        ticket_scheduler.release_waiters()
 
 
 @hooks.before_flush.add_listener

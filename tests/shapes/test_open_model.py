@@ -198,13 +198,24 @@ def test_the_longest_waiting_user_gets_the_next_ticket_however_long_it_has_waite
     second.kill()
 
 
-def test_a_closed_step_wakes_every_user_waiting_for_a_ticket_with_none(monkeypatch):
+def test_a_user_waiting_for_a_ticket_sees_a_closed_step_within_a_look(monkeypatch):
     user = _open_step_user(monkeypatch)
     waiting = gevent.spawn(take_ticket, user, 60.0)
     gevent.sleep(0)
     user.step["now"] = StepInfo(1, "closed", 4, None, time.time())
-    hooks.step_changed.fire(environment=user.environment, step=user.step["now"])
-    assert waiting.get(timeout=5) is False
+    assert waiting.get(timeout=5 * open_model.IDLE_WAIT) is False
+    assert not scheduler(user.environment).waiters
+
+
+def test_a_user_waiting_for_a_ticket_when_a_step_of_no_users_begins_waits_to_be_stopped(monkeypatch):
+    """Locust stops every user at a 0-user step; one woken to run closed-model would send requests in it."""
+    user = _open_step_user(monkeypatch)
+    waiting = gevent.spawn(take_ticket, user, 60.0)
+    gevent.sleep(0)
+    user.step["now"] = StepInfo(1, "idle", 0, None, time.time())
+    gevent.sleep(3 * open_model.IDLE_WAIT)
+    assert not waiting.ready()
+    waiting.kill()
     assert not scheduler(user.environment).waiters
 
 
