@@ -11,8 +11,9 @@ or subclass one with class attributes::
         step_time = "60s"
         warmup = "5s"
 
-Open-model shapes (``ArrivalRate``, ``Burst``, ``Churn``, a soak with a ``rate``) need users that take tickets:
-see :mod:`shapes.open_model`. Options: ``--plan``, ``--steps``, ``--step-time``, ``--warmup``, ``--rate``,
+Open-model shapes (``ArrivalRate``, ``Burst``, ``Churn``, a soak with a ``rate``) run any User: each iteration of
+each User takes a ticket of the rate, Locust's ``HttpUser``/``FastHttpUser`` included (:mod:`shapes.open_model`).
+Options: ``--plan``, ``--steps``, ``--step-time``, ``--warmup``, ``--rate``,
 ``--duration``, ``--max-users``, ``--drop-after``, ``--shape-kind``.
 """
 
@@ -28,7 +29,7 @@ from swarmgauge.core import hooks
 from swarmgauge.core.durations import UNTIL_STOPPED
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError, stop_on_usage_error
-from swarmgauge.shapes import open_model  # noqa: F401 - its step listener runs the ticket scheduler
+from swarmgauge.shapes import open_model  # its step listener runs the ticket scheduler
 from swarmgauge.shapes.base import SwarmShape
 from swarmgauge.shapes.overrides import LOCUST_OPTIONS_SOURCE
 from swarmgauge.shapes.plan import KINDS, Plan, Stage, build_plan, load_plan_file, plan_from_options
@@ -174,7 +175,9 @@ def validate_shape(environment: Environment) -> None:
     shape.runner = environment.runner
     shape._plan = None
     for stage in shape.plan().stages:
-        shape._user_classes(stage)  # an unknown class fails now, not when its stage starts
+        classes = shape._user_classes(stage)  # an unknown class fails now, not when its stage starts
+        if stage.open_model:
+            open_model.check_ticketed(stage.label, classes or environment.user_classes)
     hooks.validate_slos(environment)
 
 

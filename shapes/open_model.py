@@ -1,18 +1,22 @@
-"""The open model: a per-process ticket scheduler and the wait time that takes its tickets.
+"""The open model: a per-process ticket scheduler, and tickets taken by every User of an open-model step.
 
 When a step has a ``rate``, every worker (or the local process) runs one scheduler greenlet that issues its share
 of the step's arrival schedule (every ``StepInfo.slots``-th ticket from ``slot`` on, so N workers together issue
-exactly rate x duration), each stamped with its *intended* start time. Users are only the concurrency cap: a user blocks in its wait time until it gets a ticket, then
-``users.recording.set_intended_start`` makes its next measured request count from the ticket's time, so a stalled
-target shows in the percentiles (no coordinated omission, as wrk2). A ticket nobody takes within ``drop_after``
-seconds is counted in the step's ``dropped`` column and never run; ``tickets`` counts the ones issued.
+exactly rate x duration), each stamped with its *intended* start time. Users are only the concurrency cap (the
+stage's ``max_users``, k6's maxVUs). A ticket nobody takes within ``drop_after`` seconds is counted in the step's
+``dropped`` column and never run; ``tickets`` counts the ones issued.
 
-Use it in a User (the mixin waits for the first ticket before the first task, since Locust runs one task before
-the first wait)::
+What a User needs to do: nothing. In an open-model step every task iteration of every User class, Locust's own
+``HttpUser``/``FastHttpUser`` included, first takes a ticket (``core/intended.py`` routes each iteration through
+Locust's own ``wait()``), the User's ``wait_time`` between iterations is not slept (the next ticket is the wait),
+and every request the iteration fires counts from the ticket's intended start: a stalled target shows in the
+percentiles whichever client measured it (no coordinated omission, as wrk2). In a closed-model step the same Users
+run as Locust runs them. A User class that runs its own loop (it overrides ``User.run``) cannot take tickets: a
+plan that would run it in an open-model step stops with exit 2 before any load.
 
-    class Fetcher(OpenModel, MarkUser):      # or: wait_time = tickets(), and call self.wait() in on_start
-        @task
-        def fetch(self): ...
+A User may still take its ticket in its own ``wait_time`` (``tickets()``, or the ``OpenModel`` mixin, which also
+waits for the first ticket in ``on_start``): ``MDKBurstUser`` does, to know whether the iteration it is about to
+run has one. An iteration never takes a second ticket.
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ from locust import events
 from locust.env import Environment
 from locust.runners import MasterRunner
 
-from swarmgauge.core import env_state, hooks
+from swarmgauge.core import env_state, hooks, intended, locust_compat
 from swarmgauge.core.intended import set_intended_start
+from swarmgauge.errors import UsageError
 
 MAX_TICKET_WAIT = 3600.0
 IDLE_WAIT = 0.5
@@ -126,17 +131,26 @@ class TicketScheduler:
         self.dropped += dropped
         return dropped
 
-    def take(self, timeout: float) -> float | None:
-        """The intended start (perf_counter time) of the next live ticket, or None after ``timeout``."""
+    def take(self, timeout: float, still_wanted: Callable[[], bool] | None = None) -> float | None:
+        """The intended start (perf_counter time) of the next live ticket, or None after ``timeout``.
+
+        ``still_wanted`` is asked every :data:`IDLE_WAIT` seconds of the wait (None when it says no: the step
+        stopped being open); the user keeps its place in the queue between the looks.
+        """
         self.expire()
         if self.queue:
             return self.queue.popleft()[0]
         waiter = AsyncResult()
         self.waiters.append(waiter)
         taken = False
+        deadline = time.monotonic() + max(timeout, 0.0)
         try:
-            waiter.wait(timeout=max(timeout, 0.0))
-            # A ticket handed over while this wait was timing out is still this user's: check, do not assume.
+            while True:
+                left = deadline - time.monotonic()
+                waiter.wait(timeout=max(min(left, IDLE_WAIT), 0.0))
+                # A ticket handed over while this wait was timing out is still this user's: check, do not assume.
+                if waiter.ready() or left <= IDLE_WAIT or (still_wanted is not None and not still_wanted()):
+                    break
             taken = waiter.ready()
             return waiter.value[0] if taken else None
         finally:
@@ -182,11 +196,22 @@ def scheduler(environment: Environment) -> TicketScheduler:
 
 
 def take_ticket(user: Any, timeout: float = MAX_TICKET_WAIT) -> bool:
-    """Block until this process issues a ticket; the next measured request is timed from its intended start."""
+    """Wait up to ``timeout`` for this process's next ticket while the step is open; with one, the user's next
+    iteration runs on it. False when the step is not (or stops being) open-model, or after ``timeout``.
+
+    One place in the scheduler's queue of waiting users for the whole wait (the longest-waiting user gets the next
+    ticket); the step is looked at every :data:`IDLE_WAIT` seconds. A step of no users goes on waiting: Locust is
+    stopping every user, and one woken to run closed-model would send requests in a step that has none.
+    """
+
+    def waiting_is_wanted() -> bool:
+        current = hooks.current_step(user.environment)
+        return current is not None and (current.rate is not None or current.users == 0)
+
     current = hooks.current_step(user.environment)
     if current is None or current.rate is None:
         return False
-    due = scheduler(user.environment).take(timeout)
+    due = scheduler(user.environment).take(timeout, waiting_is_wanted)
     if due is None:
         return False
     set_intended_start(due)
@@ -196,22 +221,26 @@ def take_ticket(user: Any, timeout: float = MAX_TICKET_WAIT) -> bool:
 hooks.take_ticket.implement(take_ticket)
 
 
+def check_ticketed(stage_label: str, user_classes: Any) -> None:
+    """Raise UsageError when a class that would run in an open-model stage cannot take a ticket per iteration."""
+    for user_class in user_classes:
+        if not locust_compat.runs_its_tasks(user_class):
+            raise UsageError(
+                f"open-model stage {stage_label!r}: {user_class.__name__} runs its own loop (it overrides "
+                "User.run), so it cannot take a ticket per iteration; run it in a closed-model stage "
+                "(users, --steps) or give it @task methods"
+            )
+
+
 def tickets(idle_wait: float = IDLE_WAIT) -> Callable[[Any], float]:
-    """A ``wait_time`` for open-model users: waits for a ticket; in a closed-model step waits ``idle_wait``.
+    """A ``wait_time`` that takes the ticket itself: 0 with one; in a closed-model step it waits ``idle_wait``.
 
     The wait goes on until a ticket comes or the step stops being open, so an iteration never runs without one
     (a stopping user is killed in its wait, as Locust does with every wait).
     """
 
     def wait_for_ticket(user: Any) -> float:
-        deadline = time.monotonic() + MAX_TICKET_WAIT
-        while time.monotonic() < deadline:
-            current = hooks.current_step(user.environment)
-            if current is None or current.rate is None:
-                return idle_wait
-            if take_ticket(user, timeout=IDLE_WAIT):
-                return 0.0
-        return idle_wait
+        return 0.0 if take_ticket(user) else idle_wait
 
     setattr(wait_for_ticket, "takes_tickets", True)  # noqa: B010 - read by takes_tickets()
     return wait_for_ticket
@@ -246,6 +275,11 @@ def _flush_tickets(environment: Environment) -> None:
     if found is not None:
         found.stop_issuing()
         found.expire(everything=True)
+
+
+@events.init.add_listener
+def _on_init(environment: Environment, **_kwargs: Any) -> None:
+    intended.install(environment)
 
 
 @hooks.step_changed.add_listener

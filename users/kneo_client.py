@@ -35,7 +35,7 @@ from swarmgauge.protocols.kneo import (
     run_request,
 )
 from swarmgauge.users.backoff import Backoff
-from swarmgauge.users.recording import measure, set_intended_start
+from swarmgauge.users.recording import measure
 
 RUNS_PATH = "/v1/runs"
 TARGETS = ("agent", "workflow")
@@ -201,8 +201,7 @@ class KneoClient:
             state = self.submit()
         except Exception:  # noqa: BLE001 - already recorded as the submit's failure
             return None
-        set_intended_start(started)
-        with measure(self.events, "run queued", self.name, context={"run_id": state.run_id}) as outcome:
+        with measure(self.events, "run queued", self.name, context={"run_id": state.run_id}, since=started) as outcome:
             final = self.wait(state.run_id)
             check_terminal(final)
         return final if outcome.ok else None

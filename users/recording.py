@@ -1,9 +1,9 @@
 """The one place that fires Locust ``request`` events.
 
 Every client in ``users/`` wraps each operation in :func:`measure`; protocol code never touches Locust events.
-Latency is taken around the whole operation, in the calling greenlet. When an open-model scheduler hands a user a
-ticket (``set_intended_start``), the next measured request is timed from the ticket's intended start instead, so a
-stalled target shows in the percentiles (no coordinated omission).
+Latency is taken around the whole operation, in the calling greenlet. An open-model ticket's lag is added to the
+event where every request's is, Locust's own clients' too (``core/intended.py``, installed at ``init``), not here:
+``measure()`` reports what it measured, and the event is counted from the ticket's intended start once.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 from locust import events as locust_events
 from locust.env import Environment
 
-from swarmgauge.core.intended import set_intended_start, take_intended_start
+from swarmgauge.core import intended
+from swarmgauge.core.intended import set_intended_start
 from swarmgauge.errors import SwarmgaugeError
 from swarmgauge.redaction import contains_secret, redact_known, register_secret_options
 
@@ -54,8 +55,8 @@ class Outcome:
     response_length: int = 0
     context: dict[str, Any] = field(default_factory=dict)
     exception: BaseException | None = None
-    response_time: float = 0.0
-    start_time: float = 0.0  # wall clock of the (intended) start: the step the request is counted in
+    response_time: float = 0.0  # as the event counts it: an open-model ticket's lag included
+    start_time: float = 0.0  # wall clock of the start the event carries: the step the request is counted in
 
     @property
     def ok(self) -> bool:
@@ -95,33 +96,44 @@ class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH
 
     The exception is swallowed (the user greenlet goes on) unless ``reraise`` is set; either way it is
     available as ``outcome.exception`` afterwards. A ``BaseException`` (the user stopped mid-operation, as
-    ``GreenletExit``) is no measurement and fires nothing. A class rather than a ``@contextmanager``: it runs once
-    per request, and a generator-based context manager costs several times more.
+    ``GreenletExit``) is no measurement and fires nothing. ``since`` (a ``time.perf_counter()`` value) times the
+    operation from an earlier moment of its own (``run queued`` counts from its submit). A class rather than a
+    ``@contextmanager``: it runs once per request, and a generator-based context manager costs several times more.
     """
 
-    __slots__ = ("_events", "_outcome", "_reraise", "_started")
+    __slots__ = ("_events", "_outcome", "_reraise", "_since", "_started", "_wall_start")
 
     def __init__(
-        self, events: Any, request_type: str, name: str, *, context: dict[str, Any] | None = None, reraise: bool = False
+        self,
+        events: Any,
+        request_type: str,
+        name: str,
+        *,
+        context: dict[str, Any] | None = None,
+        reraise: bool = False,
+        since: float | None = None,
     ) -> None:
         self._events = events
         self._reraise = reraise
         self._outcome = Outcome(request_type, name, context=dict(context) if context else {})
+        self._since = since
 
     def __enter__(self) -> Outcome:
-        intended = take_intended_start()
         wall_start = time.time()
         started = time.perf_counter()
-        if intended is not None and intended < started:
-            wall_start -= started - intended
-            started = intended
-        self._outcome.start_time = wall_start
+        since = self._since
+        if since is not None and since < started:
+            wall_start -= started - since
+            started = since
         self._started = started
+        self._wall_start = wall_start
+        self._outcome.start_time = intended.as_counted(0.0, wall_start)[1]
         return self._outcome
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, _traceback: Any) -> bool:
         outcome = self._outcome
-        outcome.response_time = (time.perf_counter() - self._started) * 1000.0
+        measured = (time.perf_counter() - self._started) * 1000.0
+        outcome.response_time = intended.as_counted(measured, self._wall_start)[0]
         if exc is not None and not isinstance(exc, Exception):
             return False  # GreenletExit and the like: no measurement, and it goes on up
         outcome.exception = exc
@@ -130,11 +142,11 @@ class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH
                 self._events,
                 request_type=outcome.request_type,
                 name=outcome.name,
-                response_time=outcome.response_time,
+                response_time=measured,
                 response_length=outcome.response_length,
                 exception=exc,
                 context=outcome.context,
-                start_time=outcome.start_time,
+                start_time=self._wall_start,
             )
         return exc is not None and not self._reraise
 
@@ -142,6 +154,7 @@ class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH
 @locust_events.init.add_listener
 def _register_secrets_at_init(environment: Environment, **_kwargs: Any) -> None:
     register_secret_options(getattr(environment, "parsed_options", None))
+    intended.install(environment)  # a User's own pacer (MCPChurnUser) hands out tickets without a shape
 
 
 @locust_events.test_start.add_listener

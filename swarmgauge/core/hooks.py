@@ -104,7 +104,8 @@ redact: Hook[str] = Hook("redact", _unchanged)
 render_report: Hook[None] = Hook("render_report", _nothing)
 """``render_report(run_dir)``: write the report at the end of a run (``swarmgauge.locust`` installs ``reports``)."""
 take_ticket: Hook[bool] = Hook("take_ticket", lambda *_args, **_kwargs: False)
-"""``take_ticket(user)``: wait for an open-model ticket; False when no scheduler issues them."""
+"""``take_ticket(user)``: wait for an open-model ticket while the step is open; False when none comes (no scheduler,
+a closed step). With one, the user's next iteration runs on it (``core/intended.py``)."""
 add_sample_source: Hook[None] = Hook("add_sample_source", _nothing)
 """``add_sample_source(env, spec)``: sample one more resource source (an embedded target's pid)."""
 

@@ -1,34 +1,136 @@
-"""The open-model hand-off: a scheduler (``shapes/``) gives a user greenlet a ticket's intended start time, and the
-user's next measured request (``users/recording``) is timed from it, so a stalled target shows in the percentiles.
+"""Open-model timing: the ticket a user greenlet holds, and the lag every request of its iteration carries.
 
-It lives in the core so shapes and users share it without importing each other. A dict keyed by greenlet rather than
-a ``gevent.local``: every measured request reads it, and a closed-model run (no scheduler) then finds it empty at
-the cost of one truth test instead of a greenlet-local lookup.
+A *ticket* is an intended start (a ``time.perf_counter()`` value): the open-model scheduler (``shapes/open_model``)
+or a User's own pacer (``MCPChurnUser``'s ``SessionPacer``) gives one to a user greenlet with
+:func:`set_intended_start`. The greenlet's next *iteration* (one task of its User, a function or method, never a
+nested ``TaskSet``) runs on it. The iteration begins ``lag = actual start - intended start`` late (0 when on time),
+and **every request fired in that greenlet while the iteration runs** is counted ``lag`` later than measured: its
+``response_time`` gains the lag and its ``start_time`` moves back by it. So a stalled target, which holds the
+tickets due during the stall in the queue, shows in the percentiles (no coordinated omission, as wrk2), whichever
+client fired the request: swarmgauge's ``measure()``, Locust's ``HttpUser``/``FastHttpUser``, ``events.request``.
+
+Why every request of the iteration and not only its first: had the iteration started on time, each of its requests
+would have been sent ``lag`` earlier, and a user of the service would have waited that much longer for each; the time
+one request of the iteration spends behind another is the iteration's own work, already in those requests' times.
+A request fired outside an iteration (``on_start``, ``on_stop``, another greenlet the task spawned) carries no lag.
+
+The one place that adjusts is :func:`adjust_request`, run on every ``request`` event before any listener (Locust's
+own statistics, the per-step HDR histograms, SLOs) sees it; :func:`install` puts it there and routes every task
+iteration through :func:`run_task` / :func:`sleep_for` (both through ``core/locust_compat``). In an open-model step
+(``hooks.current_step`` has a rate) an iteration that holds no ticket waits for one first, through Locust's own
+``wait()`` (so a stopping user is killed there), and the User's ``wait_time`` between iterations is not slept: the
+next ticket is the wait. A ``wait_time`` that takes the ticket itself (``shapes.open_model.tickets()``) still runs,
+and a ``self.wait()`` inside a task is the task's own and sleeps as asked.
+
+Dicts keyed by greenlet rather than a ``gevent.local``: every request reads them, and a closed-model run (no ticket)
+then finds them empty at the cost of one truth test.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from greenlet import getcurrent
 
-_starts: dict[Any, float] = {}
-_PRUNE_AT = 4096  # entries before those of finished greenlets (a user stopped between ticket and request) go
+from swarmgauge.core import hooks, locust_compat
+
+_tickets: dict[Any, float] = {}  # greenlet -> intended start of the ticket its next iteration runs on
+_lags: dict[Any, float] = {}  # greenlet -> seconds its running ticketed iteration began late (0.0: on time)
+_PRUNE_AT = 4096  # entries before those of finished greenlets (a user stopped between ticket and task) go
 
 
 def set_intended_start(perf_time: float | None) -> None:
-    """Time the next request of this greenlet from ``perf_time`` (a ``time.perf_counter()`` value)."""
+    """This greenlet's next iteration runs on a ticket due at ``perf_time`` (None: on none)."""
     if perf_time is None:
-        _starts.pop(getcurrent(), None)
+        _tickets.pop(getcurrent(), None)
         return
-    if len(_starts) >= _PRUNE_AT:
-        for finished in [glet for glet in _starts if glet.dead]:
-            del _starts[finished]
-    _starts[getcurrent()] = perf_time
+    if len(_tickets) >= _PRUNE_AT:
+        for finished in [glet for glet in _tickets if glet.dead]:
+            del _tickets[finished]
+    _tickets[getcurrent()] = perf_time
 
 
-def take_intended_start() -> float | None:
-    """The intended start set for this greenlet, once (it is cleared on reading)."""
-    if not _starts:
+def holds_ticket() -> bool:
+    """Whether this greenlet holds a ticket its next iteration has not begun on yet."""
+    return bool(_tickets) and getcurrent() in _tickets
+
+
+def begin_iteration() -> None:
+    """This greenlet's iteration begins now, on the ticket it holds (if any): its requests carry the lag."""
+    if not _tickets:
+        return
+    intended = _tickets.pop(getcurrent(), None)
+    if intended is not None:
+        _lags[getcurrent()] = max(0.0, time.perf_counter() - intended)
+
+
+def end_iteration() -> None:
+    if _lags:
+        _lags.pop(getcurrent(), None)
+
+
+def in_ticketed_iteration() -> bool:
+    """Whether this greenlet is running an iteration that began on a ticket."""
+    return bool(_lags) and getcurrent() in _lags
+
+
+def current_lag() -> float:
+    """Seconds the running iteration of this greenlet began after its ticket was due (0 without one)."""
+    return _lags.get(getcurrent(), 0.0) if _lags else 0.0
+
+
+def as_counted(response_time: float, start_time: float) -> tuple[float, float]:
+    """A request measured as ``response_time`` ms from ``start_time`` (wall clock), as its event counts it."""
+    lag = current_lag()
+    return (response_time + lag * 1000.0, start_time - lag) if lag else (response_time, start_time)
+
+
+def adjust_request(event: dict[str, Any]) -> None:
+    """Add this greenlet's iteration lag to a ``request`` event's keyword arguments, in place."""
+    if not _lags:
+        return
+    lag = _lags.get(getcurrent())
+    if not lag or event.get("response_time") is None:
+        return  # a None response time is counted apart by Locust, in no percentile
+    event["response_time"] += lag * 1000.0
+    start_time = event.get("start_time")
+    event["start_time"] = (start_time if start_time is not None else time.time()) - lag
+
+
+def in_open_step(environment: Any) -> bool:
+    current = hooks.current_step(environment)
+    return current is not None and current.rate is not None
+
+
+def run_task(taskset: Any, execute: Any, task: Any) -> None:
+    """One iteration: on a ticket in an open-model step (waited for first when none is held), with its lag."""
+    if not holds_ticket() and in_open_step(taskset.user.environment):
+        taskset.wait()  # the User's own wait_time runs (it may take the ticket), then sleep_for takes one
+    begin_iteration()
+    try:
+        execute(taskset, task)
+    finally:
+        end_iteration()
+
+
+def sleep_for(taskset: Any, seconds: float) -> float | None:
+    """What Locust's wait sleeps after the User's ``wait_time`` gave ``seconds`` (None: not at all).
+
+    Holding a ticket, the iteration starts at once (no yield, in which a stop could lose the ticket); a wait
+    inside a ticketed iteration (a task calling ``self.wait()``) is the task's own and sleeps as asked; between
+    iterations of an open-model step the ticket is the wait, the think time is not slept.
+    """
+    if holds_ticket():
+        return seconds if seconds > 0 else None
+    if in_ticketed_iteration():
+        return seconds
+    if in_open_step(taskset.user.environment) and hooks.take_ticket(taskset.user):
         return None
-    return _starts.pop(getcurrent(), None)
+    return seconds
+
+
+def install(environment: Any) -> None:
+    """Adjust every request event of ``environment`` and route every task iteration; idempotent."""
+    locust_compat.adjust_request_events(environment.events, adjust_request)
+    locust_compat.route_task_iterations(run_task, sleep_for)

@@ -1,7 +1,8 @@
-"""The one place that reaches into Locust's internals; ``tests/swarmgauge/test_locust_compat.py`` checks each one.
+"""The one place that reaches into Locust's internals; ``tests/swarmgauge/core/test_locust_compat.py`` checks each.
 
 When a Locust upgrade renames or removes one of these, those tests fail by name instead of a run misbehaving.
-The ``locust`` upper bound in ``pyproject.toml`` keeps an unchecked version from being installed.
+The ``locust`` upper bound in ``pyproject.toml`` keeps an unchecked version from being installed: everything here
+was read against and fits Locust 2.43.4 to 2.47.x.
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from locust import argument_parser
+from locust import User, argument_parser
 from locust.runners import STATE_MISSING
+from locust.user.task import DefaultTaskSet, TaskSet
 
 #: Locust's attributes used here, by object, so the tests can check every one is still there.
 PRIVATE_ATTRIBUTES = {
@@ -22,6 +24,7 @@ PRIVATE_ATTRIBUTES = {
     "locust.runners": ("STATE_MISSING",),
     "StatsEntry": ("num_reqs_per_sec", "num_fail_per_sec"),
     "RequestStats": ("history",),
+    "TaskSet": ("_sleep",),
 }
 
 #: Seconds of per-second request counts kept per stats entry: Locust's current RPS reads the last 12.
@@ -118,3 +121,71 @@ def thin_history(stats: Any, keep: int = HISTORY_KEPT) -> int:
     before = len(history)
     history[:half] = history[:half:2]
     return before - len(history)
+
+
+def adjust_request_events(events: Any, adjust: Callable[[dict[str, Any]], None]) -> None:
+    """Every ``events.request.fire(**kwargs)`` first passes its kwargs through ``adjust`` (in place); idempotent.
+
+    Locust's ``HttpSession`` and ``FastHttpSession`` fire the Environment's own ``events.request`` hook (they are
+    built with ``request_event=environment.events.request``), as do ``measure()`` and ``EventHook.measure``; so
+    wrapping that one instance's ``fire`` reaches every request before any listener, Locust's statistics included.
+    """
+    hook = events.request
+    if getattr(hook.fire, "swarmgauge_adjusts", False):
+        return
+    original = hook.fire
+
+    def fire(*, reverse: bool = False, **kwargs: Any) -> None:
+        adjust(kwargs)
+        original(reverse=reverse, **kwargs)
+
+    fire.swarmgauge_adjusts = True  # type: ignore[attr-defined]
+    fire.__wrapped__ = original  # type: ignore[attr-defined]
+    hook.fire = fire
+
+
+#: ``run_task(taskset, execute, task)``: runs one iteration by calling ``execute(taskset, task)``.
+RunTask = Callable[[Any, Callable[[Any, Any], None], Any], None]
+#: ``sleep_for(taskset, seconds)``: what Locust's ``wait()`` sleeps instead of ``seconds`` (None: no sleep at all).
+SleepFor = Callable[[Any, float], "float | None"]
+
+
+def route_task_iterations(run_task: RunTask, sleep_for: SleepFor) -> None:
+    """Route every task iteration of every User through ``run_task``, and Locust's wait through ``sleep_for``.
+
+    An iteration is one task that is a function or method (``TaskSet.execute_task`` and ``DefaultTaskSet``'s own,
+    which Locust's ``TaskSet.run`` loop calls once per task); a nested ``TaskSet`` class is no iteration (its tasks
+    are). ``TaskSet.wait`` sleeps ``self._sleep(self.wait_time())``: ``_sleep`` is the one seam between what the
+    User's ``wait_time`` asked and the sleep. Process-wide and idempotent (the first callbacks stay).
+    """
+    if getattr(TaskSet.execute_task, "swarmgauge_routed", False):
+        return
+    for owner in (TaskSet, DefaultTaskSet):
+        owner.execute_task = _routed_execute_task(owner.__dict__["execute_task"], run_task)  # type: ignore[method-assign]
+    original_sleep = TaskSet.__dict__["_sleep"]
+
+    def _sleep(self: Any, seconds: float) -> None:
+        chosen = sleep_for(self, seconds)
+        if chosen is not None:
+            original_sleep(self, chosen)
+
+    _sleep.__wrapped__ = original_sleep  # type: ignore[attr-defined]
+    TaskSet._sleep = _sleep  # type: ignore[method-assign]
+
+
+def _routed_execute_task(original: Callable[[Any, Any], None], run_task: RunTask) -> Callable[[Any, Any], None]:
+    def execute_task(self: Any, task: Any) -> None:
+        if isinstance(task, type) and issubclass(task, TaskSet):
+            original(self, task)
+        else:
+            run_task(self, original, task)
+
+    execute_task.swarmgauge_routed = True  # type: ignore[attr-defined]
+    execute_task.__wrapped__ = original  # type: ignore[attr-defined]
+    return execute_task
+
+
+def runs_its_tasks(user_class: type) -> bool:
+    """Whether Locust's own ``User.run`` (its ``DefaultTaskSet`` loop) runs this class, so every iteration goes
+    through :func:`route_task_iterations`; a class with its own ``run`` (``PytestUser``) never does."""
+    return getattr(user_class, "run", None) is User.run

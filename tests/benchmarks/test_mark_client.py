@@ -155,5 +155,5 @@ def test_parts_follow_the_frame_file():
     assert part_of("SocketMixin.send (gevent/_socketcommon.py:712)") == "syscalls"
     assert part_of("QuicDriver._run (users/quic.py:258)") == "swarmgauge"
     assert part_of("Qh3Engine.datagrams_to_send (swarmgauge/quic_engine.py:251)") == "swarmgauge"
-    assert part_of("take_intended_start (swarmgauge/core/intended.py:31)") == "swarmgauge"
+    assert part_of("adjust_request (swarmgauge/core/intended.py:88)") == "swarmgauge"
     assert part_of("Hub.run (gevent/hub.py:631)") == "gevent/greenlet"

@@ -1,8 +1,10 @@
 """The open model in real headless runs: exact arrival counts whatever the response time, dropped tickets at the
-concurrency cap, and latency from the intended start (a stalled target shows in p90/p99, as wrk2 shows it)."""
+concurrency cap, and latency from the intended start (a stalled target shows in p90/p99, as wrk2 shows it), for
+any User: swarmgauge's own and Locust's HttpUser/FastHttpUser with no ticket code of their own."""
 
 from __future__ import annotations
 
+import csv
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,8 +12,11 @@ from types import SimpleNamespace
 import gevent
 import pytest
 
+from swarmgauge.core import hooks
 from swarmgauge.listeners.steps import StepInfo
-from swarmgauge.shapes.open_model import TicketScheduler, arrival_time, arrivals_by
+from swarmgauge.run_folders import resolve
+from swarmgauge.shapes import open_model
+from swarmgauge.shapes.open_model import TicketScheduler, arrival_time, arrivals_by, scheduler, take_ticket
 from tests.listeners.sim_run import rank_percentile, read_steps, run_distributed, run_local, sim_target
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
@@ -31,10 +36,84 @@ class FivePerSecond(ArrivalRate):
 """
 
 
-def _item_row(run_dir: Path) -> dict[str, str]:
-    rows = [r for r in read_steps(run_dir) if r["name"] == "/item"]
+# Locust's own HTTP Users, with nothing of the open model in them: the plan alone makes them take tickets.
+PLAIN_HTTP_LOCUSTFILE = """
+from locust import {user_class}, constant, task
+
+import swarmgauge.locust  # noqa: F401
+from swarmgauge import api as sg
+
+
+class FivePerSecond(sg.ArrivalRate):
+    rate = 5
+    duration = "4s"
+    max_users = 4
+    drop_after = "3s"
+
+
+class Plain({user_class}):
+    {wait_time}
+
+    @task
+    def item(self) -> None:
+        self.client.get("/item")
+"""
+
+# The same stall measured by swarmgauge's measure() (SimUser, which takes its own tickets) and by a plain
+# FastHttpUser side by side in one open-model step: the tickets go to whichever user is free.
+STALL_LOCUSTFILE = """
+from locust import FastHttpUser, task
+
+from tests.listeners.sim_locustfile import SimUser  # noqa: F401 - SIM_USER_MODE=open: measure(), own tickets
+from swarmgauge.shapes import ArrivalRate
+
+
+class TwentyPerSecond(ArrivalRate):
+    rate = 20
+    duration = "6s"
+    max_users = 4
+    drop_after = "3s"
+
+
+class PlainFast(FastHttpUser):
+    @task
+    def item(self) -> None:
+        self.client.get("/item", name="fast /item")
+"""
+
+OWN_LOOP_LOCUSTFILE = """
+import gevent
+from locust import User
+
+import swarmgauge.locust  # noqa: F401
+from swarmgauge import api as sg
+
+
+class FivePerSecond(sg.ArrivalRate):
+    rate = 5
+    duration = "4s"
+
+
+class OwnLoop(User):
+    def run(self) -> None:
+        gevent.sleep(1)
+"""
+
+
+def _item_row(run_dir: Path, name: str = "/item") -> dict[str, str]:
+    rows = [r for r in read_steps(run_dir) if r["name"] == name]
     assert len(rows) == 1, rows
     return rows[0]
+
+
+def _locust_p90(run_dir: Path, name: str) -> float:
+    """Locust's own 90 % percentile of ``name`` (its stats CSV in the run folder)."""
+    found = list(run_dir.rglob("locust_stats.csv"))
+    assert len(found) == 1, found
+    with open(found[0], newline="") as handle:
+        rows = [row for row in csv.DictReader(handle) if row["Name"] == name]
+    assert len(rows) == 1, rows
+    return float(rows[0]["90%"])
 
 
 def test_slots_split_one_schedule_exactly():
@@ -94,6 +173,50 @@ def test_a_ticket_handed_to_a_user_killed_before_it_woke_goes_back_to_the_queue(
     assert waiting.dead
     assert list(scheduler.queue) == [(due, 2)]
     assert scheduler.take(0.0) == due
+
+
+def _open_step_user(monkeypatch, rate: float | None = 5.0) -> SimpleNamespace:
+    """A stand-in user whose process is in a step of ``rate`` (hooks.current_step answers for the step listener)."""
+    environment = SimpleNamespace(runner=None)
+    step = {"now": StepInfo(0, "open", 4, rate, time.time())}
+    monkeypatch.setattr(hooks.current_step, "implementation", lambda _env: step["now"])
+    return SimpleNamespace(environment=environment, step=step)
+
+
+def test_the_longest_waiting_user_gets_the_next_ticket_however_long_it_has_waited(monkeypatch):
+    """A user that waits for its first ticket (MCPChurnUser's on_start) is not overtaken by users that joined the
+    queue after it, so none starves."""
+    early = _open_step_user(monkeypatch)
+    late = SimpleNamespace(environment=early.environment)
+    first = gevent.spawn(take_ticket, early, 5.0)
+    gevent.sleep(2 * open_model.IDLE_WAIT)
+    second = gevent.spawn(take_ticket, late, 5.0)
+    gevent.sleep(0)
+    scheduler(early.environment)._hand_out(time.perf_counter(), 0)
+    assert first.get(timeout=5) is True
+    assert not second.ready()
+    second.kill()
+
+
+def test_a_user_waiting_for_a_ticket_sees_a_closed_step_within_a_look(monkeypatch):
+    user = _open_step_user(monkeypatch)
+    waiting = gevent.spawn(take_ticket, user, 60.0)
+    gevent.sleep(0)
+    user.step["now"] = StepInfo(1, "closed", 4, None, time.time())
+    assert waiting.get(timeout=5 * open_model.IDLE_WAIT) is False
+    assert not scheduler(user.environment).waiters
+
+
+def test_a_user_waiting_for_a_ticket_when_a_step_of_no_users_begins_waits_to_be_stopped(monkeypatch):
+    """Locust stops every user at a 0-user step; one woken to run closed-model would send requests in it."""
+    user = _open_step_user(monkeypatch)
+    waiting = gevent.spawn(take_ticket, user, 60.0)
+    gevent.sleep(0)
+    user.step["now"] = StepInfo(1, "idle", 0, None, time.time())
+    gevent.sleep(3 * open_model.IDLE_WAIT)
+    assert not waiting.ready()
+    waiting.kill()
+    assert not scheduler(user.environment).waiters
 
 
 @pytest.mark.parametrize("delay", ["const:20", "const:700"])
@@ -217,3 +340,55 @@ def test_a_one_second_stall_shows_in_the_percentiles_from_the_intended_start(tmp
     # ...but every ticket due during the stall waited for it, and its latency counts from when it was due
     assert float(row["p99_ms"]) >= 900
     assert float(row["p90_ms"]) >= 300
+
+
+@pytest.mark.parametrize(
+    ("user_class", "wait_time"),
+    [("FastHttpUser", "pass"), ("HttpUser", "wait_time = constant(2)")],
+    ids=["FastHttpUser", "HttpUser-with-think-time"],
+)
+def test_locusts_own_http_users_hold_the_planned_rate_with_no_ticket_code(tmp_path, user_class, wait_time):
+    """5/s for 4 s is 20 requests, not a closed loop's hundreds; a 2 s think time (which would cap 4 users at
+    2/s) is not slept in an open-model step: the ticket is the wait."""
+    locustfile = tmp_path / "plain_http.py"
+    locustfile.write_text(PLAIN_HTTP_LOCUSTFILE.format(user_class=user_class, wait_time=wait_time))
+    run_dir = tmp_path / "run"
+    with sim_target("--delay", "const:20") as target:
+        result = run_local(target.url, *STOP, "--run-dir", str(run_dir), locustfile=locustfile)
+        records = [r for r in target.records() if r["path"].startswith("/item")]
+    assert result.returncode == 0, result.stderr[-3000:]
+    row = _item_row(run_dir)
+    requests, tickets, dropped = int(row["requests"]), int(row["tickets"]), int(row["dropped"])
+    assert tickets == 20 and requests + dropped == tickets, row
+    assert requests >= 18 and len(records) == requests, row  # a loaded machine may drop a ticket, never add one
+
+
+def test_a_stall_shows_the_same_in_locusts_fast_http_user_as_through_measure(tmp_path):
+    """Issue 28 #8: 2 s stall, 20/s, 4 users: the tickets due during it wait, and whichever User served them counts
+    their latency from when they were due, in the per-step HDR statistics and in Locust's own."""
+    locustfile = tmp_path / "stall.py"
+    locustfile.write_text(STALL_LOCUSTFILE)
+    run_dir = tmp_path / "run"
+    with sim_target("--delay", "const:10", "--stall-at", "1.5", "--stall-for", "2") as target:
+        result = run_local(target.url, *STOP, "--run-dir", str(run_dir), locustfile=locustfile, env=OPEN)
+    assert result.returncode == 0, result.stderr[-3000:]
+    measured, fast = _item_row(run_dir), _item_row(run_dir, "fast /item")
+    assert int(measured["tickets"]) == 120
+    assert int(measured["requests"]) + int(fast["requests"]) + int(measured["dropped"]) == 120
+    assert int(fast["requests"]) >= 20 and int(measured["requests"]) >= 20, (measured, fast)
+    p90_measured, p90_fast = float(measured["p90_ms"]), float(fast["p90_ms"])
+    assert p90_measured >= 500 and p90_fast >= 500, (p90_measured, p90_fast)
+    assert 0.5 <= p90_fast / p90_measured <= 2.0, (p90_measured, p90_fast)
+    assert _locust_p90(run_dir, "fast /item") >= 500
+
+
+def test_a_user_that_runs_its_own_loop_in_an_open_model_stage_stops_the_run_with_one_line(tmp_path):
+    locustfile = tmp_path / "own_loop.py"
+    locustfile.write_text(OWN_LOOP_LOCUSTFILE)
+    run_dir = tmp_path / "run"
+    result = run_local("http://127.0.0.1:9", "--run-dir", str(run_dir), locustfile=locustfile, timeout=60)
+    assert result.returncode == 2, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("swarmgauge:")]
+    assert len(lines) == 1 and "OwnLoop" in lines[0] and "open-model stage" in lines[0], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert not (resolve(run_dir) / "steps.csv").exists()

@@ -186,3 +186,136 @@ def test_set_option_help_replaces_the_text_locust_gave_an_option():
     locust_compat.set_option_help(parser, "--web-host", "Bind here. Defaults to 127.0.0.1")
     shown = " ".join(parser.format_help().split())
     assert "Bind here. Defaults to 127.0.0.1" in shown and "Defaults to '*'" not in shown
+
+
+# --- open-model timing: the request hook and the task loop (adjust_request_events, route_task_iterations) ---------
+
+
+def test_request_hooks_fire_takes_keywords_and_reverse_only():
+    from locust.event import EventHook
+
+    parameters = inspect.signature(EventHook.fire).parameters
+    assert [(p.name, p.kind) for p in parameters.values()] == [
+        ("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        ("reverse", inspect.Parameter.KEYWORD_ONLY),
+        ("kwargs", inspect.Parameter.VAR_KEYWORD),
+    ]
+
+
+def test_locusts_http_users_fire_the_environments_own_request_hook():
+    """What wrapping that one hook's ``fire`` relies on to reach HttpUser's and FastHttpUser's requests."""
+    from locust import FastHttpUser, HttpUser
+
+    for user_class in (HttpUser, FastHttpUser):
+        assert "request_event=self.environment.events.request" in inspect.getsource(user_class.__init__)
+
+
+def test_adjust_request_events_adjusts_before_every_listener_once():
+    from locust.event import Events
+
+    events = Events()
+    seen = []
+    events.request.add_listener(lambda **kwargs: seen.append(kwargs["response_time"]))
+
+    def add_ten(event: dict) -> None:
+        event["response_time"] += 10
+
+    locust_compat.adjust_request_events(events, add_ten)
+    locust_compat.adjust_request_events(events, add_ten)
+    events.request.fire(request_type="GET", name="/", response_time=1.0, response_length=0)
+    events.request.fire(reverse=True, request_type="GET", name="/", response_time=2.0, response_length=0)
+    assert seen == [11.0, 12.0]
+
+
+def test_locusts_task_loop_calls_execute_task_per_task_and_wait_sleeps_through__sleep():
+    from locust import SequentialTaskSet, TaskSet
+    from locust.user.markov_taskset import MarkovTaskSet
+    from locust.user.task import DefaultTaskSet
+
+    assert "self.execute_next_task()" in inspect.getsource(TaskSet.run)
+    assert "self.execute_task(" in inspect.getsource(TaskSet.execute_next_task)
+    assert "self._sleep(self.wait_time())" in inspect.getsource(TaskSet.wait)
+    assert "execute_task" in DefaultTaskSet.__dict__ and "execute_task" in TaskSet.__dict__
+    for subclass in (SequentialTaskSet, MarkovTaskSet):
+        assert not {"execute_task", "wait", "_sleep", "run"} & set(subclass.__dict__), subclass
+
+
+def test_user_start_runs_user_run_whose_loop_is_the_default_taskset():
+    from locust import User
+
+    assert "user.run()" in inspect.getsource(User.start)
+    assert "DefaultTaskSet(self)" in inspect.getsource(User.run)
+
+
+def _unrouted(monkeypatch) -> None:
+    """Locust's own task loop for this test, whatever an earlier test installed (restored afterwards)."""
+    from locust.user.task import DefaultTaskSet, TaskSet
+
+    for owner in (TaskSet, DefaultTaskSet):
+        monkeypatch.setattr(owner, "execute_task", inspect.unwrap(owner.__dict__["execute_task"]))
+    monkeypatch.setattr(TaskSet, "_sleep", inspect.unwrap(TaskSet.__dict__["_sleep"]))
+
+
+def _routed_run(monkeypatch, user_class, iterations: int) -> tuple[list[str], list[float]]:
+    """Run ``user_class`` until ``iterations`` tasks went through the routing; the task names and asked sleeps."""
+    from locust.env import Environment
+    from locust.exception import StopUser
+
+    _unrouted(monkeypatch)
+    tasks: list[str] = []
+    sleeps: list[float] = []
+
+    def run_task(taskset, execute, task) -> None:
+        tasks.append(task.__name__)
+        if len(tasks) > iterations:
+            raise StopUser()
+        execute(taskset, task)
+
+    def sleep_for(_taskset, seconds: float) -> float:
+        sleeps.append(seconds)
+        return 0.0
+
+    locust_compat.route_task_iterations(run_task, sleep_for)
+    user_class(Environment(user_classes=[user_class])).run()
+    return tasks, sleeps
+
+
+def test_route_task_iterations_routes_every_task_and_every_wait_of_a_user(monkeypatch):
+    from locust import User, constant, task
+
+    class Counting(User):
+        wait_time = constant(30)
+
+        @task
+        def one(self) -> None:
+            pass
+
+    tasks, sleeps = _routed_run(monkeypatch, Counting, 3)
+    assert tasks == ["one"] * 4 and sleeps == [30, 30, 30]  # the 30 s waits were asked, and not slept
+
+
+def test_a_nested_taskset_is_no_iteration_its_tasks_are(monkeypatch):
+    from locust import TaskSet, User, constant, task
+
+    class Inner(TaskSet):
+        @task
+        def inner(self) -> None:
+            pass
+
+    class Nested(User):
+        wait_time = constant(0)
+        tasks = [Inner]
+
+    tasks, _sleeps = _routed_run(monkeypatch, Nested, 2)
+    assert tasks == ["inner"] * 3
+
+
+def test_runs_its_tasks_tells_a_user_with_its_own_loop():
+    from locust import FastHttpUser, HttpUser, User
+
+    class OwnLoop(User):
+        def run(self) -> None:
+            pass
+
+    assert all(locust_compat.runs_its_tasks(cls) for cls in (User, HttpUser, FastHttpUser))
+    assert not locust_compat.runs_its_tasks(OwnLoop)
