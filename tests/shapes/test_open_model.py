@@ -73,6 +73,7 @@ class TwentyPerSecond(ArrivalRate):
     duration = "6s"
     max_users = 4
     drop_after = "3s"
+    user_classes = ["SimUser", "PlainFast"]  # both: with none named, a rate step runs only the ticket-taking class
 
 
 class PlainFast(FastHttpUser):
