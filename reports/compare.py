@@ -22,11 +22,10 @@ from typing import Any
 
 import pandas as pd
 
-from swarmgauge.core.numbers import number
+from swarmgauge.core.numbers import format_latency, format_rate, number
 from swarmgauge.errors import UsageError
 from swarmgauge.files import write_atomic
 from swarmgauge.reports.reference import percent_change
-from swarmgauge.reports.trend import format_latency, format_rate
 
 REGRESSION_EXIT = 3
 USAGE_EXIT = 2
