@@ -203,6 +203,19 @@ def _tab_rows(environment: Environment) -> list[dict[str, Any]]:
     return rows
 
 
+def _form_doc(environment: Environment, web_ui: Any) -> dict[str, Any]:
+    """What the form's script needs: each field's label, flag and help, and the plan START would run now."""
+    picker = bool(web_ui.userclass_picker_is_active)
+    return {"fields": webui_fields.field_docs(), "preview": webui_fields.plan_preview(environment, None, picker)}
+
+
+def _form_script_tags(environment: Environment, web_ui: Any) -> str:
+    """The form's script with its data inline, so the form is labelled as it first renders, not a fetch later (a
+    click landing while labels and help lines were added could hit the field below)."""
+    data = json.dumps(_form_doc(environment, web_ui)).replace("</", "<\\/")
+    return f"<script>window.swarmgaugeForm = {data};</script>\n{SCRIPT_TAG}"
+
+
 def _install(environment: Environment, web_ui: Any) -> None:
     from flask import Response, jsonify, request, send_from_directory
 
@@ -262,7 +275,7 @@ def _install(environment: Environment, web_ui: Any) -> None:
         ):
             page = response.get_data(as_text=True)
             if "</body>" in page and SCRIPT_TAG not in page:
-                response.set_data(page.replace("</body>", SCRIPT_TAG + "\n</body>", 1))
+                response.set_data(page.replace("</body>", _form_script_tags(environment, web_ui) + "\n</body>", 1))
         return response
 
     @app.route("/swarmgauge/form.js")
@@ -273,10 +286,7 @@ def _install(environment: Environment, web_ui: Any) -> None:
     @app.route("/swarmgauge/api/form")
     @protect
     def swarmgauge_form() -> Any:
-        picker = bool(web_ui.userclass_picker_is_active)
-        return jsonify(
-            {"fields": webui_fields.field_docs(), "preview": webui_fields.plan_preview(environment, None, picker)}
-        )
+        return jsonify(_form_doc(environment, web_ui))
 
     @app.route("/swarmgauge/api/plan", methods=["POST"])
     @protect

@@ -159,10 +159,14 @@
 
   async function init() {
     document.head.appendChild(el("style", {id: "sg-style"}, css));
-    try {
-      const answer = await fetch(base + "api/form", {cache: "no-store"});
-      if (answer.ok) Object.assign(state, await answer.json());
-    } catch (e) { /* the form stays as Locust drew it */ }
+    if (window.swarmgaugeForm) {
+      Object.assign(state, window.swarmgaugeForm); // inline in the page: the form is labelled as it first renders
+    } else {
+      try {
+        const answer = await fetch(base + "api/form", {cache: "no-store"});
+        if (answer.ok) Object.assign(state, await answer.json());
+      } catch (e) { /* the form stays as Locust drew it */ }
+    }
     new MutationObserver(schedule).observe(document.body, {childList: true, subtree: true});
     document.addEventListener("input", (event) => {
       const form = event.target.closest && event.target.closest("form");
