@@ -119,3 +119,11 @@ def test_the_live_page_names_an_embedded_target_as_the_report_does():
     env_state.slot(environment, "run_info", dict)["embedded_targets"] = {"mark": {"pid": 4242, "url": "mark://x"}}
     sources = {series["source"] for series in live.resource_series(environment)}
     assert "embedded mark (pid 4242)" in sources and TARGET not in sources
+
+
+def test_the_class_picker_is_on_by_default_and_its_help_says_so():
+    from locust.argument_parser import get_parser
+
+    parser = get_parser()
+    assert parser.parse_args([]).class_picker is True
+    assert "on by default with swarmgauge" in " ".join(parser.format_help().split())
