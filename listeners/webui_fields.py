@@ -175,7 +175,8 @@ def _stage_text(stage: Any) -> str:
     else:
         what = f"{stage.users} users"
     classes = f" ({', '.join(stage.user_classes)})" if stage.user_classes else ""
-    return f"{what} for {_duration_text(stage.duration)}{classes}"
+    held = "until STOP" if stage.duration >= UNTIL_STOPPED else f"for {_duration_text(stage.duration)}"
+    return f"{what} {held}{classes}"
 
 
 def _class_names(environment: Environment) -> list[str]:
@@ -206,6 +207,7 @@ def plan_preview(environment: Environment, form: Any = None, class_picker: bool 
         "stages": [_stage_text(stage) for stage in plan.stages],
         "duration": _duration_text(plan.total_duration),
         "classes": stage_classes or classes,
+        "classes_from_stages": bool(stage_classes),
         "slos": list(plan.slos),
         "sets_users": not from_options,
         "common_fields_reason": None if from_options else COMMON_FIELDS_REASON.format(name=plan.name),

@@ -63,7 +63,8 @@
   function planBox(form) {
     let box = document.getElementById("sg-plan");
     const start = form.querySelector('button[type="submit"]');
-    if (!start) return null;
+    // the START form only: what EDIT says of a running plan is the EDIT dialog's own business
+    if (!start || !/start/i.test(start.textContent)) return null;
     if (!box) {
       box = el("div", {id: "sg-plan"});
       start.parentNode.insertBefore(box, start);
@@ -71,25 +72,38 @@
     return box;
   }
 
+  // The classes ticked in Locust's User classes table (outside the form); all of them when there is no table.
+  function pickedClasses(names) {
+    const rows = [...document.querySelectorAll("tr")];
+    return names.filter((name) => {
+      const row = rows.find((tr) => [...tr.querySelectorAll("td")].some((td) => td.textContent.trim() === name));
+      const box = row && row.querySelector('input[type="checkbox"]');
+      return !box || box.checked;
+    });
+  }
+
   function renderPlan(form) {
     const box = planBox(form);
     const preview = state.preview;
-    if (!box || !preview) return;
+    if (!box || !preview) return;  // not the START form, or nothing known yet
     box.replaceChildren();
     const plan = preview.plan;
     if (preview.error) {
       box.appendChild(el("h4", {}, "What START will run"));
       box.appendChild(el("div", {class: "sg-error"}, preview.error));
-    } else if (!plan) {
-      box.appendChild(el("h4", {}, "What START will run: the users and ramp below, until STOP"));
+    } else if (!plan || !plan.sets_users) {
+      const what = plan ? plan.stages.join(", ") : "the users and ramp above, until STOP";
+      box.appendChild(el("h4", {}, `No plan: START runs ${what}, as set above`));
+      box.appendChild(el("div", {class: "sg-classes"}, `User classes: ${pickedClasses(preview.classes).join(", ")}`));
     } else {
       const kind = plan.kind === plan.name ? "" : ` (${plan.kind})`;
       box.appendChild(el("h4", {}, `Plan in effect: ${plan.name}${kind}, ${plan.duration}`));
       const stages = el("ul", {class: "sg-stages"});
       plan.stages.forEach((s) => stages.appendChild(el("li", {}, s)));
       box.appendChild(stages);
-      const picked = preview.class_picker ? " (as picked in the User classes table)" : "";
-      box.appendChild(el("div", {class: "sg-classes"}, `User classes: ${plan.classes.join(", ")}${picked}`));
+      const classes = plan.classes_from_stages ? plan.classes : pickedClasses(plan.classes);
+      const named = plan.classes_from_stages ? " (named by the plan's stages)" : "";
+      box.appendChild(el("div", {class: "sg-classes"}, `User classes: ${classes.join(", ")}${named}`));
       if (plan.slos.length) box.appendChild(el("div", {}, `Plan's SLOs: ${plan.slos.join(", ")}`));
     }
     greyCommonFields(form, plan && plan.sets_users ? plan.common_fields_reason : null);
@@ -176,7 +190,9 @@
     });
     document.addEventListener("change", (event) => {
       const form = event.target.closest && event.target.closest("form");
-      if (form) { clearTimeout(state.timer); state.timer = setTimeout(() => refreshPreview(form), 400); }
+      if (form) { clearTimeout(state.timer); state.timer = setTimeout(() => refreshPreview(form), 400); return; }
+      const startForm = document.querySelector("form"); // a tick in the User classes table, outside the form
+      if (startForm && event.target.type === "checkbox") setTimeout(() => renderPlan(startForm), 50);
     });
     setInterval(pollClosedRun, 2000);
     pollClosedRun();

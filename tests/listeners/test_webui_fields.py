@@ -127,3 +127,9 @@ def test_the_class_picker_is_on_by_default_and_its_help_says_so():
     parser = get_parser()
     assert parser.parse_args([]).class_picker is True
     assert "on by default with swarmgauge" in " ".join(parser.format_help().split())
+
+
+def test_without_a_plan_the_preview_is_the_typed_users_until_stop():
+    environment = _shape_environment()
+    plan = webui_fields.plan_preview(environment, ImmutableMultiDict([("userCount", "3")]))["plan"]
+    assert plan["stages"] == ["3 users until STOP"] and plan["sets_users"] is False

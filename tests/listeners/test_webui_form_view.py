@@ -83,9 +83,10 @@ def test_the_form_says_what_will_run_and_the_live_views_read_like_the_report(tmp
         wait_until(lambda: "4 users for 6 s" in plan_box.inner_text(), 10, "the plan box following the typed steps")
         assert "18 s" in plan_box.inner_text()
         page.fill('input[name="slo"]', "p99<1ms")
-        page.screenshot(path=shots / "form.png", full_page=True)
 
         page.get_by_role("row", name="HttpGetUser").get_by_role("checkbox").click()  # run SecondUser only
+        wait_until(lambda: "User classes: SecondUser" in plan_box.inner_text(), 10, "the plan box following the picker")
+        page.screenshot(path=shots / "form.png", full_page=True)
         page.get_by_role("button", name="START").click()
         page.get_by_role("button", name="STOP").wait_for(timeout=30_000)
 
