@@ -206,7 +206,8 @@ def _tab_rows(environment: Environment) -> list[dict[str, Any]]:
 def _form_doc(environment: Environment, web_ui: Any) -> dict[str, Any]:
     """What the form's script needs: each field's label, flag and help, and the plan START would run now."""
     picker = bool(web_ui.userclass_picker_is_active)
-    return {"fields": webui_fields.field_docs(), "preview": webui_fields.plan_preview(environment, None, picker)}
+    doc = {"fields": webui_fields.field_docs(), "preview": webui_fields.plan_preview(environment, None, picker)}
+    return rundir.redact_tree(doc, environment)
 
 
 def _form_script_tags(environment: Environment, web_ui: Any) -> str:
@@ -292,7 +293,7 @@ def _install(environment: Environment, web_ui: Any) -> None:
     @protect
     def swarmgauge_plan() -> Any:
         picker = bool(web_ui.userclass_picker_is_active)
-        return jsonify(webui_fields.plan_preview(environment, request.form, picker))
+        return jsonify(rundir.redact_tree(webui_fields.plan_preview(environment, request.form, picker), environment))
 
     @app.route("/swarmgauge/")
     @protect

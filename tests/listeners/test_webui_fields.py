@@ -133,3 +133,13 @@ def test_without_a_plan_the_preview_is_the_typed_users_until_stop():
     environment = _shape_environment()
     plan = webui_fields.plan_preview(environment, ImmutableMultiDict([("userCount", "3")]))["plan"]
     assert plan["stages"] == ["3 users until STOP"] and plan["sets_users"] is False
+
+
+def test_a_step_scope_verdict_sits_on_its_steps_aggregated_row_with_its_unit():
+    environment = _local_environment()
+    environment.parsed_options = argparse.Namespace(slo=["GET:p50<2s@step"])
+    _one_step(environment, [80.13] * 40)
+    rows = webui._tab_rows(environment)
+    aggregated = next(row for row in rows if row["request"] == "Aggregated")
+    assert re.fullmatch(r"GET:p50<2s@step: pass \(0\.080\d s < 2 s\)", aggregated["slo"]), aggregated
+    assert all(row["step"] != webui.RUN_SCOPE_STEP for row in rows)
