@@ -120,4 +120,5 @@ def test_the_form_says_what_will_run_and_the_live_views_read_like_the_report(tmp
         link = page.locator("#sg-report-link")
         link.wait_for(timeout=30_000)
         assert link.get_attribute("href") == f"./swarmgauge/runs/{folder.name}/report.html"
+        page.screenshot(path=shots / "tab-closed.png", full_page=True)
         assert web.get(f"/swarmgauge/runs/{folder.name}/report.html").startswith(b"<")
