@@ -29,9 +29,11 @@ from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOP
 
 from swarmgauge.core import env_state
 from swarmgauge.core.durations import parse_duration
+from swarmgauge.core.numbers import format_latency, format_rate
 from swarmgauge.core.options import add_option
 from swarmgauge.core.request_names import request_title
-from swarmgauge.core.slo_units import in_unit
+from swarmgauge.core.slo_units import in_unit, verdict_text
+from swarmgauge.core.sources import source_title
 from swarmgauge.core.trend import MIB
 from swarmgauge.core.verdict import GENERATOR_SOURCE, trends
 from swarmgauge.errors import UsageError, stop_on_usage_error
@@ -60,6 +62,19 @@ MAX_POINTS_PER_SERIES = 2000
 
 # What a mixed step's total is, in every view: a reader compared it with Locust's Aggregated, which counts handshakes
 COUNTS_ONLY_TITLE = "Aggregated, counts only (mixed request types; handshakes left out)"
+LATENCY_KEYS = ("p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "avg_ms")
+
+
+def shown_figures(row: dict[str, Any]) -> dict[str, str]:
+    """A step row's figures as the report writes them: 3 significant digits with units (``546 req/s``, ``20.4 ms``).
+
+    Every live view shows these; the raw figures stay beside them for the Prometheus endpoint and scripts.
+    """
+    shown = {key: format_latency(row.get(key)) for key in LATENCY_KEYS}
+    rate, target = format_rate(row.get("rps")), format_rate(row.get("target_rate"))
+    shown["rps"] = f"{rate} req/s" if rate else ""
+    shown["target_rate"] = f"{target}/s" if target else ""
+    return shown
 
 
 def step_rows(environment: Environment) -> list[dict[str, Any]]:
@@ -80,14 +95,25 @@ def step_rows(environment: Environment) -> list[dict[str, Any]]:
             row["counts_only"] = len(types.get(row["step"], ())) > 1
             if row["counts_only"]:
                 row["title"] = COUNTS_ONLY_TITLE
+        row["shown"] = shown_figures(row)
     return rows
 
 
 def slo_verdicts(environment: Environment) -> list[dict[str, Any]]:
-    """Every threshold evaluated on what was merged so far (final verdicts once the run closed)."""
+    """Every threshold evaluated on what was merged so far (final verdicts once the run closed), each with its
+    ``text`` in the threshold's unit, ``fail (80.1 ms > 50 ms)``, per step too."""
     final = env_state.get(environment, "slo_verdicts")
-    if final is not None:
-        return final
+    verdicts = _evaluated(environment) if final is None else [dict(v) for v in final]
+    for verdict in verdicts:
+        verdict["text"] = verdict_text(verdict)
+        fields = {key: verdict.get(key) for key in ("value", "unit", "metric", "op")}
+        verdict["steps"] = [
+            {**entry, "text": verdict_text({**fields, **entry})} for entry in verdict.get("steps") or []
+        ]
+    return verdicts
+
+
+def _evaluated(environment: Environment) -> list[dict[str, Any]]:
     verdicts = []
     for expr in slo.all_exprs(environment):
         try:
@@ -116,6 +142,7 @@ def resource_series(environment: Environment) -> list[dict[str, Any]]:
     if sampler is None:
         return []
     rows = list(sampler.rows)
+    info = env_state.get(environment, "run_info") or {}
     fitted = {
         (s.node, s.source, s.metric): s.trend for s in trends(rows, MEMORY_METRICS, sampler.warmup, target_only=False)
     }
@@ -132,7 +159,7 @@ def resource_series(environment: Environment) -> list[dict[str, Any]]:
         result.append(
             {
                 "node": node,
-                "source": source,
+                "source": source_title(source, info),
                 "metric": metric,
                 "unit": "MiB",
                 "points": [[round(t, 3), round(v, 3)] for t, v in points],

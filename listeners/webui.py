@@ -43,7 +43,7 @@ from locust.runners import (
 
 from swarmgauge.core import env_state, locust_compat
 from swarmgauge.errors import UsageError
-from swarmgauge.listeners import live, prom_export, resources, rundir, slo, steps
+from swarmgauge.listeners import live, prom_export, resources, rundir, slo, steps, webui_fields
 from swarmgauge.listeners.webui_form import FormError, apply_common_fields, apply_form, scrub_template_args
 
 logger = logging.getLogger("swarmgauge.webui")
@@ -56,14 +56,14 @@ TAB_COLUMNS = [
     ("step", "Step"),
     ("label", "Label"),
     ("users", "Users"),
-    ("target_rate", "Rate"),
+    ("target_rate", "Target rate"),
     ("request", "Request"),
     ("requests", "Requests"),
     ("failures", "Failures"),
-    ("rps", "req/s"),
-    ("p50_ms", "p50 ms"),
-    ("p90_ms", "p90 ms"),
-    ("p99_ms", "p99 ms"),
+    ("rps", "Throughput"),
+    ("p50_ms", "p50"),
+    ("p90_ms", "p90"),
+    ("p99_ms", "p99"),
     ("dropped", "Dropped"),
     ("generator_bound", "Generator-bound"),
     ("slo", "SLO"),
@@ -71,6 +71,9 @@ TAB_COLUMNS = [
 RATE_COLUMNS = ("rps", "p50_ms", "p90_ms", "p99_ms")
 NOT_A_RATE = "-"
 PAGE = Path(__file__).with_name("webui_page.html")
+FORM_SCRIPT = Path(__file__).with_name("webui_form.js")
+SCRIPT_TAG = '<script src="./swarmgauge/form.js" defer></script>'
+RUN_SCOPE_STEP = "run"
 
 
 WEB_HOST_HELP = (
@@ -79,11 +82,19 @@ WEB_HOST_HELP = (
 )
 
 
+CLASS_PICKER_HELP = (
+    "Pick the User classes to run in the web UI's start form (on by default with swarmgauge: run.json lists the "
+    "classes that took part); a plan stage's user_classes still picks its own"
+)
+
+
 @events.init_command_line_parser.add_listener
 def _loopback_by_default(parser: Any) -> None:
-    """Loopback unless asked otherwise, and ``--help`` saying so: Locust's own text says "Defaults to '*'"."""
-    parser.set_defaults(web_host=LOOPBACK)
+    """Loopback unless asked otherwise, and ``--help`` saying so: Locust's own text says "Defaults to '*'".
+    The class picker is on: a swarmgauge locustfile holds several Users and the form is where one picks them."""
+    parser.set_defaults(web_host=LOOPBACK, class_picker=True)
     locust_compat.set_option_help(parser, "--web-host", WEB_HOST_HELP)
+    locust_compat.set_option_help(parser, "--class-picker", CLASS_PICKER_HELP)
 
 
 # -- one run per start ---------------------------------------------------------------------------------------------
@@ -164,26 +175,47 @@ def _tab_rows(environment: Environment) -> list[dict[str, Any]]:
 
     The tab once showed only the Aggregated rows, whose rate and percentiles are empty for a step of mixed request
     types (Mark's FETCH + LIST + LOOKUP), so a run at 1,000 req/s read as blanks. Such a row now says it is counts
-    only; the step's worst SLO verdict sits on its Aggregated row. No ``name`` key: Locust's table sorts by it, and
-    the rows keep the server's order (step by step, each step's total last).
+    only. Figures read as the report writes them (``546 req/s``, ``20.4 ms``); each step's SLO verdicts sit on its
+    Aggregated row, and each run-scope SLO (the default scope) gets a row of its own at the end, with its figures in
+    the threshold's unit. No ``name`` key: Locust's table sorts by it, and the rows keep the server's order.
     """
     view = live.snapshot(environment)
-    worst: dict[int, str] = {}
-    rank = {"fail": 2, "unknown": 1, "pass": 0}
+    per_step: dict[int, list[str]] = {}
+    run_scope = []
     for verdict in view["slo"]:
         for entry in verdict.get("steps") or []:
-            if rank.get(entry["status"], 0) >= rank.get(worst.get(entry["step"], "pass"), 0):
-                worst[entry["step"]] = entry["status"]
+            per_step.setdefault(entry["step"], []).append(f"{verdict['expr']}: {entry['text']}")
+        if not verdict.get("steps"):
+            run_scope.append(verdict)
     rows = []
     for row in view["steps"]:
         shown = {key: row.get(key, "") for key, _ in TAB_COLUMNS}
+        shown.update({key: row["shown"][key] for key in (*RATE_COLUMNS, "target_rate")})
         shown["request"] = row["title"]
         shown["generator_bound"] = "yes" if row.get("generator_bound") else ""
-        shown["slo"] = worst.get(row["step"], "") if row["name"] == "Aggregated" else ""
+        shown["slo"] = "; ".join(per_step.get(row["step"], [])) if row["name"] == "Aggregated" else ""
         if row.get("counts_only"):
             shown.update({key: NOT_A_RATE for key in RATE_COLUMNS})
         rows.append(shown)
+    for verdict in run_scope:
+        row = {key: "" for key, _ in TAB_COLUMNS}
+        row.update(step=RUN_SCOPE_STEP, label="whole run", request=f"SLO {verdict['expr']}", slo=verdict["text"])
+        rows.append(row)
     return rows
+
+
+def _form_doc(environment: Environment, web_ui: Any) -> dict[str, Any]:
+    """What the form's script needs: each field's label, flag and help, and the plan START would run now."""
+    picker = bool(web_ui.userclass_picker_is_active)
+    doc = {"fields": webui_fields.field_docs(), "preview": webui_fields.plan_preview(environment, None, picker)}
+    return rundir.redact_tree(doc, environment)
+
+
+def _form_script_tags(environment: Environment, web_ui: Any) -> str:
+    """The form's script with its data inline, so the form is labelled as it first renders, not a fetch later (a
+    click landing while labels and help lines were added could hit the field below)."""
+    data = json.dumps(_form_doc(environment, web_ui)).replace("</", "<\\/")
+    return f"<script>window.swarmgaugeForm = {data};</script>\n{SCRIPT_TAG}"
 
 
 def _install(environment: Environment, web_ui: Any) -> None:
@@ -204,8 +236,13 @@ def _install(environment: Environment, web_ui: Any) -> None:
         original_update()
         web_ui.template_args["state"] = page_state(environment)
         scrub_template_args(environment, web_ui.template_args)
+        extra = web_ui.template_args.get("extra_options") or {}
+        web_ui.template_args["extra_options"] = webui_fields.ordered_options(extra)
 
     web_ui.update_template_args = update_template_args
+    # the page's template args keep their order (Jinja's tojson sorts keys): the form shows swarmgauge's fields in
+    # their groups' order, not alphabetically
+    app.jinja_env.policies["json.dumps_kwargs"] = {"sort_keys": False}
 
     @app.before_request
     def _swarm_form() -> Any:
@@ -215,8 +252,12 @@ def _install(environment: Environment, web_ui: Any) -> None:
         try:
             request.form = apply_form(environment, request.form)
             apply_common_fields(environment, request.form)
+            if not running and web_ui.userclass_picker_is_active:
+                webui_fields.pick_classes(environment, request.form)
             if not running:
                 start_fresh_run(environment)
+            if web_ui.userclass_picker_is_active:
+                request.form = webui_fields.keep_shape(environment, request.form)
         except (FormError, UsageError) as exc:
             logger.error("swarmgauge: %s", exc)
             return jsonify({"success": False, "message": f"swarmgauge: {exc}", "host": environment.host})
@@ -229,7 +270,31 @@ def _install(environment: Environment, web_ui: Any) -> None:
             doc["extended_stats"] = [{"key": TAB_KEY, "data": _tab_rows(environment)}]
             doc["state"] = page_state(environment)
             response.set_data(json.dumps(doc))
+        elif (
+            (request.endpoint or "").rsplit(".", 1)[-1] == "index"
+            and response.mimetype == "text/html"
+            and response.status_code == 200
+        ):
+            page = response.get_data(as_text=True)
+            if "</body>" in page and SCRIPT_TAG not in page:
+                response.set_data(page.replace("</body>", _form_script_tags(environment, web_ui) + "\n</body>", 1))
         return response
+
+    @app.route("/swarmgauge/form.js")
+    @protect
+    def swarmgauge_form_script() -> Any:
+        return Response(FORM_SCRIPT.read_text(), mimetype="text/javascript")
+
+    @app.route("/swarmgauge/api/form")
+    @protect
+    def swarmgauge_form() -> Any:
+        return jsonify(_form_doc(environment, web_ui))
+
+    @app.route("/swarmgauge/api/plan", methods=["POST"])
+    @protect
+    def swarmgauge_plan() -> Any:
+        picker = bool(web_ui.userclass_picker_is_active)
+        return jsonify(rundir.redact_tree(webui_fields.plan_preview(environment, request.form, picker), environment))
 
     @app.route("/swarmgauge/")
     @protect

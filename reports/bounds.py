@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from swarmgauge.core import numbers
 from swarmgauge.core.numbers import number
 from swarmgauge.reports import trend
 from swarmgauge.reports.resources import readable_source
@@ -74,7 +75,7 @@ def stalled_sentence(steps: pd.DataFrame) -> str | None:
         return None
     parts = [
         f"{r['label']} ({int(number(r.get('stalled_requests')) or 0)} requests, longest stall "
-        f"{trend.format_latency(number(r.get('generator_stall_ms')))})"
+        f"{numbers.format_latency(number(r.get('generator_stall_ms')))})"
         for _, r in rows.iterrows()
     ]
     return (

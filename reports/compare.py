@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from swarmgauge.core.numbers import number
+from swarmgauge.core.numbers import format_latency, format_rate, number
 from swarmgauge.core.request_names import request_title
 from swarmgauge.errors import UsageError
 from swarmgauge.files import write_atomic
@@ -41,7 +41,6 @@ from swarmgauge.reports.compare_stats import (
 )
 from swarmgauge.reports.context import load_run_json
 from swarmgauge.reports.reference import percent_change, target_caveat
-from swarmgauge.reports.trend import format_latency, format_rate
 
 REGRESSION_EXIT = 3
 USAGE_EXIT = 2

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmgauge.core.durations import UNTIL_STOPPED
+from swarmgauge.core.sources import embedded_targets
 
 QUIC_ENGINES = ("aioquic", "qh3")
 
@@ -103,14 +104,6 @@ def cut_short_sentence(info: dict[str, Any]) -> str | None:
         f"{_duration(cut['planned_s'])}, during step {cut.get('during_step')!r}"
     )
     return sentence + (f"; steps not run: {', '.join(left)}." if left else ".")
-
-
-def embedded_targets(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """run.json's embedded targets by name (an early format kept them as a list of {name, pid, url})."""
-    found = info.get("embedded_targets") or {}
-    if isinstance(found, list):
-        return {str(t.get("name")): t for t in found if isinstance(t, dict)}
-    return found if isinstance(found, dict) else {}
 
 
 def _exit_code(info: dict[str, Any]) -> str:

@@ -21,7 +21,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from swarmgauge.core import hooks
+from swarmgauge.core import hooks, numbers
 from swarmgauge.core.numbers import number
 from swarmgauge.core.request_names import request_title
 from swarmgauge.core.slo_units import in_unit
@@ -59,11 +59,11 @@ STYLE = (
 
 def format_latency(ms: Any) -> str:
     """Latency as the reference pages write it, with 3 significant digits: ``0.627 ms``, ``20.4 ms``, ``1.77 s``."""
-    return trend.format_latency(number(ms))
+    return numbers.format_latency(number(ms))
 
 
 def _rate(value: Any) -> str:
-    return trend.format_rate(number(value))
+    return numbers.format_rate(number(value))
 
 
 def _closed_rows(table: pd.DataFrame) -> pd.DataFrame:

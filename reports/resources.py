@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from swarmgauge.core.sources import embedded_targets, source_title
 from swarmgauge.core.trend import MIB, parse_warmup
 from swarmgauge.core.verdict import (
     GENERATOR_SOURCE,
@@ -27,7 +28,6 @@ from swarmgauge.core.verdict import (
     leak_verdict,
     trends,
 )
-from swarmgauge.reports.context import embedded_targets
 from swarmgauge.reports.sections import Section
 
 MEMORY_METRICS = (*HEAP_METRICS, *WORKING_SET_METRICS, *RSS_METRICS)
@@ -86,10 +86,7 @@ def _thinned(table: pd.DataFrame) -> pd.DataFrame:
 
 def readable_source(source: str) -> str:
     """``psutil:pidfile=/tmp/x/worker-1.pid`` -> ``worker-1``: a column name a reader can place."""
-    kind, _, argument = source.partition(":")
-    if kind == "psutil" and argument.startswith("pidfile="):
-        return Path(argument.removeprefix("pidfile=").split(",")[0]).stem
-    return source
+    return source_title(source)
 
 
 def trend_table(rows: list[Row], warmup_text: str) -> pd.DataFrame:
@@ -161,13 +158,13 @@ def _warmup_of(run_dir: Path) -> str:
 
 
 def source_names(run_dir: Path) -> dict[str, str]:
-    """``psutil:pid=N`` of an embedded target -> ``embedded mark (pid N)``, from run.json, so a reader knows which
-    process the series is."""
+    """Each embedded target's ``psutil:pid=N`` -> its name in every view (:func:`core.sources.source_title`)."""
     try:
         info = json.loads((run_dir / "run.json").read_text())
     except (OSError, ValueError):
         return {}
-    return {f"psutil:pid={t['pid']}": f"embedded {name} (pid {t['pid']})" for name, t in embedded_targets(info).items()}
+    pids = [f"psutil:pid={t['pid']}" for t in embedded_targets(info).values()]
+    return {source: source_title(source, info) for source in pids}
 
 
 def section(run_dir: Path) -> Section | None:

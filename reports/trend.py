@@ -12,6 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from swarmgauge.core.numbers import format_latency, format_rate
+
 KNEE_GAIN = 0.10  # a step that adds less than 10 % throughput has stopped growing
 FALL = 0.10  # the last step more than 10 % under the peak is a fall
 SATURATED_CPU = 90.0  # % of one core, as steps.csv's generator_bound
@@ -54,30 +56,6 @@ class StepPoint:
 
     def target_bound(self) -> bool:
         return self.target.bound if self.target is not None else (self.target_cpu or 0.0) > SATURATED_CPU
-
-
-def significant(value: float, digits: int = 3) -> str:
-    """``value`` with ``digits`` significant digits, whole numbers kept whole (1396, not 1.4e+03)."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
-    if abs(value) >= 10 ** (digits - 1):
-        return f"{value:.0f}"
-    decimals = digits - 1 - math.floor(math.log10(abs(value)))
-    return f"{value:.{max(decimals, 0)}f}"
-
-
-def format_latency(ms: float | None) -> str:
-    """Latency with 3 significant digits: ``0.627 ms``, ``20.4 ms``, ``423 ms``, ``1.77 s``."""
-    if ms is None or (isinstance(ms, float) and math.isnan(ms)):
-        return ""
-    ms = float(ms)
-    return f"{significant(ms / 1000.0)} s" if ms >= 1000.0 else f"{significant(ms)} ms"
-
-
-def format_rate(rps: float | None) -> str:
-    if rps is None or (isinstance(rps, float) and math.isnan(rps)):
-        return ""
-    return significant(float(rps))
 
 
 def _users(value: float) -> str:

@@ -6,6 +6,8 @@ Shared by the SLO listener (which parses thresholds) and the reports (which show
 
 from __future__ import annotations
 
+from typing import Any
+
 #: unit -> base units (ms for time, bytes for memory, 1 for counts and ratios).
 UNITS: dict[str, float] = {
     "": 1.0,
@@ -37,3 +39,21 @@ def in_unit(value: float | None, unit: str, metric: str = "") -> str:
     number = float(value) / UNITS.get(unit, 1.0)
     text = f"{number:.0f}" if abs(number) >= 100 else f"{number:.3g}"
     return f"{text} {shown_unit}".rstrip() if shown_unit != "%" else f"{text} %"
+
+
+def verdict_text(verdict: dict[str, Any]) -> str:
+    """A verdict with its figures in the threshold's unit: ``fail (80.1 ms > 50 ms)``, ``pass (20.4 ms < 50 ms)``.
+
+    A failing figure is compared with the threshold as it stands (``>`` where ``p99<50ms`` failed), a passing one
+    with the threshold's own operator; a verdict without a figure says ``no data``.
+    """
+    status = str(verdict.get("status") or "")
+    observed, threshold = verdict.get("observed"), verdict.get("value")
+    if observed is None or threshold is None:
+        return f"{status} (no data)" if status and status != "no data" else "no data"
+    unit, metric = str(verdict.get("unit") or ""), str(verdict.get("metric") or "")
+    if status == "fail":
+        op = ">" if observed > threshold else "<" if observed < threshold else "="
+    else:
+        op = str(verdict.get("op") or "")
+    return f"{status} ({in_unit(observed, unit, metric)} {op} {in_unit(threshold, unit, metric)})"

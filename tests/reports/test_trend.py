@@ -7,7 +7,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swarmgauge.reports.trend import StepPoint, format_latency, format_rate, significant, trend_sentence
+from swarmgauge.core.numbers import format_latency, format_rate, significant
+from swarmgauge.reports.trend import StepPoint, trend_sentence
 
 USERS = [1, 4, 16, 64, 256, 1024, 4096, 16384]
 rates = st.floats(min_value=5.0, max_value=50_000.0, allow_nan=False)
