@@ -32,7 +32,8 @@ from locust.argument_parser import get_parser
 from locust.util.load_locustfile import load_locustfile
 load_locustfile(sys.argv[1])
 get_parser().parse_args(["-f", sys.argv[1], "--worker"])
-print(json.dumps(sorted(name for name in sys.modules if name.split(".")[0] in {heavy})))
+heavy = sorted(name for name in sys.modules if name.split(".")[0] in {heavy})
+print(json.dumps({{"heavy": heavy, "cryptography": "cryptography" in sys.modules}}))
 """
 
 
@@ -41,8 +42,10 @@ def test_the_bundled_locustfiles_are_all_checked():
 
 
 @pytest.mark.parametrize("locustfile", BUNDLED_LOCUSTFILES)
-def test_what_a_worker_imports_loads_no_pandas_numpy_or_matplotlib(locustfile: str):
-    """A worker's imports: Locust, swarmgauge's listeners and options, the api, a bundled locustfile, the parser."""
+def test_what_a_worker_imports_loads_no_report_library_and_no_cryptography(locustfile: str):
+    """A worker's imports: Locust, swarmgauge's listeners and options, the api, a bundled locustfile, the parser.
+
+    Nor cryptography (8 MiB): a worker starts no embedded server and its MarkUser on qh3 makes no certificate."""
     result = subprocess.run(
         [sys.executable, "-c", WORKER_IMPORTS.format(heavy=set(HEAVY)), locustfile],
         cwd=REPO_ROOT,
@@ -51,7 +54,9 @@ def test_what_a_worker_imports_loads_no_pandas_numpy_or_matplotlib(locustfile: s
         timeout=120,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads(result.stdout.splitlines()[-1]) == []
+    loaded = json.loads(result.stdout.splitlines()[-1])
+    assert loaded["heavy"] == []
+    assert loaded["cryptography"] is False, "certificates are made by a server (the master's embedded target)"
 
 
 @pytest.mark.integration
