@@ -21,8 +21,6 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from cryptography.hazmat.primitives import serialization
-
 from swarmgauge import quic_qh3_patches as qh3_patches
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols.quic_acks import MAX_ACK_DELAY, overdue_ack_at
@@ -256,6 +254,10 @@ class Qh3Engine(QuicEngine):
         return super().alpn_refused(error_code, reason) or (error_code == handshake_failure and "ALPN" in reason)
 
     def server_configuration(self, certificate: Any, private_key: Any, *, alpn: str, idle_timeout: float) -> Any:
+        """qh3 loads PEM bytes; ``cryptography`` (8 MiB resident) is imported here, by a server only: a client on
+        qh3, a Locust worker's MarkUser, never needs it."""
+        from cryptography.hazmat.primitives import serialization
+
         configuration = self.QuicConfiguration(is_client=False, alpn_protocols=[alpn], idle_timeout=idle_timeout)
         certificate_pem = certificate.public_bytes(serialization.Encoding.PEM)
         key_pem = private_key.private_bytes(

@@ -12,14 +12,12 @@ import logging
 import sys
 from typing import Any
 
-import pandas as pd
 from locust import events
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from swarmgauge.core import env_state
 from swarmgauge.listeners import outcome, rundir, slo, steps, user_errors
-from swarmgauge.reports.report import step_spreads, step_tables, target_cpu_by_step
 
 logger = logging.getLogger("swarmgauge.summary")
 
@@ -46,7 +44,14 @@ def exit_reason(code: int, verdicts: list[dict[str, Any]], decided: outcome.Outc
 
 
 def summary_text(environment: Environment, code: int) -> str:
-    """The step tables with their trend sentences, the SLO verdicts and the exit code, as plain text."""
+    """The step tables with their trend sentences, the SLO verdicts and the exit code, as plain text.
+
+    pandas and the report's tables are imported here, not with the module: every Locust process (a worker too)
+    imports this module, and only a headless master or local runner prints the summary.
+    """
+    import pandas as pd
+
+    from swarmgauge.reports.report import step_spreads, step_tables, target_cpu_by_step
 
     lines = ["", "swarmgauge: per-step results (warm-up excluded)"]
     rows = steps.rows_now(environment)

@@ -6,6 +6,9 @@ A leaf, not a CA: verifiers that follow the Web PKI rules (qh3's rustls-webpki) 
 server's own, so a stand-in marked CA would fail where the real one passes. Clients must skip verification against it
 (``--insecure``) unless they are given the PEM as a CA file, which ``write_pem`` provides so that verification-on
 paths can be tested too.
+
+``cryptography`` (8 MiB resident) is imported where a certificate is made or written: a Mark locustfile imports
+this module through its embedded target's options, and a Locust worker, which starts no server, must not pay for it.
 """
 
 from __future__ import annotations
@@ -14,11 +17,11 @@ import datetime as _dt
 import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ed25519
-from cryptography.x509.oid import ExtendedKeyUsageOID
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ed25519
 
 DEV_NAMES = ("localhost",)
 DEV_ADDRESSES = ("127.0.0.1", "::1")
@@ -32,6 +35,8 @@ class DevCertificate:
 
     def write_pem(self, path: str | Path) -> Path:
         """The certificate alone, for a client's ``--mark-ca``; the key never leaves the process."""
+        from cryptography.hazmat.primitives import serialization
+
         target = Path(path)
         target.write_bytes(self.certificate.public_bytes(serialization.Encoding.PEM))
         return target
@@ -40,6 +45,10 @@ class DevCertificate:
 def dev_certificate(
     extra_names: tuple[str, ...] = (), *, valid_for: _dt.timedelta = _dt.timedelta(hours=24)
 ) -> DevCertificate:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
     key = ed25519.Ed25519PrivateKey.generate()
     empty = x509.Name([])  # Go leaves Subject unset; its SAN extension is then critical (RFC 5280 4.2.1.6)
     now = _dt.datetime.now(_dt.UTC)

@@ -7,12 +7,15 @@ Two in-memory connections per engine on a virtual clock, no sockets.
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 
 import pytest
 
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols.quic_acks import MAX_ACK_DELAY
 from swarmgauge.quic_engine import DEFAULT_ENGINE, ENGINES, QuicEngine, engine, engine_of
+from swarmgauge.targets.launch import REPO_ROOT
 from swarmgauge.targets.mark.tls import dev_certificate
 from swarmgauge.users.quic_transport import self_signed_certificate
 
@@ -227,3 +230,24 @@ def test_the_aioquic_client_offers_two_key_shares_and_the_qh3_server_builds_its_
     )
     qh3.receive_datagrams(server, hello, CLIENT, 100.0)
     assert qh3.datagrams_to_send(server, 100.0)  # raised "packet builder capacity exhausted" with four shares
+
+
+QH3_CLIENT = """
+import sys
+import swarmgauge.api
+from swarmgauge.quic_engine import engine
+quic = engine("qh3")
+settings = quic.client_configuration(alpn="mark", insecure=True, ca_file=None, server_name="localhost", idle_timeout=5.0)
+client = quic.QuicConnection(configuration=settings)
+client.connect(("127.0.0.1", 4433), now=1.0)
+assert quic.datagrams_to_send(client, 1.0)
+print("cryptography" in sys.modules)
+"""
+
+
+def test_a_qh3_client_loads_no_cryptography():
+    """cryptography (8 MiB resident) is for a server's certificate: a Locust worker's MarkUser on qh3 is a client."""
+    result = subprocess.run(
+        [sys.executable, "-c", QH3_CLIENT], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.stdout.split() == ["False"], result.stderr[-2000:]
