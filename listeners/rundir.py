@@ -96,6 +96,11 @@ def _is_secret_name(name: str) -> bool:
     return name in secret_option_names() or bool(_SECRET_LOOKING.search(name))
 
 
+def is_secret_name(name: str) -> bool:
+    """An option declared secret, or named like one (token, password, ...): its value is never written out."""
+    return _is_secret_name(name)
+
+
 _secret_values: list[str] = []
 
 

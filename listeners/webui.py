@@ -43,7 +43,8 @@ from locust.runners import (
 
 from swarmgauge.core import env_state, locust_compat
 from swarmgauge.errors import UsageError
-from swarmgauge.listeners import live, prom_export, resources, rundir, slo, steps
+from swarmgauge.listeners import form_steps, live, prom_export, resources, rundir, slo, steps
+from swarmgauge.listeners.repeat_command import repeat_command
 from swarmgauge.listeners.webui_form import FormError, apply_common_fields, apply_form, scrub_template_args
 
 logger = logging.getLogger("swarmgauge.webui")
@@ -97,6 +98,7 @@ def start_fresh_run(environment: Environment) -> None:
     env_state.put(environment, "aborted", None)
     env_state.put(environment, "closed_run", None)
     environment.process_exit_code = None
+    form_steps.restore_shape(environment)
     rundir.open_new_run(environment)
     shape = getattr(environment, "shape_class", None)
     if shape is not None and hasattr(shape, "_plan"):
@@ -123,6 +125,7 @@ def close_ui_run(environment: Environment) -> Path | None:
     if verdicts:
         logger.info("SLO verdicts:\n%s", slo.format_verdicts(verdicts))
     resources.finish_sampling(environment)
+    record_repeat_command(environment)
     folder = rundir.close_run(environment)
     env_state.put(environment, "closed_run", folder)
     if folder is not None:
@@ -130,9 +133,22 @@ def close_ui_run(environment: Environment) -> Path | None:
     return folder
 
 
+def record_repeat_command(environment: Environment) -> None:
+    """run.json's ``repeat_command`` (and, for a form-driven run, its plan: the counts as held)."""
+    driven = form_steps.form_driven(environment)
+    held = form_steps.held_steps(environment) if driven else None
+    if driven:
+        rundir.add_run_info(environment, "plan", form_steps.held_plan(environment))
+    command = repeat_command(environment, held=held, plan_in_effect=not driven)
+    rundir.add_run_info(environment, "repeat_command", command)
+
+
 def _on_test_stop(environment: Environment, **_kwargs: Any) -> None:
     if env_state.get(environment, "quitting", False):
         return
+    note_stop = getattr(environment.shape_class, "note_stop", None)
+    if callable(note_stop):
+        note_stop()  # a plan STOP ended before its end is marked cut short (its own end or -t mark themselves)
     env_state.put(environment, "closing", gevent.spawn(close_ui_run, environment))
 
 
@@ -211,11 +227,18 @@ def _install(environment: Environment, web_ui: Any) -> None:
         if (request.endpoint or "").rsplit(".", 1)[-1] != "swarm" or request.method != "POST":
             return None
         running = environment.runner is not None and environment.runner.state in (STATE_RUNNING, STATE_SPAWNING)
+        refusal = form_steps.refuse_edit(environment) if running else None
+        if refusal:
+            logger.warning("%s", refusal)
+            return jsonify({"success": False, "message": refusal, "host": environment.host})
         try:
             request.form = apply_form(environment, request.form)
             apply_common_fields(environment, request.form)
             if not running:
                 start_fresh_run(environment)
+                form_steps.take_control(environment)
+            if form_steps.form_driven(environment):
+                form_steps.announce_form_step(environment, request.form)
         except (FormError, UsageError) as exc:
             logger.error("swarmgauge: %s", exc)
             return jsonify({"success": False, "message": f"swarmgauge: {exc}", "host": environment.host})

@@ -34,7 +34,7 @@ def test_cutting_short_records_where_and_what_was_left(monkeypatch):
     noted = {}
     monkeypatch.setattr(hooks.add_run_info, "implementation", lambda env, key, value: noted.update({key: value}))
     shape = _shape(70)
-    shape._cut_short(70.0)
+    shape.cut_short(70.0)
     assert noted["cut_short"] == {
         "run_time_s": 70.0,
         "planned_s": 180.0,
