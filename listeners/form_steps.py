@@ -5,7 +5,8 @@ disabled"), and swarmgauge's ``PlanShape`` is installed in every run: without a 
 one stage. So at each START the installed shape is asked whether a plan is in effect (:func:`take_control`). If not,
 it steps aside for that run (``environment.shape_class`` is None), Locust's own ``/swarm`` handler starts and edits
 the users as in plain Locust, and each count the form sets becomes a step of its own, "6 users (set at 00:41)", whose
-ramp from the previous count is left out as warm-up (requests started during it count apart). With a plan in effect
+ramp from the previous count is left out as warm-up (requests started during it count apart; the first count has
+no previous one, so its start-up counts, as the first step of a plan does). With a plan in effect
 the plan drives the users, and an EDIT is refused with one line that says so (:func:`refuse_edit`).
 
 Headless runs are untouched: there ``-u/-r/-t`` stays the shape's one-stage plan.
@@ -97,7 +98,7 @@ def announce_form_step(environment: Environment, form: Any) -> StepInfo | None:
         users=users,
         rate=None,
         started_at=now,
-        warmup=abs(users - prior) / spawn_rate,
+        warmup=abs(users - prior) / spawn_rate if previous is not None else 0.0,
     )
     steps.announce(environment, info)
     logger.info("step %d: %s, the ramp's %.1f s kept out as warm-up", info.index, info.label, info.warmup)

@@ -55,16 +55,16 @@ def _form_options(environment: Environment, skip: tuple[str, ...]) -> list[str]:
     return words
 
 
-def _users(options: Any, held: list[tuple[int, float]] | None, run_seconds: float | None) -> list[str]:
-    """The users part: ``-u/-r/-t`` for one count, ``--steps ... --step-time ...`` for the counts an EDIT set."""
+def _users(options: Any, held: list[tuple[int, float]] | None) -> list[str]:
+    """The users part: ``-u/-r/-t`` for one count (``-t`` as long as it was held), ``--steps ... --step-time ...``
+    for the counts an EDIT set (each held at least as long as the longest was)."""
     spawn_rate = getattr(options, "spawn_rate", None) or 1
     if held and len(held) > 1:
         longest = max(seconds for _, seconds in held)
         return ["--steps", ",".join(str(users) for users, _ in held), "--step-time", _seconds(longest)]
     users = held[0][0] if held else getattr(options, "num_users", None) or 1
-    words = ["-u", str(users), "-r", f"{float(spawn_rate):g}"]
-    run_time = getattr(options, "run_time", None) or run_seconds
-    return words + (["-t", _seconds(float(run_time))] if run_time else [])
+    run_time = held[0][1] if held else getattr(options, "run_time", None)
+    return ["-u", str(users), "-r", f"{float(spawn_rate):g}"] + (["-t", _seconds(float(run_time))] if run_time else [])
 
 
 def repeat_command(
@@ -72,7 +72,6 @@ def repeat_command(
     *,
     held: list[tuple[int, float]] | None,
     plan_in_effect: bool,
-    run_seconds: float | None = None,
 ) -> str:
     """The headless command line for this UI run. ``held`` is the (users, seconds) of each count a form-driven run
     held; with a plan in effect the plan options say the users and ``-t`` only bounds the run."""
@@ -86,7 +85,7 @@ def repeat_command(
         words += ["-t", _seconds(float(run_time))] if run_time else []
         words += _form_options(environment, ())
     else:
-        words += _users(options, held, run_seconds)
+        words += _users(options, held)
         words += _form_options(environment, FORM_PLAN_DESTS)
     for dest, flag in LOCUST_RUN_OPTIONS:
         value = getattr(options, dest, None)
