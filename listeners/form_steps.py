@@ -6,8 +6,10 @@ one stage. So at each START the installed shape is asked whether a plan is in ef
 it steps aside for that run (``environment.shape_class`` is None), Locust's own ``/swarm`` handler starts and edits
 the users as in plain Locust, and each count the form sets becomes a step of its own, "6 users (set at 00:41)", whose
 ramp from the previous count is left out as warm-up (requests started during it count apart; the first count has
-no previous one, so its start-up counts, as the first step of a plan does). With a plan in effect
-the plan drives the users, and an EDIT is refused with one line that says so (:func:`refuse_edit`).
+no previous one, so its start-up counts, as the first step of a plan does). With a plan in effect the plan drives the
+users, and an EDIT is refused with one line that says so and how to take over (:func:`refuse_edit`): an EDIT whose
+Custom parameters empty Steps, Plan and Rate stops the plan where it is, marked cut short by EDIT, and the form drives
+from there (:func:`take_over`).
 
 Headless runs are untouched: there ``-u/-r/-t`` stays the shape's one-stage plan.
 """
@@ -20,7 +22,7 @@ from typing import Any
 
 from locust.env import Environment
 
-from swarmgauge.core import env_state
+from swarmgauge.core import env_state, locust_compat
 from swarmgauge.core.hooks import StepInfo
 from swarmgauge.listeners import steps
 
@@ -28,6 +30,7 @@ logger = logging.getLogger("swarmgauge.webui")
 
 INSTALLED_SHAPE = "installed_shape"
 FORM_DRIVEN = "form_driven"
+TAKEN_OVER = "taken_over_from_plan"
 
 
 def _plan_in_effect(shape: Any) -> bool:
@@ -48,6 +51,7 @@ def restore_shape(environment: Environment) -> None:
     """Before a START rebuilds the plan: the locustfile's shape back in place, whatever the last run did."""
     environment.shape_class = installed_shape(environment)
     env_state.put(environment, FORM_DRIVEN, False)
+    env_state.put(environment, TAKEN_OVER, None)
 
 
 def form_driven(environment: Environment) -> bool:
@@ -105,23 +109,49 @@ def announce_form_step(environment: Environment, form: Any) -> StepInfo | None:
     return info
 
 
-def refuse_edit(environment: Environment) -> str | None:
-    """Why an EDIT cannot move the users of this run (a plan drives them), or None when it can."""
+def refuse_edit(environment: Environment, form: Any) -> str | None:
+    """Why an EDIT cannot move the users of this run (a plan drives them, and the dialog did not empty its Steps,
+    Plan and Rate), or None when it can."""
     if form_driven(environment):
         return None
     shape = getattr(environment, "shape_class", None)
     if shape is None:
+        return None
+    still_planned = getattr(shape, "plan_in_effect_for", None)
+    if callable(still_planned) and not still_planned(form):
         return None
     summary = getattr(shape, "plan_summary", lambda: None)() or {}
     stages = summary.get("stages") or []
     planned = sum(float(s.get("duration") or 0) for s in stages)
     run_time = shape.get_run_time() if callable(getattr(shape, "get_run_time", None)) else 0.0
     where = f"{clock(run_time)} of {clock(planned)}" if planned else clock(run_time)
+    take_over = (
+        "to stop the plan and set the users yourself, empty Steps, Plan and Rate under Custom parameters in the "
+        "EDIT dialog and UPDATE again"
+        if callable(still_planned) and not getattr(shape, "class_plan_doc", dict)()
+        else "STOP, then START with a locustfile or options that set no plan"
+    )
     return (
         f"swarmgauge: plan {summary.get('name', type(shape).__name__)!r} drives the users ({len(stages)} step(s), "
-        f"{where}), so EDIT cannot change them: STOP, then START with Steps and Plan empty to set the users yourself "
-        "(each count you set becomes a step)"
+        f"{where}), so EDIT cannot change them: {take_over} (each count you set becomes a step)"
     )
+
+
+def take_over(environment: Environment) -> bool:
+    """An EDIT that :func:`refuse_edit` let through while a plan ran: the plan stops where it is (marked cut short by
+    EDIT), its users stay, and the form drives them from here. False when the form already drove them."""
+    shape = getattr(environment, "shape_class", None)
+    if form_driven(environment) or shape is None:
+        return False
+    name = (getattr(shape, "plan_summary", lambda: None)() or {}).get("name", type(shape).__name__)
+    at = clock(shape.get_run_time())
+    shape.hand_over(by="EDIT")
+    locust_compat.stop_shape_worker(environment.runner)
+    environment.shape_class = None
+    env_state.put(environment, FORM_DRIVEN, True)
+    env_state.put(environment, TAKEN_OVER, f"plan {name!r} until {at}, then set in the web form")
+    logger.warning("swarmgauge: plan %r stopped at %s by EDIT: the form sets the users from here", name, at)
+    return True
 
 
 def held_steps(environment: Environment) -> list[tuple[int, float]]:
@@ -139,4 +169,5 @@ def held_plan(environment: Environment) -> dict[str, Any]:
         {"label": info.label, "users": users, "duration": round(seconds, 1), "warmup": round(info.warmup, 1)}
         for info, (users, seconds) in zip(infos, held_steps(environment), strict=True)
     ]
-    return {"name": "set in the web form", "kind": "stages", "source": "web form", "slos": [], "stages": stages}
+    name = env_state.get(environment, TAKEN_OVER) or "set in the web form"
+    return {"name": name, "kind": "stages", "source": "web form", "slos": [], "stages": stages}

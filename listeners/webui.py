@@ -227,7 +227,7 @@ def _install(environment: Environment, web_ui: Any) -> None:
         if (request.endpoint or "").rsplit(".", 1)[-1] != "swarm" or request.method != "POST":
             return None
         running = environment.runner is not None and environment.runner.state in (STATE_RUNNING, STATE_SPAWNING)
-        refusal = form_steps.refuse_edit(environment) if running else None
+        refusal = form_steps.refuse_edit(environment, request.form) if running else None
         if refusal:
             logger.warning("%s", refusal)
             return jsonify({"success": False, "message": refusal, "host": environment.host})
@@ -237,6 +237,8 @@ def _install(environment: Environment, web_ui: Any) -> None:
             if not running:
                 start_fresh_run(environment)
                 form_steps.take_control(environment)
+            else:
+                form_steps.take_over(environment)
             if form_steps.form_driven(environment):
                 form_steps.announce_form_step(environment, request.form)
         except (FormError, UsageError) as exc:

@@ -31,7 +31,12 @@ from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
 from swarmgauge.shapes.overrides import LOCUST_OPTIONS_SOURCE, fit_plan
 from swarmgauge.shapes.plan import Plan, Stage, build_plan, plan_from_options
-from swarmgauge.shapes.plan_options import check_plan_option_values, refuse_beside_plan_file, refuse_plan_options
+from swarmgauge.shapes.plan_options import (
+    PLAN_OPTIONS,
+    check_plan_option_values,
+    refuse_beside_plan_file,
+    refuse_plan_options,
+)
 
 logger = logging.getLogger("swarmgauge.shapes")
 
@@ -57,6 +62,8 @@ STOP_GRACE_SECONDS = 5.0
 FINAL_REPORT_SECONDS = 5.0
 POLL_SECONDS = 0.05
 SETTLE_SECONDS = 2.0
+#: The plan options that make a plan on their own (the others only tune one).
+PLAN_MAKERS = ("plan", "steps", "rate")
 
 
 class SwarmShape(LoadTestShape):
@@ -197,6 +204,26 @@ class SwarmShape(LoadTestShape):
         """False when the plan is only Locust's ``-u/-r/-t`` (no plan option, no class plan): the users are then the
         web form's to set, and EDIT moves them (``listeners.form_steps``)."""
         return self.plan().source != LOCUST_OPTIONS_SOURCE
+
+    def plan_in_effect_for(self, values: Any) -> bool:
+        """Would a plan still drive the users with these plan option fields (an EDIT dialog's Custom parameters)?
+        A class plan always does; otherwise only ``--plan``, ``--steps`` or ``--rate`` make one."""
+        if self.class_plan_doc():
+            return True
+        options = getattr(getattr(self.runner, "environment", None), "parsed_options", None)
+        for dest in PLAN_MAKERS:
+            typed = values.get(dest) if dest in values else getattr(options, dest, None)
+            if str(typed or "").strip():
+                return True
+        return False
+
+    def hand_over(self, by: str) -> None:
+        """The form takes the users over from a running plan: the plan is marked cut short ``by`` it, and its options
+        are emptied, so what repeats this run and the next START's form no longer name it."""
+        self.note_stop(by=by)
+        options = getattr(self._live_runner().environment, "parsed_options", None)
+        for dest in PLAN_OPTIONS if options is not None else ():
+            setattr(options, dest, None)
 
     def cut_short(self, run_time: float, by: str = "-t/--run-time") -> None:
         """The plan is stopped at ``run_time`` (the run-time limit, a STOP, an EDIT taking over); run.json (and so the

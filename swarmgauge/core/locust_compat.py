@@ -15,7 +15,7 @@ from locust.runners import STATE_MISSING
 #: Locust's attributes used here, by object, so the tests can check every one is still there.
 PRIVATE_ATTRIBUTES = {
     "locust.argument_parser": ("default_args_dict",),
-    "Runner": ("custom_messages",),
+    "Runner": ("custom_messages", "shape_greenlet", "shape_last_tick"),
     "MasterRunner": ("clients",),
     "WorkerRunner": ("_send_stats",),
     "WorkerNode": ("id", "state"),
@@ -118,3 +118,13 @@ def thin_history(stats: Any, keep: int = HISTORY_KEPT) -> int:
     before = len(history)
     history[:half] = history[:half:2]
     return before - len(history)
+
+
+def stop_shape_worker(runner: Any) -> None:
+    """End the greenlet that ticks the shape (``Runner.shape_greenlet``) and forget its last tick, leaving the users
+    running: what ``Runner.stop`` does to the shape, without stopping the users (an EDIT taking over a plan)."""
+    worker = getattr(runner, "shape_greenlet", None)
+    if worker is not None:
+        worker.kill(block=True)
+    runner.shape_greenlet = None
+    runner.shape_last_tick = None

@@ -64,12 +64,17 @@ def post(url: str, path: str, fields: dict[str, Any]) -> dict[str, Any]:
         return json.loads(answer.read())
 
 
-def edit_users(page: Any, users: int, *, shot: str | None = None) -> dict[str, Any]:
-    """EDIT -> type the users (ramp 10/s) -> UPDATE, as a person does; returns the server's answer to the form."""
+def edit_users(page: Any, users: int, *, shot: str | None = None, empty: tuple[str, ...] = ()) -> dict[str, Any]:
+    """EDIT -> type the users (ramp 10/s), empty the ``empty`` Custom parameters -> UPDATE, as a person does;
+    returns the server's answer to the form."""
     page.get_by_role("button", name="EDIT").click()
     page.get_by_text("Edit running load test").wait_for()  # Locust's edit modal (no dialog role)
     page.locator('input[name="userCount"]').fill(str(users))
     page.locator('input[name="spawnRate"]').fill("10")
+    if empty:
+        page.get_by_text("Custom parameters").click()
+        for name in empty:
+            page.locator(f'input[name="{name}"]').fill("")
     if shot:
         _shot(page, shot)
     with page.expect_response(lambda r: r.url.endswith("/swarm")) as answer:
@@ -143,7 +148,7 @@ def test_edit_with_a_plan_in_effect_is_refused_saying_the_plan_drives_and_stop_m
         wait_until(lambda: web.get_json("/swarmgauge/api/live")["steps"], RUN_SECONDS, "requests")
         answer = edit_users(page, 5)
         assert answer["success"] is False
-        assert "plan 'step_ramp' drives the users" in answer["message"] and "STOP, then START" in answer["message"]
+        assert "plan 'step_ramp' drives the users" in answer["message"] and "empty Steps, Plan and Rate under Custom parameters" in answer["message"]
         assert "drives the users" in json.dumps(web.get_json("/logs"))
         page.goto(web.url + "/")
         page.get_by_role("tab", name="Logs").click()
@@ -158,6 +163,37 @@ def test_edit_with_a_plan_in_effect_is_refused_saying_the_plan_drives_and_stop_m
         assert run["cut_short"]["steps_not_run"] == ["3 users"]
         assert "cut short by STOP at " in (folder / "report.md").read_text()
         assert "--steps 1,3" in run["repeat_command"] and "--step-time 60s" in run["repeat_command"]
+
+
+@pytest.mark.integration
+def test_a_plan_started_from_the_form_is_taken_over_by_an_edit_that_empties_its_steps(tmp_path):
+    run_dir = tmp_path / "runs"
+    with (
+        sim_target("--delay", "const:2") as target,
+        web_locust(
+            HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3", log_dir=tmp_path
+        ) as web,
+        browser_page() as page,
+    ):
+        start_from_form(page, web.url, {"steps": "1,3", "stepTime": "60s"})
+        wait_until(lambda: web.get_json("/swarmgauge/api/live")["steps"], RUN_SECONDS, "requests")
+        answer = edit_users(page, 4, empty=("steps", "stepTime"), shot="7-edit-dialog-taking-over-a-plan.png")
+        assert answer["success"] is True, answer
+        wait_until(lambda: web.get_json("/stats/requests")["user_count"] == 4, RUN_SECONDS, "4 users")
+        open_tab(page, web.url)
+        wait_until(
+            lambda: page.wait_for_timeout(200) or tab_step_with_requests(page, 4), RUN_SECONDS, "the 4-user step"
+        )
+        assert post(web.url, "/stop", {})["success"] is True
+        folder = closed_folders(run_dir, 1)[0]
+        rows = steps_by_name(folder)
+        assert [r["users"] for r in rows] == ["1", "4"] and rows[0]["label"] == "1 users"
+        assert LABEL.match(rows[1]["label"]) and int(rows[1]["requests"]) > 0
+        run = json.loads((folder / "run.json").read_text())
+        assert run["cut_short"]["by"] == "EDIT" and run["cut_short"]["steps_not_run"] == ["3 users"]
+        assert run["plan"]["name"].startswith("plan 'step_ramp' until ")
+        assert "--steps 1,4 " in run["repeat_command"]
+        assert "Editing is disabled" not in web.output()
 
 
 def _headless(command: str, run_dir: Path, step_time: str) -> list[str]:
