@@ -148,7 +148,10 @@ def test_edit_with_a_plan_in_effect_is_refused_saying_the_plan_drives_and_stop_m
         wait_until(lambda: web.get_json("/swarmgauge/api/live")["steps"], RUN_SECONDS, "requests")
         answer = edit_users(page, 5)
         assert answer["success"] is False
-        assert "plan 'step_ramp' drives the users" in answer["message"] and "empty Steps, Plan and Rate under Custom parameters" in answer["message"]
+        assert (
+            "plan 'step_ramp' drives the users" in answer["message"]
+            and "empty Steps, Plan and Rate under Custom parameters" in answer["message"]
+        )
         assert "drives the users" in json.dumps(web.get_json("/logs"))
         page.goto(web.url + "/")
         page.get_by_role("tab", name="Logs").click()
