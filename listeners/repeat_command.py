@@ -4,7 +4,8 @@ A UI run's ``argv`` is ``locust -f FILE`` and little else; its users, steps and 
 report could not be repeated. :func:`repeat_command` writes them as options: ``locust -f FILE --headless --host H``,
 then the users (``-u N -r R -t T``, or for a form-driven run whose count was edited the counts as held,
 ``--steps 2,6,10 --step-time T`` with T the longest hold), then every form option that differs from its default
-(``--steps``, ``--step-time``, ``--slo``, ...), secrets as ``***``. run.json keeps it as ``repeat_command``.
+(``--steps``, ``--step-time``, ``--slo``, ...), secrets as ``***``. An embedded target's host and the options it set
+at start-up are left out: the locustfile starts its target again. run.json keeps it as ``repeat_command``.
 """
 
 from __future__ import annotations
@@ -16,11 +17,17 @@ from typing import Any
 
 from locust.env import Environment
 
-from swarmgauge.listeners.rundir import REDACTED, is_secret_name, redact
-from swarmgauge.listeners.webui_form import web_options
+from swarmgauge.listeners.rundir import REDACTED, is_secret_name, redact, run_info
+from swarmgauge.listeners.webui_form import set_at_start_up, web_options
 
 LOCUST_RUN_OPTIONS = (("stop_timeout", "--stop-timeout"),)
 FORM_PLAN_DESTS = ("steps", "step_time")
+
+
+def _embedded(environment: Environment, host: str) -> bool:
+    """The host is a target the locustfile started itself (on a new port each time): the repeat starts it again."""
+    targets = run_info(environment).get("embedded_targets") or {}
+    return isinstance(targets, dict) and any(isinstance(t, dict) and t.get("url") == host for t in targets.values())
 
 
 def _seconds(value: float) -> str:
@@ -46,10 +53,13 @@ def _option_words(action: argparse.Action, value: Any, environment: Environment)
 
 
 def _form_options(environment: Environment, skip: tuple[str, ...]) -> list[str]:
+    """Every form option away from its default; not one code set at start-up (an embedded target sets it again)."""
     parsed = environment.parsed_options
+    options = web_options()
+    code_set = set_at_start_up(environment, options)
     words: list[str] = []
-    for dest, action in sorted(web_options().items()):
-        if dest in skip:
+    for dest, action in sorted(options.items()):
+        if dest in skip or dest in code_set:
             continue
         words += _option_words(action, getattr(parsed, dest, None), environment)
     return words
@@ -78,7 +88,7 @@ def repeat_command(
     options = environment.parsed_options
     locustfile = getattr(options, "locustfile", None) or "locustfile.py"
     words = ["locust", "-f", str(locustfile), "--headless"]
-    if environment.host:
+    if environment.host and not _embedded(environment, environment.host):
         words += ["--host", redact(environment.host, environment)]
     if plan_in_effect:
         run_time = getattr(options, "run_time", None)

@@ -206,6 +206,11 @@ def _info(environment: Environment) -> dict[str, Any]:
     return info
 
 
+def run_info(environment: Environment) -> dict[str, Any]:
+    """What this run added to ``run.json`` so far (a copy)."""
+    return dict(_info(environment))
+
+
 def add_run_info(environment: Environment, key: str, value: Any) -> None:
     """Merge a JSON-able value into ``run.json``: dicts are merged key by key, anything else replaces."""
     info = _info(environment)

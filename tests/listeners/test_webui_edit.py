@@ -24,7 +24,8 @@ from locust import argument_parser
 from locust.env import Environment
 
 import swarmgauge.locust  # noqa: F401 - every swarmgauge option on Locust's parser
-from swarmgauge.listeners import form_steps, steps
+from swarmgauge.core import env_state
+from swarmgauge.listeners import form_steps, rundir, steps
 from swarmgauge.listeners.repeat_command import repeat_command
 from swarmgauge.reports.context import context_rows, cut_short_sentence
 from tests.listeners.sim_run import ROOT, sim_target
@@ -254,6 +255,7 @@ def _form_environment() -> Environment:
     environment.parsed_options = options
     options.num_users, options.spawn_rate, options.run_time = 2, 4.0, None
     environment.host = "http://127.0.0.1:9"
+    env_state.put(environment, "code_set_options", set())  # what the first START computes from the command line
     return environment
 
 
@@ -286,6 +288,14 @@ def test_the_repeat_command_holds_the_counts_as_held_and_no_secret():
     assert "-u 2 -r 4 -t 34s" in single
     environment.host = "http://user:hunter2@127.0.0.1:9"
     assert "hunter2" not in repeat_command(environment, held=[(2, 1.0)], plan_in_effect=False)
+
+
+def test_the_repeat_command_leaves_an_embedded_targets_host_to_the_locustfile():
+    environment = _form_environment()
+    environment.host = "mark://127.0.0.1:52673"
+    rundir.add_run_info(environment, "embedded_targets", {"mark": {"pid": 1, "url": environment.host}})
+    command = repeat_command(environment, held=[(2, 5.0)], plan_in_effect=False)
+    assert "--host" not in command and "52673" not in command
 
 
 def test_a_stop_before_the_plans_end_is_said_in_the_report():
