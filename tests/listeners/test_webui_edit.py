@@ -200,6 +200,33 @@ def test_a_plan_started_from_the_form_is_taken_over_by_an_edit_that_empties_its_
         assert "Editing is disabled" not in web.output()
 
 
+@pytest.mark.integration
+def test_edit_on_a_master_with_workers_makes_a_step_per_count_merged_from_the_workers(tmp_path):
+    with (
+        sim_target("--delay", "const:2") as target,
+        web_locust(
+            HTTP_RAMP,
+            "--host",
+            target.url,
+            "--run-dir",
+            str(tmp_path / "runs"),
+            "--stop-timeout",
+            "3",
+            workers=2,
+            log_dir=tmp_path,
+        ) as web,
+    ):
+        for users in (2, 4):
+            assert post(web.url, "/swarm", {"user_count": users, "spawn_rate": 10, "host": target.url})["success"]
+            wait_until(lambda users=users: web.get_json("/stats/requests")["user_count"] == users, 60, f"{users}")
+            time.sleep(4.0)  # more than a worker's report interval (3 s), so each step's figures reach the master
+        post(web.url, "/stop", {})
+        folder = closed_folders(tmp_path / "runs", 1)[0]
+    rows = steps_by_name(folder)
+    assert [int(r["users"]) for r in rows] == [2, 4] and all(LABEL.match(r["label"]) for r in rows)
+    assert all(int(r["requests"]) > 0 and r["workers"] == "2" for r in rows)
+
+
 def _headless(command: str, run_dir: Path, step_time: str) -> list[str]:
     """The repeat command as a subprocess: this interpreter's Locust, shorter holds, a fresh run folder."""
     words = shlex.split(command)
