@@ -11,6 +11,10 @@
   ``--run-dir``, fresh per-step statistics and SLO verdicts; Locust clears its own stats). STOP, or the plan's end,
   closes the run: the workers' last figures are waited for, then ``steps.csv``, ``slo.json``, ``resources.csv``,
   Locust's CSVs, ``run.json`` and the report are written into its folder.
+- **EDIT.** With no plan in effect the form drives the users and each count it sets is a step of its own; with a plan
+  EDIT is refused with a line saying so, or takes the plan over when its Custom parameters empty Steps, Plan and Rate
+  (:mod:`listeners.form_steps`). A STOP before the plan's end is marked cut short; every closed run records the
+  headless command that repeats it (:mod:`listeners.repeat_command`).
 - **The tab.** Locust's UI gets a "swarmgauge" tab (the live per-step table: a row per request type and name, and
   each step's Aggregated row, counts only when the step mixes request types); ``/swarmgauge/`` is the full live view
   (steps, SLO verdicts in colour, memory chart with slope, lost workers, the closed run's report), fed by
