@@ -31,6 +31,7 @@ logger = logging.getLogger("swarmgauge.webui")
 INSTALLED_SHAPE = "installed_shape"
 FORM_DRIVEN = "form_driven"
 TAKEN_OVER = "taken_over_from_plan"
+FORM_STARTED = "started_from_form"
 
 
 def _plan_in_effect(shape: Any) -> bool:
@@ -61,6 +62,7 @@ def form_driven(environment: Environment) -> bool:
 
 def take_control(environment: Environment) -> bool:
     """After the plan of a START is built: with no plan in effect the shape steps aside and the form drives."""
+    env_state.put(environment, FORM_STARTED, True)
     shape = installed_shape(environment)
     if shape is not None and _plan_in_effect(shape):
         return False
@@ -117,6 +119,11 @@ def refuse_edit(environment: Environment, form: Any) -> str | None:
     shape = getattr(environment, "shape_class", None)
     if shape is None:
         return None
+    if not env_state.get(environment, FORM_STARTED, False):
+        return (
+            "swarmgauge: this run was started by --autostart, and Locust ends it when its shape stops, so its shape "
+            "keeps the users and EDIT cannot change them: start from the form (no --autostart) to set them by EDIT"
+        )
     still_planned = getattr(shape, "plan_in_effect_for", None)
     if callable(still_planned) and not still_planned(form):
         return None
@@ -143,14 +150,15 @@ def take_over(environment: Environment) -> bool:
     shape = getattr(environment, "shape_class", None)
     if form_driven(environment) or shape is None:
         return False
-    name = (getattr(shape, "plan_summary", lambda: None)() or {}).get("name", type(shape).__name__)
-    at = clock(shape.get_run_time())
-    shape.hand_over(by="EDIT")
+    if _plan_in_effect(shape):  # a fallback -u/-r/-t shape is only ever installed here by --autostart: refused
+        name = (getattr(shape, "plan_summary", lambda: None)() or {}).get("name", type(shape).__name__)
+        at = clock(shape.get_run_time())
+        shape.hand_over(by="EDIT")
+        env_state.put(environment, TAKEN_OVER, f"plan {name!r} until {at}, then set in the web form")
+        logger.warning("swarmgauge: plan %r stopped at %s by EDIT: the form sets the users from here", name, at)
     locust_compat.stop_shape_worker(environment.runner)
     environment.shape_class = None
     env_state.put(environment, FORM_DRIVEN, True)
-    env_state.put(environment, TAKEN_OVER, f"plan {name!r} until {at}, then set in the web form")
-    logger.warning("swarmgauge: plan %r stopped at %s by EDIT: the form sets the users from here", name, at)
     return True
 
 

@@ -227,6 +227,35 @@ def test_edit_on_a_master_with_workers_makes_a_step_per_count_merged_from_the_wo
     assert all(int(r["requests"]) > 0 and r["workers"] == "2" for r in rows)
 
 
+@pytest.mark.integration
+def test_edit_of_an_autostarted_run_is_refused_saying_why(tmp_path):
+    """Locust's --autostart ends the run when the shape's greenlet ends, so the shape cannot step aside there."""
+    with (
+        sim_target("--delay", "const:2") as target,
+        web_locust(
+            HTTP_RAMP,
+            "--host",
+            target.url,
+            "--autostart",
+            "-u",
+            "2",
+            "-r",
+            "10",
+            "--run-dir",
+            str(tmp_path / "runs"),
+            "--stop-timeout",
+            "3",
+            log_dir=tmp_path,
+        ) as web,
+    ):
+        wait_until(lambda: web.get_json("/stats/requests")["user_count"] == 2, 60, "2 autostarted users")
+        answer = post(web.url, "/swarm", {"user_count": 4, "spawn_rate": 10})
+        assert answer["success"] is False and "--autostart" in answer["message"]
+        time.sleep(1.5)
+        assert web.get_json("/stats/requests")["user_count"] == 2
+        assert web.get_json("/swarmgauge/api/live")["state"] == "running"
+
+
 def _headless(command: str, run_dir: Path, step_time: str) -> list[str]:
     """The repeat command as a subprocess: this interpreter's Locust, shorter holds, a fresh run folder."""
     words = shlex.split(command)
