@@ -96,6 +96,11 @@ def _is_secret_name(name: str) -> bool:
     return name in secret_option_names() or bool(_SECRET_LOOKING.search(name))
 
 
+def is_secret_name(name: str) -> bool:
+    """An option declared secret, or named like one (token, password, ...): its value is never written out."""
+    return _is_secret_name(name)
+
+
 _secret_values: list[str] = []
 
 
@@ -199,6 +204,11 @@ def run_is_closed(environment: Environment) -> bool:
 def _info(environment: Environment) -> dict[str, Any]:
     info: dict[str, Any] = env_state.slot(environment, "run_info", dict)
     return info
+
+
+def run_info(environment: Environment) -> dict[str, Any]:
+    """What this run added to ``run.json`` so far (a copy)."""
+    return dict(_info(environment))
 
 
 def add_run_info(environment: Environment, key: str, value: Any) -> None:

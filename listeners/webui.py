@@ -11,6 +11,10 @@
   ``--run-dir``, fresh per-step statistics and SLO verdicts; Locust clears its own stats). STOP, or the plan's end,
   closes the run: the workers' last figures are waited for, then ``steps.csv``, ``slo.json``, ``resources.csv``,
   Locust's CSVs, ``run.json`` and the report are written into its folder.
+- **EDIT.** With no plan in effect the form drives the users and each count it sets is a step of its own; with a plan
+  EDIT is refused with a line saying so, or takes the plan over when its Custom parameters empty Steps, Plan and Rate
+  (:mod:`listeners.form_steps`). A STOP before the plan's end is marked cut short; every closed run records the
+  headless command that repeats it (:mod:`listeners.repeat_command`).
 - **The tab.** Locust's UI gets a "swarmgauge" tab (the live per-step table: a row per request type and name, and
   each step's Aggregated row, counts only when the step mixes request types); ``/swarmgauge/`` is the full live view
   (steps, SLO verdicts in colour, memory chart with slope, lost workers, the closed run's report), fed by
@@ -43,7 +47,8 @@ from locust.runners import (
 
 from swarmgauge.core import env_state, locust_compat
 from swarmgauge.errors import UsageError
-from swarmgauge.listeners import live, prom_export, resources, rundir, slo, steps, webui_fields
+from swarmgauge.listeners import form_steps, live, prom_export, resources, rundir, slo, steps, webui_fields
+from swarmgauge.listeners.repeat_command import repeat_command
 from swarmgauge.listeners.webui_form import FormError, apply_common_fields, apply_form, scrub_template_args
 
 logger = logging.getLogger("swarmgauge.webui")
@@ -108,6 +113,7 @@ def start_fresh_run(environment: Environment) -> None:
     env_state.put(environment, "aborted", None)
     env_state.put(environment, "closed_run", None)
     environment.process_exit_code = None
+    form_steps.restore_shape(environment)
     rundir.open_new_run(environment)
     shape = getattr(environment, "shape_class", None)
     if shape is not None and hasattr(shape, "_plan"):
@@ -135,6 +141,7 @@ def close_ui_run(environment: Environment) -> Path | None:
     if verdicts:
         logger.info("SLO verdicts:\n%s", slo.format_verdicts(verdicts))
     resources.finish_sampling(environment)
+    record_repeat_command(environment)
     folder = rundir.close_run(environment)
     env_state.put(environment, "closed_run", folder)
     if folder is not None:
@@ -142,9 +149,22 @@ def close_ui_run(environment: Environment) -> Path | None:
     return folder
 
 
+def record_repeat_command(environment: Environment) -> None:
+    """run.json's ``repeat_command`` (and, for a form-driven run, its plan: the counts as held)."""
+    driven = form_steps.form_driven(environment)
+    held = form_steps.held_steps(environment) if driven else None
+    if driven:
+        rundir.add_run_info(environment, "plan", form_steps.held_plan(environment))
+    command = repeat_command(environment, held=held, plan_in_effect=not driven)
+    rundir.add_run_info(environment, "repeat_command", command)
+
+
 def _on_test_stop(environment: Environment, **_kwargs: Any) -> None:
     if env_state.get(environment, "quitting", False):
         return
+    note_stop = getattr(environment.shape_class, "note_stop", None)
+    if callable(note_stop):
+        note_stop()  # a plan STOP ended before its end is marked cut short (its own end or -t mark themselves)
     env_state.put(environment, "closing", gevent.spawn(close_ui_run, environment))
 
 
@@ -249,6 +269,10 @@ def _install(environment: Environment, web_ui: Any) -> None:
         if (request.endpoint or "").rsplit(".", 1)[-1] != "swarm" or request.method != "POST":
             return None
         running = environment.runner is not None and environment.runner.state in (STATE_RUNNING, STATE_SPAWNING)
+        refusal = form_steps.refuse_edit(environment, request.form) if running else None
+        if refusal:
+            logger.warning("%s", refusal)
+            return jsonify({"success": False, "message": refusal, "host": environment.host})
         try:
             request.form = apply_form(environment, request.form)
             apply_common_fields(environment, request.form)
@@ -256,8 +280,13 @@ def _install(environment: Environment, web_ui: Any) -> None:
                 webui_fields.pick_classes(environment, request.form)
             if not running:
                 start_fresh_run(environment)
-            if web_ui.userclass_picker_is_active:
+                form_steps.take_control(environment)
+            else:
+                form_steps.take_over(environment)
+            if web_ui.userclass_picker_is_active:  # after take_control: a run with no plan names no shape
                 request.form = webui_fields.keep_shape(environment, request.form)
+            if form_steps.form_driven(environment):
+                form_steps.announce_form_step(environment, request.form)
         except (FormError, UsageError) as exc:
             logger.error("swarmgauge: %s", exc)
             return jsonify({"success": False, "message": f"swarmgauge: {exc}", "host": environment.host})

@@ -100,7 +100,7 @@ def cut_short_sentence(info: dict[str, Any]) -> str | None:
         return None
     left = cut.get("steps_not_run") or []
     sentence = (
-        f"The plan was cut short by -t/--run-time at {_duration(cut['run_time_s'])} of its "
+        f"The plan was cut short by {cut.get('by') or '-t/--run-time'} at {_duration(cut['run_time_s'])} of its "
         f"{_duration(cut['planned_s'])}, during step {cut.get('during_step')!r}"
     )
     return sentence + (f"; steps not run: {', '.join(left)}." if left else ".")
@@ -128,7 +128,8 @@ def context_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
             str(info.get("host") or "")
             + "".join(f" (embedded {name}, pid {t['pid']})" for name, t in embedded_targets(info).items()),
         ),
-        ("command", _command(info.get("argv") or [])),
+        ("command", str(info.get("repeat_command") or _command(info.get("argv") or []))),
+        ("web UI launched as", _command(info.get("argv") or []) if info.get("repeat_command") else ""),
         ("versions", _versions(info.get("versions") or {})),
         ("workers", _workers(info)),
         ("plan", _plan(info.get("plan"))),
@@ -149,7 +150,7 @@ def render(info: dict[str, Any]) -> tuple[str, str]:
         + "".join(
             f"<tr><th>{html.escape(name)}</th><td style='text-align:left;white-space:normal'>"
             f"<code>{html.escape(value)}</code></td></tr>"
-            if name == "command"
+            if name in ("command", "web UI launched as")
             else f"<tr><th>{html.escape(name)}</th><td style='text-align:left;white-space:normal'>{html.escape(value)}</td></tr>"
             for name, value in rows
         )

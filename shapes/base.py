@@ -29,9 +29,14 @@ from locust.runners import Runner
 
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
-from swarmgauge.shapes.overrides import fit_plan
+from swarmgauge.shapes.overrides import LOCUST_OPTIONS_SOURCE, fit_plan
 from swarmgauge.shapes.plan import Plan, Stage, build_plan, plan_from_options
-from swarmgauge.shapes.plan_options import check_plan_option_values, refuse_beside_plan_file, refuse_plan_options
+from swarmgauge.shapes.plan_options import (
+    PLAN_OPTIONS,
+    check_plan_option_values,
+    refuse_beside_plan_file,
+    refuse_plan_options,
+)
 
 logger = logging.getLogger("swarmgauge.shapes")
 
@@ -57,6 +62,8 @@ STOP_GRACE_SECONDS = 5.0
 FINAL_REPORT_SECONDS = 5.0
 POLL_SECONDS = 0.05
 SETTLE_SECONDS = 2.0
+#: The plan options that make a plan on their own (the others only tune one).
+PLAN_MAKERS = ("plan", "steps", "rate")
 
 
 class SwarmShape(LoadTestShape):
@@ -193,22 +200,55 @@ class SwarmShape(LoadTestShape):
         limit = getattr(getattr(environment, "parsed_options", None), "run_time", None)
         return float(limit) if limit else None
 
-    def _cut_short(self, run_time: float) -> None:
-        """The plan is stopped at the run-time limit; run.json (and so the report) says where and what was left."""
+    def plan_in_effect(self) -> bool:
+        """False when the plan is only Locust's ``-u/-r/-t`` (no plan option, no class plan): the users are then the
+        web form's to set, and EDIT moves them (``listeners.form_steps``)."""
+        return self.plan().source != LOCUST_OPTIONS_SOURCE
+
+    def plan_in_effect_for(self, values: Any) -> bool:
+        """Would a plan still drive the users with these plan option fields (an EDIT dialog's Custom parameters)?
+        A class plan always does; otherwise only ``--plan``, ``--steps`` or ``--rate`` make one."""
+        if self.class_plan_doc():
+            return True
+        options = getattr(getattr(self.runner, "environment", None), "parsed_options", None)
+        for dest in PLAN_MAKERS:
+            typed = values.get(dest) if dest in values else getattr(options, dest, None)
+            if str(typed or "").strip():
+                return True
+        return False
+
+    def hand_over(self, by: str) -> None:
+        """The form takes the users over from a running plan: the plan is marked cut short ``by`` it, and its options
+        are emptied, so what repeats this run and the next START's form no longer name it."""
+        self.note_stop(by=by)
+        options = getattr(self._live_runner().environment, "parsed_options", None)
+        for dest in PLAN_OPTIONS if options is not None else ():
+            setattr(options, dest, None)
+
+    def cut_short(self, run_time: float, by: str = "-t/--run-time") -> None:
+        """The plan is stopped at ``run_time`` (the run-time limit, a STOP, an EDIT taking over); run.json (and so the
+        report) says by what, where and what was left."""
         plan = self.plan()
         found = self.stage_at(run_time)
         self._cut_at = run_time
-        logger.info("run time limit of %.0f s reached: the %.0f s plan is cut short", run_time, plan.total_duration)
+        logger.info("%s at %.0f s: the %.0f s plan is cut short", by, run_time, plan.total_duration)
         hooks.add_run_info(
             self._live_runner().environment,
             "cut_short",
             {
+                "by": by,
                 "run_time_s": round(run_time, 1),
                 "planned_s": plan.total_duration,
                 "during_step": found[1].label if found else None,
                 "steps_not_run": [s.label for s in plan.stages[found[0] + 1 :]] if found else [],
             },
         )
+
+    def note_stop(self, by: str = "STOP") -> None:
+        """The run was stopped from outside (the web UI's STOP): a plan still running is marked cut short there."""
+        if self._plan is None or self._announced is None or self._ended or self._cut_at is not None:
+            return
+        self.cut_short(self.get_run_time(), by=by)
 
     def request_end(self) -> None:
         """End the plan at the next tick, as if its last stage were over (SIGTERM/SIGINT: ``listeners.signals``)."""
@@ -262,7 +302,7 @@ class SwarmShape(LoadTestShape):
         found = None if self._end_requested else self.stage_at(run_time)
         limit = self.run_time_limit()
         if found is not None and self._cut_at is None and limit is not None and run_time >= limit:
-            self._cut_short(run_time)
+            self.cut_short(run_time)
         if found is None or self._cut_at is not None:
             return self._finish(run_time)
         index, stage, left = found

@@ -17,7 +17,7 @@ from locust.user.task import DefaultTaskSet, TaskSet
 #: Locust's attributes used here, by object, so the tests can check every one is still there.
 PRIVATE_ATTRIBUTES = {
     "locust.argument_parser": ("default_args_dict",),
-    "Runner": ("custom_messages",),
+    "Runner": ("custom_messages", "shape_greenlet", "shape_last_tick"),
     "MasterRunner": ("clients",),
     "WorkerRunner": ("_send_stats",),
     "WorkerNode": ("id", "state"),
@@ -189,3 +189,13 @@ def runs_its_tasks(user_class: type) -> bool:
     """Whether Locust's own ``User.run`` (its ``DefaultTaskSet`` loop) runs this class, so every iteration goes
     through :func:`route_task_iterations`; a class with its own ``run`` (``PytestUser``) never does."""
     return getattr(user_class, "run", None) is User.run
+
+
+def stop_shape_worker(runner: Any) -> None:
+    """End the greenlet that ticks the shape (``Runner.shape_greenlet``) and forget its last tick, leaving the users
+    running: what ``Runner.stop`` does to the shape, without stopping the users (an EDIT taking over a plan)."""
+    worker = getattr(runner, "shape_greenlet", None)
+    if worker is not None:
+        worker.kill(block=True)
+    runner.shape_greenlet = None
+    runner.shape_last_tick = None

@@ -219,7 +219,7 @@ def test_a_plain_run_follows_the_typed_users_and_run_time_and_its_end_closes_the
         start_from_form(page, web.url, {"userCount": "3", "spawnRate": "3", "runTime": "4s"})
         folder = closed_folders(run_dir, 1)[0]
         rows = steps_by_name(folder)
-        assert [(r["label"], r["users"]) for r in rows] == [("3 users", "3")]
+        assert [(r["label"], r["users"]) for r in rows] == [("3 users (set at 00:00)", "3")]  # a count the form set
         assert int(rows[0]["requests"]) == locust_total(folder) > 0
 
 

@@ -34,13 +34,39 @@ def test_cutting_short_records_where_and_what_was_left(monkeypatch):
     noted = {}
     monkeypatch.setattr(hooks.add_run_info, "implementation", lambda env, key, value: noted.update({key: value}))
     shape = _shape(70)
-    shape._cut_short(70.0)
+    shape.cut_short(70.0)
     assert noted["cut_short"] == {
+        "by": "-t/--run-time",
         "run_time_s": 70.0,
         "planned_s": 180.0,
         "during_step": "4 users",
         "steps_not_run": ["16 users"],
     }
+
+
+def test_a_stop_during_the_plan_marks_it_cut_short_by_stop_and_a_stop_after_its_end_does_not(monkeypatch):
+    noted: dict = {}
+    monkeypatch.setattr(hooks.add_run_info, "implementation", lambda env, key, value: noted.update({key: value}))
+    shape = _shape(None)
+    shape._announced = 1
+    monkeypatch.setattr(shape, "get_run_time", lambda: 95.0)
+    shape.note_stop()
+    assert noted["cut_short"]["by"] == "STOP" and noted["cut_short"]["during_step"] == "4 users"
+    assert noted["cut_short"]["run_time_s"] == 95.0 and noted["cut_short"]["planned_s"] == 180.0
+    noted.clear()
+    ended = _shape(None)
+    ended._announced, ended._ended = 2, True
+    ended.note_stop()
+    assert noted == {}
+
+
+def test_only_a_plan_option_or_a_class_plan_is_a_plan_in_effect():
+    assert _shape(None).plan_in_effect()
+    fallback = PlanShape()
+    fallback.runner = SimpleNamespace(
+        environment=SimpleNamespace(parsed_options=SimpleNamespace(num_users=2, spawn_rate=1.0, run_time=None))
+    )
+    assert not fallback.plan_in_effect()
 
 
 @pytest.mark.integration

@@ -319,3 +319,21 @@ def test_runs_its_tasks_tells_a_user_with_its_own_loop():
 
     assert all(locust_compat.runs_its_tasks(cls) for cls in (User, HttpUser, FastHttpUser))
     assert not locust_compat.runs_its_tasks(OwnLoop)
+
+
+def test_the_runner_keeps_its_shape_greenlet_and_last_tick_and_stop_shape_worker_ends_only_the_shape():
+    """An EDIT taking over a plan ends ``Runner.shape_greenlet`` (as ``Runner.stop`` does) and leaves the users."""
+    import gevent
+
+    source = inspect.getsource(Runner)
+    assert "self.shape_greenlet" in source and "self.shape_last_tick" in source
+
+    class ShapeRunner:
+        def __init__(self) -> None:
+            self.shape_greenlet = gevent.spawn(gevent.sleep, 30)
+            self.shape_last_tick = (3, 1.0)
+
+    runner = ShapeRunner()
+    worker = runner.shape_greenlet
+    locust_compat.stop_shape_worker(runner)
+    assert worker.dead and runner.shape_greenlet is None and runner.shape_last_tick is None
