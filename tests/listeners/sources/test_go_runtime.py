@@ -96,12 +96,15 @@ def test_every_source_matches_memstats_and_the_verdict_is_right(heapapp, tmp_pat
     assert abs(gctrace["live_heap_bytes"] - heap) <= max(MATCH * heap, GCTRACE_RESOLUTION)
     assert pprof["gc_count"] >= truth["NumGC"] and gctrace["gc_count"] >= truth["NumGC"]
 
-    expected = "leak" if leaking else "no leak"
+    # A steady heap sampled for seconds may slope by noise past 50 MiB/h: that run is too short to tell, and says so
+    # ("inconclusive") rather than "no leak"; it is never called a leak.
+    expected = {"leak"} if leaking else {"no leak", "inconclusive"}
     warmup = Warmup(fraction=0.1)
     gctrace_only = [r for r in rows if r.source.startswith("gctrace:")]
-    assert leak_verdict(gctrace_only, warmup)[0] == expected
+    assert leak_verdict(gctrace_only, warmup)[0] in expected
     status, text = leak_verdict(rows, warmup)
-    assert status == expected and "pprof/expvar MemStats preferred" in text
+    assert status in expected and "pprof/expvar MemStats preferred" in text
+    assert status != "inconclusive" or "run longer" in text
     with capsys.disabled():
         print(
             f"\n[go {'leaking' if leaking else 'steady'}] MemStats HeapAlloc {heap / MIB:.2f} MiB (NumGC "
