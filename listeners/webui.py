@@ -120,7 +120,7 @@ def start_fresh_run(environment: Environment) -> None:
         shape.runner = environment.runner
         shape._plan, shape._announced, shape._ended, shape._stopping_users = None, None, False, False
         shape._last_run_time = 0.0
-        shape.plan()
+        shape.check_stage_classes()  # the plan, rebuilt; a class the picker left out stops the START with its reason
     slo.validate(environment)
     live.validate_abort(environment)
 

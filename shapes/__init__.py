@@ -174,8 +174,7 @@ def validate_shape(environment: Environment) -> None:
         return
     shape.runner = environment.runner
     shape._plan = None
-    for stage in shape.plan().stages:
-        classes = shape._user_classes(stage)  # an unknown class fails now, not when its stage starts
+    for stage, classes in shape.check_stage_classes():  # a class the run lacks fails now, not when its stage starts
         if stage.open_model:
             open_model.check_ticketed(stage.label, classes or environment.user_classes)
     hooks.validate_slos(environment)

@@ -192,7 +192,20 @@ class SwarmShape(LoadTestShape):
         missing = [name for name in stage.user_classes if name not in known]
         if missing:
             raise UsageError(f"plan stage {stage.label!r}: unknown user class(es) {', '.join(missing)}")
+        chosen = {cls.__name__ for cls in environment.user_classes or []}
+        left_out = [name for name in stage.user_classes if chosen and name not in chosen]
+        if left_out:
+            raise UsageError(
+                f"plan stage {stage.label!r} runs {', '.join(left_out)}, which this run left out (it runs "
+                f"{', '.join(sorted(chosen))}): name no classes, pick the plan's, or give steps of your own "
+                "(--steps/--rate instead of the plan)"
+            )
         return [known[name] for name in stage.user_classes]
+
+    def check_stage_classes(self) -> list[tuple[Stage, list[Any] | None]]:
+        """Each stage with the User classes it runs (None: the run's own); raises UsageError, before any load, for
+        a class the locustfile lacks or one the run left out (Locust's runner knows only the classes it runs)."""
+        return [(stage, self._user_classes(stage)) for stage in self.plan().stages]
 
     def run_time_limit(self) -> float | None:
         """``-t/--run-time`` in seconds: it bounds every run, a planned one too (Locust starts it after a shape)."""

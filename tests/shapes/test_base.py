@@ -131,3 +131,46 @@ def test_only_the_stop_ticks_spawn_rate_warning_is_dropped():
         assert not passes(warning) and passes("Ramping to 0 users at a rate of 10000.00 per second")
     finally:
         _STOP_TICK_WARNING.armed = False
+
+
+PLAN_OF_ONE_CLASS = """
+from locust import HttpUser, constant, task
+
+import swarmgauge.locust  # noqa: F401
+from swarmgauge import api as sg
+
+
+class Ramp(sg.StepRamp):
+    steps = [1]
+    step_time = "2s"
+    user_classes = ["Planned"]
+
+
+class Planned(HttpUser):
+    wait_time = constant(1)
+
+    @task
+    def get(self):
+        self.client.get("/")
+
+
+class Other(Planned):
+    pass
+"""
+
+
+@pytest.mark.integration  # a real Locust process, stopped before any load
+def test_a_plan_class_the_command_line_left_out_stops_the_run_in_one_line(tmp_path):
+    """The plan runs Planned, the command line picks Other: Locust's runner knows only Other, and crashed with
+    KeyError: 'Planned' once the stage began (issue 28: a class the plan does not run is exit 2 before any load)."""
+    import subprocess
+    import sys
+
+    locustfile = tmp_path / "locustfile.py"
+    locustfile.write_text(PLAN_OF_ONE_CLASS)
+    command = [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "--host", "http://127.0.0.1:9"]
+    result = subprocess.run([*command, "-t", "5s", "Other"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("swarmgauge:")]
+    assert len(lines) == 1 and "runs Planned, which this run left out (it runs Other)" in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
