@@ -1,6 +1,6 @@
 """The web UI's exploratory ramp (issue 29): EDIT moves the users of a run without a plan and each count held is a
-step; with a plan EDIT is refused with a line saying the plan drives the users; a UI run records the headless command
-that repeats it, and a plan stopped before its end is marked cut short by STOP.
+step; with a plan the EDIT dialog says the plan drives the users and EDIT is refused with that line; a UI run records
+the headless command that repeats it, and a plan stopped before its end is marked cut short by STOP.
 
 Set ``SWARMGAUGE_TEST_SHOTS=/some/dir`` to keep screenshots of the form, the tab and ``/swarmgauge/`` mid-ramp.
 """
@@ -73,7 +73,7 @@ def edit_users(page: Any, users: int, *, shot: str | None = None, empty: tuple[s
     page.locator('input[name="userCount"]').fill(str(users))
     page.locator('input[name="spawnRate"]').fill("10")
     if empty:
-        page.get_by_text("Custom parameters").click()
+        page.get_by_text("Custom parameters", exact=True).click()
         for name in empty:
             page.locator(f'input[name="{name}"]').fill("")
     if shot:
@@ -83,10 +83,20 @@ def edit_users(page: Any, users: int, *, shot: str | None = None, empty: tuple[s
     return answer.value.json()
 
 
+def open_edit_dialog(page: Any) -> Any:
+    """EDIT -> Locust's dialog, once swarmgauge's script has asked the server what to say in it."""
+    page.get_by_role("button", name="EDIT").click()
+    page.get_by_text("Edit running load test").wait_for()
+    page.wait_for_selector("form[data-sg-edit-checked]")
+    return page.locator("h2", has_text="Edit running load test").locator("..")
+
+
 def tab_step_with_requests(page: Any, users: int) -> list[dict[str, str]] | None:
     """The tab's rows of the step holding ``users``, once its GET row shows requests and a rate."""
     rows = [r for r in tab_table(page) if LABEL.match(r["Label"]) and r["Users"] == str(users)]
-    measured = [r for r in rows if r["Request"].startswith("GET ") and r["Requests"] not in ("", "0") and r["req/s"]]
+    measured = [
+        r for r in rows if r["Request"].startswith("GET ") and r["Requests"] not in ("", "0") and r["Throughput"]
+    ]
     return rows if measured else None
 
 
@@ -147,7 +157,10 @@ def test_edit_with_a_plan_in_effect_is_refused_saying_the_plan_drives_and_stop_m
     ):
         start_from_form(page, web.url, {"steps": "1,3", "stepTime": "60s"})
         wait_until(lambda: web.get_json("/swarmgauge/api/live")["steps"], RUN_SECONDS, "requests")
-        answer = edit_users(page, 5)
+        open_edit_dialog(page)
+        assert page.get_by_role("button", name="UPDATE").is_disabled()  # it would be refused: the dialog says why
+        page.keyboard.press("Escape")
+        answer = post(web.url, "/swarm", {"user_count": 5, "spawn_rate": 10, "host": target.url})
         assert answer["success"] is False
         assert (
             "plan 'step_ramp' drives the users" in answer["message"]
@@ -167,6 +180,52 @@ def test_edit_with_a_plan_in_effect_is_refused_saying_the_plan_drives_and_stop_m
         assert run["cut_short"]["steps_not_run"] == ["3 users"]
         assert "cut short by STOP at " in (folder / "report.md").read_text()
         assert "--steps 1,3" in run["repeat_command"] and "--step-time 60s" in run["repeat_command"]
+
+
+@pytest.mark.integration
+def test_the_edit_dialog_says_the_plan_drives_the_users_and_says_nothing_without_a_plan(tmp_path):
+    """Locust's dialog closes on UPDATE, so the refusal's message alone was never seen there."""
+    run_dir = tmp_path / "runs"
+    with (
+        sim_target("--delay", "const:2") as target,
+        web_locust(
+            HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3", log_dir=tmp_path
+        ) as web,
+        browser_page() as page,
+    ):
+        start_from_form(page, web.url, {"steps": "1,3", "stepTime": "60s"})
+        dialog = open_edit_dialog(page)
+        notice = dialog.locator("#sg-edit-notice")
+        notice.wait_for()
+        said = notice.inner_text()
+        assert said.startswith("The plan 'step_ramp' drives the users (stage 1 of 2, 00:")
+        assert " of 02:00): UPDATE cannot change them. " in said
+        assert "To stop the plan here and set the users yourself, empty Steps, Plan and Rate under Custom " in said
+        notice_box, users_box = notice.bounding_box(), page.locator('input[name="userCount"]').bounding_box()
+        assert notice_box and users_box and notice_box["y"] + notice_box["height"] <= users_box["y"]  # above
+        update = page.get_by_role("button", name="UPDATE")
+        assert update.is_disabled()
+        _shot(page, "8-edit-dialog-plan-drives.png")
+        told = web.get_json("/stats/requests")["swarmgauge_edit"]
+        assert told["take_over_fields"] == ["steps", "plan", "rate"]
+        refused = post(web.url, "/swarm", {"user_count": 5, "spawn_rate": 10, "host": target.url})["message"]
+        assert refused.startswith("swarmgauge: The plan 'step_ramp' drives the users (stage 1 of 2, ")
+        assert refused.split("): ")[1] == said.split("): ")[1] == told["notice"].split("): ")[1]  # one text
+        page.get_by_text("Custom parameters", exact=True).click()
+        page.locator('input[name="steps"]').fill("")
+        assert update.is_enabled()  # emptied: UPDATE would take the plan over
+        page.locator('input[name="steps"]').fill("1,3")
+        assert update.is_disabled()
+        page.keyboard.press("Escape")
+        assert post(web.url, "/stop", {})["success"] is True
+        closed_folders(run_dir, 1)
+        start_from_form(page, web.url, {"steps": "", "stepTime": "", "userCount": "2", "spawnRate": "10"})
+        wait_until(lambda: web.get_json("/stats/requests")["user_count"] == 2, RUN_SECONDS, "2 users")
+        dialog = open_edit_dialog(page)
+        assert dialog.locator("#sg-edit-notice").count() == 0 and "drives the users" not in dialog.inner_text()
+        assert web.get_json("/stats/requests")["swarmgauge_edit"] is None
+        assert page.get_by_role("button", name="UPDATE").is_enabled()
+        _shot(page, "9-edit-dialog-no-plan.png")
 
 
 @pytest.mark.integration
