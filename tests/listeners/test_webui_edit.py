@@ -53,7 +53,7 @@ def _shots() -> Path | None:
     return Path(where)
 
 
-def _shot(page: Any, name: str) -> None:
+def keep_shot(page: Any, name: str) -> None:
     shots = _shots()
     if shots is not None:
         page.screenshot(path=str(shots / name), full_page=True)
@@ -77,7 +77,7 @@ def edit_users(page: Any, users: int, *, shot: str | None = None, empty: tuple[s
         for name in empty:
             page.locator(f'input[name="{name}"]').fill("")
     if shot:
-        _shot(page, shot)
+        keep_shot(page, shot)
     with page.expect_response(lambda r: r.url.endswith("/swarm")) as answer:
         page.get_by_role("button", name="UPDATE").click()
     return answer.value.json()
@@ -112,7 +112,7 @@ def test_start_2_then_edit_to_6_and_10_makes_three_steps_live_and_in_steps_csv(t
     ):
         page.goto(web.url + "/")
         page.wait_for_selector("form")
-        _shot(page, "1-start-form.png")
+        keep_shot(page, "1-start-form.png")
         start_from_form(page, web.url, {"userCount": "2", "spawnRate": "10"})
         open_tab(page, web.url)
         seen = {}
@@ -126,13 +126,13 @@ def test_start_2_then_edit_to_6_and_10_makes_three_steps_live_and_in_steps_csv(t
                 f"the tab's row of the {users}-user step",
             )
             if users == 6:
-                _shot(page, "3-tab-after-edit-to-6.png")
+                keep_shot(page, "3-tab-after-edit-to-6.png")
         assert [LABEL.match(seen[u][0]["Label"]).group(1) for u in (2, 6, 10)] == ["2", "6", "10"]  # type: ignore[union-attr]
         assert len({r["Step"] for r in tab_table(page)}) == 3  # the three steps held, side by side while running
-        _shot(page, "4-tab-after-edit-to-10.png")
+        keep_shot(page, "4-tab-after-edit-to-10.png")
         page.goto(web.url + "/swarmgauge/")
         page.wait_for_timeout(1500)
-        _shot(page, "5-swarmgauge-page.png")
+        keep_shot(page, "5-swarmgauge-page.png")
         assert post(web.url, "/stop", {})["success"] is True
         folder = closed_folders(run_dir, 1)[0]
         rows = steps_by_name(folder)
@@ -170,7 +170,7 @@ def test_edit_with_a_plan_in_effect_is_refused_saying_the_plan_drives_and_stop_m
         page.goto(web.url + "/")
         page.get_by_role("tab", name="Logs").click()
         page.get_by_text("drives the users").first.wait_for()  # Locust's LOGS tab shows the warning too
-        _shot(page, "6-logs-tab-edit-refused.png")
+        keep_shot(page, "6-logs-tab-edit-refused.png")
         page.wait_for_timeout(1500)
         assert web.get_json("/stats/requests")["user_count"] == 1  # the plan's first step still holds
         assert post(web.url, "/stop", {})["success"] is True
@@ -180,52 +180,6 @@ def test_edit_with_a_plan_in_effect_is_refused_saying_the_plan_drives_and_stop_m
         assert run["cut_short"]["steps_not_run"] == ["3 users"]
         assert "cut short by STOP at " in (folder / "report.md").read_text()
         assert "--steps 1,3" in run["repeat_command"] and "--step-time 60s" in run["repeat_command"]
-
-
-@pytest.mark.integration
-def test_the_edit_dialog_says_the_plan_drives_the_users_and_says_nothing_without_a_plan(tmp_path):
-    """Locust's dialog closes on UPDATE, so the refusal's message alone was never seen there."""
-    run_dir = tmp_path / "runs"
-    with (
-        sim_target("--delay", "const:2") as target,
-        web_locust(
-            HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3", log_dir=tmp_path
-        ) as web,
-        browser_page() as page,
-    ):
-        start_from_form(page, web.url, {"steps": "1,3", "stepTime": "60s"})
-        dialog = open_edit_dialog(page)
-        notice = dialog.locator("#sg-edit-notice")
-        notice.wait_for()
-        said = notice.inner_text()
-        assert said.startswith("The plan 'step_ramp' drives the users (stage 1 of 2, 00:")
-        assert " of 02:00): UPDATE cannot change them. " in said
-        assert "To stop the plan here and set the users yourself, empty Steps, Plan and Rate under Custom " in said
-        notice_box, users_box = notice.bounding_box(), page.locator('input[name="userCount"]').bounding_box()
-        assert notice_box and users_box and notice_box["y"] + notice_box["height"] <= users_box["y"]  # above
-        update = page.get_by_role("button", name="UPDATE")
-        assert update.is_disabled()
-        _shot(page, "8-edit-dialog-plan-drives.png")
-        told = web.get_json("/stats/requests")["swarmgauge_edit"]
-        assert told["take_over_fields"] == ["steps", "plan", "rate"]
-        refused = post(web.url, "/swarm", {"user_count": 5, "spawn_rate": 10, "host": target.url})["message"]
-        assert refused.startswith("swarmgauge: The plan 'step_ramp' drives the users (stage 1 of 2, ")
-        assert refused.split("): ")[1] == said.split("): ")[1] == told["notice"].split("): ")[1]  # one text
-        page.get_by_text("Custom parameters", exact=True).click()
-        page.locator('input[name="steps"]').fill("")
-        assert update.is_enabled()  # emptied: UPDATE would take the plan over
-        page.locator('input[name="steps"]').fill("1,3")
-        assert update.is_disabled()
-        page.keyboard.press("Escape")
-        assert post(web.url, "/stop", {})["success"] is True
-        closed_folders(run_dir, 1)
-        start_from_form(page, web.url, {"steps": "", "stepTime": "", "userCount": "2", "spawnRate": "10"})
-        wait_until(lambda: web.get_json("/stats/requests")["user_count"] == 2, RUN_SECONDS, "2 users")
-        dialog = open_edit_dialog(page)
-        assert dialog.locator("#sg-edit-notice").count() == 0 and "drives the users" not in dialog.inner_text()
-        assert web.get_json("/stats/requests")["swarmgauge_edit"] is None
-        assert page.get_by_role("button", name="UPDATE").is_enabled()
-        _shot(page, "9-edit-dialog-no-plan.png")
 
 
 @pytest.mark.integration
@@ -364,7 +318,7 @@ def test_the_repeat_command_of_an_edited_ui_run_run_headless_gives_the_same_step
     assert all(int(r["requests"]) > 0 for r in again_rows)
 
 
-def _form_environment() -> Environment:
+def form_environment() -> Environment:
     environment = _local_environment()
     options = argument_parser.get_parser().parse_args(["-f", "locustfiles/http_ramp.py"])
     environment.parsed_options = options
@@ -374,27 +328,27 @@ def _form_environment() -> Environment:
     return environment
 
 
-class _Form(dict):
+class FormValues(dict):
     def get(self, key: str, default: Any = None) -> Any:
         return super().get(key, default)
 
 
 def test_each_count_the_form_sets_is_a_step_and_its_ramp_is_warm_up():
-    environment = _form_environment()
+    environment = form_environment()
     steps.reset(environment)
-    first = form_steps.announce_form_step(environment, _Form(user_count="2", spawn_rate="4"))
+    first = form_steps.announce_form_step(environment, FormValues(user_count="2", spawn_rate="4"))
     assert first is not None and first.index == 0 and first.label == "2 users (set at 00:00)"
     assert first.warmup == 0.0  # no count before it: the start-up counts, as a plan's first step
-    assert form_steps.announce_form_step(environment, _Form(user_count="2", spawn_rate="8")) is None  # rate only
-    second = form_steps.announce_form_step(environment, _Form(user_count="10", spawn_rate="4"))
+    assert form_steps.announce_form_step(environment, FormValues(user_count="2", spawn_rate="8")) is None  # rate only
+    second = form_steps.announce_form_step(environment, FormValues(user_count="10", spawn_rate="4"))
     assert second is not None and (second.index, second.users, second.warmup) == (1, 10, 2.0)
     assert LABEL.match(second.label)
-    assert form_steps.announce_form_step(environment, _Form(user_count="x", spawn_rate="4")) is None
+    assert form_steps.announce_form_step(environment, FormValues(user_count="x", spawn_rate="4")) is None
     assert form_steps.clock(41) == "00:41" and form_steps.clock(3725) == "1:02:05"
 
 
 def test_the_repeat_command_holds_the_counts_as_held_and_no_secret():
-    environment = _form_environment()
+    environment = form_environment()
     environment.parsed_options.slo = ["GET /:p99<50ms"]
     edited = repeat_command(environment, held=[(2, 3.2), (6, 4.9)], plan_in_effect=False)
     assert edited.startswith("locust -f ") and " --headless --host http://127.0.0.1:9 " in edited
@@ -406,7 +360,7 @@ def test_the_repeat_command_holds_the_counts_as_held_and_no_secret():
 
 
 def test_the_repeat_command_leaves_an_embedded_targets_host_to_the_locustfile():
-    environment = _form_environment()
+    environment = form_environment()
     environment.host = "mark://127.0.0.1:52673"
     rundir.add_run_info(environment, "embedded_targets", {"mark": {"pid": 1, "url": environment.host}})
     command = repeat_command(environment, held=[(2, 5.0)], plan_in_effect=False)
