@@ -7,7 +7,8 @@ it steps aside for that run (``environment.shape_class`` is None), Locust's own 
 the users as in plain Locust, and each count the form sets becomes a step of its own, "6 users (set at 00:41)", whose
 ramp from the previous count is left out as warm-up (requests started during it count apart; the first count has
 no previous one, so its start-up counts, as the first step of a plan does). With a plan in effect the plan drives the
-users, and an EDIT is refused with one line that says so and how to take over (:func:`refuse_edit`): an EDIT whose
+users: the EDIT dialog says so above its fields, and how to take over (:func:`edit_notice`), and an EDIT is refused
+with that same line (:func:`refuse_edit`), since Locust's dialog closes on UPDATE whatever the answer. An EDIT whose
 Custom parameters empty Steps, Plan and Rate stops the plan where it is, marked cut short by EDIT, and the form drives
 from there (:func:`take_over`).
 
@@ -32,6 +33,8 @@ INSTALLED_SHAPE = "installed_shape"
 FORM_DRIVEN = "form_driven"
 TAKEN_OVER = "taken_over_from_plan"
 FORM_STARTED = "started_from_form"
+#: The EDIT dialog's fields that make a plan (the shapes' ``PLAN_MAKERS``): emptied, the form takes the users over.
+TAKE_OVER_FIELDS = ("steps", "plan", "rate")
 
 
 def _plan_in_effect(shape: Any) -> bool:
@@ -111,9 +114,36 @@ def announce_form_step(environment: Environment, form: Any) -> StepInfo | None:
     return info
 
 
-def refuse_edit(environment: Environment, form: Any) -> str | None:
-    """Why an EDIT cannot move the users of this run (a plan drives them, and the dialog did not empty its Steps,
-    Plan and Rate), or None when it can."""
+def _where_in_plan(shape: Any, stages: list[dict[str, Any]]) -> str:
+    """Where the plan is ("stage 2 of 3, 00:41 of 02:00"), from its summary and the shape's clock."""
+    run_time = shape.get_run_time() if callable(getattr(shape, "get_run_time", None)) else 0.0
+    durations = [float(s.get("duration") or 0) for s in stages]
+    planned = sum(durations)
+    elapsed, stage = 0.0, len(stages)
+    for index, duration in enumerate(durations, start=1):
+        elapsed += duration
+        if run_time < elapsed:
+            stage = index
+            break
+    where = f"{clock(run_time)} of {clock(planned)}" if planned else clock(run_time)
+    return f"stage {stage} of {len(stages)}, {where}" if stages else where
+
+
+def take_over_offered(environment: Environment) -> bool:
+    """Can an EDIT that empties :data:`TAKE_OVER_FIELDS` take this run's plan over? Not an --autostart run's, nor
+    a plan a shape class sets (emptying its options leaves it in effect)."""
+    shape = getattr(environment, "shape_class", None)
+    return (
+        shape is not None
+        and bool(env_state.get(environment, FORM_STARTED, False))
+        and callable(getattr(shape, "plan_in_effect_for", None))
+        and not getattr(shape, "class_plan_doc", dict)()
+    )
+
+
+def edit_notice(environment: Environment) -> str | None:
+    """What the EDIT dialog says while a plan drives the users, and what an EDIT refused says (one text for both);
+    None when the form drives them (no plan in effect, or it was taken over)."""
     if form_driven(environment):
         return None
     shape = getattr(environment, "shape_class", None)
@@ -121,27 +151,35 @@ def refuse_edit(environment: Environment, form: Any) -> str | None:
         return None
     if not env_state.get(environment, FORM_STARTED, False):
         return (
-            "swarmgauge: this run was started by --autostart, and Locust ends it when its shape stops, so its shape "
-            "keeps the users and EDIT cannot change them: start from the form (no --autostart) to set them by EDIT"
+            "This run was started by --autostart, and Locust ends it when its shape stops, so its shape keeps the "
+            "users: UPDATE cannot change them. Start from the form (no --autostart) to set them by EDIT."
         )
-    still_planned = getattr(shape, "plan_in_effect_for", None)
-    if callable(still_planned) and not still_planned(form):
-        return None
     summary = getattr(shape, "plan_summary", lambda: None)() or {}
     stages = summary.get("stages") or []
-    planned = sum(float(s.get("duration") or 0) for s in stages)
-    run_time = shape.get_run_time() if callable(getattr(shape, "get_run_time", None)) else 0.0
-    where = f"{clock(run_time)} of {clock(planned)}" if planned else clock(run_time)
-    take_over = (
-        "to stop the plan and set the users yourself, empty Steps, Plan and Rate under Custom parameters in the "
-        "EDIT dialog and UPDATE again"
-        if callable(still_planned) and not getattr(shape, "class_plan_doc", dict)()
-        else "STOP, then START with a locustfile or options that set no plan"
+    name = summary.get("name", type(shape).__name__)
+    take_over_how = (
+        "To stop the plan here and set the users yourself, empty Steps, Plan and Rate under Custom parameters, "
+        "then UPDATE: each count you set from then on is a step of its own."
+        if take_over_offered(environment)
+        else "The locustfile's shape sets this plan: STOP, then START with a locustfile or options that set no plan."
     )
     return (
-        f"swarmgauge: plan {summary.get('name', type(shape).__name__)!r} drives the users ({len(stages)} step(s), "
-        f"{where}), so EDIT cannot change them: {take_over} (each count you set becomes a step)"
+        f"The plan {name!r} drives the users ({_where_in_plan(shape, stages)}): UPDATE cannot change them. "
+        f"{take_over_how}"
     )
+
+
+def refuse_edit(environment: Environment, form: Any) -> str | None:
+    """Why an EDIT cannot move the users of this run (a plan drives them, and the dialog did not empty its Steps,
+    Plan and Rate), or None when it can: the dialog's notice (:func:`edit_notice`), as one log line."""
+    notice = edit_notice(environment)
+    if notice is None:
+        return None
+    shape = environment.shape_class
+    still_planned = getattr(shape, "plan_in_effect_for", None)
+    if env_state.get(environment, FORM_STARTED, False) and callable(still_planned) and not still_planned(form):
+        return None
+    return f"swarmgauge: {notice}"
 
 
 def take_over(environment: Environment) -> bool:

@@ -12,7 +12,8 @@
   closes the run: the workers' last figures are waited for, then ``steps.csv``, ``slo.json``, ``resources.csv``,
   Locust's CSVs, ``run.json`` and the report are written into its folder.
 - **EDIT.** With no plan in effect the form drives the users and each count it sets is a step of its own; with a plan
-  EDIT is refused with a line saying so, or takes the plan over when its Custom parameters empty Steps, Plan and Rate
+  the EDIT dialog says above its fields that the plan drives them (``swarmgauge_edit`` in ``/stats/requests``)
+  and an EDIT is refused with that line, or takes the plan over when its Custom parameters empty Steps, Plan and Rate
   (:mod:`listeners.form_steps`). A STOP before the plan's end is marked cut short; every closed run records the
   headless command that repeats it (:mod:`listeners.repeat_command`).
 - **The tab.** Locust's UI gets a "swarmgauge" tab (the live per-step table: a row per request type and name, and
@@ -189,6 +190,17 @@ def page_state(environment: Environment) -> str | None:
     return STATE_RUNNING if state in (STATE_CLEANUP, STATE_STOPPING) else state
 
 
+def edit_dialog(environment: Environment) -> dict[str, Any] | None:
+    """What the EDIT dialog says above its fields while a plan drives the users (None otherwise), and the fields
+    whose emptying lets UPDATE take the plan over (none: UPDATE stays off). Locust's dialog closes on UPDATE, so a
+    refusal's message alone was never seen there; the notice is the refusal's text."""
+    notice = form_steps.edit_notice(environment)
+    if notice is None or page_state(environment) not in (STATE_RUNNING, STATE_SPAWNING):
+        return None
+    fields = form_steps.TAKE_OVER_FIELDS if form_steps.take_over_offered(environment) else ()
+    return {"notice": notice, "take_over_fields": list(fields)}
+
+
 # -- routes --------------------------------------------------------------------------------------------------------
 def _tab_rows(environment: Environment) -> list[dict[str, Any]]:
     """The live per-step table: a row per request type and name, as ``/swarmgauge/``, and each step's Aggregated row.
@@ -298,6 +310,7 @@ def _install(environment: Environment, web_ui: Any) -> None:
             doc = response.get_json()
             doc["extended_stats"] = [{"key": TAB_KEY, "data": _tab_rows(environment)}]
             doc["state"] = page_state(environment)
+            doc["swarmgauge_edit"] = edit_dialog(environment)
             response.set_data(json.dumps(doc))
         elif (
             (request.endpoint or "").rsplit(".", 1)[-1] == "index"

@@ -1,10 +1,14 @@
 // swarmgauge in Locust's web UI: the start form says what will run, and the swarmgauge tab links to its views.
 // Loaded by the index page (listeners/webui.py). It only adds to what Locust's React app drew: labels, group
-// headings, help lines, the plan box above START; it never removes a field, so the form submits as Locust's.
+// headings, help lines, the plan box above START, the EDIT dialog's notice that a plan drives the users; it never
+// removes a field, so the form submits as Locust's.
 "use strict";
 (function () {
   const base = "./swarmgauge/";
-  const state = {fields: [], preview: null, closedRun: null, timer: null, scheduled: false};
+  const state = {fields: [], preview: null, closedRun: null, timer: null, scheduled: false,
+    edit: null, editKnown: false, editAsked: 0};
+  const EDIT_HEADING = "Edit running load test";
+  const EDIT_POLL_MS = 2000;
   const css = `
     [data-sg-group] { position: relative; margin-top: 2.2em !important; }
     [data-sg-group]::before { content: attr(data-sg-group); position: absolute; top: -1.9em; left: 0;
@@ -18,6 +22,9 @@
     #sg-plan { border: 1px solid #1976d2; border-radius: 4px; padding: 8px 12px; font-size: 0.88rem; }
     #sg-plan h4 { margin: 0 0 4px 0; font-size: 0.95rem; } #sg-plan ul { margin: 2px 0 4px 1.2em; padding: 0; }
     #sg-plan .sg-error { color: #c62828; }
+    #sg-edit-notice { border: 1px solid #ed6c02; border-left-width: 5px; border-radius: 4px; padding: 8px 12px;
+      margin: 8px 0 4px 0; font-size: 0.9rem; background: #ed6c0214; }
+    button[data-sg-held] { filter: grayscale(1); opacity: 0.5; cursor: not-allowed; }
     #sg-tab-links { margin: 6px 0 10px 0; font-size: 0.9rem; } #sg-tab-links a { margin-right: 1.2em; }`;
 
   function el(tag, attrs, text) {
@@ -149,6 +156,64 @@
     }
   }
 
+  // Locust's EDIT dialog: its heading, then the form (the START form's component, with isEditSwarm).
+  function editForm() {
+    const heading = [...document.querySelectorAll("h2")].find((h) => h.textContent.trim() === EDIT_HEADING);
+    return heading ? heading.parentNode.querySelector("form") : null;
+  }
+
+  // The server's text (/stats/requests' swarmgauge_edit: the same words as its refusal of an EDIT) above the dialog's
+  // fields while a plan drives the users, and UPDATE off until the fields that make the plan are emptied (it would
+  // be refused, and Locust's dialog closes on it); nothing otherwise. The dialog re-renders: this runs again then.
+  function renderEditNotice() {
+    const form = editForm();
+    if (!form) return;
+    const said = state.edit ? state.edit.notice : null;
+    let notice = document.getElementById("sg-edit-notice");
+    if (notice && notice.nextElementSibling !== form) { notice.remove(); notice = null; } // a notice of ours only
+    if (said && !notice) {
+      notice = el("div", {id: "sg-edit-notice", role: "note"});
+      form.parentNode.insertBefore(notice, form);
+    }
+    if (notice && !said) { notice.remove(); notice = null; }
+    if (notice && notice.textContent !== said) notice.textContent = said;
+    holdUpdate(form);
+    if (state.editKnown) form.dataset.sgEditChecked = "1"; // for a watcher: the server was asked, and answered
+  }
+
+  function holdUpdate(form) {
+    const update = form.querySelector('button[type="submit"]');
+    if (!update) return;
+    const planned = state.edit && (state.edit.take_over_fields.length === 0 || state.edit.take_over_fields.some(
+      (name) => { const input = form.querySelector(`[name="${name}"]`); return !input || input.value.trim(); }));
+    if (planned && !update.disabled) {
+      update.disabled = true;
+      update.dataset.sgHeld = "1";
+      update.title = "The plan drives the users: see above";
+    } else if (!planned && update.dataset.sgHeld) {
+      update.disabled = false; // only a hold of ours is lifted: Locust's own stays
+      delete update.dataset.sgHeld;
+      update.title = "";
+    }
+  }
+
+  async function pollEditNotice(force) {
+    const form = editForm();
+    if (!form) return;
+    if (!force && Date.now() - state.editAsked < EDIT_POLL_MS) return;
+    const asked = Date.now();
+    state.editAsked = asked;
+    try {
+      const answer = await fetch("./stats/requests", {cache: "no-store"});
+      const doc = answer.ok ? await answer.json() : null;
+      if (doc && state.editAsked === asked) {
+        state.edit = doc.swarmgauge_edit || null;
+        state.editKnown = true;
+        renderEditNotice();
+      }
+    } catch (e) { /* the next poll tries again */ }
+  }
+
   function decorate() {
     state.scheduled = false;
     const form = document.querySelector("form");
@@ -157,6 +222,10 @@
       if (!document.getElementById("sg-plan") && state.preview) renderPlan(form);
     }
     tabLinks();
+    const editing = editForm();
+    if (!editing) Object.assign(state, {edit: null, editKnown: false, editAsked: 0}); // closed: ask anew
+    else if (!state.editAsked) pollEditNotice(true); // the dialog just opened
+    else renderEditNotice();
   }
 
   function schedule() {
@@ -185,6 +254,7 @@
     document.addEventListener("input", (event) => {
       const form = event.target.closest && event.target.closest("form");
       if (!form) return;
+      if (form === editForm()) holdUpdate(form); // Steps, Plan or Rate emptied: UPDATE takes the plan over
       clearTimeout(state.timer);
       state.timer = setTimeout(() => refreshPreview(form), 400);
     });
@@ -195,6 +265,7 @@
       if (startForm && event.target.type === "checkbox") setTimeout(() => renderPlan(startForm), 50);
     });
     setInterval(pollClosedRun, 2000);
+    setInterval(pollEditNotice, EDIT_POLL_MS);
     pollClosedRun();
     schedule();
   }

@@ -1,6 +1,6 @@
 """The web UI's exploratory ramp (issue 29): EDIT moves the users of a run without a plan and each count held is a
-step; with a plan EDIT is refused with a line saying the plan drives the users; a UI run records the headless command
-that repeats it, and a plan stopped before its end is marked cut short by STOP.
+step; with a plan the EDIT dialog says the plan drives the users and EDIT is refused with that line; a UI run records
+the headless command that repeats it, and a plan stopped before its end is marked cut short by STOP.
 
 Set ``SWARMGAUGE_TEST_SHOTS=/some/dir`` to keep screenshots of the form, the tab and ``/swarmgauge/`` mid-ramp.
 """
@@ -53,7 +53,7 @@ def _shots() -> Path | None:
     return Path(where)
 
 
-def _shot(page: Any, name: str) -> None:
+def keep_shot(page: Any, name: str) -> None:
     shots = _shots()
     if shots is not None:
         page.screenshot(path=str(shots / name), full_page=True)
@@ -73,20 +73,30 @@ def edit_users(page: Any, users: int, *, shot: str | None = None, empty: tuple[s
     page.locator('input[name="userCount"]').fill(str(users))
     page.locator('input[name="spawnRate"]').fill("10")
     if empty:
-        page.get_by_text("Custom parameters").click()
+        page.get_by_text("Custom parameters", exact=True).click()
         for name in empty:
             page.locator(f'input[name="{name}"]').fill("")
     if shot:
-        _shot(page, shot)
+        keep_shot(page, shot)
     with page.expect_response(lambda r: r.url.endswith("/swarm")) as answer:
         page.get_by_role("button", name="UPDATE").click()
     return answer.value.json()
 
 
+def open_edit_dialog(page: Any) -> Any:
+    """EDIT -> Locust's dialog, once swarmgauge's script has asked the server what to say in it."""
+    page.get_by_role("button", name="EDIT").click()
+    page.get_by_text("Edit running load test").wait_for()
+    page.wait_for_selector("form[data-sg-edit-checked]")
+    return page.locator("h2", has_text="Edit running load test").locator("..")
+
+
 def tab_step_with_requests(page: Any, users: int) -> list[dict[str, str]] | None:
     """The tab's rows of the step holding ``users``, once its GET row shows requests and a rate."""
     rows = [r for r in tab_table(page) if LABEL.match(r["Label"]) and r["Users"] == str(users)]
-    measured = [r for r in rows if r["Request"].startswith("GET ") and r["Requests"] not in ("", "0") and r["req/s"]]
+    measured = [
+        r for r in rows if r["Request"].startswith("GET ") and r["Requests"] not in ("", "0") and r["Throughput"]
+    ]
     return rows if measured else None
 
 
@@ -102,7 +112,7 @@ def test_start_2_then_edit_to_6_and_10_makes_three_steps_live_and_in_steps_csv(t
     ):
         page.goto(web.url + "/")
         page.wait_for_selector("form")
-        _shot(page, "1-start-form.png")
+        keep_shot(page, "1-start-form.png")
         start_from_form(page, web.url, {"userCount": "2", "spawnRate": "10"})
         open_tab(page, web.url)
         seen = {}
@@ -116,13 +126,13 @@ def test_start_2_then_edit_to_6_and_10_makes_three_steps_live_and_in_steps_csv(t
                 f"the tab's row of the {users}-user step",
             )
             if users == 6:
-                _shot(page, "3-tab-after-edit-to-6.png")
+                keep_shot(page, "3-tab-after-edit-to-6.png")
         assert [LABEL.match(seen[u][0]["Label"]).group(1) for u in (2, 6, 10)] == ["2", "6", "10"]  # type: ignore[union-attr]
         assert len({r["Step"] for r in tab_table(page)}) == 3  # the three steps held, side by side while running
-        _shot(page, "4-tab-after-edit-to-10.png")
+        keep_shot(page, "4-tab-after-edit-to-10.png")
         page.goto(web.url + "/swarmgauge/")
         page.wait_for_timeout(1500)
-        _shot(page, "5-swarmgauge-page.png")
+        keep_shot(page, "5-swarmgauge-page.png")
         assert post(web.url, "/stop", {})["success"] is True
         folder = closed_folders(run_dir, 1)[0]
         rows = steps_by_name(folder)
@@ -147,7 +157,10 @@ def test_edit_with_a_plan_in_effect_is_refused_saying_the_plan_drives_and_stop_m
     ):
         start_from_form(page, web.url, {"steps": "1,3", "stepTime": "60s"})
         wait_until(lambda: web.get_json("/swarmgauge/api/live")["steps"], RUN_SECONDS, "requests")
-        answer = edit_users(page, 5)
+        open_edit_dialog(page)
+        assert page.get_by_role("button", name="UPDATE").is_disabled()  # it would be refused: the dialog says why
+        page.keyboard.press("Escape")
+        answer = post(web.url, "/swarm", {"user_count": 5, "spawn_rate": 10, "host": target.url})
         assert answer["success"] is False
         assert (
             "plan 'step_ramp' drives the users" in answer["message"]
@@ -157,7 +170,7 @@ def test_edit_with_a_plan_in_effect_is_refused_saying_the_plan_drives_and_stop_m
         page.goto(web.url + "/")
         page.get_by_role("tab", name="Logs").click()
         page.get_by_text("drives the users").first.wait_for()  # Locust's LOGS tab shows the warning too
-        _shot(page, "6-logs-tab-edit-refused.png")
+        keep_shot(page, "6-logs-tab-edit-refused.png")
         page.wait_for_timeout(1500)
         assert web.get_json("/stats/requests")["user_count"] == 1  # the plan's first step still holds
         assert post(web.url, "/stop", {})["success"] is True
@@ -305,7 +318,7 @@ def test_the_repeat_command_of_an_edited_ui_run_run_headless_gives_the_same_step
     assert all(int(r["requests"]) > 0 for r in again_rows)
 
 
-def _form_environment() -> Environment:
+def form_environment() -> Environment:
     environment = _local_environment()
     options = argument_parser.get_parser().parse_args(["-f", "locustfiles/http_ramp.py"])
     environment.parsed_options = options
@@ -315,27 +328,27 @@ def _form_environment() -> Environment:
     return environment
 
 
-class _Form(dict):
+class FormValues(dict):
     def get(self, key: str, default: Any = None) -> Any:
         return super().get(key, default)
 
 
 def test_each_count_the_form_sets_is_a_step_and_its_ramp_is_warm_up():
-    environment = _form_environment()
+    environment = form_environment()
     steps.reset(environment)
-    first = form_steps.announce_form_step(environment, _Form(user_count="2", spawn_rate="4"))
+    first = form_steps.announce_form_step(environment, FormValues(user_count="2", spawn_rate="4"))
     assert first is not None and first.index == 0 and first.label == "2 users (set at 00:00)"
     assert first.warmup == 0.0  # no count before it: the start-up counts, as a plan's first step
-    assert form_steps.announce_form_step(environment, _Form(user_count="2", spawn_rate="8")) is None  # rate only
-    second = form_steps.announce_form_step(environment, _Form(user_count="10", spawn_rate="4"))
+    assert form_steps.announce_form_step(environment, FormValues(user_count="2", spawn_rate="8")) is None  # rate only
+    second = form_steps.announce_form_step(environment, FormValues(user_count="10", spawn_rate="4"))
     assert second is not None and (second.index, second.users, second.warmup) == (1, 10, 2.0)
     assert LABEL.match(second.label)
-    assert form_steps.announce_form_step(environment, _Form(user_count="x", spawn_rate="4")) is None
+    assert form_steps.announce_form_step(environment, FormValues(user_count="x", spawn_rate="4")) is None
     assert form_steps.clock(41) == "00:41" and form_steps.clock(3725) == "1:02:05"
 
 
 def test_the_repeat_command_holds_the_counts_as_held_and_no_secret():
-    environment = _form_environment()
+    environment = form_environment()
     environment.parsed_options.slo = ["GET /:p99<50ms"]
     edited = repeat_command(environment, held=[(2, 3.2), (6, 4.9)], plan_in_effect=False)
     assert edited.startswith("locust -f ") and " --headless --host http://127.0.0.1:9 " in edited
@@ -347,7 +360,7 @@ def test_the_repeat_command_holds_the_counts_as_held_and_no_secret():
 
 
 def test_the_repeat_command_leaves_an_embedded_targets_host_to_the_locustfile():
-    environment = _form_environment()
+    environment = form_environment()
     environment.host = "mark://127.0.0.1:52673"
     rundir.add_run_info(environment, "embedded_targets", {"mark": {"pid": 1, "url": environment.host}})
     command = repeat_command(environment, held=[(2, 5.0)], plan_in_effect=False)
