@@ -289,7 +289,7 @@ def _install(environment: Environment, web_ui: Any) -> None:
             request.form = apply_form(environment, request.form)
             apply_common_fields(environment, request.form)
             if not running and web_ui.userclass_picker_is_active:
-                webui_fields.pick_classes(environment, request.form)
+                request.form = webui_fields.pick_classes(environment, request.form)
             if not running:
                 start_fresh_run(environment)
                 form_steps.take_control(environment)

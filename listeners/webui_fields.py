@@ -231,11 +231,19 @@ def keep_shape(environment: Environment, form: Any) -> ImmutableMultiDict:
     return ImmutableMultiDict([*kept, ("shape_class", name)])
 
 
-def pick_classes(environment: Environment, form: Any) -> None:
-    """The User classes ticked in the class picker, set before the plan is rebuilt for this START (Locust sets the
-    same ones right after, when its handler reads the form), so the plan sees the classes that will run."""
+def pick_classes(environment: Environment, form: Any) -> ImmutableMultiDict:
+    """The User classes of this START, set before the plan is rebuilt (Locust sets the same ones right after, when
+    its handler reads the form), so the plan sees the classes that will run; returns the form Locust reads.
+
+    A START that ticks none (an API client posting ``user_count`` alone) keeps the classes the run already has,
+    the command line's ``FetchUser`` or ``LOCUST_USER_CLASSES``: Locust's picker would otherwise run every class
+    of the locustfile, and on a master send workers classes they were not started with.
+    """
     available = getattr(environment, "available_user_classes", None) or {}
     picked = set(form.getlist("user_classes")) if form is not None else set()
     chosen = [cls for name, cls in available.items() if name in picked]
     if chosen:
         environment.user_classes = chosen
+        return form
+    kept = [cls.__name__ for cls in environment.user_classes or [] if cls.__name__ in available]
+    return ImmutableMultiDict([*form.items(multi=True), *(("user_classes", name) for name in kept)])

@@ -143,3 +143,26 @@ def test_a_step_scope_verdict_sits_on_its_steps_aggregated_row_with_its_unit():
     aggregated = next(row for row in rows if row["request"] == "Aggregated")
     assert re.fullmatch(r"GET:p50<2s@step: pass \(0\.080\d s < 2 s\)", aggregated["slo"]), aggregated
     assert all(row["step"] != webui.RUN_SCOPE_STEP for row in rows)
+
+
+class _Fetch:
+    pass
+
+
+class _Lookup:
+    pass
+
+
+def test_a_start_that_ticks_no_class_keeps_the_classes_the_run_was_given():
+    """An API START (``user_count`` alone) with the picker on ran every class of the locustfile, and on a master
+    sent workers started with FetchUser a class they lacked (KeyError): it keeps the launch's classes instead."""
+    environment = SimpleNamespace(available_user_classes={"_Fetch": _Fetch, "_Lookup": _Lookup}, user_classes=[_Fetch])
+    form = webui_fields.pick_classes(environment, ImmutableMultiDict([("user_count", "2")]))
+    assert form.getlist("user_classes") == ["_Fetch"] and form["user_count"] == "2"
+    assert environment.user_classes == [_Fetch]
+
+
+def test_the_classes_ticked_at_start_are_the_ones_that_run():
+    environment = SimpleNamespace(available_user_classes={"_Fetch": _Fetch, "_Lookup": _Lookup}, user_classes=[_Fetch])
+    form = webui_fields.pick_classes(environment, ImmutableMultiDict([("user_classes", "_Lookup")]))
+    assert form.getlist("user_classes") == ["_Lookup"] and environment.user_classes == [_Lookup]
