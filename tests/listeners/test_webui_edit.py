@@ -16,6 +16,8 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,19 @@ def keep_shot(page: Any, name: str) -> None:
     shots = _shots()
     if shots is not None:
         page.screenshot(path=str(shots / name), full_page=True)
+
+
+@contextmanager
+def ramp_in_browser(tmp_path: Path, run_dir: Path) -> Iterator[tuple[Any, Any, Any]]:
+    """A sim-http target, ``http_ramp.py`` in the web UI writing into ``run_dir``, and a Chromium page."""
+    with (
+        sim_target("--delay", "const:2") as target,
+        web_locust(
+            HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3", log_dir=tmp_path
+        ) as web,
+        browser_page() as page,
+    ):
+        yield target, web, page
 
 
 def post(url: str, path: str, fields: dict[str, Any]) -> dict[str, Any]:
@@ -103,13 +118,7 @@ def tab_step_with_requests(page: Any, users: int) -> list[dict[str, str]] | None
 @pytest.mark.integration
 def test_start_2_then_edit_to_6_and_10_makes_three_steps_live_and_in_steps_csv(tmp_path):
     run_dir = tmp_path / "runs"
-    with (
-        sim_target("--delay", "const:2") as target,
-        web_locust(
-            HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3", log_dir=tmp_path
-        ) as web,
-        browser_page() as page,
-    ):
+    with ramp_in_browser(tmp_path, run_dir) as (target, web, page):
         page.goto(web.url + "/")
         page.wait_for_selector("form")
         keep_shot(page, "1-start-form.png")
@@ -148,13 +157,7 @@ def test_start_2_then_edit_to_6_and_10_makes_three_steps_live_and_in_steps_csv(t
 @pytest.mark.integration
 def test_edit_with_a_plan_in_effect_is_refused_saying_the_plan_drives_and_stop_marks_the_plan_cut_short(tmp_path):
     run_dir = tmp_path / "runs"
-    with (
-        sim_target("--delay", "const:2") as target,
-        web_locust(
-            HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3", log_dir=tmp_path
-        ) as web,
-        browser_page() as page,
-    ):
+    with ramp_in_browser(tmp_path, run_dir) as (target, web, page):
         start_from_form(page, web.url, {"steps": "1,3", "stepTime": "60s"})
         wait_until(lambda: web.get_json("/swarmgauge/api/live")["steps"], RUN_SECONDS, "requests")
         open_edit_dialog(page)
@@ -185,13 +188,7 @@ def test_edit_with_a_plan_in_effect_is_refused_saying_the_plan_drives_and_stop_m
 @pytest.mark.integration
 def test_a_plan_started_from_the_form_is_taken_over_by_an_edit_that_empties_its_steps(tmp_path):
     run_dir = tmp_path / "runs"
-    with (
-        sim_target("--delay", "const:2") as target,
-        web_locust(
-            HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3", log_dir=tmp_path
-        ) as web,
-        browser_page() as page,
-    ):
+    with ramp_in_browser(tmp_path, run_dir) as (target, web, page):
         start_from_form(page, web.url, {"steps": "1,3", "stepTime": "60s"})
         wait_until(lambda: web.get_json("/swarmgauge/api/live")["steps"], RUN_SECONDS, "requests")
         answer = edit_users(page, 4, empty=("steps", "stepTime"), shot="7-edit-dialog-taking-over-a-plan.png")

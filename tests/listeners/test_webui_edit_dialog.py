@@ -13,23 +13,23 @@ import pytest
 
 from swarmgauge.core import env_state
 from swarmgauge.listeners import form_steps
-from tests.listeners.sim_run import sim_target
-from tests.listeners.test_webui import HTTP_RAMP, RUN_SECONDS, closed_folders, start_from_form
-from tests.listeners.test_webui_edit import FormValues, form_environment, keep_shot, open_edit_dialog, post
-from tests.listeners.webui_harness import browser_page, wait_until, web_locust
+from tests.listeners.test_webui import RUN_SECONDS, closed_folders, start_from_form
+from tests.listeners.test_webui_edit import (
+    FormValues,
+    form_environment,
+    keep_shot,
+    open_edit_dialog,
+    post,
+    ramp_in_browser,
+)
+from tests.listeners.webui_harness import wait_until
 
 
 @pytest.mark.integration
 def test_the_edit_dialog_says_the_plan_drives_the_users_and_says_nothing_without_a_plan(tmp_path):
     """Locust's dialog closes on UPDATE, so the refusal's message alone was never seen there."""
     run_dir = tmp_path / "runs"
-    with (
-        sim_target("--delay", "const:2") as target,
-        web_locust(
-            HTTP_RAMP, "--host", target.url, "--run-dir", str(run_dir), "--stop-timeout", "3", log_dir=tmp_path
-        ) as web,
-        browser_page() as page,
-    ):
+    with ramp_in_browser(tmp_path, run_dir) as (target, web, page):
         start_from_form(page, web.url, {"steps": "1,3", "stepTime": "60s"})
         dialog = open_edit_dialog(page)
         notice = dialog.locator("#sg-edit-notice")
