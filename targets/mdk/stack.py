@@ -45,11 +45,20 @@ def make_plan(devices: int = 20, workers: int = 1, gateway_port: int = 0, **knob
     return StackPlan(gateway_port=gateway_port or free_port(), kernel_port=free_port(), workers=plans, **knobs)
 
 
+#: How long a component may take to say READY: a healthy start returns as soon as it does; on a loaded 2-core machine
+#: (a CI run's test workers beside it) the Workers' processes took past 20 s to start.
+START_TIMEOUT_S = 60.0
+
+
 class MDKStack:
     """A running stand-in stack; use as a context manager, or ``start()`` / ``stop()``."""
 
     def __init__(
-        self, root: Path | str | None = None, plan: StackPlan | None = None, start_timeout_s: float = 20.0, **plan_args
+        self,
+        root: Path | str | None = None,
+        plan: StackPlan | None = None,
+        start_timeout_s: float = START_TIMEOUT_S,
+        **plan_args,
     ) -> None:
         self._own_root = root is None
         self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="swarmgauge-mdk-"))
