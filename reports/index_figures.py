@@ -23,9 +23,15 @@ class Check:
 
 @dataclass
 class PageSection:
+    """What the index shows of one page: its tables, shape checks, notes, and the rows it does not attempt.
+
+    ``not_reproducible`` holds ``(the page's row, why in one line)`` for each row of the page no workload attempts.
+    """
+
     tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    not_reproducible: list[tuple[str, str]] = field(default_factory=list)
 
 
 def read_json(path: Path) -> Any:
@@ -106,9 +112,20 @@ def beside(row: dict[str, Any], label: str, measured: Any, page: Any, shown: Cal
 
 
 def step_table(
-    rows: pd.DataFrame, page: dict[int, tuple[float, ...]], label: str, first: str, unit: str = "req/s"
+    rows: pd.DataFrame,
+    page: dict[int, tuple[float, ...]],
+    label: str,
+    first: str,
+    unit: str = "req/s",
+    *,
+    tolerance: float = 0.2,
+    set_by: str | None = None,
 ) -> pd.DataFrame:
-    """The page's ``Step | Workers | req/s | p50 | p99`` layout, each figure with the page's and the ratio."""
+    """The page's ``Step | Workers | req/s | p50 | p99`` layout, each figure with the page's and the ratio.
+
+    ``tolerance`` is how far (as a fraction) a ratio may stray from 1 and the row still be green; ``set_by`` names the
+    stand-in setting that fixes these figures, when one does (the index says so beside the row).
+    """
     out = []
     for position, (_, measured) in enumerate(rows.iterrows()):
         users = int(measured["users"])
@@ -129,7 +146,16 @@ def flat(rps: list[float], tolerance: float = 0.2) -> bool:
     return mean > 0 and all(abs(value - mean) <= tolerance * mean for value in rps)
 
 
-def figure(label: str, measured: Any, page: Any, shown: Callable[[Any], str]) -> dict[str, Any]:
+def figure(
+    label: str,
+    measured: Any,
+    page: Any,
+    shown: Callable[[Any], str],
+    *,
+    tolerance: float = 0.2,
+    set_by: str | None = None,
+) -> dict[str, Any]:
+    """One figure beside the page's; ``tolerance`` and ``set_by`` as in :func:`step_table`."""
     return {
         "figure": label,
         "measured": "" if missing(measured) else shown(measured),
