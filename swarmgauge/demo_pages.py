@@ -23,13 +23,18 @@ MARK_BOTTLENECK = "--read-delay-ms 10 --reads-stat-head --backend-rps 160"
 
 @dataclass(frozen=True)
 class Workload:
-    """One Locust run of a page: its folder name under the page, locustfile, extra options and plan."""
+    """One Locust run of a page: its folder name under the page, locustfile, extra options and plan.
+
+    ``expected_exit`` is the exit code the run is meant to end with (a gate that must fail, a drill), so the index can
+    tell an expected non-zero exit from a broken run.
+    """
 
     name: str
     what: str
     locustfile: str
     options: tuple[str, ...]
     plan: dict[str, Any] | None
+    expected_exit: int = 0
 
     def planned_seconds(self) -> float:
         """The load time the plan (or ``-t``) holds (start-up and the report are on top)."""
