@@ -21,16 +21,10 @@ RUN python3 -c "import tomllib; \
     && pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt
 
 COPY README.md ./
-COPY protocols/ protocols/
-COPY users/ users/
-COPY shapes/ shapes/
-COPY listeners/ listeners/
-COPY reports/ reports/
-COPY targets/ targets/
 COPY locustfiles/ locustfiles/
 COPY swarmgauge/ swarmgauge/
-# A wheel install: `swarmgauge.*` imports come from site-packages (package-dir maps the folders), the sources stay
-# beside it for the locustfile paths (LOCUST_LOCUSTFILE=locustfiles/...) and plans by path.
+# A wheel install: `swarmgauge.*` imports come from site-packages (locustfiles/ shipped as swarmgauge.locustfiles),
+# the locustfiles stay beside it for their paths (LOCUST_LOCUSTFILE=locustfiles/...).
 RUN pip install --no-deps . && rm -rf build *.egg-info && python3 -c "import swarmgauge.shapes, swarmgauge.users.mark_client" \
     && mkdir -p /runs /plans
 

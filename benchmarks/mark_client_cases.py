@@ -192,8 +192,8 @@ PARTS = (
     (
         "swarmgauge",
         (
-            *(str(ROOT / name) for name in ("users", "protocols", "locustfiles", "swarmgauge")),
-            *("users/", "protocols/", "swarmgauge/"),
+            *(str(ROOT / name) for name in ("locustfiles", "swarmgauge")),
+            *("locustfiles/", "swarmgauge/"),
         ),
     ),
     ("locust", ("/locust/", "locust/")),

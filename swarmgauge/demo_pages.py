@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-PLANS = ROOT / "shapes" / "plans"
+PLANS = ROOT / "swarmgauge" / "shapes" / "plans"
 
 #: the embedded Mark server's bottleneck simulation: two bucket round trips of 10 ms, 160 reads/s of capacity
 MARK_BOTTLENECK = "--read-delay-ms 10 --reads-stat-head --backend-rps 160"

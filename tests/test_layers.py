@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-MAPPED = ("protocols", "users", "shapes", "listeners", "reports", "targets", "locustfiles")
+#: The layers that are a sub-package of swarmgauge (``swarmgauge/<layer>/``).
+LAYER_PACKAGES = ("protocols", "users", "shapes", "listeners", "reports", "targets")
+#: The scenarios: the repository's top-level ``locustfiles/``, shipped as ``swarmgauge.locustfiles``.
+SCENARIOS = "locustfiles"
 CORE_MODULES = (
     "swarmgauge.core",
     "swarmgauge.errors",
@@ -50,11 +53,14 @@ MUST_NOT_IMPORT: dict[str, set[str]] = {
 }
 #: Known violations, each owned elsewhere and listed in ARCHITECTURE.md; (file, imported module prefix).
 KNOWN: set[tuple[str, str]] = {
-    ("users/kneo_ledger.py", "swarmgauge.targets.kneo.store"),  # reading kneo's store belongs in a store package
-    ("users/kneo_ledger.py", "swarmgauge.targets.postgres"),
-    ("users/kneo_ledger.py", "swarmgauge.targets.kneo.drain"),
-    ("targets/embedded.py", "locust"),  # starting an embedded target from a locustfile's init event
-    ("targets/mark/embedded.py", "locust"),
+    (
+        "swarmgauge/users/kneo_ledger.py",
+        "swarmgauge.targets.kneo.store",
+    ),  # reading kneo's store belongs in a store package
+    ("swarmgauge/users/kneo_ledger.py", "swarmgauge.targets.postgres"),
+    ("swarmgauge/users/kneo_ledger.py", "swarmgauge.targets.kneo.drain"),
+    ("swarmgauge/targets/embedded.py", "locust"),  # starting an embedded target from a locustfile's init event
+    ("swarmgauge/targets/mark/embedded.py", "locust"),
 }
 
 
@@ -78,16 +84,13 @@ def layer_of_module(name: str) -> str | None:
         return "core"
     if name in ENGINE_MODULES:
         return "engines"
-    if len(parts) > 1 and parts[1] in MAPPED:
+    if len(parts) > 1 and parts[1] in (*LAYER_PACKAGES, SCENARIOS):
         return parts[1]
     return "app"
 
 
 def layer_of_file(relative: Path) -> str:
-    top = relative.parts[0]
-    if top in MAPPED:
-        return top
-    return layer_of_module("swarmgauge." + ".".join(relative.with_suffix("").parts[1:]))
+    return layer_of_module(module_of_file(relative)) or "app"
 
 
 def module_of_file(relative: Path) -> str:
@@ -134,7 +137,7 @@ def guarded_project_imports(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def source_files(root: Path = ROOT) -> list[Path]:
-    files = [p for folder in (*MAPPED, "swarmgauge") for p in sorted((root / folder).rglob("*.py"))]
+    files = [p for folder in (SCENARIOS, "swarmgauge") for p in sorted((root / folder).rglob("*.py"))]
     return [p for p in files if ".venv" not in p.parts]
 
 
@@ -185,20 +188,28 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 @pytest.mark.parametrize(
     ("path", "text", "rule"),
     [
-        ("users/bad.py", "from swarmgauge.listeners import steps\n", "users may not import listeners"),
-        ("users/bad.py", "def f():\n    from swarmgauge.targets import launch\n", "users may not import targets"),
-        ("reports/bad.py", "from swarmgauge.listeners.rundir import run_dir\n", "reports may not import listeners"),
-        ("listeners/bad.py", "import swarmgauge.reports.report\n", "listeners may not import reports"),
-        ("shapes/bad.py", "from swarmgauge import users\n", "shapes may not import users"),
+        ("swarmgauge/users/bad.py", "from swarmgauge.listeners import steps\n", "users may not import listeners"),
         (
-            "protocols/bad.py",
+            "swarmgauge/users/bad.py",
+            "def f():\n    from swarmgauge.targets import launch\n",
+            "users may not import targets",
+        ),
+        (
+            "swarmgauge/reports/bad.py",
+            "from swarmgauge.listeners.rundir import run_dir\n",
+            "reports may not import listeners",
+        ),
+        ("swarmgauge/listeners/bad.py", "import swarmgauge.reports.report\n", "listeners may not import reports"),
+        ("swarmgauge/shapes/bad.py", "from swarmgauge import users\n", "shapes may not import users"),
+        (
+            "swarmgauge/protocols/bad.py",
             "from aioquic.quic.connection import QuicConnection\n",
             "protocols must not import aioquic",
         ),
         ("swarmgauge/core/bad.py", "from swarmgauge.listeners import steps\n", "core may not import listeners"),
-        ("listeners/sources/bad.py", "from ..steps import count\n", None),
+        ("swarmgauge/listeners/sources/bad.py", "from ..steps import count\n", None),
         (
-            "listeners/bad.py",
+            "swarmgauge/listeners/bad.py",
             "try:\n    from swarmgauge.listeners import webui\nexcept ImportError:\n    pass\n",
             "ImportError guard",
         ),

@@ -20,7 +20,7 @@ from typing import IO, cast
 
 from swarmgauge.errors import SwarmgaugeError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class TargetStartError(SwarmgaugeError):

@@ -14,7 +14,11 @@ import pytest
 
 import swarmgauge
 from swarmgauge.run_folders import resolve
-from swarmgauge.targets.launch import REPO_ROOT, launch_target
+from swarmgauge.targets.launch import launch_target
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+#: The sub-packages a wheel installs under swarmgauge/ (locustfiles from the repository's top-level folder).
+SUBPACKAGES = {"core", "protocols", "users", "shapes", "listeners", "reports", "targets", "locustfiles"}
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
 SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
@@ -25,27 +29,29 @@ def package_name(folder: Path) -> str:
     return ".".join(relative if relative[0] == "swarmgauge" else ("swarmgauge", *relative))
 
 
-def test_the_finder_maps_the_same_folders_as_the_wheel():
-    mapped = {name.split(".", 1)[1] for name in SETUPTOOLS["package-dir"] if name != "swarmgauge"}
-    assert mapped == set(swarmgauge.MAPPED_PACKAGES)
-    assert all(SETUPTOOLS["package-dir"][f"swarmgauge.{name}"] == name for name in mapped)
+def test_the_only_mapped_folder_is_the_scenarios():
+    """The code lives where it imports from; setuptools maps the top-level locustfiles/ and nothing else."""
+    assert SETUPTOOLS["package-dir"] == {"swarmgauge.locustfiles": "locustfiles"}
+    assert not hasattr(swarmgauge, "MAPPED_PACKAGES")
 
 
 def test_every_package_folder_is_listed_for_the_wheel():
     """``packages`` is an explicit list: a new sub-package missing from it would silently be left out of a wheel."""
     folders = [
         init.parent
-        for top in ("swarmgauge", *swarmgauge.MAPPED_PACKAGES)
+        for top in ("swarmgauge", "locustfiles")
         for init in (REPO_ROOT / top).rglob("__init__.py")
         if ".venv" not in init.parts
     ]
     assert sorted({package_name(folder) for folder in folders} - set(SETUPTOOLS["packages"])) == []
 
 
-def test_a_checkout_imports_the_mapped_folders_under_swarmgauge():
+def test_a_checkout_imports_the_folders_under_swarmgauge():
+    import swarmgauge.locustfiles
     import swarmgauge.users
 
-    assert Path(swarmgauge.users.__file__).resolve() == (REPO_ROOT / "users" / "__init__.py").resolve()
+    assert Path(swarmgauge.users.__file__).resolve() == (REPO_ROOT / "swarmgauge" / "users" / "__init__.py").resolve()
+    assert Path(swarmgauge.locustfiles.__file__).resolve() == (REPO_ROOT / "locustfiles" / "__init__.py").resolve()
     assert "users" not in sys.modules or not hasattr(sys.modules["users"], "mark_user")
 
 
@@ -86,7 +92,7 @@ def test_the_wheel_installs_swarmgauge_as_its_only_top_level_package(installed: 
     (wheel_info,) = installed.glob("swarmgauge-*.dist-info")
     top_level = {p.name for p in installed.iterdir() if p.name != "bin"} - {wheel_info.name}
     assert top_level == {"swarmgauge"}
-    assert {p.name for p in (installed / "swarmgauge").iterdir() if p.is_dir()} >= {"core", *swarmgauge.MAPPED_PACKAGES}
+    assert {p.name for p in (installed / "swarmgauge").iterdir() if p.is_dir()} >= SUBPACKAGES
     record = [line for line in (wheel_info / "RECORD").read_text().splitlines() if not line.startswith("../")]
     assert {line.split("/", 1)[0] for line in record} == {"swarmgauge", wheel_info.name}  # "../" is bin/
 

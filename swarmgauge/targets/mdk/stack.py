@@ -22,7 +22,7 @@ import swarmgauge.targets.mdk as mdk_package
 from swarmgauge.targets.mdk import rpc
 from swarmgauge.targets.mdk.common import HOST, READY_MARK, StackError, StackPlan, WorkerPlan, log_path, pid_path
 
-REPO_ROOT = Path(mdk_package.__file__).resolve().parents[2]
+REPO_ROOT = Path(mdk_package.__file__).resolve().parents[3]
 STOP_GRACE_S = 2.0
 START_ATTEMPTS = 3
 
