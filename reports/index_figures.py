@@ -11,6 +11,10 @@ from typing import Any
 import pandas as pd
 
 MIB = 2**20
+#: the columns a row carries for the index to grade it: how far its ratios may stray from 1 and still be green, and
+#: the stand-in setting that fixes its figures (``reports/index_grades.py`` reads and renders them)
+TOLERANCE = "tolerance"
+SET_BY = "set by"
 
 
 @dataclass
@@ -134,6 +138,7 @@ def step_table(
         beside(row, unit, measured["rps"], figures[0], rate)
         beside(row, "p50", measured["p50_ms"], figures[1], ms)
         beside(row, "p99", measured["p99_ms"], figures[2], ms)
+        row[TOLERANCE], row[SET_BY] = tolerance, set_by or ""
         out.append(row)
     return pd.DataFrame(out)
 
@@ -161,4 +166,6 @@ def figure(
         "measured": "" if missing(measured) else shown(measured),
         "page": "" if missing(page) else shown(page),
         "x": times(measured, page),
+        TOLERANCE: tolerance,
+        SET_BY: set_by or "",
     }
