@@ -27,7 +27,7 @@ Series = tuple[str, dict[int, tuple[float, ...]], pd.DataFrame]
 MDK_READS_PER_S = {"1000x1": 926.0, "1000x2": 1479.0, "2000x1": 994.0, "2000x4": 1766.0}
 #: the brain page's RSS lines: before the fix 13 searches took RSS from 147 MB to 6.8 GB; after it 1.79 to 1.82 GiB
 #: over about 39,000 searches once warm (MiB)
-BRAIN_PAGE_LINES = {"before-fix": ([0, 13], [140.2, 6485.0]), "after-fix": ([0, 39000], [1833.0, 1864.0])}
+BRAIN_PAGE_LINES = {"before-fix": ([0.0, 13.0], [140.2, 6485.0]), "after-fix": ([0.0, 39000.0], [1833.0, 1864.0])}
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red")
 
 
