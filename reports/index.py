@@ -95,7 +95,7 @@ def verdict(grades: list[str], section: PageSection, workloads: list[dict[str, A
     if lost:
         line += f" (no run folder: {', '.join(lost)})"
     if workloads and not broken and not lost:
-        line += f"; {len(workloads)} workloads ended as declared"
+        line += f"; {len(workloads)} workload{'s' if len(workloads) != 1 else ''} ended as declared"
     if not grades:
         return RED, "no rows measured: " + line
     return worst(grades + [w["state"] for w in workloads]), line
@@ -146,8 +146,8 @@ def overview_table(sections: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[s
     rows, states = [], []
     for parts in sections:
         if "skipped" in parts:
-            rows.append({"page": parts["title"], "rows": f"skipped: {parts['skipped']}", "shape checks": ""})
-            states.append("amber")
+            rows.append({"page": parts["title"], "rows": "skipped", "shape checks": "", "workloads": "", "took": ""})
+            states.append("skipped")  # no marker: a skipped page is neither graded nor hidden
             continue
         elapsed = [float(v) for v in parts["elapsed"].values() if isinstance(v, int | float)]
         checks = parts["checks"]
@@ -162,7 +162,7 @@ def overview_table(sections: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[s
             }
         )
         states.append(parts["state"])
-    return pd.DataFrame(rows, columns=["page", "rows", "shape checks", "workloads", "took"]).fillna(""), states
+    return pd.DataFrame(rows, columns=["page", "rows", "shape checks", "workloads", "took"]), states
 
 
 def _intro(manifest: dict[str, Any]) -> str:

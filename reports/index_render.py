@@ -15,6 +15,7 @@ import pandas as pd
 
 from swarmgauge.reports.index_grades import GRADE, MARK, GradedTable
 
+NOT_REPRODUCIBLE = ["the page's row", "why not here"]
 #: a cell that reads as a figure is right-aligned, words are left-aligned
 NUMBER = re.compile(r"^[-+±<>~]?\s?[\d.,]+\s?(x|%|ms|s|MiB|KB|req/s|runs/s)?$")
 BACKGROUND = {
@@ -94,7 +95,7 @@ def page_markdown(parts: dict[str, Any]) -> list[str]:
     for caption, graded in parts["tables"]:
         md += [f"### {caption}", "", graded_markdown(graded), ""]
     if parts["not_reproducible"]:
-        frame = pd.DataFrame(parts["not_reproducible"], columns=["the page's row", "why not here"])
+        frame = pd.DataFrame(parts["not_reproducible"], columns=NOT_REPRODUCIBLE)
         md += [f"### Not reproducible here ({len(frame)} rows)", "", markdown_table(frame), ""]
     if parts["plot"]:
         md += [f"![{parts['plot_caption']}]({parts['plot']})", "", f"*Plot: {parts['plot_caption']}.*", ""]
@@ -119,11 +120,8 @@ def page_html(parts: dict[str, Any]) -> str:
     for caption, graded in parts["tables"]:
         body += [f"<h3>{_esc(caption)}</h3>", graded_html(graded)]
     if parts["not_reproducible"]:
-        items = "".join(f"<tr><td>{_esc(row)}</td><td>{_esc(why)}</td></tr>" for row, why in parts["not_reproducible"])
-        body.append(
-            f"<h3>Not reproducible here ({len(parts['not_reproducible'])} rows)</h3>"
-            f"<table><thead><tr><th>the page's row</th><th>why not here</th></tr></thead><tbody>{items}</tbody></table>"
-        )
+        frame = pd.DataFrame(parts["not_reproducible"], columns=NOT_REPRODUCIBLE)
+        body += [f"<h3>Not reproducible here ({len(frame)} rows)</h3>", graded_html(GradedTable(frame, []))]
     if parts["plot_png"]:
         data = base64.b64encode(parts["plot_png"]).decode("ascii")
         body.append(
