@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 
 from swarmgauge.reports.index_figures import MIB, read_json, read_steps, requests_of
 from swarmgauge.reports.index_pages import DEMARKUS_FRESH, DEMARKUS_POOLED, KNEO, KNEO_RUNS, end_to_end
+from swarmgauge.reports.plots import label_users_as_run
 
 Runs = dict[str, Path | None]
 #: (name, page's users -> figures (rate first, p50 second), measured rows with users, rps and p50_ms)
@@ -50,12 +51,14 @@ def ramp_plot(title: str, unit: str, series: list[Series]) -> bytes | None:
         for axis, column, index in ((rate_axis, "rps", 0), (latency_axis, "p50_ms", 1)):
             axis.plot(users, [page[u][index] for u in users], "o--", color=colour, mfc="none", label=f"{name}: page")
             axis.plot(rows["users"], rows[column], "s-", color=colour, label=f"{name}: measured")
+    ticks = sorted({float(u) for _n, page, rows in series for u in [*page, *rows["users"]]})
     rate_axis.set(xscale="log", xlabel="users (concurrent workers)", ylabel=unit, title=f"{title}: throughput")
     latency_axis.set(xscale="log", yscale="log", xlabel="users (concurrent workers)", ylabel="p50 (ms)")
     latency_axis.set_title(f"{title}: p50")
     rate_axis.set_ylim(bottom=0)
     rate_axis.legend(fontsize=8)
     for axis in (rate_axis, latency_axis):
+        label_users_as_run(axis, ticks)
         axis.grid(alpha=0.3)
     return _png(figure)
 
