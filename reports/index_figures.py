@@ -127,8 +127,9 @@ def step_table(
 ) -> pd.DataFrame:
     """The page's ``Step | Workers | req/s | p50 | p99`` layout, each figure with the page's and the ratio.
 
-    ``tolerance`` is how far (as a fraction) a ratio may stray from 1 and the row still be green; ``set_by`` names the
-    stand-in setting that fixes these figures, when one does (the index says so beside the row).
+    ``tolerance`` is how far (as a fraction) a ratio may stray from 1 and the row still be green (amber to twice that,
+    red beyond); ``set_by`` names the stand-in setting that fixes these figures, when one does: every figure of these
+    rows is then "set by the stand-in", never green (``index_grades`` colours the rows and shows both beside them).
     """
     out = []
     for position, (_, measured) in enumerate(rows.iterrows()):
