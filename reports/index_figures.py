@@ -109,10 +109,25 @@ def missing(value: Any) -> bool:
     return bool(pd.isna(number))
 
 
-def beside(row: dict[str, Any], label: str, measured: Any, page: Any, shown: Callable[[Any], str]) -> None:
+def beside(
+    row: dict[str, Any],
+    label: str,
+    measured: Any,
+    page: Any,
+    shown: Callable[[Any], str],
+    *,
+    tolerance: float | None = None,
+    set_by: str | None = None,
+) -> None:
+    """One figure of a row of several, the page's beside it and the ratio; ``tolerance`` and ``set_by`` (as in
+    :func:`step_table`) for this figure alone, when it differs from the row's."""
     row[label] = "" if missing(measured) else shown(measured)
     row[f"page {label}"] = "" if missing(page) else shown(page)
     row[f"{label} x"] = times(measured, page)
+    if tolerance is not None:
+        row[f"{label} {TOLERANCE}"] = tolerance
+    if set_by:
+        row[f"{label} {SET_BY}"] = set_by
 
 
 def step_table(

@@ -2,7 +2,8 @@
 
 A row's figures are its ratio columns (``x``, or ``<label> x`` beside ``<label>`` and ``page <label>``); the
 tolerance and the stand-in setting come from the row's ``tolerance`` and ``set by`` columns, which
-``index_figures.figure`` and ``step_table`` fill. The rule (also written in the index's header, ``RULE``):
+``index_figures.figure`` and ``step_table`` fill, or per figure from ``<label> tolerance`` and ``<label> set by``
+(``index_figures.beside``'s keywords, for a row of several figures only some of which a stand-in fixes). The rule (also written in the index's header, ``RULE``):
 a figure is green when its ratio is within the tolerance of 1, amber within twice that, red beyond, and red when the
 page has the figure and the run did not measure it. A figure a stand-in's setting fixes is never green: within its
 tolerance it is "set by the stand-in", beyond it amber or red like any other. A row is its worst figure; a row with
@@ -72,9 +73,28 @@ def ratio_columns(columns: list[str]) -> list[tuple[str, str, str]]:
     return found
 
 
-def tolerance_of(row: pd.Series) -> float:
-    value = pd.to_numeric(row.get(TOLERANCE), errors="coerce")
-    return DEFAULT_TOLERANCE if value is None or pd.isna(value) or value < 0 else float(value)
+def tolerance_of(row: pd.Series, label: str | None = None) -> float:
+    """The figure's own tolerance (``<label> tolerance``), else the row's, else the default."""
+    for column in ([f"{label} {TOLERANCE}"] if label else []) + [TOLERANCE]:
+        value = pd.to_numeric(row.get(column), errors="coerce")
+        if value is not None and not pd.isna(value) and value >= 0:
+            return float(value)
+    return DEFAULT_TOLERANCE
+
+
+def set_by_of(row: pd.Series, label: str | None = None) -> str:
+    """The stand-in setting fixing the figure (``<label> set by``), else the row's; "" when none does."""
+    for column in ([f"{label} {SET_BY}"] if label else []) + [SET_BY]:
+        if not blank(row.get(column)):
+            return str(row.get(column))
+    return ""
+
+
+def _per_figure(values: dict[str, str], empty: str = "") -> str:
+    """One text when every figure of the row shares it, else each figure's own (``p50: ±20 %; RSS: ±50 %``)."""
+    if len(set(values.values())) <= 1:
+        return next(iter(values.values()), empty)
+    return "; ".join(f"{label}: {text}" for label, text in values.items() if text)
 
 
 def figure_state(ratio: Any, measured: Any, page: Any, tolerance: float, set_by: str) -> str | None:
@@ -101,18 +121,24 @@ def grade_table(table: pd.DataFrame) -> GradedTable:
     figures = ratio_columns([str(c) for c in table.columns])
     grades, cells, tolerances, settings = [], {}, [], []
     for position, (_, row) in enumerate(table.iterrows()):
-        tolerance = tolerance_of(row)
-        set_by = "" if blank(row.get(SET_BY)) else str(row.get(SET_BY))
-        states = []
+        states, shown_tolerance, shown_set_by = [], {}, {}
         for ratio, measured, page in figures:
+            label = None if ratio == "x" else measured
+            tolerance, set_by = tolerance_of(row, label), set_by_of(row, label)
             state = figure_state(row[ratio], row[measured], row[page], tolerance, set_by)
             if state is not None:
                 cells[(position, ratio)] = state
                 states.append(state)
+                shown_tolerance[measured] = f"±{tolerance * 100:.0f} %"
+                shown_set_by[measured] = f"set by the stand-in: {set_by}" if set_by else ""
         grades.append(worst(states))
-        tolerances.append(f"±{tolerance * 100:.0f} %" if states else "")
-        settings.append(f"set by the stand-in: {set_by}" if set_by else "")
-    shown = table.drop(columns=[c for c in (TOLERANCE, SET_BY) if c in table.columns]).fillna("")
+        tolerances.append(_per_figure(shown_tolerance))
+        row_set_by = set_by_of(row)
+        settings.append(_per_figure(shown_set_by, f"set by the stand-in: {row_set_by}" if row_set_by else ""))
+    grading = [
+        c for c in table.columns if str(c) in (TOLERANCE, SET_BY) or str(c).endswith((f" {TOLERANCE}", f" {SET_BY}"))
+    ]
+    shown = table.drop(columns=grading).fillna("")
     shown[GRADE] = grades
     shown[SHOWN_TOLERANCE] = tolerances
     if any(settings):

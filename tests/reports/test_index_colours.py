@@ -11,7 +11,7 @@ import pytest
 
 from swarmgauge.reports import index_pages
 from swarmgauge.reports.index import table_of, write_index
-from swarmgauge.reports.index_figures import PageSection, figure, ms, rate, step_table
+from swarmgauge.reports.index_figures import PageSection, beside, figure, ms, rate, step_table
 from tests.reports.test_index import manifest, page, reads
 
 #: users, req/s, p50, p99 against the page's 1: (53, 20, 26), 4: (160, 21, 45), 16: (159, 100, 166),
@@ -153,3 +153,25 @@ def test_one_plot_per_page_embedded_in_the_html_and_linked_from_the_markdown(tmp
     assert "](index_plots/demarkus.png)" in markdown.read_text()
     assert "<img alt='the reads ramp: req/s and p50 against users" in html.read_text()
     assert "src='data:image/png;base64,iVBOR" in html.read_text()
+
+
+def memory_page_section(runs: dict[str, Path | None]) -> PageSection:
+    """A row of several figures, one of which a stand-in's setting fixes (as the brain page's leak size)."""
+    row: dict = {"": "before-fix"}
+    beside(row, "p50", 1500.0, 1429.0, ms)
+    beside(row, "MiB a search", 1.0, 1.0, rate, tolerance=0.5, set_by="--leak-per-search 1024")
+    return PageSection(tables=[("Memory", pd.DataFrame([row]))])
+
+
+def test_one_figure_of_a_row_set_by_a_stand_in_keeps_the_row_from_green(monkeypatch, tmp_path):
+    monkeypatch.setitem(index_pages.SECTIONS, "memory", memory_page_section)
+    reads(tmp_path, [(1, 50.0, 21.0, 27.0)])
+    entry = page("memory", "reads")
+    entry["workloads"][0]["folder"] = "demarkus/reads"
+    manifest(tmp_path, [entry])
+    html = write_index(tmp_path)[1].read_text()
+    table = table_of(tmp_path, "memory")
+    assert list(table["row"]) == ["set by the stand-in"]  # p50 is green, but the leak is the stand-in's setting
+    assert table["tolerance"].iloc[0] == "p50: ±20 %; MiB a search: ±50 %"
+    assert table["stand-in"].iloc[0] == "MiB a search: set by the stand-in: --leak-per-search 1024"
+    assert "<td style='background:#cdeccf;'>1.05x</td>" in html and "<td style='background:#d6e0f5;'>1.00x</td>" in html
