@@ -53,8 +53,11 @@ def graded_markdown(graded: GradedTable) -> str:
     return markdown_table(shown)
 
 
-def graded_html(graded: GradedTable, states: dict[tuple[int, str], str] | None = None) -> str:
-    """The table with each graded cell's background; ``states`` adds cells to colour (e.g. a workload's exit)."""
+def graded_html(
+    graded: GradedTable, states: dict[tuple[int, str], str] | None = None, markup: tuple[str, ...] = ()
+) -> str:
+    """The table with each graded cell's background; ``states`` adds cells to colour (e.g. a workload's exit), and
+    the ``markup`` columns hold HTML already escaped (the report links)."""
     cells = {**graded.cells, **(states or {})}
     columns = [str(c) for c in graded.table.columns]
     head = "".join(f"<th>{_esc(c)}</th>" for c in columns)
@@ -65,7 +68,7 @@ def graded_html(graded: GradedTable, states: dict[tuple[int, str], str] | None =
             state = graded.grades[position] if column == GRADE and graded.grades else cells.get((position, column))
             style = f"background:{BACKGROUND[state]};" if state in BACKGROUND else ""
             style = f" style='{style}text-align:left'" if not NUMBER.match(str(value)) else f" style='{style}'"
-            tds.append(f"<td{style}>{value if column == 'report' else _esc(value)}</td>")
+            tds.append(f"<td{style}>{value if column in markup else _esc(value)}</td>")
         rows.append("<tr>" + "".join(tds) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
@@ -138,7 +141,7 @@ def page_html(parts: dict[str, Any]) -> str:
         body.append(f"<h3>Shape checks (read beside the rows; they are not the verdict)</h3><ul>{items}</ul>")
     body += [f"<p class='note'>{_esc(note)}</p>" for note in parts["notes"]]
     frame, states = _workloads(parts, markdown=False)
-    body += ["<h3>Workloads</h3>", graded_html(GradedTable(frame, []), states)]
+    body += ["<h3>Workloads</h3>", graded_html(GradedTable(frame, []), states, markup=("report",))]
     return "".join(body)
 
 

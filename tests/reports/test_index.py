@@ -1,5 +1,5 @@
-"""The demo index over small hand-made demo folders: each page's table beside its published figures, the verdict
-on the page's shape, links to each workload's report, skipped pages and missing runs said as such."""
+"""The demo index over small hand-made demo folders: each page's table beside its published figures, the shape
+checks on the page's shape, links to each workload's report, skipped pages and missing runs said as such."""
 
 from __future__ import annotations
 
