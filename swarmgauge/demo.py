@@ -5,7 +5,8 @@ QUIC against the embedded Mark server with its bottleneck simulation (two 10 ms 
 reads/s of capacity), so the knee at about 160 req/s shows beside the page's figures in about a minute.
 
 ``swarmgauge demo --all`` or ``swarmgauge demo PAGE...`` runs each page's workloads (``swarmgauge/demo_pages.py``)
-as headless Locust subprocesses, each into its own run folder under one demo folder, one progress line each, then
+as headless Locust subprocesses, each into its own run folder under one demo folder, one progress line each (its
+time, its exit against the one it declares, the demo's elapsed time and an estimate of what is left), then
 writes the index (``report.md``, ``report.html``: ``reports/index.py``) into the demo folder. A page that cannot run
 here says why and the others go on.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmgauge.demo_pages import BUILDERS, ROOT, Page, Workload, pages, reads_workload
+from swarmgauge.demo_progress import Progress
 
 #: start-up, teardown and the run's own report come on top of a workload's planned load time
 OVERHEAD_S = 240.0
@@ -146,6 +148,7 @@ def _save(folder: Path, manifest: dict[str, Any]) -> None:
 def run_pages(chosen: list[Page], parent: Path) -> int:
     """Every workload of every runnable page, the manifest after each, then the index; 1 when a run left no folder."""
     from swarmgauge.reports.index import write_index
+    from swarmgauge.reports.index_grades import exit_state
     from swarmgauge.run_folders import new_run_folder
 
     folder = new_run_folder(parent)
@@ -155,20 +158,21 @@ def run_pages(chosen: list[Page], parent: Path) -> int:
         reason = page.unavailable()
         entry: dict[str, Any] = {"name": page.name, "title": page.title, "reference": page.reference, "skipped": reason}
         entry["workloads"] = [
-            {"name": w.name, "what": w.what, "folder": f"{page.name}/{w.name}"} for w in page.workloads
+            {"name": w.name, "what": w.what, "folder": f"{page.name}/{w.name}", "expected_exit": w.expected_exit}
+            for w in page.workloads
         ]
         manifest["pages"].append(entry)
         if reason:
             print(f"{page.name}: skipped, {reason}", flush=True)
             continue
         todo += [(page, w, entry["workloads"][i]) for i, w in enumerate(page.workloads)]
-    planned = sum(w.planned_seconds() for _page, w, _entry in todo)
-    print(f"demo: {len(todo)} workloads, {planned / 60:.1f} min of load planned, into {folder}", flush=True)
+    progress = Progress([w.planned_seconds() for _page, w, _entry in todo])
+    print(f"demo: {len(todo)} workloads, {progress.opening()}, into {folder}", flush=True)
     _save(folder, manifest)
     lost = 0
     for number, (page, workload, entry) in enumerate(todo, start=1):
         run_dir = folder / entry["folder"]
-        print(f"[{number}/{len(todo)}] {page.name}/{workload.name}: {workload.what} ...", end="", flush=True)
+        print(progress.starting(number, f"{page.name}/{workload.name}", workload.what), end="", flush=True)
         began = time.monotonic()
         code = run_workload(workload, run_dir, run_dir.parent / f"{workload.name}.log")
         entry["elapsed_s"] = round(time.monotonic() - began, 1)
@@ -179,8 +183,8 @@ def run_pages(chosen: list[Page], parent: Path) -> int:
         entry["run_folder"] = str(found.relative_to(folder)) if has_steps else None
         lost += not has_steps
         shown = found if has_steps else f"no run folder (see {run_dir.parent / (workload.name + '.log')})"
-        state = "timed out" if code == -1 else f"exit {code}"
-        print(f" {entry['elapsed_s']:.0f} s, {state}: {shown}", flush=True)
+        state = exit_state(code, workload.expected_exit)[1]
+        print(f" {entry['elapsed_s']:.0f} s, {state}: {shown}; {progress.finished(entry['elapsed_s'])}", flush=True)
         _save(folder, manifest)
     manifest["ended_at"] = time.time()
     _save(folder, manifest)

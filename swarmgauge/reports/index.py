@@ -1,9 +1,11 @@
 """The demo's index: one section per reference page, from the workloads' run folders only.
 
 Input is a demo folder as ``swarmgauge demo`` leaves it: ``demo.json`` (which pages and workloads ran, into which
-folder, and why a page was skipped) and one run folder per workload. Each section shows the page's table layout
-with the measured rows beside the page's published figures and their ratio, a one-line verdict on whether the
-page's shape holds, and links to each workload's own full report. Output: ``report.md`` and ``report.html``.
+folder, the exit each declares and the one it ended with, why a page was skipped) and one run folder per workload.
+Each section shows the page's table layout with the measured rows beside the page's published figures, their ratio
+and each row's colour against its tolerance (``index_grades``), the rows no workload attempts and why, a verdict no
+kinder than the rows, the shape checks apart from it, one plot (``index_plots``) and each workload's exit and report.
+Output: ``report.md``, ``report.html`` (the plots embedded) and ``index_plots/<page>.png`` (linked from the Markdown).
 """
 
 from __future__ import annotations
@@ -16,17 +18,22 @@ from typing import Any
 import pandas as pd
 
 from swarmgauge.files import write_atomic
+from swarmgauge.reports.index_grades import RED, RULE, GradedTable, exit_state, grade_table, tally, worst
 from swarmgauge.reports.index_pages import SECTIONS, PageSection
+from swarmgauge.reports.index_plots import PLOTS, describe
+from swarmgauge.reports.index_render import (
+    STYLE,
+    graded_html,
+    legend_html,
+    markdown_table,
+    marked,
+    page_html,
+    page_markdown,
+)
 from swarmgauge.run_folders import resolve
 
 MANIFEST = "demo.json"
-STYLE = (
-    "<style>body{font-family:sans-serif;margin:1.5em;max-width:1350px}table{border-collapse:collapse;margin:.4em 0 1em}"
-    "td,th{border:1px solid #ccc;padding:2px 7px;font-size:13px;text-align:right}th{background:#f3f3f3}"
-    "td:first-child,th:first-child{text-align:left}.holds{color:#176b2c;font-weight:bold}"
-    ".fails{color:#a4161a;font-weight:bold}.skipped{color:#8a6d00;font-weight:bold}.note{color:#555;font-size:13px}"
-    "</style>"
-)
+PLOTS_DIR = "index_plots"
 
 
 class IndexInputError(ValueError):
@@ -50,100 +57,112 @@ def run_folder(folder: Path, workload: dict[str, Any]) -> Path | None:
     return found if (found / "steps.csv").is_file() else None
 
 
-def verdict(section: PageSection) -> tuple[str, str]:
-    """(css class, the one-line verdict)."""
-    if not section.checks:
-        return "fails", "no figures measured: the workloads left no run folder"
-    holds = all(check.holds for check in section.checks)
-    parts = [check.text if check.holds else f"NOT: {check.text}" for check in section.checks]
-    return ("holds" if holds else "fails"), ("shape holds: " if holds else "shape does not hold: ") + "; ".join(parts)
-
-
-def _links(folder: Path, page: dict[str, Any], runs: dict[str, Path | None]) -> list[tuple[str, str]]:
-    """(label, relative path of the workload's report.html); the label carries a non-zero exit code."""
-    links = []
+def _workloads(folder: Path, page: dict[str, Any], runs: dict[str, Path | None]) -> list[dict[str, Any]]:
+    """Each workload's exit (graded against the exit it declares), time taken and report link."""
+    items = []
     for workload in page.get("workloads") or []:
-        code = workload.get("exit_code")
-        label = workload["name"] + (f" (exit {code})" if code not in (None, 0) else "")
+        state, label = exit_state(workload.get("exit_code"), workload.get("expected_exit", 0))
         run = runs.get(workload["name"])
+        report = ""
         if run is None:
-            links.append((label, ""))
-            continue
-        target = run / "report.html"
-        links.append((label, str(target.relative_to(folder)) if target.is_relative_to(folder) else str(target)))
-    return links
+            state = RED
+        else:
+            target = run / "report.html"
+            report = str(target.relative_to(folder)) if target.is_relative_to(folder) else str(target)
+        took = workload.get("elapsed_s")
+        items.append(
+            {
+                "name": workload["name"],
+                "what": workload.get("what", ""),
+                "took": f"{took:.0f} s" if isinstance(took, int | float) else "",
+                "exit": label,
+                "state": state,
+                "report": report,
+            }
+        )
+    return items
+
+
+def verdict(grades: list[str], section: PageSection, workloads: list[dict[str, Any]]) -> tuple[str, str]:
+    """(state, the one-line verdict): the rows' tally, the workloads that did not end as declared or left no run.
+
+    The page takes its worst row or workload; with no row measured at all it is red."""
+    line = tally(grades, len(section.not_reproducible))
+    broken = [f"{w['name']} ({w['exit']})" for w in workloads if w["state"] == RED and w["report"]]
+    lost = [w["name"] for w in workloads if not w["report"]]
+    if broken:
+        line += f"; workloads not ending as declared: {', '.join(broken)}"
+    if lost:
+        line += f" (no run folder: {', '.join(lost)})"
+    if workloads and not broken and not lost:
+        line += f"; {len(workloads)} workload{'s' if len(workloads) != 1 else ''} ended as declared"
+    if not grades:
+        return RED, "no rows measured: " + line
+    return worst(grades + [w["state"] for w in workloads]), line
 
 
 def page_parts(folder: Path, page: dict[str, Any]) -> dict[str, Any]:
-    """One page's section as data: tables, verdict, notes and links (or why it was skipped)."""
+    """One page's section as data: graded tables, verdict, checks, notes, plot and workloads (or why it was skipped)."""
     title = f"{page.get('name')}: {page.get('title', '')}"
     if page.get("skipped"):
         return {"title": title, "skipped": page["skipped"], "reference": page.get("reference", "")}
     runs = {w["name"]: run_folder(folder, w) for w in page.get("workloads") or []}
     build = SECTIONS.get(str(page.get("name")))
     section = build(runs) if build else PageSection()
-    css, line = verdict(section)
-    missing = [name for name, run in runs.items() if run is None]
-    if missing:
-        line += f" (no run folder: {', '.join(missing)})"
+    tables = [(caption, grade_table(table)) for caption, table in section.tables]
+    grades = [grade for _caption, graded in tables for grade in graded.grades]
+    workloads = _workloads(folder, page, runs)
+    state, line = verdict(grades, section, workloads)
+    plot_png, caption = None, ""
+    draw = PLOTS.get(str(page.get("name")))
+    if draw is not None:
+        try:
+            plot_png = draw(runs)
+            caption = describe(str(page.get("name"))) if plot_png else "the runs left nothing to plot"
+        except (KeyError, ValueError, TypeError, IndexError) as exc:
+            caption = f"the plot could not be drawn ({type(exc).__name__}: {exc})"
     return {
+        "name": str(page.get("name")),
         "title": title,
         "reference": page.get("reference", ""),
-        "tables": section.tables,
+        "tables": tables,
+        "grades": grades,
+        "state": state,
         "verdict": line,
-        "css": css,
+        "checks": section.checks,
         "notes": section.notes,
-        "links": _links(folder, page, runs),
+        "not_reproducible": section.not_reproducible,
+        "workloads": workloads,
+        "plot_png": plot_png,
+        "plot": f"{PLOTS_DIR}/{page.get('name')}.png" if plot_png else "",
+        "plot_caption": caption,
         "elapsed": {w["name"]: w.get("elapsed_s") for w in page.get("workloads") or []},
     }
 
 
-def overview_table(sections: list[dict[str, Any]]) -> pd.DataFrame:
-    """One row per page: whether its shape holds, and how long its workloads took."""
-    rows = []
+def overview_table(sections: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[str]]:
+    """One row per page: its rows' tally (no kinder than its rows), its shape checks apart, and its time; with each
+    page's state for the colour."""
+    rows, states = [], []
     for parts in sections:
         if "skipped" in parts:
-            rows.append({"page": parts["title"], "shape": "skipped", "workloads": "", "took": ""})
+            rows.append({"page": parts["title"], "rows": "skipped", "shape checks": "", "workloads": "", "took": ""})
+            states.append("skipped")  # no marker: a skipped page is neither graded nor hidden
             continue
         elapsed = [float(v) for v in parts["elapsed"].values() if isinstance(v, int | float)]
+        checks = parts["checks"]
+        held = sum(check.holds for check in checks)
         rows.append(
             {
                 "page": parts["title"],
-                "shape": "holds" if parts["css"] == "holds" else "does not hold",
-                "workloads": str(len(parts["links"])),
+                "rows": parts["verdict"],
+                "shape checks": f"{held} of {len(checks)} hold" if checks else "none",
+                "workloads": str(len(parts["workloads"])),
                 "took": f"{sum(elapsed) / 60:.1f} min" if elapsed else "",
             }
         )
-    return pd.DataFrame(rows, columns=["page", "shape", "workloads", "took"])
-
-
-def _markdown(parts: dict[str, Any]) -> list[str]:
-    md = [f"## {parts['title']}", "", f"Reference page: `{parts['reference']}`", ""]
-    if "skipped" in parts:
-        return md + [f"**Skipped:** {parts['skipped']}", ""]
-    md += [f"**Verdict:** {parts['verdict']}", ""]
-    for caption, table in parts["tables"]:
-        md += [f"### {caption}", "", table.to_markdown(index=False, disable_numparse=True), ""]
-    md += [note for note in parts["notes"]] + [""]
-    links = [f"[{name}]({target})" if target else f"{name} (no run)" for name, target in parts["links"]]
-    return md + ["Full reports: " + ", ".join(links), ""]
-
-
-def _html(parts: dict[str, Any]) -> str:
-    title = (
-        f"<h2>{html.escape(parts['title'])}</h2><p class='note'>Reference page: {html.escape(parts['reference'])}</p>"
-    )
-    if "skipped" in parts:
-        return title + f"<p class='skipped'>Skipped: {html.escape(parts['skipped'])}</p>"
-    body = [title, f"<p class='{parts['css']}'>{html.escape(parts['verdict'])}</p>"]
-    for caption, table in parts["tables"]:
-        body += [f"<h3>{html.escape(caption)}</h3>", table.to_html(index=False, escape=True, border=0)]
-    body += [f"<p class='note'>{html.escape(note)}</p>" for note in parts["notes"]]
-    links = [
-        f"<a href='{html.escape(target)}'>{html.escape(name)}</a>" if target else f"{html.escape(name)} (no run)"
-        for name, target in parts["links"]
-    ]
-    return "".join(body) + f"<p>Full reports: {', '.join(links)}</p>"
+        states.append(parts["state"])
+    return pd.DataFrame(rows, columns=["page", "rows", "shape checks", "workloads", "took"]), states
 
 
 def _intro(manifest: dict[str, Any]) -> str:
@@ -168,18 +187,28 @@ def _intro(manifest: dict[str, Any]) -> str:
 
 
 def write_index(folder: Path | str) -> tuple[Path, Path]:
-    """Write ``report.md`` and ``report.html`` into the demo folder; returns their paths."""
+    """Write ``report.md`` and ``report.html`` (and each page's plot under ``index_plots/``) into the demo folder."""
     folder = Path(folder).resolve()  # the run folders resolve through ``latest`` links: links are relative to this
     manifest = load_manifest(folder)
     sections = [page_parts(folder, page) for page in manifest["pages"]]
-    overview = overview_table(sections)
-    md = ["# swarmgauge demo: the reference pages side by side", "", _intro(manifest), ""]
-    md += [overview.to_markdown(index=False, disable_numparse=True), ""]
     for parts in sections:
-        md += _markdown(parts)
-    body = [f"<h1>swarmgauge demo: the reference pages side by side</h1><p>{html.escape(_intro(manifest))}</p>"]
-    body.append(overview.to_html(index=False, escape=True, border=0))
-    body += [_html(parts) for parts in sections]
+        if parts.get("plot_png"):
+            (folder / PLOTS_DIR).mkdir(exist_ok=True)
+            (folder / parts["plot"]).write_bytes(parts["plot_png"])
+    overview, states = overview_table(sections)
+    shown = overview.copy()
+    shown["rows"] = [marked(state, text) for state, text in zip(states, overview["rows"])]
+    md = ["# swarmgauge demo: the reference pages side by side", "", _intro(manifest), "", f"> {RULE}", ""]
+    md += [markdown_table(shown), ""]
+    for parts in sections:
+        md += page_markdown(parts)
+    body = [
+        f"<h1>swarmgauge demo: the reference pages side by side</h1><p>{html.escape(_intro(manifest))}</p>",
+        f"<p class='rule'>{html.escape(RULE)}</p>",
+        legend_html(),
+        graded_html(GradedTable(overview, [], {(i, "rows"): state for i, state in enumerate(states)})),
+    ]
+    body += [page_html(parts) for parts in sections]
     page = f"<!doctype html><html><head><meta charset='utf-8'><title>swarmgauge demo</title>{STYLE}</head><body>"
     write_atomic(folder / "report.md", "\n".join(md) + "\n")
     write_atomic(folder / "report.html", page + "".join(body) + "</body></html>")
@@ -193,5 +222,5 @@ def table_of(folder: Path | str, page: str) -> pd.DataFrame | None:
     for entry in manifest["pages"]:
         if entry.get("name") == page and not entry.get("skipped"):
             tables = page_parts(folder, entry)["tables"]
-            return tables[0][1] if tables else None
+            return tables[0][1].table if tables else None
     return None

@@ -11,6 +11,10 @@ from typing import Any
 import pandas as pd
 
 MIB = 2**20
+#: the columns a row carries for the index to grade it: how far its ratios may stray from 1 and still be green, and
+#: the stand-in setting that fixes its figures (``reports/index_grades.py`` reads and renders them)
+TOLERANCE = "tolerance"
+SET_BY = "set by"
 
 
 @dataclass
@@ -105,10 +109,25 @@ def missing(value: Any) -> bool:
     return bool(pd.isna(number))
 
 
-def beside(row: dict[str, Any], label: str, measured: Any, page: Any, shown: Callable[[Any], str]) -> None:
+def beside(
+    row: dict[str, Any],
+    label: str,
+    measured: Any,
+    page: Any,
+    shown: Callable[[Any], str],
+    *,
+    tolerance: float | None = None,
+    set_by: str | None = None,
+) -> None:
+    """One figure of a row of several, the page's beside it and the ratio; ``tolerance`` and ``set_by`` (as in
+    :func:`step_table`) for this figure alone, when it differs from the row's."""
     row[label] = "" if missing(measured) else shown(measured)
     row[f"page {label}"] = "" if missing(page) else shown(page)
     row[f"{label} x"] = times(measured, page)
+    if tolerance is not None:
+        row[f"{label} {TOLERANCE}"] = tolerance
+    if set_by:
+        row[f"{label} {SET_BY}"] = set_by
 
 
 def step_table(
@@ -123,8 +142,9 @@ def step_table(
 ) -> pd.DataFrame:
     """The page's ``Step | Workers | req/s | p50 | p99`` layout, each figure with the page's and the ratio.
 
-    ``tolerance`` is how far (as a fraction) a ratio may stray from 1 and the row still be green; ``set_by`` names the
-    stand-in setting that fixes these figures, when one does (the index says so beside the row).
+    ``tolerance`` is how far (as a fraction) a ratio may stray from 1 and the row still be green (amber to twice that,
+    red beyond); ``set_by`` names the stand-in setting that fixes these figures, when one does: every figure of these
+    rows is then "set by the stand-in", never green (``index_grades`` colours the rows and shows both beside them).
     """
     out = []
     for position, (_, measured) in enumerate(rows.iterrows()):
@@ -134,6 +154,7 @@ def step_table(
         beside(row, unit, measured["rps"], figures[0], rate)
         beside(row, "p50", measured["p50_ms"], figures[1], ms)
         beside(row, "p99", measured["p99_ms"], figures[2], ms)
+        row[TOLERANCE], row[SET_BY] = tolerance, set_by or ""
         out.append(row)
     return pd.DataFrame(out)
 
@@ -161,4 +182,6 @@ def figure(
         "measured": "" if missing(measured) else shown(measured),
         "page": "" if missing(page) else shown(page),
         "x": times(measured, page),
+        TOLERANCE: tolerance,
+        SET_BY: set_by or "",
     }

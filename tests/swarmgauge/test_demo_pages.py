@@ -37,9 +37,11 @@ def test_demo_brain_builds_the_index_from_its_run_folders(tmp_path):
     demo = resolve(tmp_path)
     lines = result.stdout.splitlines()
     progress = [line for line in lines if line.startswith("[")]
-    assert len(progress) == 2  # one line per workload: name, elapsed, run folder
+    assert len(progress) == 2  # one line per workload: name, elapsed, run folder, the demo's time left
     for line, name in zip(progress, ("before-fix", "after-fix")):
         assert f"brain/{name}:" in line and " s, exit " in line and str(demo / "brain" / name) in line
+        assert " elapsed, " in line
+    assert progress[0].endswith(" left") and progress[1].endswith("no workload left")
     assert f"index: {demo / 'report.html'}" in result.stdout
 
     manifest = json.loads((demo / "demo.json").read_text())
@@ -57,6 +59,7 @@ def test_demo_brain_builds_the_index_from_its_run_folders(tmp_path):
         trend = json.loads((run / "summary.json").read_text())["Target memory"]["trends"][0]
         assert cells[5] == f"{trend['first MiB']:.0f} to {trend['last MiB']:.0f} MiB"
         assert f"]({run.relative_to(demo)}/report.html)" in section  # the link to the workload's full report
-    assert "**Verdict:** shape holds: before the fix RSS grew" in section
+    assert "**Verdict:** " in section and " rows green" in section and "- holds: before the fix RSS grew" in section
+    assert "](index_plots/brain.png)" in section and (demo / "index_plots" / "brain.png").is_file()
     html = (demo / "report.html").read_text()
-    assert "class='holds'" in html and "2dph-brain-perf.md" in html
+    assert "data:image/png;base64," in html and "2dph-brain-perf.md" in html

@@ -1,0 +1,54 @@
+"""The progress lines of ``swarmgauge demo``: each workload with its elapsed time and the whole demo's time left.
+
+The time left is the planned load seconds of the workloads still to run plus, for each of them, the start-up,
+teardown and report time measured so far (a workload's elapsed time over its planned seconds, averaged over those
+done); before the first one ends, ``FIRST_GUESS_OVERHEAD_S`` stands in for that measure.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+#: start-up, teardown and the run's own report per workload, until one has been measured (a quiet 2-core machine
+#: took 10 to 30 s)
+FIRST_GUESS_OVERHEAD_S = 20.0
+
+
+def minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+class Progress:
+    """The demo's clock: what is planned, what is done, and the estimate of what is left."""
+
+    def __init__(self, planned: list[float], clock: Callable[[], float] = time.monotonic) -> None:
+        self.planned = planned
+        self.clock = clock
+        self.began = clock()
+        self.overheads: list[float] = []
+        self.done = 0
+
+    def overhead(self) -> float:
+        """Seconds a workload takes beyond its plan: the mean measured so far, or the first guess."""
+        return sum(self.overheads) / len(self.overheads) if self.overheads else FIRST_GUESS_OVERHEAD_S
+
+    def left(self) -> float:
+        """Seconds the workloads not yet finished should take, start-up included."""
+        remaining = self.planned[self.done :]
+        return sum(remaining) + self.overhead() * len(remaining)
+
+    def opening(self) -> str:
+        return f"{minutes(sum(self.planned))} of load planned, about {minutes(self.left())} with start-up"
+
+    def starting(self, number: int, name: str, what: str) -> str:
+        """The head of a workload's line, printed before it runs."""
+        return f"[{number}/{len(self.planned)}] {name}: {what} (planned {minutes(self.planned[number - 1])}) ..."
+
+    def finished(self, took: float) -> str:
+        """The end of a workload's line: the demo's elapsed time and the estimate of what is left of it."""
+        self.overheads.append(max(0.0, took - self.planned[self.done]))
+        self.done += 1
+        elapsed = self.clock() - self.began
+        tail = f"about {minutes(self.left())} left" if self.done < len(self.planned) else "no workload left"
+        return f"demo {minutes(elapsed)} elapsed, {tail}"

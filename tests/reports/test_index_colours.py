@@ -1,0 +1,177 @@
+"""The index's honesty over hand-made demo folders: each row green, amber or red against its tolerance, a figure a
+stand-in fixes never green, the rows not reproducible listed with their reason, exits graded against the exit each
+workload declares, a page with a red row never holding, and one plot per page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from swarmgauge.reports import index_pages
+from swarmgauge.reports.index import table_of, write_index
+from swarmgauge.reports.index_figures import PageSection, beside, figure, ms, rate, step_table
+from tests.reports.test_index import manifest, page, reads
+
+#: users, req/s, p50, p99 against the page's 1: (53, 20, 26), 4: (160, 21, 45), 16: (159, 100, 166),
+#: 64: (158, 423, 486), 256: (151, 1770, 1790)
+READS = [
+    (1, 50.0, 21.0, 27.0),  # 0.94x 1.05x 1.04x: green at 20 %
+    (4, 158.0, 24.0, 40.0),  # 0.99x 1.14x 0.89x: green
+    (16, 160.0, 99.0, 150.0),  # green
+    (64, 157.0, 550.0, 500.0),  # p50 1.30x: past 20 %, within 40 %: amber
+    (256, 150.0, 1800.0, 4000.0),  # p99 2.23x: red
+]
+
+
+def section_of(text: str, name: str) -> str:
+    return text.split(f"## {name}:")[1].split("\n## ")[0]
+
+
+def test_each_row_is_green_amber_or_red_against_its_tolerance_shown_beside_it(tmp_path):
+    reads(tmp_path, READS)
+    manifest(tmp_path, [page("demarkus", "reads")])
+    markdown, html = write_index(tmp_path)
+
+    table = table_of(tmp_path, "demarkus")
+    assert list(table["row"]) == ["green", "green", "green", "amber", "red"]
+    assert set(table["tolerance"]) == {"±20 %"}
+    text = markdown.read_text()
+    assert "| 🟡 amber | ±20 %" in text and "| 🔴 red   | ±20 %" in text
+    assert "green when every figure's ratio x (measured / the page's) is within the row's tolerance of 1" in text
+    page_html = html.read_text()
+    assert "<td style='background:#fbe3a1;'>1.30x</td>" in page_html  # the figure that made the row amber
+    assert "<td style='background:#f4bcc0;'>2.23x</td>" in page_html
+
+
+def test_a_page_with_a_red_row_never_holds_and_its_checks_are_shown_apart(tmp_path):
+    reads(tmp_path, READS)
+    manifest(tmp_path, [page("demarkus", "reads")])
+    text = write_index(tmp_path)[0].read_text()
+    verdict = "3 of 5 rows green, 1 amber, 1 red; 1 workload ended as declared"
+    assert f"**Verdict:** 🔴 {verdict}" in text
+    overview = next(line for line in text.splitlines() if line.startswith("| demarkus: "))
+    assert f"| 🔴 {verdict} |" in overview and "| 2 of 2 hold " in overview  # every check holds: still red
+    assert "holds" not in text.split("### Shape checks")[0]  # no "holds" before the checks, however they read
+    assert "- holds: ceiling 150 to 160 req/s from 4 workers on" in text
+
+
+def test_a_missing_measured_figure_is_red(tmp_path):
+    reads(tmp_path, [(1, 50.0, 21.0, 27.0), (4, 158.0, 24.0, float("nan"))])
+    manifest(tmp_path, [page("demarkus", "reads")])
+    write_index(tmp_path)
+    table = table_of(tmp_path, "demarkus")
+    assert list(table["row"]) == ["green", "red"] and table["p99"].iloc[1] == ""
+
+
+def fixture_page_section(runs: dict[str, Path | None]) -> PageSection:
+    """A page section as the page helpers write it: figures a stand-in fixes, and rows not attempted."""
+    section = PageSection()
+    rows = [
+        figure("writes/s, one writer", 0.67, 0.67, rate, tolerance=0.1, set_by="--commit-interval 1.5s"),
+        figure("p50 per publish", 3020.0, 1510.0, ms, tolerance=0.1, set_by="--commit-interval 1.5s"),
+        figure("p50 of the session's calls", 10.5, 10.0, ms, tolerance=0.1),
+        figure("MCP sessions started", 150, None, rate),
+    ]
+    section.tables.append(("Writes", pd.DataFrame(rows)))
+    ramp = pd.DataFrame([{"users": 4, "rps": 160.0, "p50_ms": 21.0, "p99_ms": 45.0}])
+    section.tables.append(
+        ("Reads", step_table(ramp, {4: (160, 21, 45)}, "pooled", "Step", tolerance=0.15, set_by="--backend-rps 160"))
+    )
+    section.not_reproducible += [
+        ("pods' CPU and memory (GKE)", "a Go binary's pod memory on GKE: no Kubernetes here"),
+        ("log spam past 4,096 sessions", "the Go library's log line; the embedded gateway has no such cap"),
+    ]
+    return section
+
+
+@pytest.fixture
+def fixture_page(monkeypatch, tmp_path):
+    monkeypatch.setitem(index_pages.SECTIONS, "fixture", fixture_page_section)
+    reads(tmp_path, [(1, 50.0, 21.0, 27.0)])  # a run folder for the workload to link to
+    entry = page("fixture", "reads")
+    entry["workloads"][0]["folder"] = "demarkus/reads"
+    return entry
+
+
+def test_a_figure_a_stand_in_fixes_is_never_green_and_says_its_setting(tmp_path, fixture_page):
+    manifest(tmp_path, [fixture_page])
+    markdown, html = write_index(tmp_path)
+    writes = table_of(tmp_path, "fixture")
+    assert list(writes["row"]) == ["set by the stand-in", "red", "green", "no ratio"]
+    assert list(writes["stand-in"])[:3] == ["set by the stand-in: --commit-interval 1.5s"] * 2 + [""]
+    assert list(writes["tolerance"]) == ["±10 %", "±10 %", "±10 %", ""]  # no tolerance where nothing is compared
+    text = markdown.read_text()
+    assert "| pooled | 4 " in text and "set by the stand-in: --backend-rps 160" in text
+    assert "| ⚙️ set by the stand-in | ±15 %" in text  # a step on the page's figures, but the bucket sets them
+    assert (
+        "**Verdict:** 🔴 1 of 5 rows green, 1 red, 2 set by the stand-in, 1 no ratio; 2 rows not reproducible" in text
+    )
+    assert "<td style='background:#d6e0f5;'>1.00x</td>" in html.read_text()  # set, not green, though exact
+
+
+def test_rows_not_reproducible_are_listed_with_their_reason(tmp_path, fixture_page):
+    manifest(tmp_path, [fixture_page])
+    markdown, html = write_index(tmp_path)
+    section = section_of(markdown.read_text(), "fixture")
+    assert "### Not reproducible here (2 rows)" in section
+    assert "| pods' CPU and memory (GKE)   | a Go binary's pod memory on GKE: no Kubernetes here" in section
+    assert "<td style='text-align:left'>log spam past 4,096 sessions</td>" in html.read_text()
+
+
+def test_an_unexpected_exit_is_red_and_an_expected_one_is_labelled(tmp_path):
+    reads(tmp_path, [(1, 50.0, 21.0, 27.0), (4, 158.0, 24.0, 40.0)])
+    gate, broken = page("demarkus", "reads"), page("kneo", "backpressure")
+    gate["workloads"][0] |= {"exit_code": 1, "expected_exit": 1}
+    broken["workloads"][0] |= {"exit_code": 3, "folder": "demarkus/reads"}
+    manifest(tmp_path, [gate, broken])
+    markdown, html = write_index(tmp_path)
+    text = markdown.read_text()
+    demarkus, kneo = section_of(text, "demarkus"), section_of(text, "kneo")
+    assert "| 🟢 exit 1 (expected) |" in demarkus and "**Verdict:** 🟢 2 of 2 rows green;" in demarkus
+    assert "| 🔴 exit 3 (unexpected; declared 0) |" in kneo
+    assert "**Verdict:** 🔴 " in kneo and "workloads not ending as declared: backpressure (exit 3" in kneo
+    assert "<td style='background:#f4bcc0;text-align:left'>exit 3 (unexpected; declared 0)</td>" in html.read_text()
+
+
+def test_a_workload_that_timed_out_is_red_unless_declared(tmp_path):
+    reads(tmp_path, [(1, 50.0, 21.0, 27.0)])
+    entry = page("demarkus", "reads")
+    entry["workloads"][0]["exit_code"] = -1
+    manifest(tmp_path, [entry])
+    text = write_index(tmp_path)[0].read_text()
+    assert "| 🔴 timed out (unexpected; declared 0) |" in text and "**Verdict:** 🔴 1 of 1 rows green" in text
+
+
+def test_one_plot_per_page_embedded_in_the_html_and_linked_from_the_markdown(tmp_path):
+    reads(tmp_path, READS)
+    manifest(tmp_path, [page("demarkus", "reads")])
+    markdown, html = write_index(tmp_path)
+    plot = tmp_path / "index_plots" / "demarkus.png"
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    assert "](index_plots/demarkus.png)" in markdown.read_text()
+    assert "<img alt='the reads ramp: req/s and p50 against users" in html.read_text()
+    assert "src='data:image/png;base64,iVBOR" in html.read_text()
+
+
+def memory_page_section(runs: dict[str, Path | None]) -> PageSection:
+    """A row of several figures, one of which a stand-in's setting fixes (as the brain page's leak size)."""
+    row: dict = {"": "before-fix"}
+    beside(row, "p50", 1500.0, 1429.0, ms)
+    beside(row, "MiB a search", 1.0, 1.0, rate, tolerance=0.5, set_by="--leak-per-search 1024")
+    return PageSection(tables=[("Memory", pd.DataFrame([row]))])
+
+
+def test_one_figure_of_a_row_set_by_a_stand_in_keeps_the_row_from_green(monkeypatch, tmp_path):
+    monkeypatch.setitem(index_pages.SECTIONS, "memory", memory_page_section)
+    reads(tmp_path, [(1, 50.0, 21.0, 27.0)])
+    entry = page("memory", "reads")
+    entry["workloads"][0]["folder"] = "demarkus/reads"
+    manifest(tmp_path, [entry])
+    html = write_index(tmp_path)[1].read_text()
+    table = table_of(tmp_path, "memory")
+    assert list(table["row"]) == ["set by the stand-in"]  # p50 is green, but the leak is the stand-in's setting
+    assert table["tolerance"].iloc[0] == "p50: ±20 %; MiB a search: ±50 %"
+    assert table["stand-in"].iloc[0] == "MiB a search: set by the stand-in: --leak-per-search 1024"
+    assert "<td style='background:#cdeccf;'>1.05x</td>" in html and "<td style='background:#d6e0f5;'>1.00x</td>" in html
