@@ -188,7 +188,7 @@ def plans_page() -> str:
             "",
             "## Bundled plans",
             "",
-            ", ".join(f"`{name}`" for name in bundled_plan_names()) + " (in `shapes/plans/`).",
+            ", ".join(f"`{name}`" for name in bundled_plan_names()) + " (`--plan NAME`; shipped with swarmgauge).",
             "",
         ]
     )

@@ -1,9 +1,9 @@
 """The files a run writes into its folder and the columns (or keys) of each, declared once.
 
-The writers take their column order from here (``listeners/steps_csv.py``, ``core/verdict.py``'s ``COLUMNS`` for
-``resources.csv``), and ``swarmgauge docs`` renders ``docs/reference/run-files.md`` from the same records, so the
-reference cannot list a column the file lacks. JSON files list their top-level keys; a test compares them with a
-real run's files.
+The writers take their column order from here (:mod:`swarmgauge.listeners.steps_csv`, and
+:data:`swarmgauge.core.verdict.COLUMNS` for ``resources.csv``), and ``swarmgauge docs`` renders
+``docs/reference/run-files.md`` from the same records, so the reference cannot list a column the file lacks. JSON
+files list their top-level keys; ``tests/swarmgauge/test_docs.py`` compares them with a real run's files.
 """
 
 from __future__ import annotations
@@ -135,35 +135,39 @@ LOCUST_CSV = "Locust's own table, in Locust's columns, written whole at the end 
 RUN_FILES = (
     RunFile(
         "steps.csv",
-        "listeners/steps.py",
+        "swarmgauge.listeners.steps",
         "one row per step and request name, and an `Aggregated` row per step",
         STEPS_BASE + STEPS_TAIL,
         "Between `warmup_requests` and `workers`: one column per per-step counter (`dropped`, `user_errors`, "
         "`tickets`, `mark_reconnects`, `sessions_started`, ... as the run's Users and shapes register them), a count per step.",
     ),
-    RunFile("timeline.csv", "listeners/steps.py", "the run in time buckets, all request names together", TIMELINE),
-    RunFile("resources.csv", "listeners/resources.py", "every resource sample (with `--sample`)", RESOURCES),
+    RunFile(
+        "timeline.csv", "swarmgauge.listeners.steps", "the run in time buckets, all request names together", TIMELINE
+    ),
+    RunFile("resources.csv", "swarmgauge.listeners.resources", "every resource sample (with `--sample`)", RESOURCES),
     RunFile(
         "run.json",
-        "listeners/rundir.py",
+        "swarmgauge.listeners.rundir",
         "what ran and how: written at the start and rewritten at the end",
         RUN_JSON,
         "Keys after `started_at` appear when what they describe happened.",
     ),
-    RunFile("slo.json", "listeners/slo.py", "the SLO verdicts and the exit code", SLO_JSON),
+    RunFile("slo.json", "swarmgauge.listeners.slo", "the SLO verdicts and the exit code", SLO_JSON),
     RunFile(
         "summary.json",
-        "reports/report.py",
+        "swarmgauge.reports.report",
         "the report's figures as data",
         SUMMARY_JSON,
         "Plus one key per report section (`Resources`, `MCP`, `kneo`, ...), named by its title.",
     ),
-    RunFile("report.md", "reports/report.py", "the report, with its plots as PNG files beside it"),
-    RunFile("report.html", "reports/report.py", "the same report as one HTML page, plots inlined"),
-    RunFile("locust_stats.csv", "listeners/rundir.py", LOCUST_CSV),
-    RunFile("locust_failures.csv", "listeners/rundir.py", LOCUST_CSV),
-    RunFile("locust_exceptions.csv", "listeners/rundir.py", LOCUST_CSV),
-    RunFile("resources.png", "reports/resources.py", "memory over time (with `--sample`)"),
-    RunFile("kneo.json", "users/kneo_ledger.py", "kneo runs: the ledger and its reconciliation against the store"),
-    RunFile("mdk.json", "locustfiles/mdk_fleet.py", "MDK fleet runs: the fleet's figures and thresholds"),
+    RunFile("report.md", "swarmgauge.reports.report", "the report, with its plots as PNG files beside it"),
+    RunFile("report.html", "swarmgauge.reports.report", "the same report as one HTML page, plots inlined"),
+    RunFile("locust_stats.csv", "swarmgauge.listeners.rundir", LOCUST_CSV),
+    RunFile("locust_failures.csv", "swarmgauge.listeners.rundir", LOCUST_CSV),
+    RunFile("locust_exceptions.csv", "swarmgauge.listeners.rundir", LOCUST_CSV),
+    RunFile("resources.png", "swarmgauge.reports.resources", "memory over time (with `--sample`)"),
+    RunFile(
+        "kneo.json", "swarmgauge.users.kneo_ledger", "kneo runs: the ledger and its reconciliation against the store"
+    ),
+    RunFile("mdk.json", "swarmgauge.locustfiles.mdk_fleet", "MDK fleet runs: the fleet's figures and thresholds"),
 )
