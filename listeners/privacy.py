@@ -4,8 +4,8 @@ Result files can hold what a server echoed back (a token in a failure message), 
 should read them. Each is made private where it is created: run folders by
 :func:`swarmgauge.run_folders.new_run_folder`, every file a listener or the report writes by
 :func:`swarmgauge.files.write_atomic`. Locust's own ``--csv`` and ``--html`` files take no mode, so the ones under
-``--run-dir`` are made private here: the CSVs at ``init`` (Locust opened them just before, and has written only
-their header), the HTML report created empty and private at ``init`` (Locust's ``open(..., "w")`` keeps that mode)
+``--run-dir`` are made private here: the CSVs and ``--logfile`` at ``init`` (Locust opened them just before, and
+has written only the CSVs' header), the HTML report created empty and private at ``init`` (Locust's ``open(..., "w")`` keeps that mode)
 and checked again at ``quitting``, once Locust wrote it. The process's umask is never changed: the locustfile's own
 files, and ``--csv``/``--html`` outside ``--run-dir``, get the mode any file of the process gets.
 """
@@ -59,8 +59,10 @@ def _create_private(path: Path) -> None:
 
 
 def protect_locust_outputs(options: Any, *, before_run: bool) -> None:
-    """Locust's ``--csv`` and ``--html`` files under ``--run-dir`` made (or created) private; others left alone."""
-    for path in locust_csv_files(options):
+    """Locust's ``--csv``, ``--logfile`` and ``--html`` files under ``--run-dir`` made (or created) private; others
+    left alone."""
+    logfile = getattr(options, "logfile", None)
+    for path in [*locust_csv_files(options), *([Path(logfile)] if logfile else [])]:
         if under_run_dir(path, options):
             _make_private(path)
     html = getattr(options, "html_file", None)

@@ -54,6 +54,8 @@ def test_the_run_is_private_and_the_users_own_files_keep_the_umask(tmp_path):
                 str(elsewhere / "locust"),
                 "--html",
                 str(runs / "locust.html"),
+                "--logfile",
+                str(runs / "locust.log"),
             ),
             cwd=ROOT,
             capture_output=True,
@@ -69,6 +71,7 @@ def test_the_run_is_private_and_the_users_own_files_keep_the_umask(tmp_path):
     assert {"run.json", "steps.csv", "summary.json", "locust_stats.csv"} <= {p.name for p in written}
     assert {p.name: oct(mode(p)) for p in written if mode(p) != (0o700 if p.is_dir() else 0o600)} == {}
     assert mode(runs / "locust.html") == 0o600 and (runs / "locust.html").stat().st_size > 0
+    assert mode(runs / "locust.log") == 0o600
     assert mode(runs) == 0o755  # the --run-dir parent is the user's folder
     assert umask_seen.read_text().strip() == "22"
     assert mode(own) == 0o644
