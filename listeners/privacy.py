@@ -3,11 +3,12 @@
 Result files can hold what a server echoed back (a token in a failure message), so nobody else on the machine
 should read them. Each is made private where it is created: run folders by
 :func:`swarmgauge.run_folders.new_run_folder`, every file a listener or the report writes by
-:func:`swarmgauge.files.write_atomic`. Locust's own ``--csv`` and ``--html`` files take no mode, so the ones under
-``--run-dir`` are made private here: the CSVs and ``--logfile`` at ``init`` (Locust opened them just before, and
-has written only the CSVs' header), the HTML report created empty and private at ``init`` (Locust's ``open(..., "w")`` keeps that mode)
-and checked again at ``quitting``, once Locust wrote it. The process's umask is never changed: the locustfile's own
-files, and ``--csv``/``--html`` outside ``--run-dir``, get the mode any file of the process gets.
+:func:`swarmgauge.files.write_atomic`. Locust's own files take no mode, so the ones under ``--run-dir`` are made
+private here: ``--csv`` and ``--logfile`` at ``init`` (Locust opened them just before, and has written only the
+CSVs' header); ``--html`` and ``--json-file`` created empty and private at ``init`` (Locust's ``open(..., "w")``
+keeps that mode), the HTML report checked again at ``quitting`` (its name can take ``{u}``, known only then). The
+process's umask is never changed: the locustfile's own files, and Locust's outside ``--run-dir``, get the mode any
+file of the process gets.
 """
 
 from __future__ import annotations
@@ -59,19 +60,20 @@ def _create_private(path: Path) -> None:
 
 
 def protect_locust_outputs(options: Any, *, before_run: bool) -> None:
-    """Locust's ``--csv``, ``--logfile`` and ``--html`` files under ``--run-dir`` made (or created) private; others
-    left alone."""
+    """Locust's ``--csv``, ``--logfile``, ``--html`` and ``--json-file`` files under ``--run-dir`` made (or created)
+    private; others left alone."""
     logfile = getattr(options, "logfile", None)
     for path in [*locust_csv_files(options), *([Path(logfile)] if logfile else [])]:
         if under_run_dir(path, options):
             _make_private(path)
+    json_file = getattr(options, "json_file", None)
+    written_at_exit = [f"{json_file}.json"] if json_file else []  # Locust adds the suffix, after quitting
     html = getattr(options, "html_file", None)
-    if not html or not under_run_dir(html, options):
-        return
-    if before_run and not any(mark in html for mark in HTML_PLACEHOLDERS):
-        _create_private(Path(html))
-    else:
-        _make_private(Path(html))
+    if html and not (before_run and any(mark in html for mark in HTML_PLACEHOLDERS)):
+        written_at_exit.append(html)
+    for name in written_at_exit:
+        if under_run_dir(name, options):
+            (_create_private if before_run else _make_private)(Path(name))
 
 
 @events.init.add_listener

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -56,6 +57,8 @@ def test_the_run_is_private_and_the_users_own_files_keep_the_umask(tmp_path):
                 str(runs / "locust.html"),
                 "--logfile",
                 str(runs / "locust.log"),
+                "--json-file",
+                str(runs / "stats"),
             ),
             cwd=ROOT,
             capture_output=True,
@@ -72,6 +75,7 @@ def test_the_run_is_private_and_the_users_own_files_keep_the_umask(tmp_path):
     assert {p.name: oct(mode(p)) for p in written if mode(p) != (0o700 if p.is_dir() else 0o600)} == {}
     assert mode(runs / "locust.html") == 0o600 and (runs / "locust.html").stat().st_size > 0
     assert mode(runs / "locust.log") == 0o600
+    assert mode(runs / "stats.json") == 0o600 and json.loads((runs / "stats.json").read_text())
     assert mode(runs) == 0o755  # the --run-dir parent is the user's folder
     assert umask_seen.read_text().strip() == "22"
     assert mode(own) == 0o644
