@@ -21,17 +21,20 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def test_importing_swarmgauge_locust_leaves_the_umask_alone():
+def test_importing_swarmgauge_locust_and_its_init_leave_the_umask_alone():
     probe = (
         "import os\n"
         "os.umask(0o022)\n"
         "import swarmgauge.locust\n"
-        "from swarmgauge.listeners import privacy\n"
-        "print(oct(os.umask(0o022)))\n"
+        "from locust import events\n"
+        "from locust.env import Environment\n"
+        "after_import = os.umask(0o022)\n"
+        "events.init.fire(environment=Environment(events=events), runner=None, web_ui=None)\n"
+        "print(oct(after_import), oct(os.umask(0o022)))\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip() == "0o22"
+    assert result.stdout.strip() == "0o22 0o22"
 
 
 @pytest.mark.integration
