@@ -17,6 +17,7 @@ COMMANDS = {
     "mark": "swarmgauge.mark_cli",
     "drill": "swarmgauge.targets.mdk.drills",
     "options": "swarmgauge.options_cli",
+    "docs": "swarmgauge.docs",
 }
 TARGETS = {
     "mark": "swarmgauge.targets.mark.cli",
@@ -29,7 +30,7 @@ TARGETS = {
 }
 
 USAGE = (
-    "usage: swarmgauge {demo,report,compare,mark,target,drill,options} ...\n"
+    "usage: swarmgauge [--version] {demo,report,compare,mark,target,drill,options,docs} ...\n"
     "  swarmgauge demo [PAGE...|--all] the reference pages on embedded targets (default: the quick reads ramp)\n"
     "  swarmgauge report DIR           render report.md / report.html from a run directory\n"
     "  swarmgauge compare BASE NEW     change per step between two runs (or a reference plan); exit 3 on regression\n"
@@ -37,6 +38,8 @@ USAGE = (
     "  swarmgauge target NAME ...      start an embedded target: " + ", ".join(TARGETS) + "\n"
     "  swarmgauge drill NAME ...       run an MDK failure drill\n"
     "  swarmgauge options LOCUSTFILE   Locust's --help with swarmgauge's options (locust -f F --help lacks them)\n"
+    "  swarmgauge docs [--check] DIR   write (or check) the reference in DIR from the code (docs/reference)\n"
+    "  swarmgauge --version            the installed version\n"
 )
 
 
@@ -56,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return 0 if args else 2
+    if args[0] == "--version":
+        import swarmgauge
+
+        print(f"swarmgauge {swarmgauge.__version__}")
+        return 0
     command, rest = args[0], args[1:]
     if command == "target":
         if not rest or rest[0] not in TARGETS:

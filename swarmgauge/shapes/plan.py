@@ -1,7 +1,8 @@
 """Stage plans: what a shape runs, from a YAML file or from options, validated before any user spawns.
 
 A plan is a list of :class:`Stage` built from one of the kinds below; every kind expands to stages, so the shape
-that runs it is the same. YAML keys (``shapes/plans/*.yaml`` are examples)::
+that runs it is the same. The keys are declared in :mod:`swarmgauge.shapes.plan_schema` (with the JSON Schema
+``docs/reference/plan.schema.json``); YAML keys (``shapes/plans/*.yaml`` are examples)::
 
     name: demarkus-reads
     kind: step_ramp            # step_ramp | soak | arrival_rate | burst | churn | stages
@@ -30,44 +31,14 @@ from typing import Any, cast
 
 from swarmgauge.core.durations import UNTIL_STOPPED, parse_duration
 from swarmgauge.errors import UsageError
+from swarmgauge.shapes.plan_schema import KINDS, PLAN_KEYS, STAGE_KEYS
 
-KINDS = ("step_ramp", "soak", "arrival_rate", "burst", "churn", "stages")
 DEFAULT_MAX_USERS = 100
 DEFAULT_DROP_AFTER = 1.0
 MAX_USERS = 100_000  # per stage and process group: past this a typo (1e9) would only exhaust the generator's memory
 MAX_RATE = 1_000_000.0
-_TOP_KEYS = {
-    "name",
-    "description",
-    "kind",
-    "shape",
-    "steps",
-    "step_time",
-    "warmup",
-    "rate",
-    "rates",
-    "duration",
-    "max_users",
-    "drop_after",
-    "users",
-    "user_classes",
-    "slos",
-    "stages",
-    "spawn_rate",
-    "reference",
-}
-_STAGE_KEYS = {
-    "label",
-    "users",
-    "rate",
-    "rate_end",
-    "duration",
-    "warmup",
-    "max_users",
-    "drop_after",
-    "spawn_rate",
-    "user_classes",
-}
+_TOP_KEYS = set(PLAN_KEYS)  # declared with their meanings and schema in shapes/plan_schema.py
+_STAGE_KEYS = set(STAGE_KEYS)
 
 
 def parse_number(value: Any, what: str, *, integer: bool = False, positive: bool = False) -> float:
