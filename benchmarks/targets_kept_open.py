@@ -52,9 +52,6 @@ class Probe:
     configured_ms: float | None
     start: Callable[[float], AbstractContextManager[tuple[str, int, Send]]]
     needs: str | None = None  # a pytest fixture the target needs first (the kneo-serv venv)
-    #: processes that wake from the configured wait before the answer leaves (the MDK's mock, Worker, Kernel and
-    #: Gateway): each wakes from idle, which on a loaded VM costs a fraction of a millisecond the floor run never pays
-    processes_woken: int = 1
 
 
 def exchange(conn: http.client.HTTPConnection, method: str, path: str, body: bytes = b"", headers=None):
@@ -161,7 +158,7 @@ PROBES = (
     Probe("brain", "GET /search", 5.0, brain),
     Probe("sim-http", "GET /item", 5.0, sim_http),
     Probe("mdk", "GET /echo", None, lambda _cost: mdk("echo")),
-    Probe("mdk", "GET /api/fleet/device/ID/telemetry", 5.0, lambda cost: mdk("telemetry", cost), processes_woken=4),
+    Probe("mdk", "GET /api/fleet/device/ID/telemetry", 5.0, lambda cost: mdk("telemetry", cost)),
     Probe("mcp-gateway json", "POST /mcp tools/call mark_fetch", None, lambda _cost: mcp_gateway(True)),
     Probe("mcp-gateway sse", "POST /mcp tools/call mark_fetch", None, lambda _cost: mcp_gateway(False)),
     Probe("kneo", "GET /readyz", None, lambda _cost: kneo("readyz"), needs="kneo_venv"),

@@ -55,7 +55,7 @@ def test_demo_brain_builds_the_index_from_its_run_folders(tmp_path):
         cells = [cell.strip() for cell in row.strip("|").split("|")]
         assert cells[0] == f"{name}: p50 of {int(measured['requests']):,} searches"  # from that run's steps.csv
         assert cells[1] == ms(measured["p50_ms"])
-    for name, run in runs.items():
+    for run in runs.values():
         assert f"]({run.relative_to(demo)}/report.html)" in section  # the link to the workload's full report
     assert "after the fix 1 model load(s) in the process" in section and "after the fix 0 zombie children" in section
     assert "pool full: every backend route (even /stats) 502 through the last step" in section
