@@ -203,14 +203,10 @@ def _no_kneo() -> str | None:
 
 
 def _kneo(scale: float) -> Page:
+    from swarmgauge.demo_kneo_rows import kneo_rows, queue_batch
+
     postgres = _ramp("kneo-sync-sweep", [1, 8, 16, 32], 9, 2, scale)
     postgres["reference"] = {"page": "kneo-serv-performance.md (postgres / sync)", "rows": POSTGRES_SYNC}
-    queued = {
-        **_base("kneo-queued"),
-        "name": "demo-kneo-queued",
-        "duration": _scaled(18, scale),
-        "warmup": _scaled(3, scale),
-    }
     pressure = {
         "name": "demo-kneo-backpressure",
         "description": "16 queued submitters against a queue capped at 4: shed load, no phantom rows",
@@ -221,37 +217,33 @@ def _kneo(scale: float) -> Page:
     }
     return Page(
         "kneo",
-        "kneo-serv performance: SQLite and PostgreSQL sync sweeps, queue mode, backpressure",
+        "kneo-serv performance: sync sweeps, queue mode, store-bound PostgreSQL, provider delay, soak, backpressure",
         "kneo-serv-performance.md",
         (
             Workload(
                 "sqlite-sync",
                 "sync runs on SQLite, 1 to 16 concurrent",
                 "kneo_dispatch.py",
-                ("--kneo-embedded-store", "sqlite"),
+                ("--kneo-embedded-store", "sqlite", "--sample-interval", "1"),
                 _ramp("kneo-sync-sweep", [1, 4, 8, 16], 9, 2, scale),
             ),
             Workload(
                 "postgres-sync",
-                "sync runs on PostgreSQL, 1 to 32 concurrent",
+                "sync runs on PostgreSQL (fsync on, as the page's), 1 to 32 concurrent",
                 "kneo_dispatch.py",
-                ("--kneo-embedded-store", "postgres"),
+                ("--kneo-embedded-store", "postgres", "--kneo-embedded-fsync", "--sample-interval", "1"),
                 postgres,
             ),
-            Workload(
-                "postgres-queue",
-                "queued runs on PostgreSQL, 8 submitters, one worker",
-                "kneo_dispatch.py",
-                ("--kneo-embedded-store", "postgres", "--kneo-mode", "queued"),
-                queued,
-            ),
+            queue_batch(scale),
             Workload(
                 "backpressure",
                 "queued runs against KNEO_SERV_MAX_QUEUE_DEPTH=4",
                 "kneo_dispatch.py",
                 ("--kneo-embedded-store", "postgres", "--kneo-mode", "queued", "--kneo-embedded-queue-depth", "4"),
                 pressure,
+                expected_exit=1,  # the shed submits are 503 failures by design, and no SLO covers failures
             ),
+            *kneo_rows(scale),
         ),
         _no_kneo,
     )
@@ -294,25 +286,13 @@ def _mdk(scale: float) -> Page:
 
 
 def _brain(scale: float) -> Page:
-    def run(name: str, what: str, target: str) -> Workload:
-        # brain_leak.py has no shape class, so its hold is -t rather than a plan
-        options = ("-u", "1", "-r", "1", "-t", _scaled(30, scale), "--brain-embedded-args", target)
-        return Workload(
-            name, what, "brain_leak.py", (*options, "--sample-interval", "1", "--sample-warmup", "3s"), None
-        )
+    from swarmgauge.demo_brain_rows import brain_rows
 
     return Page(
         "brain",
-        "2dph brain PERF: the leak before the fix, flat after it",
+        "2dph brain PERF: the leak and zombies before the fix, flat after it; the buffer pool before and after",
         "2dph-brain-perf.md",
-        (
-            run(
-                "before-fix",
-                "sequential searches, the model reloaded per search",
-                "--leak-per-search 1024 --model-load-ms 200",
-            ),
-            run("after-fix", "sequential searches, the model loaded once", "--model-load-ms 200"),
-        ),
+        brain_rows(scale),
     )
 
 
