@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from swarmgauge.demo_pages import BUILDERS, ROOT, Page, Workload, pages, reads_workload
+from swarmgauge.demo_pages import BUILDERS, Page, Workload, pages, reads_workload
 
 #: start-up, teardown and the run's own report come on top of a workload's planned load time
 OVERHEAD_S = 240.0
@@ -63,15 +63,15 @@ def _steps(text: str) -> list[int]:
     return users
 
 
-def locust_command(workload: Workload, plan_path: Path | None, run_dir: Path) -> list[str]:
-    """The headless Locust run of one workload into its own ``--run-dir``."""
+def locust_command(workload: Workload, locustfile: Path, plan_path: Path | None, run_dir: Path) -> list[str]:
+    """The headless Locust run of one workload (``locustfile``: its scenario as a file) into its own ``--run-dir``."""
     plan = ["--plan", str(plan_path)] if plan_path else []
     return [
         sys.executable,
         "-m",
         "locust",
         "-f",
-        str(ROOT / "locustfiles" / workload.locustfile),
+        str(locustfile),
         *workload.options,
         "--headless",
         *plan,
@@ -84,7 +84,14 @@ def locust_command(workload: Workload, plan_path: Path | None, run_dir: Path) ->
 
 
 def run_workload(workload: Workload, run_dir: Path, log: Path | None) -> int:
-    """One Locust subprocess in its own session, bounded by the plan's time plus start-up; its exit code."""
+    """One Locust subprocess in its own session, bounded by the plan's time plus start-up; its exit code.
+
+    The scenario is package data of ``swarmgauge.locustfiles`` (the top-level ``locustfiles/`` of a clone, shipped
+    in the package), so it runs wherever swarmgauge is installed. The run's own folder is Locust's working directory:
+    a ``locust.conf`` or ``pyproject.toml`` where the demo was started does not change the pages' runs.
+    """
+    from importlib import resources
+
     import yaml
 
     from swarmgauge.targets.launch import child_env
@@ -93,22 +100,24 @@ def run_workload(workload: Workload, run_dir: Path, log: Path | None) -> int:
     plan_path = run_dir / "plan.yaml" if workload.plan is not None else None
     if plan_path:
         plan_path.write_text(yaml.safe_dump(workload.plan, sort_keys=False), encoding="utf-8")
-    command = locust_command(workload, plan_path, run_dir)
+    scenario = resources.files("swarmgauge.locustfiles") / workload.locustfile
     output = open(log, "w", encoding="utf-8") if log else None
     try:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=child_env(), stdout=output, stderr=output, start_new_session=True
-        )
-        try:
-            return process.wait(timeout=workload.planned_seconds() + OVERHEAD_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGTERM)
+        with resources.as_file(scenario) as locustfile:
+            command = locust_command(workload, locustfile, plan_path, run_dir)
+            process = subprocess.Popen(
+                command, cwd=run_dir, env=child_env(), stdout=output, stderr=output, start_new_session=True
+            )
             try:
-                process.wait(timeout=30)
+                return process.wait(timeout=workload.planned_seconds() + OVERHEAD_S)
             except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=30)
-            return -1
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=30)
+                return -1
     finally:
         if output:
             output.close()

@@ -23,6 +23,7 @@ CORE_MODULES = (
     "swarmgauge.files",
     "swarmgauge.run_folders",
     "swarmgauge.redaction",
+    "swarmgauge.plans",
 )
 
 #: The QUIC engine adapter (aioquic or qh3): below the users and the targets, which both run QUIC on it.

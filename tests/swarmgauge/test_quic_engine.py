@@ -15,9 +15,9 @@ import pytest
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols.quic_acks import MAX_ACK_DELAY
 from swarmgauge.quic_engine import DEFAULT_ENGINE, ENGINES, QuicEngine, engine, engine_of
-from swarmgauge.targets.launch import REPO_ROOT
 from swarmgauge.targets.mark.tls import dev_certificate
 from swarmgauge.users.quic_transport import self_signed_certificate
+from tests import REPO_ROOT
 
 CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 4433)
 

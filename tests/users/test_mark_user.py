@@ -261,7 +261,8 @@ def test_a_headless_reads_run_on_the_engine_against_the_embedded_target(tmp_path
     import subprocess
     import sys
 
-    from swarmgauge.targets.launch import REPO_ROOT, child_env
+    from swarmgauge.targets.launch import child_env
+    from tests import REPO_ROOT
 
     command = [
         sys.executable,
