@@ -4,7 +4,7 @@ With no page, the quick default: the demarkus reads ramp (``locustfiles/demarkus
 QUIC against the embedded Mark server with its bottleneck simulation (two 10 ms bucket round trips per read, 160
 reads/s of capacity), so the knee at about 160 req/s shows beside the page's figures in about a minute.
 
-``swarmgauge demo --all`` or ``swarmgauge demo PAGE...`` runs each page's workloads (``swarmgauge/demo_pages.py``)
+``swarmgauge demo --all`` or ``swarmgauge demo PAGE...`` runs each page's workloads (``swarmgauge/cli/demo_pages.py``)
 as headless Locust subprocesses, each into its own run folder under one demo folder, one progress line each, then
 writes the index (``report.md``, ``report.html``: ``reports/index.py``) into the demo folder. A page that cannot run
 here says why and the others go on.
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from swarmgauge.demo_pages import BUILDERS, Page, Workload, pages, reads_workload
+from swarmgauge.cli.demo_pages import BUILDERS, Page, Workload, pages, reads_workload
 
 #: start-up, teardown and the run's own report come on top of a workload's planned load time
 OVERHEAD_S = 240.0

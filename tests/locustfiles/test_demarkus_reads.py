@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from swarmgauge.quic_engine import ENGINES
+from swarmgauge.quic.engine import ENGINES
 from swarmgauge.targets.launch import child_env, launch_target
 from tests import REPO_ROOT
 
