@@ -84,7 +84,8 @@ def test_refuses_non_loopback_and_names_itself_a_stand_in():
     import subprocess
     import sys
 
-    from swarmgauge.targets.launch import REPO_ROOT, child_env
+    from swarmgauge.targets.launch import child_env
+    from tests import REPO_ROOT
 
     shown = subprocess.run(
         [sys.executable, "-m", "swarmgauge.cli", "target", "brain", "--help"],

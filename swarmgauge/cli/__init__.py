@@ -1,4 +1,5 @@
-"""``swarmgauge``: dispatches each subcommand to a ``main(argv) -> int`` in the package that owns it.
+"""``swarmgauge``: dispatches each subcommand to a ``main(argv) -> int``: ``swarmgauge/cli/<subcommand>.py``, or for
+``target NAME`` and ``drill NAME`` the target's own command line in ``swarmgauge/targets/``.
 
 Subcommands are imported lazily, so ``swarmgauge target mark`` never imports pandas and ``swarmgauge report``
 never imports aioquic.
@@ -11,13 +12,13 @@ import sys
 
 # subcommand -> module whose main(argv) handles it; "target NAME" and "drill NAME" add one level.
 COMMANDS = {
-    "demo": "swarmgauge.demo",
-    "report": "swarmgauge.reports.cli",
-    "compare": "swarmgauge.compare_cli",
-    "mark": "swarmgauge.mark_cli",
+    "demo": "swarmgauge.cli.demo",
+    "report": "swarmgauge.cli.report",
+    "compare": "swarmgauge.cli.compare",
+    "mark": "swarmgauge.cli.mark",
     "drill": "swarmgauge.targets.mdk.drills",
-    "options": "swarmgauge.options_cli",
-    "docs": "swarmgauge.docs",
+    "options": "swarmgauge.cli.options",
+    "docs": "swarmgauge.cli.docs",
 }
 TARGETS = {
     "mark": "swarmgauge.targets.mark.cli",
@@ -74,7 +75,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"swarmgauge: unknown command {command!r}\n{USAGE}", file=sys.stderr, end="")
         return 2
     return _run(COMMANDS[command], rest)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

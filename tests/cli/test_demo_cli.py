@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from swarmgauge.demo import main
-from swarmgauge.demo_pages import BUILDERS, pages
+from swarmgauge.cli.demo import main
+from swarmgauge.cli.demo_pages import BUILDERS, pages
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,8 +72,8 @@ def test_the_readme_opens_with_what_demo_all_shows_and_each_pages_command():
 
 
 def test_a_page_that_cannot_run_says_why_in_one_line_and_in_the_index(tmp_path, capsys):
-    from swarmgauge.demo import run_pages
-    from swarmgauge.demo_pages import Page
+    from swarmgauge.cli.demo import run_pages
+    from swarmgauge.cli.demo_pages import Page
 
     page = Page("kneo", "kneo-serv performance", "kneo-serv-performance.md", (), lambda: "no PostgreSQL here (test)")
     assert run_pages([page], tmp_path) == 0

@@ -1,14 +1,14 @@
-"""A gevent driver for a sans-IO ``QuicConnection`` (qh3 or aioquic, ``swarmgauge.quic_engine``): callbacks on the
+"""A gevent driver for a sans-IO ``QuicConnection`` (qh3 or aioquic, ``swarmgauge.quic.engine``): callbacks on the
 gevent hub, no asyncio.
 
 Why not ``aioquic.asyncio``: Locust users are greenlets, and an asyncio loop inside gevent means two schedulers and
 blocked hubs (locust-notes §2, option A). Here the connection is serviced from the hub itself, as aioquic's own
 asyncio protocol is from its loop: when datagrams arrive or ``get_timer()``'s deadline passes, one non-blocking pass
-drains the socket, runs ``handle_timer`` if due, routes stream events to their requests (``users/quic_streams.py``),
+drains the socket, runs ``handle_timer`` if due, routes stream events to their requests (``quic/streams.py``),
 times out overdue ones, flushes ``datagrams_to_send``, re-arms a single timer and last switches to each answered
 request's greenlet. No greenlet of its own, and no ``Timeout`` per wake or per request. A request is one
 bidirectional stream: the whole request with FIN, then everything up to the peer's FIN (the Mark Protocol's framing). The network sits behind ``DatagramTransport``
-(``users/quic_transport.py``) so the same driver runs over UDP or over an in-memory pair.
+(``quic/transport.py``) so the same driver runs over UDP or over an in-memory pair.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import gevent
 import gevent.event
 import gevent.lock
 
-from swarmgauge.protocols.quic_acks import MAX_ACK_DELAY
-from swarmgauge.quic_engine import QuicEngine, engine_of
-from swarmgauge.users.quic_errors import (
+from swarmgauge.quic.acks import MAX_ACK_DELAY
+from swarmgauge.quic.engine import QuicEngine, engine_of
+from swarmgauge.quic.errors import (
     ALPNMismatch,
     ConnectFailed,
     ConnectionLost,
@@ -35,9 +35,9 @@ from swarmgauge.users.quic_errors import (
     TLSVerificationFailed,
     termination_error,
 )
-from swarmgauge.users.quic_settings import QuicStats, client_configuration
-from swarmgauge.users.quic_streams import InFlight
-from swarmgauge.users.quic_transport import DatagramTransport, TransportFactory, UdpTransport
+from swarmgauge.quic.settings import QuicStats, client_configuration
+from swarmgauge.quic.streams import InFlight
+from swarmgauge.quic.transport import DatagramTransport, TransportFactory, UdpTransport
 
 __all__ = [
     "DEFAULT_MAX_STREAMS",

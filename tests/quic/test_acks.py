@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from swarmgauge.protocols.quic_acks import MAX_ACK_DELAY, OVERDUE, overdue_ack_at
+from swarmgauge.quic.acks import MAX_ACK_DELAY, OVERDUE, overdue_ack_at
 
 
 def test_a_pending_ack_is_made_just_overdue():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from swarmgauge.users.quic_errors import ConnectionLost, RequestTimeout
-from swarmgauge.users.quic_streams import InFlight
+from swarmgauge.quic.errors import ConnectionLost, RequestTimeout
+from swarmgauge.quic.streams import InFlight
 
 
 def answer_from_hub(in_flight: InFlight) -> None:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from swarmgauge.options_cli import main
+from swarmgauge.cli.options import main
 
 
 @pytest.mark.integration  # starts a Python process that imports Locust and the locustfile

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from swarmgauge import quic_qh3_patches as patches
+from swarmgauge.quic import qh3_patches as patches
 
 tls = importlib.import_module("qh3.tls")
 Buffer = importlib.import_module("qh3._hazmat").Buffer

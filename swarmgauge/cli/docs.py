@@ -31,9 +31,8 @@ def load_declarations() -> None:
     runs the ``init_command_line_parser`` listeners that call ``add_option``)."""
     for name in DECLARING_MODULES:
         importlib.import_module(name)
-    import swarmgauge.locustfiles
-
-    for module in sorted(pkgutil.iter_modules(swarmgauge.locustfiles.__path__), key=lambda m: m.name):
+    scenarios = importlib.import_module("swarmgauge.locustfiles")  # mapped by setuptools: not in mypy's tree
+    for module in sorted(pkgutil.iter_modules(scenarios.__path__), key=lambda m: m.name):
         importlib.import_module(f"swarmgauge.locustfiles.{module.name}")
     from locust.argument_parser import get_parser
 

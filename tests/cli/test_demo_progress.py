@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from swarmgauge import demo
-from swarmgauge.demo_pages import Page, Workload
-from swarmgauge.demo_progress import FIRST_GUESS_OVERHEAD_S, Progress
+from swarmgauge.cli.demo_pages import Page, Workload
+from swarmgauge.cli.demo_progress import FIRST_GUESS_OVERHEAD_S, Progress
 
 
 class FakeClock:

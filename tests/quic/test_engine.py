@@ -13,11 +13,11 @@ import sys
 import pytest
 
 from swarmgauge.errors import UsageError
-from swarmgauge.protocols.quic_acks import MAX_ACK_DELAY
-from swarmgauge.quic_engine import DEFAULT_ENGINE, ENGINES, QuicEngine, engine, engine_of
-from swarmgauge.targets.launch import REPO_ROOT
+from swarmgauge.quic.acks import MAX_ACK_DELAY
+from swarmgauge.quic.engine import DEFAULT_ENGINE, ENGINES, QuicEngine, engine, engine_of
+from swarmgauge.quic.transport import self_signed_certificate
 from swarmgauge.targets.mark.tls import dev_certificate
-from swarmgauge.users.quic_transport import self_signed_certificate
+from tests import REPO_ROOT
 
 CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 4433)
 
@@ -235,7 +235,7 @@ def test_the_aioquic_client_offers_two_key_shares_and_the_qh3_server_builds_its_
 QH3_CLIENT = """
 import sys
 import swarmgauge.api
-from swarmgauge.quic_engine import engine
+from swarmgauge.quic.engine import engine
 quic = engine("qh3")
 settings = quic.client_configuration(alpn="mark", insecure=True, ca_file=None, server_name="localhost", idle_timeout=5.0)
 client = quic.QuicConnection(configuration=settings)

@@ -6,7 +6,7 @@ writes an ACK frame only once that timer is due, so a pending ACK never rides on
 The client driver and the reference server both follow it, so a request carries the ACK of the previous answer
 and an answer carries the ACK of its request: fewer datagrams to build and decrypt per request, and the server
 frees a finished stream (its MAX_STREAMS credit) when the next request arrives, not 25 ms later.
-Pure: applying the rule to a library's connection is ``swarmgauge.quic_engine``'s job.
+Pure: applying the rule to a library's connection is ``swarmgauge.quic.engine``'s job.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ and the pool's size are the stand-in's settings, named beside the figures they f
 
 from __future__ import annotations
 
-from swarmgauge.demo_pages import Workload
+from swarmgauge.cli.demo_pages import Workload
 
 MODEL_LOAD_MS = 1429  # the page: p50 1,429 ms per search before the fix (the model reloaded per search)
 #: the page's p50 after the fix is 6.0 ms end to end; the stand-in's own HTTP floor is about 1 ms kept open

@@ -2,9 +2,9 @@
 
 aioquic is the project's reference (pure Python packet path); qh3 is a maintained fork with the same sans-IO
 ``QuicConnection`` API and its packet core in Rust, several times cheaper per request. The client driver
-(``users/quic.py``), the in-memory pair and the reference server (``targets/mark/server.py``) take a
+(``quic/driver.py``), the in-memory pair and the reference server (``targets/mark/server.py``) take a
 :class:`QuicEngine` and never import either library themselves, so a library upgrade that moves a private field
-breaks here, where ``tests/swarmgauge/test_quic_engine.py`` fails loudly, and nowhere else.
+breaks here, where ``tests/quic/test_engine.py`` fails loudly, and nowhere else.
 
 It lives in the core package because both ``users/`` (the driver) and ``targets/`` (the server) need it and
 neither may import the other.
@@ -21,9 +21,9 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from swarmgauge import quic_qh3_patches as qh3_patches
+import swarmgauge.quic.qh3_patches as qh3_patches
 from swarmgauge.errors import UsageError
-from swarmgauge.protocols.quic_acks import MAX_ACK_DELAY, overdue_ack_at
+from swarmgauge.quic.acks import MAX_ACK_DELAY, overdue_ack_at
 
 ENGINES = ("qh3", "aioquic")
 #: The client's default: the fastest engine that passes everything (the QUIC, Mark, goldens and misbehaving-server

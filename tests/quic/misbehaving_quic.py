@@ -21,8 +21,8 @@ from typing import Any
 import gevent
 from gevent import socket as gsocket
 
-from swarmgauge.quic_engine import DEFAULT_ENGINE, engine
-from swarmgauge.users.quic_transport import self_signed_certificate
+from swarmgauge.quic.engine import DEFAULT_ENGINE, engine
+from swarmgauge.quic.transport import self_signed_certificate
 
 QuicConnection = Any
 

@@ -1,7 +1,7 @@
 """The four reference pages as ``swarmgauge demo`` runs them: each page's workloads, scaled to a shared 2-core box.
 
 A workload is one headless Locust run of one of our locustfiles against its embedded target, with a plan written
-from the page's own plan in ``shapes/plans/`` at shorter steps. ``scale`` stretches or shrinks every hold (the
+from the page's own bundled plan (``swarmgauge/plans/``) at shorter steps. ``scale`` stretches or shrinks every hold (the
 whole ``demo --all`` at scale 1 plans about 6 minutes of load; start-up and reports brought it to 11 on a shared
 2-core machine).
 """
@@ -11,11 +11,9 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-PLANS = ROOT / "swarmgauge" / "shapes" / "plans"
+from swarmgauge import plans
 
 #: the embedded Mark server's bottleneck simulation: two bucket round trips of 10 ms, 160 reads/s of capacity
 MARK_BOTTLENECK = "--read-delay-ms 10 --reads-stat-head --backend-rps 160"
@@ -73,7 +71,7 @@ def _scaled(seconds: float, scale: float, least: float = 1.0) -> str:
 def _base(name: str) -> dict[str, Any]:
     import yaml
 
-    return yaml.safe_load((PLANS / f"{name}.yaml").read_text(encoding="utf-8"))
+    return yaml.safe_load(plans.bundled(name).read_text(encoding="utf-8"))
 
 
 def _ramp(base: str, steps: list[int], step_time: float, warmup: float, scale: float, **more: Any) -> dict[str, Any]:
@@ -203,7 +201,7 @@ def _no_kneo() -> str | None:
 
 
 def _kneo(scale: float) -> Page:
-    from swarmgauge.demo_kneo_rows import kneo_rows, queue_batch
+    from swarmgauge.cli.demo_kneo_rows import kneo_rows, queue_batch
 
     postgres = _ramp("kneo-sync-sweep", [1, 8, 16, 32], 9, 2, scale)
     postgres["reference"] = {"page": "kneo-serv-performance.md (postgres / sync)", "rows": POSTGRES_SYNC}
@@ -286,7 +284,7 @@ def _mdk(scale: float) -> Page:
 
 
 def _brain(scale: float) -> Page:
-    from swarmgauge.demo_brain_rows import brain_rows
+    from swarmgauge.cli.demo_brain_rows import brain_rows
 
     return Page(
         "brain",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from swarmgauge.demo_pages import Workload
+from swarmgauge.cli.demo_pages import Workload
 
 QUEUE_BATCH = 500  # the page's --total-runs 500
 QUEUE_DISPATCHERS = 8  # the page's queue row: concurrency 8, one worker per process

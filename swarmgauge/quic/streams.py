@@ -13,7 +13,7 @@ from typing import Any
 
 from gevent.hub import Waiter
 
-from swarmgauge.users.quic_errors import ResponseTooLarge
+from swarmgauge.quic.errors import ResponseTooLarge
 
 Outcome = bytes | BaseException
 

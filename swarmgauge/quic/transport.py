@@ -19,7 +19,7 @@ import gevent
 import gevent.event
 from gevent import socket as gsocket
 
-from swarmgauge.quic_engine import DEFAULT_ENGINE, QuicEngine, engine
+from swarmgauge.quic.engine import DEFAULT_ENGINE, QuicEngine, engine
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey

@@ -6,7 +6,7 @@ import gevent
 import pytest
 from gevent import socket as gsocket
 
-from swarmgauge.users.quic import (
+from swarmgauge.quic.driver import (
     ALPNMismatch,
     ConnectFailed,
     ConnectionLost,
@@ -19,8 +19,8 @@ from swarmgauge.users.quic import (
     TLSVerificationFailed,
     client_configuration,
 )
-from swarmgauge.users.quic_transport import MemoryPair
-from tests.users.misbehaving_quic import GOOD_RESPONSE, MisbehavingQuicServer
+from swarmgauge.quic.transport import MemoryPair
+from tests.quic.misbehaving_quic import GOOD_RESPONSE, MisbehavingQuicServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 

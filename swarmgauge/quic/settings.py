@@ -7,7 +7,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from swarmgauge.quic_engine import DEFAULT_ENGINE, engine
+from swarmgauge.quic.engine import DEFAULT_ENGINE, engine
 
 
 @dataclass

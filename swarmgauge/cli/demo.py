@@ -4,7 +4,7 @@ With no page, the quick default: the demarkus reads ramp (``locustfiles/demarkus
 QUIC against the embedded Mark server with its bottleneck simulation (two 10 ms bucket round trips per read, 160
 reads/s of capacity), so the knee at about 160 req/s shows beside the page's figures in about a minute.
 
-``swarmgauge demo --all`` or ``swarmgauge demo PAGE...`` runs each page's workloads (``swarmgauge/demo_pages.py``)
+``swarmgauge demo --all`` or ``swarmgauge demo PAGE...`` runs each page's workloads (``swarmgauge/cli/demo_pages.py``)
 as headless Locust subprocesses, each into its own run folder under one demo folder, one progress line each (its
 time, its exit against the one it declares, the demo's elapsed time and an estimate of what is left), then
 writes the index (``report.md``, ``report.html``: ``reports/index.py``) into the demo folder. A page that cannot run
@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from swarmgauge.demo_pages import BUILDERS, ROOT, Page, Workload, pages, reads_workload
-from swarmgauge.demo_progress import Progress
+from swarmgauge.cli.demo_pages import BUILDERS, Page, Workload, pages, reads_workload
+from swarmgauge.cli.demo_progress import Progress
 
 #: start-up, teardown and the run's own report come on top of a workload's planned load time
 OVERHEAD_S = 240.0
@@ -65,15 +65,15 @@ def _steps(text: str) -> list[int]:
     return users
 
 
-def locust_command(workload: Workload, plan_path: Path | None, run_dir: Path) -> list[str]:
-    """The headless Locust run of one workload into its own ``--run-dir``."""
+def locust_command(workload: Workload, locustfile: Path, plan_path: Path | None, run_dir: Path) -> list[str]:
+    """The headless Locust run of one workload (``locustfile``: its scenario as a file) into its own ``--run-dir``."""
     plan = ["--plan", str(plan_path)] if plan_path else []
     return [
         sys.executable,
         "-m",
         "locust",
         "-f",
-        str(ROOT / "locustfiles" / workload.locustfile),
+        str(locustfile),
         *workload.options,
         "--headless",
         *plan,
@@ -86,7 +86,14 @@ def locust_command(workload: Workload, plan_path: Path | None, run_dir: Path) ->
 
 
 def run_workload(workload: Workload, run_dir: Path, log: Path | None) -> int:
-    """One Locust subprocess in its own session, bounded by the plan's time plus start-up; its exit code."""
+    """One Locust subprocess in its own session, bounded by the plan's time plus start-up; its exit code.
+
+    The scenario is package data of ``swarmgauge.locustfiles`` (the top-level ``locustfiles/`` of a clone, shipped
+    in the package), so it runs wherever swarmgauge is installed. The run's own folder is Locust's working directory:
+    a ``locust.conf`` or ``pyproject.toml`` where the demo was started does not change the pages' runs.
+    """
+    from importlib import resources
+
     import yaml
 
     from swarmgauge.targets.launch import child_env
@@ -95,22 +102,24 @@ def run_workload(workload: Workload, run_dir: Path, log: Path | None) -> int:
     plan_path = run_dir / "plan.yaml" if workload.plan is not None else None
     if plan_path:
         plan_path.write_text(yaml.safe_dump(workload.plan, sort_keys=False), encoding="utf-8")
-    command = locust_command(workload, plan_path, run_dir)
+    scenario = resources.files("swarmgauge.locustfiles") / workload.locustfile
     output = open(log, "w", encoding="utf-8") if log else None
     try:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=child_env(), stdout=output, stderr=output, start_new_session=True
-        )
-        try:
-            return process.wait(timeout=workload.planned_seconds() + OVERHEAD_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGTERM)
+        with resources.as_file(scenario) as locustfile:
+            command = locust_command(workload, locustfile, plan_path, run_dir)
+            process = subprocess.Popen(
+                command, cwd=run_dir, env=child_env(), stdout=output, stderr=output, start_new_session=True
+            )
             try:
-                process.wait(timeout=30)
+                return process.wait(timeout=workload.planned_seconds() + OVERHEAD_S)
             except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=30)
-            return -1
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=30)
+                return -1
     finally:
         if output:
             output.close()
