@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from swarmgauge import demo
+from swarmgauge.cli import demo
 from swarmgauge.cli.demo_pages import Page, Workload
 from swarmgauge.cli.demo_progress import FIRST_GUESS_OVERHEAD_S, Progress
 

@@ -10,8 +10,9 @@ import jsonschema
 import pytest
 import yaml
 
+from swarmgauge import plans
 from swarmgauge.errors import UsageError
-from swarmgauge.shapes.plan import BUNDLED_PLANS, build_plan, bundled_plan_names, load_plan_file
+from swarmgauge.shapes.plan import build_plan, bundled_plan_names, load_plan_file
 from swarmgauge.shapes.plan_schema import json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +32,7 @@ def test_the_committed_schema_is_the_codes():
 
 @pytest.mark.parametrize("name", bundled_plan_names())
 def test_every_bundled_plan_passes_the_schema_and_the_loader(name: str, validator: jsonschema.Draft202012Validator):
-    doc = yaml.safe_load((BUNDLED_PLANS / f"{name}.yaml").read_text())
+    doc = yaml.safe_load(plans.bundled(name).read_text(encoding="utf-8"))
     assert [error.message for error in validator.iter_errors(doc)] == []
     assert load_plan_file(name).stages
 
