@@ -29,7 +29,8 @@ from swarmgauge.reports.index_figures import (
     run_json,
     step_table,
 )
-from swarmgauge.reports.index_mdk_brain import brain, mdk
+from swarmgauge.reports.index_mdk import mdk
+from swarmgauge.reports.index_mdk_brain import brain
 
 # --- demarkus kind bench -------------------------------------------------------------------------------------------
 
