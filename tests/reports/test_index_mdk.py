@@ -133,6 +133,17 @@ def test_one_at_a_time_latencies_and_the_burst_are_beside_the_pages_figures(tmp_
     assert shown["2,000 / 4: fleet summary p50"] == ("1.25 s", "1.30 s", "0.96x")
     assert shown["2,000 / 4: single action accept p50"] == ("3.8 ms", "3.5 ms", "1.09x")
     assert shown["2,000 / 4: accept p50 at 1,000 submits/s"][0] == "40 ms"
+    assert shown["2,000 / 4: accepted submits of the burst"] == ("3,000", "2,600", "1.15x")
+
+
+def test_the_kernels_highest_cpu_is_beside_the_pages_ceiling(tmp_path):
+    section = mdk({"fleet-2000x1": fleet_run(tmp_path, "fleet-2000x1", 0.6)})
+    kernel = table(section, "Resource use").iloc[0]
+    assert (kernel["figure"], kernel["measured"], kernel["page"]) == (
+        "Kernel CPU, highest over the fleets",
+        "3 %",
+        "32 %",
+    )
 
 
 def test_read_throughput_gains_are_beside_the_pages_and_machine_bound_is_said(tmp_path):
