@@ -31,7 +31,7 @@ FLEETS = {
 }
 #: set by the stand-in, per fleet (the settings that decide its verdict rather than a measurement)
 FLEET_SET_BY = {
-    "fleet-10x1": "250 readers on 10 devices against the stand-in's 10 s request timeout",
+    "fleet-10x1": "200 readers on 10 devices against the stand-in's 10 s request timeout",
     "fleet-5000x1": "--query-concurrency 100 x --read-cost-ms 220-390: a 5,000-device sweep takes about 15 s",
     "fleet-5000x5-ping": "--health-ping-s 1: a health ping surely meets the burst (the page's red run by chance)",
 }
@@ -183,9 +183,11 @@ def fleet_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], list
 
 def latency_rows(runs: dict[str, Path | None]) -> list[dict[str, Any]]:
     """One-at-a-time read, summary and single accept, and acceptance under the burst, each beside the page's."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, (label, _page) in FLEETS.items():
-        steps = read_steps(runs.get(name))
+        run = runs.get(name)
+        steps = read_steps(run)
+        before = len(rows)
         read = _step(steps, ONE_AT_A_TIME, "telemetry")
         if read is not None:
             # the page's 220-390 ms band is +-28 % around its middle: the read's own spread
@@ -211,6 +213,10 @@ def latency_rows(runs: dict[str, Path | None]) -> list[dict[str, Any]]:
                 )
             )
         rows += _burst_rows(name, label, steps)
+        doc = read_json(run / "mdk.json") if run is not None else None
+        bound = isinstance(doc, dict) and run is not None and machine_load(run, doc)["bound"]
+        for row in rows[before:]:
+            row["machine"] = "machine-bound" if bound else ""
     return rows
 
 
@@ -283,8 +289,8 @@ def throughput_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]],
         doc = read_json(run / "mdk.json") or {}
         load = machine_load(run, doc)
         measured[name], bound[name] = float(reads["rps"]), load["bound"]
-        # 250 closed-loop readers (the page's 1,000) cap reads/s at about 250 / 0.33 s: a setting of the load
-        row = figure(f"{label}: saturation reads/s", reads["rps"], page, rate, tolerance=0.25, set_by="250 readers")
+        # 200 closed-loop readers (the page's 1,000) cap reads/s at about 200 / 0.33 s: a setting of the load
+        row = figure(f"{label}: saturation reads/s", reads["rps"], page, rate, tolerance=0.25, set_by="200 readers")
         rows.append(row | {"machine": machine_text(load)})
     for one, more, label in SCALING:
         if one not in measured or more not in measured:

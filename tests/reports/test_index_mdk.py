@@ -168,3 +168,13 @@ def test_every_page_row_no_workload_attempts_is_listed_with_its_reason():
     assert len(section.not_reproducible) >= 5
     assert all(row and why for row, why in section.not_reproducible)
     assert any("RSS" in row for row, _ in section.not_reproducible)
+
+
+def test_a_machine_bound_fleets_latencies_say_so(tmp_path):
+    runs = {
+        "fleet-2000x1": fleet_run(tmp_path, "fleet-2000x1", 0.6, load=6.0),
+        "fleet-2000x4": fleet_run(tmp_path, "fleet-2000x4", 0.2),
+    }
+    latency = table(mdk(runs), "Latency")
+    machine = dict(zip(latency["figure"], latency["machine"]))
+    assert machine["2,000 / 1: device read p50"] == "machine-bound" and machine["2,000 / 4: device read p50"] == ""
