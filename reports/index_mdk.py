@@ -4,8 +4,9 @@ the read throughput pairs, the action burst and the three drills, and the page's
 A fleet's run (``swarmgauge/demo_mdk.py``) has the steps "one at a time", "saturation reads", "discover" and
 "action burst"; its ``mdk.json`` holds the verdict inputs, each step's CPU per process (``cpu_by_step``, the
 generator as ``generator``) and the load average. A fleet is "machine-bound" when the generator hit its own CPU
-bound or the generator and the stand-in together used nearly the whole machine in a measured step: its verdict is
-shown, never judged against the page's.
+bound, the generator and the stand-in together used nearly the whole machine in a measured step, or the load average
+less our own processes filled every core (others loading the shared machine): its verdict is shown, never judged
+against the page's.
 """
 
 from __future__ import annotations
@@ -78,6 +79,26 @@ NOT_REPRODUCIBLE = [
         "an unexplained outlier of one drill in 32; the drills here run once each",
     ),
     ("One Gateway connects to exactly one Kernel; multi-site aggregation", "architecture, not a measurement"),
+    (
+        "one device sustains about 3 reads/s (its reads run one after another)",
+        "the stand-in serialises a device's reads at its --read-cost-ms by construction: a figure would echo it",
+    ),
+    (
+        "after a Kernel restart, commands in flight settle as TIMEOUT / ERR_COMMAND_UNCONFIRMED, never re-sent",
+        "the kernel-restart drill runs under readers only; the stand-in's write-ahead log is checked by its tests",
+    ),
+    (
+        "every failed read of the outage drill returned in under 10 ms",
+        "the drill records when channels failed, not each failed read's own time",
+    ),
+    (
+        "the Kernel's CPU tracks total devices more than Workers",
+        "the stand-in's Kernel cost per device is its --accept-us-per-device setting; only its highest CPU is shown",
+    ),
+    (
+        "recommended envelopes: up to 1,000 devices per Worker, one Kernel and Gateway per site",
+        "advice derived from the measured limits, not a measurement",
+    ),
 ]
 
 
