@@ -233,8 +233,8 @@ def latency_rows(runs: dict[str, Path | None]) -> list[dict[str, Any]]:
                     set_by="--accept-base-us 700 (the Kernel's lane turn)",
                 )
             )
-        rows += _burst_rows(name, label, steps)
         doc = read_json(run / "mdk.json") if run is not None else None
+        rows += _burst_rows(name, label, steps, doc if isinstance(doc, dict) else None)
         bound = isinstance(doc, dict) and run is not None and machine_load(run, doc)["bound"]
         for row in rows[before:]:
             row["machine"] = "machine-bound" if bound else ""
@@ -246,7 +246,20 @@ BURST_PAGE = {"fleet-5000x5": (423.0, None), "fleet-5000x5-ping": (951.0, 2591.0
 LANE_SET_BY = "--accept-base-us 700 --accept-us-per-device 0.2 (the Kernel's lane turn grows with the fleet)"
 
 
-def _burst_rows(name: str, label: str, steps: pd.DataFrame) -> list[dict[str, Any]]:
+def kernel_accept_rows(label: str, doc: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The Kernel's own acceptance (arrival to answer, over the run's submits, nearly all the burst's) beside
+    Locust's: the part of the latency that is not the generator's or the Gateway's lag on a loaded machine."""
+    accept = ((doc or {}).get("kernel") or {}).get("accept_ms") or {}
+    return [
+        figure(
+            f"{label}: the Kernel's own accept {name}", accept[quantile], None, ms, tolerance=1.0, set_by=LANE_SET_BY
+        )
+        for quantile, name in (("0.5", "p50"), ("0.99", "p99"))
+        if quantile in accept
+    ]
+
+
+def _burst_rows(name: str, label: str, steps: pd.DataFrame, doc: dict[str, Any] | None) -> list[dict[str, Any]]:
     burst = _step(steps, BURST, "action")
     if burst is None:
         return []
@@ -261,6 +274,7 @@ def _burst_rows(name: str, label: str, steps: pd.DataFrame) -> list[dict[str, An
     # and the generator's own 3,000 tickets (1,000/s for 3 s) are 1.15x it, so a fifth either way
     page_accepted = 419.0 if name == "fleet-5000x5-ping" else 2600.0
     rows.append(figure(f"{label}: accepted submits of the burst", accepted, page_accepted, _count, tolerance=0.2))
+    rows += kernel_accept_rows(label, doc)
     if name == "fleet-5000x5-ping":
         share = 100.0 * float(burst["failures"]) / max(1.0, float(burst["requests"]))
         rows.append(

@@ -178,3 +178,14 @@ def test_a_machine_bound_fleets_latencies_say_so(tmp_path):
     latency = table(mdk(runs), "Latency")
     machine = dict(zip(latency["figure"], latency["machine"]))
     assert machine["2,000 / 1: device read p50"] == "machine-bound" and machine["2,000 / 4: device read p50"] == ""
+
+
+def test_the_kernels_own_acceptance_is_beside_locusts(tmp_path):
+    run = fleet_run(tmp_path, "fleet-10x1", 0.1)
+    doc = json.loads((run / "mdk.json").read_text())
+    doc["kernel"] = {"accept_ms": {"0.5": 0.9, "0.99": 4.2}}
+    (run / "mdk.json").write_text(json.dumps(doc))
+    latency = table(mdk({"fleet-10x1": run}), "Latency")
+    shown = dict(zip(latency["figure"], latency["measured"]))
+    assert shown["10 / 1: the Kernel's own accept p50"] == "0.9 ms"
+    assert shown["10 / 1: the Kernel's own accept p99"] == "4.2 ms"

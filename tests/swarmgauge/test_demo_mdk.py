@@ -60,3 +60,19 @@ def test_discovery_time_grows_with_the_fleet_and_is_not_scaled():
     assert discovery_s(10) == 1 and discovery_s(2000) == 5 and discovery_s(5000) == 13
     fleet = next(w for w in workloads(0.1) if w.name == "fleet-5000x1")
     assert fleet.plan is not None and fleet.plan["stages"][0]["duration"] == "14s"
+
+
+def test_only_the_5000_by_5_bursts_may_have_1000_submits_in_flight():
+    in_flight = {
+        w.name: next(s["max_users"] for s in w.plan["stages"] if s["label"] == "action burst")
+        for w in workloads(1.0)
+        if w.name.startswith("fleet-") and w.plan is not None
+    }
+    assert in_flight == {
+        "fleet-10x1": 200,
+        "fleet-2000x1": 200,
+        "fleet-5000x1": 200,
+        "fleet-2000x4": 200,
+        "fleet-5000x5": 1000,
+        "fleet-5000x5-ping": 1000,
+    }
