@@ -189,3 +189,10 @@ def test_the_kernels_own_acceptance_is_beside_locusts(tmp_path):
     shown = dict(zip(latency["figure"], latency["measured"]))
     assert shown["10 / 1: the Kernel's own accept p50"] == "0.9 ms"
     assert shown["10 / 1: the Kernel's own accept p99"] == "4.2 ms"
+
+
+def test_the_red_5000_by_1_fleets_headroom_and_worker_cpu_are_beside_the_pages(tmp_path):
+    latency = table(mdk({"fleet-5000x1": fleet_run(tmp_path, "fleet-5000x1", 1.55, stand_in=80.0)}), "Latency")
+    shown = {r["figure"]: (r["measured"], r["page"]) for _, r in latency.iterrows()}
+    assert shown["5,000 / 1: headroom"] == ("1.55", "1.24")
+    assert shown["5,000 / 1: Worker CPU"] == ("40 %", "108 %")
