@@ -156,7 +156,7 @@ def drill_workload(name: str, scale: float) -> Workload:
         "name": f"demo-mdk-{name}",
         "description": f"readers on the fleet while the {name} drill kills and restarts",
         "kind": "stages",
-        "stages": [{"label": "reads", "users": 20, "duration": _scaled(18, scale), "user_classes": ["MDKReader"]}],
+        "stages": [{"label": "reads", "users": 20, "duration": _scaled(15, scale), "user_classes": ["MDKReader"]}],
     }
     options = ("--mdk-profile", "50x1", "--mdk-drill", name, "--mdk-drill-after", "2s")
     # the readers' reads of the killed or unreachable devices fail until recovery: Locust's exit 1 for failed requests

@@ -51,7 +51,7 @@ def test_every_user_class_a_stage_names_is_in_the_locustfile():
 
 def test_the_page_plans_about_4_minutes_at_scale_1_and_scale_never_drops_a_row():
     full, half = workloads(1.0), workloads(0.5)
-    assert sum(w.planned_seconds() for w in full) <= 4.5 * 60
+    assert sum(w.planned_seconds() for w in full) <= 250  # 248 s: about 4 minutes
     assert [w.name for w in half] == [w.name for w in full]
     assert sum(w.planned_seconds() for w in half) < sum(w.planned_seconds() for w in full)
 
