@@ -14,7 +14,9 @@ warm-up:
 
 The two cases alternate round by round, the order rotated, so a neighbour's burst hits both alike. The figure is
 the median of the per-round ratios swarmgauge / fasthttp, with every round and the 1-minute load average beside
-it; the target is a ratio of at most 1.05 (all listeners together at most 5 % of a FastHttpUser GET).
+it; the target is a ratio of at most 1.05 (all listeners together at most 5 % of a FastHttpUser GET). Beside it,
+each process times one ``request`` event through its listeners in a loop after the window: the difference is the
+listeners' event cost without the noise of a shared machine.
 ``--profile`` runs one more swarmgauge case under cProfile (CPU clock) and lists swarmgauge's own functions by
 time. Figures only: nothing here asserts on time.
 """
@@ -87,6 +89,7 @@ def measure(url: str, opts: argparse.Namespace, nginx: Nginx) -> dict[str, Any]:
         s["cpu_us_per_request"] / f["cpu_us_per_request"] for f, s in zip(rounds["fasthttp"], rounds["swarmgauge"])
     ]
     medians = {case: statistics.median(r["cpu_us_per_request"] for r in rounds[case]) for case in CASES}
+    events = {case: statistics.median(r["event_us"] for r in rounds[case]) for case in CASES}
     ratio = statistics.median(per_round)
     return {
         "benchmark": "overhead",
@@ -96,6 +99,8 @@ def measure(url: str, opts: argparse.Namespace, nginx: Nginx) -> dict[str, Any]:
         "cpu_us_per_request": {case: round(value, 2) for case, value in medians.items()},
         "listeners_us_per_request": round(medians["swarmgauge"] - medians["fasthttp"], 2),
         "ratio": round(ratio, 4),
+        "event_us": {case: round(value, 3) for case, value in events.items()},
+        "event_listeners_share": round((events["swarmgauge"] - events["fasthttp"]) / medians["fasthttp"], 4),
         "ratio_rounds": [round(value, 4) for value in per_round],
         "reached": ratio <= TARGET_RATIO,
         "load_average": [round(value, 2) for value in os.getloadavg()],
@@ -158,6 +163,12 @@ def render(doc: dict[str, Any]) -> str:
         f"loads {', '.join(str(r['load_average']) for r in rounds['swarmgauge'])}); "
         f"target ≤ {doc['target_ratio']:.2f}: {verdict}",
     ]
+    event = doc["event_us"]
+    lines.append(
+        f"one request event through its listeners, timed in a loop: {event['fasthttp']:.2f} µs plain Locust, "
+        f"{event['swarmgauge']:.2f} µs with swarmgauge: its listeners {event['swarmgauge'] - event['fasthttp']:+.2f} µs"
+        f" = {doc['event_listeners_share']:.1%} of a FastHttpUser GET (the task and wait wrappers not included)"
+    )
     profile = doc.get("profile")
     if profile:
         lines += ["", f"cProfile, swarmgauge's own functions: {profile['own_share']:.1%} of the process's CPU"]

@@ -31,6 +31,7 @@ def test_overhead_benchmark_prints_and_writes_its_figures(tmp_path):
     assert len(doc["load_average"]) == 3
     assert all(r["requests"] > 0 and r["failures"] == 0 for rows in doc["rounds"].values() for r in rows)
     assert doc["target_ratio"] == 1.05
+    assert set(doc["event_us"]) == {"fasthttp", "swarmgauge"} and "one request event" in result.stdout
 
 
 def test_overhead_benchmark_rejects_zero_counts(tmp_path):
