@@ -48,7 +48,15 @@ def _slots(environment: Any) -> dict[str, Any]:
 
 
 def slot(environment: Any, name: str, factory: Callable[[], T]) -> T:
-    """The value in ``name``, made by ``factory`` the first time it is asked for."""
+    """The value in ``name``, made by ``factory`` the first time it is asked for.
+
+    Every request reads a slot (the steps listener's), so the common case - the slot is there - is one lookup."""
+    entry = _SLOTS.get(id(environment))
+    if entry is not None:
+        holder, found = entry
+        if (holder() if type(holder) is weakref.ref else holder) is environment and name in found:
+            hit: T = found[name]
+            return hit
     slots = _slots(environment)
     if name not in slots:
         slots[name] = factory()

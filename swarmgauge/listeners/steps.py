@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -79,8 +81,26 @@ class _StepState:
         self.stall_watch = stalls.StallWatch(self.recorder.note_stall)
 
 
+#: [weak reference to the Environment last asked for, its state]: every request and iteration asks, nearly always
+#: for the same Environment; every replacement of the slot clears it
+_last_state: list[Any] = [None, None]
+
+
 def _state(environment: Environment) -> _StepState:
-    return env_state.slot(environment, "steps", _StepState)
+    last, state = _last_state
+    if last is not None and last() is environment:
+        return state
+    state = env_state.slot(environment, "steps", _StepState)
+    try:
+        _last_state[:] = [weakref.ref(environment), state]
+    except TypeError:  # a stand-in that takes no weak reference is not cached
+        _last_state[:] = [None, None]
+    return state
+
+
+def _replace_state(environment: Environment, state: _StepState) -> None:
+    env_state.put(environment, "steps", state)
+    _last_state[:] = [None, None]
 
 
 def reset(environment: Environment) -> None:
@@ -89,7 +109,7 @@ def reset(environment: Environment) -> None:
     if old is not None and old.sampler is not None:
         old.sampler_stop = True
         old.sampler.kill(block=False)
-    env_state.put(environment, "steps", _StepState())
+    _replace_state(environment, _StepState())
 
 
 def current_step(environment: Environment) -> StepInfo | None:
@@ -111,7 +131,7 @@ def _apply(environment: Environment, info: StepInfo) -> None:
     state = _state(environment)
     if info.index == 0 and state.transitions:
         state = _StepState()
-        env_state.put(environment, "steps", state)
+        _replace_state(environment, state)
     state.transitions.append((time.time(), info))
     _ensure_sampler(environment)
     step_changed.fire(environment=environment, step=info)
@@ -221,10 +241,11 @@ def on_request(
     **_kwargs: Any,
 ) -> None:
     state = _state(environment)
-    if not state.transitions:
+    transitions = state.transitions
+    if not transitions:
         _implicit_step(environment)
     started = start_time if start_time is not None else time.time()
-    began, info = state.transitions[-1]
+    began, info = transitions[-1]
     if started < began:
         info, began = step_at(environment, started)  # type: ignore[misc]
     if info.warmup and started < began + info.warmup:
@@ -323,7 +344,27 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
         if runner is not None and not has_message_handler(runner, message_type):
             runner.register_message(message_type, handler)
     _envs.append(environment)
-    environment.events.request.add_listener(lambda **kw: on_request(environment, **kw))
+    environment.events.request.add_listener(_request_listener(environment))
+
+
+def _request_listener(environment: Environment) -> Callable[..., None]:
+    """:func:`on_request` for ``environment``'s request event, taking Locust's keywords by name (no repacking)."""
+
+    def on_request_event(
+        request_type: str,
+        name: str,
+        response_time: float | None,
+        response_length: int = 0,
+        response: Any = None,
+        context: Any = None,
+        exception: BaseException | None = None,
+        start_time: float | None = None,
+        url: str | None = None,
+        **_kwargs: Any,
+    ) -> None:
+        on_request(environment, request_type, name, response_time, exception, start_time)
+
+    return on_request_event
 
 
 @events.report_to_master.add_listener
