@@ -84,9 +84,9 @@ def test_a_qh3_without_one_of_the_functions_is_refused(monkeypatch):
 
 def test_a_client_lets_go_of_its_key_shares_once_its_handshake_is_done_and_still_talks(monkeypatch):
     """A pooled connection keeps no key-share private keys after its handshake (~4 KiB each), and works on."""
-    from swarmgauge.quic_engine import Qh3Engine
-    from swarmgauge.users.quic import QuicDriver, client_configuration
-    from swarmgauge.users.quic_transport import MemoryPair
+    from swarmgauge.quic.engine import Qh3Engine
+    from swarmgauge.quic.driver import QuicDriver, client_configuration
+    from swarmgauge.quic.transport import MemoryPair
 
     released = []
     release = Qh3Engine.release_handshake_state
@@ -109,7 +109,7 @@ def test_a_client_lets_go_of_its_key_shares_once_its_handshake_is_done_and_still
 
 
 def test_releasing_before_the_handshake_ends_keeps_the_key_shares():
-    from swarmgauge.quic_engine import engine
+    from swarmgauge.quic.engine import engine
 
     qh3 = engine("qh3")
     quic = qh3.QuicConnection(
