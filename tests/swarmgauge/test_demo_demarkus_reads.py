@@ -22,7 +22,7 @@ def test_every_read_row_of_the_page_has_a_step_at_every_scale():
 
 def test_the_read_workloads_simulate_the_pages_bottleneck_as_their_plans_say():
     for workload in read_workloads(1.0):
-        assert workload.options[1:] == ("--mark-embedded-args", MARK_BOTTLENECK)
+        assert workload.options[1:3] == ("--mark-embedded-args", MARK_BOTTLENECK)
         run = {
             "plan": workload.plan,
             "host": "",
@@ -37,6 +37,15 @@ def test_the_fresh_rows_compare_the_iteration_the_page_times():
     rows = fresh.plan["reference"]["rows"]
     assert {row["name"] for row in rows} == {"FETCH+dial"}
     assert [(row["users"], row["p50_ms"], row["p99_ms"]) for row in rows] == [(16, 23, 323), (64, 343, 1160)]
+
+
+def test_the_last_steps_requests_in_flight_finish_and_count():
+    """Each read workload ends on its largest step; the users get time to finish the requests they have in flight
+    (without it the 256-user step lost 256 requests and showed 95-130 req/s against the slots' 160)."""
+    for workload in read_workloads(0.5):
+        options = list(workload.options)
+        assert "--stop-timeout" in options
+        assert float(options[options.index("--stop-timeout") + 1]) > 1.79  # the page's slowest read, 256 users' p99
 
 
 def test_the_pooled_ramp_keeps_a_warm_up_that_covers_the_256_user_handshakes_at_any_scale():
