@@ -3,7 +3,7 @@
 ``python -m benchmarks.reads_ramp [--step-time 60s] [--warmup 5s] [--embedded-args "..."] [--out DIR]``
 
 One headless run of ``locustfiles/demarkus_reads.py`` with the stages of ``swarmgauge/plans/demarkus-reads.yaml`` (given
-as options, so a shorter ``--step-time`` can be tried) and the embedded server's pacing (``--read-delay-ms 10 --reads-stat-head --backend-rps 160``). Per step it prints req/s,
+as options, so a shorter ``--step-time`` can be tried) and the embedded server's pacing (``--read-delay-ms 9.2 --reads-stat-head --backend-concurrency 3 --read-delay-jitter 0.2``). Per step it prints req/s,
 p50, p99, the measured p99 / p50 beside the page's (the page's latency *shape*, which a loaded host cannot change
 the way it changes absolute figures), the step's in-step timeline p99 (the median of its per-interval p99, first and
 last interval left out: what the step's own load gives, free of anything at its edges), the generator's CPU and
@@ -27,7 +27,7 @@ from swarmgauge.files import write_json
 from swarmgauge.run_folders import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
-EMBEDDED_ARGS = "--read-delay-ms 10 --reads-stat-head --backend-rps 160"
+EMBEDDED_ARGS = "--read-delay-ms 9.2 --reads-stat-head --backend-concurrency 3 --read-delay-jitter 0.2"
 # The page's Reads table (QUIC FETCH, pooled connections): users -> (req/s, p50 ms, p99 ms).
 PAGE = {1: (53, 20.0, 26.0), 4: (160, 21.0, 45.0), 16: (159, 100.0, 166.0), 64: (158, 423.0, 486.0)}
 PAGE[256] = (151, 1770.0, 1790.0)

@@ -15,8 +15,9 @@ from typing import Any
 
 from swarmgauge import plans
 
-#: the embedded Mark server's bottleneck simulation: two bucket round trips of 10 ms, 160 reads/s of capacity
-MARK_BOTTLENECK = "--read-delay-ms 10 --reads-stat-head --backend-rps 160"
+#: the embedded Mark server's bottleneck simulation: two bucket round trips of about 9.4 ms (lognormal, sigma 0.2), at
+#: most 3 reads in the bucket at once: 3 / 18.8 ms = 160 reads/s, reached at 4 users (the page's knee)
+MARK_BOTTLENECK = "--read-delay-ms 9.2 --reads-stat-head --backend-concurrency 3 --read-delay-jitter 0.2"
 
 
 @dataclass(frozen=True)
@@ -103,11 +104,8 @@ def reads_workload(steps: list[int], step_time: float, warmup: float, scale: flo
 
 
 def _demarkus(scale: float) -> Page:
-    fresh = reads_plan([16], 14, 3, scale) | {"user_classes": ["FreshFetchUser"]}
-    fresh["reference"] = {
-        "page": "demarkus-kind-bench.md#reads (fresh connection per request)",
-        "rows": [{"name": "FETCH", "users": 16, "rps": 157, "p50_ms": 23, "p99_ms": 323}],
-    }
+    from swarmgauge.cli.demo_demarkus_reads import read_workloads
+
     writes = {
         "name": "demo-demarkus-writes",
         "description": "one writer back to back against the 1.5 s commit pacing",
@@ -139,14 +137,7 @@ def _demarkus(scale: float) -> Page:
         "demarkus kind bench: reads, writes, MCP session churn",
         "demarkus-kind-bench.md",
         (
-            reads_workload([1, 4, 16, 64], 12, 3, scale),
-            Workload(
-                "fresh",
-                "QUIC FETCH, a fresh connection per request, 16 workers",
-                "demarkus_reads.py",
-                ("FreshFetchUser", "--mark-embedded-args", MARK_BOTTLENECK),
-                fresh,
-            ),
+            *read_workloads(scale),
             Workload(
                 "writes",
                 "PUBLISH back to back against 1.5 s commit pacing",

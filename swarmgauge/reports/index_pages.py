@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from swarmgauge.reports.index_brain import brain
+from swarmgauge.reports.index_demarkus_reads import reads
 from swarmgauge.reports.index_figures import (
     MIB,
     Check,
@@ -28,22 +29,12 @@ from swarmgauge.reports.index_figures import (
     read_steps,
     requests_of,
     run_json,
-    step_table,
 )
 from swarmgauge.reports.index_kneo_rows import add_kneo_rows
 from swarmgauge.reports.index_mdk import mdk
 
 # --- demarkus kind bench -------------------------------------------------------------------------------------------
 
-DEMARKUS_POOLED: dict[int, tuple[float, ...]] = {
-    1: (53, 20, 26),
-    4: (160, 21, 45),
-    16: (159, 100, 166),
-    64: (158, 423, 486),
-    256: (151, 1770, 1790),
-}
-DEMARKUS_FRESH: dict[int, tuple[float, ...]] = {16: (157, 23, 323), 64: (159, 343, 1160)}
-DEMARKUS_CEILING = 160.0
 DEMARKUS_WRITES_PER_S = 0.67
 DEMARKUS_SECONDS_PER_WRITE = 1.51
 DEMARKUS_HEAP_PER_SESSION = 9.6 * 1000  # bytes of live heap (the page's "about 9.6 KB")
@@ -52,33 +43,9 @@ DEMARKUS_CALLS_P50_MS = 10.0
 
 def demarkus(runs: dict[str, Path | None]) -> PageSection:
     section = PageSection()
-    pooled = requests_of(read_steps(runs.get("reads")), "FETCH")
-    fresh = requests_of(read_steps(runs.get("fresh")), "FETCH")
-    tables = []
-    if not pooled.empty:
-        tables.append(step_table(pooled, DEMARKUS_POOLED, "QUIC FETCH, pooled connections", "Step"))
-    if not fresh.empty:
-        tables.append(step_table(fresh, DEMARKUS_FRESH, "QUIC FETCH, fresh connection per request", "Step"))
-    if tables:
-        section.tables.append(("Reads", pd.concat(tables, ignore_index=True)))
-    past_knee = pooled[pooled["users"] >= 4] if not pooled.empty else pooled
-    if not past_knee.empty:
-        rps = [float(v) for v in past_knee["rps"]]
-        mean = sum(rps) / len(rps)
-        holds = flat(rps, 0.15) and abs(mean - DEMARKUS_CEILING) <= 0.2 * DEMARKUS_CEILING
-        section.checks.append(
-            Check(holds, f"ceiling {min(rps):.0f} to {max(rps):.0f} req/s from 4 workers on (page: about 160)")
-        )
-        top = past_knee.iloc[-1]
-        little = 1000.0 * float(top["users"]) / float(top["rps"])
-        mean = float(top.get("avg_ms", top["p50_ms"]))
-        section.checks.append(
-            Check(
-                abs(mean - little) <= 0.25 * little,
-                f"mean latency at {int(top['users'])} workers {ms(mean)}, Little's law ({int(top['users'])} / "
-                f"{float(top['rps']):.0f} req/s) says {ms(little)}",
-            )
-        )
+    read_rows = reads(runs, section)
+    if not read_rows.empty:
+        section.tables.insert(0, ("Reads", read_rows))
     rows = []
     writes = requests_of(read_steps(runs.get("writes")), "PUBLISH")
     if not writes.empty:
@@ -127,8 +94,7 @@ def demarkus(runs: dict[str, Path | None]) -> PageSection:
     if rows:
         section.tables.append(("Writes and MCP session churn", pd.DataFrame(rows)))
     section.notes.append(
-        "The embedded Mark server simulates the page's bottleneck (fake-gcs-server): two 10 ms bucket round trips "
-        "per read and 160 reads/s of capacity; writes wait for 1.5 s commit pacing. Memory per MCP session is the "
+        "Writes wait for the stand-in's 1.5 s commit pacing. Memory per MCP session is the "
         "gateway process's memory over the live sessions, the page's is Go's live heap."
     )
     return section

@@ -16,8 +16,9 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from swarmgauge.reports.index_demarkus_reads import FRESH, LOOKUP, POOLED
 from swarmgauge.reports.index_figures import MIB, read_json, read_steps, requests_of
-from swarmgauge.reports.index_pages import DEMARKUS_FRESH, DEMARKUS_POOLED, KNEO, KNEO_RUNS, end_to_end
+from swarmgauge.reports.index_pages import KNEO, KNEO_RUNS, end_to_end
 from swarmgauge.reports.plots import label_users_as_run
 
 Runs = dict[str, Path | None]
@@ -65,9 +66,12 @@ def ramp_plot(title: str, unit: str, series: list[Series]) -> bytes | None:
 
 def demarkus_plot(runs: Runs) -> bytes | None:
     pooled = requests_of(read_steps(runs.get("reads")), "FETCH")
-    fresh = requests_of(read_steps(runs.get("fresh")), "FETCH")
+    fresh = requests_of(read_steps(runs.get("fresh")), "FETCH+dial")  # dial included, as the page's tool times it
+    lookup = requests_of(read_steps(runs.get("lookup")), "LOOKUP")
     return ramp_plot(
-        "demarkus reads", "req/s", [("pooled", DEMARKUS_POOLED, pooled), ("fresh connection", DEMARKUS_FRESH, fresh)]
+        "demarkus reads",
+        "req/s",
+        [("pooled FETCH", POOLED, pooled), ("fresh connection", FRESH, fresh), ("LOOKUP", LOOKUP, lookup)],
     )
 
 

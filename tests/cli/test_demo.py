@@ -62,4 +62,4 @@ def test_demo_writes_the_run_directory_and_report(tmp_path: Path):
     assert "page req/s" in report and "Δ p50" in report  # the demarkus page's figures beside the measured ones
     assert "swarmgauge: per-step results" in result.stdout and "exit code 0" in result.stdout
     options = json.loads((resolve(run_dir) / "run.json").read_text())["options"]
-    assert "--backend-rps 160" in options["mark_embedded_args"]  # the page's bucket ceiling, simulated
+    assert "--backend-concurrency 3" in options["mark_embedded_args"]  # the page's bucket ceiling, simulated

@@ -207,3 +207,17 @@ def test_web_ui_lists_the_read_users_for_the_class_picker(tmp_path):
     for name in ("FetchUser", "FreshFetchUser", "LookupUser", "ListUser"):
         assert name in page
     assert "mark_token" in page and "mark_connection" in page
+
+
+def test_a_fresh_iteration_is_one_request_one_handshake_and_one_dialled_fetch(tmp_path):
+    """FreshFetchUser records the page tool's timing (dial inside the request) once per FETCH, never a second task."""
+    result = locust(
+        "FreshFetchUser", "--headless", "-u", "2", "-r", "2", "-t", "3s", "--csv", str(tmp_path / "run"),
+        "--mark-corpus", "40",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    counts = {(row["Type"], row["Name"]): int(row["Request Count"]) for row in stats_rows(tmp_path / "run")}
+    fetches = counts[("FETCH", "/corpus/{topic}/{doc}")]
+    dialled = counts[("FETCH+dial", "/corpus/{topic}/{doc}")]
+    assert fetches > 0 and abs(dialled - fetches) <= 2  # the run's end may cut an iteration between its two events
+    assert abs(counts[("QUIC", "handshake")] - fetches) <= 2

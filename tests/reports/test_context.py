@@ -144,7 +144,7 @@ def test_a_page_comparison_against_a_target_without_the_pages_simulation_says_so
     info = demarkus_reads_run(["--seed-corpus", "300"])
     caveat = target_caveat(info)
     assert caveat is not None and "not simulating the page's bottleneck" in caveat
-    assert "--read-delay-ms 10" in caveat and "--backend-rps 160" in caveat
+    assert "--read-delay-ms 9.2" in caveat and "--backend-concurrency 3" in caveat
     assert "page columns are for reference only" in caveat and "--mark-embedded-args" in caveat
     (tmp_path / "run.json").write_text(json.dumps(info))
     summary = render_report(tmp_path)
@@ -158,7 +158,8 @@ def test_an_external_host_cannot_be_checked_and_says_so():
 
 
 def test_an_embedded_target_configured_like_the_page_has_no_caveat():
-    knobs = ["--seed-corpus", "300", "--backend-rps=160.0", "--reads-stat-head", "--read-delay-ms", "10"]
+    knobs = ["--seed-corpus", "300", "--backend-concurrency=3", "--reads-stat-head", "--read-delay-ms", "9.2"]
+    knobs += ["--read-delay-jitter", "0.2"]
     assert target_caveat(demarkus_reads_run(knobs)) is None
     assert target_caveat(RUN_JSON) is None, "a plan that says nothing of the page's target gets no caveat"
     with pytest.raises(UsageError, match="reference target must be a mapping with embedded"):

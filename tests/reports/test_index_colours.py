@@ -11,9 +11,20 @@ import pytest
 
 from swarmgauge.reports import index_pages
 from swarmgauge.reports.index import table_of, write_index
-from swarmgauge.reports.index_figures import PageSection, beside, figure, ms, rate, step_table
+from swarmgauge.reports.index_figures import (
+    Check,
+    PageSection,
+    beside,
+    figure,
+    ms,
+    rate,
+    read_steps,
+    requests_of,
+    step_table,
+)
 from tests.reports.test_index import manifest, page, reads
 
+PAGE_POOLED = {1: (53, 20, 26), 4: (160, 21, 45), 16: (159, 100, 166), 64: (158, 423, 486), 256: (151, 1770, 1790)}
 #: users, req/s, p50, p99 against the page's 1: (53, 20, 26), 4: (160, 21, 45), 16: (159, 100, 166),
 #: 64: (158, 423, 486), 256: (151, 1770, 1790)
 READS = [
@@ -25,10 +36,30 @@ READS = [
 ]
 
 
+def plain_ramp_section(runs: dict[str, Path | None]) -> PageSection:
+    """A fake demarkus section: the pooled ramp beside the page's figures at one 20 % tolerance and no figure set by
+    a stand-in (the real section marks the ceiling as the stand-in's), so the grading itself is what is tested."""
+    pooled = requests_of(read_steps(runs.get("reads")), "FETCH")
+    section = PageSection()
+    if not pooled.empty:
+        section.tables.append(("Reads", step_table(pooled, PAGE_POOLED, "QUIC FETCH, pooled", "Step", tolerance=0.2)))
+        past = [float(v) for v in pooled[pooled["users"] >= 4]["rps"]]
+        if past:
+            section.checks.append(Check(True, f"ceiling {min(past):.0f} to {max(past):.0f} req/s from 4 workers on"))
+        section.checks.append(Check(True, "zero errors"))
+    return section
+
+
+@pytest.fixture
+def plain_ramp(monkeypatch):
+    monkeypatch.setitem(index_pages.SECTIONS, "demarkus", plain_ramp_section)
+
+
 def section_of(text: str, name: str) -> str:
     return text.split(f"## {name}:")[1].split("\n## ")[0]
 
 
+@pytest.mark.usefixtures("plain_ramp")
 def test_each_row_is_green_amber_or_red_against_its_tolerance_shown_beside_it(tmp_path):
     reads(tmp_path, READS)
     manifest(tmp_path, [page("demarkus", "reads")])
@@ -45,6 +76,7 @@ def test_each_row_is_green_amber_or_red_against_its_tolerance_shown_beside_it(tm
     assert "<td style='background:#f4bcc0;'>2.23x</td>" in page_html
 
 
+@pytest.mark.usefixtures("plain_ramp")
 def test_a_page_with_a_red_row_never_holds_and_its_checks_are_shown_apart(tmp_path):
     reads(tmp_path, READS)
     manifest(tmp_path, [page("demarkus", "reads")])
@@ -57,6 +89,7 @@ def test_a_page_with_a_red_row_never_holds_and_its_checks_are_shown_apart(tmp_pa
     assert "- holds: ceiling 150 to 160 req/s from 4 workers on" in text
 
 
+@pytest.mark.usefixtures("plain_ramp")
 def test_a_missing_measured_figure_is_red(tmp_path):
     reads(tmp_path, [(1, 50.0, 21.0, 27.0), (4, 158.0, 24.0, float("nan"))])
     manifest(tmp_path, [page("demarkus", "reads")])
@@ -120,6 +153,7 @@ def test_rows_not_reproducible_are_listed_with_their_reason(tmp_path, fixture_pa
     assert "<td style='text-align:left'>log spam past 4,096 sessions</td>" in html.read_text()
 
 
+@pytest.mark.usefixtures("plain_ramp")
 def test_an_unexpected_exit_is_red_and_an_expected_one_is_labelled(tmp_path):
     reads(tmp_path, [(1, 50.0, 21.0, 27.0), (4, 158.0, 24.0, 40.0)])
     gate, broken = page("demarkus", "reads"), page("kneo", "backpressure")
@@ -135,6 +169,7 @@ def test_an_unexpected_exit_is_red_and_an_expected_one_is_labelled(tmp_path):
     assert "<td style='background:#f4bcc0;text-align:left'>exit 3 (unexpected; declared 0)</td>" in html.read_text()
 
 
+@pytest.mark.usefixtures("plain_ramp")
 def test_a_workload_that_timed_out_is_red_unless_declared(tmp_path):
     reads(tmp_path, [(1, 50.0, 21.0, 27.0)])
     entry = page("demarkus", "reads")

@@ -87,6 +87,21 @@ def tags_of(doc: Document) -> list[str]:
     return [t for t in raw.split(",") if t]
 
 
+def _catalog_entry(doc: Document) -> dict:
+    """The current version's title, tags and importance, worked out once per version (a version never changes)."""
+    entry = doc.current.catalog
+    if not entry:
+        title, tags = title_of(doc), tags_of(doc)
+        entry.update(
+            title=title,
+            tags=tags,
+            ltitle=title.lower(),
+            ltags={t.lower() for t in tags},
+            importance=importance_of(doc),
+        )
+    return entry
+
+
 def _matches(doc: Document, predicates: list[Predicate]) -> bool:
     for p in predicates:
         if p.key == "tag":
@@ -117,11 +132,11 @@ def lookup(
     terms = list(dict.fromkeys(t.lower() for t in query.split()))
     scored = []
     for doc in docs:
-        title, tags = title_of(doc), tags_of(doc)
-        lowered_tags, lowered_title = {t.lower() for t in tags}, title.lower()
+        entry = _catalog_entry(doc)
+        title, tags, lowered_tags, lowered_title = entry["title"], entry["tags"], entry["ltags"], entry["ltitle"]
         score = 0 if query == "*" else sum(1 for t in terms if t in lowered_tags or t in lowered_title)
         if query == "*" or score > 0:
-            scored.append((score, importance_of(doc), doc.current.modified, doc.path, title, tags))
+            scored.append((score, entry["importance"], doc.current.modified, doc.path, title, tags))
     scored.sort(key=lambda r: (-r[0], -r[1], -r[2].timestamp(), r[3].encode("utf-8")))
     return [LookupRow(path, imp, title, tags) for _, imp, _, path, title, tags in scored]
 

@@ -108,6 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="simulated backend capacity in reads/s (0 = unlimited)",
     )
     p.add_argument(
+        "--backend-concurrency",
+        type=_non_negative(int),
+        default=0,
+        metavar="N",
+        help="simulated backend serves at most N reads at once, each through its round trips (0 = unlimited)",
+    )
+    p.add_argument(
         "--backend-gap-shape",
         type=_non_negative(float),
         default=BackendKnobs.gap_shape,
@@ -170,6 +177,7 @@ def build_service(args: argparse.Namespace) -> MarkService:
         commit_interval=args.commit_interval,
         gap_shape=args.backend_gap_shape,
         delay_jitter=args.read_delay_jitter,
+        backend_concurrency=args.backend_concurrency,
     )
     return MarkService(handler, settings, SimulatedBackend(knobs))
 

@@ -1,4 +1,4 @@
-"""Token buckets with the time passed in: the per-IP rate limit and the simulated backend's capacity.
+"""Token buckets and slots with the time passed in: the per-IP rate limit and the simulated backend's capacity.
 
 Pure (no clock, no sleeping) so the waiting rules can be tested without waiting; the server turns a returned delay
 into an ``asyncio.sleep``.
@@ -40,6 +40,34 @@ class TokenBucket:
             return None
         self.tokens -= cost
         return wait
+
+
+@dataclass
+class Slots:
+    """``count`` servers taking work in arrival order, with the time passed in: a bucket that serves at most
+    ``count`` reads at once, each holding its slot for its own service time.
+
+    A reservation books the slot that frees first, so the capacity is ``count`` over the mean hold however late the
+    caller's sleeps wake (an event loop under load oversleeps; a slot held until the sleep returned would lose it).
+    """
+
+    count: int
+    free_at: list[float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise ValueError("slots need a count of at least 1")
+        self.free_at = [float("-inf")] * self.count
+
+    def reserve(self, now: float, hold: float, max_wait: float) -> float | None:
+        """Seconds from ``now`` until this work is done (queueing plus ``hold``), or None (nothing booked) when
+        that exceeds ``max_wait``."""
+        slot = min(range(self.count), key=self.free_at.__getitem__)
+        done = max(now, self.free_at[slot]) + hold
+        if done - now > max_wait:
+            return None
+        self.free_at[slot] = done
+        return done - now
 
 
 class PerClientLimiter:

@@ -54,6 +54,7 @@ def test_ipv6_loopback_url():
         (["--tokens", "/nonexistent/tokens.toml"], "--tokens"),
         (["--seed", "/nonexistent/dir"], "not a directory"),
         (["--rate-limit", "-1"], "must not be negative"),
+        (["--backend-concurrency", "-1"], "must not be negative"),
         (["--commit-interval", "soon"], "not a duration"),
         (["--clock", "yesterday"], "not an RFC 3339 time"),
     ],

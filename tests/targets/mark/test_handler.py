@@ -102,6 +102,16 @@ def test_lookup_match_all_limit_and_scope(handler):
     assert tagged.metadata["matches"] == "1" and b"/docs/b.md" in tagged.body
 
 
+def test_lookup_answers_from_each_documents_current_version(handler):
+    """The catalog a LOOKUP reads is kept per version: a new version's title and tags are found, the old ones not."""
+    ask(handler, "PUBLISH", "/docs/x.md", {"tags": "first"}, b"# Alpha\n")
+    assert b"/docs/x.md" in ask(handler, "LOOKUP", "/", {"query": "alpha"}).body
+    ask(handler, "PUBLISH", "/docs/x.md", {"tags": "zeta"}, b"# Omega\n")
+    assert b"Omega" in ask(handler, "LOOKUP", "/", {"query": "omega"}).body
+    assert b"/docs/x.md" in ask(handler, "LOOKUP", "/", {"query": "zeta"}).body
+    assert b"/docs/x.md" not in ask(handler, "LOOKUP", "/", {"query": "alpha first"}).body
+
+
 def test_read_tokens_guard_reads_and_hide_rows():
     reader = Token("reader", hash_token("read-token"), (compile_glob("/private/**"),), frozenset({"read"}))
     h = Handler(Store(), TokenStore([publish_token(TOKEN), reader], clock), clock)

@@ -1,0 +1,76 @@
+"""The demarkus page's read rows as demo workloads: pooled FETCH at every step of its table, fresh connections, LOOKUP
+and LIST, each a headless Locust run against the embedded Mark server with the page's bottleneck simulated.
+
+Holds are the demo's (12 s a step, 3 s of it warm-up, at scale 1; the pooled ramp 14 s and 6 s, never under 9 s and
+5 s, so the 256-user step's queue is full, its spawn held 2 s and 192 handshakes done, before its measured requests
+start); the steps and the page's figures are the page's (``../shared/docs/reference-pages/demarkus-kind-bench.md``,
+Reads).
+
+A request counts in the step it started in, and the last step ends the run: without ``--stop-timeout`` the users are
+stopped with their requests in flight, and those are lost. At 256 users that is 1.6 s of requests (256 of them), so
+the step showed 95-130 req/s where the slots serve 160; ``STOP_TIMEOUT`` lets them finish and be counted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from swarmgauge.cli.demo_pages import MARK_BOTTLENECK, Workload, reads_plan
+
+PAGE = "demarkus-kind-bench.md#reads"
+STEP_S, WARMUP_S = 12.0, 3.0
+STOP_TIMEOUT = "3"  # seconds: above the slowest read's answer (the page's 256-user p99 is 1.79 s)
+POOLED_STEP_S, POOLED_WARMUP_S = (14.0, 9.0), (6.0, 5.0)  # (at scale 1, the least at any scale)
+
+#: the page's rows: (users, req/s, p50 ms, p99 ms)
+POOLED_STEPS = [1, 4, 16, 64, 256]
+FRESH_ROWS = [(16, 157, 23, 323), (64, 159, 343, 1160)]
+LOOKUP_ROWS = [(16, 159, 101, 124), (64, 158, 501, 506)]
+LIST_ROWS = [(16, 159, 80, 185)]
+
+
+def _rows(name: str, rows: list[tuple[int, int, int, int]]) -> list[dict[str, Any]]:
+    return [{"name": name, "users": u, "rps": rps, "p50_ms": p50, "p99_ms": p99} for u, rps, p50, p99 in rows]
+
+
+def _plan(user_class: str, row_name: str, rows: list[tuple[int, int, int, int]], scale: float, part: str) -> dict:
+    plan = reads_plan([row[0] for row in rows], STEP_S, WARMUP_S, scale) | {"user_classes": [user_class]}
+    plan["reference"] = {
+        "page": f"{PAGE} ({part})",
+        "target": {"embedded": "mark", "args": MARK_BOTTLENECK},
+        "rows": _rows(row_name, rows),
+    }
+    return plan
+
+
+def _workload(name: str, what: str, user_class: str, plan: dict[str, Any]) -> Workload:
+    options = (user_class, "--mark-embedded-args", MARK_BOTTLENECK, "--stop-timeout", STOP_TIMEOUT)
+    return Workload(name, what, "demarkus_reads.py", options, plan)
+
+
+def read_workloads(scale: float) -> tuple[Workload, ...]:
+    """Every read row of the page: pooled FETCH at 1 to 256 users, fresh at 16 and 64, LOOKUP at 16 and 64, LIST."""
+    step_s, warmup_s = (max(full, least / scale) for full, least in (POOLED_STEP_S, POOLED_WARMUP_S))
+    pooled = reads_plan(POOLED_STEPS, step_s, warmup_s, scale)
+    pooled["reference"] = dict(pooled["reference"], target={"embedded": "mark", "args": MARK_BOTTLENECK})
+    return (
+        _workload("reads", "QUIC FETCH, pooled, 1 to 256 users, against the simulated bucket", "FetchUser", pooled),
+        _workload(
+            "fresh",
+            "QUIC FETCH, a fresh connection per request, 16 and 64 users",
+            "FreshFetchUser",
+            _plan("FreshFetchUser", "FETCH+dial", FRESH_ROWS, scale, "fresh connection per request"),
+        ),
+        _workload(
+            "lookup",
+            "QUIC LOOKUP over the world, 16 and 64 users",
+            "LookupUser",
+            _plan("LookupUser", "LOOKUP", LOOKUP_ROWS, scale, "QUIC LOOKUP"),
+        ),
+        _workload(
+            "list",
+            "QUIC LIST of a topic, 16 users",
+            "ListUser",
+            _plan("ListUser", "LIST", LIST_ROWS, scale, "QUIC LIST"),
+        ),
+    )

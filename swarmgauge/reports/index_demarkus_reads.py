@@ -1,0 +1,169 @@
+"""The demarkus page's Reads section in the index: every read row of its table beside the measured one, the shape
+checks of its read bullets, and the read rows that cannot be reproduced here.
+
+The measured rows come from the ``reads``, ``fresh``, ``lookup`` and ``list`` workloads' ``steps.csv``; the page's
+figures are transcribed from ``../shared/docs/reference-pages/demarkus-kind-bench.md``. The stand-in's bottleneck is
+3 backend slots of two ~9.4 ms round trips (``swarmgauge.cli.demo_pages.MARK_BOTTLENECK``): it fixes the 1-user figures
+and the 160 req/s ceiling, so those rows say so (``set_by``); past the knee p50 follows from the ceiling by Little's
+law, and the p99s are what the model's spread gives.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from swarmgauge.reports.index_figures import (
+    Check,
+    PageSection,
+    figure,
+    flat,
+    ms,
+    read_steps,
+    requests_of,
+    step_table,
+)
+
+POOLED: dict[int, tuple[float, ...]] = {
+    1: (53, 20, 26),
+    4: (160, 21, 45),
+    16: (159, 100, 166),
+    64: (158, 423, 486),
+    256: (151, 1770, 1790),
+}
+FRESH: dict[int, tuple[float, ...]] = {16: (157, 23, 323), 64: (159, 343, 1160)}
+LOOKUP: dict[int, tuple[float, ...]] = {16: (159, 101, 124), 64: (158, 501, 506)}
+LIST: dict[int, tuple[float, ...]] = {16: (159, 80, 185)}
+CEILING = 160.0
+READ_VERBS = ("FETCH", "LOOKUP", "LIST")
+
+ROUND_TRIPS = "--read-delay-ms 9.2 --reads-stat-head"
+SLOTS = "--backend-concurrency 3 (3 slots of two round trips: 160 reads/s)"
+
+#: (the page's row, why it is not attempted here)
+NOT_REPRODUCIBLE = [
+    (
+        "Reads: the three pods together used 0.12 to 0.37 cores and 65 to 118 MiB, no pod past 51 MiB",
+        "the Go binary's pods on kind: no Kubernetes here, and the stand-in is a Python process",
+    ),
+    (
+        "Handshakes are cheap: fresh connections raised CPU from 0.23 to 0.30 cores, about 0.5 ms per handshake",
+        "the Go server's (quic-go) handshake CPU; the stand-in's is Python's (qh3: about 1.9 ms a fresh request)",
+    ),
+    (
+        "Connections are cheap in memory: 256 open connections took the pods from about 65 to 117 MiB",
+        "the Go binary's pod working set on kind; the stand-in's memory per connection is Python's",
+    ),
+]
+
+NOTE = (
+    "Reads: the embedded Mark server stands in for the page's bottleneck (fake-gcs-server) with 3 backend slots, each "
+    "read holding one through two ~9.4 ms round trips (lognormal, sigma 0.2): 160 reads/s, reached at 4 users, where "
+    "the fourth read waits only for the first slot to free. The rate bucket it replaces idled while every user was in "
+    "its round trips (136-139 req/s at 4 users). The p99 at 16 users stays below the page's (about 0.7x): the page's "
+    "1-user spread (p99 1.3x p50) bounds the service's, and a first-come queue of such reads cannot spread 1.66x at "
+    "16 users. Fresh connections are timed as demarkus-loadtest times them (dial, request and answer: FETCH+dial); "
+    "the page's fresh rows read as bimodal: at 16 users p99 - p50 is 300 ms, quic-go's first handshake timeout "
+    "(initial RTT 100 ms), and p50 23 ms against a mean of 102 ms by Little's law fits about a quarter of its dials "
+    "waiting that timeout out, off the bucket (lost Initial packets on kind's UDP path would do it; the page does not "
+    "say). Loopback loses none, so here every fresh read queues at the bucket and p50 is near the pooled one plus a "
+    "handshake. A fresh request costs the stand-in and the "
+    "generator about 1.9 and 1.7 ms of CPU (qh3, Python), the page's Go server 0.5 ms: 160 a second fit a quiet "
+    "2-core box, a loaded one caps them below the bucket (60-77 req/s at load average 9). LOOKUP and LIST pass the "
+    "same bucket (the page: even a catalog LOOKUP stats the head object)."
+)
+
+
+def _table(label: str, steps: pd.DataFrame, page: dict[int, tuple[float, ...]]) -> list[pd.DataFrame]:
+    """The rows of one step, each group with the tolerance and stand-in setting that applies to it."""
+    if steps.empty:
+        return []
+    parts = []
+    # 1 user: the two round trips are the whole latency (our own client and server add about 2 ms); 15 %.
+    one = steps[steps["users"] == 1]
+    if not one.empty:
+        parts.append(step_table(one, page, label, "Step", tolerance=0.15, set_by=ROUND_TRIPS))
+    # the knee: the page's own figures disagree there by 19 % (p50 21 ms against 4 / 160 req/s = 25 ms mean); 20 %.
+    knee = steps[steps["users"] == 4]
+    if not knee.empty:
+        parts.append(step_table(knee, page, "" if parts else label, "Step", tolerance=0.2, set_by=SLOTS))
+    # past the knee: the page's ceilings spread 151-159 (5 %) and its tails are single runs; 15 %.
+    past = steps[steps["users"] > 4]
+    if not past.empty:
+        parts.append(step_table(past, page, "" if parts else label, "Step", tolerance=0.15, set_by=SLOTS))
+    return parts
+
+
+def _bimodal_table(label: str, steps: pd.DataFrame, page: dict[int, tuple[float, ...]]) -> list[pd.DataFrame]:
+    """Fresh rows: the ceiling is the stand-in's, the page's latencies carry kind's handshake timeouts; 25 %."""
+    if steps.empty:
+        return []
+    return [step_table(steps, page, label, "Step", tolerance=0.25, set_by=SLOTS)]
+
+
+def reads(runs: dict[str, Path | None], section: PageSection) -> pd.DataFrame:
+    """Fill ``section`` with the read rows' checks, note and rows not attempted; return the Reads table."""
+    pooled = requests_of(read_steps(runs.get("reads")), "FETCH")
+    fresh_steps = read_steps(runs.get("fresh"))
+    fresh = requests_of(fresh_steps, "FETCH+dial")
+    lookup = requests_of(read_steps(runs.get("lookup")), "LOOKUP")
+    listed = requests_of(read_steps(runs.get("list")), "LIST")
+    parts = [
+        *_table("QUIC FETCH, pooled connections", pooled, POOLED),
+        *_bimodal_table("QUIC FETCH, fresh connection per request", fresh, FRESH),
+        *_table("QUIC LOOKUP", lookup, LOOKUP),
+        *_table("QUIC LIST", listed, LIST),
+    ]
+    _ceiling_checks(pooled, section)
+    section.checks.extend(_errors_check(runs))
+    handshakes = requests_of(fresh_steps, "QUIC")
+    rows = [
+        figure(f"QUIC handshake p50 at {int(row['users'])} fresh users", row["p50_ms"], None, ms)
+        for _, row in handshakes.iterrows()
+    ]
+    if rows:
+        section.tables.append(("Reads: the handshakes inside FETCH+dial (the page gives none)", pd.DataFrame(rows)))
+    section.notes.append(NOTE)
+    section.not_reproducible.extend(NOT_REPRODUCIBLE)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _ceiling_checks(pooled: pd.DataFrame, section: PageSection) -> None:
+    past_knee = pooled[pooled["users"] >= 4] if not pooled.empty else pooled
+    if past_knee.empty:
+        return
+    rps = [float(v) for v in past_knee["rps"]]
+    mean = sum(rps) / len(rps)
+    holds = flat(rps, 0.15) and abs(mean - CEILING) <= 0.2 * CEILING
+    section.checks.append(
+        Check(holds, f"ceiling {min(rps):.0f} to {max(rps):.0f} req/s from 4 workers on (page: about 160)")
+    )
+    top = past_knee.iloc[-1]
+    little = 1000.0 * float(top["users"]) / float(top["rps"])
+    mean_ms = float(top.get("avg_ms", top["p50_ms"]))
+    section.checks.append(
+        Check(
+            abs(mean_ms - little) <= 0.25 * little,
+            f"mean latency at {int(top['users'])} workers {ms(mean_ms)}, Little's law ({int(top['users'])} / "
+            f"{float(top['rps']):.0f} req/s) says {ms(little)}",
+        )
+    )
+
+
+def _errors_check(runs: dict[str, Path | None]) -> list[Check]:
+    """The page's "zero errors in about 65,000 requests", over every read workload's requests."""
+    requests = failures = 0
+    for name in ("reads", "fresh", "lookup", "list"):
+        steps = read_steps(runs.get(name))
+        if steps.empty or "failures" not in steps:
+            continue
+        verbs = steps[
+            steps["request_type"].isin(READ_VERBS)
+        ]  # FETCH+dial repeats FETCH; the handshakes' failures count
+        tried = steps[steps["request_type"].isin((*READ_VERBS, "QUIC"))]
+        requests += int(pd.to_numeric(verbs["requests"], errors="coerce").fillna(0).sum())
+        failures += int(pd.to_numeric(tried["failures"], errors="coerce").fillna(0).sum())
+    if not requests:
+        return []
+    return [Check(failures == 0, f"{failures} errors in {requests:,} read requests (page: zero in about 65,000)")]

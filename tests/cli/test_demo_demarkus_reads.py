@@ -1,0 +1,55 @@
+"""The demarkus page's read workloads: every read row of the page attempted, at any scale, against the page's
+simulated bottleneck."""
+
+from __future__ import annotations
+
+import shlex
+
+from swarmgauge.cli.demo_demarkus_reads import read_workloads
+from swarmgauge.cli.demo_pages import MARK_BOTTLENECK, pages
+from swarmgauge.reports.reference import target_caveat
+
+
+def test_every_read_row_of_the_page_has_a_step_at_every_scale():
+    for scale in (1.0, 0.5, 0.25):
+        plans = {w.name: w.plan for w in read_workloads(scale)}
+        assert plans["reads"]["steps"] == [1, 4, 16, 64, 256]
+        assert plans["fresh"]["steps"] == [16, 64] and plans["fresh"]["user_classes"] == ["FreshFetchUser"]
+        assert plans["lookup"]["steps"] == [16, 64] and plans["lookup"]["user_classes"] == ["LookupUser"]
+        assert plans["list"]["steps"] == [16] and plans["list"]["user_classes"] == ["ListUser"]
+    assert {"reads", "fresh", "lookup", "list"} <= {w.name for w in pages(["demarkus"])[0].workloads}
+
+
+def test_the_read_workloads_simulate_the_pages_bottleneck_as_their_plans_say():
+    for workload in read_workloads(1.0):
+        assert workload.options[1:3] == ("--mark-embedded-args", MARK_BOTTLENECK)
+        run = {
+            "plan": workload.plan,
+            "host": "",
+            "embedded_targets": {"mark": {"args": ["--port", "0", *shlex.split(MARK_BOTTLENECK)]}},
+        }
+        assert target_caveat(run) is None, workload.name
+        assert 6 <= workload.planned_seconds() / len(workload.plan["steps"]) <= 15  # the contract's hold per step
+
+
+def test_the_fresh_rows_compare_the_iteration_the_page_times():
+    fresh = {w.name: w for w in read_workloads(1.0)}["fresh"]
+    rows = fresh.plan["reference"]["rows"]
+    assert {row["name"] for row in rows} == {"FETCH+dial"}
+    assert [(row["users"], row["p50_ms"], row["p99_ms"]) for row in rows] == [(16, 23, 323), (64, 343, 1160)]
+
+
+def test_the_last_steps_requests_in_flight_finish_and_count():
+    """Each read workload ends on its largest step; the users get time to finish the requests they have in flight
+    (without it the 256-user step lost 256 requests and showed 95-130 req/s against the slots' 160)."""
+    for workload in read_workloads(0.5):
+        options = list(workload.options)
+        assert "--stop-timeout" in options
+        assert float(options[options.index("--stop-timeout") + 1]) > 1.79  # the page's slowest read, 256 users' p99
+
+
+def test_the_pooled_ramp_keeps_a_warm_up_that_covers_the_256_user_handshakes_at_any_scale():
+    for scale in (1.0, 0.5, 0.25):
+        pooled = {w.name: w for w in read_workloads(scale)}["reads"].plan
+        assert float(pooled["warmup"].rstrip("s")) >= 5  # the 2 s spawn hold and the handshakes of 192 users
+        assert float(pooled["step_time"].rstrip("s")) - float(pooled["warmup"].rstrip("s")) >= 4

@@ -1,0 +1,72 @@
+"""The demarkus page's Reads in the index: every read row of the page beside the measured one, fresh rows timed as
+the page's tool times them, the rows not attempted named with a reason, errors counted over every read workload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from swarmgauge.reports.index_demarkus_reads import reads
+from swarmgauge.reports.index_figures import PageSection
+from tests.reports.test_index import step, write_steps
+
+
+def runs_of(tmp_path: Path, *, handshake_failures: int = 0) -> dict[str, Path | None]:
+    folders = {name: tmp_path / name for name in ("reads", "fresh", "lookup", "list")}
+    pooled = [(1, 50.0, 21.0, 27.0), (4, 157.0, 24.0, 40.0), (16, 160.0, 99.0, 116.0), (64, 158.0, 400.0, 420.0)]
+    pooled.append((256, 158.0, 1600.0, 1650.0))
+    write_steps(folders["reads"], [step(n, *row[:1], "FETCH", "/corpus", *row[1:]) for n, row in enumerate(pooled)])
+    fresh = []
+    for n, users in enumerate((16, 64)):
+        fresh.append(step(n, users, "FETCH", "/corpus", 150.0, 90.0, 140.0))  # the request alone
+        fresh.append(step(n, users, "FETCH+dial", "/corpus", 150.0, 97.0 * (n + 1), 150.0))  # as the page times it
+        fresh.append(step(n, users, "QUIC", "handshake", 150.0, 7.0, 20.0, failures=handshake_failures))
+    write_steps(folders["fresh"], fresh)
+    write_steps(
+        folders["lookup"],
+        [step(0, 16, "LOOKUP", "/", 159.0, 100.0, 120.0), step(1, 64, "LOOKUP", "/", 158.0, 405.0, 430.0)],
+    )
+    write_steps(folders["list"], [step(0, 16, "LIST", "/corpus/{topic}", 159.0, 100.0, 118.0)])
+    return dict(folders)
+
+
+def test_every_read_row_of_the_page_stands_beside_the_measured_one(tmp_path):
+    section = PageSection()
+    table = reads(runs_of(tmp_path), section)
+    steps = [label for label in table["Step"] if label]
+    assert steps == [
+        "QUIC FETCH, pooled connections",
+        "QUIC FETCH, fresh connection per request",
+        "QUIC LOOKUP",
+        "QUIC LIST",
+    ]
+    assert list(table["Workers"]) == [1, 4, 16, 64, 256, 16, 64, 16, 64, 16]
+    assert list(table["page req/s"]) == ["53", "160", "159", "158", "151", "157", "159", "159", "158", "159"]
+    assert list(table["page p99"]) == ["26 ms", "45 ms", "166 ms", "486 ms", "1.79 s"] + [
+        "323 ms",
+        "1.16 s",
+        "124 ms",
+        "506 ms",
+        "185 ms",
+    ]
+    # the fresh rows are the whole iteration, dial included (demarkus-loadtest's timing), not the request alone
+    assert list(table["p50"].iloc[5:7]) == ["97 ms", "194 ms"]
+    assert section.checks[0].holds and "ceiling 157 to 160 req/s" in section.checks[0].text
+    assert any("0 errors in" in check.text and check.holds for check in section.checks)
+
+
+def test_the_rows_not_attempted_are_named_with_a_reason_and_a_failed_handshake_is_an_error(tmp_path):
+    section = PageSection()
+    reads(runs_of(tmp_path, handshake_failures=3), section)
+    rows = dict(section.not_reproducible)
+    assert any("pods" in row and "cores" in row for row in rows)
+    assert any("256 open connections" in row for row in rows)
+    assert all(reason and "\n" not in reason for reason in rows.values())
+    errors = [check for check in section.checks if "errors in" in check.text]
+    assert errors and not errors[0].holds and errors[0].text.startswith("6 errors in")
+
+
+def test_a_page_without_read_runs_shows_no_reads_table(tmp_path):
+    section = PageSection()
+    table = reads({"reads": None, "fresh": None}, section)
+    assert table.empty and not section.checks
+    assert section.not_reproducible  # still named: the index says which rows this page cannot attempt
