@@ -3,7 +3,8 @@
 The kind benchmark's ceiling was its bucket (fake-gcs-server, ~160 req/s) and its reads cost a bucket round trip
 or two; its writes were serialised and paced by ``bucketstore``'s commits. These knobs model exactly that and
 nothing more: ``read_delay`` per backend round trip (doubled by ``stat_head``: stat the head object, then read),
-``backend_rps`` as a shared capacity queue, and ``commit_interval`` as serialised, paced write commits.
+``backend_rps`` as a shared capacity queue, and ``commit_interval`` / ``commit_cost`` / ``commit_order`` as
+serialised, paced write commits (``targets/mark/commits.py``).
 
 A real bucket is not a metronome: the gaps between the reads it serves vary (``gap_shape``: each read costs a
 gamma-distributed share of a second's capacity with mean ``1 / backend_rps``; shape 2 is a coefficient of variation
@@ -19,6 +20,7 @@ import random
 import time
 from dataclasses import dataclass
 
+from swarmgauge.targets.mark.commits import CommitPacer, CommitTimeout
 from swarmgauge.targets.mark.pacing import TokenBucket
 
 
@@ -32,12 +34,14 @@ class BackendKnobs:
     stat_head: bool = False
     backend_rps: float = 0.0
     commit_interval: float = 0.0
+    commit_cost: float = 0.0
+    commit_order: str = "random"
     gap_shape: float = 2.0
     delay_jitter: float = 0.12
 
     @property
     def active(self) -> bool:
-        return bool(self.read_delay or self.backend_rps or self.commit_interval)
+        return bool(self.read_delay or self.backend_rps or self.commit_interval or self.commit_cost)
 
 
 class SimulatedBackend:
@@ -48,7 +52,9 @@ class SimulatedBackend:
         self._clock = clock
         self._random = rng or random.Random()
         self._capacity = TokenBucket(knobs.backend_rps, 1) if knobs.backend_rps > 0 else None
-        self._commits = asyncio.Lock()
+        self.commits = CommitPacer(
+            knobs.commit_interval, knobs.commit_cost, knobs.commit_order, clock=clock, rng=self._random
+        )
 
     def read_cost(self) -> float:
         """Tokens one read takes from the capacity bucket: 1 on average, gamma-spread when ``gap_shape`` > 0."""
@@ -73,17 +79,9 @@ class SimulatedBackend:
             await asyncio.sleep(sum(self.round_trip() for _ in range(trips)))
 
     async def commit(self, apply, deadline: float):
-        """Serialise writes; each commit takes ``commit_interval``. Returns what ``apply()`` returned."""
-        remaining = deadline - self._clock()
+        """Wait for a paced commit slot and the commit's cost, then ``apply()``; :class:`BackendTimeout` past
+        ``deadline`` (the Go server answers server-error when its request context ends first)."""
         try:
-            await asyncio.wait_for(self._commits.acquire(), timeout=max(0.0, remaining))
-        except TimeoutError:
-            raise BackendTimeout("write queue exceeded the request deadline") from None
-        try:
-            if self.knobs.commit_interval:
-                if self._clock() + self.knobs.commit_interval > deadline:
-                    raise BackendTimeout("commit would pass the request deadline")
-                await asyncio.sleep(self.knobs.commit_interval)
-            return apply()
-        finally:
-            self._commits.release()
+            return await self.commits.commit(apply, deadline)
+        except CommitTimeout as exc:
+            raise BackendTimeout(str(exc)) from None
