@@ -143,8 +143,9 @@ def write_rows(runs: dict[str, Path | None], checks: list[Check]) -> list[dict[s
     concurrent = requests_of(read_steps(runs.get("writes-concurrent")), "PUBLISH")
     if not concurrent.empty:
         mean = float(concurrent["avg_ms"].iloc[0])
-        # the slots go to whichever writer races first (the burst's losses need it): the mean wait is then
-        # 4 x 1.5 s x (1 - share lost), 4.5-5 s, not the 6 s of writers served in order; a dozen writes per run
+        # the mean over every publish, lost ones at the timeout too. Slots go to whichever writer races first (the
+        # burst's losses need it); with every slot used, 4 writers then wait 4 x 1.5 s x (1 - share lost), 4.5-5 s,
+        # not the 6 s of writers served in order (who never lose one); and a dozen writes make one run
         rows.append(
             figure(
                 "mean wait per publish, 4 concurrent writers",
