@@ -238,21 +238,34 @@ def write_rows(runs: dict[str, Path | None], checks: list[Check]) -> list[dict[s
     return rows
 
 
+def cpu_by_step(resources: pd.DataFrame) -> dict[int, float]:
+    """The sampled target's (the gateway's) mean CPU per step, in % of one core."""
+    if resources.empty:
+        return {}
+    rows = resources[(resources["metric"] == "cpu_percent") & resources["source"].astype(str).str.startswith("psutil:")]
+    return {int(step): float(value) for step, value in rows.groupby("step")["value"].mean().items()}
+
+
 def mcp_tables(runs: dict[str, Path | None], checks: list[Check]) -> list[pd.DataFrame]:
-    steps = read_steps(runs.get("mcp-tools"))
+    run = runs.get("mcp-tools")
+    steps = read_steps(run)
     if steps.empty:
         return []
+    cpu = cpu_by_step(_resources(run))
     tables = []
     for tool, page, label in (
         ("mark_fetch", MCP_FETCH, "MCP `mark_fetch`"),
         ("mark_lookup_all", MCP_LOOKUP_ALL, "MCP `mark_lookup_all` (one world)"),
     ):
         rows = requests_of(steps[steps["label"].astype(str).str.startswith(tool + " ")], "MCP")
-        rows = rows[rows["name"] == f"tools/call {tool}"]
+        rows = rows[rows["name"] == f"tools/call {tool}"].reset_index(drop=True)
         if not rows.empty:
             # the gateway is Python on 2 shared cores against the page's Go: the ceiling is the bucket's 160 only
-            # while the gateway's CPU keeps up, so throughput and latency past 8 workers carry the machine's load
-            tables.append(step_table(rows, page, label, "Step", tolerance=0.25, set_by="--backend-rps 160"))
+            # while the gateway (and the Mark server behind it) keep up, so past 8 workers the rows carry the
+            # machine's load; the gateway's CPU is beside each row to tell the two apart
+            shown = step_table(rows, page, label, "Step", tolerance=0.25, set_by="--backend-rps 160")
+            shown["gateway CPU"] = [f"{cpu[int(step)]:.0f} %" if int(step) in cpu else "" for step in rows["step"]]
+            tables.append(shown)
     return tables
 
 

@@ -183,7 +183,7 @@ def writes_and_mcp(scale: float) -> tuple[Workload, ...]:
             "mcp-tools",
             "MCP mark_fetch and mark_lookup_all at 1/8/32 workers, then QUIC FETCH at 1, behind the simulated bucket",
             "mcp_churn.py",
-            ("--mcp-mark-args", MARK_BOTTLENECK, "--stop-timeout", "5"),
+            ("--mcp-mark-args", MARK_BOTTLENECK, "--sample-interval", "1", "--stop-timeout", "5"),
             mcp_tools_plan(scale),
         ),
         Workload(

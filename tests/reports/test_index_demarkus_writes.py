@@ -1,6 +1,7 @@
 """The demarkus page's write, MCP-tool and churn rows in the index, from hand-made run folders: each figure beside
-the page's with its ratio, the burst's lost share, MCP against QUIC at 1 worker, the sessions' life at a sweep as a
-multiple of the TTL, the dedup WARN lines, and the page's rows that cannot run here listed with their reason."""
+the page's with its ratio, the burst's lost share, MCP against QUIC at 1 worker, the gateway's CPU, the sessions'
+life at a sweep as a multiple of the TTL, the dedup WARN lines, and the page's rows that cannot run here listed with
+their reason."""
 
 from __future__ import annotations
 
@@ -92,10 +93,12 @@ def test_mcp_tool_tables_in_the_page_layout_and_mcp_against_quic_at_one_worker(t
             )
     rows.append(row("QUIC FETCH 1", "FETCH", "/corpus/{topic}/{doc}", 1, rps=52, p50_ms=20, p99_ms=26))
     section = PageSection()
-    add_writes_and_mcp({"mcp-tools": run_folder(tmp_path, "mcp-tools", rows)}, section)
+    cpu = resources([(1.0, "psutil:pid=9", "cpu_percent", 30.0), (2.0, "psutil:pid=9", "cpu_percent", 50.0)])
+    add_writes_and_mcp({"mcp-tools": run_folder(tmp_path, "mcp-tools", rows, resources_csv=cpu)}, section)
     tools = table(section, "Reads: the MCP tools")
     assert list(tools["Step"]) == ["MCP `mark_fetch`", "", "", "MCP `mark_lookup_all` (one world)", "", ""]
     assert list(tools["Workers"]) == [1, 8, 32, 1, 8, 32] and tools["page p50"].iloc[1] == "60 ms"
+    assert tools["gateway CPU"].iloc[0] == "40 %"  # beside each row: a machine-bound gateway shows
     over = table(section, "The MCP gateway adds nothing visible over direct QUIC").iloc[0]
     assert over["measured"] == "1.05" and over["page"] == "1.00"
 
