@@ -262,9 +262,13 @@ def mcp_tables(runs: dict[str, Path | None], checks: list[Check]) -> list[pd.Dat
         if not rows.empty:
             # the gateway is Python on 2 shared cores against the page's Go: the ceiling is the bucket's 160 only
             # while the gateway (and the Mark server behind it) keep up, so past 8 workers the rows carry the
-            # machine's load; the gateway's CPU is beside each row to tell the two apart
+            # machine's load; the gateway's and the generator's CPU are beside each row to tell them apart
             shown = step_table(rows, page, label, "Step", tolerance=0.25, set_by="--backend-rps 160")
             shown["gateway CPU"] = [f"{cpu[int(step)]:.0f} %" if int(step) in cpu else "" for step in rows["step"]]
+            if "generator_cpu_max" in rows:
+                shown["generator CPU"] = [
+                    "" if pd.isna(value) else f"{float(value):.0f} %" for value in rows["generator_cpu_max"]
+                ]
             tables.append(shown)
     return tables
 
