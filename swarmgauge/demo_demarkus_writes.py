@@ -59,7 +59,7 @@ def _soak(description: str, users: int, duration: str, slos: list[str]) -> dict[
 
 def mcp_tools_plan(scale: float) -> dict[str, Any]:
     """mark_fetch then mark_lookup_all at 1, 8 and 32 workers, then the direct QUIC FETCH at 1 worker."""
-    hold, warmup = held(7, scale, 4.0), held(2, scale, 1.0)
+    hold, warmup = held(6, scale, 4.0), held(2, scale, 1.0)
     stages: list[dict[str, Any]] = []
     for user_class, tool in (("MCPFetchUser", "mark_fetch"), ("MCPLookupAllUser", "mark_lookup_all")):
         for workers in MCP_WORKERS:
@@ -111,7 +111,7 @@ def churn_plan(scale: float) -> dict[str, Any]:
 def writes_and_mcp(scale: float) -> tuple[Workload, ...]:
     """The page's write rows, its MCP tool tables and its session churn, in the order the page has them."""
     burst = burst_writes(scale)
-    burst_cap = math.ceil(burst * 1.5 * BURST_TIME_FACTOR) + 10  # -t only caps it: the count ends the run
+    burst_cap = math.ceil(burst * 1.5 * BURST_TIME_FACTOR) + 5  # -t only caps it: the count ends the run (~50 s)
     ttl = churn_ttl(scale)
     return (
         Workload(
@@ -134,7 +134,7 @@ def writes_and_mcp(scale: float) -> tuple[Workload, ...]:
             _soak(
                 "concurrent: 4 writers back to back on one world",
                 4,
-                held(24, scale, CONCURRENT_LEAST_S),
+                held(20, scale, CONCURRENT_LEAST_S),
                 ["fail_ratio<0.5"],
             ),
         ),
@@ -176,7 +176,7 @@ def writes_and_mcp(scale: float) -> tuple[Workload, ...]:
                 "1",
             ),
             _soak(
-                "soak: one writer at 0.5 writes/s, the page's 30 minutes scaled", 1, held(45, scale), ["fail_ratio==0"]
+                "soak: one writer at 0.5 writes/s, the page's 30 minutes scaled", 1, held(40, scale), ["fail_ratio==0"]
             ),
         ),
         Workload(
