@@ -2,7 +2,10 @@
 
 ``WriterUser`` writes back to back (the reference page's "writes back to back" row: with the embedded server's
 ``--commit-interval 1.5s``, one writer makes about 0.67 writes/s). ``SoakWriterUser`` writes at
-``--mark-write-rate`` per user (0.5/s, as the 30-minute soak). Writes need ``--mark-token``; with no ``--host`` the
+``--mark-write-rate`` per user (0.5/s, as the 30-minute soak). ``OwnPathWriterUser`` writes back to back on paths
+of its own (concurrent writers queue on the commit pacing, never on each other's versions); ``BurstWriterUser`` does
+the same until ``--mark-burst-writes`` publishes are answered in all, then ends the run (the page's 4-writer burst
+of 200). Writes need ``--mark-token``; with no ``--host`` the
 embedded server is started with a generated write token.
 
     locust -f locustfiles/demarkus_writes.py WriterUser --headless -u 1 -t 60s \
@@ -13,8 +16,9 @@ from __future__ import annotations
 
 import random
 import secrets
-from typing import Any
+from typing import Any, ClassVar
 
+import gevent
 from locust import constant, constant_throughput, events, task
 from locust.env import Environment
 
@@ -46,6 +50,14 @@ def _add_options(parser: Any) -> None:
     )
     add_option(
         parser,
+        "--mark-burst-writes",
+        type=int,
+        default=200,
+        include_in_web_ui=True,
+        help="publishes BurstWriterUsers send in all before the run ends",
+    )
+    add_option(
+        parser,
         "--mark-write-rate",
         type=float,
         default=0.5,
@@ -64,19 +76,24 @@ def _embedded_default(environment: Environment, **_kwargs: Any) -> None:
     start_embedded_default(environment, publish_token=parsed.mark_token)
 
 
-class WriterUser(MarkUser):
-    """FETCH the document's current version, then PUBLISH the next one with that expected-version.
+class WriterBase(MarkUser):
+    """FETCH the document's current version, then PUBLISH the next one with that expected-version (no task of its
+    own: Locust adds a base class's tasks to every subclass, so a subclass with its own loop starts from here).
 
     A path this user has not seen yet is created with ``expected-version: 0`` (create-only) instead of a FETCH
     that would only say not-found; if another writer created it first, the conflict is recorded and the path is
     FETCHed from then on.
     """
 
+    abstract = True
     wait_time = constant(0)
+
+    own_paths = False
 
     def on_start(self) -> None:
         parsed = self.environment.parsed_options
-        self.paths = [f"/load/doc-{n:03d}.md" for n in range(max(1, parsed.mark_write_paths))]
+        prefix = f"/load/{id(self):x}-" if self.own_paths else "/load/"
+        self.paths = [f"{prefix}doc-{n:03d}.md" for n in range(max(1, parsed.mark_write_paths))]
         self.retention = parsed.mark_retention
         self.random = random.Random(id(self))
         self.known: set[str] = set()
@@ -89,7 +106,6 @@ class WriterUser(MarkUser):
         response = self.client.fetch(path, name="/load/{doc} (before write)")
         return None if response is None else int(response.metadata.get("version", "0"))
 
-    @task
     def publish(self) -> None:
         path = self.random.choice(self.paths)
         expected = self.expected_version(path)
@@ -109,9 +125,49 @@ class WriterUser(MarkUser):
         self.known.add(path)
 
 
+class WriterUser(WriterBase):
+    """Back to back over the shared paths."""
+
+    abstract = False
+
+    @task
+    def write(self) -> None:
+        self.publish()
+
+
 class SoakWriterUser(WriterUser):
     """The soak: the same write at ``--mark-write-rate`` per user, whatever the response time."""
 
     def wait_time(self) -> float:
         rate = float(getattr(self.environment.parsed_options, "mark_write_rate", 0.5) or 0.5)
         return constant_throughput(rate)(self)
+
+
+class OwnPathWriterUser(WriterUser):
+    """Back to back on paths no other writer touches: concurrent writers wait on the commit pacing only."""
+
+    own_paths = True
+
+
+class BurstWriterUser(WriterBase):
+    """Back to back until ``--mark-burst-writes`` publishes are sent by all of them; after the last answer the run
+    ends (as ``-t`` ends it), so the burst is a count of writes, not a time."""
+
+    abstract = False
+    own_paths = True
+    sent: ClassVar[int] = 0
+    answered: ClassVar[int] = 0
+
+    @task
+    def burst_write(self) -> None:
+        total = int(self.environment.parsed_options.mark_burst_writes)
+        if BurstWriterUser.sent >= total:
+            gevent.sleep(0.5)
+            return
+        BurstWriterUser.sent += 1
+        try:
+            self.publish()
+        finally:
+            BurstWriterUser.answered += 1
+            if BurstWriterUser.answered == total and self.environment.runner is not None:
+                gevent.spawn(self.environment.runner.quit)

@@ -52,6 +52,17 @@ log = logging.getLogger(__name__)
 CORPUS = 300
 CHURN_PLAN = "mcp-churn"  # swarmgauge/plans/mcp-churn.yaml: 5 sessions/s for 40 min, MCPChurnUser only
 FETCH_NAME = "/corpus/{topic}/{doc}"
+#: the gateway's /metrics the sampler records: live sessions, the sweeps, the dedup store's WARN lines
+GATEWAY_METRICS = (
+    "mcp_gateway_sessions_live",
+    "mcp_gateway_sessions_swept",
+    "mcp_gateway_sweeps",
+    "mcp_gateway_sweep_largest",
+    "mcp_gateway_swept_idle_min_seconds",
+    "mcp_gateway_swept_idle_max_seconds",
+    "mcp_gateway_dedup_warn_lines",
+    "mcp_gateway_dedup_sessions_after_full",
+)
 
 
 @events.init_command_line_parser.add_listener
@@ -78,6 +89,14 @@ def _add_options(parser: Any) -> None:
         default="",
         include_in_web_ui=False,
         help="options for the embedded gateway started when --host is empty",
+    )
+    add_option(
+        parser,
+        "--mcp-mark-args",
+        default="",
+        include_in_web_ui=False,
+        help="options for the embedded Mark server behind the embedded gateway (e.g. the page's bottleneck: "
+        "'--read-delay-ms 10 --reads-stat-head --backend-rps 160')",
     )
     add_option(
         parser,
@@ -183,9 +202,9 @@ class EmbeddedGateway:
         self.mark: Any = None
         self.gateway: Any = None
 
-    def start(self, gateway_args: list[str]) -> Any:
+    def start(self, gateway_args: list[str], mark_args: list[str] | None = None) -> Any:
         try:
-            self.mark = launch_target("mark", ["--port", "0", "--seed-corpus", str(CORPUS)])
+            self.mark = launch_target("mark", ["--port", "0", "--seed-corpus", str(CORPUS), *(mark_args or [])])
             self.gateway = launch(["--mark", self.mark.url, *gateway_args])
         except BaseException:
             self.stop()
@@ -214,7 +233,12 @@ def start_embedded(environment: Environment) -> None:
 
     options = environment.parsed_options
     try:
-        gateway = _embedded.start(shlex.split(getattr(options, "mcp_embedded_args", "") or ""))
+        gateway_args = shlex.split(getattr(options, "mcp_embedded_args", "") or "")
+        mark_args = shlex.split(getattr(options, "mcp_mark_args", "") or "")
+    except ValueError as exc:
+        raise UsageError(f"--mcp-embedded-args / --mcp-mark-args: cannot split them ({exc})") from None
+    try:
+        gateway = _embedded.start(gateway_args, mark_args)
     except (SwarmgaugeError, OSError) as exc:
         raise UsageError(f"could not start the embedded MCP gateway: {exc}") from None
     environment.host = gateway.base_url
@@ -224,7 +248,7 @@ def start_embedded(environment: Environment) -> None:
         if not options.mcp_direct_mark:
             options.mcp_direct_mark = gateway.mark_url
     add_sample_source(environment, f"psutil:pid={gateway.pid}")
-    add_sample_source(environment, f"prom:{gateway.base_url}/metrics#mcp_gateway_sessions_live")
+    add_sample_source(environment, f"prom:{gateway.base_url}/metrics#{','.join(GATEWAY_METRICS)}")
     log.info(
         "no --host given: started the embedded MCP gateway at %s (pid %d) in front of %s",
         gateway.url,

@@ -105,61 +105,13 @@ def reads_workload(steps: list[int], step_time: float, warmup: float, scale: flo
 
 def _demarkus(scale: float) -> Page:
     from swarmgauge.cli.demo_demarkus_reads import read_workloads
+    from swarmgauge.cli.demo_demarkus_writes import writes_and_mcp
 
-    writes = {
-        "name": "demo-demarkus-writes",
-        "description": "one writer back to back against the 1.5 s commit pacing",
-        "kind": "soak",
-        "users": 1,
-        "duration": _scaled(24, scale),
-        "slos": ["fail_ratio==0"],
-    }
-    idle_ttl = max(4, round(12 * scale))
-    churn = {
-        "name": "demo-mcp-churn",
-        "description": f"5 new MCP sessions a second, never DELETEd, then idle past the {idle_ttl} s session TTL",
-        "kind": "stages",
-        "stages": [
-            {
-                "label": "churn",
-                "rate": 5,
-                "duration": _scaled(30, scale),
-                "max_users": 32,
-                "drop_after": "5s",
-                "user_classes": ["MCPChurnUser"],
-            },
-            {"label": "idle", "users": 0, "duration": _scaled(18, scale)},
-        ],
-        "slos": ["fail_ratio<0.01"],
-    }
     return Page(
         "demarkus",
         "demarkus kind bench: reads, writes, MCP session churn",
         "demarkus-kind-bench.md",
-        (
-            *read_workloads(scale),
-            Workload(
-                "writes",
-                "PUBLISH back to back against 1.5 s commit pacing",
-                "demarkus_writes.py",
-                ("WriterUser", "--mark-embedded-args", "--commit-interval 1.5s"),
-                writes,
-            ),
-            Workload(
-                "churn",
-                "MCP session churn at 5/s with a short idle TTL",
-                "mcp_churn.py",
-                (
-                    "--mcp-embedded-args",
-                    f"--session-idle-timeout {idle_ttl}",
-                    "--sample-interval",
-                    "1",
-                    "--stop-timeout",
-                    "5",
-                ),
-                churn,
-            ),
-        ),
+        (*read_workloads(scale), *writes_and_mcp(scale)),
     )
 
 

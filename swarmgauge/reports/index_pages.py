@@ -16,18 +16,16 @@ import pandas as pd
 
 from swarmgauge.reports.index_brain import brain
 from swarmgauge.reports.index_demarkus_reads import reads
+from swarmgauge.reports.index_demarkus_writes import add_writes_and_mcp
 from swarmgauge.reports.index_figures import (
     MIB,
     Check,
     PageSection,
-    aggregated,
     beside,
-    figure,
     flat,
     ms,
     rate,
     read_steps,
-    requests_of,
     run_json,
 )
 from swarmgauge.reports.index_kneo_rows import add_kneo_rows
@@ -35,68 +33,13 @@ from swarmgauge.reports.index_mdk import mdk
 
 # --- demarkus kind bench -------------------------------------------------------------------------------------------
 
-DEMARKUS_WRITES_PER_S = 0.67
-DEMARKUS_SECONDS_PER_WRITE = 1.51
-DEMARKUS_HEAP_PER_SESSION = 9.6 * 1000  # bytes of live heap (the page's "about 9.6 KB")
-DEMARKUS_CALLS_P50_MS = 10.0
-
 
 def demarkus(runs: dict[str, Path | None]) -> PageSection:
     section = PageSection()
     read_rows = reads(runs, section)
     if not read_rows.empty:
         section.tables.insert(0, ("Reads", read_rows))
-    rows = []
-    writes = requests_of(read_steps(runs.get("writes")), "PUBLISH")
-    if not writes.empty:
-        per_write = float(writes["p50_ms"].iloc[0])
-        rows.append(figure("writes/s, one writer back to back", writes["rps"].iloc[0], DEMARKUS_WRITES_PER_S, rate))
-        rows.append(figure("p50 per publish", per_write, DEMARKUS_SECONDS_PER_WRITE * 1000, ms))
-        paced = 1000.0 / per_write if per_write > 0 else 0.0
-        section.checks.append(
-            Check(
-                abs(paced - DEMARKUS_WRITES_PER_S) <= 0.15 * DEMARKUS_WRITES_PER_S,
-                f"writes paced at {ms(per_write)} a publish, {paced:.2f}/s (page: 1.51 s, 0.67/s)",
-            )
-        )
-    churn = run_json(runs, "churn", "summary.json")
-    sessions = (churn or {}).get("MCP sessions") or {}
-    if sessions:
-        churn_steps = aggregated(read_steps(runs.get("churn")))
-        started = (sessions.get("sessions") or {}).get("sessions_started")
-        rows.append(figure("MCP sessions started (5/s)", started, None, lambda v: f"{int(v):,}"))
-        if not churn_steps.empty:
-            rows.append(figure("p50 of the session's calls", churn_steps["p50_ms"].iloc[0], DEMARKUS_CALLS_P50_MS, ms))
-        memory = sessions.get("memory_per_session") or {}
-        if memory:
-            per = float(memory["bytes"])
-            rows.append(
-                figure(
-                    f"memory per live session ({memory.get('metric')}; page: live heap)",
-                    per,
-                    DEMARKUS_HEAP_PER_SESSION,
-                    lambda v: f"{float(v) / 1000:.1f} KB",
-                )
-            )
-        drop = sessions.get("ttl_drop")
-        if drop:
-            rows.append(
-                {
-                    "figure": "live sessions at the idle TTL",
-                    "measured": f"{drop['peak_live']:.0f} fell to {drop['low_live']:.0f}",
-                    "page": "swept 1,906 then 4,500",
-                    "x": "",
-                }
-            )
-        section.checks.append(
-            Check(bool(drop), "live sessions dropped at the idle TTL" if drop else "no drop at the idle TTL seen")
-        )
-    if rows:
-        section.tables.append(("Writes and MCP session churn", pd.DataFrame(rows)))
-    section.notes.append(
-        "Writes wait for the stand-in's 1.5 s commit pacing. Memory per MCP session is the "
-        "gateway process's memory over the live sessions, the page's is Go's live heap."
-    )
+    add_writes_and_mcp(runs, section)
     return section
 
 

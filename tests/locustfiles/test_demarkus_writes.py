@@ -81,3 +81,43 @@ def test_the_generated_token_never_reaches_logs_or_csvs(tmp_path):
     result, _ = run(tmp_path, "WriterUser", "-u", "1", "-r", "1", "-t", "2s", "--mark-token", "visible-raw-token")
     outputs = result.stdout + result.stderr + "".join(p.read_text() for p in tmp_path.glob("w_*.csv"))
     assert "visible-raw-token" not in outputs
+
+
+def test_a_burst_ends_the_run_after_its_count_of_publishes(tmp_path):
+    result, rows = run(
+        tmp_path,
+        "BurstWriterUser",
+        "-u",
+        "4",
+        "-r",
+        "4",
+        "-t",
+        "60s",
+        "--mark-burst-writes",
+        "12",
+        "--mark-embedded-args",
+        "--commit-interval 0.02s",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert int(rows[("PUBLISH", "/load/{doc}")]["Request Count"]) == 12
+    assert "Shutting down (exit code 0)" in result.stderr and "--run-time limit reached" not in result.stderr
+
+
+def test_concurrent_writers_on_their_own_paths_never_conflict(tmp_path):
+    result, rows = run(
+        tmp_path,
+        "OwnPathWriterUser",
+        "-u",
+        "4",
+        "-r",
+        "4",
+        "-t",
+        "3s",
+        "--mark-write-paths",
+        "1",
+        "--mark-embedded-args",
+        "--commit-interval 0.02s",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    publish = rows[("PUBLISH", "/load/{doc}")]
+    assert int(publish["Request Count"]) > 4 and publish["Failure Count"] == "0"

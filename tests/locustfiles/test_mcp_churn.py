@@ -1,8 +1,8 @@
 """locustfiles/mcp_churn.py as people run it: real headless Locust against the embedded gateway (SDK server) and its
 Mark server. Half a minute of churn at a fixed rate starts that many sessions (the scheduler issues rate x duration
 tickets, each one session), the report states memory per live session and the idle-TTL drop (the TTL well inside the
-churn, so live sessions level off at rate x TTL, then the idle stage outlasts it); the comparison run reports gateway
-minus direct p50 at 1 user."""
+churn, so live sessions level off at 1 to 1.5 x rate x TTL as the gateway sweeps every TTL/2, then the idle stage
+outlasts it); the comparison run reports gateway minus direct p50 at 1 user."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_half_a_minute_of_churn_starts_that_many_sessions_and_the_report_shows_m
     assert memory["live_source"] == "gateway gauge" and memory["samples"] >= 5
     assert memory["source"] == f"psutil:pid={started.group(1)}" and memory["bytes"] > 0
     drop = summary["ttl_drop"]
-    assert RATE * TTL * 0.8 <= drop["peak_live"] <= RATE * TTL * 1.3  # the TTL bounds the live sessions
+    assert RATE * TTL * 0.8 <= drop["peak_live"] <= RATE * TTL * 1.5 * 1.1  # swept every TTL/2: up to 1.5 TTL
     assert drop["low_live"] <= 0.1 * drop["peak_live"] and drop["low_at_s"] > drop["peak_at_s"]
     report = (resolve(run_dir) / "report.md").read_text()
     assert (

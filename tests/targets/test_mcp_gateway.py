@@ -127,6 +127,8 @@ def test_sigterm_stops_the_gateway_and_the_mark_server_it_started():
         (["--path", "mcp"], "--path must start with '/'"),
         (["--mark", "http://127.0.0.1:1"], "--mark must look like mark://"),
         (["--max-sessions", "-1"], "must be positive"),
+        (["--dedup-cap", "0"], "--dedup-cap must be at least 1"),
+        (["--session-reaper", "never"], "invalid choice"),
     ],
 )
 def test_bad_options_exit_2_with_one_line(args, says):

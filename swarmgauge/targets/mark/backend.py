@@ -4,8 +4,8 @@ The kind benchmark's ceiling was its bucket (fake-gcs-server, ~160 req/s) and it
 or two; its writes were serialised and paced by ``bucketstore``'s commits. These knobs model exactly that and
 nothing more: ``read_delay`` per backend round trip (doubled by ``stat_head``: stat the head object, then read),
 ``backend_concurrency`` as the reads the bucket serves at once (each holds its slot through its round trips, the
-rest queue in arrival order), ``backend_rps`` as a shared capacity queue, and ``commit_interval`` as serialised,
-paced write commits.
+rest queue in arrival order), ``backend_rps`` as a shared capacity queue, and ``commit_interval`` / ``commit_cost`` /
+``commit_order`` as serialised, paced write commits (``targets/mark/commits.py``).
 
 The page reaches its ceiling at 4 users with p50 barely above 1 user's, and past it only queues. A concurrency
 limit does that: 3 slots of about 19 ms are 160 reads/s, 4 users keep every slot busy, and the fourth read waits
@@ -27,6 +27,7 @@ import random
 import time
 from dataclasses import dataclass
 
+from swarmgauge.targets.mark.commits import CommitPacer, CommitTimeout
 from swarmgauge.targets.mark.pacing import Slots, TokenBucket
 
 
@@ -40,13 +41,17 @@ class BackendKnobs:
     stat_head: bool = False
     backend_rps: float = 0.0
     commit_interval: float = 0.0
+    commit_cost: float = 0.0
+    commit_order: str = "random"
     gap_shape: float = 2.0
     delay_jitter: float = 0.12
     backend_concurrency: int = 0
 
     @property
     def active(self) -> bool:
-        return bool(self.read_delay or self.backend_rps or self.commit_interval or self.backend_concurrency)
+        return bool(
+            self.read_delay or self.backend_rps or self.commit_interval or self.commit_cost or self.backend_concurrency
+        )
 
 
 class SimulatedBackend:
@@ -58,7 +63,9 @@ class SimulatedBackend:
         self._random = rng or random.Random()
         self._capacity = TokenBucket(knobs.backend_rps, 1) if knobs.backend_rps > 0 else None
         self._slots = Slots(knobs.backend_concurrency) if knobs.backend_concurrency > 0 else None
-        self._commits = asyncio.Lock()
+        self.commits = CommitPacer(
+            knobs.commit_interval, knobs.commit_cost, knobs.commit_order, clock=clock, rng=self._random
+        )
 
     def read_cost(self) -> float:
         """Tokens one read takes from the capacity bucket: 1 on average, gamma-spread when ``gap_shape`` > 0."""
@@ -90,17 +97,9 @@ class SimulatedBackend:
             await asyncio.sleep(service)
 
     async def commit(self, apply, deadline: float):
-        """Serialise writes; each commit takes ``commit_interval``. Returns what ``apply()`` returned."""
-        remaining = deadline - self._clock()
+        """Wait for a paced commit slot and the commit's cost, then ``apply()``; :class:`BackendTimeout` past
+        ``deadline`` (the Go server answers server-error when its request context ends first)."""
         try:
-            await asyncio.wait_for(self._commits.acquire(), timeout=max(0.0, remaining))
-        except TimeoutError:
-            raise BackendTimeout("write queue exceeded the request deadline") from None
-        try:
-            if self.knobs.commit_interval:
-                if self._clock() + self.knobs.commit_interval > deadline:
-                    raise BackendTimeout("commit would pass the request deadline")
-                await asyncio.sleep(self.knobs.commit_interval)
-            return apply()
-        finally:
-            self._commits.release()
+            return await self.commits.commit(apply, deadline)
+        except CommitTimeout as exc:
+            raise BackendTimeout(str(exc)) from None

@@ -22,6 +22,7 @@ from swarmgauge.quic.engine import DEFAULT_SERVER_ENGINE, ENGINES
 from swarmgauge.targets.mark import seed
 from swarmgauge.targets.mark.auth import TokenStore, parse_tokens_toml, publish_token
 from swarmgauge.targets.mark.backend import BackendKnobs, SimulatedBackend
+from swarmgauge.targets.mark.commits import ORDERS
 from swarmgauge.targets.mark.handler import Handler
 from swarmgauge.targets.mark.server import DEFAULT_PORT, MarkService, ServerSettings, start_server
 from swarmgauge.targets.mark.store import Store, StoreError
@@ -126,7 +127,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=BackendKnobs.delay_jitter,
         help="lognormal sigma of each simulated round trip (0 = always --read-delay-ms)",
     )
-    p.add_argument("--commit-interval", type=_duration, default=0.0, help="serialised write commit pacing")
+    p.add_argument(
+        "--commit-interval", type=_duration, default=0.0, help="least time between two write commits' starts"
+    )
+    p.add_argument(
+        "--commit-cost", type=_duration, default=0.0, help="time one write commit takes in the simulated bucket"
+    )
+    p.add_argument(
+        "--commit-order",
+        choices=ORDERS,
+        default="random",
+        help="which waiting writer gets the next commit slot: the first awake (random, as the page's losses "
+        "show) or the longest waiting (fifo)",
+    )
     p.add_argument("--cert-out", type=Path, help="write the dev certificate (PEM) here, for clients' --mark-ca")
     p.add_argument(
         "--max-seconds",
@@ -175,6 +188,8 @@ def build_service(args: argparse.Namespace) -> MarkService:
         stat_head=args.reads_stat_head,
         backend_rps=args.backend_rps,
         commit_interval=args.commit_interval,
+        commit_cost=args.commit_cost,
+        commit_order=args.commit_order,
         gap_shape=args.backend_gap_shape,
         delay_jitter=args.read_delay_jitter,
         backend_concurrency=args.backend_concurrency,

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from swarmgauge.errors import UsageError
+from swarmgauge.targets.mcp_gateway.sessions import DEDUP_CAP, REAPERS
 
 __all__ = ["gateway_base_url", "launch", "main", "parse_args"]
 
@@ -48,6 +49,19 @@ def parse_args(argv: list[str]):
         help="seconds an idle session lives (SDK default 1800; 'none' disables)",
     )
     parser.add_argument(
+        "--session-reaper",
+        choices=REAPERS,
+        default="sweep",
+        help="sweep: end sessions idle past the timeout every timeout/2, as the page's mcp-go gateway (they live "
+        "1.0-1.5x it); per-session: the SDK ends each exactly at the timeout",
+    )
+    parser.add_argument(
+        "--dedup-cap",
+        type=int,
+        default=DEDUP_CAP,
+        help=f"sessions the fetch-dedup store holds; each eviction past it logs a WARN (default {DEDUP_CAP})",
+    )
+    parser.add_argument(
         "--max-sessions",
         type=_positive_or_none,
         default=10_000.0,
@@ -57,6 +71,8 @@ def parse_args(argv: list[str]):
     args = parser.parse_args(argv)
     if not args.path.startswith("/"):
         parser.error("--path must start with '/'")
+    if args.dedup_cap < 1:
+        parser.error("--dedup-cap must be at least 1")
     return args
 
 
@@ -82,6 +98,8 @@ def main(argv: list[str]) -> int:
             session_idle_timeout=args.session_idle_timeout,
             max_sessions=int(args.max_sessions) if args.max_sessions is not None else None,
             mark_timeout=args.mark_timeout,
+            session_reaper=args.session_reaper,
+            dedup_cap=args.dedup_cap,
         )
         sock = bind(config)
     except (UsageError, OSError) as exc:

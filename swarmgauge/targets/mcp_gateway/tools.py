@@ -109,3 +109,13 @@ async def mark_lookup_all(
         "LOOKUP", target_path(backend.address, scope or "/"), _lookup_metadata(query, filter, limit, match)
     )
     return _text(response, LOOKUP_FIELDS, extra={"worlds": "1", "world": backend.address.url})
+
+
+def field_of(text: str, key: str) -> str:
+    """One ``key: value`` field of a tool answer's head ('' when absent)."""
+    head, _, _body = text.partition("\n\n")
+    for line in head.splitlines():
+        name, sep, value = line.partition(": ")
+        if sep and name == key:
+            return value
+    return ""

@@ -56,6 +56,8 @@ def test_ipv6_loopback_url():
         (["--rate-limit", "-1"], "must not be negative"),
         (["--backend-concurrency", "-1"], "must not be negative"),
         (["--commit-interval", "soon"], "not a duration"),
+        (["--commit-cost", "a while"], "not a duration"),
+        (["--commit-order", "lifo"], "invalid choice"),
         (["--clock", "yesterday"], "not an RFC 3339 time"),
     ],
 )

@@ -1,0 +1,203 @@
+"""The demarkus page's write and MCP rows as ``swarmgauge demo demarkus`` runs them (concatenated by ``_demarkus``).
+
+Writes go through the embedded Mark server's commit pacing (``targets/mark/commits.py``): one commit start per
+``--commit-interval`` (the page's 1.5 s), each commit ``--commit-cost`` long (the page's spaced write: about 60 ms),
+the next slot to whichever waiting writer races first. The burst runs at a fifth of the page's times (0.3 s pacing,
+2 s request timeout: the same ratio of timeout to pacing, so the same share lost) to keep it near a minute. MCP rows
+run the gateway (sweeping idle sessions every TTL/2, as the page's mcp-go) in front of a Mark server with the reads'
+bottleneck. Every hold scales with ``--scale``; the burst's count scales, never below 40 writes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from swarmgauge.cli.demo_pages import MARK_BOTTLENECK, Workload
+
+#: the page's pacing and the commit's own bucket writes (spaced writes about 60 ms, the soak's p50 58 ms)
+WRITE_PACING = "--commit-interval 1.5s --commit-cost 56ms"
+#: the burst at a fifth of the page's times: pacing 1.5 s -> 0.3 s, request timeout 10 s -> 2 s
+BURST_TIME_FACTOR = 0.2
+BURST_PACING = "--commit-interval 0.3s --commit-cost 11ms --request-timeout 2s"
+BURST_WRITERS = 4
+#: the concurrent writers' hold at least this long: a dozen writes at the page's real 1.5 s pacing
+CONCURRENT_LEAST_S = 16.0
+PAGE_BURST_WRITES = 200
+CHURN_RATE = 5
+#: the page's dedup cap against its live sessions: 4,096 of 5/s x 1,800 s = 9,000 (0.455)
+DEDUP_SHARE = 4096 / 9000
+MCP_WORKERS = (1, 8, 32)
+
+
+def held(seconds: float, scale: float, least: float = 1.0) -> str:
+    return f"{max(least, round(seconds * scale)):g}s"
+
+
+def burst_writes(scale: float) -> int:
+    return max(40, round(PAGE_BURST_WRITES * scale))
+
+
+def churn_ttl(scale: float) -> int:
+    return max(4, round(12 * scale))
+
+
+def dedup_cap(scale: float) -> int:
+    return max(4, round(DEDUP_SHARE * CHURN_RATE * churn_ttl(scale)))
+
+
+def _soak(description: str, users: int, duration: str, slos: list[str]) -> dict[str, Any]:
+    return {
+        "name": f"demo-demarkus-{description.split()[0]}",
+        "description": description,
+        "kind": "soak",
+        "users": users,
+        "duration": duration,
+        "slos": slos,
+    }
+
+
+def mcp_tools_plan(scale: float) -> dict[str, Any]:
+    """mark_fetch then mark_lookup_all at 1, 8 and 32 workers, then the direct QUIC FETCH at 1 worker."""
+    hold, warmup = held(6, scale, 4.0), held(2, scale, 1.0)
+    stages: list[dict[str, Any]] = []
+    for user_class, tool in (("MCPFetchUser", "mark_fetch"), ("MCPLookupAllUser", "mark_lookup_all")):
+        for workers in MCP_WORKERS:
+            stages.append(
+                {
+                    "label": f"{tool} {workers}",
+                    "users": workers,
+                    "spawn_rate": 100,
+                    "duration": hold,
+                    "warmup": warmup,
+                    "user_classes": [user_class],
+                }
+            )
+        # Locust keeps its users when only the class changes at the same count: a second at 0 users swaps them
+        stages.append({"label": "switch", "users": 0, "spawn_rate": 100, "duration": "1s"})
+    stages.append(
+        {"label": "QUIC FETCH 1", "users": 1, "duration": hold, "warmup": warmup, "user_classes": ["DirectFetchUser"]}
+    )
+    return {
+        "name": "demo-mcp-tools",
+        "description": "the page's MCP tool tables and the direct FETCH at 1 worker, behind the ~160 req/s bucket",
+        "kind": "stages",
+        "stages": stages,
+        "slos": ["fail_ratio<0.01"],
+    }
+
+
+def churn_plan(scale: float) -> dict[str, Any]:
+    ttl = churn_ttl(scale)
+    return {
+        "name": "demo-mcp-churn",
+        "description": f"{CHURN_RATE} new MCP sessions a second, never DELETEd, then idle past the {ttl} s session TTL",
+        "kind": "stages",
+        "stages": [
+            {
+                "label": "churn",
+                "rate": CHURN_RATE,
+                "duration": held(30, scale),
+                "max_users": 32,
+                "drop_after": "5s",
+                "user_classes": ["MCPChurnUser"],
+            },
+            {"label": "idle", "users": 0, "duration": held(18, scale)},
+        ],
+        "slos": ["fail_ratio<0.01"],
+    }
+
+
+def writes_and_mcp(scale: float) -> tuple[Workload, ...]:
+    """The page's write rows, its MCP tool tables and its session churn, in the order the page has them."""
+    burst = burst_writes(scale)
+    burst_cap = math.ceil(burst * 1.5 * BURST_TIME_FACTOR) + 5  # -t only caps it: the count ends the run (~50 s)
+    ttl = churn_ttl(scale)
+    return (
+        Workload(
+            "writes",
+            "PUBLISH back to back, one writer, against 1.5 s commit pacing",
+            "demarkus_writes.py",
+            ("WriterUser", "--mark-embedded-args", WRITE_PACING),
+            _soak(
+                "writes: one writer back to back against the 1.5 s commit pacing",
+                1,
+                held(24, scale),
+                ["fail_ratio==0"],
+            ),
+        ),
+        Workload(
+            "writes-concurrent",
+            "4 writers back to back on their own paths, queueing on the commit pacing",
+            "demarkus_writes.py",
+            ("OwnPathWriterUser", "--mark-embedded-args", WRITE_PACING),
+            _soak(
+                "concurrent: 4 writers back to back on one world",
+                4,
+                held(20, scale, CONCURRENT_LEAST_S),
+                ["fail_ratio<0.5"],
+            ),
+        ),
+        Workload(
+            "writes-burst",
+            f"4 writers, {burst} publishes, pacing and timeout at a fifth of the page's (0.3 s, 2 s)",
+            "demarkus_writes.py",
+            (
+                "BurstWriterUser",
+                "-u",
+                str(BURST_WRITERS),
+                "-r",
+                str(BURST_WRITERS),
+                "-t",
+                f"{burst_cap}s",
+                "--mark-burst-writes",
+                str(burst),
+                "--mark-embedded-args",
+                BURST_PACING,
+            ),
+            None,
+            expected_exit=1,  # writes lost to the request timeout are failed requests: Locust ends with 1, by design
+        ),
+        Workload(
+            "writes-soak",
+            "one writer at 0.5 writes/s (spaced below the pacing), every write pruning from 43 % of the soak on",
+            "demarkus_writes.py",
+            (
+                "SoakWriterUser",
+                "--mark-write-rate",
+                "0.5",
+                "--mark-write-paths",
+                "5",
+                "--mark-retention",
+                "3",
+                "--mark-embedded-args",
+                WRITE_PACING,
+                "--sample-interval",
+                "1",
+            ),
+            _soak(
+                "soak: one writer at 0.5 writes/s, the page's 30 minutes scaled", 1, held(40, scale), ["fail_ratio==0"]
+            ),
+        ),
+        Workload(
+            "mcp-tools",
+            "MCP mark_fetch and mark_lookup_all at 1/8/32 workers, then QUIC FETCH at 1, behind the simulated bucket",
+            "mcp_churn.py",
+            ("--mcp-mark-args", MARK_BOTTLENECK, "--sample-interval", "1", "--stop-timeout", "5"),
+            mcp_tools_plan(scale),
+        ),
+        Workload(
+            "churn",
+            f"MCP session churn at {CHURN_RATE}/s, swept every TTL/2 with a {ttl} s idle TTL",
+            "mcp_churn.py",
+            (
+                "--mcp-embedded-args",
+                f"--session-idle-timeout {ttl} --dedup-cap {dedup_cap(scale)}",
+                "--sample-interval",
+                "1",
+                "--stop-timeout",
+                "5",
+            ),
+            churn_plan(scale),
+        ),
+    )

@@ -1,0 +1,70 @@
+"""The demarkus page's write and MCP workloads: every row has one at any scale (scale shortens, never drops), the
+burst declares its expected exit, the MCP tables cover 1/8/32 workers of both tools plus QUIC at 1, and every
+stand-in setting is one the embedded targets' own parsers accept."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from swarmgauge.cli.demo_demarkus_writes import burst_writes, churn_ttl, dedup_cap, writes_and_mcp
+from swarmgauge.cli.demo_pages import pages
+from swarmgauge.shapes.plan import build_plan
+from swarmgauge.targets.mark.cli import build_parser
+from swarmgauge.targets.mcp_gateway import parse_args as gateway_args
+
+NAMES = ["writes", "writes-concurrent", "writes-burst", "writes-soak", "mcp-tools", "churn"]
+
+
+@pytest.mark.parametrize("scale", [0.1, 0.25, 0.5, 1.0, 2.0])
+def test_every_write_and_mcp_workload_is_there_at_every_scale_and_its_plan_builds(scale):
+    workloads = writes_and_mcp(scale)
+    assert [w.name for w in workloads] == NAMES
+    for workload in workloads:
+        if workload.plan is not None:
+            build_plan(workload.plan, source="test")
+        assert workload.planned_seconds() > 0
+    page = pages(["demarkus"], scale)[0]
+    assert set(NAMES) <= {w.name for w in page.workloads}
+
+
+def test_scale_shortens_the_holds_and_the_burst_but_keeps_its_floor():
+    short, full = writes_and_mcp(0.25), writes_and_mcp(1.0)
+    assert sum(w.planned_seconds() for w in short) < sum(w.planned_seconds() for w in full)
+    assert burst_writes(1.0) == 200 and burst_writes(0.1) == 40
+
+
+def test_the_burst_is_expected_to_end_with_locusts_failure_exit_and_the_others_with_zero():
+    exits = {w.name: w.expected_exit for w in writes_and_mcp(1.0)}
+    assert exits.pop("writes-burst") == 1 and set(exits.values()) == {0}
+
+
+def test_the_mcp_plan_runs_both_tools_at_1_8_and_32_workers_then_quic_fetch_at_1():
+    plan = next(w for w in writes_and_mcp(1.0) if w.name == "mcp-tools").plan
+    assert plan is not None
+    labels = [stage["label"] for stage in plan["stages"] if stage["label"] != "switch"]
+    assert labels == [f"{tool} {n}" for tool in ("mark_fetch", "mark_lookup_all") for n in (1, 8, 32)] + [
+        "QUIC FETCH 1"
+    ]
+
+
+@pytest.mark.parametrize("scale", [0.25, 1.0])
+def test_the_dedup_cap_sits_below_the_live_sessions_so_the_log_spam_shows(scale):
+    assert dedup_cap(scale) < 5 * churn_ttl(scale)
+
+
+def _value_after(options: tuple[str, ...], flag: str) -> str | None:
+    return options[options.index(flag) + 1] if flag in options else None
+
+
+def test_every_stand_in_setting_is_accepted_by_the_target_it_is_for():
+    for workload in writes_and_mcp(1.0):
+        mark = _value_after(workload.options, "--mark-embedded-args") or _value_after(
+            workload.options, "--mcp-mark-args"
+        )
+        if mark:
+            build_parser().parse_args(["--port", "0", *shlex.split(mark)])
+        gateway = _value_after(workload.options, "--mcp-embedded-args")
+        if gateway:
+            gateway_args(["--mark", "mark://127.0.0.1:1", *shlex.split(gateway)])
