@@ -15,12 +15,12 @@ from urllib.parse import quote, urlsplit
 
 import gevent
 import gevent.lock
-from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.users.backoff import Backoff
 from swarmgauge.users.recording import measure
+from swarmgauge.users.single_attempt import SingleAttemptHTTPClient
 
 REQUEST_TYPE = "MDK"
 ERR_CODE = re.compile(r"ERR_[A-Z0-9_]+")
@@ -142,8 +142,10 @@ class MDKClient:
         self.last_error: BaseException | None = None
         self.backoff = Backoff()
 
-    def _connect(self) -> HTTPClient:
-        return HTTPClient(*self.address, connection_timeout=self.timeout, network_timeout=self.timeout, concurrency=1)
+    def _connect(self) -> SingleAttemptHTTPClient:
+        return SingleAttemptHTTPClient(
+            *self.address, connection_timeout=self.timeout, network_timeout=self.timeout, concurrency=1
+        )
 
     def _reset(self) -> None:
         """Drop a connection left mid-answer (a closed pool cannot be reused), so the next request starts clean."""
