@@ -12,6 +12,9 @@ greenlet of the test process), but its answers are chosen by the request path so
 ``/drop``        half a response, then CONNECTION_CLOSE
 ``/vanish``      forgets the connection without a word (the client only sees an idle timeout)
 ``/slow``        answers after ``slow_seconds``, counting how many streams were open at once
+
+With ``drop_after_handshake`` every connection is closed as soon as its handshake completes (counted in
+``handshakes``), before any request is answered.
 """
 
 from __future__ import annotations
@@ -40,12 +43,15 @@ class MisbehavingQuicServer:
         names=("localhost", "127.0.0.1"),
         slow_seconds=0.2,
         quic_engine: str = DEFAULT_ENGINE,
+        drop_after_handshake: bool = False,
     ):
         self.certificate, key = self_signed_certificate(tuple(names))
         self.engine = engine(quic_engine)
         self._configuration = self.engine.server_configuration(self.certificate, key, alpn="mark", idle_timeout=30.0)
         self._configuration.alpn_protocols = list(alpn) if alpn is not None else None
         self.slow_seconds = slow_seconds
+        self.drop_after_handshake = drop_after_handshake
+        self.handshakes = 0
         self._connections: dict[tuple, QuicConnection] = {}
         self._forgotten: set[tuple] = set()
         self._buffers: dict[tuple, bytes] = {}
@@ -118,7 +124,11 @@ class MisbehavingQuicServer:
     def _handle_events(self, addr: tuple, quic: QuicConnection) -> None:
         event = quic.next_event()
         while event is not None:
-            if isinstance(event, self.engine.StreamDataReceived):
+            if isinstance(event, self.engine.HandshakeCompleted):
+                self.handshakes += 1
+                if self.drop_after_handshake:
+                    quic.close(error_code=0x0, reason_phrase="dropped after the handshake")
+            elif isinstance(event, self.engine.StreamDataReceived):
                 key = (addr, event.stream_id)
                 self._buffers[key] = self._buffers.get(key, b"") + event.data
                 if event.end_stream:

@@ -13,7 +13,9 @@ import pytest
 from gevent.server import StreamServer
 from locust.env import Environment
 
+from swarmgauge.protocols.kneo import KneoUnreachable
 from swarmgauge.users.brain_user import BrainUser
+from swarmgauge.users.kneo_client import KneoClient
 from swarmgauge.users.mcp_client import MCPClient
 from swarmgauge.users.mdk_client import MDKClient
 
@@ -101,4 +103,15 @@ def test_mcp_sends_each_request_once(dropping):
     client.close()
     assert len(recorded) == CALLS
     assert all(e["exception"] is not None for e in recorded)
+    assert dropping.requests_seen == len(recorded)
+
+
+@pytest.mark.timeout(60)
+def test_kneo_sends_each_request_once(dropping):
+    environment, recorded = recording()
+    client = KneoClient(dropping.url, request_events=environment.events, environment=environment, timeout=2.0)
+    for _ in range(CALLS):
+        with pytest.raises(KneoUnreachable):
+            client.poll("run-1")
+    assert len(recorded) == CALLS
     assert dropping.requests_seen == len(recorded)
