@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import gevent
 import gevent.lock
 
+from swarmgauge.core.failure_names import bounded_reason
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.protocols.mark import SUCCESS_STATUSES, MarkParseError, Response, encode_request, parse_response
 from swarmgauge.quic.driver import DEFAULT_MAX_STREAMS, QuicDriver, QuicError, QuicStats, client_configuration
@@ -45,7 +46,8 @@ class MarkMalformedResponse(MarkError):
     """The server's bytes are not a Mark response; ``reason`` says why (from ``MarkParseError``)."""
 
     def __init__(self, reason: str):
-        super().__init__(f"malformed response: {reason}")
+        kind, quoted, detail = reason.partition(": ")  # "invalid metadata: <the parser's words on the server's bytes>"
+        super().__init__(f"malformed response: {kind}{quoted}{bounded_reason(detail) if quoted else ''}")
         self.reason = reason
 
 
@@ -54,13 +56,14 @@ class IncompleteListing(MarkError):
 
 
 class MarkStatusError(MarkError):
-    """A status other than ok / created / not-modified; ``status`` and the whole ``response`` are kept."""
+    """A status other than ok / created / not-modified; ``status``, the body's first line (``message``) and the whole
+    ``response`` are kept, and the text (what Locust groups failures by) is the status alone, never the body."""
 
     def __init__(self, response: Response):
         self.status = response.status
         self.response = response
         self.message = _error_message(response.body)
-        super().__init__(f"{self.status}: {self.message}" if self.message else self.status)
+        super().__init__(self.status if self.status in STATUS_ERRORS else bounded_reason(self.status))
 
 
 class NotFound(MarkStatusError):

@@ -17,6 +17,7 @@ import gevent
 import gevent.lock
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
+from swarmgauge.core.failure_names import bounded_reason
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.users.backoff import Backoff
 from swarmgauge.users.recording import measure
@@ -78,7 +79,7 @@ class MetricError(MDKError):
     """A telemetry read with a metric carrying ``error`` (or ``snap.success`` false); ``channel`` names it."""
 
     def __init__(self, channel: str, error: str) -> None:
-        super().__init__(f"{channel}: {error}")
+        super().__init__(f"{bounded_reason(channel)}: {bounded_reason(error)}")
         self.channel, self.error = channel, error
 
 
@@ -194,7 +195,7 @@ class MDKClient:
         if not 200 <= status < 300:
             message = str(value.get("message", "")) if isinstance(value, dict) else ""
             match = ERR_CODE.match(message)
-            code = match.group(0) if match else f"HTTP {status}"
+            code = bounded_reason(match.group(0)) if match else f"HTTP {status}"
             raise (DeviceNotFound if code == "ERR_DEVICE_NOT_FOUND" else GatewayError)(status, code)
         if not isinstance(value, dict):
             raise BadResponse(f"HTTP {status} body is not a JSON object")
@@ -255,7 +256,7 @@ class MDKClient:
                 raise BadResponse("action without result.status")
             if result["status"] != "QUEUED":
                 match = ERR_CODE.match(str(result.get("error", "")))
-                raise Rejected(match.group(0) if match else str(result["status"]))
+                raise Rejected(bounded_reason(match.group(0) if match else result["status"]))
             outcome.context["command_id"] = result.get("commandId")
             return str(result.get("commandId"))
 

@@ -12,6 +12,10 @@ greenlet of the test process), but its answers are chosen by the request path so
 ``/drop``        half a response, then CONNECTION_CLOSE
 ``/vanish``      forgets the connection without a word (the client only sees an idle timeout)
 ``/slow``        answers after ``slow_seconds``, counting how many streams were open at once
+``/varied-error``    a ``server-error`` whose body differs on every request
+``/varied-status``   a status never seen before, on every request
+``/varied-metadata`` metadata with a key duplicated, the key different on every request
+``/varied-close``    CONNECTION_CLOSE with a reason phrase different on every request
 
 With ``drop_after_handshake`` every connection is closed as soon as its handshake completes (counted in
 ``handshakes``), before any request is answered.
@@ -158,12 +162,26 @@ class MisbehavingQuicServer:
         elif path == b"/vanish":
             self._forgotten.add(addr)
             self._connections.pop(addr, None)
+        elif path.startswith(b"/varied-"):
+            self._answer_varied(quic, stream_id, path, len(self.requests))
         elif path == b"/slow":
             self.open_slow += 1
             self.max_open_slow = max(self.max_open_slow, self.open_slow)
             gevent.spawn_later(self.slow_seconds, self._answer_slow, addr, quic, stream_id)
         else:
             quic.send_stream_data(stream_id, GOOD_RESPONSE, end_stream=True)
+
+    def _answer_varied(self, quic: QuicConnection, stream_id: int, path: bytes, n: int) -> None:
+        unique = f"{n}-{n * 7919:x}-id{n}q".encode()
+        if path == b"/varied-close":
+            quic.close(error_code=0x0, reason_phrase=f"going away {unique.decode()}")
+            return
+        answers = {
+            b"/varied-error": b"---\nstatus: server-error\n---\n# Error\npanic at " + unique + b"\n",
+            b"/varied-status": b"---\nstatus: weird-" + unique + b"\n---\n",
+            b"/varied-metadata": b"---\nstatus: ok\nk" + unique + b": a\nk" + unique + b": b\n---\n",
+        }
+        quic.send_stream_data(stream_id, answers[path], end_stream=True)
 
     def _answer_slow(self, addr: tuple, quic: QuicConnection, stream_id: int) -> None:
         self.open_slow -= 1
