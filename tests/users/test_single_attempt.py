@@ -115,3 +115,31 @@ def test_kneo_sends_each_request_once(dropping):
             client.poll("run-1")
     assert len(recorded) == CALLS
     assert dropping.requests_seen == len(recorded)
+
+
+@pytest.mark.timeout(60)
+def test_kneo_records_the_first_send_of_an_idempotent_retry(dropping):
+    """With ``--kneo-idempotency`` a send with no answer is sent once more: both sends are recorded."""
+    environment, recorded = recording()
+    client = KneoClient(
+        dropping.url, request_events=environment.events, environment=environment, timeout=2.0, idempotency=True
+    )
+    for _ in range(2):
+        with pytest.raises(KneoUnreachable):
+            client.dispatch()
+    assert dropping.requests_seen == len(recorded) == 4
+    assert all(isinstance(e["exception"], KneoUnreachable) for e in recorded)
+
+
+@pytest.mark.timeout(60)
+def test_mcp_delete_is_sent_once(dropping):
+    """DELETE is idempotent, so geventhttpclient resent it on a dropped connection."""
+    environment, recorded = recording()
+    client = MCPClient(dropping.url, environment=environment, path="/mcp", timeout=2.0)
+    for _ in range(CALLS):
+        client.session.session_id = "session-1"
+        with pytest.raises(Exception):  # noqa: B017 - any named MCP failure; the count is what is checked
+            client.delete()
+    client.close()
+    assert len(recorded) == CALLS
+    assert dropping.requests_seen == len(recorded)
