@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from swarmgauge.core.failure_names import bounded_reason
 from swarmgauge.errors import SwarmgaugeError
 
 TERMINAL_STATUSES = frozenset({"completed", "succeeded", "failed", "cancelled", "timed_out", "expired"})
@@ -116,7 +117,8 @@ class PollTimeout(KneoError):
     """Polling gave up before the run reached a terminal status (the wait is bounded)."""
 
     def __init__(self, run_id: str, last_status: str, waited: float) -> None:
-        super().__init__(f"run still {last_status} after {waited:.1f}s")
+        super().__init__(f"run still {bounded_reason(last_status)} at the poll bound")
+        self.waited = waited
         self.run_id = run_id
         self.last_status = last_status
 
@@ -139,7 +141,7 @@ def _decode_object(body: bytes) -> dict[str, Any]:
     try:
         value = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise KneoMalformedResponse(f"body is not JSON: {body[:60]!r}") from exc
+        raise KneoMalformedResponse("body is not JSON") from exc
     if not isinstance(value, dict):
         raise KneoMalformedResponse(f"body is JSON {type(value).__name__}, not an object")
     return value
@@ -164,7 +166,7 @@ def error_for(status: int, headers: Mapping[str, str], body: bytes) -> KneoHTTPE
         pass
     code, message, extra = f"http_{status}", "", {}
     if isinstance(detail, dict):
-        code = str(detail.get("error") or code)
+        code = bounded_reason(detail.get("error")) if detail.get("error") else code
         message = str(detail.get("message") or "")
         extra = detail
     elif isinstance(detail, list):
@@ -222,7 +224,7 @@ def check_terminal(state: RunState) -> None:
     cls = _TERMINAL_FAILURES.get(state.status)
     if cls is not None:
         raise cls(state.run_id, state.status)
-    raise KneoMalformedResponse(f"status {state.status!r} is not terminal")
+    raise KneoMalformedResponse(f"status {bounded_reason(state.status)!r} is not terminal")
 
 
 def poll_delays(initial: float, factor: float, cap: float) -> Iterator[float]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from swarmgauge.core.failure_names import bounded_reason
 from swarmgauge.errors import SwarmgaugeError
 
 TLS_VERIFY_ALERT_NAMES = (
@@ -79,4 +80,4 @@ def termination_error(
             return ALPNMismatch(f"no common ALPN protocol with the server ({reason})")
         if code - crypto_error in {alerts[name] for name in TLS_VERIFY_ALERT_NAMES} and not handshake_over:
             return TLSVerificationFailed(f"server certificate not trusted for {server_name}: {reason} ({TRUST_HINT})")
-    return lost_or_failed(f"connection terminated (code 0x{code:x}): {reason}")
+    return lost_or_failed(f"connection terminated (code 0x{code:x}): {bounded_reason(reason)}")

@@ -21,6 +21,7 @@ from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.users.backoff import Backoff
 from swarmgauge.users.brain_client import MalformedAnswer, classify, unreachable
+from swarmgauge.users.single_attempt import send_once
 
 DEFAULT_MIX = "search:6,get:2,stats:1,audit:1"
 ENDPOINTS = ("search", "get", "stats", "audit", "health")
@@ -113,6 +114,7 @@ class BrainUser(FastHttpUser):
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
+        send_once(self.client)  # each request sent once: the server sees what the counter records
         self.backoff = Backoff()
 
     def on_start(self) -> None:

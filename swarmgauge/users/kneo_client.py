@@ -35,7 +35,7 @@ from swarmgauge.protocols.kneo import (
     run_request,
 )
 from swarmgauge.users.backoff import Backoff
-from swarmgauge.users.recording import measure
+from swarmgauge.users.recording import fire, measure
 
 RUNS_PATH = "/v1/runs"
 TARGETS = ("agent", "workflow")
@@ -105,14 +105,27 @@ class KneoClient:
         self.backoff.succeeded()
         return response.status_code, dict(response.headers), response.content or b""
 
-    def _post_run(self, body: dict, headers: dict) -> tuple[int, dict, bytes]:
-        """Send once (twice with an idempotency key); a send with no answer may still have made a row."""
+    def _post_run(self, body: dict, headers: dict, outcome: Any) -> tuple[int, dict, bytes]:
+        """Send once (twice with an idempotency key); a send with no answer may still have made a row.
+
+        A first send that failed is recorded as its own failure before the second goes out, so the events count
+        every request the service may have seen."""
         attempts = 2 if self.idempotency else 1
         for attempt in range(attempts):
+            started = time.perf_counter()
             try:
                 return self._send("POST", RUNS_PATH, json=body, headers=headers)
-            except KneoUnreachable:
+            except KneoUnreachable as exc:
                 if attempt + 1 < attempts:
+                    if self.events is not None:
+                        fire(
+                            self.events,
+                            request_type=outcome.request_type,
+                            name=outcome.name,
+                            response_time=(time.perf_counter() - started) * 1000.0,
+                            exception=exc,
+                            context={"attempt": attempt + 1},
+                        )
                     gevent.sleep(0.2)
                     continue
                 self.ledger.lost()
@@ -127,7 +140,7 @@ class KneoClient:
             self.input_text, spec_path=self.spec_path, target=self.target, async_mode=async_mode, run_tag=self.tag
         )
         headers = {"Idempotency-Key": uuid.uuid4().hex} if self.idempotency else {}
-        status, resp_headers, content = self._post_run(body, headers)
+        status, resp_headers, content = self._post_run(body, headers, outcome)
         outcome.response_length = len(content)
         outcome.context["status"] = status
         try:

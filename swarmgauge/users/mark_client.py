@@ -18,10 +18,12 @@ from urllib.parse import urlsplit
 import gevent
 import gevent.lock
 
+from swarmgauge.core.failure_names import bounded_reason
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.protocols.mark import SUCCESS_STATUSES, MarkParseError, Response, encode_request, parse_response
 from swarmgauge.quic.driver import DEFAULT_MAX_STREAMS, QuicDriver, QuicError, QuicStats, client_configuration
 from swarmgauge.quic.engine import DEFAULT_ENGINE
+from swarmgauge.quic.errors import ConnectionLost
 from swarmgauge.quic.transport import TransportFactory
 from swarmgauge.users.backoff import Backoff
 
@@ -44,7 +46,8 @@ class MarkMalformedResponse(MarkError):
     """The server's bytes are not a Mark response; ``reason`` says why (from ``MarkParseError``)."""
 
     def __init__(self, reason: str):
-        super().__init__(f"malformed response: {reason}")
+        kind, quoted, detail = reason.partition(": ")  # "invalid metadata: <the parser's words on the server's bytes>"
+        super().__init__(f"malformed response: {kind}{quoted}{bounded_reason(detail) if quoted else ''}")
         self.reason = reason
 
 
@@ -53,13 +56,14 @@ class IncompleteListing(MarkError):
 
 
 class MarkStatusError(MarkError):
-    """A status other than ok / created / not-modified; ``status`` and the whole ``response`` are kept."""
+    """A status other than ok / created / not-modified; ``status``, the body's first line (``message``) and the whole
+    ``response`` are kept, and the text (what Locust groups failures by) is the status alone, never the body."""
 
     def __init__(self, response: Response):
         self.status = response.status
         self.response = response
         self.message = _error_message(response.body)
-        super().__init__(f"{self.status}: {self.message}" if self.message else self.status)
+        super().__init__(self.status if self.status in STATUS_ERRORS else bounded_reason(self.status))
 
 
 class NotFound(MarkStatusError):
@@ -172,7 +176,9 @@ class MarkClient:
     can report ``QUIC``/``handshake`` as its own request. This client is the one owner of reconnecting: a connection
     that died (``ConnectionLost``, a failed handshake) is replaced by the next request, each such attempt counted in
     ``stats.reconnects`` and reported to ``on_reconnect``; after a failed attempt the next one waits a bounded,
-    doubling backoff. A stream-level error (``RequestTimeout``, ``StreamReset``, ``ResponseTooLarge``) fails only its
+    doubling backoff. A connection that completes its handshake and dies before any answer counts as a failed
+    attempt too (a server that accepts and drops every connection would otherwise be a handshake loop at full CPU):
+    only an answer resets the backoff. A stream-level error (``RequestTimeout``, ``StreamReset``, ``ResponseTooLarge``) fails only its
     request, whatever the mode: a peer that vanished is found by the idle timeout (keep-alive PINGs go unanswered).
     Transport failures raise ``users.quic.QuicError`` subclasses.
     """
@@ -223,6 +229,7 @@ class MarkClient:
         self._transport_factory = transport_factory
         self._driver: QuicDriver | None = None
         self._ever_attempted = False
+        self._answered = False  # whether the pooled connection has answered a request
         self._backoff = Backoff(BACKOFF_FIRST, BACKOFF_MAX, jitter=0.2)
         self._connect_lock = gevent.lock.RLock()
 
@@ -279,7 +286,6 @@ class MarkClient:
             self._backoff.failed()
             self._report_handshake(time.perf_counter() - started, exc)
             raise
-        self._backoff.succeeded()
         self._report_handshake(seconds, None)
         return driver
 
@@ -295,11 +301,14 @@ class MarkClient:
                 self._driver.close()
                 self._driver = None
                 log.info("Mark connection to %s was lost; reconnecting", self.url)
+                if not self._answered:  # accepted, then dropped before any answer: back off as after a refusal
+                    self._backoff.failed()
             if self._ever_attempted and self.connection != "fresh":
                 self.stats.reconnects += 1
                 if self.on_reconnect is not None:
                     self.on_reconnect()
             self._ever_attempted = True
+            self._answered = False
             self._driver = self._open()
             return self._driver
 
@@ -309,13 +318,26 @@ class MarkClient:
             fresh = cast(QuicDriver, self._driver) if self.ready else self._open()
             self._driver = None
             try:
-                return fresh.request(data, timeout=self.timeout)
+                answer = fresh.request(data, timeout=self.timeout)
+            except ConnectionLost:  # a fresh connection that dies has answered nothing: back off
+                self._backoff.failed()
+                raise
             finally:
                 fresh.close()
+            self._answered_now()
+            return answer
         driver = self._driver
         if driver is None or not driver.alive:  # the lock only when a connection has to be (re)made
             driver = self._pooled_driver()
-        return driver.request(data, timeout=self.timeout)
+        answer = driver.request(data, timeout=self.timeout)
+        self._answered_now()
+        return answer
+
+    def _answered_now(self) -> None:
+        """A request was answered: the connection works, so the next failure starts the backoff from its first wait."""
+        self._answered = True
+        if self._backoff.faults:
+            self._backoff.succeeded()
 
     # -- the protocol ------------------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols import mcp as proto
 from swarmgauge.users.recording import measure
+from swarmgauge.users.single_attempt import send_once
 
 REQUEST_TYPE = "MCP"
 READ_CHUNK = 16 * 1024
@@ -144,7 +145,7 @@ class MCPClient:
         )
         # geventhttpclient annotates this ClassVar, but a per-instance override is what we want (not every UserAgent)
         http.client.valid_response_codes = _ALL_STATUSES  # type: ignore[misc]
-        return http
+        return send_once(http)
 
     def close(self) -> None:
         """Drop the pooled connections (also after a timeout, so a half-read answer is never reused)."""

@@ -15,12 +15,13 @@ from urllib.parse import quote, urlsplit
 
 import gevent
 import gevent.lock
-from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
+from swarmgauge.core.failure_names import bounded_reason
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.users.backoff import Backoff
 from swarmgauge.users.recording import measure
+from swarmgauge.users.single_attempt import SingleAttemptHTTPClient
 
 REQUEST_TYPE = "MDK"
 ERR_CODE = re.compile(r"ERR_[A-Z0-9_]+")
@@ -78,7 +79,7 @@ class MetricError(MDKError):
     """A telemetry read with a metric carrying ``error`` (or ``snap.success`` false); ``channel`` names it."""
 
     def __init__(self, channel: str, error: str) -> None:
-        super().__init__(f"{channel}: {error}")
+        super().__init__(f"{bounded_reason(channel)}: {bounded_reason(error)}")
         self.channel, self.error = channel, error
 
 
@@ -142,8 +143,10 @@ class MDKClient:
         self.last_error: BaseException | None = None
         self.backoff = Backoff()
 
-    def _connect(self) -> HTTPClient:
-        return HTTPClient(*self.address, connection_timeout=self.timeout, network_timeout=self.timeout, concurrency=1)
+    def _connect(self) -> SingleAttemptHTTPClient:
+        return SingleAttemptHTTPClient(
+            *self.address, connection_timeout=self.timeout, network_timeout=self.timeout, concurrency=1
+        )
 
     def _reset(self) -> None:
         """Drop a connection left mid-answer (a closed pool cannot be reused), so the next request starts clean."""
@@ -192,7 +195,7 @@ class MDKClient:
         if not 200 <= status < 300:
             message = str(value.get("message", "")) if isinstance(value, dict) else ""
             match = ERR_CODE.match(message)
-            code = match.group(0) if match else f"HTTP {status}"
+            code = bounded_reason(match.group(0)) if match else f"HTTP {status}"
             raise (DeviceNotFound if code == "ERR_DEVICE_NOT_FOUND" else GatewayError)(status, code)
         if not isinstance(value, dict):
             raise BadResponse(f"HTTP {status} body is not a JSON object")
@@ -253,7 +256,7 @@ class MDKClient:
                 raise BadResponse("action without result.status")
             if result["status"] != "QUEUED":
                 match = ERR_CODE.match(str(result.get("error", "")))
-                raise Rejected(match.group(0) if match else str(result["status"]))
+                raise Rejected(bounded_reason(match.group(0) if match else result["status"]))
             outcome.context["command_id"] = result.get("commandId")
             return str(result.get("commandId"))
 

@@ -12,6 +12,13 @@ greenlet of the test process), but its answers are chosen by the request path so
 ``/drop``        half a response, then CONNECTION_CLOSE
 ``/vanish``      forgets the connection without a word (the client only sees an idle timeout)
 ``/slow``        answers after ``slow_seconds``, counting how many streams were open at once
+``/varied-error``    a ``server-error`` whose body differs on every request
+``/varied-status``   a status never seen before, on every request
+``/varied-metadata`` metadata with a key duplicated, the key different on every request
+``/varied-close``    CONNECTION_CLOSE with a reason phrase different on every request
+
+With ``drop_after_handshake`` every connection is closed as soon as its handshake completes (counted in
+``handshakes``), before any request is answered.
 """
 
 from __future__ import annotations
@@ -40,12 +47,15 @@ class MisbehavingQuicServer:
         names=("localhost", "127.0.0.1"),
         slow_seconds=0.2,
         quic_engine: str = DEFAULT_ENGINE,
+        drop_after_handshake: bool = False,
     ):
         self.certificate, key = self_signed_certificate(tuple(names))
         self.engine = engine(quic_engine)
         self._configuration = self.engine.server_configuration(self.certificate, key, alpn="mark", idle_timeout=30.0)
         self._configuration.alpn_protocols = list(alpn) if alpn is not None else None
         self.slow_seconds = slow_seconds
+        self.drop_after_handshake = drop_after_handshake
+        self.handshakes = 0
         self._connections: dict[tuple, QuicConnection] = {}
         self._forgotten: set[tuple] = set()
         self._buffers: dict[tuple, bytes] = {}
@@ -118,7 +128,11 @@ class MisbehavingQuicServer:
     def _handle_events(self, addr: tuple, quic: QuicConnection) -> None:
         event = quic.next_event()
         while event is not None:
-            if isinstance(event, self.engine.StreamDataReceived):
+            if isinstance(event, self.engine.HandshakeCompleted):
+                self.handshakes += 1
+                if self.drop_after_handshake:
+                    quic.close(error_code=0x0, reason_phrase="dropped after the handshake")
+            elif isinstance(event, self.engine.StreamDataReceived):
                 key = (addr, event.stream_id)
                 self._buffers[key] = self._buffers.get(key, b"") + event.data
                 if event.end_stream:
@@ -148,12 +162,26 @@ class MisbehavingQuicServer:
         elif path == b"/vanish":
             self._forgotten.add(addr)
             self._connections.pop(addr, None)
+        elif path.startswith(b"/varied-"):
+            self._answer_varied(quic, stream_id, path, len(self.requests))
         elif path == b"/slow":
             self.open_slow += 1
             self.max_open_slow = max(self.max_open_slow, self.open_slow)
             gevent.spawn_later(self.slow_seconds, self._answer_slow, addr, quic, stream_id)
         else:
             quic.send_stream_data(stream_id, GOOD_RESPONSE, end_stream=True)
+
+    def _answer_varied(self, quic: QuicConnection, stream_id: int, path: bytes, n: int) -> None:
+        unique = f"{n}-{n * 7919:x}-id{n}q".encode()
+        if path == b"/varied-close":
+            quic.close(error_code=0x0, reason_phrase=f"going away {unique.decode()}")
+            return
+        answers = {
+            b"/varied-error": b"---\nstatus: server-error\n---\n# Error\npanic at " + unique + b"\n",
+            b"/varied-status": b"---\nstatus: weird-" + unique + b"\n---\n",
+            b"/varied-metadata": b"---\nstatus: ok\nk" + unique + b": a\nk" + unique + b": b\n---\n",
+        }
+        quic.send_stream_data(stream_id, answers[path], end_stream=True)
 
     def _answer_slow(self, addr: tuple, quic: QuicConnection, stream_id: int) -> None:
         self.open_slow -= 1
