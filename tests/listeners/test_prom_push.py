@@ -17,6 +17,7 @@ import pytest
 
 from swarmgauge.listeners.prom_histogram import bucket_width
 from swarmgauge.run_folders import resolve
+from tests.deploy.grafana_dashboard import expressions, load, runnable
 from tests.listeners.prom_servers import PromServers, missing, prom_servers
 from tests.listeners.sim_run import free_port, read_steps, run_distributed, run_local, sim_target
 
@@ -74,6 +75,17 @@ def _check_against_steps(servers: PromServers, run_dir: Path, job: str) -> None:
         assert count == int(row["requests"])
 
 
+def _check_dashboard_queries(servers: PromServers, run_dir: Path) -> None:
+    """Every query of the Grafana dashboard runs on the real Prometheus; its p99 panel has each step of the run."""
+    run = resolve(run_dir).name
+    for expr in expressions(load()):
+        if "label_values" not in expr:
+            servers.query(runnable(expr, run))
+    (p99_per_step,) = [e for e in expressions(load()) if e.startswith("histogram_quantile(0.99, sum by (step, le)")]
+    shown = {series["metric"]["step"] for series in servers.query(runnable(p99_per_step, run))}
+    assert shown == {row["step"] for row in read_steps(run_dir) if row["name"] != "Aggregated"}
+
+
 @pytest.mark.parametrize("mode", ["local", "distributed"])
 def test_pushed_and_remote_written_totals_and_p99_equal_steps_csv(servers, tmp_path, mode):
     run_dir = tmp_path / "runs"
@@ -96,6 +108,7 @@ def test_pushed_and_remote_written_totals_and_p99_equal_steps_csv(servers, tmp_p
     assert "push to" not in result.stderr, result.stderr[-3000:]
     _check_against_steps(servers, run_dir, "swarmgauge")
     _check_against_steps(servers, run_dir, "pushgateway")
+    _check_dashboard_queries(servers, run_dir)
     info = json.loads((resolve(run_dir) / "run.json").read_text())
     assert info["prometheus_push"]["pushgateway"]["failures"] == {}
     assert info["prometheus_push"]["remote-write"]["pushes"] >= 2  # at least one on the timer and the last one
