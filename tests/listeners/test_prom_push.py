@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from swarmgauge.core import run_files
 from swarmgauge.listeners.prom_histogram import bucket_width
 from swarmgauge.run_folders import resolve
 from tests.deploy.grafana_dashboard import expressions, load, runnable
@@ -110,6 +111,7 @@ def test_pushed_and_remote_written_totals_and_p99_equal_steps_csv(servers, tmp_p
     _check_against_steps(servers, run_dir, "pushgateway")
     _check_dashboard_queries(servers, run_dir)
     info = json.loads((resolve(run_dir) / "run.json").read_text())
+    assert set(info) <= set(run_files.names(run_files.RUN_JSON)), "a run.json key the reference does not list"
     assert info["prometheus_push"]["pushgateway"]["failures"] == {}
     assert info["prometheus_push"]["remote-write"]["pushes"] >= 2  # at least one on the timer and the last one
     for text in (result.stdout, result.stderr, *(p.read_text() for p in resolve(run_dir).glob("*.json"))):
