@@ -1,5 +1,7 @@
 """Debian's real ``prometheus`` (remote-write receiver on, scraping the Pushgateway every second) and
-``prometheus-pushgateway``, started on loopback with free ports and a temporary data folder, stopped at the end.
+``prometheus-pushgateway``, started on loopback with free ports and a temporary data folder (the Pushgateway's
+persistence file too: Debian's default is ``/var/lib/prometheus/pushgateway.data``, which kept one session's groups
+for the next), stopped at the end.
 
 ``.ci/run`` installs both packages; without them the tests that need them skip with the reason.
 """
@@ -90,7 +92,11 @@ def prom_servers(folder: Path) -> Iterator[PromServers]:
         with open(gateway_log, "w") as gateway_out, open(prometheus_log, "w") as prometheus_out:
             processes.append(
                 subprocess.Popen(
-                    [PUSHGATEWAY, f"--web.listen-address=127.0.0.1:{gateway_port}"],
+                    [
+                        PUSHGATEWAY,
+                        f"--web.listen-address=127.0.0.1:{gateway_port}",
+                        f"--persistence.file={folder / 'pushgateway.data'}",  # Debian's default is /var/lib/prometheus
+                    ],
                     stdout=gateway_out,
                     stderr=subprocess.STDOUT,
                 )

@@ -76,6 +76,10 @@ def _check_against_steps(servers: PromServers, run_dir: Path, job: str) -> None:
         assert count == int(row["requests"])
 
 
+def _runs(servers: PromServers) -> set[str]:
+    return {series["metric"].get("run", "") for series in servers.query("count by (run) (swarmgauge_current_step)")}
+
+
 def _check_dashboard_queries(servers: PromServers, run_dir: Path) -> None:
     """Every query of the Grafana dashboard runs on the real Prometheus; its p99 panel has each step of the run."""
     run = resolve(run_dir).name
@@ -91,6 +95,7 @@ def _check_dashboard_queries(servers: PromServers, run_dir: Path) -> None:
 def test_pushed_and_remote_written_totals_and_p99_equal_steps_csv(servers, tmp_path, mode):
     run_dir = tmp_path / "runs"
     runner = run_local if mode == "local" else run_distributed
+    runs_before = _runs(servers)
     with sim_target("--delay", DELAY, "--seed", "3") as target:
         result = runner(
             target.url,
@@ -109,6 +114,7 @@ def test_pushed_and_remote_written_totals_and_p99_equal_steps_csv(servers, tmp_p
     assert "push to" not in result.stderr, result.stderr[-3000:]
     _check_against_steps(servers, run_dir, "swarmgauge")
     _check_against_steps(servers, run_dir, "pushgateway")
+    assert _runs(servers) - runs_before == {resolve(run_dir).name}  # the master alone pushed: no worker's own run
     _check_dashboard_queries(servers, run_dir)
     info = json.loads((resolve(run_dir) / "run.json").read_text())
     assert set(info) <= set(run_files.names(run_files.RUN_JSON)), "a run.json key the reference does not list"
