@@ -144,9 +144,19 @@ def run_name(environment: Environment) -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime(started))
 
 
+class FrozenCollector:
+    """Families collected once, so every target of one push gets the same figures."""
+
+    def __init__(self, families: list[Any]) -> None:
+        self.families = families
+
+    def collect(self) -> list[Any]:
+        return self.families
+
+
 def _registry(environment: Environment) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(RunCollector(environment))
+    registry.register(FrozenCollector(list(RunCollector(environment).collect())))
     return registry
 
 
