@@ -108,6 +108,7 @@ RUN_JSON = (
     Column("embedded_targets", "targets the locustfile started, with their options (redacted)"),
     Column("repeat_command", "a web UI run: the headless command that repeats it"),
     Column("kneo", "kneo runs: the run tag, store and reconciliation mismatches"),
+    Column("prometheus_push", "per push target: the URL (credentials `***`), pushes made, failures by kind"),
 )
 SLO_JSON = (
     Column("passed", "every threshold passed"),

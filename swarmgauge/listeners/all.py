@@ -15,6 +15,7 @@ LISTENER_MODULES = (
     "swarmgauge.listeners.resources",
     "swarmgauge.listeners.live",
     "swarmgauge.listeners.prom_export",
+    "swarmgauge.listeners.prom_push",
     "swarmgauge.listeners.webui",
     "swarmgauge.listeners.workers",
     "swarmgauge.listeners.quiet",

@@ -7,6 +7,9 @@ Served at ``/swarmgauge/metrics`` on the web UI, and with ``--prometheus-port PO
 - ``swarmgauge_requests_total`` / ``swarmgauge_failures_total`` {step, label, request_type, name}: per step and name
   (no ``Aggregated`` rows, so sums are not doubled); ``swarmgauge_dropped_total`` {step, label}.
 - ``swarmgauge_latency_seconds`` {step, label, request_type, name, quantile}: p50/p90/p99/p99.9 from the HDR data.
+- ``swarmgauge_request_duration_seconds`` {step, label, request_type, name}: a histogram (``_bucket{le}``, ``_sum``,
+  ``_count``) of the timed requests, buckets of :mod:`listeners.prom_histogram`, which ``histogram_quantile`` sums
+  across workers, steps and pushes.
 - ``swarmgauge_step_users``, ``swarmgauge_step_target_rate``, ``swarmgauge_step_rps``, ``swarmgauge_current_step``.
 - ``swarmgauge_slo_state`` {expr}: 0 pass, 1 unknown, 2 fail; ``swarmgauge_slo_observed`` {expr} in base units.
 - ``swarmgauge_resource`` {node, source, metric}: the last sample of every sampled series.
@@ -23,13 +26,15 @@ from locust import events
 from locust.env import Environment
 from locust.runners import WorkerRunner
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.utils import floatToGoString
 
 from swarmgauge.core import env_state
 from swarmgauge.core.numbers import number
 from swarmgauge.core.options import add_option
-from swarmgauge.listeners import live
+from swarmgauge.listeners import live, rundir, steps
+from swarmgauge.listeners.prom_histogram import BUCKETS_SECONDS, cumulative_buckets, sum_seconds
 
 logger = logging.getLogger("swarmgauge.prom_export")
 
@@ -37,6 +42,8 @@ QUANTILES = (("0.5", "p50_ms"), ("0.9", "p90_ms"), ("0.99", "p99_ms"), ("0.999",
 SLO_STATE = {"pass": 0, "unknown": 1, "fail": 2}
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 NAME_LABELS = ["step", "label", "request_type", "name"]
+HISTOGRAM_NAME = "swarmgauge_request_duration_seconds"
+BUCKET_LABELS = [floatToGoString(bound) for bound in BUCKETS_SECONDS] + ["+Inf"]
 
 
 class RunCollector:
@@ -81,7 +88,20 @@ class RunCollector:
                 if value is not None:
                     latency.add_metric(labels + [quantile], value / 1000.0)
         yield from (requests, failures, dropped, latency, users, rate, rps)
+        yield self._histogram(view)
         yield from self._run_families(view)
+
+    def _histogram(self, view: dict[str, Any]) -> HistogramMetricFamily:
+        """Every (step, request type, name) merged so far as bucket counts, read off its HDR histogram."""
+        family = HistogramMetricFamily(
+            HISTOGRAM_NAME, "Latency of timed requests per step and name (fixed buckets from HDR)", labels=NAME_LABELS
+        )
+        step_labels = {row["step"]: str(row["label"]) for row in view["steps"]}
+        for (step, request_type, name), stats in sorted(steps.merged(self.environment).entries.items()):
+            labels = [str(step), step_labels.get(step, ""), request_type, rundir.redact(name, self.environment)]
+            buckets = list(zip(BUCKET_LABELS, (float(count) for count in cumulative_buckets(stats)), strict=True))
+            family.add_metric(labels, buckets, sum_seconds(stats))
+        return family
 
     @staticmethod
     def _run_families(view: dict[str, Any]) -> Iterable[Any]:
