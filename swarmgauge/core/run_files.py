@@ -108,6 +108,7 @@ RUN_JSON = (
     Column("embedded_targets", "targets the locustfile started, with their options (redacted)"),
     Column("repeat_command", "a web UI run: the headless command that repeats it"),
     Column("kneo", "kneo runs: the run tag, store and reconciliation mismatches"),
+    Column("feeder", "`--feeder`: file, mode, rows, dealt and used (per worker), lost workers' rows, why it stopped"),
 )
 SLO_JSON = (
     Column("passed", "every threshold passed"),
