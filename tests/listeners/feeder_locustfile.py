@@ -1,4 +1,4 @@
-"""Locustfile for the feeder tests: each iteration GETs ``/item?id=<row_id>`` from ``targets/sim_http.py``.
+"""Locustfile for the feeder tests: each iteration GETs ``/item?id=<row_id>@<pid>`` from ``targets/sim_http.py``.
 
 The target records the ``id`` of every request it served, so a test reads from the target's own record which rows
 were used and how often. The shape is ``PlanShape`` (the tests pass ``--steps``), or none with ``FEEDER_NO_SHAPE=1``.
@@ -21,7 +21,7 @@ if not os.environ.get("FEEDER_NO_SHAPE"):
 
 
 class FedUser(User):
-    """One GET per row; the row's ``row_id`` is the request's ``id``."""
+    """One GET per row; the request's ``id`` is the row's ``row_id`` and the process that sent it."""
 
     wait_time = constant(0.01)
     feeder_columns = ("row_id",)
@@ -37,5 +37,5 @@ class FedUser(User):
         row = hooks.next_row(self)
         row_id = row["row_id"] if row is not None else "none"
         with measure(self.environment.events, "GET", "/item") as outcome:
-            response = self.http.get(f"/item?id={row_id}&pid={os.getpid()}")
+            response = self.http.get(f"/item?id={row_id}@{os.getpid()}")
             outcome.response_length = len(response.read())

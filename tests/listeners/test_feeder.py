@@ -7,13 +7,17 @@ The locustfile (``feeder_locustfile.py``) sends each row's ``row_id`` as the req
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from swarmgauge.run_folders import resolve
-from tests.listeners.sim_run import run_distributed, run_local, sim_target
+from swarmgauge.targets.launch import stop_processes
+from tests.listeners.sim_run import ROOT, free_port, locust_command, run_distributed, run_local, sim_target
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -32,7 +36,8 @@ def _swarmgauge_lines(stderr: str) -> list[str]:
 
 
 def _served_ids(target) -> Counter:
-    return Counter(str(record["id"]) for record in target.records())
+    """How often the target served each row (its record's ``id`` is ``<row_id>@<pid>``)."""
+    return Counter(str(record["id"]).split("@")[0] for record in target.records())
 
 
 def _run_json(run_dir: Path) -> dict:
@@ -118,7 +123,7 @@ def test_shared_recycle_goes_round_the_rows_in_order_again(tmp_path):
             locustfile=LOCUSTFILE,
             env=NO_SHAPE,
         )
-        ids = [str(record["id"]) for record in target.records()]
+        ids = [str(record["id"]).split("@")[0] for record in target.records()]
     assert result.returncode == 0, result.stderr[-2000:]
     assert len(ids) > 2 * count
     assert ids == [f"r{i % count}" for i in range(len(ids))]
@@ -199,3 +204,79 @@ def test_unique_recycle_uses_every_row_once_per_pass(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert set(served) == {f"r{i}" for i in range(count)}
     assert min(served.values()) >= 2 and max(served.values()) - min(served.values()) <= 1
+
+
+def test_a_lost_workers_rows_are_not_reissued_and_run_json_names_them(tmp_path):
+    rows = _csv(tmp_path, 100_000)
+    run_dir = tmp_path / "run"
+    port = str(free_port())
+    with sim_target() as target:
+        master = subprocess.Popen(
+            locust_command(
+                LOCUSTFILE,
+                "--headless",
+                "--host",
+                target.url,
+                "--master",
+                "--master-bind-host",
+                "127.0.0.1",
+                "--master-bind-port",
+                port,
+                "--expect-workers",
+                "2",
+                "--expect-workers-max-wait",
+                "60",
+                "--feeder",
+                str(rows),
+                "--feeder-mode",
+                "unique",
+                "--feeder-batch",
+                "50",
+                "--steps",
+                "4",
+                "--step-time",
+                "16s",
+                "--run-dir",
+                str(run_dir),
+            ),
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        workers = [
+            subprocess.Popen(
+                locust_command(LOCUSTFILE, "--worker", "--master-host", "127.0.0.1", "--master-port", port),
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(2)
+        ]
+        victim, survivor = workers
+        try:
+            deadline = time.monotonic() + 60
+            while not any(str(r["id"]).endswith(f"@{victim.pid}") for r in target.records()):
+                assert time.monotonic() < deadline and master.poll() is None, "the victim never sent a row"
+                time.sleep(0.5)
+            time.sleep(2)
+            victim.send_signal(signal.SIGKILL)
+            _stdout, stderr = master.communicate(timeout=120)
+        finally:
+            stop_processes([master, *workers], grace=0)
+        records = target.records()
+
+    by_pid: dict[str, list[str]] = {}
+    for record in records:
+        row_id, pid = str(record["id"]).split("@")
+        by_pid.setdefault(pid, []).append(row_id)
+    served = Counter(row_id for ids in by_pid.values() for row_id in ids)
+    assert served and max(served.values()) == 1, "no row was served twice"
+    assert not set(by_pid[str(victim.pid)]) & set(by_pid[str(survivor.pid)])
+    info = _run_json(run_dir)["feeder"]
+    [(lost_id, lost)] = info["lost"].items()
+    assert lost["not_reissued"] is True and lost["sent"] >= lost["used_at_last_report"]
+    assert lost["sent"] >= len(by_pid[str(victim.pid)]) > 0
+    assert info["dealt"] == sum(w["sent"] for w in info["workers"].values())
+    assert info["dealt"] >= len(served), stderr[-2000:]
+    assert "feeder rows held by lost workers are not reissued" in stderr
