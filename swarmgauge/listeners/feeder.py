@@ -356,20 +356,32 @@ _envs: list[Environment] = []
 
 @events.test_start.add_listener
 def _on_test_start(environment: Environment, **_kwargs: Any) -> None:
-    """A worker gets the master's ``--feeder`` options with its first spawn, after init: it loads its part here.
+    begin_run(environment)
 
-    The master checked the file before any load; a worker that cannot read it in shared mode (no such file there)
-    says so in its log and its users stop at their first draw.
+
+def begin_run(environment: Environment) -> None:
+    """Each run starts with every row unused (a web UI's second START is a new run).
+
+    A worker gets the master's ``--feeder`` options with its first spawn, after init, so it loads its part here.
+    The master checked the file before any load; a process that cannot read it now (a worker in shared mode without
+    the file, a file changed since) says so in its log and its users stop at their first draw.
     """
-    if not isinstance(environment.runner, WorkerRunner) or _state(environment) is not None:
+    state = _state(environment)
+    if state is not None and not _touched(state):
         return
+    env_state.put(environment, "feeder", None)
     try:
         load(environment)
     except UsageError as exc:
-        logger.error("swarmgauge: %s: this worker's users stop", exc)
+        logger.error("swarmgauge: %s: this process's users stop", exc)
         settings = settings_from(environment.parsed_options)
         if settings is not None:
             env_state.put(environment, "feeder", FeederState(settings, out=True))
+
+
+def _touched(state: FeederState) -> bool:
+    dealt = state.dealer.dealt if state.dealer is not None else 0
+    return bool(state.used or state.out or state.sent or state.held or dealt or state.stopping)
 
 
 @events.report_to_master.add_listener
