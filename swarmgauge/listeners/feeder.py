@@ -41,20 +41,17 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from swarmgauge.core import env_state, hooks
 from swarmgauge.core.feeder_rows import FeederRows, RowDealer, check_columns, check_json_objects, read_rows
+from swarmgauge.core.feeder_settings import EXHAUSTED, MAX_BATCH, MODES, FeederSettings, needed_columns, settings_from
 from swarmgauge.core.locust_compat import has_message_handler, live_worker_ids, missing_worker_ids
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError, stop_on_usage_error
 
 logger = logging.getLogger("swarmgauge.feeder")
 
-MODES = ("shared", "unique")
-EXHAUSTED = ("stop", "recycle")
-DEFAULT_EXHAUSTED = {"shared": "recycle", "unique": "stop"}
 WANT_MESSAGE = "swarmgauge_feeder_want"
 ROWS_MESSAGE = "swarmgauge_feeder_rows"
 OUT_MESSAGE = "swarmgauge_feeder_out"
 REPORT_KEY = "swarmgauge_feeder"
-MAX_BATCH = 1000
 ASK_SECONDS = 30.0  # a worker waits this long for the master's answer before its users stop
 DRAIN_SECONDS = 15.0  # after the first worker ran out, the others have this long to draw what they hold
 POLL_SECONDS = 0.1
@@ -89,44 +86,6 @@ def _add_options(parser: Any) -> None:
         include_in_web_ui=True,
         help=f"unique mode: rows a worker asks the master for at a time (1..{MAX_BATCH})",
     )
-
-
-@dataclass
-class FeederSettings:
-    path: str
-    mode: str
-    exhausted: str
-    batch: int
-
-    @property
-    def stops(self) -> bool:
-        return self.exhausted == "stop"
-
-
-def settings_from(options: Any) -> FeederSettings | None:
-    """The feeder this run was given, or None; a bad value is a UsageError."""
-    path = str(getattr(options, "feeder", "") or "")
-    if not path:
-        return None
-    mode = str(getattr(options, "feeder_mode", "shared") or "shared")
-    if mode not in MODES:
-        raise UsageError(f"--feeder-mode must be one of {', '.join(MODES)}, not {mode!r}")
-    exhausted = str(getattr(options, "feeder_exhausted", "") or DEFAULT_EXHAUSTED[mode])
-    if exhausted not in EXHAUSTED:
-        raise UsageError(f"--feeder-exhausted must be one of {', '.join(EXHAUSTED)}, not {exhausted!r}")
-    batch = int(getattr(options, "feeder_batch", 20) or 0)
-    if not 1 <= batch <= MAX_BATCH:
-        raise UsageError(f"--feeder-batch must be 1..{MAX_BATCH}, got {batch}")
-    return FeederSettings(path, mode, exhausted, batch)
-
-
-def needed_columns(user_classes: list[type], attribute: str = "feeder_columns") -> dict[str, str]:
-    """Each column the run's User classes take (``feeder_columns``), with the first class that takes it."""
-    needed: dict[str, str] = {}
-    for user_class in user_classes:
-        for column in getattr(user_class, attribute, ()) or ():
-            needed.setdefault(column, user_class.__name__)
-    return needed
 
 
 @dataclass

@@ -10,7 +10,6 @@ from locust.env import Environment
 from locust.exception import StopUser
 
 from swarmgauge.core import hooks
-from swarmgauge.errors import UsageError
 from swarmgauge.listeners import feeder
 
 
@@ -48,9 +47,3 @@ def test_a_new_run_starts_with_every_row_unused(tmp_path):
         hooks.next_row(user)
     feeder.begin_run(environment)
     assert _draws(user, 3) == [0, 1, 2]
-
-
-def test_bad_settings_are_usage_errors():
-    with pytest.raises(UsageError, match=r"--feeder-batch must be 1\.\.1000, got 0"):
-        feeder.settings_from(argparse.Namespace(feeder="x.csv", feeder_mode="unique", feeder_batch=0))
-    assert feeder.settings_from(argparse.Namespace(feeder="")) is None
