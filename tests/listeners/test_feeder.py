@@ -78,6 +78,33 @@ def test_distributed_unique_rows_are_each_served_once_across_two_workers(tmp_pat
     assert f"swarmgauge: run stopped: feeder rows ran out: {rows}: {count} rows, each used once" in result.stderr
 
 
+def test_distributed_shared_stop_gives_each_worker_one_pass_then_ends_the_run(tmp_path):
+    count = 30
+    rows = _csv(tmp_path, count)
+    with sim_target() as target:
+        result = run_distributed(
+            target.url,
+            "--feeder",
+            str(rows),
+            "--feeder-exhausted",
+            "stop",
+            "--steps",
+            "4",
+            "--step-time",
+            "120s",
+            locustfile=LOCUSTFILE,
+            timeout=120,
+        )
+        by_worker: dict[str, Counter] = {}
+        for record in target.records():
+            row_id, pid = str(record["id"]).split("@")
+            by_worker.setdefault(pid, Counter())[row_id] += 1
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len(by_worker) == 2
+    assert all(served == Counter({f"r{i}": 1 for i in range(count)}) for served in by_worker.values())
+    assert f"one pass over {count} rows" in result.stderr
+
+
 def test_local_unique_stop_without_a_shape_ends_the_run_with_every_row_once(tmp_path):
     count = 40
     rows = _csv(tmp_path, count)
