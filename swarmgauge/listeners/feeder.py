@@ -104,6 +104,7 @@ class FeederState:
     out_workers: set[str] = field(default_factory=set)
     stopping: bool = False
     stopped: dict[str, Any] = field(default_factory=dict)  # the reason and time the feeder ended the run
+    lost_said: bool = False
 
 
 def _state(environment: Environment) -> FeederState | None:
@@ -285,7 +286,6 @@ def summary(environment: Environment) -> dict[str, Any] | None:
                 lost[worker] = {"sent": state.sent[worker], "used_at_last_report": used, "not_reissued": True}
         if lost:
             info["lost"] = lost
-            logger.warning("feeder rows held by lost workers are not reissued: %s", lost)
     elif isinstance(environment.runner, MasterRunner):
         info["workers"] = dict(state.reported)
     else:
@@ -375,8 +375,13 @@ def _record_summary(environment: Environment) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
     info = summary(environment)
-    if info is not None:
-        hooks.add_run_info(environment, "feeder", info)
+    if info is None:
+        return
+    hooks.add_run_info(environment, "feeder", info)
+    state = _state(environment)
+    if info.get("lost") and state is not None and not state.lost_said:
+        state.lost_said = True
+        logger.warning("feeder rows held by lost workers are not reissued: %s", info["lost"])
 
 
 hooks.next_row.implement(next_row)
