@@ -63,7 +63,7 @@ class FetchUser(_CorpusReader):
 
     @task
     def fetch(self) -> None:
-        self.client.fetch(self.random.choice(self.paths), name="/corpus/{topic}/{doc}")
+        self.client.fetch(self.fed_path() or self.random.choice(self.paths), name="/corpus/{topic}/{doc}")
 
 
 class FreshFetchUser(_CorpusReader):
@@ -88,7 +88,9 @@ class FreshFetchUser(_CorpusReader):
 
 
 class LookupUser(_CorpusReader):
-    """LOOKUP a two-topic query over the whole world."""
+    """LOOKUP a two-topic query over the whole world (it takes no ``--feeder`` column)."""
+
+    feeder_columns = ()
 
     @task
     def lookup(self) -> None:
@@ -101,4 +103,4 @@ class ListUser(_CorpusReader):
 
     @task
     def list_topic(self) -> None:
-        self.client.list(f"/corpus/{self.random.choice(TOPICS)}", name="/corpus/{topic}")
+        self.client.list(self.fed_path() or f"/corpus/{self.random.choice(TOPICS)}", name="/corpus/{topic}")

@@ -108,6 +108,9 @@ take_ticket: Hook[bool] = Hook("take_ticket", lambda *_args, **_kwargs: False)
 a closed step). With one, the user's next iteration runs on it (``core/intended.py``)."""
 add_sample_source: Hook[None] = Hook("add_sample_source", _nothing)
 """``add_sample_source(env, spec)``: sample one more resource source (an embedded target's pid)."""
+next_row: Hook[dict[str, Any] | None] = Hook("next_row", _nothing)
+"""``next_row(user)``: the next row of ``--feeder`` for this user's iteration, or None when no feeder is given.
+Rows ran out with ``--feeder-exhausted stop``: raises Locust's ``StopUser`` and the run ends (``listeners.feeder``)."""
 
 _STEP_COUNTERS: list[str] = ["dropped"]
 _METRIC_PROVIDERS: dict[str, MetricProvider] = {}
@@ -151,4 +154,5 @@ ALL_HOOKS = (
     render_report,
     take_ticket,
     add_sample_source,
+    next_row,
 )

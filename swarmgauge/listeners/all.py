@@ -21,6 +21,7 @@ LISTENER_MODULES = (
     "swarmgauge.listeners.quiet",
     "swarmgauge.listeners.signals",
     "swarmgauge.listeners.privacy",
+    "swarmgauge.listeners.feeder",
 )
 
 for _name in LISTENER_MODULES:

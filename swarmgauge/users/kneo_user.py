@@ -149,7 +149,14 @@ class KneoUser(User):
     abstract = True
     needs_host: ClassVar[str] = "http://HOST:PORT"  # checked at init (users.option_checks), before any load
     wait_time = constant(0)
+    feeder_columns: ClassVar[tuple[str, ...]] = ("input",)  # --feeder: each run's input text
     _spawned = 0
+
+    def feed_input(self) -> None:
+        """With ``--feeder``, this run's input text is the next row's ``input`` (else ``--kneo-input``)."""
+        row = hooks.next_row(self)
+        if row is not None:
+            self.client.input_text = str(row["input"])
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
@@ -180,10 +187,11 @@ class KneoUser(User):
 
     @task
     def run_once(self) -> None:
+        if self.mode == "batch" and not take_batch_ticket(self.environment, self.batch_size):
+            gevent.sleep(BATCH_IDLE_S)
+            return
+        self.feed_input()
         if self.mode == "batch":
-            if not take_batch_ticket(self.environment, self.batch_size):
-                gevent.sleep(BATCH_IDLE_S)
-                return
             try:
                 self.client.submit()
             except Exception:  # noqa: BLE001 - recorded as the submit's failure

@@ -168,6 +168,7 @@ class MarkUser(User):
     abstract = True
     needs_host: ClassVar[str] = "mark://HOST:PORT"  # checked at init (users.option_checks), before any load
     connection: str | None = None  # one of CONNECTION_MODES; --mark-connection overrides it
+    feeder_columns: ClassVar[tuple[str, ...]] = ("path",)  # --feeder: fed_path() reads this column
     _shared: dict[tuple, MarkClient] = {}
 
     def __init__(self, environment: Environment) -> None:
@@ -179,6 +180,11 @@ class MarkUser(User):
         if self.connection_mode not in CONNECTION_MODES:
             raise UsageError(f"connection must be one of {', '.join(CONNECTION_MODES)}, not {self.connection_mode!r}")
         self.client = RecordedMarkClient(self._client_for_mode(), environment)
+
+    def fed_path(self) -> str | None:
+        """The ``path`` of the next ``--feeder`` row, or None when no feeder is given (the task picks its own)."""
+        row = hooks.next_row(self)
+        return None if row is None else str(row["path"])
 
     def _settings(self) -> dict[str, Any]:
         env = self.environment

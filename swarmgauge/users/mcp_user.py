@@ -262,6 +262,8 @@ class _MCPBase(User):
     abstract = True
     needs_host: ClassVar[str] = "http(s)://HOST:PORT"  # checked at init (users.option_checks), before any load
     require_session_id = False  # True: a server that issues no Mcp-Session-Id is a failure, not a stateless server
+    feeder_columns: ClassVar[tuple[str, ...]] = ("arguments",)  # --feeder: each call's tool arguments
+    feeder_json_columns: ClassVar[tuple[str, ...]] = ("arguments",)  # a JSON object (its text in a CSV cell)
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
@@ -314,6 +316,14 @@ class _MCPBase(User):
             return result
         return None
 
+    def tool_arguments(self) -> dict[str, Any]:
+        """The next ``--feeder`` row's ``arguments`` (checked to be a JSON object at init), else ``--mcp-args``."""
+        row = hooks.next_row(self)
+        if row is None:
+            return self.options.args
+        value = row["arguments"]
+        return dict(json.loads(value) if isinstance(value, str) else value)
+
     def call_with_recovery(self, tool: str, arguments: dict[str, Any]) -> str | None:
         return self.in_session(lambda: self.client.call_tool(tool, arguments))
 
@@ -332,7 +342,7 @@ class MCPUser(_MCPBase):
 
     @task
     def call(self) -> None:
-        self.call_with_recovery(self.options.tool, self.options.args)
+        self.call_with_recovery(self.options.tool, self.tool_arguments())
 
 
 class MCPToolUser(MCPUser):
@@ -352,7 +362,7 @@ class MCPToolUser(MCPUser):
         if weight > 0 and self._mix.random() < weight / (1.0 + weight):
             self.in_session(lambda: self.client.list_items(LIST_METHOD))
         else:
-            self.call_with_recovery(self.options.tool, self.options.args)
+            self.call_with_recovery(self.options.tool, self.tool_arguments())
 
 
 class MCPChurnUser(_MCPBase):
@@ -381,11 +391,12 @@ class MCPChurnUser(_MCPBase):
     @task
     def one_session(self) -> None:
         self.client.session.abandon()
+        arguments = self.tool_arguments()
         fault: BaseException | None = None
         try:
             if not self.client.session.stateless:
                 self.client.open_session()
-            self.client.call_tool(self.options.tool, self.options.args)
+            self.client.call_tool(self.options.tool, arguments)
         except (proto.MCPError, UsageError) as exc:
             fault = exc
         if self.options.delete and not isinstance(fault, TRANSPORT_FAULTS):
@@ -401,6 +412,7 @@ class MCPFetchUser(MCPUser):
     """``tools/call mark_fetch`` in one long session (the demarkus page's MCP row)."""
 
     abstract = True
+    feeder_columns = ()
 
     @task
     def call(self) -> None:
@@ -412,6 +424,7 @@ class MCPLookupAllUser(MCPUser):
     """``tools/call mark_lookup_all`` in one long session (one world: the embedded Mark server)."""
 
     abstract = True
+    feeder_columns = ()
 
     @task
     def call(self) -> None:

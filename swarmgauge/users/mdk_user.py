@@ -16,7 +16,7 @@ import gevent.lock
 from locust import User, between, events, task
 from locust.env import Environment
 
-from swarmgauge.core import env_state
+from swarmgauge.core import env_state, hooks
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError
 from swarmgauge.users.mdk_client import (
@@ -133,6 +133,7 @@ class MDKUser(User):
     needs_host: ClassVar[str] = "http(s)://HOST:PORT"  # the Gateway's base URL, checked at init (users.option_checks)
     wait_time = between(0.05, 0.2)
     weights: dict[str, int] | None = None
+    feeder_columns: ClassVar[tuple[str, ...]] = ("device_id",)  # --feeder: the device of each device request
 
     def __init__(self, environment) -> None:
         super().__init__(environment)
@@ -171,6 +172,10 @@ class MDKUser(User):
         self.client.close()
 
     def pick_device(self) -> str | None:
+        """The next ``--feeder`` row's ``device_id``, else a discovered device at random."""
+        row = hooks.next_row(self)
+        if row is not None:
+            return str(row["device_id"])
         if not self.device_ids:
             self.discover()
         return random.choice(self.device_ids) if self.device_ids else None
