@@ -84,8 +84,8 @@ def test_a_qh3_without_one_of_the_functions_is_refused(monkeypatch):
 
 def test_a_client_lets_go_of_its_key_shares_once_its_handshake_is_done_and_still_talks(monkeypatch):
     """A pooled connection keeps no key-share private keys after its handshake (~4 KiB each), and works on."""
-    from swarmgauge.quic.engine import Qh3Engine
     from swarmgauge.quic.driver import QuicDriver, client_configuration
+    from swarmgauge.quic.engine import Qh3Engine
     from swarmgauge.quic.transport import MemoryPair
 
     released = []
