@@ -17,6 +17,7 @@ LISTENER_MODULES = (
     "swarmgauge.listeners.prom_export",
     "swarmgauge.listeners.webui",
     "swarmgauge.listeners.workers",
+    "swarmgauge.listeners.master_loss",
     "swarmgauge.listeners.quiet",
     "swarmgauge.listeners.signals",
     "swarmgauge.listeners.privacy",
