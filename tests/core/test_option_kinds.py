@@ -121,3 +121,27 @@ def test_embedded_args_are_parsed_by_the_targets_own_parser_and_its_numbers_chec
 
 def test_an_option_another_parser_declared_is_skipped():
     check_options(argparse.Namespace())
+
+
+READS = ROOT / "locustfiles" / "demarkus_reads.py"
+#: A sample of the walk through real Locust runs: options of four declaring modules, each with a value the walk feeds.
+REAL_RUN_SAMPLE = [
+    ("--mark-corpus", "-1"),
+    ("--sample-interval", "inf"),
+    ("--master-lost-after", "nan"),
+    ("--prometheus-port", "70000"),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("flag, value", REAL_RUN_SAMPLE, ids=[flag for flag, _ in REAL_RUN_SAMPLE])
+def test_a_sample_of_the_walk_stops_a_real_run_before_any_load(tmp_path, flag, value):
+    from tests.listeners.sim_run import run_local
+
+    run_dir = tmp_path / "run"
+    result = run_local("", "FetchUser", f"{flag}={value}", "-t", "5s", "--run-dir", str(run_dir), locustfile=READS)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if "swarmgauge: " in line]
+    assert len(lines) == 1 and f"{flag} " in lines[0], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert not (run_dir / "steps.csv").exists()
