@@ -6,7 +6,6 @@ On the master (or in a local run) the target is started as a child process on a 
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import logging
 import shlex
@@ -16,35 +15,13 @@ from locust import events
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from swarmgauge.core import env_state, hooks, option_kinds
+from swarmgauge.core import env_state, hooks
 from swarmgauge.targets.launch import TargetProcess, launch_target
 
 log = logging.getLogger(__name__)
 
 SECRET_FLAGS = ("--publish-token", "--api-key", "--token", "--dsn")
 _running: list[TargetProcess] = []
-
-
-def _mark_parser() -> argparse.ArgumentParser:
-    from swarmgauge.targets.mark.cli import build_parser
-
-    return build_parser()
-
-
-def _brain_parser() -> argparse.ArgumentParser:
-    from swarmgauge.targets.brain import build_parser
-
-    return build_parser()
-
-
-def _mdk_parser() -> argparse.ArgumentParser:
-    from swarmgauge.targets.mdk.cli import build_parser
-
-    return build_parser()
-
-
-# ``--<target>-embedded-args`` are checked at init by each target's own parser (option_kinds.embedded_args)
-option_kinds.TARGET_PARSERS.update(mark=_mark_parser, brain=_brain_parser, mdk=_mdk_parser)
 
 
 def redact_args(args: list[str]) -> list[str]:

@@ -14,6 +14,7 @@ KNEO = LOCUSTFILES / "kneo_dispatch.py"
 WRITES = LOCUSTFILES / "demarkus_writes.py"
 READS = LOCUSTFILES / "demarkus_reads.py"
 BRAIN = LOCUSTFILES / "brain_stress.py"
+MCP = LOCUSTFILES / "mcp_churn.py"
 SIM = ROOT / "tests" / "listeners" / "sim_locustfile.py"
 NOWHERE_HTTP = "http://127.0.0.1:9"  # never contacted: the run must stop before any user starts
 NOWHERE_MARK = "mark://127.0.0.1:9"
@@ -64,6 +65,13 @@ CASES = [
         EMBEDDED,
         ("--brain-embedded-args", "--search-ms -5", *SHORT),
         "--brain-embedded-args: --search-ms -5",
+    ),
+    (
+        "mcp-embedded-args-nan",
+        MCP,
+        EMBEDDED,
+        ("--mcp-embedded-args", "--session-idle-timeout nan", *SHORT),
+        "--mcp-embedded-args: --session-idle-timeout nan",
     ),
     ("prometheus-port-negative", READS, NOWHERE_MARK, ("FetchUser", "--prometheus-port=-1", *SHORT), "-1"),
     ("sample-interval-nan", READS, NOWHERE_MARK, ("FetchUser", "--sample-interval", "nan", *SHORT), "nan"),
