@@ -23,6 +23,7 @@ from locust import constant, constant_throughput, events, task
 from locust.env import Environment
 
 import swarmgauge.locust  # noqa: F401
+from swarmgauge.core import option_kinds
 from swarmgauge.core.options import add_option
 from swarmgauge.shapes import PlanShape  # noqa: F401
 from swarmgauge.targets.mark.embedded import start_embedded_default
@@ -35,6 +36,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--mark-write-paths",
+        kind=option_kinds.POSITIVE_COUNT,
         type=int,
         default=20,
         include_in_web_ui=True,
@@ -43,6 +45,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--mark-retention",
+        kind=option_kinds.POSITIVE_COUNT,
         type=int,
         default=5,
         include_in_web_ui=True,
@@ -52,6 +55,7 @@ def _add_options(parser: Any) -> None:
         parser,
         "--mark-burst-writes",
         type=int,
+        kind=option_kinds.POSITIVE_COUNT,
         default=200,
         include_in_web_ui=True,
         help="publishes BurstWriterUsers send in all before the run ends",
@@ -59,6 +63,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--mark-write-rate",
+        kind=option_kinds.RATE,
         type=float,
         default=0.5,
         include_in_web_ui=True,

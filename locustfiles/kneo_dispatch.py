@@ -20,7 +20,7 @@ from locust.env import Environment
 from locust.runners import LocalRunner
 
 import swarmgauge.locust  # noqa: F401
-from swarmgauge.core import env_state
+from swarmgauge.core import env_state, option_kinds
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.listeners.resources import add_sample_source
@@ -52,6 +52,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--kneo-embedded-workers",
+        kind=option_kinds.POSITIVE_COUNT,
         type=int,
         default=1,
         include_in_web_ui=False,
@@ -60,6 +61,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--kneo-embedded-processes",
+        kind=option_kinds.POSITIVE_COUNT,
         type=int,
         default=1,
         include_in_web_ui=False,
@@ -68,6 +70,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--kneo-embedded-queue-depth",
+        kind=option_kinds.COUNT,
         type=int,
         default=0,
         include_in_web_ui=False,
@@ -84,6 +87,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--kneo-embedded-provider-delay",
+        kind=option_kinds.NON_NEGATIVE,
         type=float,
         default=0.0,
         include_in_web_ui=False,

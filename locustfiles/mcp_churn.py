@@ -36,6 +36,7 @@ from locust.runners import WorkerRunner
 
 import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge import shapes
+from swarmgauge.core import option_kinds
 from swarmgauge.core.durations import parse_duration
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
@@ -86,6 +87,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--mcp-embedded-args",
+        kind=option_kinds.embedded_args("mcp"),
         default="",
         include_in_web_ui=False,
         help="options for the embedded gateway started when --host is empty",

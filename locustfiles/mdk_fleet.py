@@ -42,7 +42,7 @@ from locust.runners import MasterRunner, WorkerRunner
 
 import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge import shapes
-from swarmgauge.core import env_state
+from swarmgauge.core import env_state, option_kinds
 from swarmgauge.core.durations import parse_duration
 from swarmgauge.core.options import add_option
 from swarmgauge.core.verdict import GENERATOR_SOURCE
@@ -99,6 +99,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--mdk-readers",
+        kind=option_kinds.POSITIVE_COUNT,
         type=int,
         default=50,
         include_in_web_ui=True,
@@ -107,6 +108,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--mdk-burst-users",
+        kind=option_kinds.POSITIVE_COUNT,
         type=int,
         default=200,
         include_in_web_ui=True,
@@ -130,6 +132,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--mdk-embedded-args",
+        kind=option_kinds.embedded_args("mdk"),
         default="",
         include_in_web_ui=False,
         help="more options for the embedded 'swarmgauge target mdk'",
@@ -152,6 +155,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--mdk-drill-step",
+        kind=option_kinds.COUNT,
         type=int,
         default=0,
         include_in_web_ui=True,

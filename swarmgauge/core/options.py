@@ -13,6 +13,10 @@ In the web UI the form starts from that value, and what is submitted at START wi
 Locust's parser (configargparse) reads one environment variable per option, at parse time; the name it reads is
 chosen here, at declaration, from what the environment holds. :data:`DECLARED` keeps every declared flag with its
 two names, so ``swarmgauge options`` and the reference can name them.
+
+Each option also names the values it accepts (``kind=``, :mod:`swarmgauge.core.option_kinds`); a numeric one must.
+Every declared option's value is checked at ``init`` by a listener this module registers when first imported, so
+before any ``init`` listener of a module that declares options (an embedded target, the Prometheus server) runs.
 """
 
 from __future__ import annotations
@@ -23,6 +27,11 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from locust import events
+
+from swarmgauge.core.option_kinds import Check, check_declared
+from swarmgauge.errors import stop_on_usage_error
 
 PRECEDENCE = (
     "precedence: the command line, then LOCUST_<OPTION> or SWARMGAUGE_<OPTION> (both set and different is refused), "
@@ -49,6 +58,8 @@ class DeclaredOption(OptionEnv):
     choices: tuple[Any, ...] | None = None
     module: str = ""
     secret: bool = False
+    kind: Check | None = None
+    dest: str = ""
 
 
 #: Every option declared through :func:`add_option`, by flag (``swarmgauge options`` and ``docs/reference`` read it).
@@ -88,11 +99,23 @@ def _caller_module() -> str:
     return str(caller.f_globals.get("__name__", "")) if caller is not None else ""
 
 
-def add_option(parser: Any, flag: str, *, help: str, environ: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+def add_option(
+    parser: Any,
+    flag: str,
+    *,
+    help: str,
+    environ: Mapping[str, str] | None = None,
+    kind: Check | None = None,
+    **kwargs: Any,
+) -> None:
     """Declare ``flag`` on Locust's parser, settable by both environment variables (see the module docstring).
 
-    A conflict between the two variables stops the process here, before anything runs: one line, exit 2.
+    ``kind`` is the values it accepts, checked at ``init``; a ``type=int`` or ``type=float`` option without one is
+    a programming error (raised here), so no number goes unchecked. A conflict between the two variables stops the
+    process here, before anything runs: one line, exit 2.
     """
+    if kind is None and kwargs.get("type") in (int, float):
+        raise TypeError(f"add_option({flag!r}): a numeric option names its kind= (swarmgauge.core.option_kinds)")
     env = os.environ if environ is None else environ
     names = env_names(flag)
     conflict = env_conflict(names, env)
@@ -110,6 +133,21 @@ def add_option(parser: Any, flag: str, *, help: str, environ: Mapping[str, str] 
         choices=tuple(choices) if choices is not None else None,
         module=_caller_module(),
         secret=bool(kwargs.get("is_secret", False)),
+        kind=kind,
+        dest=str(kwargs.get("dest") or flag.lstrip("-").replace("-", "_")),
     )
     text = f"{help} [env {names.locust} or {names.swarmgauge}]"
     parser.add_argument(flag, env_var=chosen_env_var(names, env), help=text, **kwargs)
+
+
+def check_options(parsed: Any) -> None:
+    """Every declared option's value in its kind's range (:mod:`swarmgauge.core.option_kinds`); raises
+    :class:`UsageError` on the first that is not."""
+    check_declared(parsed, {flag: (d.dest, d.kind) for flag, d in DECLARED.items() if d.kind is not None})
+
+
+def _check_at_init(environment: Any, **_kwargs: Any) -> None:
+    stop_on_usage_error(lambda env: check_options(getattr(env, "parsed_options", None)), environment)
+
+
+events.init.add_listener(_check_at_init)

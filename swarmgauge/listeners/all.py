@@ -18,6 +18,7 @@ LISTENER_MODULES = (
     "swarmgauge.listeners.prom_push",
     "swarmgauge.listeners.webui",
     "swarmgauge.listeners.workers",
+    "swarmgauge.listeners.master_loss",
     "swarmgauge.listeners.quiet",
     "swarmgauge.listeners.signals",
     "swarmgauge.listeners.privacy",

@@ -39,7 +39,7 @@ from locust.env import Environment
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
-from swarmgauge.core import env_state, hooks
+from swarmgauge.core import env_state, hooks, option_kinds
 from swarmgauge.core.feeder_rows import FeederRows, RowDealer, check_columns, check_json_objects, read_rows
 from swarmgauge.core.feeder_settings import EXHAUSTED, MAX_BATCH, MODES, FeederSettings, needed_columns, settings_from
 from swarmgauge.core.locust_compat import has_message_handler, live_worker_ids, missing_worker_ids
@@ -82,6 +82,7 @@ def _add_options(parser: Any) -> None:
         parser,
         "--feeder-batch",
         type=int,
+        kind=option_kinds.POSITIVE_COUNT,
         default=20,
         include_in_web_ui=True,
         help=f"unique mode: rows a worker asks the master for at a time (1..{MAX_BATCH})",

@@ -30,9 +30,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.utils import floatToGoString
 
-from swarmgauge.core import env_state
+from swarmgauge.core import env_state, option_kinds
 from swarmgauge.core.numbers import number
 from swarmgauge.core.options import add_option
+from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.listeners import live, rundir, steps
 from swarmgauge.listeners.prom_histogram import BUCKETS_SECONDS, cumulative_buckets, sum_seconds
 
@@ -139,6 +140,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--prometheus-port",
+        kind=option_kinds.PORT,
         type=int,
         default=0,
         include_in_web_ui=False,
@@ -165,6 +167,14 @@ def _wsgi_app(environment: Environment) -> Any:
     return app
 
 
+def _start(server: Any, host: str, port: int) -> None:
+    """Bind before the load: a port another process holds is one line and exit 2, not a traceback."""
+    try:
+        server.start()
+    except OSError as exc:
+        raise UsageError(f"--prometheus-port {port}: cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+
+
 @events.init.add_listener
 def _on_init(environment: Environment, **_kwargs: Any) -> None:
     options = getattr(environment, "parsed_options", None)
@@ -175,6 +185,6 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
 
     host = getattr(options, "prometheus_host", "127.0.0.1") or "127.0.0.1"
     server = pywsgi.WSGIServer((host, port), _wsgi_app(environment), log=None)
-    server.start()
+    stop_on_usage_error(lambda _env: _start(server, host, port), environment)
     env_state.put(environment, "prometheus_server", server)
     logger.info("Prometheus metrics at http://%s:%d/metrics", host, server.server_port)

@@ -28,7 +28,7 @@ from locust import events
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-from swarmgauge.core import hooks
+from swarmgauge.core import hooks, option_kinds
 from swarmgauge.core.options import add_option
 from swarmgauge.core.trend import Warmup, parse_warmup
 from swarmgauge.core.verdict import (
@@ -79,6 +79,7 @@ def _add_options(parser) -> None:
     add_option(
         parser,
         "--sample-interval",
+        kind=option_kinds.POSITIVE_SECONDS,
         type=float,
         default=5.0,
         metavar="SECONDS",

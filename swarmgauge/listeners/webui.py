@@ -291,6 +291,8 @@ def _install(environment: Environment, web_ui: Any) -> None:
             if not running and web_ui.userclass_picker_is_active:
                 request.form = webui_fields.pick_classes(environment, request.form)
             if not running:
+                webui_fields.check_host(environment, request.form)
+            if not running:
                 start_fresh_run(environment)
                 form_steps.take_control(environment)
             else:

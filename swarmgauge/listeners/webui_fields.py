@@ -21,6 +21,7 @@ from locust.env import Environment
 from werkzeug.datastructures import ImmutableMultiDict
 
 from swarmgauge.core.durations import UNTIL_STOPPED
+from swarmgauge.core.user_hosts import missing_host
 from swarmgauge.errors import UsageError
 from swarmgauge.listeners.webui_form import FormError, convert, web_options
 
@@ -247,3 +248,12 @@ def pick_classes(environment: Environment, form: Any) -> ImmutableMultiDict:
         return form
     kept = [cls.__name__ for cls in environment.user_classes or [] if cls.__name__ in available]
     return ImmutableMultiDict([*form.items(multi=True), *(("user_classes", name) for name in kept)])
+
+
+def check_host(environment: Environment, form: Any) -> None:
+    """A START whose Users need a host has one: the form's host field when it sent one, else the run's. Without it
+    Locust "starts" a run whose every user fails in its constructor, and no user runs."""
+    host = form.get("host") if form is not None and "host" in form else environment.host
+    refusal = missing_host(environment.user_classes, (host or "").strip())
+    if refusal:
+        raise UsageError(refusal)

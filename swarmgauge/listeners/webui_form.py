@@ -16,6 +16,7 @@ from locust.env import Environment
 from werkzeug.datastructures import ImmutableMultiDict
 
 from swarmgauge.core import env_state
+from swarmgauge.core.options import check_options
 from swarmgauge.listeners.rundir import _is_secret_name, redact
 
 LIST_SEPARATORS = (",", ";")
@@ -115,7 +116,9 @@ def apply_form(environment: Environment, form: Any) -> ImmutableMultiDict:
         if ",".join(texts) == _shown(current, environment):
             continue  # left as the form showed it: keep the value exactly (a redacted URL stays whole)
         values[dest] = convert(action, texts, current)
-    for dest, value in values.items():  # only once every field converted: a bad one changes nothing
+    if parsed is not None:  # the ranges init checks, before any value is set
+        check_options(argparse.Namespace(**{**vars(parsed), **values}))
+    for dest, value in values.items():  # only once every field converted and checked: a bad one changes nothing
         setattr(parsed, dest, value)
     return ImmutableMultiDict([(k, v) for k, v in form.items(multi=True) if k not in handled])
 

@@ -194,7 +194,7 @@ def _stage(raw: dict[str, Any], position: int, defaults: dict[str, Any], where: 
         ),
         duration=duration,
         users=int(parse_number(users, f"{what} users", integer=True)) if users is not None else None,
-        rate=parse_number(rate, f"{what} rate") if rate is not None else None,
+        rate=parse_number(rate, f"{what} rate", positive=True) if rate is not None else None,
         rate_end=parse_number(merged["rate_end"], f"{what} rate_end") if merged.get("rate_end") is not None else None,
         warmup=parse_duration(merged.get("warmup", 0), f"{what} warmup"),
         max_users=int(

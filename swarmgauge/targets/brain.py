@@ -456,7 +456,7 @@ class _ThreadingHTTPServer6(ThreadingHTTPServer):
     address_family = socket.AF_INET6
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     env = os.environ.get
     p = argparse.ArgumentParser(
         prog="swarmgauge target brain",
@@ -501,7 +501,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     if args.host not in LOOPBACK:
         print(f"swarmgauge target brain: --host {args.host}: the stand-in binds loopback only", file=sys.stderr)
         return 2

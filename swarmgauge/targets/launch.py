@@ -2,6 +2,11 @@
 
 Every ``swarmgauge target NAME`` prints ``ready URL`` on stdout once it accepts connections; locustfiles, the
 demo and tests start targets through :func:`launch_target` so they all wait, time out and clean up the same way.
+
+A target leads a session (and process group) of its own: Ctrl-C in a terminal signals the whole foreground group,
+and a target that got it too would stop while the users still ran, recording failures that never happened. Locust
+stops its users, then its embedded targets (``targets.embedded`` at ``quitting``); a target whose parent dies is
+still ended by the parent-death signal (:func:`die_with_parent`).
 The child's stderr goes to a temp file, kept for the error message if it fails to start.
 """
 
@@ -133,6 +138,7 @@ def launch_target(
         stderr=log,
         env=child_env(env),
         preexec_fn=die_with_parent(os.getpid()),
+        start_new_session=True,  # a terminal's Ctrl-C reaches us, not the target: we stop it after the users
     )
     stdout = cast(IO[bytes], process.stdout)  # stdout=PIPE: never None
     lines: dict[str, str] = {}

@@ -16,7 +16,7 @@ from locust import FastHttpUser, constant, events, task
 from locust.contrib.fasthttp import LocustBadStatusCode
 from locust.env import Environment
 
-from swarmgauge.core import hooks
+from swarmgauge.core import hooks, option_kinds
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.users.backoff import Backoff
@@ -61,6 +61,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--brain-mix",
+        kind=option_kinds.parsed_by(lambda text: parse_mix(text)),
         default=DEFAULT_MIX,
         include_in_web_ui=True,
         help="endpoint weights, as the stress tool's --mix (default search:6,get:2,stats:1,audit:1)",
@@ -76,6 +77,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--brain-embedded-args",
+        kind=option_kinds.embedded_args("brain"),
         default="",
         include_in_web_ui=False,
         help="options for the brain stand-in started when --host is empty",

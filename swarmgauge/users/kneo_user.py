@@ -18,7 +18,7 @@ from locust import User, constant, events, task
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from swarmgauge.core import env_state, hooks
+from swarmgauge.core import env_state, hooks, option_kinds
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.protocols.kneo import METRIC_NAMES
@@ -53,6 +53,7 @@ def _add_options(parser: Any) -> None:
         parser,
         "--kneo-batch",
         "batch mode: runs the users submit between them (per Locust process)",
+        kind=option_kinds.POSITIVE_COUNT,
         type=int,
         default=500,
     )
@@ -76,6 +77,7 @@ def _add_options(parser: Any) -> None:
         parser,
         "--kneo-poll-timeout",
         "seconds a queued run may take to reach a terminal status",
+        kind=option_kinds.POSITIVE_SECONDS,
         type=float,
         default=60.0,
     )
@@ -104,6 +106,7 @@ def _add_options(parser: Any) -> None:
         parser,
         "--kneo-drain-timeout",
         "seconds to wait at the end for the store's runs to finish",
+        kind=option_kinds.POSITIVE_SECONDS,
         type=float,
         default=30.0,
     )

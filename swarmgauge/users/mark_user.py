@@ -22,7 +22,7 @@ from typing import Any, ClassVar, cast
 from locust import User, events
 from locust.env import Environment
 
-from swarmgauge.core import hooks
+from swarmgauge.core import hooks, option_kinds
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols.mark import Response
@@ -88,6 +88,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--mark-timeout",
+        kind=option_kinds.POSITIVE_SECONDS,
         type=float,
         default=10.0,
         include_in_web_ui=True,

@@ -24,7 +24,7 @@ import gevent
 from locust import User, events, task
 from locust.env import Environment
 
-from swarmgauge.core import hooks
+from swarmgauge.core import hooks, option_kinds
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols import mcp as proto
@@ -106,6 +106,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--mcp-timeout",
+        kind=option_kinds.POSITIVE_SECONDS,
         type=float,
         default=10.0,
         include_in_web_ui=True,
@@ -114,6 +115,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--mcp-churn-rate",
+        kind=option_kinds.RATE,
         type=float,
         default=None,
         include_in_web_ui=True,
@@ -130,6 +132,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--mcp-list-weight",
+        kind=option_kinds.NON_NEGATIVE,
         type=float,
         default=0.0,
         include_in_web_ui=True,

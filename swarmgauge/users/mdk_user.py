@@ -16,7 +16,7 @@ import gevent.lock
 from locust import User, between, events, task
 from locust.env import Environment
 
-from swarmgauge.core import env_state, hooks
+from swarmgauge.core import env_state, hooks, option_kinds
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError
 from swarmgauge.users.mdk_client import (
@@ -34,6 +34,7 @@ def _add_options(parser) -> None:
     add_option(
         parser,
         "--mdk-expect-devices",
+        kind=option_kinds.COUNT,
         type=int,
         default=0,
         include_in_web_ui=True,
@@ -49,6 +50,7 @@ def _add_options(parser) -> None:
     add_option(
         parser,
         "--mdk-params",
+        kind=option_kinds.parsed_by(lambda text: parse_params(text)),
         default=DEFAULT_PARAMS,
         include_in_web_ui=True,
         help="JSON object of the action's params",
@@ -56,6 +58,7 @@ def _add_options(parser) -> None:
     add_option(
         parser,
         "--mdk-weights",
+        kind=option_kinds.parsed_by(lambda text: parse_weights(text)),
         default="telemetry=10,summary=1,alerts=1,action=2",
         include_in_web_ui=True,
         help="task weights, e.g. telemetry=10,summary=1,alerts=1,action=2 (0 disables a task)",
@@ -71,6 +74,7 @@ def _add_options(parser) -> None:
     add_option(
         parser,
         "--mdk-timeout",
+        kind=option_kinds.POSITIVE_SECONDS,
         type=float,
         default=10.0,
         include_in_web_ui=True,

@@ -18,16 +18,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from locust import FastHttpUser, HttpUser, events
+from locust import events
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
+from swarmgauge.core.user_hosts import missing_host
 from swarmgauge.errors import UsageError, stop_on_usage_error
 
 MAX_TIMEOUT_SECONDS = 3600.0
 TIMEOUT_OPTIONS = (("mark_timeout", "--mark-timeout"), ("mcp_timeout", "--mcp-timeout"))
 CA_FILE_OPTIONS = (("mark_ca", "--mark-ca"),)
-HTTP_URL = "http(s)://HOST:PORT"
 
 
 def positive_seconds(flag: str, value: Any) -> float:
@@ -81,30 +81,14 @@ def pem_certificates(flag: str, value: Any) -> None:
         raise UsageError(f"{flag} {value}: not a PEM certificate file (-----BEGIN CERTIFICATE----- ...)") from None
 
 
-def host_needed(user_class: Any) -> str | None:
-    """The URL a User class needs in ``--host`` (its ``needs_host``, or http(s) for Locust's HTTP users), or None
-    when it needs none or sets its own ``host``."""
-    if getattr(user_class, "host", None):
-        return None
-    needs = getattr(user_class, "needs_host", None)
-    if isinstance(needs, str):
-        return needs
-    return HTTP_URL if isinstance(user_class, type) and issubclass(user_class, (HttpUser, FastHttpUser)) else None
-
-
 def check_host_given(environment: Environment) -> None:
     """A headless run whose selected Users need a ``--host`` has one (a web UI run may still type it in the form)."""
     parsed = getattr(environment, "parsed_options", None)
     if environment.host or not (getattr(parsed, "headless", False) or getattr(parsed, "autostart", False)):
         return
-    missing = [(cls.__name__, needs) for cls in environment.user_classes or [] if (needs := host_needed(cls))]
-    if missing:
-        names = ", ".join(name for name, _ in missing)
-        first = missing[0][0]
-        raise UsageError(
-            f"{names} {'needs' if len(missing) == 1 else 'need'} --host {missing[0][1]}; give --host, "
-            f"or set host on {first if len(missing) == 1 else 'each class'}"
-        )
+    refusal = missing_host(environment.user_classes, environment.host)
+    if refusal:
+        raise UsageError(refusal)
 
 
 def check_options(environment: Environment) -> None:

@@ -11,6 +11,7 @@ import os
 from geventhttpclient import HTTPClient
 from locust import User, constant, task
 
+import swarmgauge.listeners.master_loss
 import swarmgauge.listeners.privacy
 import swarmgauge.listeners.rundir
 import swarmgauge.listeners.signals

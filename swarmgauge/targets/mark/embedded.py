@@ -14,6 +14,7 @@ from locust import events
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
+from swarmgauge.core import option_kinds
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.redaction import register_flag_values
@@ -30,6 +31,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--mark-embedded-args",
+        kind=option_kinds.embedded_args("mark"),
         default="",
         include_in_web_ui=False,
         help="extra options for the embedded reference server started when --host is empty",
@@ -37,6 +39,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--mark-corpus",
+        kind=option_kinds.POSITIVE_COUNT,
         type=int,
         default=CORPUS_SIZE,
         include_in_web_ui=False,

@@ -18,7 +18,7 @@ from typing import Any
 from swarmgauge.errors import UsageError
 from swarmgauge.targets.mcp_gateway.sessions import DEDUP_CAP, REAPERS
 
-__all__ = ["gateway_base_url", "launch", "main", "parse_args"]
+__all__ = ["build_parser", "gateway_base_url", "launch", "main", "parse_args"]
 
 
 def _positive_or_none(text: str) -> float | None:
@@ -30,7 +30,8 @@ def _positive_or_none(text: str) -> float | None:
     return value
 
 
-def parse_args(argv: list[str]):
+def build_parser() -> argparse.ArgumentParser:
+    """The gateway's command line; ``--mcp-embedded-args`` are checked with it before the load."""
     parser = argparse.ArgumentParser(prog="swarmgauge target mcp", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--mark",
@@ -68,6 +69,11 @@ def parse_args(argv: list[str]):
         help="open-session cap; past it initialize gets 503 (SDK default 10000; 'none' disables)",
     )
     parser.add_argument("--mark-timeout", type=float, default=10.0)
+    return parser
+
+
+def parse_args(argv: list[str]):
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not args.path.startswith("/"):
         parser.error("--path must start with '/'")

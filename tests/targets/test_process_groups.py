@@ -1,0 +1,80 @@
+"""Embedded targets run in a session of their own (issue 33, point 6): a terminal's Ctrl-C, sent to the whole
+foreground process group, reaches Locust only; Locust stops its users, then the target, and records no failure that
+did not happen."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from swarmgauge.targets.launch import launch_target, stop_processes
+from tests.listeners.sim_run import ROOT, locust_command
+
+READS = ROOT / "locustfiles" / "demarkus_reads.py"
+WAIT_SECONDS = 90.0
+REQUESTS_BEFORE_CTRL_C = 30
+
+
+def test_a_launched_target_leads_a_session_of_its_own():
+    with launch_target("sim-http", ["--port", "0", "--max-seconds", "60"], timeout=30) as target:
+        assert os.getsid(target.pid) == target.pid
+        assert os.getpgid(target.pid) != os.getpgid(0)
+
+
+def _aggregated(csv_prefix: Path) -> tuple[int, int]:
+    """(requests, failures) of the Aggregated row of Locust's --csv stats, (0, 0) before the first write."""
+    path = Path(f"{csv_prefix}_stats.csv")
+    if not path.is_file():
+        return 0, 0
+    with path.open() as handle:
+        for row in csv.DictReader(handle):
+            if row.get("Name") == "Aggregated":
+                return int(row["Request Count"]), int(row["Failure Count"])
+    return 0, 0
+
+
+@pytest.mark.integration
+def test_ctrl_c_to_the_foreground_group_records_no_failure(tmp_path):
+    csv_prefix = tmp_path / "locust"
+    with (tmp_path / "out.log").open("w") as out:
+        process = subprocess.Popen(
+            locust_command(
+                READS,
+                "FetchUser",
+                "--headless",
+                "-u",
+                "4",
+                "-r",
+                "4",
+                "-t",
+                "120s",
+                "--run-dir",
+                str(tmp_path / "run"),
+                "--csv",
+                str(csv_prefix),
+            ),
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own group: the terminal's foreground group, as a shell makes it
+        )
+        try:
+            deadline = time.monotonic() + WAIT_SECONDS
+            while _aggregated(csv_prefix)[0] < REQUESTS_BEFORE_CTRL_C and time.monotonic() < deadline:
+                assert process.poll() is None, (tmp_path / "out.log").read_text()[-3000:]
+                time.sleep(0.5)
+            os.killpg(process.pid, signal.SIGINT)  # what a terminal does on Ctrl-C
+            process.wait(timeout=WAIT_SECONDS)
+        finally:
+            stop_processes([process], grace=5)
+    log = (tmp_path / "out.log").read_text()
+    requests, failures = _aggregated(csv_prefix)
+    assert requests >= REQUESTS_BEFORE_CTRL_C, log[-3000:]
+    assert failures == 0, log[-3000:]
+    assert process.returncode == 0, log[-3000:]
