@@ -99,7 +99,7 @@ def test_every_container_requests_and_limits_resources():
 
 
 def test_the_configmap_scenario_is_a_valid_plan_and_locustfile():
-    from swarmgauge.shapes.plan import build_plan
+    from swarmgauge.plans.plan import build_plan
 
     data = yaml.safe_load((K8S_DIR / "base" / "configmap.yaml").read_text())["data"]
     plan = build_plan(yaml.safe_load(data["plan.yaml"]), source="configmap")
