@@ -121,4 +121,4 @@ def test_each_profile_env_names_its_profile_locustfile_and_plan(env_file: Path):
     target = services[env_file.stem]["command"]
     assert address == f"127.0.0.1:{target[target.index('--port') + 1]}", "the host is the profile's target"
     if values.get("SWARMGAUGE_PLAN"):
-        assert (ROOT / "swarmgauge" / "shapes" / "plans" / f"{values['SWARMGAUGE_PLAN']}.yaml").is_file()
+        assert (ROOT / "swarmgauge" / "plans" / f"{values['SWARMGAUGE_PLAN']}.yaml").is_file()
