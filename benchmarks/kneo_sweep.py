@@ -288,7 +288,7 @@ def _sweep_point(
 
 
 def _seconds(value: str) -> float:
-    from swarmgauge.shapes.plan import parse_duration
+    from swarmgauge.plans.plan import parse_duration
 
     return parse_duration(value, "--step-time")
 

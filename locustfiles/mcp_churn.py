@@ -41,8 +41,8 @@ from swarmgauge.core.durations import parse_duration
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.listeners.resources import add_sample_source
+from swarmgauge.plans.plan import Plan, build_plan, read_plan_doc
 from swarmgauge.shapes.overrides import add_override
-from swarmgauge.shapes.plan import Plan, build_plan, read_plan_doc
 from swarmgauge.targets.launch import launch_target
 from swarmgauge.targets.mark.seed import corpus_paths
 from swarmgauge.targets.mcp_gateway import launch

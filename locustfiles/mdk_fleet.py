@@ -48,8 +48,8 @@ from swarmgauge.core.options import add_option
 from swarmgauge.core.verdict import GENERATOR_SOURCE
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.listeners import resources, rundir, slo, steps
+from swarmgauge.plans.plan import Plan, build_plan
 from swarmgauge.shapes.open_model import OpenModel, tickets
-from swarmgauge.shapes.plan import Plan, build_plan
 from swarmgauge.targets.embedded import start_embedded
 from swarmgauge.targets.mdk.drills import format_result, run_drill, save_results
 from swarmgauge.targets.mdk.stack import MDKStack

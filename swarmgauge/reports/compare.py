@@ -15,11 +15,8 @@ alone decides, and a NEW whose target is not configured like the page's is told 
 
 from __future__ import annotations
 
-import argparse
 import html
 import json
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +26,7 @@ import pandas as pd
 from swarmgauge.core.numbers import format_latency, format_rate, number
 from swarmgauge.core.request_names import request_title
 from swarmgauge.errors import UsageError
-from swarmgauge.files import write_atomic
+from swarmgauge.plans.plan import load_plan_file
 from swarmgauge.reports.compare_stats import (
     ALPHA,
     MIN_SECONDS,
@@ -42,8 +39,6 @@ from swarmgauge.reports.compare_stats import (
 from swarmgauge.reports.context import load_run_json
 from swarmgauge.reports.reference import percent_change, target_caveat
 
-REGRESSION_EXIT = 3
-USAGE_EXIT = 2
 FIGURES = (("rps", "req/s", -1), ("p50_ms", "p50", +1), ("p99_ms", "p99", +1))  # sign: which way is worse
 #: Requests a step needs on both sides before its percentile is gated: below 1 / (1 - q), the q-th percentile is
 #: the slowest request (HDR ranks ceil(q * n)), one outlier rather than a tail.
@@ -117,17 +112,10 @@ def load_run(path: Path) -> Side:
     return Side(str(path), rows, slos, _memory_slope(run_dir), seconds, info=load_run_json(run_dir))
 
 
-#: Reads a plan file or bundled plan name (``swarmgauge.shapes.plan.load_plan_file``); the app layer passes it in,
-#: since reports do not import shapes.
-PlanLoader = Callable[[Path], Any]
-
-
-def load_reference(path: Path, load_plan: PlanLoader | None) -> Side:
+def load_reference(path: Path) -> Side:
     """A plan (file or bundled name) whose ``reference:`` rows become the BASE side."""
-    if load_plan is None:
-        raise CompareError(f"{path}: reading a plan's reference figures needs the plan loader (use swarmgauge compare)")
     try:
-        plan = load_plan(path)
+        plan = load_plan_file(path)
     except UsageError as exc:
         raise CompareError(str(exc)) from None
     if not plan.reference:
@@ -139,12 +127,12 @@ def load_reference(path: Path, load_plan: PlanLoader | None) -> Side:
     return Side(f"{plan.reference.get('page') or plan.name} (reference page)", rows, {}, reference=plan.reference)
 
 
-def load_side(text: str, load_plan: PlanLoader | None = None) -> Side:
+def load_side(text: str) -> Side:
     path = Path(text)
     if path.is_dir():
         return load_run(path)
     if path.suffix in (".yaml", ".yml") or not path.exists():
-        return load_reference(path, load_plan)
+        return load_reference(path)
     raise CompareError(f"{text}: neither a run folder nor a plan with reference figures")
 
 
@@ -357,25 +345,3 @@ def parse_tolerance(text: str) -> float:
     if not 0 <= number < 10:
         raise CompareError(f"--tolerance {text!r}: must be between 0 and 1000 %")
     return number
-
-
-def main(argv: list[str], load_plan: PlanLoader | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="swarmgauge compare", description=__doc__.splitlines()[0])
-    parser.add_argument("base", help="run folder, or a plan with reference: figures (e.g. demarkus-reads)")
-    parser.add_argument("new", help="run folder")
-    parser.add_argument("--tolerance", default="10%", help="allowed change before it is a regression (default 10%%)")
-    parser.add_argument("--out", default=None, help="folder for compare.md/compare.html (default: NEW)")
-    args = parser.parse_args(argv)
-    try:
-        tolerance = parse_tolerance(args.tolerance)
-        base, new = load_side(args.base, load_plan), load_run(Path(args.new))
-    except CompareError as exc:
-        print(f"swarmgauge compare: {exc}", file=sys.stderr)
-        return USAGE_EXIT
-    markdown, page, regressions = render(base, new, tolerance)
-    out = Path(args.out) if args.out else resolve_run_dir(Path(args.new))
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "compare.md", markdown)
-    write_atomic(out / "compare.html", page)
-    sys.stdout.write(markdown)
-    return REGRESSION_EXIT if regressions else 0

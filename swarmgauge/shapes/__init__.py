@@ -29,10 +29,10 @@ from swarmgauge.core import hooks
 from swarmgauge.core.durations import UNTIL_STOPPED
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError, stop_on_usage_error
+from swarmgauge.plans.plan import KINDS, Plan, Stage, build_plan, load_plan_file, plan_from_options
 from swarmgauge.shapes import open_model  # its step listener runs the ticket scheduler
 from swarmgauge.shapes.base import SwarmShape
 from swarmgauge.shapes.overrides import LOCUST_OPTIONS_SOURCE
-from swarmgauge.shapes.plan import KINDS, Plan, Stage, build_plan, load_plan_file, plan_from_options
 from swarmgauge.shapes.plan_options import PLAN_OPTIONS, check_plan_option_values, given_plan_options
 
 __all__ = [

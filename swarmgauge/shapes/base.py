@@ -1,4 +1,4 @@
-"""The one shape engine: runs a :class:`~shapes.plan.Plan` stage by stage and announces each stage as a step.
+"""The one shape engine: runs a :class:`~swarmgauge.plans.plan.Plan` stage by stage and announces each stage as a step.
 
 Every public shape (``StepRamp``, ``Soak``, ``ArrivalRate``, ``Burst``, ``Churn``, ``PlanShape``) is this engine with
 a different way to build its plan: class attributes first (for subclassing in a locustfile), then the options.
@@ -29,8 +29,8 @@ from locust.runners import Runner
 
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
+from swarmgauge.plans.plan import Plan, Stage, build_plan, plan_from_options
 from swarmgauge.shapes.overrides import LOCUST_OPTIONS_SOURCE, fit_plan
-from swarmgauge.shapes.plan import Plan, Stage, build_plan, plan_from_options
 from swarmgauge.shapes.plan_options import (
     PLAN_OPTIONS,
     check_plan_option_values,

@@ -17,8 +17,8 @@ from dataclasses import replace
 from typing import Any
 
 from swarmgauge.errors import UsageError
+from swarmgauge.plans.plan import Plan, Stage
 from swarmgauge.shapes.open_model import takes_tickets
-from swarmgauge.shapes.plan import Plan, Stage
 
 logger = logging.getLogger("swarmgauge.shapes")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from swarmgauge.core.durations import parse_duration
 from swarmgauge.errors import UsageError
-from swarmgauge.shapes.plan import KINDS, MAX_RATE, MAX_USERS, load_plan_file, parse_number, parse_number_list
+from swarmgauge.plans.plan import KINDS, MAX_RATE, MAX_USERS, load_plan_file, parse_number, parse_number_list
 
 #: Every plan option by its dest, with its flag.
 PLAN_OPTIONS = {

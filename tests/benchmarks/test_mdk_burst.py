@@ -23,7 +23,7 @@ def test_no_profile_is_refused_in_one_line(capsys):
 
 
 def test_the_discover_stage_grows_with_the_fleet_and_the_plan_loads(tmp_path):
-    from swarmgauge.shapes.plan import load_plan_file
+    from swarmgauge.plans.plan import load_plan_file
 
     big = load_plan_file(str(mdk_burst.burst_plan("5000x5", tmp_path)))
     assert [(s.label, s.duration) for s in big.stages] == [("discover", 20.0), ("action burst", 3.0)]

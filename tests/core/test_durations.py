@@ -5,7 +5,7 @@ import pytest
 from swarmgauge.core.durations import DurationError, parse_duration
 from swarmgauge.core.trend import parse_warmup
 from swarmgauge.errors import UsageError
-from swarmgauge.shapes.plan import parse_duration as plan_duration
+from swarmgauge.plans.plan import parse_duration as plan_duration
 
 
 @pytest.mark.parametrize(

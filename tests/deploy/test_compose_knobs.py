@@ -42,7 +42,7 @@ def test_the_plan_defaults_to_the_read_ramp_and_empty_knobs_stay_out_of_the_way(
 
 def test_the_default_plan_runs_the_fetch_user_only():
     """The read profile's plan says "QUIC FETCH, pooled": its user_classes name FetchUser, which the locustfile has."""
-    from swarmgauge.shapes.plan import load_plan_file
+    from swarmgauge.plans.plan import load_plan_file
 
     master = resolve(load_compose(), "master", {}, {}).environment
     plan = load_plan_file(master["SWARMGAUGE_PLAN"])

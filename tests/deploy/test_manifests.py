@@ -99,7 +99,7 @@ def test_every_container_requests_and_limits_resources():
 
 
 def test_the_configmap_scenario_is_a_valid_plan_and_locustfile():
-    from swarmgauge.shapes.plan import build_plan
+    from swarmgauge.plans.plan import build_plan
 
     data = yaml.safe_load((K8S_DIR / "base" / "configmap.yaml").read_text())["data"]
     plan = build_plan(yaml.safe_load(data["plan.yaml"]), source="configmap")
@@ -121,4 +121,4 @@ def test_each_profile_env_names_its_profile_locustfile_and_plan(env_file: Path):
     target = services[env_file.stem]["command"]
     assert address == f"127.0.0.1:{target[target.index('--port') + 1]}", "the host is the profile's target"
     if values.get("SWARMGAUGE_PLAN"):
-        assert (ROOT / "swarmgauge" / "shapes" / "plans" / f"{values['SWARMGAUGE_PLAN']}.yaml").is_file()
+        assert (ROOT / "swarmgauge" / "plans" / f"{values['SWARMGAUGE_PLAN']}.yaml").is_file()

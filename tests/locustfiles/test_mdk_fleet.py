@@ -180,7 +180,7 @@ def test_bad_options_stop_the_run_in_one_line(args, says):
 
 @pytest.mark.parametrize("name", ["mdk-reads", "mdk-benchmark", "mdk-burst"])
 def test_the_bundled_mdk_plans_name_users_of_this_locustfile(name):
-    from swarmgauge.shapes.plan import load_plan_file
+    from swarmgauge.plans.plan import load_plan_file
 
     source = LOCUSTFILE.read_text()
     plan = load_plan_file(name)

@@ -9,11 +9,11 @@ import pytest
 from matplotlib.figure import Figure
 
 from swarmgauge.errors import UsageError
+from swarmgauge.plans.plan import build_plan, load_plan_file
 from swarmgauge.reports import context
 from swarmgauge.reports.plots import label_users_as_run, readable_top
 from swarmgauge.reports.reference import beside_reference, reference_rows, target_caveat
 from swarmgauge.reports.report import render_report
-from swarmgauge.shapes.plan import build_plan, load_plan_file
 
 RUN_JSON = {
     "started_at": 1796290000.0,

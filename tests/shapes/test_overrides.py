@@ -17,6 +17,7 @@ import pytest
 from locust import User, constant, task
 
 from swarmgauge.errors import UsageError
+from swarmgauge.plans.plan import build_plan
 from swarmgauge.shapes import PlanShape
 from swarmgauge.shapes.open_model import OpenModel, takes_tickets, tickets
 from swarmgauge.shapes.overrides import (
@@ -24,7 +25,6 @@ from swarmgauge.shapes.overrides import (
     ticket_users_for_open_stages,
     unused_common_options,
 )
-from swarmgauge.shapes.plan import build_plan
 from tests.listeners.sim_run import ROOT
 from tests.listeners.webui_harness import run_folders, wait_until, web_locust
 

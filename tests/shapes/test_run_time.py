@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 
 from swarmgauge.core import hooks
+from swarmgauge.plans.plan import build_plan
 from swarmgauge.run_folders import resolve
 from swarmgauge.shapes import PlanShape
-from swarmgauge.shapes.plan import build_plan
 from swarmgauge.targets.launch import child_env
 from tests import REPO_ROOT
 

@@ -6,9 +6,9 @@ import sys
 import pytest
 
 from swarmgauge.errors import UsageError
+from swarmgauge.plans.plan import build_plan, load_plan_file, parse_duration
 from swarmgauge.run_folders import resolve
 from swarmgauge.shapes.open_model import arrival_time, arrivals_by
-from swarmgauge.shapes.plan import build_plan, load_plan_file, parse_duration
 from tests.listeners.sim_run import run_local
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
