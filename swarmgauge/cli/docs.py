@@ -3,7 +3,7 @@
 Options come from :data:`swarmgauge.core.options.DECLARED` once every module that declares some is imported and
 Locust's parser built (the registry ``swarmgauge options`` prints); the SLO grammar from the SLO parser's
 operators, scopes and units and the metrics registered with :mod:`swarmgauge.core.hooks`; the plan keys and the
-JSON Schema from :mod:`swarmgauge.shapes.plan_schema`, which the plan loader reads too; the files of a run from
+JSON Schema from :mod:`swarmgauge.plans.plan_schema`, which the plan loader reads too; the files of a run from
 :mod:`swarmgauge.core.run_files`, which the writers take their columns from. ``--check`` writes nothing and exits 1
 naming each page that differs (the suite runs it, so CI fails when the code and the committed pages drift apart).
 """
@@ -152,8 +152,8 @@ def slo_page() -> str:
 
 
 def plans_page() -> str:
-    from swarmgauge.shapes.plan import bundled_plan_names
-    from swarmgauge.shapes.plan_schema import KINDS, PLAN_KEYS, REQUIRED_BY_KIND, STAGE_KEYS
+    from swarmgauge.plans.plan import bundled_plan_names
+    from swarmgauge.plans.plan_schema import KINDS, PLAN_KEYS, REQUIRED_BY_KIND, STAGE_KEYS
 
     def table(keys: dict[str, Any]) -> list[str]:
         return [
@@ -238,7 +238,7 @@ def index_page() -> str:
 
 
 def schema_file() -> str:
-    from swarmgauge.shapes.plan_schema import json_schema
+    from swarmgauge.plans.plan_schema import json_schema
 
     return json.dumps(json_schema(), indent=2) + "\n"
 

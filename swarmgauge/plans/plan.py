@@ -1,7 +1,7 @@
 """Stage plans: what a shape runs, from a YAML file or from options, validated before any user spawns.
 
 A plan is a list of :class:`Stage` built from one of the kinds below; every kind expands to stages, so the shape
-that runs it is the same. The keys are declared in :mod:`swarmgauge.shapes.plan_schema` (with the JSON Schema
+that runs it is the same. The keys are declared in :mod:`swarmgauge.plans.plan_schema` (with the JSON Schema
 ``docs/reference/plan.schema.json``); YAML keys (``swarmgauge/plans/*.yaml`` are examples)::
 
     name: demarkus-reads
@@ -33,7 +33,7 @@ from typing import Any, cast
 from swarmgauge import plans
 from swarmgauge.core.durations import UNTIL_STOPPED, parse_duration
 from swarmgauge.errors import UsageError
-from swarmgauge.shapes.plan_schema import KINDS, PLAN_KEYS, STAGE_KEYS
+from swarmgauge.plans.plan_schema import KINDS, PLAN_KEYS, STAGE_KEYS
 
 DEFAULT_MAX_USERS = 100
 DEFAULT_DROP_AFTER = 1.0

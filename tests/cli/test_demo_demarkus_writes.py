@@ -10,7 +10,7 @@ import pytest
 
 from swarmgauge.cli.demo_demarkus_writes import burst_writes, churn_ttl, dedup_cap, writes_and_mcp
 from swarmgauge.cli.demo_pages import pages
-from swarmgauge.shapes.plan import build_plan
+from swarmgauge.plans.plan import build_plan
 from swarmgauge.targets.mark.cli import build_parser
 from swarmgauge.targets.mcp_gateway import parse_args as gateway_args
 

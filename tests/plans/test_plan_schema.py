@@ -12,8 +12,8 @@ import yaml
 
 from swarmgauge import plans
 from swarmgauge.errors import UsageError
-from swarmgauge.shapes.plan import build_plan, bundled_plan_names, load_plan_file
-from swarmgauge.shapes.plan_schema import json_schema
+from swarmgauge.plans.plan import build_plan, bundled_plan_names, load_plan_file
+from swarmgauge.plans.plan_schema import json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "reference" / "plan.schema.json"
