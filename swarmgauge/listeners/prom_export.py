@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from locust import events
@@ -26,9 +27,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from swarmgauge.core import env_state
 from swarmgauge.core.numbers import number
 from swarmgauge.core.options import add_option
+from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.listeners import live
 
 logger = logging.getLogger("swarmgauge.prom_export")
@@ -145,6 +146,13 @@ def _wsgi_app(environment: Environment) -> Any:
     return app
 
 
+@dataclass
+class _Exporter(PerEnvironment):
+    """Owned by ``listeners/prom_export.py``: the ``/metrics`` server of this Environment, kept alive with it."""
+
+    server: Any = None
+
+
 @events.init.add_listener
 def _on_init(environment: Environment, **_kwargs: Any) -> None:
     options = getattr(environment, "parsed_options", None)
@@ -156,5 +164,5 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
     host = getattr(options, "prometheus_host", "127.0.0.1") or "127.0.0.1"
     server = pywsgi.WSGIServer((host, port), _wsgi_app(environment), log=None)
     server.start()
-    env_state.put(environment, "prometheus_server", server)
+    _Exporter.of(environment).server = server
     logger.info("Prometheus metrics at http://%s:%d/metrics", host, server.server_port)

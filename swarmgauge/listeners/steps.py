@@ -26,7 +26,7 @@ from locust import events
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-from swarmgauge.core import env_state, hooks
+from swarmgauge.core import hooks, run_context
 from swarmgauge.core.hooks import StepInfo, before_flush, step_changed, step_counter_names
 from swarmgauge.core.locust_compat import (
     cache_default_args,
@@ -36,6 +36,7 @@ from swarmgauge.core.locust_compat import (
     send_worker_stats_now,
     thin_history,
 )
+from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import rundir, stalls
 from swarmgauge.listeners.heap_trim import trim_malloc_heap
@@ -56,11 +57,10 @@ WORKER_REPORT_SECONDS = 3.0  # Locust's WORKER_REPORT_INTERVAL: a master's timel
 MAX_SAMPLER_SECONDS = 30 * 24 * 3600.0
 
 register_step_counter = hooks.register_step_counter  # kept here for locustfiles that declare counters
-_envs: list[Any] = []
 
 
-class _StepState:
-    """Everything this process knows about the steps of the current run."""
+class _StepState(PerEnvironment):
+    """Owned by ``listeners/steps.py``: everything this process knows about the steps of the current run."""
 
     def __init__(self) -> None:
         self.transitions: list[tuple[float, StepInfo]] = []
@@ -80,16 +80,16 @@ class _StepState:
 
 
 def _state(environment: Environment) -> _StepState:
-    return env_state.slot(environment, "steps", _StepState)
+    return _StepState.of(environment)
 
 
 def reset(environment: Environment) -> None:
     """A new run in the same process (the web UI's next START): step clock, recorder and sampler start clean."""
-    old = env_state.get(environment, "steps")
+    old = _StepState.peek(environment)
     if old is not None and old.sampler is not None:
         old.sampler_stop = True
         old.sampler.kill(block=False)
-    env_state.put(environment, "steps", _StepState())
+    _StepState.renew(environment)
 
 
 def current_step(environment: Environment) -> StepInfo | None:
@@ -110,8 +110,7 @@ def step_at(environment: Environment, wall_time: float) -> tuple[StepInfo, float
 def _apply(environment: Environment, info: StepInfo) -> None:
     state = _state(environment)
     if info.index == 0 and state.transitions:
-        state = _StepState()
-        env_state.put(environment, "steps", state)
+        state = _StepState.renew(environment)
     state.transitions.append((time.time(), info))
     _ensure_sampler(environment)
     step_changed.fire(environment=environment, step=info)
@@ -322,24 +321,21 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
     for message_type, handler in handlers.items():
         if runner is not None and not has_message_handler(runner, message_type):
             runner.register_message(message_type, handler)
-    _envs.append(environment)
     environment.events.request.add_listener(lambda **kw: on_request(environment, **kw))
+    run_context.listen(environment, environment.events.report_to_master, _on_report_to_master)
+    run_context.listen(environment, environment.events.worker_report, _on_worker_report)
 
 
-@events.report_to_master.add_listener
-def _on_report_to_master(client_id: str, data: dict[str, Any]) -> None:
-    for environment in _envs[-1:]:
-        state = _state(environment)
-        if not state.recorder.empty():
-            data["swarmgauge_steps"] = state.recorder.drain()
+def _on_report_to_master(environment: Environment, client_id: str, data: dict[str, Any]) -> None:
+    state = _state(environment)
+    if not state.recorder.empty():
+        data["swarmgauge_steps"] = state.recorder.drain()
 
 
-@events.worker_report.add_listener
-def _on_worker_report(client_id: str, data: dict[str, Any]) -> None:
+def _on_worker_report(environment: Environment, client_id: str, data: dict[str, Any]) -> None:
     batch = data.get("swarmgauge_steps")
     if batch:
-        for environment in _envs[-1:]:
-            _merge_batch(environment, str(client_id), batch)
+        _merge_batch(environment, str(client_id), batch)
 
 
 @events.test_stop.add_listener

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from locust.env import Environment
 from werkzeug.datastructures import ImmutableMultiDict
 
-from swarmgauge.core import env_state
+from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.listeners.rundir import _is_secret_name, redact
 
 LIST_SEPARATORS = (",", ";")
@@ -44,15 +45,23 @@ def web_options() -> dict[str, argparse.Action]:
     return {dest: action for dest, action in parser.args_included_in_web_ui.items() if dest not in locust_own}
 
 
+@dataclass
+class StartUpOptions(PerEnvironment):
+    """Owned by ``listeners/webui_form.py``: the options code set at start-up, computed before the first START."""
+
+    code_set: set[str] | None = None
+
+
 def set_at_start_up(environment: Environment, options: dict[str, argparse.Action]) -> set[str]:
     """Options whose value differs from what the command line, environment and config gave: code set them at
     start-up (an embedded target), so the form must not undo them. Computed once, before the first START."""
-    known = env_state.get(environment, "code_set_options")
+    record = StartUpOptions.of(environment)
+    known = record.code_set
     if known is None:
         given = vars(_parser().parse_args())
         current = vars(environment.parsed_options) if environment.parsed_options is not None else {}
         known = {dest for dest in options if dest in current and dest in given and current[dest] != given[dest]}
-        env_state.put(environment, "code_set_options", known)
+        record.code_set = known
     return known
 
 

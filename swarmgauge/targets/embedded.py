@@ -15,7 +15,7 @@ from locust import events
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from swarmgauge.core import env_state, hooks
+from swarmgauge.core import hooks, run_context
 from swarmgauge.targets.launch import TargetProcess, launch_target
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ atexit.register(stop_embedded)
 
 def start_embedded_brain(environment: Environment) -> None:
     """With no ``--host``: start the brain stand-in (``--brain-embedded-args``) and sample its RSS by pid."""
-    extra = shlex.split(getattr(env_state.options(environment), "brain_embedded_args", "") or "")
+    extra = shlex.split(getattr(run_context.options(environment), "brain_embedded_args", "") or "")
     target = start_embedded(environment, "brain", ["--port", "0", *extra], describe="2dph brain stand-in")
     if target is not None:
         hooks.add_sample_source(environment, f"psutil:pid={target.pid}")
