@@ -17,7 +17,7 @@ from locust.env import Environment
 from werkzeug.datastructures import ImmutableMultiDict
 
 from swarmgauge.core.run_context import PerEnvironment
-from swarmgauge.listeners.rundir import _is_secret_name, redact
+from swarmgauge.listeners.rundir import is_secret_name, redact
 
 LIST_SEPARATORS = (",", ";")
 
@@ -151,7 +151,7 @@ def apply_common_fields(environment: Environment, form: Any) -> None:
 
 
 def _secret(dest: str, action: Any) -> bool:
-    return bool(getattr(action, "is_secret", False)) or _is_secret_name(dest)
+    return bool(getattr(action, "is_secret", False)) or is_secret_name(dest)
 
 
 def _shown(value: Any, environment: Environment) -> Any:
@@ -166,7 +166,7 @@ def scrub_template_args(environment: Environment, template_args: dict[str, Any])
     extra = template_args.get("extra_options") or {}
     parsed = environment.parsed_options
     for dest, entry in extra.items():
-        if entry.get("is_secret") or _is_secret_name(dest):
+        if entry.get("is_secret") or is_secret_name(dest):
             entry["default_value"] = ""
             continue
         value = getattr(parsed, dest) if parsed is not None and hasattr(parsed, dest) else entry.get("default_value")
