@@ -105,7 +105,7 @@ class RunContext(PerEnvironment):
     closed_run: Path | None = None
 
 
-def listen(environment: Any, hook: Any, handler: Callable[..., None]) -> None:
+def listen(environment: Any, hook: Any, handler: Callable[..., object]) -> None:
     """Add ``handler(environment, **kwargs)`` to the event ``hook`` (one of ``environment.events``) for as long as
     ``environment`` lives: Locust's worker reports carry no Environment, and a listener holding it strongly would
     keep a finished one alive on a shared ``events``."""
@@ -119,6 +119,7 @@ def listen(environment: Any, hook: Any, handler: Callable[..., None]) -> None:
         if target is None:
             hook.remove_listener(call)
             return
+        kwargs.pop("environment", None)  # events such as quitting name it too: it is ``target``
         handler(target, **kwargs)
 
     hook.add_listener(call)

@@ -37,6 +37,7 @@ from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
 from swarmgauge.core import hooks, run_context
+from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.options import add_option
 from swarmgauge.core.run_context import PerEnvironment, RunContext
 from swarmgauge.files import write_atomic
@@ -394,6 +395,7 @@ def _on_test_start(environment: Environment, **_kwargs: Any) -> None:
     write_run_json(environment, final=False)
 
 
+@at_end("run folder closed")
 def close_run(environment: Environment) -> Path | None:
     """Write this run's closing files (Locust's CSVs, the final run.json, the report) and close its folder."""
     directory = run_dir(environment)
@@ -414,12 +416,6 @@ def close_run(environment: Environment) -> Path | None:
     state = _run_folder(environment)
     state.closed = True
     return directory
-
-
-@events.quitting.add_listener
-def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
-    """Registered first, so (quitting fires in reverse) it runs after every other swarmgauge listener."""
-    close_run(environment)
 
 
 hooks.add_run_info.implement(add_run_info)

@@ -41,6 +41,7 @@ from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from swarmgauge.core import hooks
+from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.options import add_option
 from swarmgauge.core.run_context import RunContext
 from swarmgauge.core.slo_units import LATENCY_METRICS, UNITS, in_unit
@@ -339,8 +340,8 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
     stop_on_usage_error(validate, environment)
 
 
-@events.quitting.add_listener
-def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
+@at_end("verdicts decided")
+def _on_quitting(environment: Environment) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
     verdicts = check(environment)

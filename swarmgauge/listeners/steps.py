@@ -28,6 +28,7 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from swarmgauge.core import hooks, run_context
 from swarmgauge.core.hooks import StepInfo, before_flush, step_changed, step_counter_names
+from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.locust_compat import (
     cache_default_args,
     has_message_handler,
@@ -344,11 +345,7 @@ def _on_test_stop(environment: Environment, **_kwargs: Any) -> None:
         end_run(environment)
 
 
-@events.quitting.add_listener
-def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
-    finalize(environment)
-
-
+@at_end("tables rewritten")
 def finalize(environment: Environment) -> StepMerge:
     """Fold in the last local recordings and write ``steps.csv``/``timeline.csv`` once; returns the merge."""
     state = _state(environment)

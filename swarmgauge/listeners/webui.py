@@ -48,6 +48,7 @@ from locust.runners import (
 )
 
 from swarmgauge.core import locust_compat
+from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.run_context import PerEnvironment, RunContext
 from swarmgauge.errors import UsageError
 from swarmgauge.listeners import form_steps, live, prom_export, resources, rundir, slo, steps, webui_fields
@@ -178,8 +179,9 @@ def _on_test_stop(environment: Environment, **_kwargs: Any) -> None:
     _Closing.of(environment).closing = gevent.spawn(close_ui_run, environment)
 
 
-def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
-    """Fires first (quitting runs in reverse, this was added last): a close under way finishes before the rest."""
+@at_end("web run closed")
+def _on_quitting(environment: Environment) -> None:
+    """Right after the users stopped (``core/lifecycle.py``): a close under way finishes before the rest."""
     closing = _Closing.of(environment)
     closing.quitting = True
     pending = closing.closing
@@ -378,4 +380,3 @@ def _on_init(environment: Environment, web_ui: Any = None, **_kwargs: Any) -> No
         return
     _install(environment, web_ui)
     environment.events.test_stop.add_listener(lambda **kw: _on_test_stop(environment))
-    environment.events.quitting.add_listener(lambda **kw: _on_quitting(environment))

@@ -22,6 +22,7 @@ from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
 from swarmgauge.core import hooks
+from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.locust_compat import has_message_handler
 from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import UsageError
@@ -218,7 +219,7 @@ def _on_worker_report(client_id: str, data: dict, **_: Any) -> None:
             ledger_for(environment).merge(packed)
 
 
-@events.quitting.add_listener
-def _on_quitting(environment: Environment, **_: Any) -> None:
+@at_end("ledgers reconciled")
+def _on_quitting(environment: Environment) -> None:
     if environment in _ENVS:  # a run with kneo users (users/kneo_user.py starts the ledger at init)
         reconcile_run(environment)

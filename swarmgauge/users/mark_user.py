@@ -23,6 +23,7 @@ from locust import User, events
 from locust.env import Environment
 
 from swarmgauge.core import hooks
+from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols.mark import Response
@@ -232,8 +233,8 @@ class MarkUser(User):
             self.client.inner.close()
 
 
-@events.quitting.add_listener
-def _close_shared(**_kwargs: Any) -> None:
+@at_end("connections closed")
+def _close_shared(_environment: Environment) -> None:
     for client in _SHARED_CLIENTS.values():
         client.close()
     _SHARED_CLIENTS.clear()
