@@ -28,8 +28,9 @@ import psutil
 from benchmarks import soak_probe
 from swarmgauge.files import write_json
 from swarmgauge.run_folders import resolve
-from swarmgauge.targets.launch import REPO_ROOT, child_env, stop_processes
+from swarmgauge.targets.launch import child_env, stop_processes
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "generator_soak.json"
 LOCUSTFILE = REPO_ROOT / "locustfiles" / "demarkus_reads.py"
 PROBE = REPO_ROOT / "benchmarks" / "soak_probe.py"

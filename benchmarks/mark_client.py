@@ -48,7 +48,7 @@ from benchmarks.mark_client_cases import CLOCK, ROOT, BenchmarkError, kind_path
 from benchmarks.mark_client_table import FLOOR_CLIENTS, GOALS, POLICIES, ratios, render
 from swarmgauge.errors import UsageError
 from swarmgauge.files import write_json
-from swarmgauge.quic_engine import DEFAULT_ENGINE, DEFAULT_SERVER_ENGINE, ENGINES
+from swarmgauge.quic.engine import DEFAULT_ENGINE, DEFAULT_SERVER_ENGINE, ENGINES
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "mark_client.json"
 CLIENTS = ("locust", "asyncio", "memory", *FLOOR_CLIENTS)

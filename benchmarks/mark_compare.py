@@ -25,7 +25,7 @@ from benchmarks.mark_client import child_command, read_result
 from benchmarks.mark_client_cases import CLOCK, ROOT, BenchmarkError
 from swarmgauge.errors import UsageError
 from swarmgauge.files import write_json
-from swarmgauge.quic_engine import ENGINES
+from swarmgauge.quic.engine import ENGINES
 
 DEFAULT_CASES = "qh3/pooled/1,qh3/pooled/16,qh3/fresh/1,qh3/paced/1,qh3/paced/64"
 POLICIES = ("pooled", "fresh", "paced")

@@ -92,7 +92,7 @@ def run_udp_floor(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
     import gevent.event
     import psutil
 
-    from swarmgauge.users.quic_transport import UdpTransport
+    from swarmgauge.quic.transport import UdpTransport
 
     request, answer = next(iter(reference_pairs(opts.corpus).values()))
     lifetime = opts.warmup + opts.duration + 60.0

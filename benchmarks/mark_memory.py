@@ -3,7 +3,7 @@ sockets, no event loop.
 
 The lower bound of issue 3's benchmark: the client side's CPU only (``thread_time`` around each client-side call,
 less what the timing itself adds), on a virtual clock so that timers (pacing, loss recovery) fire when due without
-waiting. Both sides acknowledge as the driver and the reference server do (``swarmgauge.quic_engine``: a pending
+waiting. Both sides acknowledge as the driver and the reference server do (``swarmgauge.quic.engine``: a pending
 ACK rides on the next packet), so the bound handles the same datagrams per request as the real client, no more.
 The server answers from a table of exact response bytes (``reference_pairs`` in ``mark_client_cases``).
 """
@@ -24,7 +24,7 @@ class MemoryExchange:
     """A client and a server ``QuicConnection`` passing datagrams by hand on a virtual clock; client CPU alone."""
 
     def __init__(self, answers: dict[bytes, bytes], quic_engine: str = "aioquic"):
-        from swarmgauge.quic_engine import engine
+        from swarmgauge.quic.engine import engine
         from swarmgauge.targets.mark.server import ServerSettings, limit_streams, server_configuration
         from swarmgauge.targets.mark.tls import dev_certificate
 

@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.reads_ramp [--step-time 60s] [--warmup 5s] [--embedded-args "..."] [--out DIR]``
 
-One headless run of ``locustfiles/demarkus_reads.py`` with the stages of ``shapes/plans/demarkus-reads.yaml`` (given
+One headless run of ``locustfiles/demarkus_reads.py`` with the stages of ``swarmgauge/plans/demarkus-reads.yaml`` (given
 as options, so a shorter ``--step-time`` can be tried) and the embedded server's pacing (``--read-delay-ms 10 --reads-stat-head --backend-rps 160``). Per step it prints req/s,
 p50, p99, the measured p99 / p50 beside the page's (the page's latency *shape*, which a loaded host cannot change
 the way it changes absolute figures), the step's in-step timeline p99 (the median of its per-interval p99, first and

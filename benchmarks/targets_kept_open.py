@@ -3,8 +3,10 @@
 A target that answers a kept-open connection slower than a new one adds latency of its own (the 2dph brain
 stand-in's headers and body as two segments: Nagle plus delayed ACK, about 40 ms), and every figure a load test
 takes through it is that much off. Per probe, a fresh target is started with its configured cost (``--search-ms``,
-``--delay``) or, without such a knob, at its natural floor; then ``--requests`` requests go over ONE kept-open
-connection, interleaved with as many on a new connection each, so both see the same machine. Prints a table and
+``--delay``, ``--read-cost-ms``) or, without such a knob, at its natural floor; then ``--requests`` requests go over
+ONE kept-open connection, interleaved with as many on a new connection each, so both see the same machine. A target
+with a cost knob is started once more at cost 0: its kept-open median there is its floor, and "over cost" is what it
+adds beyond the configured cost and that floor (0 for a target that does not distort). Prints a table and
 merges the figures under ``--label`` (e.g. ``before`` / ``after`` a fix) into the JSON. Figures only.
 
     python -m benchmarks.targets_kept_open [--label after] [--requests 50] [--only brain,sim-http] [--out FILE]
@@ -41,12 +43,14 @@ Send = Callable[[http.client.HTTPConnection], None]
 
 @dataclass(frozen=True)
 class Probe:
-    """One target and one request: ``start`` yields (host, port, send), ``send`` makes one request on a connection."""
+    """One target and one request: ``start(cost_ms)`` yields (host, port, send), ``send`` makes one request on a
+    connection. A target with a cost knob is started at ``configured_ms`` and at 0 (its floor: parsing, hops), so
+    what it adds beyond its configured cost shows; one without (``configured_ms`` None) is measured at its floor."""
 
     name: str
     request: str
-    configured_ms: float | None  # None: the target has no cost knob; measured at its natural floor
-    start: Callable[[], AbstractContextManager[tuple[str, int, Send]]]
+    configured_ms: float | None
+    start: Callable[[float], AbstractContextManager[tuple[str, int, Send]]]
     needs: str | None = None  # a pytest fixture the target needs first (the kneo-serv venv)
 
 
@@ -85,10 +89,11 @@ def sim_http(delay_ms: float = 5.0) -> Iterator[tuple[str, int, Send]]:
 
 
 @contextmanager
-def mdk(route: str) -> Iterator[tuple[str, int, Send]]:
-    """The MDK Gateway: ``echo`` (no Kernel behind it) or ``telemetry`` (one device's live read, 5 ms, through the
-    Kernel and its Worker)."""
-    args = ["--port", "0", "--devices", "2", "--workers", "1", "--cache-s", "1", "--read-cost-ms", "5-5"]
+def mdk(route: str, read_ms: float = 5.0) -> Iterator[tuple[str, int, Send]]:
+    """The MDK Gateway: ``echo`` (no Kernel behind it) or ``telemetry`` (one device's live read of ``read_ms``,
+    through the Kernel and its Worker)."""
+    cost = f"{read_ms:g}-{read_ms:g}"
+    args = ["--port", "0", "--devices", "2", "--workers", "1", "--cache-s", "1", "--read-cost-ms", cost]
     with launch_target("mdk", args, wait_for=("ready", "root")) as target:
         host, port = _host_port(target.url)
         path = "/echo?value=kept"
@@ -152,12 +157,12 @@ def _result(response: http.client.HTTPResponse, data: bytes):
 PROBES = (
     Probe("brain", "GET /search", 5.0, brain),
     Probe("sim-http", "GET /item", 5.0, sim_http),
-    Probe("mdk", "GET /echo", None, lambda: mdk("echo")),
-    Probe("mdk", "GET /api/fleet/device/ID/telemetry", 5.0, lambda: mdk("telemetry")),
-    Probe("mcp-gateway json", "POST /mcp tools/call mark_fetch", None, lambda: mcp_gateway(True)),
-    Probe("mcp-gateway sse", "POST /mcp tools/call mark_fetch", None, lambda: mcp_gateway(False)),
-    Probe("kneo", "GET /readyz", None, lambda: kneo("readyz"), needs="kneo_venv"),
-    Probe("kneo", "POST /v1/runs (run sync, echo)", None, lambda: kneo("run"), needs="kneo_venv"),
+    Probe("mdk", "GET /echo", None, lambda _cost: mdk("echo")),
+    Probe("mdk", "GET /api/fleet/device/ID/telemetry", 5.0, lambda cost: mdk("telemetry", cost)),
+    Probe("mcp-gateway json", "POST /mcp tools/call mark_fetch", None, lambda _cost: mcp_gateway(True)),
+    Probe("mcp-gateway sse", "POST /mcp tools/call mark_fetch", None, lambda _cost: mcp_gateway(False)),
+    Probe("kneo", "GET /readyz", None, lambda _cost: kneo("readyz"), needs="kneo_venv"),
+    Probe("kneo", "POST /v1/runs (run sync, echo)", None, lambda _cost: kneo("run"), needs="kneo_venv"),
 )
 
 
@@ -189,8 +194,12 @@ def kept_and_fresh(host: str, port: int, send: Send, requests: int) -> tuple[lis
 
 
 def measure(probe: Probe, requests: int) -> dict:
-    with probe.start() as (host, port, send):
+    with probe.start(probe.configured_ms or 0.0) as (host, port, send):
         kept_ms, fresh_ms = kept_and_fresh(host, port, send, requests)
+    floor = None
+    if probe.configured_ms is not None:
+        with probe.start(0.0) as (host, port, send):
+            floor = statistics.median(kept_and_fresh(host, port, send, requests)[0])
     return {
         "target": probe.name,
         "request": probe.request,
@@ -200,7 +209,15 @@ def measure(probe: Probe, requests: int) -> dict:
         "fresh_p50_ms": round(statistics.median(fresh_ms), 2),
         "kept_open_max_ms": round(max(kept_ms), 2),
         "fresh_max_ms": round(max(fresh_ms), 2),
+        "floor_kept_open_p50_ms": None if floor is None else round(floor, 2),
     }
+
+
+def over_cost(row: dict) -> float | None:
+    """What the target adds beyond its configured cost and its own floor, kept open (None without a cost knob)."""
+    if row.get("configured_ms") is None or row.get("floor_kept_open_p50_ms") is None:
+        return None
+    return row["kept_open_p50_ms"] - row["floor_kept_open_p50_ms"] - row["configured_ms"]
 
 
 def row_key(row: dict) -> str:
@@ -217,15 +234,20 @@ def merge(previous: dict, label: str, rows: list[dict], settings: dict) -> dict:
 
 def table(merged: dict) -> str:
     """One line per label and probe: configured cost, kept-open and fresh medians, and what kept-open adds."""
-    header = f"{'label':<7} {'target':<17} {'request':<35} {'cost ms':>7} {'kept p50':>9} {'fresh p50':>9} {'kept-fresh':>10}"
+    header = (
+        f"{'label':<7} {'target':<17} {'request':<35} {'cost ms':>7} {'kept p50':>9} {'fresh p50':>9} "
+        f"{'kept-fresh':>10} {'floor':>6} {'over cost':>9}"
+    )
     lines = [header, "-" * len(header)]
     for label, rows in merged.get("runs", {}).items():
         for row in rows.values():
             cost = "floor" if row["configured_ms"] is None else f"{row['configured_ms']:g}"
             added = row["kept_open_p50_ms"] - row["fresh_p50_ms"]
+            floor, over = row.get("floor_kept_open_p50_ms"), over_cost(row)
             lines.append(
                 f"{label:<7} {row['target']:<17} {row['request']:<35} {cost:>7} "
-                f"{row['kept_open_p50_ms']:>9.2f} {row['fresh_p50_ms']:>9.2f} {added:>+10.2f}"
+                f"{row['kept_open_p50_ms']:>9.2f} {row['fresh_p50_ms']:>9.2f} {added:>+10.2f} "
+                f"{'' if floor is None else f'{floor:.2f}':>6} {'' if over is None else f'{over:+.2f}':>9}"
             )
     return "\n".join(lines)
 

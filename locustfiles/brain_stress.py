@@ -13,6 +13,7 @@ from locust import events
 from locust.env import Environment
 
 import swarmgauge.locust  # noqa: F401
+from swarmgauge.shapes import PlanShape  # noqa: F401 - --plan or --steps; without them -u/-t as one step
 from swarmgauge.targets.embedded import start_embedded_brain
 from swarmgauge.users.brain_user import BrainUser, add_gates, parse_mix
 

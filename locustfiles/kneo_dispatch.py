@@ -26,6 +26,7 @@ from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.listeners.resources import add_sample_source
 from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 from swarmgauge.targets.kneo import KneoService
+from swarmgauge.targets.kneo.provider_delay import provider_delay_env
 from swarmgauge.targets.postgres import PostgresCluster
 from swarmgauge.users.kneo_user import KneoUser
 
@@ -72,6 +73,22 @@ def _add_options(parser: Any) -> None:
         include_in_web_ui=False,
         help="without --host: KNEO_SERV_MAX_QUEUE_DEPTH",
     )
+    add_option(
+        parser,
+        "--kneo-embedded-fsync",
+        action="store_true",
+        default=False,
+        include_in_web_ui=False,
+        help="without --host: the throwaway PostgreSQL keeps fsync on, as the page's (default off: faster start)",
+    )
+    add_option(
+        parser,
+        "--kneo-embedded-provider-delay",
+        type=float,
+        default=0.0,
+        include_in_web_ui=False,
+        help="without --host: seconds each run waits for its simulated provider (the page's --agent-delay)",
+    )
 
 
 class EmbeddedKneo:
@@ -85,8 +102,9 @@ class EmbeddedKneo:
         store = options.kneo_embedded_store
         try:
             dsn = None
+            delay_env = provider_delay_env(float(options.kneo_embedded_provider_delay or 0.0))
             if store == "postgres":
-                self.cluster = PostgresCluster(fsync=False).start()
+                self.cluster = PostgresCluster(fsync=bool(options.kneo_embedded_fsync)).start()
                 dsn = self.cluster.dsn
             self.service = KneoService(
                 store=store,
@@ -94,6 +112,7 @@ class EmbeddedKneo:
                 worker_concurrency=options.kneo_embedded_workers,
                 processes=options.kneo_embedded_processes,
                 max_queue_depth=options.kneo_embedded_queue_depth,
+                extra_env=delay_env,
             ).start()
         except BaseException:
             self.stop()
@@ -134,6 +153,8 @@ def start_embedded(environment: Environment) -> None:
     if not options.kneo_no_gauges:
         for spec in service.gauge_sources():
             add_sample_source(environment, spec)
+        if _embedded.cluster is not None:  # the store's side of the CPU, beside the service's and the generator's
+            add_sample_source(environment, _embedded.cluster.sample_spec())
     log.info("embedded kneo-serv at %s", service.url)
 
 

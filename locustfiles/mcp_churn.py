@@ -50,7 +50,7 @@ from swarmgauge.users.mark_user import MarkUser
 
 log = logging.getLogger(__name__)
 CORPUS = 300
-CHURN_PLAN = "mcp-churn"  # shapes/plans/mcp-churn.yaml: 5 sessions/s for 40 min, MCPChurnUser only
+CHURN_PLAN = "mcp-churn"  # swarmgauge/plans/mcp-churn.yaml: 5 sessions/s for 40 min, MCPChurnUser only
 FETCH_NAME = "/corpus/{topic}/{doc}"
 
 

@@ -7,4 +7,17 @@ shipped as ``swarmgauge.locustfiles`` (``package-dir`` in ``pyproject.toml``); s
 
 from __future__ import annotations
 
-__version__ = "0.2.0"
+
+def __getattr__(name: str) -> str:
+    """``swarmgauge.__version__``: the installed distribution's version (written once, in ``pyproject.toml``).
+
+    Read on first use, so a Locust worker importing the package does not pay for ``importlib.metadata``.
+    """
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import metadata
+
+    try:
+        return metadata.version(__name__)
+    except metadata.PackageNotFoundError:  # a source tree on sys.path that was never installed
+        return "0+unknown"

@@ -1,7 +1,8 @@
 """Run folders under a ``--run-dir`` parent, without Locust (``swarmgauge report`` uses this without gevent).
 
 Each run writes into ``PARENT/<UTC start, YYYYmmddTHHMMSSZ>`` (``-2``, ``-3``... when two runs start in the same
-second); ``PARENT/latest`` is a relative symlink to the newest one.
+second); ``PARENT/latest`` is a relative symlink to the newest one. A run folder is created 0700 (its results can
+hold what a server echoed back); the parent keeps the mode it has or the umask gives it.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+
+from swarmgauge.files import make_private_folder
 
 LATEST = "latest"
 RUN_FOLDER_FORMAT = "%Y%m%dT%H%M%SZ"
@@ -31,12 +34,17 @@ def new_run_folder(parent: Path, now: float | None = None) -> Path:
     for attempt in range(1, MAX_SAME_SECOND_RUNS + 1):
         folder = parent / (stamp if attempt == 1 else f"{stamp}-{attempt}")
         try:
-            folder.mkdir()
+            make_private_folder(folder)
         except FileExistsError:
             continue
         _point_latest(parent, folder)
         return folder
     raise FileExistsError(f"{parent}: {MAX_SAME_SECOND_RUNS} runs started in the second {stamp}")
+
+
+def is_inside(path: Path | str, folder: Path | str) -> bool:
+    """``path`` is ``folder`` or lies under it (both made absolute; symlinks resolved, so ``latest/x`` counts)."""
+    return Path(path).resolve().is_relative_to(Path(folder).resolve())
 
 
 def _point_latest(parent: Path, folder: Path) -> None:

@@ -19,7 +19,7 @@ from swarmgauge.patches import DOCUMENTED_PRIVATE_NAMES, PATCHES, allowed_privat
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The layers that are a sub-package of swarmgauge (``swarmgauge/<layer>/``).
-LAYER_PACKAGES = ("protocols", "users", "shapes", "listeners", "reports", "targets")
+LAYER_PACKAGES = ("protocols", "quic", "users", "shapes", "listeners", "reports", "targets")
 #: The scenarios: the repository's top-level ``locustfiles/``, shipped as ``swarmgauge.locustfiles``.
 SCENARIOS = "locustfiles"
 CORE_MODULES = (
@@ -29,27 +29,54 @@ CORE_MODULES = (
     "swarmgauge.files",
     "swarmgauge.run_folders",
     "swarmgauge.redaction",
+    "swarmgauge.plans",
 )
 
-#: The QUIC engine adapter (aioquic or qh3): below the users and the targets, which both run QUIC on it.
-ENGINE_MODULES = ("swarmgauge.quic_engine", "swarmgauge.quic_qh3_patches")
+#: The sans-IO half of ``swarmgauge/quic/``, the engine adapter (aioquic or qh3), its qh3 seams and the ACK timing:
+#: below the users and the targets, which both run QUIC on it. The rest of ``swarmgauge/quic/`` (the gevent driver)
+#: is the ``quic`` layer, below the users only.
+ENGINE_MODULES = ("swarmgauge.quic.engine", "swarmgauge.quic.qh3_patches", "swarmgauge.quic.acks")
 
 #: layer -> the project layers it may import (besides itself). The top (``app``) may import everything.
 MAY_IMPORT: dict[str, set[str]] = {
     "core": set(),
-    "engines": {"core", "protocols"},
+    "engines": {"core"},
+    "quic": {"core", "engines"},
     "protocols": {"core"},
-    "users": {"core", "protocols", "engines"},
+    "users": {"core", "protocols", "engines", "quic"},
     "shapes": {"core"},
     "listeners": {"core"},
     "reports": {"core"},
     "targets": {"core", "protocols", "engines"},
-    "locustfiles": {"core", "engines", "protocols", "users", "shapes", "listeners", "reports", "targets", "app"},
-    "app": {"core", "engines", "protocols", "users", "shapes", "listeners", "reports", "targets", "locustfiles"},
+    "locustfiles": {
+        "core",
+        "engines",
+        "quic",
+        "protocols",
+        "users",
+        "shapes",
+        "listeners",
+        "reports",
+        "targets",
+        "app",
+    },
+    "app": {
+        "core",
+        "engines",
+        "quic",
+        "protocols",
+        "users",
+        "shapes",
+        "listeners",
+        "reports",
+        "targets",
+        "locustfiles",
+    },
 }
 #: layer -> third-party top-level packages it must not import.
 MUST_NOT_IMPORT: dict[str, set[str]] = {
     "engines": {"locust", "gevent", "pandas"},
+    "quic": {"locust", "pandas"},
     "core": {"aioquic", "pandas", "matplotlib"},
     "protocols": {"aioquic", "gevent", "locust"},
     "shapes": {"aioquic", "pandas"},

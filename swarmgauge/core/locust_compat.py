@@ -1,4 +1,4 @@
-"""The one place that reaches into Locust's internals; ``tests/swarmgauge/core/test_locust_compat.py`` checks each.
+"""The one place that reaches into Locust's internals; ``tests/core/test_locust_compat.py`` checks each.
 
 When a Locust upgrade renames or removes one of these, those tests fail by name instead of a run misbehaving.
 The ``locust`` upper bound in ``pyproject.toml`` keeps an unchecked version from being installed: everything here

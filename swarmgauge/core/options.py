@@ -17,6 +17,7 @@ two names, so ``swarmgauge options`` and the reference can name them.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from collections.abc import Mapping
@@ -39,8 +40,22 @@ class OptionEnv:
     swarmgauge: str
 
 
-#: Every option declared through :func:`add_option`, by flag.
-DECLARED: dict[str, OptionEnv] = {}
+@dataclass(frozen=True)
+class DeclaredOption(OptionEnv):
+    """One declared option as the reference shows it: its two variables, default, help and declaring module."""
+
+    help: str = ""
+    default: Any = None
+    choices: tuple[Any, ...] | None = None
+    module: str = ""
+    secret: bool = False
+
+
+#: Every option declared through :func:`add_option`, by flag (``swarmgauge options`` and ``docs/reference`` read it).
+DECLARED: dict[str, DeclaredOption] = {}
+
+#: argparse's default for an action given no ``default=``.
+ACTION_DEFAULTS = {"store_true": False, "store_false": True}
 
 
 def env_names(flag: str) -> OptionEnv:
@@ -66,6 +81,13 @@ def chosen_env_var(names: OptionEnv, environ: Mapping[str, str]) -> str:
     return names.locust
 
 
+def _caller_module() -> str:
+    """The module whose code called :func:`add_option` (a listener's, a User's): the reference groups by it."""
+    frame = inspect.currentframe()
+    caller = frame.f_back.f_back if frame is not None and frame.f_back is not None else None
+    return str(caller.f_globals.get("__name__", "")) if caller is not None else ""
+
+
 def add_option(parser: Any, flag: str, *, help: str, environ: Mapping[str, str] | None = None, **kwargs: Any) -> None:
     """Declare ``flag`` on Locust's parser, settable by both environment variables (see the module docstring).
 
@@ -77,6 +99,17 @@ def add_option(parser: Any, flag: str, *, help: str, environ: Mapping[str, str] 
     if conflict:
         sys.stderr.write(f"swarmgauge: {conflict}\n")
         sys.exit(2)
-    DECLARED[flag] = names
+    action = kwargs.get("action")
+    choices = kwargs.get("choices")
+    DECLARED[flag] = DeclaredOption(
+        flag=flag,
+        locust=names.locust,
+        swarmgauge=names.swarmgauge,
+        help=help,
+        default=kwargs.get("default", ACTION_DEFAULTS.get(action) if isinstance(action, str) else None),
+        choices=tuple(choices) if choices is not None else None,
+        module=_caller_module(),
+        secret=bool(kwargs.get("is_secret", False)),
+    )
     text = f"{help} [env {names.locust} or {names.swarmgauge}]"
     parser.add_argument(flag, env_var=chosen_env_var(names, env), help=text, **kwargs)

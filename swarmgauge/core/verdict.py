@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from swarmgauge.core.run_files import RESOURCES, names
 from swarmgauge.core.trend import MIB, Trend, Warmup, format_bytes, trend
 
-COLUMNS = ("time", "elapsed_s", "step", "node", "source", "metric", "value", "round")
+COLUMNS = tuple(names(RESOURCES))  # resources.csv, declared with meanings in swarmgauge/core/run_files.py
 GENERATOR_SOURCE = "generator"
 REQUESTS_SOURCE = "locust"
 RSS_METRICS = ("rss_bytes", "process_resident_memory_bytes")

@@ -1,9 +1,14 @@
-"""Every file of a run private to its owner: run folders 0700, files 0600, Locust's own ``--csv``/``--html`` too.
+"""A run's files private to its owner (folders 0700, files 0600), and nothing else touched.
 
 Result files can hold what a server echoed back (a token in a failure message), so nobody else on the machine
-should read them. At ``init`` the process's umask becomes 077, so every file and folder it creates from then on
-(the run folder, Locust's HTML report, the report) is private; Locust opens its ``--csv`` files before ``init``,
-so those and an existing run folder are made private here too.
+should read them. Each is made private where it is created: run folders by
+:func:`swarmgauge.run_folders.new_run_folder`, every file a listener or the report writes by
+:func:`swarmgauge.files.write_atomic`. Locust's own files take no mode, so the ones under ``--run-dir`` are made
+private here: ``--csv`` and ``--logfile`` at ``init`` (Locust opened them just before, and has written only the
+CSVs' header); ``--html`` and ``--json-file`` created empty and private at ``init`` (Locust's ``open(..., "w")``
+keeps that mode), the HTML report checked again at ``quitting`` (its name can take ``{u}``, known only then). The
+process's umask is never changed: the locustfile's own files, and Locust's outside ``--run-dir``, get the mode any
+file of the process gets.
 """
 
 from __future__ import annotations
@@ -16,40 +21,70 @@ from typing import Any
 from locust import events
 from locust.env import Environment
 
+from swarmgauge.files import PRIVATE_FILE, make_private
+from swarmgauge.run_folders import is_inside
+
 logger = logging.getLogger("swarmgauge.privacy")
 
-PRIVATE_UMASK = 0o077
-PRIVATE_FILE = 0o600
-PRIVATE_FOLDER = 0o700
 LOCUST_CSV_SUFFIXES = ("_stats.csv", "_stats_history.csv", "_failures.csv", "_exceptions.csv")
+HTML_PLACEHOLDERS = ("{u}", "{r}", "{t}")  # Locust fills these in when it writes the report
 
 
-def make_private(path: Path) -> None:
+def under_run_dir(path: Path | str, options: Any) -> bool:
+    """``path`` lies under this run's ``--run-dir`` (a worker's options have it too, but it writes nothing there)."""
+    run_dir = getattr(options, "run_dir", None)
+    return isinstance(run_dir, str) and bool(run_dir) and is_inside(path, run_dir)
+
+
+def locust_csv_files(options: Any) -> list[Path]:
+    prefix = getattr(options, "csv_prefix", None)
+    return [Path(prefix + suffix) for suffix in LOCUST_CSV_SUFFIXES] if prefix else []
+
+
+def _make_private(path: Path) -> None:
     try:
-        if path.is_dir():
-            path.chmod(PRIVATE_FOLDER)
-        elif path.is_file():
-            path.chmod(PRIVATE_FILE)
+        if path.exists():
+            make_private(path)
     except OSError as exc:  # another owner's file: say so, the run goes on
         logger.warning("could not make %s private: %s", path, exc)
 
 
-def make_run_private(options: Any) -> None:
-    """The run folder and Locust's CSV files that already exist, made private."""
-    run_dir = getattr(options, "run_dir", None)
-    if run_dir and Path(run_dir).is_dir():
-        make_private(Path(run_dir))
-        for path in Path(run_dir).rglob("*"):
-            make_private(path)
-    prefix = getattr(options, "csv_prefix", None)
-    if prefix:
-        for suffix in LOCUST_CSV_SUFFIXES:
-            make_private(Path(prefix + suffix))
+def _create_private(path: Path) -> None:
+    """An empty file with mode 0600 (an existing one keeps its contents) for Locust to write into later."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE))
+        make_private(path)
+    except OSError as exc:
+        logger.warning("could not create %s private: %s", path, exc)
+
+
+def protect_locust_outputs(options: Any, *, before_run: bool) -> None:
+    """Locust's ``--csv``, ``--logfile``, ``--html`` and ``--json-file`` files under ``--run-dir`` made (or created)
+    private; others left alone."""
+    logfile = getattr(options, "logfile", None)
+    for path in [*locust_csv_files(options), *([Path(logfile)] if logfile else [])]:
+        if under_run_dir(path, options):
+            _make_private(path)
+    json_file = getattr(options, "json_file", None)
+    written_at_exit = [f"{json_file}.json"] if json_file else []  # Locust adds the suffix, after quitting
+    html = getattr(options, "html_file", None)
+    if html and not (before_run and any(mark in html for mark in HTML_PLACEHOLDERS)):
+        written_at_exit.append(html)
+    for name in written_at_exit:
+        if under_run_dir(name, options):
+            (_create_private if before_run else _make_private)(Path(name))
 
 
 @events.init.add_listener
 def _on_init(environment: Environment, **_kwargs: Any) -> None:
-    os.umask(PRIVATE_UMASK)
     options = getattr(environment, "parsed_options", None)
     if options is not None:
-        make_run_private(options)
+        protect_locust_outputs(options, before_run=True)
+
+
+@events.quitting.add_listener
+def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
+    options = getattr(environment, "parsed_options", None)
+    if options is not None:
+        protect_locust_outputs(options, before_run=False)

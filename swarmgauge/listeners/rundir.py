@@ -11,6 +11,7 @@ workers. :func:`close_run` closes it (at ``quitting``, or at STOP / the plan's e
 Each run folder collects Locust's CSVs, ``steps.csv`` (``listeners.steps``), ``slo.json`` (``listeners.slo``),
 ``resources.csv`` (``listeners.resources``) and ``run.json`` (options with secrets redacted, locustfile, shape and
 plan, versions, the workers and User classes that took part (``listeners.participants``), start/end, exit code).
+The run folder is 0700 and every file in it 0600, set where each is created (``listeners.privacy`` says how).
 Only the master (or a local run) writes here: workers get the same options from the master, so :func:`run_dir` is
 ``None`` on a worker. Every file is written atomically, so a reader never sees half a file even when the run is
 killed.
@@ -43,7 +44,7 @@ from swarmgauge.core.run_context import PerEnvironment, RunContext
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import participants
 from swarmgauge.redaction import known_secrets
-from swarmgauge.run_folders import LATEST, new_run_folder, resolve  # noqa: F401 - resolve is part of this API
+from swarmgauge.run_folders import LATEST, is_inside, new_run_folder, resolve  # noqa: F401 - resolve is part of this API
 
 logger = logging.getLogger("swarmgauge.rundir")
 
@@ -335,8 +336,11 @@ def write_run_json(environment: Environment, *, final: bool) -> None:
     write_atomic(directory / "run.json", json.dumps(doc, indent=2, sort_keys=True))
 
 
-def _write_locust_csvs(environment: Environment, stats: Path, failures: Path, exceptions: Path) -> None:
-    """Locust's three CSV tables as they stand now, redacted, each written whole (a reader never sees half)."""
+def _write_locust_csvs(
+    environment: Environment, stats: Path, failures: Path, exceptions: Path, *, private: bool = True
+) -> None:
+    """Locust's three CSV tables as they stand now, redacted, each written whole (a reader never sees half);
+    ``private``: mode 0600, else the mode the umask gives (a ``--csv`` outside ``--run-dir``)."""
     writer = locust_stats.StatsCSV(environment, locust_stats.PERCENTILES_TO_REPORT)
     for path, method in (
         (stats, writer.requests_csv),
@@ -345,7 +349,7 @@ def _write_locust_csvs(environment: Environment, stats: Path, failures: Path, ex
     ):
         buffer = io.StringIO()
         method(csv.writer(buffer))
-        write_atomic(path, redact(buffer.getvalue(), environment))
+        write_atomic(path, redact(buffer.getvalue(), environment), private=private)
 
 
 def _locust_csvs(environment: Environment, directory: Path) -> None:
@@ -362,15 +366,18 @@ def _final_csv_prefix_files(**_kwargs: Any) -> None:
     """Locust rewrites its ``--csv`` tables once a second and not at the end, so they miss up to a second of the
     run's last requests; after the runner has quit (nothing is measured any more) they get the final figures."""
     for environment in _initialised():
-        prefix = getattr(run_context.options(environment), "csv_prefix", None)
+        options = run_context.options(environment)
+        prefix = getattr(options, "csv_prefix", None)
         if not prefix or isinstance(getattr(environment, "runner", None), WorkerRunner):
             continue
+        run_parent = getattr(options, "run_dir", None)
         try:
             _write_locust_csvs(
                 environment,
                 Path(f"{prefix}_stats.csv"),
                 Path(f"{prefix}_failures.csv"),
                 Path(f"{prefix}_exceptions.csv"),
+                private=isinstance(run_parent, str) and bool(run_parent) and is_inside(prefix, run_parent),
             )
         except OSError as exc:
             logger.warning("could not write the final --csv tables: %s", exc)

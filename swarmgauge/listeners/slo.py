@@ -57,7 +57,8 @@ AMBER_MARGIN = 0.10
 Provider = Callable[[Any, "int | None"], "float | None"]
 register_metric = hooks.register_metric
 
-_OPS: dict[str, Callable[[float, float], bool]] = {
+#: Comparison operators, longest first as the grammar matches them.
+OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le,
     ">=": operator.ge,
     "==": operator.eq,
@@ -65,9 +66,13 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
     ">": operator.gt,
 }
+#: Where a threshold applies (``@run`` when none is given).
+SCOPES = {"run": "the whole run (the default)", "step": "every step; fails if any step fails"}
+GRAMMAR = f"[TYPE[:NAME]:]METRIC OP VALUE[UNIT][{'|'.join('@' + s for s in reversed(SCOPES))}]"
 _EXPR = re.compile(
-    r"^\s*(?P<left>[^<>=!]+?)\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<value>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
-    r"\s*(?P<unit>[A-Za-z%/]*)\s*(?:@(?P<scope>step|run))?\s*$"
+    r"^\s*(?P<left>[^<>=!]+?)\s*(?P<op>" + "|".join(map(re.escape, OPERATORS)) + r")\s*"
+    r"(?P<value>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+    r"\s*(?P<unit>[A-Za-z%/]*)\s*(?:@(?P<scope>" + "|".join(SCOPES) + r"))?\s*$"
 )
 REQUEST_METRICS = set(LATENCY_METRICS) | {"max", "avg", "fail_ratio", "rps", "requests", "failures"}
 
@@ -92,14 +97,14 @@ class Threshold:
     name: str | None = None
 
     def holds(self, observed: float) -> bool:
-        return _OPS[self.op](observed, self.value)
+        return OPERATORS[self.op](observed, self.value)
 
 
 def parse(expr: str) -> Threshold:
     """Parse one expression; a malformed one raises :class:`UsageError` naming what is wrong."""
     match = _EXPR.match(expr or "")
     if not match:
-        raise UsageError(f"malformed --slo {expr!r}: expected [TYPE[:NAME]:]METRIC OP VALUE[UNIT][@step|@run]")
+        raise UsageError(f"malformed --slo {expr!r}: expected {GRAMMAR}")
     parts = [p.strip() for p in match.group("left").split(":")]
     metric = parts[-1]
     request_type = parts[0] if len(parts) >= 2 else None

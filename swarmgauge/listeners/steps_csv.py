@@ -9,41 +9,15 @@ from array import array
 from collections.abc import Iterable
 from typing import Any
 
+from swarmgauge.core.run_files import STEPS_BASE, STEPS_TAIL, TIMELINE, names
 from swarmgauge.listeners.step_stats import AGGREGATED, NameStats, StepMerge, TimelinePoint
 
 GENERATOR_BOUND_CPU = 90.0
 STALLED_SHARE = 0.01  # a step is generator-stalled when the stall hit enough of its requests to reach its p99
-BASE_COLUMNS = [
-    "step",
-    "label",
-    "request_type",
-    "name",
-    "users",
-    "target_rate",
-    "started_at",
-    "duration_s",
-    "requests",
-    "failures",
-    "fail_ratio",
-    "rps",
-    "p50_ms",
-    "p90_ms",
-    "p99_ms",
-    "p999_ms",
-    "max_ms",
-    "avg_ms",
-    "warmup_requests",
-]
-TAIL_COLUMNS = [
-    "workers",
-    "generator_cpu_max",
-    "generator_bound",
-    "generator_stall_ms",
-    "stalled_requests",
-    "generator_stalled",
-]
+BASE_COLUMNS = names(STEPS_BASE)  # declared once, with their meanings, in swarmgauge/core/run_files.py
+TAIL_COLUMNS = names(STEPS_TAIL)
 MIXED_BLANK = ("rps", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "avg_ms")
-TIMELINE_COLUMNS = ["time", "step", "requests", "failures", "p50_ms", "p99_ms"]
+TIMELINE_COLUMNS = names(TIMELINE)
 
 
 def _round(value: float | None, digits: int = 3) -> float | str:

@@ -54,7 +54,7 @@ PATCHES: tuple[Patch, ...] = (
         dependency="qh3",
         versions=">=2.1,<2.2",
         kind=Kind.REPLACES,
-        where=("swarmgauge.quic_qh3_patches",),
+        where=("swarmgauge.quic.qh3_patches",),
         touches=(
             "qh3.tls.push_block",
             "qh3.tls.push_extension",
@@ -73,7 +73,7 @@ PATCHES: tuple[Patch, ...] = (
         dependency="qh3",
         versions=">=2.1,<2.2",
         kind=Kind.REWRITES_ARGUMENTS,
-        where=("swarmgauge.quic_engine", "swarmgauge.quic_qh3_patches"),
+        where=("swarmgauge.quic.engine", "swarmgauge.quic.qh3_patches"),
         touches=(
             "qh3.quic.connection.QuicConnectionCore",
             "qh3.quic.connection.QuicConnection._create_core",
@@ -91,7 +91,7 @@ PATCHES: tuple[Patch, ...] = (
         dependency="qh3",
         versions=">=2.1,<2.2",
         kind=Kind.SUBCLASSES,
-        where=("swarmgauge.quic_qh3_patches",),
+        where=("swarmgauge.quic.qh3_patches",),
         touches=(
             "qh3.quic.connection.QuicConnection._create_tls",
             "qh3.tls.Context._client_handle_certificate_verify",
@@ -107,7 +107,7 @@ PATCHES: tuple[Patch, ...] = (
         dependency="qh3",
         versions=">=2.1,<2.2",
         kind=Kind.READS_PRIVATE,
-        where=("swarmgauge.quic_engine",),
+        where=("swarmgauge.quic.engine",),
         touches=("qh3.quic.connection.QuicConnection",),
         private_names=("_core", "_quic_logger", "_call_core", "_close_event", "_handshake_complete", "_remote_addr"),
         why="the client driver batches the native core's datagrams, reads its next timer, and needs the peer "
@@ -120,7 +120,7 @@ PATCHES: tuple[Patch, ...] = (
         dependency="aioquic",
         versions=">=1.2,<1.8",
         kind=Kind.READS_PRIVATE,
-        where=("swarmgauge.quic_engine",),
+        where=("swarmgauge.quic.engine",),
         touches=("aioquic.quic.connection.QuicConnection", "aioquic.asyncio.server.QuicServer"),
         private_names=(
             "_ack_delay",
@@ -141,7 +141,7 @@ PATCHES: tuple[Patch, ...] = (
         dependency="aioquic",
         versions=">=1.2,<1.8",
         kind=Kind.SUBCLASSES,
-        where=("swarmgauge.quic_engine",),
+        where=("swarmgauge.quic.engine",),
         touches=("aioquic.quic.connection.QuicConnection._initialize", "aioquic.tls.Context._supported_groups"),
         private_names=("_supported_groups",),
         why="aioquic's client sends four key shares; qh3's server answers with more Initial data than one datagram "

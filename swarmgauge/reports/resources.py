@@ -28,6 +28,7 @@ from swarmgauge.core.verdict import (
     leak_verdict,
     trends,
 )
+from swarmgauge.files import write_atomic
 from swarmgauge.reports.sections import Section
 
 MEMORY_METRICS = (*HEAP_METRICS, *WORKING_SET_METRICS, *RSS_METRICS)
@@ -186,7 +187,7 @@ def section(run_dir: Path) -> Section | None:
         markdown += [f"Trends after a warm-up of {warmup}:", "", slopes.to_markdown(index=False), ""]
         parts.append(slopes.to_html(index=False))
     if png:
-        (run_dir / PLOT_NAME).write_bytes(png)
+        write_atomic(run_dir / PLOT_NAME, png)
         markdown.append(f"![Memory over time]({PLOT_NAME})")
         parts.append(
             f'<figure><img alt="Memory over time" src="data:image/png;base64,'

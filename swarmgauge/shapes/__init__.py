@@ -2,7 +2,7 @@
 
 Import the one shape you want into your locustfile (Locust runs every shape class it finds there)::
 
-    from swarmgauge.shapes import PlanShape          # --plan shapes/plans/demarkus-reads.yaml, or --steps 1,4,16 --step-time 30s
+    from swarmgauge.shapes import PlanShape          # --plan demarkus-reads (bundled) or a file, or --steps 1,4,16 --step-time 30s
 
 or subclass one with class attributes::
 
@@ -131,7 +131,7 @@ def _add_options(parser: Any) -> None:
     def option(flag: str, text: str, **kwargs: Any) -> None:
         add_option(parser, flag, type=str, default=None, include_in_web_ui=True, help=text, **kwargs)
 
-    option("--plan", "Stage plan YAML file (or the name of one in shapes/plans/)")
+    option("--plan", "Stage plan YAML file (or the name of a bundled one, swarmgauge/plans/)")
     option("--steps", "User steps for a step ramp, e.g. 1,4,16,64")
     option("--step-time", "Hold per step, e.g. 30s or 2m")
     option("--warmup", "Start of each step left out of its statistics, e.g. 5s")

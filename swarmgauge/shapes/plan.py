@@ -1,7 +1,8 @@
 """Stage plans: what a shape runs, from a YAML file or from options, validated before any user spawns.
 
 A plan is a list of :class:`Stage` built from one of the kinds below; every kind expands to stages, so the shape
-that runs it is the same. YAML keys (``shapes/plans/*.yaml`` are examples)::
+that runs it is the same. The keys are declared in :mod:`swarmgauge.shapes.plan_schema` (with the JSON Schema
+``docs/reference/plan.schema.json``); YAML keys (``swarmgauge/plans/*.yaml`` are examples)::
 
     name: demarkus-reads
     kind: step_ramp            # step_ramp | soak | arrival_rate | burst | churn | stages
@@ -25,49 +26,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, cast
 
+from swarmgauge import plans
 from swarmgauge.core.durations import UNTIL_STOPPED, parse_duration
 from swarmgauge.errors import UsageError
+from swarmgauge.shapes.plan_schema import KINDS, PLAN_KEYS, STAGE_KEYS
 
-KINDS = ("step_ramp", "soak", "arrival_rate", "burst", "churn", "stages")
 DEFAULT_MAX_USERS = 100
 DEFAULT_DROP_AFTER = 1.0
 MAX_USERS = 100_000  # per stage and process group: past this a typo (1e9) would only exhaust the generator's memory
 MAX_RATE = 1_000_000.0
-_TOP_KEYS = {
-    "name",
-    "description",
-    "kind",
-    "shape",
-    "steps",
-    "step_time",
-    "warmup",
-    "rate",
-    "rates",
-    "duration",
-    "max_users",
-    "drop_after",
-    "users",
-    "user_classes",
-    "slos",
-    "stages",
-    "spawn_rate",
-    "reference",
-}
-_STAGE_KEYS = {
-    "label",
-    "users",
-    "rate",
-    "rate_end",
-    "duration",
-    "warmup",
-    "max_users",
-    "drop_after",
-    "spawn_rate",
-    "user_classes",
-}
+_TOP_KEYS = set(PLAN_KEYS)  # declared with their meanings and schema in shapes/plan_schema.py
+_STAGE_KEYS = set(STAGE_KEYS)
 
 
 def parse_number(value: Any, what: str, *, integer: bool = False, positive: bool = False) -> float:
@@ -313,21 +286,18 @@ def _not_mapping(raw: Any, where: str) -> dict[str, Any]:
     raise UsageError(f"{where}: each stage must be a mapping, got {raw!r}")
 
 
-BUNDLED_PLANS = Path(__file__).parent / "plans"
-
-
 def bundled_plan_names() -> list[str]:
-    """The plans ``--plan NAME`` finds without a path (``shapes/plans/*.yaml``)."""
-    return sorted(path.stem for path in BUNDLED_PLANS.glob("*.yaml"))
+    """The plans ``--plan NAME`` finds without a path (``swarmgauge/plans/*.yaml``, package data)."""
+    return plans.names()
 
 
 def read_plan_doc(path: str | Path) -> tuple[Any, str]:
     """A plan file's YAML document (not yet checked) and the file it was read from, a path or a bundled plan's name."""
     import yaml
 
-    file = Path(path)
+    file: Path | Traversable = Path(path)
     if not file.is_file():
-        bundled = BUNDLED_PLANS / (file.name if file.suffix else f"{file.name}.yaml")
+        bundled = plans.bundled(Path(path).name)
         if not bundled.is_file():
             raise UsageError(
                 f"plan file {str(path)!r} not found; give a YAML file's path or one of the bundled plans: "

@@ -13,7 +13,9 @@ small deterministic corpus. Two fault modes reproduce the bugs on the 2dph PERF 
   (``--model-load-ms 1429 --search-ms 6``); a scaled run keeps the ratio (``--model-load-ms 143 --search-ms 0.6``);
 * ``--pool-exhaustion N`` leaves each search's query result unclosed; once N are pinned, every backend route
   answers 502 (the buffer-pool-full error) until restart. ``/health`` stays 200, as in the real API where it
-  never touches the database.
+  never touches the database;
+* ``--zombies-per-search N`` is the page's zombie ``[serve]`` subprocesses: each search starts a child never waited
+  for, up to N (``targets/brain_zombies.py``).
 
 It also serves ``/metrics`` (Prometheus text: process RSS, searches, pinned results) for the sampler's ``prom:``
 source; the real API has no such route. Prints ``ready http://HOST:PORT`` once it accepts connections.
@@ -36,6 +38,8 @@ from typing import cast
 from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CollectorRegistry, Gauge, ProcessCollector, generate_latest
+
+from swarmgauge.targets.brain_zombies import ZombieSpawner, count_zombies
 
 PROTOCOL_VERSION = "2024-11-05"
 POOL_FULL = "Buffer manager exception: Unable to allocate memory! The buffer pool is full and no memory could be freed!"
@@ -136,6 +140,7 @@ class Brain:
         leak_per_search_kb: int = 0,
         pool_exhaustion: int = 0,
         model_load_ms: float = 0.0,
+        zombies_per_search: int = 0,
     ) -> None:
         self.leafs = build_corpus(corpus_size)
         self.by_id = {leaf["id"]: leaf for leaf in self.leafs}
@@ -146,6 +151,7 @@ class Brain:
         self.model_load_s = max(0.0, model_load_ms) / 1000.0
         self.model_loads = 0
         self.model_loaded = False
+        self.zombies = ZombieSpawner(zombies_per_search)
         self.retained: list[bytearray] = []
         self.pinned_results = 0
         self.searches = 0
@@ -202,6 +208,7 @@ class Brain:
             raise ApiError(400, "as_of must be YYYY-MM-DD")
         self._backend()
         self._embed()
+        self.zombies.spawn()
         if self.search_s:
             time.sleep(self.search_s)  # the embedding + index round trip
         terms = set(re.findall(r"\w+", query.lower()))
@@ -260,6 +267,7 @@ class Brain:
             "pinned_results": self.pinned_results,
             "retained_bytes": len(self.retained) * self.leak_bytes,
             "model_loads": self.model_loads,
+            "zombie_children": count_zombies(),
         }
 
     def audit(self, _params=None) -> dict:
@@ -366,6 +374,9 @@ def metrics_registry(brain: Brain) -> CollectorRegistry:
         lambda: brain.pinned_results
     )
     Gauge("brain_model_loads", "Embedding model loads.", registry=registry).set_function(lambda: brain.model_loads)
+    Gauge("brain_zombie_children", "Children exited and never waited for.", registry=registry).set_function(
+        count_zombies
+    )
     return registry
 
 
@@ -478,6 +489,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="after N unclosed search results every backend route answers 502 until restart",
     )
+    p.add_argument(
+        "--zombies-per-search",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the zombie bug: each search starts a child never waited for, up to N (page: about 20)",
+    )
     p.add_argument("--pidfile", help="write the pid here (for the sampler's psutil:pidfile=)")
     return p
 
@@ -494,6 +512,7 @@ def main(argv: list[str]) -> int:
         leak_per_search_kb=args.leak_per_search,
         pool_exhaustion=args.pool_exhaustion,
         model_load_ms=args.model_load_ms,
+        zombies_per_search=args.zombies_per_search,
     )
     try:
         server = serve(brain, args.host, args.port)

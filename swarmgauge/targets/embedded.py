@@ -95,9 +95,15 @@ def _on_quitting(_environment: Any) -> None:
 atexit.register(stop_embedded)
 
 
+BRAIN_GAUGES = ("brain_model_loads", "brain_zombie_children", "brain_pinned_results", "brain_searches")
+
+
 def start_embedded_brain(environment: Environment) -> None:
     """With no ``--host``: start the brain stand-in (``--brain-embedded-args``) and sample its RSS by pid."""
     extra = shlex.split(getattr(run_context.options(environment), "brain_embedded_args", "") or "")
     target = start_embedded(environment, "brain", ["--port", "0", *extra], describe="2dph brain stand-in")
     if target is not None:
         hooks.add_sample_source(environment, f"psutil:pid={target.pid}")
+        # the page's counts beside the memory: model loads (one per process after the fix), zombie children,
+        # unclosed results (the buffer pool)
+        hooks.add_sample_source(environment, f"prom:{target.url}/metrics#{','.join(BRAIN_GAUGES)}")

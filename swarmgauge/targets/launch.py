@@ -15,12 +15,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import IO, cast
 
 from swarmgauge.errors import SwarmgaugeError
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class TargetStartError(SwarmgaugeError):
@@ -109,9 +106,9 @@ def die_with_parent(parent_pid: int) -> Callable[[], None]:
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for a child that must import this checkout (also when it is not pip-installed)."""
+    """The environment for a child of ours: this one plus ``extra``, unbuffered. The child runs this interpreter, so
+    it imports the same installed swarmgauge (a wheel or an editable install): no path of ours is added."""
     env = {**os.environ, **(extra or {})}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 
@@ -135,7 +132,6 @@ def launch_target(
         stdout=subprocess.PIPE,
         stderr=log,
         env=child_env(env),
-        cwd=str(REPO_ROOT),
         preexec_fn=die_with_parent(os.getpid()),
     )
     stdout = cast(IO[bytes], process.stdout)  # stdout=PIPE: never None

@@ -113,6 +113,10 @@ class PostgresCluster:
         assert self.root is not None
         return self.root / "data"
 
+    def sample_spec(self) -> str:
+        """The resource sampler's source for this cluster: its postmaster by data directory, backends summed in."""
+        return f"psutil:match=-D {re.escape(str(self.data_dir))}( |$)"
+
     def _pg(self, tool: str, *args: str, timeout: float) -> subprocess.CompletedProcess:
         kwargs: dict = {}
         if self._run_as is not None:

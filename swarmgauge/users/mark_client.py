@@ -20,10 +20,10 @@ import gevent.lock
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.protocols.mark import SUCCESS_STATUSES, MarkParseError, Response, encode_request, parse_response
-from swarmgauge.quic_engine import DEFAULT_ENGINE
+from swarmgauge.quic.driver import DEFAULT_MAX_STREAMS, QuicDriver, QuicError, QuicStats, client_configuration
+from swarmgauge.quic.engine import DEFAULT_ENGINE
+from swarmgauge.quic.transport import TransportFactory
 from swarmgauge.users.backoff import Backoff
-from swarmgauge.users.quic import DEFAULT_MAX_STREAMS, QuicDriver, QuicError, QuicStats, client_configuration
-from swarmgauge.users.quic_transport import TransportFactory
 
 log = logging.getLogger(__name__)
 

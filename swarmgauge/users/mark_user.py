@@ -27,10 +27,10 @@ from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols.mark import Response
-from swarmgauge.quic_engine import DEFAULT_ENGINE, ENGINES
+from swarmgauge.quic.driver import QuicError, QuicStats
+from swarmgauge.quic.engine import DEFAULT_ENGINE, ENGINES
 from swarmgauge.users import option_checks  # noqa: F401 - range-checks the options at init
 from swarmgauge.users.mark_client import CONNECTION_MODES, MarkClient, MarkError
-from swarmgauge.users.quic import QuicError, QuicStats
 from swarmgauge.users.recording import fire, measure
 
 log = logging.getLogger(__name__)

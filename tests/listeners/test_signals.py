@@ -23,7 +23,8 @@ from locust.runners import STATE_INIT, STATE_RUNNING, STATE_STOPPED
 from swarmgauge.listeners import lifecycle, signals
 from swarmgauge.listeners.signals import StopOnSignal
 from swarmgauge.run_folders import resolve
-from swarmgauge.targets.launch import REPO_ROOT, child_env, stop_processes
+from swarmgauge.targets.launch import child_env, stop_processes
+from tests import REPO_ROOT
 from tests.listeners.sim_run import ROOT, free_port, locust_command, read_steps, sim_target
 from tests.listeners.webui_harness import wait_until, web_locust
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from swarmgauge.quic_engine import ENGINES
-from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
+from swarmgauge.quic.engine import ENGINES
+from swarmgauge.targets.launch import child_env, launch_target
+from tests import REPO_ROOT
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 

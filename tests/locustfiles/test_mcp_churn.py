@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from swarmgauge.run_folders import resolve
-from swarmgauge.targets.launch import REPO_ROOT, child_env
+from swarmgauge.targets.launch import child_env
+from tests import REPO_ROOT
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from swarmgauge.run_folders import resolve
-from swarmgauge.targets.launch import REPO_ROOT, child_env
+from swarmgauge.targets.launch import child_env
+from tests import REPO_ROOT
 
 pytestmark = pytest.mark.timeout(150)
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from swarmgauge.run_folders import resolve
-from swarmgauge.targets.launch import REPO_ROOT, child_env
+from swarmgauge.targets.launch import child_env
+from tests import REPO_ROOT
 
 LOCUSTFILE = REPO_ROOT / "locustfiles" / "mdk_fleet.py"
 BURST = 3000  # 1,000 submits/s for 3 s

@@ -86,7 +86,7 @@ def _sets_field(cls: type, attribute: str) -> bool:
 
 def test_qh3_faster_tls_is_what_its_functions_compute():
     """The replacements equal qh3's own HKDF (the block helpers are compared in test_quic_qh3_patches.py)."""
-    from swarmgauge import quic_qh3_patches
+    from swarmgauge.quic import qh3_patches as quic_qh3_patches
 
     quic_qh3_patches.faster_tls()
     original = quic_qh3_patches.QH3_ORIGINALS["hkdf_expand_label"]

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from swarmgauge.compare_cli import main
+from swarmgauge.cli.compare import main
 from swarmgauge.reports.compare import CompareError, Side, compare, parse_tolerance
 from swarmgauge.reports.compare_stats import MIN_SECONDS, compare_samples, mann_whitney_p
 from tests.listeners.sim_run import ROOT, run_local, sim_target

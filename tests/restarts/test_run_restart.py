@@ -23,9 +23,10 @@ import pytest
 
 from swarmgauge.run_folders import resolve
 from swarmgauge.targets.kneo import KneoService
-from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
+from swarmgauge.targets.launch import child_env, launch_target
 from swarmgauge.targets.mcp_gateway import launch
 from swarmgauge.targets.mdk.stack import MDKStack
+from tests import REPO_ROOT
 from tests.thirdparty.servers import free_port
 from tests.users.test_mark_user import free_udp_port
 

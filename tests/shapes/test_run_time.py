@@ -14,7 +14,8 @@ from swarmgauge.core import hooks
 from swarmgauge.run_folders import resolve
 from swarmgauge.shapes import PlanShape
 from swarmgauge.shapes.plan import build_plan
-from swarmgauge.targets.launch import REPO_ROOT, child_env
+from swarmgauge.targets.launch import child_env
+from tests import REPO_ROOT
 
 
 def _shape(run_time: float | None) -> PlanShape:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from swarmgauge.run_folders import resolve
-from swarmgauge.targets.launch import REPO_ROOT
+from tests import REPO_ROOT
 from tests.listeners.sim_run import run_distributed, sim_target
 
 HEAVY = ("pandas", "numpy", "matplotlib")

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from swarmgauge.run_folders import resolve
-from swarmgauge.targets.launch import REPO_ROOT, launch_target
+from swarmgauge.targets.launch import launch_target
+from tests import REPO_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

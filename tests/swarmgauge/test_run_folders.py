@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
-from swarmgauge.run_folders import LATEST, new_run_folder, resolve
+from swarmgauge.run_folders import LATEST, is_inside, new_run_folder, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,3 +45,20 @@ def test_swarmgauge_report_renders_the_latest_run_of_a_parent(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert (newer / "report.md").exists() and not (older / "report.md").exists()
     assert not (tmp_path / "report.md").exists()
+
+
+def test_a_run_folder_is_0700_and_its_parent_keeps_the_umask(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        run = new_run_folder(tmp_path / "runs")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(run.stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "runs").stat().st_mode) == 0o755
+
+
+def test_is_inside_follows_the_latest_link(tmp_path):
+    run = new_run_folder(tmp_path / "runs")
+    assert is_inside(tmp_path / "runs" / LATEST / "steps.csv", tmp_path / "runs")
+    assert is_inside(run, tmp_path / "runs")
+    assert not is_inside(tmp_path / "runs-other" / "x.csv", tmp_path / "runs")

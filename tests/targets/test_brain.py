@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import psutil
 import pytest
 import requests
@@ -82,7 +84,8 @@ def test_refuses_non_loopback_and_names_itself_a_stand_in():
     import subprocess
     import sys
 
-    from swarmgauge.targets.launch import REPO_ROOT, child_env
+    from swarmgauge.targets.launch import child_env
+    from tests import REPO_ROOT
 
     shown = subprocess.run(
         [sys.executable, "-m", "swarmgauge.cli", "target", "brain", "--help"],
@@ -112,3 +115,17 @@ def test_a_negative_model_load_time_is_no_load_time():
     standin = Brain(model_load_ms=-1, search_ms=0)
     standin.search({"q": "heap"})
     assert standin.model_loads == 0 and standin.model_load_s == 0.0
+
+
+def test_the_zombie_fault_leaves_children_unreaped_up_to_its_limit_and_the_fix_leaves_none(brain):
+    zombie = brain("--zombies-per-search", "3", "--search-ms", "0").url
+    fixed = brain("--search-ms", "0").url
+    for url in (zombie, fixed):
+        for _ in range(5):
+            assert requests.get(url + "/search", params={"q": "heap"}, timeout=10).status_code == 200
+    deadline = time.monotonic() + 10  # the last child may still be exiting
+    while requests.get(zombie + "/stats", timeout=5).json()["zombie_children"] < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert requests.get(zombie + "/stats", timeout=5).json()["zombie_children"] == 3  # the kernel's count, capped
+    assert "brain_zombie_children 3.0" in requests.get(zombie + "/metrics", timeout=5).text
+    assert requests.get(fixed + "/stats", timeout=5).json()["zombie_children"] == 0

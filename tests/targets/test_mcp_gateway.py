@@ -17,11 +17,12 @@ pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 monkey.patch_all()
 
 from swarmgauge.protocols import mcp as proto  # noqa: E402
-from swarmgauge.targets.launch import REPO_ROOT, child_env  # noqa: E402
+from swarmgauge.targets.launch import child_env  # noqa: E402
 from swarmgauge.targets.mark.seed import corpus  # noqa: E402
 from swarmgauge.targets.mcp_gateway import gateway_base_url, launch  # noqa: E402
 from swarmgauge.targets.mcp_gateway.mark_backend import MarkAddress, MarkBackendError, target_path  # noqa: E402
 from swarmgauge.users.mcp_client import MCPClient  # noqa: E402
+from tests import REPO_ROOT  # noqa: E402
 
 DOCS = {doc.path: doc for doc in corpus(300)}
 FIRST = "/corpus/quic/doc-0000.md"

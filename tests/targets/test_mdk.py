@@ -14,8 +14,9 @@ import uuid
 import pytest
 import requests
 
-from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
+from swarmgauge.targets.launch import child_env, launch_target
 from swarmgauge.targets.mdk.stack import MDKStack
+from tests import REPO_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 SET_NORMAL = {"action": "setPowerMode", "params": {"mode": "normal"}}

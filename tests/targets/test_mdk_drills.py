@@ -10,7 +10,8 @@ import sys
 import pytest
 import requests
 
-from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
+from swarmgauge.targets.launch import child_env, launch_target
+from tests import REPO_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 CACHE_S = 2

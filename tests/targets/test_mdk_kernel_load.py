@@ -11,10 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from swarmgauge.targets.launch import REPO_ROOT, child_env
+from swarmgauge.targets.launch import child_env
 from swarmgauge.targets.mdk.common import StackPlan, WorkerPlan
 from swarmgauge.targets.mdk.kernel import Kernel
 from swarmgauge.targets.mdk.stack import MDKStack
+from tests import REPO_ROOT
 
 SET_NORMAL = {"action": "setPowerMode", "params": {"mode": "normal"}}
 

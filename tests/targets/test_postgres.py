@@ -111,3 +111,12 @@ def test_cli_with_bad_bindir_says_so_in_one_line(tmp_path):
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "no PostgreSQL binaries" in lines[0]
+
+
+def test_the_sample_spec_finds_the_clusters_postmaster_and_sums_its_backends(cluster):
+    from swarmgauge.listeners.sources import parse_source
+
+    with psycopg.connect(cluster.dsn) as conn:  # one backend open while sampled
+        readings = {r.metric: r.value for r in parse_source(cluster.sample_spec()).sample()}
+        conn.execute("SELECT 1")
+    assert readings["rss_bytes"] > 0 and readings["processes"] >= 2  # the postmaster and at least one child

@@ -12,7 +12,8 @@ import gevent
 import pytest
 
 from swarmgauge.run_folders import resolve
-from swarmgauge.targets.launch import REPO_ROOT, child_env
+from swarmgauge.targets.launch import child_env
+from tests import REPO_ROOT
 from tests.locustfiles.test_mcp_churn import read_csv
 from tests.thirdparty import servers
 

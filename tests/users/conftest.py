@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from swarmgauge.quic_engine import ENGINES
+from swarmgauge.quic.engine import ENGINES
 
 
 @pytest.fixture(scope="module", params=ENGINES)

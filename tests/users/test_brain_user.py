@@ -11,9 +11,10 @@ import pytest
 from locust.env import Environment
 
 from swarmgauge.errors import UsageError
-from swarmgauge.targets.launch import REPO_ROOT, child_env
+from swarmgauge.targets.launch import child_env
 from swarmgauge.users.brain_client import BackendError, MalformedAnswer, PoolExhausted, classify
 from swarmgauge.users.brain_user import BrainUser, gates, parse_mix
+from tests import REPO_ROOT
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 

@@ -10,6 +10,15 @@ import pytest
 
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols.mark import Response, encode_response
+from swarmgauge.quic.driver import (
+    ALPNMismatch,
+    ConnectionLost,
+    RequestTimeout,
+    ResponseTooLarge,
+    StreamReset,
+    TLSVerificationFailed,
+)
+from swarmgauge.quic.transport import MemoryPair
 from swarmgauge.users.mark_client import (
     Archived,
     BadRequest,
@@ -25,16 +34,7 @@ from swarmgauge.users.mark_client import (
     ServerError,
     raise_for_status,
 )
-from swarmgauge.users.quic import (
-    ALPNMismatch,
-    ConnectionLost,
-    RequestTimeout,
-    ResponseTooLarge,
-    StreamReset,
-    TLSVerificationFailed,
-)
-from swarmgauge.users.quic_transport import MemoryPair
-from tests.users.misbehaving_quic import MisbehavingQuicServer
+from tests.quic.misbehaving_quic import MisbehavingQuicServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 TOKEN = "sekrit-token-5f3a"

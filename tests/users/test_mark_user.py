@@ -11,10 +11,10 @@ import pytest
 from locust import task
 from locust.env import Environment
 
+from swarmgauge.quic.driver import QuicError
 from swarmgauge.targets.launch import launch_target
 from swarmgauge.users.mark_client import MarkUnauthorized, NotFound
 from swarmgauge.users.mark_user import MarkUser
-from swarmgauge.users.quic import QuicError
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -229,7 +229,7 @@ def test_users_on_one_shared_connection_are_isolated_from_each_others_stream_err
     finish, and the connection is not replaced."""
     import gevent
 
-    from tests.users.misbehaving_quic import MisbehavingQuicServer
+    from tests.quic.misbehaving_quic import MisbehavingQuicServer
 
     server = MisbehavingQuicServer(quic_engine=quic_engine, slow_seconds=0.8).start()
     users = [user_on(server.url, recorded, mark_connection="shared", mark_timeout=1.0) for _ in range(3)]
@@ -261,7 +261,8 @@ def test_a_headless_reads_run_on_the_engine_against_the_embedded_target(tmp_path
     import subprocess
     import sys
 
-    from swarmgauge.targets.launch import REPO_ROOT, child_env
+    from swarmgauge.targets.launch import child_env
+    from tests import REPO_ROOT
 
     command = [
         sys.executable,

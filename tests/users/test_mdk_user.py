@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from locust.event import Events
 
-from swarmgauge.targets.launch import REPO_ROOT, child_env, launch_target
+from swarmgauge.targets.launch import child_env, launch_target
 from swarmgauge.users import mdk_client, mdk_user
+from tests import REPO_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 DEVICES = ["ok-1", "junk-1", "gone-1", "hang-1", "null-1", "err-1"]

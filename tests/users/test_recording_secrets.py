@@ -111,7 +111,7 @@ def test_a_server_echoing_the_token_leaves_no_trace_of_it_and_every_file_is_priv
     for path in files:
         assert TOKEN.encode() not in path.read_bytes(), path
     _assert_private(files)
-    assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(resolve(run_dir).stat().st_mode) == 0o700  # the run's folder; --run-dir is the user's
 
 
 @pytest.mark.integration

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from swarmgauge.core.durations import DurationError, parse_duration
 from swarmgauge.errors import UsageError
-from swarmgauge.quic_engine import DEFAULT_SERVER_ENGINE, ENGINES
+from swarmgauge.quic.engine import DEFAULT_SERVER_ENGINE, ENGINES
 from swarmgauge.targets.mark import seed
 from swarmgauge.targets.mark.auth import TokenStore, parse_tokens_toml, publish_token
 from swarmgauge.targets.mark.backend import BackendKnobs, SimulatedBackend

@@ -4,7 +4,7 @@ What the Go server does around its handler lives here: read each stream to FIN b
 from the stream's first byte, at most ``max_streams`` concurrent streams per connection (credited back as streams
 finish, as quic-go does), no unidirectional streams, the per-IP rate limit that waits for a token, the simulated
 backend, and a 30 s idle timeout. The request logic itself is the sans-IO :class:`targets.mark.handler.Handler`.
-The QUIC library is ``ServerSettings.quic_engine`` (``--quic-engine``), reached only through ``swarmgauge.quic_engine``.
+The QUIC library is ``ServerSettings.quic_engine`` (``--quic-engine``), reached only through ``swarmgauge.quic.engine``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from swarmgauge.protocols.mark import MAX_PAYLOAD, MAX_REQUEST_LINE, encode_response, error_response
-from swarmgauge.quic_engine import DEFAULT_SERVER_ENGINE, QuicEngine, engine
+from swarmgauge.quic.engine import DEFAULT_SERVER_ENGINE, QuicEngine, engine
 from swarmgauge.targets.mark.backend import BackendTimeout, SimulatedBackend
 from swarmgauge.targets.mark.handler import READ_VERBS, WRITE_VERBS, Handler
 from swarmgauge.targets.mark.pacing import PerClientLimiter

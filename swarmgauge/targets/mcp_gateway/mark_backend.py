@@ -19,7 +19,7 @@ from aioquic.quic.configuration import QuicConfiguration
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.protocols import mark
-from swarmgauge.quic_engine import engine_of
+from swarmgauge.quic.engine import engine_of
 
 MAX_IN_FLIGHT = 10
 

@@ -18,11 +18,9 @@ import time
 import uuid
 from pathlib import Path
 
-import swarmgauge.targets.mdk as mdk_package
 from swarmgauge.targets.mdk import rpc
 from swarmgauge.targets.mdk.common import HOST, READY_MARK, StackError, StackPlan, WorkerPlan, log_path, pid_path
 
-REPO_ROOT = Path(mdk_package.__file__).resolve().parents[3]
 STOP_GRACE_S = 2.0
 START_ATTEMPTS = 3
 
@@ -112,15 +110,12 @@ class MDKStack:
         path = log_path(self.root, component)
         path.parent.mkdir(parents=True, exist_ok=True)
         offset = path.stat().st_size if path.exists() else 0
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
         with open(path, "ab") as log:
             child = subprocess.Popen(
                 [sys.executable, "-m", "swarmgauge.targets.mdk.process", component, "--root", str(self.root)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=env,
-                cwd=str(REPO_ROOT),
                 start_new_session=True,
             )
         self._children.append(child)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from swarmgauge.quic_engine import ENGINES
+from swarmgauge.quic.engine import ENGINES
 from swarmgauge.targets.launch import launch_target
 from swarmgauge.targets.mark.auth import hash_token
 from swarmgauge.users.mark_client import MarkClient

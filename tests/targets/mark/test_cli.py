@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from swarmgauge.targets.launch import REPO_ROOT, TargetStartError, child_env, launch_target
+from swarmgauge.targets.launch import TargetStartError, child_env, launch_target
+from tests import REPO_ROOT
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 

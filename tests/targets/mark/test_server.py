@@ -6,8 +6,8 @@ import gevent
 import pytest
 
 from swarmgauge.protocols.mark import encode_request, parse_response
+from swarmgauge.quic.driver import QuicDriver, client_configuration
 from swarmgauge.users.mark_client import parse_mark_url
-from swarmgauge.users.quic import QuicDriver, client_configuration
 from tests.targets.mark.conftest import WRITE_TOKEN, write_tokens_toml
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
@@ -128,7 +128,7 @@ def test_rate_limit_waits_then_answers_rate_limited(start_mark, quic_engine):
 def test_each_answer_carries_the_ack_of_its_request(server, quic_engine):
     """As quic-go's delayed ACK: back to back, the server sends one datagram per request (the answer, with the ACK
     in it), not an ACK alone first (qh3 acknowledges a FIN at once, before an answer made later would be sent)."""
-    from swarmgauge.users.quic_transport import UdpTransport
+    from swarmgauge.quic.transport import UdpTransport
 
     received = [0]
 

@@ -9,8 +9,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from swarmgauge.quic.driver import TLSVerificationFailed
 from swarmgauge.targets.mark.tls import dev_certificate
-from swarmgauge.users.quic import TLSVerificationFailed
 
 
 def test_the_dev_certificate_has_the_fields_of_demarkus_generate_dev_config():

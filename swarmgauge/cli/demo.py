@@ -1,0 +1,254 @@
+"""``swarmgauge demo``: the reference pages reproduced on embedded targets, one command.
+
+With no page, the quick default: the demarkus reads ramp (``locustfiles/demarkus_reads.py``, ``FetchUser``) over real
+QUIC against the embedded Mark server with its bottleneck simulation (two 10 ms bucket round trips per read, 160
+reads/s of capacity), so the knee at about 160 req/s shows beside the page's figures in about a minute.
+
+``swarmgauge demo --all`` or ``swarmgauge demo PAGE...`` runs each page's workloads (``swarmgauge/cli/demo_pages.py``)
+as headless Locust subprocesses, each into its own run folder under one demo folder, one progress line each (its
+time, its exit against the one it declares, the demo's elapsed time and an estimate of what is left), then
+writes the index (``report.md``, ``report.html``: ``reports/index.py``) into the demo folder. A page that cannot run
+here says why and the others go on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from swarmgauge.cli.demo_pages import BUILDERS, Page, Workload, pages, reads_workload
+from swarmgauge.cli.demo_progress import Progress
+
+#: start-up, teardown and the run's own report come on top of a workload's planned load time
+OVERHEAD_S = 240.0
+MANIFEST = "demo.json"
+
+
+class DemoUsageError(ValueError):
+    """A bad ``demo`` argument: one line, exit 2."""
+
+
+def _positive(text: str, option: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 100:
+        raise DemoUsageError(f"{option} {text!r}: must be a number above 0 (at most 100)")
+    return value
+
+
+def _non_negative(text: str, option: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        raise DemoUsageError(f"{option} {text!r}: must be a number of seconds from 0 (at most 3600)")
+    return value
+
+
+def _steps(text: str) -> list[int]:
+    try:
+        users = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        users = []
+    if not users or min(users) < 1:
+        raise DemoUsageError(f"--steps {text!r}: must be whole numbers of users, comma separated (1,4,16)")
+    return users
+
+
+def locust_command(workload: Workload, locustfile: Path, plan_path: Path | None, run_dir: Path) -> list[str]:
+    """The headless Locust run of one workload (``locustfile``: its scenario as a file) into its own ``--run-dir``."""
+    plan = ["--plan", str(plan_path)] if plan_path else []
+    return [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(locustfile),
+        *workload.options,
+        "--headless",
+        *plan,
+        "--run-dir",
+        str(run_dir),
+        "--csv",
+        str(run_dir / "locust"),
+        "--only-summary",
+    ]
+
+
+def run_workload(workload: Workload, run_dir: Path, log: Path | None) -> int:
+    """One Locust subprocess in its own session, bounded by the plan's time plus start-up; its exit code.
+
+    The scenario is package data of ``swarmgauge.locustfiles`` (the top-level ``locustfiles/`` of a clone, shipped
+    in the package), so it runs wherever swarmgauge is installed. The run's own folder is Locust's working directory:
+    a ``locust.conf`` or ``pyproject.toml`` where the demo was started does not change the pages' runs.
+    """
+    from importlib import resources
+
+    import yaml
+
+    from swarmgauge.targets.launch import child_env
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    plan_path = run_dir / "plan.yaml" if workload.plan is not None else None
+    if plan_path:
+        plan_path.write_text(yaml.safe_dump(workload.plan, sort_keys=False), encoding="utf-8")
+    scenario = resources.files("swarmgauge.locustfiles") / workload.locustfile
+    output = open(log, "w", encoding="utf-8") if log else None
+    try:
+        with resources.as_file(scenario) as locustfile:
+            command = locust_command(workload, locustfile, plan_path, run_dir)
+            process = subprocess.Popen(
+                command, cwd=run_dir, env=child_env(), stdout=output, stderr=output, start_new_session=True
+            )
+            try:
+                return process.wait(timeout=workload.planned_seconds() + OVERHEAD_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=30)
+                return -1
+    finally:
+        if output:
+            output.close()
+
+
+def gather_into_run_folder(run_dir: Path) -> Path:
+    """Move what the demo itself put beside the run folders (Locust's ``--csv`` tables; the plan is copied) into the
+    run's own folder, so the folder holds the whole run and a rerun overwrites nothing of it; returns that folder.
+
+    The listeners write their own final, redacted ``locust_stats.csv`` and friends there: a copy the folder has
+    already is the same table and is dropped; what it lacks (the stats history, the plan) moves in."""
+    from swarmgauge.run_folders import resolve
+
+    found = resolve(run_dir)
+    if found == run_dir or not found.is_dir():
+        return found
+    for path in [*run_dir.glob("locust_*.csv"), run_dir / "plan.yaml"]:
+        if not path.is_file():
+            continue
+        if path.name == "plan.yaml":
+            shutil.copyfile(path, found / path.name)  # the run's options name this path: it stays
+        elif (found / path.name).exists():
+            path.unlink()
+        else:
+            path.replace(found / path.name)
+    return found
+
+
+def _save(folder: Path, manifest: dict[str, Any]) -> None:
+    from swarmgauge.files import write_json
+
+    write_json(folder / MANIFEST, manifest)
+
+
+def run_pages(chosen: list[Page], parent: Path) -> int:
+    """Every workload of every runnable page, the manifest after each, then the index; 1 when a run left no folder."""
+    from swarmgauge.reports.index import write_index
+    from swarmgauge.reports.index_grades import exit_state
+    from swarmgauge.run_folders import new_run_folder
+
+    folder = new_run_folder(parent)
+    manifest: dict[str, Any] = {"started_at": time.time(), "machine": {"cpus": os.cpu_count()}, "pages": []}
+    todo: list[tuple[Page, Workload, dict[str, Any]]] = []
+    for page in chosen:
+        reason = page.unavailable()
+        entry: dict[str, Any] = {"name": page.name, "title": page.title, "reference": page.reference, "skipped": reason}
+        entry["workloads"] = [
+            {"name": w.name, "what": w.what, "folder": f"{page.name}/{w.name}", "expected_exit": w.expected_exit}
+            for w in page.workloads
+        ]
+        manifest["pages"].append(entry)
+        if reason:
+            print(f"{page.name}: skipped, {reason}", flush=True)
+            continue
+        todo += [(page, w, entry["workloads"][i]) for i, w in enumerate(page.workloads)]
+    progress = Progress([w.planned_seconds() for _page, w, _entry in todo])
+    print(f"demo: {len(todo)} workloads, {progress.opening()}, into {folder}", flush=True)
+    _save(folder, manifest)
+    lost = 0
+    for number, (page, workload, entry) in enumerate(todo, start=1):
+        run_dir = folder / entry["folder"]
+        print(progress.starting(number, f"{page.name}/{workload.name}", workload.what), end="", flush=True)
+        began = time.monotonic()
+        code = run_workload(workload, run_dir, run_dir.parent / f"{workload.name}.log")
+        entry["elapsed_s"] = round(time.monotonic() - began, 1)
+        entry["exit_code"] = code
+        entry["load_avg"] = round(os.getloadavg()[0], 1)
+        found = gather_into_run_folder(run_dir)
+        has_steps = (found / "steps.csv").is_file()
+        entry["run_folder"] = str(found.relative_to(folder)) if has_steps else None
+        lost += not has_steps
+        shown = found if has_steps else f"no run folder (see {run_dir.parent / (workload.name + '.log')})"
+        state = exit_state(code, workload.expected_exit)[1]
+        print(f" {entry['elapsed_s']:.0f} s, {state}: {shown}; {progress.finished(entry['elapsed_s'])}", flush=True)
+        _save(folder, manifest)
+    manifest["ended_at"] = time.time()
+    _save(folder, manifest)
+    paths = write_index(folder)
+    print(f"index: {paths[1]} ({paths[0].name}); {(manifest['ended_at'] - manifest['started_at']) / 60:.1f} min")
+    return 1 if lost else 0
+
+
+def quick(run_dir: Path, steps: list[int], step_time: float, warmup: float) -> int:
+    """The quick default: the reads ramp with the bottleneck simulation, its output on the console."""
+    workload = reads_workload(steps, step_time, warmup)
+    print(f"running: demarkus reads {','.join(map(str, steps))} users against the simulated ~160 req/s bucket")
+    code = run_workload(workload, run_dir, None)
+    found = gather_into_run_folder(run_dir)
+    print(f"results: {found} (steps.csv, run.json, slo.json, locust_*.csv, plan.yaml, report.md, report.html)")
+    return code
+
+
+def list_pages() -> str:
+    lines = []
+    for page in pages([]):
+        lines.append(f"{page.name:9} {page.title} ({page.reference})")
+        lines += [f"    {w.name:15} {w.what} ({w.planned_seconds():.0f} s)" for w in page.workloads]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="swarmgauge demo", description=__doc__.splitlines()[0])
+    parser.add_argument("pages", nargs="*", metavar="PAGE", help=f"reference pages to run: {', '.join(BUILDERS)}")
+    parser.add_argument("--all", action="store_true", help="run every page's workloads and write the index")
+    parser.add_argument("--list", action="store_true", help="print the pages and their workloads")
+    parser.add_argument("--run-dir", default="runs/demo", help="where the results go (default runs/demo)")
+    parser.add_argument("--scale", default="1", help="stretch (>1) or shrink (<1) every page's holds (default 1)")
+    parser.add_argument("--steps", default="1,4,16,64", help="quick default: users per step (default 1,4,16,64)")
+    parser.add_argument("--step-time", default="10", help="quick default: seconds per step (default 10)")
+    parser.add_argument("--warmup", default="2", help="quick default: seconds of each step left out of its statistics")
+    args = parser.parse_args(argv)
+    try:
+        unknown = [name for name in args.pages if name not in BUILDERS]
+        if unknown:
+            raise DemoUsageError(f"unknown page {unknown[0]!r}: choose from {', '.join(BUILDERS)} (or --all)")
+        if args.list:
+            print(list_pages())
+            return 0
+        run_dir = Path(args.run_dir).resolve()
+        if args.all or args.pages:
+            return run_pages(
+                pages([] if args.all else list(dict.fromkeys(args.pages)), _positive(args.scale, "--scale")), run_dir
+            )
+        return quick(
+            run_dir,
+            _steps(args.steps),
+            _positive(args.step_time, "--step-time"),
+            _non_negative(args.warmup, "--warmup"),
+        )
+    except DemoUsageError as exc:
+        print(f"swarmgauge demo: {exc}", file=sys.stderr)
+        return 2

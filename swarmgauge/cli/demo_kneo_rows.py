@@ -1,0 +1,127 @@
+"""The kneo-serv page's rows beyond its sync sweeps: the queue mode as its harness runs it, PostgreSQL against
+SQLite where the store is the bottleneck, the 0.5 s provider delay and the 1-hour soak (scaled).
+
+Every PostgreSQL here keeps fsync on, as the page's. ``scale`` shortens holds and the soak; the queue batch stays
+the page's 500 runs, since its p50 is half the batch's drain time and a smaller batch would change the figure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from swarmgauge.cli.demo_pages import Workload
+
+QUEUE_BATCH = 500  # the page's --total-runs 500
+QUEUE_DISPATCHERS = 8  # the page's queue row: concurrency 8, one worker per process
+#: time the dispatchers have to submit the whole batch at scale 1, and the least at any scale: 500 submits at ~35/s
+#: with fsync on here (a 5 s hold dispatched 177, 16 s at load 10 dispatched 405); the drain goes on after it, within
+#: --kneo-drain-timeout
+QUEUE_DISPATCH_S = 40.0
+QUEUE_DISPATCH_LEAST_S = 30.0
+PROVIDER_DELAY_S = 0.5
+DELAY_PROCESSES = 8  # one service process per concurrent run (see provider_delay)
+SOAK_PAGE_S = 3600.0
+SOAK_SECONDS_AT_SCALE_1 = 60.0  # 1 hour scaled to one minute: the RSS and thread trend, not the run count
+SOAK_WORKERS = 16  # the page's soak: 16 workers, multi-worker queue drain
+STORE_BOUND_PROCESSES = 2  # two service processes: kneo-serv's own CPU stops being the ceiling (2 cores here)
+#: every PostgreSQL of these rows, sampled each second (the CPU of each side per step)
+POSTGRES_FSYNC = ("--kneo-embedded-store", "postgres", "--kneo-embedded-fsync", "--sample-interval", "1")
+
+
+def _hold(seconds: float, scale: float, least: float = 3.0) -> str:
+    return f"{max(least, round(seconds * scale)):g}s"
+
+
+def _steps(name: str, steps: list[int], hold: float, scale: float, **more: Any) -> dict[str, Any]:
+    return {
+        "name": f"demo-kneo-{name}",
+        "kind": "step_ramp",
+        "steps": steps,
+        "step_time": _hold(hold, scale),
+        "warmup": _hold(2, scale, 1.0),
+        "slos": ["kneo_mismatches==0"],
+        **more,
+    }
+
+
+def queue_batch(scale: float) -> Workload:
+    """The page's queue mode: 8 dispatchers submit the whole batch, then one worker drains it (wait read from the
+    store), instead of 8 closed-loop submitters that never let more than 8 runs queue."""
+    plan = {
+        "name": "demo-kneo-queue-batch",
+        "description": f"{QUEUE_DISPATCHERS} dispatchers submit {QUEUE_BATCH} runs, then one worker drains them",
+        "kind": "soak",
+        "users": QUEUE_DISPATCHERS,
+        "duration": _hold(QUEUE_DISPATCH_S, scale, QUEUE_DISPATCH_LEAST_S),
+        "slos": ["kneo_mismatches==0"],
+    }
+    options = (*POSTGRES_FSYNC, "--kneo-mode", "batch", "--kneo-batch", str(QUEUE_BATCH))
+    return Workload(
+        "postgres-queue",
+        f"queue mode on PostgreSQL: {QUEUE_BATCH} runs dispatched, then drained by one worker",
+        "kneo_dispatch.py",
+        (*options, "--kneo-drain-timeout", "150"),
+        plan,
+    )
+
+
+def store_bound(scale: float) -> Workload:
+    """PostgreSQL with two service processes at 1 and 8 concurrent: where one process's CPU no longer caps the
+    runs, the store's write path is what the figure shows (beside SQLite's one writer, from ``sqlite-sync``)."""
+    options = (*POSTGRES_FSYNC, "--kneo-embedded-processes", str(STORE_BOUND_PROCESSES))
+    return Workload(
+        "postgres-x2-sync",
+        f"sync runs on PostgreSQL over {STORE_BOUND_PROCESSES} service processes, 1 and 8 concurrent",
+        "kneo_dispatch.py",
+        options,
+        _steps("postgres-x2-sync", [1, 8], 9, scale),
+    )
+
+
+def provider_delay(scale: float) -> Workload:
+    """8 concurrent sync runs, each waiting 0.5 s, over 8 service processes: kneo-serv 1.2.0 runs a sync run inside
+    its async route without leaving the event loop (``create_run`` calls ``run_from_spec``), so one process runs one
+    at a time (8 at once on one process: 1.8 runs/s, p50 4.4 s); the page's harness has a thread per run."""
+    options = (
+        *POSTGRES_FSYNC,
+        "--kneo-embedded-provider-delay",
+        f"{PROVIDER_DELAY_S:g}",
+        "--kneo-embedded-processes",
+        str(DELAY_PROCESSES),
+    )
+    return Workload(
+        "provider-delay",
+        f"sync runs on PostgreSQL, 8 concurrent over {DELAY_PROCESSES} processes, each waiting "
+        f"{PROVIDER_DELAY_S:g} s for its simulated provider",
+        "kneo_dispatch.py",
+        options,
+        _steps("provider-delay", [8], 12, scale),
+    )
+
+
+def soak(scale: float) -> Workload:
+    """The 1-hour soak shortened by ``scale`` (one minute at scale 1): queued runs drained by 16 workers, the
+    service's RSS, threads and backlog sampled throughout."""
+    seconds = max(15.0, SOAK_SECONDS_AT_SCALE_1 * scale)
+    plan = {
+        "name": "demo-kneo-soak",
+        "description": f"the page's 1-hour soak in {seconds:g} s: {SOAK_WORKERS} submitters, {SOAK_WORKERS} workers",
+        "kind": "soak",
+        "users": SOAK_WORKERS,
+        "duration": f"{seconds:g}s",
+        "warmup": _hold(3, scale, 1.0),
+        "slos": ["kneo_mismatches==0", "fail_ratio==0"],
+    }
+    options = (
+        *POSTGRES_FSYNC,
+        "--kneo-mode",
+        "queued",
+        "--kneo-embedded-workers",
+        str(SOAK_WORKERS),
+    )
+    return Workload("soak", f"the 1-hour soak scaled to {seconds:g} s", "kneo_dispatch.py", options, plan)
+
+
+def kneo_rows(scale: float) -> tuple[Workload, ...]:
+    """The workloads the page builder adds after its sync sweeps and backpressure."""
+    return (store_bound(scale), provider_delay(scale), soak(scale))

@@ -1,0 +1,307 @@
+"""The four reference pages as ``swarmgauge demo`` runs them: each page's workloads, scaled to a shared 2-core box.
+
+A workload is one headless Locust run of one of our locustfiles against its embedded target, with a plan written
+from the page's own bundled plan (``swarmgauge/plans/``) at shorter steps. ``scale`` stretches or shrinks every hold (the
+whole ``demo --all`` at scale 1 plans about 6 minutes of load; start-up and reports brought it to 11 on a shared
+2-core machine).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from swarmgauge import plans
+
+#: the embedded Mark server's bottleneck simulation: two bucket round trips of 10 ms, 160 reads/s of capacity
+MARK_BOTTLENECK = "--read-delay-ms 10 --reads-stat-head --backend-rps 160"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One Locust run of a page: its folder name under the page, locustfile, extra options and plan.
+
+    ``expected_exit`` is the exit code the run is meant to end with (a gate that must fail, a drill), so the index can
+    tell an expected non-zero exit from a broken run.
+    """
+
+    name: str
+    what: str
+    locustfile: str
+    options: tuple[str, ...]
+    plan: dict[str, Any] | None
+    expected_exit: int = 0
+
+    def planned_seconds(self) -> float:
+        """The load time the plan (or ``-t``) holds (start-up and the report are on top)."""
+        if self.plan is None:
+            return _seconds(self.options[self.options.index("-t") + 1])
+        stages = self.plan.get("stages")
+        if stages:
+            return sum(_seconds(stage["duration"]) for stage in stages)
+        if "steps" in self.plan:
+            return len(self.plan["steps"]) * _seconds(self.plan["step_time"])
+        return _seconds(self.plan["duration"])
+
+
+@dataclass(frozen=True)
+class Page:
+    """A reference page, the workloads that reproduce it, and why it cannot run here (``None`` when it can)."""
+
+    name: str
+    title: str
+    reference: str
+    workloads: tuple[Workload, ...]
+    unavailable: Callable[[], str | None] = field(default=lambda: None)
+
+
+def _seconds(text: Any) -> float:
+    value = str(text).strip()
+    if value.endswith("m"):
+        return float(value[:-1]) * 60
+    return float(value.rstrip("s"))
+
+
+def _scaled(seconds: float, scale: float, least: float = 1.0) -> str:
+    return f"{max(least, round(seconds * scale)):g}s"
+
+
+def _base(name: str) -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load(plans.bundled(name).read_text(encoding="utf-8"))
+
+
+def _ramp(base: str, steps: list[int], step_time: float, warmup: float, scale: float, **more: Any) -> dict[str, Any]:
+    """A page's step-ramp plan at the demo's steps and holds, keeping its SLOs and reference rows."""
+    plan = {**copy.deepcopy(_base(base)), **more}
+    plan.update(
+        name=f"demo-{base}",
+        kind="step_ramp",
+        steps=steps,
+        step_time=_scaled(step_time, scale),
+        warmup=_scaled(warmup, scale, 0.0),
+    )
+    return plan
+
+
+def reads_plan(steps: list[int], step_time: float, warmup: float, scale: float = 1.0) -> dict[str, Any]:
+    """The demarkus reads plan (pooled FETCH, with the page's figures) at the demo's steps."""
+    return _ramp("demarkus-reads", steps, step_time, warmup, scale)
+
+
+def reads_workload(steps: list[int], step_time: float, warmup: float, scale: float = 1.0) -> Workload:
+    return Workload(
+        "reads",
+        "QUIC FETCH, pooled, against the ~160 req/s simulated bucket",
+        "demarkus_reads.py",
+        ("FetchUser", "--mark-embedded-args", MARK_BOTTLENECK),
+        reads_plan(steps, step_time, warmup, scale),
+    )
+
+
+def _demarkus(scale: float) -> Page:
+    fresh = reads_plan([16], 14, 3, scale) | {"user_classes": ["FreshFetchUser"]}
+    fresh["reference"] = {
+        "page": "demarkus-kind-bench.md#reads (fresh connection per request)",
+        "rows": [{"name": "FETCH", "users": 16, "rps": 157, "p50_ms": 23, "p99_ms": 323}],
+    }
+    writes = {
+        "name": "demo-demarkus-writes",
+        "description": "one writer back to back against the 1.5 s commit pacing",
+        "kind": "soak",
+        "users": 1,
+        "duration": _scaled(24, scale),
+        "slos": ["fail_ratio==0"],
+    }
+    idle_ttl = max(4, round(12 * scale))
+    churn = {
+        "name": "demo-mcp-churn",
+        "description": f"5 new MCP sessions a second, never DELETEd, then idle past the {idle_ttl} s session TTL",
+        "kind": "stages",
+        "stages": [
+            {
+                "label": "churn",
+                "rate": 5,
+                "duration": _scaled(30, scale),
+                "max_users": 32,
+                "drop_after": "5s",
+                "user_classes": ["MCPChurnUser"],
+            },
+            {"label": "idle", "users": 0, "duration": _scaled(18, scale)},
+        ],
+        "slos": ["fail_ratio<0.01"],
+    }
+    return Page(
+        "demarkus",
+        "demarkus kind bench: reads, writes, MCP session churn",
+        "demarkus-kind-bench.md",
+        (
+            reads_workload([1, 4, 16, 64], 12, 3, scale),
+            Workload(
+                "fresh",
+                "QUIC FETCH, a fresh connection per request, 16 workers",
+                "demarkus_reads.py",
+                ("FreshFetchUser", "--mark-embedded-args", MARK_BOTTLENECK),
+                fresh,
+            ),
+            Workload(
+                "writes",
+                "PUBLISH back to back against 1.5 s commit pacing",
+                "demarkus_writes.py",
+                ("WriterUser", "--mark-embedded-args", "--commit-interval 1.5s"),
+                writes,
+            ),
+            Workload(
+                "churn",
+                "MCP session churn at 5/s with a short idle TTL",
+                "mcp_churn.py",
+                (
+                    "--mcp-embedded-args",
+                    f"--session-idle-timeout {idle_ttl}",
+                    "--sample-interval",
+                    "1",
+                    "--stop-timeout",
+                    "5",
+                ),
+                churn,
+            ),
+        ),
+    )
+
+
+POSTGRES_SYNC = [
+    {"name": "run sync", "users": 1, "rps": 79, "p50_ms": 8.1, "p99_ms": 8.9},
+    {"name": "run sync", "users": 8, "rps": 77, "p50_ms": 72.3, "p99_ms": 139.0},
+    {"name": "run sync", "users": 16, "rps": 76, "p50_ms": 149.9, "p99_ms": 324.6},
+    {"name": "run sync", "users": 32, "rps": 75, "p50_ms": 260.4, "p99_ms": 804.5},
+]
+
+
+def _no_postgres() -> str | None:
+    from swarmgauge.targets.postgres import PostgresError, find_bindir
+
+    try:
+        find_bindir()
+    except PostgresError as exc:
+        return f"no PostgreSQL here ({exc})"
+    return None
+
+
+def _no_kneo() -> str | None:
+    from swarmgauge.targets.kneo import NoSuitablePython, find_python
+
+    try:
+        find_python()
+    except NoSuitablePython as exc:
+        return f"kneo-serv needs Python >= 3.12: {exc}"
+    return _no_postgres()
+
+
+def _kneo(scale: float) -> Page:
+    from swarmgauge.cli.demo_kneo_rows import kneo_rows, queue_batch
+
+    postgres = _ramp("kneo-sync-sweep", [1, 8, 16, 32], 9, 2, scale)
+    postgres["reference"] = {"page": "kneo-serv-performance.md (postgres / sync)", "rows": POSTGRES_SYNC}
+    pressure = {
+        "name": "demo-kneo-backpressure",
+        "description": "16 queued submitters against a queue capped at 4: shed load, no phantom rows",
+        "kind": "soak",
+        "users": 16,
+        "duration": _scaled(12, scale),
+        "slos": ["kneo_mismatches==0"],
+    }
+    return Page(
+        "kneo",
+        "kneo-serv performance: sync sweeps, queue mode, store-bound PostgreSQL, provider delay, soak, backpressure",
+        "kneo-serv-performance.md",
+        (
+            Workload(
+                "sqlite-sync",
+                "sync runs on SQLite, 1 to 16 concurrent",
+                "kneo_dispatch.py",
+                ("--kneo-embedded-store", "sqlite", "--sample-interval", "1"),
+                _ramp("kneo-sync-sweep", [1, 4, 8, 16], 9, 2, scale),
+            ),
+            Workload(
+                "postgres-sync",
+                "sync runs on PostgreSQL (fsync on, as the page's), 1 to 32 concurrent",
+                "kneo_dispatch.py",
+                ("--kneo-embedded-store", "postgres", "--kneo-embedded-fsync", "--sample-interval", "1"),
+                postgres,
+            ),
+            queue_batch(scale),
+            Workload(
+                "backpressure",
+                "queued runs against KNEO_SERV_MAX_QUEUE_DEPTH=4",
+                "kneo_dispatch.py",
+                ("--kneo-embedded-store", "postgres", "--kneo-mode", "queued", "--kneo-embedded-queue-depth", "4"),
+                pressure,
+                expected_exit=1,  # the shed submits are 503 failures by design, and no SLO covers failures
+            ),
+            *kneo_rows(scale),
+        ),
+        _no_kneo,
+    )
+
+
+def _mdk(scale: float) -> Page:
+    benchmark = copy.deepcopy(_base("mdk-benchmark"))
+    benchmark["name"] = "demo-mdk-benchmark"
+    benchmark["stages"][0] |= {"users": 50, "duration": _scaled(15, scale)}
+
+    def drill(name: str) -> Workload:
+        plan = {
+            "name": f"demo-mdk-{name}",
+            "description": f"readers on the fleet while the {name} drill kills and restarts",
+            "kind": "stages",
+            "stages": [
+                {"label": "reads", "users": 20, "duration": _scaled(18, scale), "user_classes": ["MDKReader"]},
+            ],
+        }
+        options = ("--mdk-profile", "50x1", "--mdk-drill", name, "--mdk-drill-after", "2s")
+        return Workload(name, f"the {name} drill under 20 readers", "mdk_fleet.py", options, plan)
+
+    return Page(
+        "mdk",
+        "MDK benchmark results: the verdict table, the 1,000 submits/s burst, the three drills",
+        "mdk-benchmark-results.md",
+        (
+            Workload(
+                "benchmark",
+                "50 readers on 100 devices, then 1,000 action submits/s for 3 s",
+                "mdk_fleet.py",
+                ("--mdk-profile", "100x1"),
+                benchmark,
+            ),
+            drill("worker-restart"),
+            drill("kernel-restart"),
+            drill("device-outage"),
+        ),
+    )
+
+
+def _brain(scale: float) -> Page:
+    from swarmgauge.cli.demo_brain_rows import brain_rows
+
+    return Page(
+        "brain",
+        "2dph brain PERF: the leak and zombies before the fix, flat after it; the buffer pool before and after",
+        "2dph-brain-perf.md",
+        brain_rows(scale),
+    )
+
+
+BUILDERS: dict[str, Callable[[float], Page]] = {
+    "demarkus": _demarkus,
+    "kneo": _kneo,
+    "mdk": _mdk,
+    "brain": _brain,
+}
+
+
+def pages(names: list[str], scale: float = 1.0) -> list[Page]:
+    """The named pages in the order asked (every page for an empty list)."""
+    return [BUILDERS[name](scale) for name in (names or list(BUILDERS))]

@@ -1,0 +1,367 @@
+"""The QUIC engine seam: aioquic or qh3 behind one small surface, and the only module touching their internals.
+
+aioquic is the project's reference (pure Python packet path); qh3 is a maintained fork with the same sans-IO
+``QuicConnection`` API and its packet core in Rust, several times cheaper per request. The client driver
+(``quic/driver.py``), the in-memory pair and the reference server (``targets/mark/server.py``) take a
+:class:`QuicEngine` and never import either library themselves, so a library upgrade that moves a private field
+breaks here, where ``tests/quic/test_engine.py`` fails loudly, and nowhere else.
+
+It lives in the core package because both ``users/`` (the driver) and ``targets/`` (the server) need it and
+neither may import the other.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import socket
+import ssl
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import swarmgauge.quic.qh3_patches as qh3_patches
+from swarmgauge.errors import UsageError
+from swarmgauge.quic.acks import MAX_ACK_DELAY, overdue_ack_at
+
+ENGINES = ("qh3", "aioquic")
+#: The client's default: the fastest engine that passes everything (the QUIC, Mark, goldens and misbehaving-server
+#: tests run on both).
+DEFAULT_ENGINE = "qh3"
+#: The reference server's default: qh3, the cheaper per request, so an embedded target competes less with the load.
+DEFAULT_SERVER_ENGINE = "qh3"
+MAX_DATAGRAMS_PER_FLUSH = 1024  # a bound on one flush (qh3's own loop has none); the rest goes on the next one
+
+
+class QuicEngine:
+    """One QUIC library: its classes under common names, and the private-field work each needs."""
+
+    name: str
+
+    def __init__(self, package: str) -> None:
+        self.name = package
+        self._package = package
+        configuration = self._module("quic.configuration")
+        connection = self._module("quic.connection")
+        events = self._module("quic.events")
+        packet = self._module("quic.packet")
+        asyncio_api = self._module("asyncio")
+        self.tls: ModuleType = self._module("tls")
+        self.QuicConfiguration: Any = configuration.QuicConfiguration
+        self.QuicConnection: Any = connection.QuicConnection
+        self.ConnectionTerminated: Any = events.ConnectionTerminated
+        self.HandshakeCompleted: Any = events.HandshakeCompleted
+        self.StreamDataReceived: Any = events.StreamDataReceived
+        self.StreamReset: Any = events.StreamReset
+        self.QuicErrorCode: Any = packet.QuicErrorCode
+        self.AlertDescription: Any = self.tls.AlertDescription
+        self.QuicConnectionProtocol: Any = asyncio_api.QuicConnectionProtocol
+        self.serve: Callable[..., Any] = asyncio_api.serve
+        self.connect: Callable[..., Any] = asyncio_api.connect
+
+    def __repr__(self) -> str:
+        return f"<QuicEngine {self.name}>"
+
+    def _module(self, name: str) -> ModuleType:
+        return importlib.import_module(f"{self._package}.{name}")
+
+    # -- configuration ------------------------------------------------------------------------------------------
+
+    def client_configuration(
+        self, *, alpn: str, insecure: bool, ca_file: str | None, server_name: str | None, idle_timeout: float
+    ) -> Any:
+        """Client settings: verification on unless ``insecure``; ``server_name`` is checked and sent as SNI."""
+        configuration = self.QuicConfiguration(
+            is_client=True,
+            alpn_protocols=[alpn],
+            idle_timeout=idle_timeout,
+            server_name=server_name,
+            verify_mode=ssl.CERT_NONE if insecure else ssl.CERT_REQUIRED,
+        )
+        if ca_file is not None:
+            configuration.load_verify_locations(cafile=ca_file)
+        return configuration
+
+    def server_configuration(self, certificate: Any, private_key: Any, *, alpn: str, idle_timeout: float) -> Any:
+        """A server configuration from a ``cryptography`` certificate and key (each library loads them its own way)."""
+        configuration = self.QuicConfiguration(is_client=False, alpn_protocols=[alpn], idle_timeout=idle_timeout)
+        configuration.certificate = certificate
+        configuration.private_key = private_key
+        return configuration
+
+    def alpn_refused(self, error_code: int, reason: str) -> bool:
+        """Whether a CONNECTION_CLOSE says the peer shares no ALPN protocol with us."""
+        return bool(error_code == self.QuicErrorCode.CRYPTO_ERROR + self.AlertDescription.no_application_protocol)
+
+    def initial_destination_cid(self, datagram: bytes) -> bytes | None:
+        """The destination connection id of a client's first (Initial) datagram, None for any other packet."""
+        buffer_module = importlib.import_module(f"{self._package}.buffer")
+        packet = self._module("quic.packet")
+        header = packet.pull_quic_header(buffer_module.Buffer(data=datagram), host_cid_length=8)
+        if header.packet_type != packet.QuicPacketType.INITIAL:
+            return None
+        return bytes(header.destination_cid)
+
+    # -- the datagram path -------------------------------------------------------------------------------------
+
+    def receive_datagrams(self, quic: Any, datagrams: list[bytes], peer: Any, now: float) -> None:
+        """Hand every datagram that arrived in one pass to the connection."""
+        for data in datagrams:
+            quic.receive_datagram(data, peer, now)
+
+    def datagrams_to_send(self, quic: Any, now: float) -> list[bytes]:
+        return [data for data, _ in quic.datagrams_to_send(now)]
+
+    # -- private fields -----------------------------------------------------------------------------------------
+
+    def delay_acks(self, quic: Any) -> None:
+        """Acknowledge up to ``MAX_ACK_DELAY`` after an ack-eliciting packet, as quic-go (aioquic's own is 1 ms)."""
+        quic._ack_delay = MAX_ACK_DELAY
+
+    def ack_with_next_packet(self, quic: Any, now: float) -> None:
+        """Let a pending 1-RTT ACK ride in the packet about to be sent, instead of waiting for its own timer."""
+        space = quic._spaces.get(self.tls.Epoch.ONE_RTT)
+        if space is not None:
+            space.ack_at = overdue_ack_at(space.ack_at, now)
+
+    def only_ack_pending(self, quic: Any) -> bool:
+        """Whether the next thing the connection wants to send is an ACK alone (the caller may hold it back);
+        aioquic needs no help: ``delay_acks`` already makes it wait."""
+        return self.next_timer(quic)[1]
+
+    def next_timer(self, quic: Any) -> tuple[float | None, bool]:
+        """The connection's next deadline, and whether what is due then is an ACK alone (``only_ack_pending``): one
+        question to the engine where the driver asked two."""
+        return quic.get_timer(), False
+
+    def close_event(self, quic: Any) -> Any:
+        """The ``ConnectionTerminated`` the library knows at once (its event waits out three PTOs), or None."""
+        return quic._close_event
+
+    def limit_streams(self, quic: Any, bidi: int) -> None:
+        """Allow the peer ``bidi`` concurrent bidirectional streams and no unidirectional one (before the handshake)."""
+        try:
+            for limit, value in ((quic._local_max_streams_bidi, bidi), (quic._local_max_streams_uni, 0)):
+                limit.value = limit.sent = value
+        except AttributeError as exc:
+            raise RuntimeError(f"{self.name} no longer exposes its stream limits") from exc
+
+    def local_max_streams_bidi(self, quic: Any) -> int:
+        """The bidirectional stream credit granted so far (it rises as finished streams are credited back)."""
+        return int(quic._local_max_streams_bidi.value)
+
+    def transmit(self, quic: Any, send: Callable[[], None]) -> None:
+        """Run an asyncio protocol's ``transmit`` (``send``), and again if that pass retired streams: aioquic credits
+        a finished stream back while it builds packets, after it has written MAX_STREAMS, so the second pass sends
+        the freed credit at once instead of leaving it for the next packet that happens to go out."""
+        before = self.local_max_streams_bidi(quic)
+        send()
+        if self.local_max_streams_bidi(quic) != before:
+            send()
+
+    def peer_max_streams_bidi(self, quic: Any) -> int:
+        """How many bidirectional streams the peer lets this side open (what it advertised, plus its credits)."""
+        return int(quic._remote_max_streams_bidi)
+
+    def can_open_stream(self, quic: Any) -> bool:
+        """Whether a new bidirectional stream may be opened now (aioquic queues one past the peer's limit itself)."""
+        return True
+
+    def peer_address(self, quic: Any) -> tuple[Any, ...] | None:
+        """Where datagrams go now: aioquic's public ``get_peer_address()`` (qh3 has none, see ``Qh3Engine``)."""
+        address = quic.get_peer_address()
+        return tuple(address) if address is not None else None
+
+    def bound_port(self, server: Any) -> int:
+        """The UDP port an asyncio ``serve()`` server listens on (it has no public accessor)."""
+        return int(server._transport.get_extra_info("sockname")[1])
+
+    def grow_receive_buffer(self, server: Any, size: int) -> int:
+        """Ask for a ``size``-byte UDP receive buffer on a ``serve()`` server's socket, as quic-go does (one socket
+        takes every client's datagrams, and the default 208 KiB overflows while the process waits for a core);
+        return what the kernel reports (Linux: twice what it granted, which is at most ``net.core.rmem_max``)."""
+        sock = server._transport.get_extra_info("socket")
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
+        except OSError as exc:
+            logging.getLogger(__name__).info("cannot grow the UDP receive buffer to %d bytes: %s", size, exc)
+        return int(sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+
+
+class AioquicEngine(QuicEngine):
+    """aioquic, whose client offers two key shares (X25519, P-256) instead of its own four."""
+
+    def __init__(self, package: str) -> None:
+        super().__init__(package)
+        self.QuicConnection = _offering_two_key_shares(self.QuicConnection, self.tls)
+
+
+def _offering_two_key_shares(connection_class: Any, tls: ModuleType) -> Any:
+    """aioquic's ``QuicConnection`` whose client offers X25519 and P-256 key shares only.
+
+    aioquic's client makes and sends a key share for each of P-256, P-384, X25519 and X448. Go's crypto/tls (the
+    demarkus CLI) sends two (X25519MLKEM768 and X25519). Four cost aioquic three needless key pairs per handshake,
+    and qh3 2.1's server answers such a ClientHello with more Initial data than one datagram holds, raises "packet
+    builder capacity exhausted" on the rest and drops what it had built: every aioquic handshake against the qh3
+    reference server then waited for the server's PTO, about 0.7 s.
+    """
+
+    class QuicConnection(connection_class):  # type: ignore[misc]  # aioquic's class is Any here
+        def _initialize(self, peer_cid: bytes) -> None:
+            super()._initialize(peer_cid)
+            if self._is_client:
+                self.tls._supported_groups = [tls.Group.X25519, tls.Group.SECP256R1]
+
+    QuicConnection.__qualname__ = QuicConnection.__name__ = connection_class.__name__
+    return QuicConnection
+
+
+class Qh3Engine(QuicEngine):
+    """qh3: a native packet core with its own ACK timing, and stream limits fixed at its creation."""
+
+    def __init__(self, package: str) -> None:
+        super().__init__(package)
+        self.QuicConnection = qh3_patches.trusting_self_issued_servers(self.QuicConnection)
+        qh3_patches.faster_tls()
+        quic_log = logging.getLogger("quic")
+        if quic_log.level == logging.NOTSET:  # qh3 warns on every peer close: routine here, thousands a minute
+            quic_log.setLevel(logging.ERROR)
+
+    def client_configuration(
+        self, *, alpn: str, insecure: bool, ca_file: str | None, server_name: str | None, idle_timeout: float
+    ) -> Any:
+        """As aioquic's, plus Ed25519 offered: qh3 leaves it out by default, and the demarkus dev certificate is one."""
+        configuration = super().client_configuration(
+            alpn=alpn, insecure=insecure, ca_file=ca_file, server_name=server_name, idle_timeout=idle_timeout
+        )
+        algorithms = self.tls.SignatureAlgorithm
+        configuration.signature_algorithms = [
+            algorithms.ECDSA_SECP256R1_SHA256,
+            algorithms.ED25519,
+            algorithms.RSA_PSS_RSAE_SHA256,
+            algorithms.RSA_PKCS1_SHA256,
+            algorithms.ECDSA_SECP384R1_SHA384,
+            algorithms.RSA_PSS_RSAE_SHA384,
+            algorithms.RSA_PKCS1_SHA384,
+            algorithms.RSA_PSS_RSAE_SHA512,
+            algorithms.RSA_PKCS1_SHA512,
+        ]
+        return configuration
+
+    def alpn_refused(self, error_code: int, reason: str) -> bool:
+        """qh3's server refuses with ``handshake_failure`` and says why only in the reason phrase."""
+        handshake_failure = self.QuicErrorCode.CRYPTO_ERROR + self.AlertDescription.handshake_failure
+        return super().alpn_refused(error_code, reason) or (error_code == handshake_failure and "ALPN" in reason)
+
+    def server_configuration(self, certificate: Any, private_key: Any, *, alpn: str, idle_timeout: float) -> Any:
+        """qh3 loads PEM bytes; ``cryptography`` (8 MiB resident) is imported here, by a server only: a client on
+        qh3, a Locust worker's MarkUser, never needs it."""
+        from cryptography.hazmat.primitives import serialization
+
+        configuration = self.QuicConfiguration(is_client=False, alpn_protocols=[alpn], idle_timeout=idle_timeout)
+        certificate_pem = certificate.public_bytes(serialization.Encoding.PEM)
+        key_pem = private_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        configuration.load_cert_chain(certificate_pem, key_pem)
+        return configuration
+
+    def initial_destination_cid(self, datagram: bytes) -> bytes | None:
+        hazmat = self._module("_hazmat")
+        packet = self._module("quic.packet")
+        try:
+            header = hazmat.pull_quic_header(datagram, 0, 8)
+        except ValueError:
+            return None
+        if header[1] != int(packet.QuicPacketType.INITIAL):
+            return None
+        return bytes(header[3])
+
+    def receive_datagrams(self, quic: Any, datagrams: list[bytes], peer: Any, now: float) -> None:
+        """qh3's batch entry once the handshake is done: one native call and one event drain for the lot, without the
+        per-datagram version-negotiation, Retry and header checks that only the handshake needs."""
+        quic.receive_many_datagrams(datagrams, peer, now)  # datagram by datagram until the handshake is done
+
+    def datagrams_to_send(self, quic: Any, now: float) -> list[bytes]:
+        """qh3's ``datagrams_to_send`` parses every packet header of every datagram for its logger even when there is
+        none; without a logger, the native core's datagrams are taken as they come."""
+        core = quic._core
+        if core is None or quic._quic_logger is not None:
+            return super().datagrams_to_send(quic, now)
+        poll, call_core = core.poll_transmit, quic._call_core  # _call_core: a core error as QuicConnectionError
+        datagrams = []
+        for _ in range(MAX_DATAGRAMS_PER_FLUSH):
+            transmit = call_core(poll, now)
+            if transmit is None:
+                break
+            datagrams.append(transmit[0])
+        return datagrams
+
+    def delay_acks(self, quic: Any) -> None:
+        """Nothing to set: qh3's native core fixes its own ACK timing (1 ms after data, at once after a stream's FIN).
+        The client driver holds such an ACK back itself (``only_ack_pending``); the server leaves it as it is."""
+
+    def ack_with_next_packet(self, quic: Any, now: float) -> None:
+        """Nothing to do: qh3's core puts a pending ACK into any packet it sends."""
+
+    def next_timer(self, quic: Any) -> tuple[float | None, bool]:
+        """qh3's core names its next timer: an ``ack_application`` one means an ACK is owed and nothing else is due."""
+        core = quic._core
+        timer = None if core is None else core.get_timer()
+        if timer is None:
+            return None, False
+        ack_only = timer[0] == "ack_application" and quic._close_event is None and bool(quic._handshake_complete)
+        return timer[1], ack_only
+
+    def limit_streams(self, quic: Any, bidi: int) -> None:
+        """qh3 fixes the limits (100 bidirectional, 103 unidirectional) where it creates its native core and where
+        it writes its transport parameters: both get ours instead, for this connection only."""
+        if quic._core is not None or quic._tls is not None:
+            raise RuntimeError("stream limits must be set before the connection's first datagram")
+        limits = (bidi, 0)
+        quic._create_core = functools.partial(qh3_patches.create_limited_core, quic, type(quic)._create_core, limits)
+        quic._create_tls = functools.partial(qh3_patches.create_limited_tls, quic, type(quic)._create_tls, limits)
+
+    def local_max_streams_bidi(self, quic: Any) -> int:
+        """What this connection advertised (qh3's core does not show the credit it has granted since)."""
+        bridge = quic._tls
+        parameters = None if bridge is None else bridge.tls.handshake_extensions
+        if not parameters:
+            return 0
+        push = importlib.import_module("qh3.quic.packet")
+        buffer_type = importlib.import_module("qh3._hazmat").Buffer
+        return int(push.pull_quic_transport_parameters(buffer_type(data=parameters[0][1])).initial_max_streams_bidi)
+
+    def transmit(self, quic: Any, send: Callable[[], None]) -> None:
+        """One pass: qh3's core sends a stream's credit in the same pass that retires it."""
+        send()
+
+    def peer_max_streams_bidi(self, quic: Any) -> int:
+        return int(quic.max_concurrent_bidi_streams)
+
+    def can_open_stream(self, quic: Any) -> bool:
+        """qh3 refuses (ValueError) a stream past the peer's cumulative limit, so the caller waits for credit."""
+        return bool(quic.get_next_available_stream_id() // 4 < quic.max_concurrent_bidi_streams)
+
+    def peer_address(self, quic: Any) -> tuple[Any, ...] | None:
+        address = quic._remote_addr
+        return tuple(address) if address is not None else None
+
+
+@functools.cache
+def engine(name: str = DEFAULT_ENGINE) -> QuicEngine:
+    """The engine called ``name`` (``qh3`` or ``aioquic``), imported on first use; anything else is a UsageError."""
+    if name == "aioquic":
+        return AioquicEngine("aioquic")
+    if name == "qh3":
+        return Qh3Engine("qh3")
+    raise UsageError(f"QUIC engine must be one of {', '.join(ENGINES)}, not {name!r}")
+
+
+def engine_of(configuration: Any) -> QuicEngine:
+    """The engine a ``QuicConfiguration`` belongs to, so a connection is never built with the other library."""
+    return engine(type(configuration).__module__.split(".", 1)[0])
+
+
+__all__ = ["DEFAULT_ENGINE", "DEFAULT_SERVER_ENGINE", "ENGINES", "QuicEngine", "engine", "engine_of"]

@@ -1,0 +1,40 @@
+"""What a QUIC client is set up with and what it counts: the client configuration (cached per settings) and
+``QuicStats``, apart from the driver that uses them."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from swarmgauge.quic.engine import DEFAULT_ENGINE, engine
+
+
+@dataclass
+class QuicStats:
+    """Counters shared by every connection a client makes, for the User to report."""
+
+    handshakes: int = 0
+    streams_opened: int = 0
+    reconnects: int = 0  # attempts to replace a lost or failed connection (``MarkClient``, the one owner of them)
+    connections_lost: int = 0
+
+
+@functools.lru_cache(maxsize=64)
+def client_configuration(
+    *,
+    alpn: str = "mark",
+    insecure: bool = False,
+    ca_file: str | None = None,
+    server_name: str | None = None,
+    idle_timeout: float = 30.0,
+    quic_engine: str = DEFAULT_ENGINE,
+) -> Any:
+    """Client TLS/QUIC settings on ``quic_engine``: verification on unless ``insecure``; ``server_name`` is checked
+    and sent as SNI. The configuration's class decides which engine the driver runs on.
+
+    One configuration per distinct set of settings, shared by every connection that uses it (connections only read
+    it): per user it was 1.5 KiB and a CA file read each time. Do not modify the one returned."""
+    return engine(quic_engine).client_configuration(
+        alpn=alpn, insecure=insecure, ca_file=ca_file, server_name=server_name, idle_timeout=idle_timeout
+    )

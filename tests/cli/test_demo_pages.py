@@ -1,0 +1,68 @@
+"""``swarmgauge demo brain`` end to end, the cheapest page: two real Locust runs against the brain stand-in, one run
+folder each under one demo folder, and an index whose figures are the ones in those folders."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from swarmgauge.reports.index_figures import ms
+from swarmgauge.run_folders import resolve
+
+pytestmark = pytest.mark.integration  # starts servers, processes and locust runs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _aggregated(run: Path) -> dict[str, str]:
+    with open(run / "steps.csv", newline="") as handle:
+        return next(row for row in csv.DictReader(handle) if row["name"] == "Aggregated")
+
+
+@pytest.mark.timeout(400)
+def test_demo_brain_builds_the_index_from_its_run_folders(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "demo", "brain", "--scale", "0.35", "--run-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=390,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    demo = resolve(tmp_path)
+    lines = result.stdout.splitlines()
+    progress = [line for line in lines if line.startswith("[")]
+    names = ("before-fix", "after-fix", "pool-before-fix", "pool-after-fix")
+    assert len(progress) == len(names)  # one line per workload: name, elapsed, exit, run folder, time left
+    for line, name, code in zip(progress, names, (3, 0, 3, 0)):  # the gates that fail by design exit 3
+        assert f"brain/{name}:" in line and f" s, exit {code}" in line and str(demo / "brain" / name) in line
+        assert " elapsed, " in line
+    assert progress[0].endswith(" left") and progress[-1].endswith("no workload left")
+    assert f"index: {demo / 'report.html'}" in result.stdout
+
+    manifest = json.loads((demo / "demo.json").read_text())
+    runs = {w["name"]: demo / w["run_folder"] for w in manifest["pages"][0]["workloads"]}
+    assert all((run / "steps.csv").is_file() and (run / "report.html").is_file() for run in runs.values())
+
+    report = (demo / "report.md").read_text()
+    section = report.split("## brain:")[1]
+    for name in ("before-fix", "after-fix"):
+        measured = _aggregated(runs[name])
+        row = next(line for line in section.splitlines() if line.startswith(f"| {name}: p50 of "))
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[0] == f"{name}: p50 of {int(measured['requests']):,} searches"  # from that run's steps.csv
+        assert cells[1] == ms(measured["p50_ms"])
+    for run in runs.values():
+        assert f"]({run.relative_to(demo)}/report.html)" in section  # the link to the workload's full report
+    assert "**Verdict:** " in section and " rows green" in section
+    assert "after the fix 1 model load(s) in the process" in section and "after the fix 0 zombie children" in section
+    assert "pool full: every backend route (even /stats) 502 through the last step" in section
+    assert "pool fixed: 0 errors at c=8/16" in section
+    assert "](index_plots/brain.png)" in section and (demo / "index_plots" / "brain.png").is_file()
+    html = (demo / "report.html").read_text()
+    assert "data:image/png;base64," in html and "2dph-brain-perf.md" in html

@@ -1,0 +1,92 @@
+"""``swarmgauge demo``'s progress: each workload's line with its time and exit, the demo's elapsed time and an estimate
+of what is left (the planned load left plus the start-up measured so far), and the exit each workload declares kept
+in ``demo.json`` for the index."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from swarmgauge.cli import demo
+from swarmgauge.cli.demo_pages import Page, Workload
+from swarmgauge.cli.demo_progress import FIRST_GUESS_OVERHEAD_S, Progress
+
+
+class FakeClock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_estimate_left_is_the_planned_load_left_plus_the_start_up_measured_so_far():
+    clock = FakeClock()
+    progress = Progress([30.0, 60.0, 90.0], clock)
+    first_guess = 180 + 3 * FIRST_GUESS_OVERHEAD_S
+    assert progress.opening() == f"3.0 min of load planned, about {first_guess / 60:.1f} min with start-up"
+    assert (
+        progress.starting(1, "kneo/sqlite-sync", "sync runs") == "[1/3] kneo/sqlite-sync: sync runs (planned 30 s) ..."
+    )
+    clock.now += 50.0  # 30 s of load and 20 s of start-up
+    assert progress.finished(50.0) == "demo 50 s elapsed, about 3.2 min left"  # 60 + 90 + 2 x 20
+    clock.now += 100.0  # 60 s of load and 40 s of start-up: 30 s a workload on average
+    assert progress.finished(100.0) == "demo 2.5 min elapsed, about 2.0 min left"  # 90 + 30
+    clock.now += 120.0
+    assert progress.finished(120.0) == "demo 4.5 min elapsed, no workload left"
+
+
+def test_a_workload_quicker_than_its_plan_counts_no_negative_start_up():
+    progress = Progress([60.0, 60.0], FakeClock())
+    progress.finished(45.0)  # stopped early
+    assert progress.overhead() == 0.0 and progress.left() == 60.0
+
+
+def fake_locust_run(codes: dict[str, int]):
+    """Stands in for the Locust subprocess of a workload: a run folder with a ``steps.csv``, and the exit given."""
+
+    def run(workload: Workload, run_dir: Path, log: Path | None) -> int:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "steps.csv").write_text("step,label,request_type,name,users,requests,rps,p50_ms,p99_ms\n")
+        return codes[workload.name]
+
+    return run
+
+
+@pytest.fixture
+def two_workloads() -> Page:
+    def workload(name: str, expected: int) -> Workload:
+        return Workload(name, f"the {name} run", "brain_leak.py", ("-t", "2s"), None, expected_exit=expected)
+
+    return Page("brain", "a page", "2dph-brain-perf.md", (workload("gate", 1), workload("soak", 0)))
+
+
+def test_each_workload_prints_its_line_with_elapsed_and_time_left(monkeypatch, tmp_path, capsys, two_workloads):
+    monkeypatch.setattr(demo, "run_workload", fake_locust_run({"gate": 1, "soak": 0}))
+    assert demo.run_pages([two_workloads], tmp_path) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("demo: 2 workloads, 4 s of load planned, about 44 s with start-up, into ")
+    gate, soak = (line for line in lines if line.startswith("["))
+    assert gate.startswith("[1/2] brain/gate: the gate run (planned 2 s) ... 0 s, exit 1 (expected): ")
+    assert gate.endswith(" elapsed, about 2 s left")  # the start-up measured: none, the fake starts at once
+    assert soak.startswith("[2/2] brain/soak: the soak run (planned 2 s) ... 0 s, exit 0: ")
+    assert soak.endswith(" elapsed, no workload left")
+
+
+def test_an_exit_other_than_the_declared_one_is_said_so_and_kept_for_the_index(
+    monkeypatch, tmp_path, capsys, two_workloads
+):
+    monkeypatch.setattr(demo, "run_workload", fake_locust_run({"gate": 0, "soak": 2}))
+    demo.run_pages([two_workloads], tmp_path)
+    out = capsys.readouterr().out
+    assert "brain/gate: the gate run (planned 2 s) ... 0 s, exit 0 (unexpected; declared 1): " in out
+    assert "brain/soak: the soak run (planned 2 s) ... 0 s, exit 2 (unexpected; declared 0): " in out
+    folder = tmp_path / "latest"
+    workloads = json.loads((folder / "demo.json").read_text())["pages"][0]["workloads"]
+    assert [(w["expected_exit"], w["exit_code"]) for w in workloads] == [(1, 0), (0, 2)]
+    index = (folder / "report.md").read_text()
+    assert "| 🔴 exit 0 (unexpected; declared 1) |" in index and "| 🔴 exit 2 (unexpected; declared 0) |" in index

@@ -1,0 +1,253 @@
+"""The QUIC engine seam: each private field the adapter relies on still exists and still does what it did.
+
+These fail loudly when an aioquic or qh3 upgrade moves an internal; nothing else in the project touches them.
+Two in-memory connections per engine on a virtual clock, no sockets.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from swarmgauge.errors import UsageError
+from swarmgauge.quic.acks import MAX_ACK_DELAY
+from swarmgauge.quic.engine import DEFAULT_ENGINE, ENGINES, QuicEngine, engine, engine_of
+from swarmgauge.quic.transport import self_signed_certificate
+from swarmgauge.targets.mark.tls import dev_certificate
+from tests import REPO_ROOT
+
+CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 4433)
+
+
+def connected_pair(
+    quic_engine: QuicEngine, *, server_streams: int | None = None, certificate=None, ca_file: str | None = None
+):
+    """A client and a server connection of ``quic_engine`` after a handshake moved by hand, and the clock; the
+    client verifies against ``ca_file`` when one is given."""
+    cert, key = certificate or self_signed_certificate()
+    client = quic_engine.QuicConnection(
+        configuration=quic_engine.client_configuration(
+            alpn="mark", insecure=ca_file is None, ca_file=ca_file, server_name="localhost", idle_timeout=30.0
+        )
+    )
+    clock = 100.0
+    client.connect(SERVER, now=clock)
+    outgoing = client.datagrams_to_send(clock)
+    original_cid = quic_engine.initial_destination_cid(outgoing[0][0])
+    assert original_cid is not None
+    server = quic_engine.QuicConnection(
+        configuration=quic_engine.server_configuration(cert, key, alpn="mark", idle_timeout=30.0),
+        original_destination_connection_id=original_cid,
+    )
+    if server_streams is not None:
+        quic_engine.limit_streams(server, server_streams)
+    quic_engine.delay_acks(server)
+    for _ in range(20):
+        for data, _ in outgoing:
+            server.receive_datagram(data, CLIENT, clock)
+        back = server.datagrams_to_send(clock)
+        for data, _ in back:
+            client.receive_datagram(data, SERVER, clock)
+        outgoing = client.datagrams_to_send(clock)
+        if not outgoing and not back:
+            break
+    return client, server, clock
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_each_engine_makes_its_own_classes_and_finds_itself_from_a_configuration(name):
+    quic_engine = engine(name)
+    assert quic_engine.name == name
+    configuration = quic_engine.client_configuration(
+        alpn="mark", insecure=True, ca_file=None, server_name=None, idle_timeout=5.0
+    )
+    assert engine_of(configuration) is quic_engine
+    assert type(configuration).__module__.startswith(name)
+
+
+def test_the_default_is_one_of_the_engines_and_a_wrong_name_is_a_usage_error():
+    assert DEFAULT_ENGINE in ENGINES
+    with pytest.raises(UsageError, match="quiche"):
+        engine("quiche")
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_the_handshake_completes_and_the_server_sees_the_client_address(name):
+    quic_engine = engine(name)
+    client, server, _ = connected_pair(quic_engine)
+    assert quic_engine.peer_address(server)[:2] == CLIENT
+    assert quic_engine.close_event(client) is None
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_a_closed_connection_shows_its_close_event_at_once(name):
+    quic_engine = engine(name)
+    client, server, clock = connected_pair(quic_engine)
+    client.close(error_code=0, reason_phrase="bye")
+    for data, _ in client.datagrams_to_send(clock):
+        server.receive_datagram(data, CLIENT, clock)
+    event = quic_engine.close_event(server)
+    assert isinstance(event, quic_engine.ConnectionTerminated) and event.reason_phrase == "bye"
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_the_server_stream_limit_is_the_one_set(name):
+    quic_engine = engine(name)
+    client, server, _ = connected_pair(quic_engine, server_streams=3)
+    assert quic_engine.local_max_streams_bidi(server) == 3
+    assert quic_engine.peer_max_streams_bidi(client) == 3  # what the peer was told, not only what is enforced
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_a_self_issued_server_certificate_in_the_ca_file_is_trusted(name, tmp_path):
+    """qh3 leaves a self-issued certificate with a serverAuth usage out of its anchors; the adapter puts it back."""
+    quic_engine = engine(name)
+    dev = dev_certificate()
+    client, _, _ = connected_pair(
+        quic_engine, certificate=(dev.certificate, dev.private_key), ca_file=str(dev.write_pem(tmp_path / "dev.pem"))
+    )
+    assert quic_engine.close_event(client) is None
+    assert client._handshake_complete
+
+
+def test_qh3_stream_limit_must_come_before_the_first_datagram():
+    quic_engine = engine("qh3")
+    _, server, _ = connected_pair(quic_engine)
+    with pytest.raises(RuntimeError, match="before"):
+        quic_engine.limit_streams(server, 3)
+
+
+def test_aioquic_waits_the_quic_go_delay_then_lets_the_ack_ride_on_the_next_packet():
+    quic_engine = engine("aioquic")
+    client, server, clock = connected_pair(quic_engine)
+    stream_id = client.get_next_available_stream_id()
+    client.send_stream_data(stream_id, b"FETCH /a.md\n", end_stream=True)
+    for data, _ in client.datagrams_to_send(clock):
+        server.receive_datagram(data, CLIENT, clock)
+    space = server._spaces[quic_engine.tls.Epoch.ONE_RTT]
+    assert space.ack_at == clock + MAX_ACK_DELAY  # not aioquic's own 1 ms
+    later = clock + 0.002
+    quic_engine.ack_with_next_packet(server, later)
+    assert space.ack_at < later
+    server.datagrams_to_send(later)
+    assert space.ack_at is None  # the ACK went out in that packet
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_the_ipv4_server_port_of_serve_is_found(name):
+    import asyncio
+
+    quic_engine = engine(name)
+    cert, key = self_signed_certificate()
+
+    async def bound() -> int:
+        server = await quic_engine.serve(
+            "127.0.0.1", 0, configuration=quic_engine.server_configuration(cert, key, alpn="mark", idle_timeout=5.0)
+        )
+        try:
+            return quic_engine.bound_port(server)
+        finally:
+            server.close()
+
+    assert asyncio.run(bound()) > 0
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_the_server_receive_buffer_grows(name):
+    """One UDP socket takes every client's datagrams: the server asks for more than the default buffer."""
+    import asyncio
+
+    quic_engine = engine(name)
+    cert, key = self_signed_certificate()
+
+    async def sizes() -> tuple[int, int]:
+        server = await quic_engine.serve(
+            "127.0.0.1", 0, configuration=quic_engine.server_configuration(cert, key, alpn="mark", idle_timeout=5.0)
+        )
+        try:
+            before = server._transport.get_extra_info("socket").getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+            return before, quic_engine.grow_receive_buffer(server, 8 * before)
+        finally:
+            server.close()
+
+    before, after = asyncio.run(sizes())
+    assert after > before
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_the_datagram_path_moves_a_request_and_its_answer_in_batches(name):
+    """``datagrams_to_send`` and ``receive_datagrams`` (qh3: the core polled directly, a batch in one call) carry a
+    whole stream each way, the answer's datagrams handed over together."""
+    quic_engine = engine(name)
+    client, server, clock = connected_pair(quic_engine)
+    clock += 0.01  # past the pacer's next slot
+    stream_id = client.get_next_available_stream_id()
+    client.send_stream_data(stream_id, b"FETCH /a.md\n", end_stream=True)
+    sent = quic_engine.datagrams_to_send(client, clock)
+    assert sent and all(isinstance(data, bytes) for data in sent)
+    quic_engine.receive_datagrams(server, sent, CLIENT, clock)
+    received = b""
+    while (event := server.next_event()) is not None:
+        if isinstance(event, quic_engine.StreamDataReceived):
+            received += event.data
+    assert received == b"FETCH /a.md\n"
+    server.send_stream_data(stream_id, b"x" * 5000, end_stream=True)
+    chunks, ended, batches = [], False, []
+    for _ in range(50):  # the pacer lets the answer out a few datagrams at a time
+        answer = quic_engine.datagrams_to_send(server, clock)
+        batches.append(len(answer))
+        quic_engine.receive_datagrams(client, answer, SERVER, clock)
+        while (event := client.next_event()) is not None:
+            if isinstance(event, quic_engine.StreamDataReceived):
+                chunks.append(event.data)
+                ended = ended or event.end_stream
+        if ended:
+            break
+        clock += 0.005
+    assert b"".join(chunks) == b"x" * 5000 and ended
+    assert max(batches) > 1
+
+
+def test_the_aioquic_client_offers_two_key_shares_and_the_qh3_server_builds_its_first_flight():
+    """aioquic's own four key shares made qh3 2.1's server fail to build its first flight (over UDP the handshake
+    then waited ~0.7 s for the server's PTO); with X25519 and P-256 the flight is built and goes out at once."""
+    aioquic, qh3 = engine("aioquic"), engine("qh3")
+    cert, key = self_signed_certificate()
+    client = aioquic.QuicConnection(
+        configuration=aioquic.client_configuration(
+            alpn="mark", insecure=True, ca_file=None, server_name="localhost", idle_timeout=30.0
+        )
+    )
+    client.connect(SERVER, now=100.0)
+    assert client.tls._supported_groups == [aioquic.tls.Group.X25519, aioquic.tls.Group.SECP256R1]
+    hello = [data for data, _ in client.datagrams_to_send(100.0)]
+    server = qh3.QuicConnection(
+        configuration=qh3.server_configuration(cert, key, alpn="mark", idle_timeout=30.0),
+        original_destination_connection_id=qh3.initial_destination_cid(hello[0]),
+    )
+    qh3.receive_datagrams(server, hello, CLIENT, 100.0)
+    assert qh3.datagrams_to_send(server, 100.0)  # raised "packet builder capacity exhausted" with four shares
+
+
+QH3_CLIENT = """
+import sys
+import swarmgauge.api
+from swarmgauge.quic.engine import engine
+quic = engine("qh3")
+settings = quic.client_configuration(alpn="mark", insecure=True, ca_file=None, server_name="localhost", idle_timeout=5.0)
+client = quic.QuicConnection(configuration=settings)
+client.connect(("127.0.0.1", 4433), now=1.0)
+assert quic.datagrams_to_send(client, 1.0)
+print("cryptography" in sys.modules)
+"""
+
+
+def test_a_qh3_client_loads_no_cryptography():
+    """cryptography (8 MiB resident) is for a server's certificate: a Locust worker's MarkUser on qh3 is a client."""
+    result = subprocess.run(
+        [sys.executable, "-c", QH3_CLIENT], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.stdout.split() == ["False"], result.stderr[-2000:]

@@ -1,0 +1,82 @@
+"""qh3's TLS helpers as ``faster_tls`` replaces them: the same bytes as qh3's own for any input, the same refusal
+of a block with trailing bytes, and a loud refusal of a qh3 whose functions moved."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from swarmgauge.quic import qh3_patches as patches
+
+tls = importlib.import_module("qh3.tls")
+Buffer = importlib.import_module("qh3._hazmat").Buffer
+patches.faster_tls()
+ORIGINAL = patches.QH3_ORIGINALS
+
+
+@given(
+    algorithm=st.sampled_from([256, 384]),
+    secret=st.binary(min_size=1, max_size=64),
+    label=st.binary(max_size=40),
+    hash_value=st.binary(max_size=64),
+    length=st.integers(min_value=1, max_value=400),
+)
+def test_hkdf_expand_label_gives_qh3s_bytes(algorithm, secret, label, hash_value, length):
+    mine = tls.hkdf_expand_label(algorithm, secret, label, hash_value, length)
+    assert mine == ORIGINAL["hkdf_expand_label"](algorithm, secret, label, hash_value, length)
+    assert importlib.import_module("qh3.quic.crypto").hkdf_expand_label is tls.hkdf_expand_label
+
+
+@given(algorithm=st.sampled_from([256, 384]), salt=st.binary(max_size=64), key=st.binary(max_size=64))
+def test_hkdf_extract_gives_qh3s_bytes(algorithm, salt, key):
+    assert tls.hkdf_extract(algorithm, salt, key) == ORIGINAL["hkdf_extract"](algorithm, salt, key)
+
+
+def _encode(push_block, push_extension, items: list[bytes]) -> bytes:
+    buf = Buffer(capacity=4096)
+    with push_block(buf, 3):
+        for index, item in enumerate(items):
+            with push_extension(buf, index), push_block(buf, 1):
+                buf.push_bytes(item)
+    return bytes(buf.data)
+
+
+@given(items=st.lists(st.binary(max_size=50), max_size=8))
+def test_nested_blocks_and_extensions_encode_and_decode_as_qh3s(items):
+    encoded = _encode(tls.push_block, tls.push_extension, items)
+    assert encoded == _encode(ORIGINAL["push_block"], ORIGINAL["push_extension"], items)
+    buf = Buffer(data=encoded)
+    decoded = []
+    with tls.pull_block(buf, 3) as length:
+        assert length == len(encoded) - 3
+        for _ in items:
+            buf.pull_uint16()
+            with tls.pull_block(buf, 2), tls.pull_block(buf, 1) as size:
+                decoded.append(buf.pull_bytes(size))
+    assert decoded == items
+
+
+@pytest.mark.parametrize("which", ["mine", "qh3"])
+def test_a_block_with_trailing_bytes_is_a_decode_alert_with_both(which):
+    pull_block = tls.pull_block if which == "mine" else ORIGINAL["pull_block"]
+    buf = Buffer(data=b"\x02ab")
+    with pytest.raises(tls.AlertDecodeError, match="extra bytes"), pull_block(buf, 1):
+        buf.pull_bytes(1)
+
+
+def test_an_error_inside_a_pushed_block_propagates_and_writes_no_length():
+    buf = Buffer(capacity=16)
+    with pytest.raises(ValueError, match="inside"), tls.push_block(buf, 2):
+        buf.push_bytes(b"xyz")
+        raise ValueError("inside")
+    assert bytes(buf.data)[:2] == b"\x00\x00"
+
+
+def test_a_qh3_without_one_of_the_functions_is_refused(monkeypatch):
+    monkeypatch.setattr(tls, "push_block", ORIGINAL["push_block"])  # as if not yet applied
+    monkeypatch.delattr(tls, "hkdf_extract")
+    with pytest.raises(RuntimeError, match="hkdf_extract is gone"):
+        patches.faster_tls()
