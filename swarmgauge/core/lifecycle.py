@@ -1,10 +1,12 @@
 """The end of a run, in order, written once: named steps that the modules doing the work register into.
 
 Locust fires ``quitting`` once, in reverse order of registration; which listener ran first used to follow from which
-module was imported first. Here the order is a list. ``listeners/lifecycle.py`` runs :data:`OPENING` at the front of
-``quitting`` (nothing else has run yet) and :data:`CLOSING` at its back, so a locustfile's own ``quitting``
-listeners run in between: with every user stopped and the run folder still open for their files. A module registers
-its work with :func:`at_end` under a step's name (any layer may: this module imports nothing of ours).
+module was imported first. Here the order is a list. :data:`OPENING` runs at the front of ``quitting`` (added per
+Environment at ``init``, after every module's listener and the runner's own: before a worker tells its master it
+quit), :data:`CLOSING` at its back (this module's ``quitting`` listener, registered when the first module that has a
+step imports it), so a locustfile's own ``quitting`` listeners run in between: with every user stopped and the run
+folder still open for their files. A module registers its work with :func:`at_end` under a step's name (any layer
+may: this module imports nothing of ours).
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from locust import events
+
+from swarmgauge.core import run_context
 
 Handler = Callable[[Any], object]  # what it returns is not used
 H = TypeVar("H", bound=Handler)
@@ -77,3 +83,19 @@ def at_end(step: str) -> Callable[[H], H]:
         return handler
 
     return register
+
+
+def open_the_end(environment: Any, **_kwargs: Any) -> list[str]:
+    """The opening steps (users stopped, final reports in, a web run's close finished); returns those that ran."""
+    return RUN_END.run(environment, OPENING)
+
+
+@events.quitting.add_listener
+def close_the_end(environment: Any, **_kwargs: Any) -> list[str]:
+    """The closing steps (ledgers, resources, tables, verdicts, the run folder, connections, targets)."""
+    return RUN_END.run(environment, CLOSING)
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_kwargs: Any) -> None:
+    run_context.listen(environment, environment.events.quitting, open_the_end)

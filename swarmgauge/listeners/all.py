@@ -6,9 +6,9 @@ run directory would look like a passing run. A new listener module goes into :da
 
 import importlib
 
-#: Every listener module, in the order their handlers register (the run's end first: ``listeners/lifecycle.py``).
+#: Every listener module, in the order their handlers register (the run folder first; the run's end is
+#: ``core/lifecycle.py``, imported by the first of them).
 LISTENER_MODULES = (
-    "swarmgauge.listeners.lifecycle",
     "swarmgauge.listeners.rundir",
     "swarmgauge.listeners.steps",
     "swarmgauge.listeners.user_errors",

@@ -9,15 +9,16 @@ from typing import Any
 
 import gevent
 from locust import User, argument_parser, constant, task
+from locust import events as locust_events
 from locust.env import Environment
 from locust.event import Events
 from locust.runners import WorkerRunner
 
 import swarmgauge.locust  # noqa: F401 - every listener, so every step has its real handlers
+from swarmgauge.core import lifecycle
 from swarmgauge.core.lifecycle import END_STEPS, OPENING, RUN_END, RunEnd
 from swarmgauge.core.run_context import RunContext
-from swarmgauge.listeners import lifecycle, resources, rundir, signals, slo, steps, webui
-from swarmgauge.listeners.all import LISTENER_MODULES
+from swarmgauge.listeners import resources, rundir, signals, slo, steps, webui
 from swarmgauge.targets import embedded
 from swarmgauge.users import kneo_ledger, mark_user
 
@@ -160,4 +161,4 @@ def test_the_opening_steps_run_first_at_quitting_the_closing_ones_last_and_a_loc
     lifecycle._on_init(environment=environment)
     events.quitting.fire(environment=environment, reverse=True)
     assert order == ["opening", "the locustfile's own", "closing"]
-    assert LISTENER_MODULES[0] == "swarmgauge.listeners.lifecycle"  # so its quitting listener is the first one
+    assert lifecycle.close_the_end in locust_events.quitting._handlers  # registered when swarmgauge.locust loads

@@ -20,7 +20,8 @@ import pytest
 from locust.event import Events
 from locust.runners import STATE_INIT, STATE_RUNNING, STATE_STOPPED
 
-from swarmgauge.listeners import lifecycle, signals
+from swarmgauge.core import lifecycle
+from swarmgauge.listeners import signals
 from swarmgauge.listeners.signals import StopOnSignal
 from swarmgauge.run_folders import resolve
 from swarmgauge.targets.launch import child_env, stop_processes
