@@ -45,13 +45,21 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.mark_client_cases import CLOCK, ROOT, BenchmarkError, kind_path
-from benchmarks.mark_client_table import FLOOR_CLIENTS, GOALS, POLICIES, ratios, render
+from benchmarks.mark_client_table import (
+    ANCHOR_CLIENT,
+    FLOOR_CLIENTS,
+    GOALS,
+    NO_ENGINE_CLIENTS,
+    POLICIES,
+    ratios,
+    render,
+)
 from swarmgauge.errors import UsageError
 from swarmgauge.files import write_json
 from swarmgauge.quic.engine import DEFAULT_ENGINE, DEFAULT_SERVER_ENGINE, ENGINES
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "mark_client.json"
-CLIENTS = ("locust", "asyncio", "memory", *FLOOR_CLIENTS)
+CLIENTS = ("locust", "asyncio", "memory", *NO_ENGINE_CLIENTS)
 PROFILERS = ("py-spy", "cprofile", "none")
 
 
@@ -122,7 +130,7 @@ def run_case(
         raise BenchmarkError(f"{what} did not finish") from None
     return {
         "client": client,
-        "engine": None if client in FLOOR_CLIENTS else engine,
+        "engine": None if client in NO_ENGINE_CLIENTS else engine,
         "connection": policy,
         "users": users,
         "pace": pace,
@@ -192,6 +200,17 @@ def parse_options(argv: list[str] | None) -> argparse.Namespace:
     return opts
 
 
+def _anchor_target() -> Any:
+    """nginx for the FastHttpUser anchor (``benchmarks.scaling.Nginx``), or None when it is not installed."""
+    from benchmarks.scaling import Nginx, NginxUnavailable
+
+    try:
+        return Nginx(workers=1)
+    except NginxUnavailable as exc:
+        print(f"mark_client: no FastHttpUser anchor: {exc}", file=sys.stderr)
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         opts = parse_options(argv)
@@ -208,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             "memory": cases.run_memory,
             "locust-floor": floors.run_locust_floor,
             "udp-floor": floors.run_udp_floor,
+            ANCHOR_CLIENT: floors.run_fasthttp_anchor,
         }[opts.child]
         window = cases.Window(opts.server_pid if opts.child in ("locust", "asyncio") else None)
         print("RESULT " + json.dumps(runner(opts, window)), flush=True)
@@ -228,13 +248,17 @@ def main(argv: list[str] | None = None) -> int:
     ]
     plan += [("asyncio", "aioquic", policy, users, 0.0) for policy in POLICIES for users in opts.user_counts]
     plan += [(client, first, "pooled", users, 0.0) for client in FLOOR_CLIENTS for users in opts.user_counts]
+    anchor = _anchor_target()
+    if anchor is not None:
+        plan += [(ANCHOR_CLIENT, first, "pooled", users, 0.0) for users in opts.user_counts]
     plan += [("locust", first, "pooled", users, opts.scaling_pace) for users in opts.scaling_counts]
     rounds: dict[tuple[str, str, str, int, float], list[dict[str, Any]]] = {case: [] for case in plan}
     profile = None
     try:
         for round_index in range(opts.rounds):
             for case in plan:
-                result = run_case(opts, server.url, server.pid, case)
+                target = anchor if case[0] == ANCHOR_CLIENT and anchor is not None else server
+                result = run_case(opts, target.url, target.process.pid if target is anchor else server.pid, case)
                 rounds[case].append(result)
                 print(
                     f"round {round_index + 1}/{opts.rounds} {'/'.join(map(str, case))}: "
@@ -252,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         server.stop()
+        if anchor is not None:
+            anchor.stop()
     doc = {
         "benchmark": "mark_client",
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -273,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
             **{name: _metadata.version(name) for name in ("aioquic", "qh3", "locust", "gevent")},
         },
+        "load_average": [round(value, 2) for value in os.getloadavg()],
         "goals": GOALS,
         "cases": cases,
         "ratios": ratios(cases),

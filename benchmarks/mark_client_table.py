@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 POLICIES = ("pooled", "fresh")
-FLOOR_CLIENTS = ("locust-floor", "udp-floor")  # cases with no QUIC engine: their rows leave the engine blank
+FLOOR_CLIENTS = ("locust-floor", "udp-floor")  # the floors under MarkUser's CPU (no QUIC engine, no engine column)
+ANCHOR_CLIENT = "fasthttp"  # Locust's FastHttpUser GET on nginx: what a pooled MarkUser FETCH is held against
+NO_ENGINE_CLIENTS = (*FLOOR_CLIENTS, ANCHOR_CLIENT)
 
 GOALS = {
     "pooled_cpu_us": 200.0,
@@ -14,7 +16,8 @@ GOALS = {
     "fresh_cpu_us": 1600.0,
     "cpu_over_16": 1.5,
     "kib_per_connection": 60.0,
-    "kib_per_added_connection": 60.0,
+    "kib_per_added_connection": 40.0,
+    "pooled_over_fasthttp": 1.0,
 }
 HEADER = (
     "client",
@@ -31,6 +34,7 @@ HEADER = (
     "server µs/FETCH",
     "KiB/conn",
     "failed",
+    "load",
 )
 
 
@@ -65,6 +69,9 @@ def ratios(cases: list[dict[str, Any]]) -> dict[str, Any]:
                 out[f"{engine}:{policy}_over_memory@{users}"] = ratio(mark, cpu("memory", engine, policy, None))
                 out[f"{engine}:{policy}_over_asyncio@{users}"] = ratio(mark, cpu("asyncio", None, policy, users))
             fresh, pooled = cpu("locust", engine, "fresh", users), cpu("locust", engine, "pooled", users)
+            anchor = cpu(ANCHOR_CLIENT, None, "pooled", users)
+            out[f"{ANCHOR_CLIENT}_cpu_us@{users}"] = anchor
+            out[f"{engine}:pooled_over_fasthttp@{users}"] = ratio(pooled, anchor)
             out[f"{engine}:connection_cpu_us@{users}"] = round(fresh - pooled, 1) if fresh and pooled else None
             floors = [cpu("memory", engine, "pooled", None)]
             floors += [cpu(client, None, "pooled", users) for client in FLOOR_CLIENTS]
@@ -126,8 +133,11 @@ def render(doc: dict[str, Any]) -> str:
             c["server_cpu_us_per_fetch"],
             c.get("generator_kib_per_connection"),
             c["failures"],
+            c.get("load_average"),
         )
         lines.append("| " + " | ".join(_cell(v) for v in cells) + " |")
+    if doc.get("load_average"):
+        lines.append(f"load average at the end: {', '.join(map(str, doc['load_average']))} (each case's in its row)")
     lines.append("")
     if any(len(c.get("rounds_cpu_us_per_fetch", [])) > 1 for c in doc["cases"]):
         lines += ["CPU µs/FETCH in each round (the table shows the median round):"]

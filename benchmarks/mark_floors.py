@@ -7,6 +7,7 @@ recording). Figures only.
 
 - ``run_locust_floor``: a Locust user whose task makes one hub round trip (as an answer's wake-up does) and fires
   one ``request`` event, with Locust's own stats listening: the bookkeeping every MarkUser request needs.
+- ``run_fasthttp_anchor``: not a floor but the anchor: Locust's ``FastHttpUser`` GET against nginx, plain Locust.
 - ``run_udp_floor``: each user sends the size of a FETCH request on a connected UDP socket (``UdpTransport``, the
   driver's own) and waits, on the same gevent io watcher the driver uses, for an echo of the size of an answer from
   a peer in another process: one send, one wake-up, one receive.
@@ -75,6 +76,38 @@ def run_locust_floor(opts: argparse.Namespace, window: Window) -> dict[str, Any]
 
     env = Environment(user_classes=[BareRequestUser], host="mark://127.0.0.1:1")
     env.events.request.add_listener(lambda response_time, **_: window.record(response_time, True))
+    runner = env.create_local_runner()
+    runner.start(opts.users, spawn_rate=min(opts.users, 100))
+    try:
+        _wait_for_users(runner, opts.users)
+        gevent.sleep(opts.warmup)
+        window.start()
+        gevent.sleep(opts.duration)
+        return window.stop()
+    finally:
+        runner.quit()
+
+
+def run_fasthttp_anchor(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
+    """The anchor of issue 34: Locust's ``FastHttpUser`` GET (no wait) against nginx at ``--url``, plain Locust.
+
+    Its CPU per request is what Locust's fastest HTTP request costs the generator; a pooled MarkUser FETCH is
+    measured against it (target: at most 1.0x)."""
+    import gevent
+    from locust import FastHttpUser, constant, task
+    from locust.env import Environment
+
+    class PlainGetUser(FastHttpUser):
+        wait_time = constant(0)
+
+        @task
+        def get_root(self) -> None:
+            self.client.get("/", name="GET /")
+
+    env = Environment(user_classes=[PlainGetUser], host=opts.url)
+    env.events.request.add_listener(
+        lambda response_time, exception=None, **_: window.record(response_time, exception is None)
+    )
     runner = env.create_local_runner()
     runner.start(opts.users, spawn_rate=min(opts.users, 100))
     try:

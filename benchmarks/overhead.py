@@ -1,209 +1,217 @@
-"""CPU cost per request of swarmgauge's measuring parts beside a plain FastHttpUser request, in one process.
+"""CPU per request that ``import swarmgauge.locust`` adds to Locust's fastest request, side by side in one run.
 
-``python -m benchmarks.overhead [--requests 3000] [--rounds 5] [--out benchmarks/results/overhead.json]``
+``python -m benchmarks.overhead [--users 16] [--warmup 3] [--window 8] [--rounds 5] [--profile]
+[--out benchmarks/results/overhead.json]``
 
-Starts ``targets/sim_http.py`` (no delay) on loopback and measures, in this process's CPU time and interleaved
-round by round so drift hits every column alike:
+The target is Debian's nginx serving a small static file (``benchmarks.scaling.Nginx``: our own process, temp
+config, loopback, access log off; not the bottleneck, its CPU is reported beside). Each case is one ``locust
+--headless`` process running ``benchmarks/overhead_locustfile.py`` (``FastHttpUser`` GET, no wait, ``--users``
+users), whose probe reports the generator process's CPU time per completed request over a steady window after a
+warm-up:
 
-- ``fasthttp``: one ``FastHttpSession.get`` as a FastHttpUser makes it, with Locust's own stats listener on the
-  request event (the reference: what a plain Locust request costs the generator);
-- ``steps_listener``: :func:`listeners.steps.on_request` per request, plus its share of the drain that ships the
-  histograms to the master and the master's merge (one drain per ``--requests`` requests);
-- ``steps_end_to_end``: the same FastHttp request with the steps listener on the event, minus ``fasthttp``, both
-  on one connection in alternating chunks of 100 (a cross-check of the line above; noisier, it is a difference);
-- ``open_model``: one ticket of the open-model scheduler issued at a high rate and taken by waiting users,
-  greenlet switches included.
+- ``fasthttp``: plain Locust (the anchor);
+- ``swarmgauge``: the same file with ``import swarmgauge.locust`` (every listener, as a user's own locustfile).
 
-Medians over the rounds, in microseconds, and each as a share of ``fasthttp``; the target is under 10 %. Figures
-only: nothing here asserts on time.
+The two cases alternate round by round, the order rotated, so a neighbour's burst hits both alike. The figure is
+the median of the per-round ratios swarmgauge / fasthttp, with every round and the 1-minute load average beside
+it; the target is a ratio of at most 1.05 (all listeners together at most 5 % of a FastHttpUser GET). Beside it,
+each process times one ``request`` event through its listeners in a loop after the window: the difference is the
+listeners' event cost without the noise of a shared machine.
+``--profile`` runs one more swarmgauge case under cProfile (CPU clock) and lists swarmgauge's own functions by
+time. Figures only: nothing here asserts on time.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import gevent
-import locust  # noqa: F401 - gevent's monkey patching, before anything opens a socket
-from locust.contrib.fasthttp import FastHttpSession
-from locust.env import Environment
-from locust.event import Events
-
+from benchmarks.scaling import Nginx, NginxUnavailable
+from swarmgauge.errors import UsageError
 from swarmgauge.files import write_json
-from swarmgauge.listeners import steps
-from swarmgauge.listeners.step_stats import StepMerge
-from swarmgauge.shapes.open_model import TicketScheduler
-from swarmgauge.targets.launch import launch_target
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "overhead.json"
-TARGET_SHARE = 0.10
-TICKET_RATE = 50_000.0
-TICKET_USERS = 8
-CHUNK = 100
+LOCUSTFILE = ROOT / "benchmarks" / "overhead_locustfile.py"
+TARGET_RATIO = 1.05
+CASES = ("fasthttp", "swarmgauge")
+OWN_CODE = tuple(str(ROOT / part) for part in ("listeners", "swarmgauge", "shapes", "users", "protocols"))
 
 
-def _cpu_us_per(count: int, work: Callable[[], None]) -> float:
-    began = time.process_time()
-    work()
-    return (time.process_time() - began) * 1e6 / count
-
-
-def _environment() -> Environment:
-    environment = Environment(events=Events())
-    environment.create_local_runner()  # its stats listener is on the request event, as in any Locust run
-    steps.announce(environment, steps.StepInfo(0, "bench", 1, None, time.time()))
-    return environment
-
-
-def _session(environment: Environment, url: str) -> FastHttpSession:
-    """The client a FastHttpUser builds, with its default options, reporting to ``environment``'s event."""
-    return FastHttpSession(
-        base_url=url,
-        request_event=environment.events.request,
-        user=None,
-        network_timeout=60.0,
-        connection_timeout=60.0,
-        max_redirects=30,
-        max_retries=0,
-        concurrency=10,
-    )
-
-
-def _requests(session: FastHttpSession, count: int) -> Callable[[], None]:
-    def run() -> None:
-        for _ in range(count):
-            session.get("/item", name="GET /item")
-
-    return run
-
-
-def _steps_listener(environment: Environment, count: int) -> Callable[[], None]:
-    def run() -> None:
-        now = time.time()
-        for index in range(count):
-            steps.on_request(environment, "GET", "/item", 1.0 + (index % 97) * 0.37, None, start_time=now)
-        StepMerge().add_batch("worker", steps._state(environment).recorder.drain())
-
-    return run
-
-
-def _open_model(count: int) -> Callable[[], None]:
-    def run() -> None:
-        environment = Environment(events=Events())
-        scheduler = TicketScheduler(environment)
-        info = steps.StepInfo(
-            0, "bench", TICKET_USERS, TICKET_RATE, time.time(), duration=count / TICKET_RATE, drop_after=60.0
-        )
-        taken = [0]
-
-        def user() -> None:
-            while taken[0] < count and scheduler.take(timeout=2.0) is not None:
-                taken[0] += 1
-
-        scheduler.start(info)
-        gevent.joinall([gevent.spawn(user) for _ in range(TICKET_USERS)], timeout=60)
-        scheduler.stop_issuing()
-
-    return run
-
-
-def _paired_requests(environment: Environment, session: FastHttpSession, count: int) -> tuple[float, float]:
-    """CPU per request without and with the steps listener on the event, alternating in chunks on one connection."""
-
-    def listener(**kwargs: Any) -> None:
-        steps.on_request(environment, **kwargs)
-
-    chunk = max(1, min(CHUNK, count))
-    plain_s = with_steps_s = 0.0
-    done = 0
-    while done < count:
-        size = min(chunk, count - done)
-        began = time.process_time()
-        _requests(session, size)()
-        plain_s += time.process_time() - began
-        environment.events.request.add_listener(listener)
-        began = time.process_time()
-        _requests(session, size)()
-        with_steps_s += time.process_time() - began
-        environment.events.request.remove_listener(listener)
-        done += size
-    return plain_s * 1e6 / count, with_steps_s * 1e6 / count
-
-
-def measure(url: str, requests: int, rounds: int) -> dict[str, Any]:
-    environment, listener_env = _environment(), _environment()
-    session = _session(environment, url)
-    _requests(session, min(200, requests))()  # connect and warm up
-    samples: dict[str, list[float]] = {
-        "fasthttp": [],
-        "fasthttp_with_steps": [],
-        "steps_listener": [],
-        "open_model": [],
+def run_case(case: str, url: str, opts: argparse.Namespace, profile_path: str = "") -> dict[str, Any]:
+    """One ``locust --headless`` process of ``case``; its probe's figures, the load average and nginx's CPU beside."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "SG_OVERHEAD_SWARMGAUGE": "1" if case == "swarmgauge" else "0",
+        "SG_OVERHEAD_WARMUP": str(opts.warmup),
+        "SG_OVERHEAD_WINDOW": str(opts.window),
+        "SG_OVERHEAD_PROFILE": profile_path,
     }
-    for _ in range(rounds):
-        plain, with_steps = _paired_requests(environment, session, requests)
-        samples["fasthttp"].append(plain)
-        samples["fasthttp_with_steps"].append(with_steps)
-        samples["steps_listener"].append(_cpu_us_per(requests, _steps_listener(listener_env, requests)))
-        samples["open_model"].append(_cpu_us_per(requests, _open_model(requests)))
-    for env in (environment, listener_env):
-        steps._state(env).sampler_stop = True
-    medians = {name: statistics.median(values) for name, values in samples.items()}
-    base = medians["fasthttp"]
-    differences = [b - a for a, b in zip(samples["fasthttp"], samples["fasthttp_with_steps"])]
-    figures = {
-        "fasthttp": {"us_per_request": base},
-        "steps_listener": {"us_per_request": medians["steps_listener"]},
-        "steps_end_to_end": {"us_per_request": statistics.median(differences)},
-        "open_model": {"us_per_request": medians["open_model"]},
-    }
-    for name, figure in figures.items():
-        figure["share_of_fasthttp"] = figure["us_per_request"] / base if base else None
-        if name != "fasthttp":
-            figure["under_target"] = (
-                figure["share_of_fasthttp"] is not None and figure["share_of_fasthttp"] < TARGET_SHARE
+    limit = opts.warmup + opts.window + 20
+    command = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--only-summary"]
+    command += ["-u", str(opts.users), "-r", str(opts.users), "-t", f"{int(limit)}s", "--host", url]
+    command += ["--stop-timeout", "1"]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=limit + 60)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if not lines:
+        raise RuntimeError(f"case {case} reported nothing (exit {done.returncode}): {done.stderr.strip()[-1500:]}")
+    result: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
+    result["load_average"] = round(os.getloadavg()[0], 2)
+    return result
+
+
+def measure(url: str, opts: argparse.Namespace, nginx: Nginx) -> dict[str, Any]:
+    rounds: dict[str, list[dict[str, Any]]] = {case: [] for case in CASES}
+    for index in range(opts.rounds):
+        order = CASES if index % 2 == 0 else CASES[::-1]
+        for case in order:
+            nginx_before = nginx.cpu_seconds()
+            result = run_case(case, url, opts)
+            result["nginx_cpu_s"] = round(nginx.cpu_seconds() - nginx_before, 2)
+            rounds[case].append(result)
+            print(
+                f"round {index + 1}/{opts.rounds} {case}: {result['cpu_us_per_request']} µs CPU/request, "
+                f"{result['req_per_s']} req/s, load {result['load_average']}",
+                file=sys.stderr,
+                flush=True,
             )
+    per_round = [
+        s["cpu_us_per_request"] / f["cpu_us_per_request"] for f, s in zip(rounds["fasthttp"], rounds["swarmgauge"])
+    ]
+    medians = {case: statistics.median(r["cpu_us_per_request"] for r in rounds[case]) for case in CASES}
+    events = {case: statistics.median(r["event_us"] for r in rounds[case]) for case in CASES}
+    ratio = statistics.median(per_round)
     return {
-        "requests_per_round": requests,
+        "benchmark": "overhead",
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "settings": {"users": opts.users, "warmup_s": opts.warmup, "window_s": opts.window, "rounds": opts.rounds},
+        "target_ratio": TARGET_RATIO,
+        "cpu_us_per_request": {case: round(value, 2) for case, value in medians.items()},
+        "listeners_us_per_request": round(medians["swarmgauge"] - medians["fasthttp"], 2),
+        "ratio": round(ratio, 4),
+        "event_us": {case: round(value, 3) for case, value in events.items()},
+        "event_listeners_share": round((events["swarmgauge"] - events["fasthttp"]) / medians["fasthttp"], 4),
+        "ratio_rounds": [round(value, 4) for value in per_round],
+        "reached": ratio <= TARGET_RATIO,
+        "load_average": [round(value, 2) for value in os.getloadavg()],
         "rounds": rounds,
-        "target_share": TARGET_SHARE,
-        "figures": figures,
-        "samples_us": samples,
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "measured_at": time.time(),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
     }
 
 
-def print_table(result: dict[str, Any]) -> None:
-    print(f"CPU per request, median of {result['rounds']} rounds x {result['requests_per_round']} requests")
-    print(f"{'part':<18} {'us/request':>11} {'share of FastHttp':>18}  target < {result['target_share']:.0%}")
-    for name, figure in result["figures"].items():
-        share = figure["share_of_fasthttp"]
-        verdict = "" if name == "fasthttp" else ("ok" if figure.get("under_target") else "OVER")
-        print(f"{name:<18} {figure['us_per_request']:>11.1f} {share:>17.1%}  {verdict}")
+def profile_listeners(url: str, opts: argparse.Namespace, top: int = 25) -> dict[str, Any]:
+    """One more swarmgauge case under cProfile: swarmgauge's own functions by their own CPU time."""
+    import pstats
+
+    path = Path(tempfile.mkstemp(suffix=".prof")[1])
+    try:
+        result = run_case("swarmgauge", url, opts, str(path))
+        stats = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]
+    finally:
+        path.unlink(missing_ok=True)
+    total = sum(row[2] for row in stats.values()) or 1e-9
+    own = sorted(
+        ((where, row) for where, row in stats.items() if where[0].startswith(OWN_CODE)),
+        key=lambda item: item[1][2],
+        reverse=True,
+    )
+    return {
+        "requests": result["requests"],
+        "own_share": round(sum(row[2] for _, row in own) / total, 4),
+        "top": [
+            {
+                "function": f"{where[0].replace(str(ROOT) + '/', '')}:{where[1]}({where[2]})",
+                "calls": row[1],
+                "own_share": round(row[2] / total, 4),
+                "cumulative_share": round(row[3] / total, 4),
+            }
+            for where, row in own[:top]
+        ],
+    }
+
+
+def render(doc: dict[str, Any]) -> str:
+    cpu = doc["cpu_us_per_request"]
+    rounds = doc["rounds"]
+    lines = [
+        f"CPU per completed request, {doc['settings']['users']} users, median of {doc['settings']['rounds']} "
+        f"rounds x {doc['settings']['window_s']} s (load average {', '.join(map(str, doc['load_average']))})",
+        "| case | CPU µs/request | rounds | req/s | nginx CPU s |",
+        "|---|---|---|---|---|",
+    ]
+    for case in CASES:
+        lines.append(
+            f"| {case} | {cpu[case]:.1f} | {', '.join(format(r['cpu_us_per_request'], '.1f') for r in rounds[case])} | "
+            f"{statistics.median(r['req_per_s'] for r in rounds[case]):.0f} | "
+            f"{statistics.median(r['nginx_cpu_s'] for r in rounds[case]):.1f} |"
+        )
+    verdict = "reached" if doc["reached"] else "NOT reached"
+    lines += [
+        "",
+        f"listeners: {doc['listeners_us_per_request']:+.1f} µs per request; swarmgauge / fasthttp = "
+        f"{doc['ratio']:.3f} (rounds {', '.join(f'{v:.3f}' for v in doc['ratio_rounds'])}; "
+        f"loads {', '.join(str(r['load_average']) for r in rounds['swarmgauge'])}); "
+        f"target ≤ {doc['target_ratio']:.2f}: {verdict}",
+    ]
+    event = doc["event_us"]
+    lines.append(
+        f"one request event through its listeners, timed in a loop: {event['fasthttp']:.2f} µs plain Locust, "
+        f"{event['swarmgauge']:.2f} µs with swarmgauge: its listeners {event['swarmgauge'] - event['fasthttp']:+.2f} µs"
+        f" = {doc['event_listeners_share']:.1%} of a FastHttpUser GET (the task and wait wrappers not included)"
+    )
+    profile = doc.get("profile")
+    if profile:
+        lines += ["", f"cProfile, swarmgauge's own functions: {profile['own_share']:.1%} of the process's CPU"]
+        lines += [f"  {p['own_share']:.2%} own, {p['calls']} calls  {p['function']}" for p in profile["top"]]
+    return "\n".join(lines)
+
+
+def parse_options(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.overhead", description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=16, help="FastHttpUsers per case (default 16)")
+    parser.add_argument("--warmup", type=float, default=3.0, help="seconds before the window (default 3)")
+    parser.add_argument("--window", type=float, default=8.0, help="seconds of steady window per case (default 8)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds, both cases in each (default 5)")
+    parser.add_argument("--profile", action="store_true", help="one more swarmgauge case under cProfile")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON result (default {DEFAULT_OUT})")
+    opts = parser.parse_args(argv)
+    if opts.users < 1 or opts.rounds < 1 or not opts.window > 0 or opts.warmup < 0:
+        raise UsageError("--users and --rounds must be at least 1, --window > 0 and --warmup >= 0")
+    return opts
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.overhead", description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=3000, help="requests per round (default 3000)")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds, interleaved (default 5)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON result (default {DEFAULT_OUT})")
-    args = parser.parse_args(argv)
-    if args.requests < 1 or args.rounds < 1:
-        print("benchmarks.overhead: --requests and --rounds must be at least 1", file=sys.stderr)
+    try:
+        opts = parse_options(argv)
+    except UsageError as exc:
+        print(f"benchmarks.overhead: {exc}", file=sys.stderr)
         return 2
-    with launch_target("sim-http", ["--port", "0", "--delay", "const:0", "--max-seconds", "600"]) as target:
-        result = measure(target.url, args.requests, args.rounds)
-    print_table(result)
-    print(f"written to {write_json(args.out, result)}")
+    try:
+        nginx = Nginx(workers=1)
+    except NginxUnavailable as exc:
+        print(f"benchmarks.overhead: {exc}", file=sys.stderr)
+        return 1
+    try:
+        doc = measure(nginx.url, opts, nginx)
+        if opts.profile:
+            doc["profile"] = profile_listeners(nginx.url, opts)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        print(f"benchmarks.overhead: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        nginx.stop()
+    print(render(doc))
+    print(f"written to {write_json(opts.out, doc)}")
     return 0
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import collections
 import json
 import logging
+import os
 import re
 import shlex
 import time
@@ -44,6 +45,7 @@ from swarmgauge import shapes
 from swarmgauge.core import run_context
 from swarmgauge.core.durations import parse_duration
 from swarmgauge.core.options import add_option
+from swarmgauge.core.verdict import GENERATOR_SOURCE
 from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.listeners import resources, rundir, slo, steps
 from swarmgauge.shapes.open_model import OpenModel, tickets
@@ -65,7 +67,7 @@ DEFAULT_SLOS = [
     "rss_slope<=18000MiB/h",
 ]
 ACTION_SLOS = ("MDK:action:p99<=2000ms", "mdk_rejected_ratio<0.01")
-ACTION_USERS = {"MDKFleetUser", "MDKBurstUser"}
+ACTION_USERS = {"MDKFleetUser", "MDKBurstUser", "MDKOneAtATime"}
 PROM_METRICS = ("mdk_worker_headroom", "mdk_worker_collection_cycle_seconds", "mdk_worker_routable")
 _PROFILE = re.compile(r"^(?:cap-)?(\d+)(?:devices-|x)(\d+)(?:workers)?$")
 BURST = {
@@ -190,6 +192,15 @@ class MDKReader(mdk.MDKUser):
     abstract = False
     wait_time = constant(0)
     weights = {"telemetry": 1}
+
+
+class MDKOneAtATime(mdk.MDKUser):
+    """The page's one-at-a-time latencies: device reads, single action submits and fleet summaries, back to back,
+    one request in flight (a summary reads every device, so it is drawn less often)."""
+
+    abstract = False
+    wait_time = constant(0)
+    weights = {"telemetry": 3, "action": 3, "summary": 1}
 
 
 _ticket_wait = tickets()
@@ -457,10 +468,30 @@ def kernel_counts(url: str) -> dict[str, Any] | None:
     return counts
 
 
+def cpu_by_step(environment: Environment) -> dict[str, dict[str, float]]:
+    """Each step's mean CPU per stand-in component and of the generator (``generator``), so the index can tell a
+    fleet the 2-core machine could not hold from one the stand-in's model makes red."""
+    sampler = resources.sampler_for(environment)
+    found: dict[int, dict[str, list[float]]] = {}
+    for row in sampler.rows:
+        if row.step is None or row.metric != "cpu_percent":
+            continue
+        if row.source.startswith("psutil:pidfile="):
+            name = Path(row.source.split("=", 1)[1]).stem
+        elif row.source == GENERATOR_SOURCE:
+            name = GENERATOR_SOURCE
+        else:
+            continue
+        found.setdefault(row.step, {}).setdefault(name, []).append(row.value)
+    return {str(step): {k: sum(v) / len(v) for k, v in names.items()} for step, names in sorted(found.items())}
+
+
 def result_doc(environment: Environment) -> dict[str, Any]:
     action = environment.stats.get("action", REQUEST_TYPE)
     headroom = headroom_by_worker(environment)
     return {
+        "load_avg": os.getloadavg()[0],
+        "cpu_by_step": cpu_by_step(environment),
         "url": _target.url,
         "profile": getattr(environment.parsed_options, "mdk_profile", None) if _target.root else None,
         "headroom": {"value": max(headroom.values()) if headroom else None, "by_worker": headroom},

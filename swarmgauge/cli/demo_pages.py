@@ -248,38 +248,13 @@ def _kneo(scale: float) -> Page:
 
 
 def _mdk(scale: float) -> Page:
-    benchmark = copy.deepcopy(_base("mdk-benchmark"))
-    benchmark["name"] = "demo-mdk-benchmark"
-    benchmark["stages"][0] |= {"users": 50, "duration": _scaled(15, scale)}
-
-    def drill(name: str) -> Workload:
-        plan = {
-            "name": f"demo-mdk-{name}",
-            "description": f"readers on the fleet while the {name} drill kills and restarts",
-            "kind": "stages",
-            "stages": [
-                {"label": "reads", "users": 20, "duration": _scaled(18, scale), "user_classes": ["MDKReader"]},
-            ],
-        }
-        options = ("--mdk-profile", "50x1", "--mdk-drill", name, "--mdk-drill-after", "2s")
-        return Workload(name, f"the {name} drill under 20 readers", "mdk_fleet.py", options, plan)
+    from swarmgauge.cli.demo_mdk import workloads
 
     return Page(
         "mdk",
-        "MDK benchmark results: the verdict table, the 1,000 submits/s burst, the three drills",
+        "MDK benchmark results: the five fleets' verdicts, latencies, read throughput, the burst, the three drills",
         "mdk-benchmark-results.md",
-        (
-            Workload(
-                "benchmark",
-                "50 readers on 100 devices, then 1,000 action submits/s for 3 s",
-                "mdk_fleet.py",
-                ("--mdk-profile", "100x1"),
-                benchmark,
-            ),
-            drill("worker-restart"),
-            drill("kernel-restart"),
-            drill("device-outage"),
-        ),
+        workloads(scale),
     )
 
 

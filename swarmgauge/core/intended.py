@@ -99,19 +99,24 @@ def adjust_request(event: dict[str, Any]) -> None:
 
 
 def in_open_step(environment: Any) -> bool:
-    current = hooks.current_step(environment)
+    hook = hooks.current_step  # called by hand, not through Hook.__call__: twice per iteration of every User
+    current = (hook.implementation or hook.default)(environment)
     return current is not None and current.rate is not None
 
 
 def run_task(taskset: Any, execute: Any, task: Any) -> None:
-    """One iteration: on a ticket in an open-model step (waited for first when none is held), with its lag."""
-    if not holds_ticket() and in_open_step(taskset.user.environment):
+    """One iteration: on a ticket in an open-model step (waited for first when none is held), with its lag.
+
+    Runs for every iteration of every User, so the ticket tables' checks are inlined (empty in a closed model)."""
+    if not (_tickets and getcurrent() in _tickets) and in_open_step(taskset.user.environment):
         taskset.wait()  # the User's own wait_time runs (it may take the ticket), then sleep_for takes one
-    begin_iteration()
+    if _tickets:
+        begin_iteration()
     try:
         execute(taskset, task)
     finally:
-        end_iteration()
+        if _lags:
+            _lags.pop(getcurrent(), None)
 
 
 def sleep_for(taskset: Any, seconds: float) -> float | None:
@@ -121,9 +126,9 @@ def sleep_for(taskset: Any, seconds: float) -> float | None:
     inside a ticketed iteration (a task calling ``self.wait()``) is the task's own and sleeps as asked; between
     iterations of an open-model step the ticket is the wait, the think time is not slept.
     """
-    if holds_ticket():
+    if _tickets and getcurrent() in _tickets:  # holds_ticket(), inlined
         return seconds if seconds > 0 else None
-    if in_ticketed_iteration():
+    if _lags and getcurrent() in _lags:  # in_ticketed_iteration(), inlined
         return seconds
     if in_open_step(taskset.user.environment) and hooks.take_ticket(taskset.user):
         return None

@@ -135,9 +135,9 @@ def adjust_request_events(events: Any, adjust: Callable[[dict[str, Any]], None])
         return
     original = hook.fire
 
-    def fire(*, reverse: bool = False, **kwargs: Any) -> None:
+    def fire(**kwargs: Any) -> None:  # ``reverse`` rides in kwargs: one repacking per request, not two
         adjust(kwargs)
-        original(reverse=reverse, **kwargs)
+        original(**kwargs)
 
     fire.swarmgauge_adjusts = True  # type: ignore[attr-defined]
     fire.__wrapped__ = original  # type: ignore[attr-defined]

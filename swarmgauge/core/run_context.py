@@ -69,7 +69,14 @@ class PerEnvironment:
 
     @classmethod
     def of(cls, environment: Any) -> Self:
-        """The record of ``environment``, made the first time it is asked for."""
+        """The record of ``environment``, made the first time it is asked for (found: two lookups, one weakref)."""
+        entry = _RECORDS.get(id(environment))
+        if entry is not None:
+            holder, found = entry
+            if (holder() if type(holder) is weakref.ref else holder) is environment:
+                known = found.get(cls)
+                if known is not None:
+                    return known
         records = _records(environment)
         record = records.get(cls)
         if record is None:

@@ -27,12 +27,9 @@ MAX_RECENT = 20_000
 MAX_WATCH_SECONDS = 30 * 24 * 3600.0
 
 
-@dataclass
-class _Finished:
-    step: int
-    start: float
-    end: float
-    counted: bool = False
+#: a recently finished request in :attr:`StallWatch.recent`: (step, start, end, counted by a stall); a tuple, not an
+#: object, because every request makes one
+Finished = tuple[int, float, float, bool]
 
 
 @dataclass
@@ -56,7 +53,7 @@ class StallWatch:
 
     on_stalled: Callable[[int, float, int], None]
     stalls: deque[_Stall] = field(default_factory=lambda: deque(maxlen=MAX_STALLS))
-    recent: deque[_Finished] = field(default_factory=lambda: deque(maxlen=MAX_RECENT))
+    recent: deque[Finished] = field(default_factory=lambda: deque(maxlen=MAX_RECENT))
 
     def note_wake(self, asked_s: float, woke_wall: float, late_s: float) -> None:
         """The watch slept ``asked_s`` and woke ``late_s`` late at ``woke_wall``: a stall when late enough."""
@@ -71,29 +68,39 @@ class StallWatch:
         else:
             stall = _Stall(begin, woke_wall)
             self.stalls.append(stall)
-        for finished in reversed(self.recent):
-            if finished.end < stall.begin:
+        recent = self.recent
+        hit: list[int] = []
+        for back, (step, start, end, counted) in enumerate(reversed(recent), start=1):
+            if end < stall.begin:
                 break
-            if not finished.counted and finished.start < stall.end:
-                finished.counted = True
-                stall.steps.add(finished.step)
-                self.on_stalled(finished.step, stall.ms, 1)
+            if not counted and start < stall.end:
+                hit.append(back)
+                stall.steps.add(step)
+                self.on_stalled(step, stall.ms, 1)
+        for back in hit:
+            step, start, end, _counted = recent[-back]
+            recent[-back] = (step, start, end, True)
 
     def note_request(self, step: int, start: float, response_time_ms: float | None) -> None:
         """A request just recorded: counted now if it overlapped a stall already noted, else kept to be matched."""
         end = start + (response_time_ms or 0.0) / 1000.0
-        for stall in reversed(self.stalls):
-            if stall.end < start:
-                break
-            if stall.begin < end:
-                stall.steps.add(step)
-                self.on_stalled(step, stall.ms, 1)
-                return
-        self.recent.append(_Finished(step, start, end))
-        self._forget(end - KEEP_SECONDS)
+        stalls = self.stalls
+        if stalls and stalls[-1].end >= start:  # else no stall noted so far overlaps it (the common case)
+            for stall in reversed(stalls):
+                if stall.end < start:
+                    break
+                if stall.begin < end:
+                    stall.steps.add(step)
+                    self.on_stalled(step, stall.ms, 1)
+                    return
+        recent = self.recent
+        recent.append((step, start, end, False))
+        before = end - KEEP_SECONDS
+        if recent[0][2] < before or (stalls and stalls[0].end < before):
+            self._forget(before)
 
     def _forget(self, before: float) -> None:
-        while self.recent and self.recent[0].end < before:
+        while self.recent and self.recent[0][2] < before:
             self.recent.popleft()
         while self.stalls and self.stalls[0].end < before:
             self.stalls.popleft()

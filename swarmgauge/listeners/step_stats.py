@@ -31,12 +31,15 @@ def new_histogram() -> HdrHistogram:
 class NameStats:
     """What one (step, request type, name) has seen: histogram of response times plus exact counts."""
 
-    histogram: HdrHistogram = field(default_factory=new_histogram)
+    settled: HdrHistogram = field(default_factory=new_histogram)  # without the pending times: read ``histogram``
     requests: int = 0
     failures: int = 0
     total_ms: float = 0.0
     max_ms: float = 0.0
     none_times: int = 0
+    #: microseconds -> how many, not yet in ``histogram``: a request costs one dict update instead of hdrh's
+    #: Python index arithmetic; :meth:`settle` folds them in before anything reads the histogram
+    pending: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
 
     def record(self, response_time_ms: float | None, failed: bool) -> None:
         self.requests += 1
@@ -49,10 +52,25 @@ class NameStats:
         if response_time_ms > self.max_ms:
             self.max_ms = response_time_ms
         micros = int(response_time_ms * 1000.0 + 0.5)
-        self.histogram.record_value(min(max(micros, LOWEST_US), HIGHEST_US))
+        pending = self.pending
+        pending[micros] = pending.get(micros, 0) + 1
+
+    def settle(self) -> HdrHistogram:
+        """The histogram with every pending response time recorded in it (clamped to its range, as recorded)."""
+        if self.pending:
+            record = self.settled.record_value
+            for micros, count in self.pending.items():
+                record(min(max(micros, LOWEST_US), HIGHEST_US), count)
+            self.pending.clear()
+        return self.settled
+
+    @property
+    def histogram(self) -> HdrHistogram:
+        """Every response time recorded so far (the pending ones folded in first)."""
+        return self.settle()
 
     def add(self, other: NameStats) -> None:
-        self.histogram.add(other.histogram)
+        self.settle().add(other.settle())
         self.requests += other.requests
         self.failures += other.failures
         self.total_ms += other.total_ms
@@ -60,9 +78,10 @@ class NameStats:
         self.none_times += other.none_times
 
     def percentile_ms(self, percentile: float) -> float | None:
-        if self.histogram.get_total_count() == 0:
+        histogram = self.settle()
+        if histogram.get_total_count() == 0:
             return None
-        return self.histogram.get_value_at_percentile(percentile) / 1000.0
+        return histogram.get_value_at_percentile(percentile) / 1000.0
 
     @property
     def avg_ms(self) -> float | None:
@@ -134,7 +153,7 @@ class StepRecorder:
                     step,
                     rtype,
                     name,
-                    s.histogram.encode().decode("ascii"),
+                    s.settle().encode().decode("ascii"),
                     s.requests,
                     s.failures,
                     s.total_ms,

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -80,8 +82,27 @@ class _StepState(PerEnvironment):
         self.stall_watch = stalls.StallWatch(self.recorder.note_stall)
 
 
+#: [weak reference to the Environment last asked for, its state]: every request and iteration asks, nearly always
+#: for the same Environment; every replacement of the slot clears it
+_last_state: list[Any] = [None, None]
+
+
 def _state(environment: Environment) -> _StepState:
-    return _StepState.of(environment)
+    last, state = _last_state
+    if last is not None and last() is environment:
+        return state
+    state = _StepState.of(environment)
+    try:
+        _last_state[:] = [weakref.ref(environment), state]
+    except TypeError:  # a stand-in that takes no weak reference is not cached
+        _last_state[:] = [None, None]
+    return state
+
+
+def _fresh_state(environment: Environment) -> _StepState:
+    """A new run's state in place of the old one (and the cache of the last one asked for cleared)."""
+    _last_state[:] = [None, None]
+    return _StepState.renew(environment)
 
 
 def reset(environment: Environment) -> None:
@@ -90,7 +111,7 @@ def reset(environment: Environment) -> None:
     if old is not None and old.sampler is not None:
         old.sampler_stop = True
         old.sampler.kill(block=False)
-    _StepState.renew(environment)
+    _fresh_state(environment)
 
 
 def current_step(environment: Environment) -> StepInfo | None:
@@ -111,7 +132,7 @@ def step_at(environment: Environment, wall_time: float) -> tuple[StepInfo, float
 def _apply(environment: Environment, info: StepInfo) -> None:
     state = _state(environment)
     if info.index == 0 and state.transitions:
-        state = _StepState.renew(environment)
+        state = _fresh_state(environment)
     state.transitions.append((time.time(), info))
     _ensure_sampler(environment)
     step_changed.fire(environment=environment, step=info)
@@ -221,10 +242,11 @@ def on_request(
     **_kwargs: Any,
 ) -> None:
     state = _state(environment)
-    if not state.transitions:
+    transitions = state.transitions
+    if not transitions:
         _implicit_step(environment)
     started = start_time if start_time is not None else time.time()
-    began, info = state.transitions[-1]
+    began, info = transitions[-1]
     if started < began:
         info, began = step_at(environment, started)  # type: ignore[misc]
     if info.warmup and started < began + info.warmup:
@@ -322,9 +344,29 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
     for message_type, handler in handlers.items():
         if runner is not None and not has_message_handler(runner, message_type):
             runner.register_message(message_type, handler)
-    environment.events.request.add_listener(lambda **kw: on_request(environment, **kw))
+    environment.events.request.add_listener(_request_listener(environment))
     run_context.listen(environment, environment.events.report_to_master, _on_report_to_master)
     run_context.listen(environment, environment.events.worker_report, _on_worker_report)
+
+
+def _request_listener(environment: Environment) -> Callable[..., None]:
+    """:func:`on_request` for ``environment``'s request event, taking Locust's keywords by name (no repacking)."""
+
+    def on_request_event(
+        request_type: str,
+        name: str,
+        response_time: float | None,
+        response_length: int = 0,
+        response: Any = None,
+        context: Any = None,
+        exception: BaseException | None = None,
+        start_time: float | None = None,
+        url: str | None = None,
+        **_kwargs: Any,
+    ) -> None:
+        on_request(environment, request_type, name, response_time, exception, start_time)
+
+    return on_request_event
 
 
 def _on_report_to_master(environment: Environment, client_id: str, data: dict[str, Any]) -> None:

@@ -332,6 +332,7 @@ class QuicDriver:
                     quic.close(error_code=quic_engine.QuicErrorCode.CRYPTO_ERROR + no_alpn)
                     self._fail(ALPNMismatch(f"server chose ALPN {event.alpn_protocol!r}, not {self._alpn!r}"))
                 elif not self._handshake.ready():
+                    quic_engine.release_handshake_state(quic)
                     self._handshake.set(True)
             elif isinstance(event, quic_engine.ConnectionTerminated):
                 self._fail(self._termination_error(event))

@@ -94,6 +94,9 @@ class QuicEngine:
         """Whether a CONNECTION_CLOSE says the peer shares no ALPN protocol with us."""
         return bool(error_code == self.QuicErrorCode.CRYPTO_ERROR + self.AlertDescription.no_application_protocol)
 
+    def release_handshake_state(self, quic: Any) -> None:
+        """What a client connection no longer needs once its handshake is done, let go (the engine's own)."""
+
     def initial_destination_cid(self, datagram: bytes) -> bytes | None:
         """The destination connection id of a client's first (Initial) datagram, None for any other packet."""
         buffer_module = importlib.import_module(f"{self._package}.buffer")
@@ -248,6 +251,10 @@ class Qh3Engine(QuicEngine):
             algorithms.RSA_PKCS1_SHA512,
         ]
         return configuration
+
+    def release_handshake_state(self, quic: Any) -> None:
+        """Drop the key-share private keys qh3's TLS context keeps after a client's handshake (never read again)."""
+        qh3_patches.release_key_exchange(quic)
 
     def alpn_refused(self, error_code: int, reason: str) -> bool:
         """qh3's server refuses with ``handshake_failure`` and says why only in the reason phrase."""

@@ -212,3 +212,31 @@ def faster_tls() -> None:
         QH3_ORIGINALS[name] = getattr(tls, name)
         setattr(tls, name, replacement)
     crypto.hkdf_expand_label = _hkdf_expand_label
+
+
+# -- what a connection keeps after its handshake ---------------------------------------------------------------
+#: The client's key-share private keys on qh3's TLS context (qh3 2.1): one per group offered in the ClientHello
+KEY_EXCHANGE_FIELDS = (
+    "_ec_p256_private_key",
+    "_ec_p384_private_key",
+    "_ec_p521_private_key",
+    "_x25519_private_key",
+    "_x25519_kyber_768_private_key",
+)
+
+
+def release_key_exchange(quic: Any) -> None:
+    """Drop a client's key-share private keys once its handshake is done: TLS 1.3 derives every later key from the
+    handshake's secrets, so qh3 never reads them again, yet its context keeps them for the connection's life (the
+    X25519MLKEM768 pair alone ~4 KiB of native memory per pooled connection). A no-op before the handshake ends."""
+    bridge = getattr(quic, "_tls", None)
+    context = getattr(bridge, "tls", None)
+    if context is None:
+        return
+    tls = importlib.import_module("qh3.tls")
+    if context.state != tls.State.CLIENT_POST_HANDSHAKE:
+        return
+    for name in KEY_EXCHANGE_FIELDS:
+        if not hasattr(context, name):
+            raise RuntimeError(f"qh3's TLS context has no {name}: check release_key_exchange()")
+        setattr(context, name, None)

@@ -31,7 +31,7 @@ from swarmgauge.reports.index_figures import (
     step_table,
 )
 from swarmgauge.reports.index_kneo_rows import add_kneo_rows
-from swarmgauge.reports.index_mdk_brain import mdk
+from swarmgauge.reports.index_mdk import mdk
 
 # --- demarkus kind bench -------------------------------------------------------------------------------------------
 

@@ -73,6 +73,7 @@ def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
         ("asyncio", "aioquic", "fresh", 2, False),
         ("locust-floor", None, "pooled", 2, False),
         ("udp-floor", None, "pooled", 2, False),
+        ("fasthttp", None, "pooled", 2, False),
         ("locust", "qh3", "pooled", 2, True),
         ("locust", "qh3", "pooled", 3, True),
     ]
@@ -102,7 +103,11 @@ def test_tiny_run_writes_every_case_ratio_and_the_profile(tmp_path, capsys):
         "qh3:pooled_over_paced_memory@1",
         "scaling:kib_per_connection@2",
         "scaling:kib_per_added_connection@3",
+        "fasthttp_cpu_us@2",
+        "qh3:pooled_over_fasthttp@2",
     } <= set(doc["ratios"])
+    assert doc["ratios"]["qh3:pooled_over_fasthttp@2"] > 0  # the anchor: Locust's FastHttpUser GET on nginx
+    assert len(doc["load_average"]) == 3
     assert doc["ratios"]["qh3:pooled_over_memory@2"] > 0
     assert doc["ratios"]["qh3:floor_sum_cpu_us@2"] > 0
     assert doc["cases"][-1]["generator_kib_per_connection"] is not None

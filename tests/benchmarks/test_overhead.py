@@ -1,9 +1,10 @@
-"""Smoke run of benchmarks/overhead.py with tiny counts: it runs, prints its table and writes its JSON (no timing
-is asserted; the figures are for reading)."""
+"""Smoke run of benchmarks/overhead.py with a tiny window: it runs plain Locust and Locust with swarmgauge against
+its own nginx, prints its table and ratio and writes its JSON (no timing is asserted; the figures are for reading)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,33 +16,33 @@ pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.skipif(not (shutil.which("nginx") or Path("/usr/sbin/nginx").exists()), reason="nginx not installed")
 def test_overhead_benchmark_prints_and_writes_its_figures(tmp_path):
     out = tmp_path / "overhead.json"
-    result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.overhead", "--requests", "40", "--rounds", "1", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    command = [sys.executable, "-m", "benchmarks.overhead", "--users", "2", "--rounds", "1"]
+    command += ["--warmup", "0.5", "--window", "1", "--out", str(out)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr[-3000:]
-    for part in ("fasthttp", "steps_listener", "steps_end_to_end", "open_model"):
-        assert part in result.stdout
+    assert "swarmgauge / fasthttp" in result.stdout
     doc = json.loads(out.read_text())
-    assert set(doc["figures"]) == {"fasthttp", "steps_listener", "steps_end_to_end", "open_model"}
-    assert doc["figures"]["fasthttp"]["us_per_request"] > 0
-    assert all(isinstance(f["share_of_fasthttp"], float) for f in doc["figures"].values())
-    assert all(len(v) == 1 for v in doc["samples_us"].values())
-    assert doc["target_share"] == 0.10
+    assert set(doc["cpu_us_per_request"]) == {"fasthttp", "swarmgauge"}
+    assert all(value > 0 for value in doc["cpu_us_per_request"].values())
+    assert len(doc["ratio_rounds"]) == 1 and doc["ratio"] > 0
+    assert len(doc["load_average"]) == 3
+    assert all(r["requests"] > 0 and r["failures"] == 0 for rows in doc["rounds"].values() for r in rows)
+    assert doc["target_ratio"] == 1.05
+    assert set(doc["event_us"]) == {"fasthttp", "swarmgauge"} and "one request event" in result.stdout
 
 
 def test_overhead_benchmark_rejects_zero_counts(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.overhead", "--requests", "0", "--out", str(tmp_path / "x.json")],
+        [sys.executable, "-m", "benchmarks.overhead", "--rounds", "0", "--out", str(tmp_path / "x.json")],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert result.returncode == 2
-    assert result.stderr.strip() == "benchmarks.overhead: --requests and --rounds must be at least 1"
+    assert result.stderr.strip() == (
+        "benchmarks.overhead: --users and --rounds must be at least 1, --window > 0 and --warmup >= 0"
+    )

@@ -80,3 +80,43 @@ def test_a_qh3_without_one_of_the_functions_is_refused(monkeypatch):
     monkeypatch.delattr(tls, "hkdf_extract")
     with pytest.raises(RuntimeError, match="hkdf_extract is gone"):
         patches.faster_tls()
+
+
+def test_a_client_lets_go_of_its_key_shares_once_its_handshake_is_done_and_still_talks(monkeypatch):
+    """A pooled connection keeps no key-share private keys after its handshake (~4 KiB each), and works on."""
+    from swarmgauge.quic.driver import QuicDriver, client_configuration
+    from swarmgauge.quic.engine import Qh3Engine
+    from swarmgauge.quic.transport import MemoryPair
+
+    released = []
+    release = Qh3Engine.release_handshake_state
+
+    def recording(engine, quic):
+        held = [name for name in patches.KEY_EXCHANGE_FIELDS if getattr(quic._tls.tls, name) is not None]
+        release(engine, quic)
+        released.append((quic, held))
+
+    monkeypatch.setattr(Qh3Engine, "release_handshake_state", recording)
+    pair = MemoryPair(lambda request: b"echo " + request, quic_engine="qh3")
+    configuration = client_configuration(insecure=True, quic_engine="qh3")
+    driver = QuicDriver("127.0.0.1", 4433, configuration, transport_factory=pair.transport_factory)
+    driver.connect(timeout=5)
+    [(quic, held)] = released
+    assert held  # qh3 kept at least one key share until then
+    assert all(getattr(quic._tls.tls, name) is None for name in patches.KEY_EXCHANGE_FIELDS)
+    assert [driver.request(b"n%d" % i, timeout=5) for i in range(5)] == [b"echo n%d" % i for i in range(5)]
+    driver.close()
+
+
+def test_releasing_before_the_handshake_ends_keeps_the_key_shares():
+    from swarmgauge.quic.engine import engine
+
+    qh3 = engine("qh3")
+    quic = qh3.QuicConnection(
+        configuration=qh3.client_configuration(
+            alpn="mark", insecure=True, ca_file=None, server_name="localhost", idle_timeout=5.0
+        )
+    )
+    quic.connect(("127.0.0.1", 4433), now=1.0)
+    patches.release_key_exchange(quic)
+    assert any(getattr(quic._tls.tls, name) is not None for name in patches.KEY_EXCHANGE_FIELDS)

@@ -135,7 +135,8 @@ def test_mdk_drills_in_order_and_a_read_before_ready_is_named(tmp_path):
     text = write_index(tmp_path)[0].read_text()
     assert "worker-restart: READY 4.00 s, first device read 5.50 s" in text
     assert "- does NOT hold: kernel-restart: READY 3.00 s, first device read 2.00 s" in text
-    assert "| worker-restart | READY            | 4.00 s     | 3.4 to 8.5 s" in text
+    assert "| worker-restart | READY             | 4.00 s     | 3.4 to 8.5 s" in text
+    assert "| worker-restart | first device read | 5.50 s     | 4.9 to 9.7 s" in text
 
 
 def test_brain_leak_before_and_flat_after_from_the_memory_trends(tmp_path):

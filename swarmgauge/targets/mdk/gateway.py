@@ -67,6 +67,8 @@ class Gateway:
         except rpc.RpcTimeout:
             return error(504, "ERR_MDK_REQUEST_TIMEOUT")
         except rpc.RpcError as exc:
+            if exc.code == "ERR_MDK_REQUEST_TIMEOUT":  # the Kernel's own request to the Worker timed out
+                return error(504, exc.code)
             code = exc.code if exc.code.startswith("ERR_") else HTTPStatus(400).phrase
             return error(404 if code.startswith("ERR_DEVICE_NOT_FOUND") else 400, code)
 

@@ -42,6 +42,7 @@ EXECUTION_CONCURRENCY = 64
 COMMAND_TIMEOUT_S = 30.0
 STATS_PULL_S = 1.0
 ACCEPT_SAMPLES = 100_000
+REQUEST_TIMEOUT = "ERR_MDK_REQUEST_TIMEOUT"
 
 
 @dataclass
@@ -284,7 +285,11 @@ class Kernel:
                 {"deviceId": params["deviceId"], "query": params.get("query")},
                 timeout=self.plan.device_timeout_s,
             )
-        except (rpc.RpcTimeout, rpc.RpcUnavailable):
+        except rpc.RpcTimeout as exc:
+            # a read that waited out the request timeout (queued behind others on its device) is the page's
+            # ERR_MDK_REQUEST_TIMEOUT, a timed-out read its verdict counts, not an answer without metrics
+            raise rpc.RpcError(REQUEST_TIMEOUT) from exc
+        except rpc.RpcUnavailable:
             return None
 
     def _check(self, params: dict) -> tuple[WorkerEntry, str] | str:

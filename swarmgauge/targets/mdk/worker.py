@@ -133,6 +133,7 @@ class Worker:
             for d in self.me.devices
         }
         self.last_cycle_s: float | None = None
+        self.cycle_started: float | None = None
         self.cycles = 0
 
     def _driver(self, params: dict) -> DeviceDriver:
@@ -147,9 +148,19 @@ class Worker:
             "pid": os.getpid(),
             "deviceIds": list(self.drivers),
             "cpu_seconds": process_cpu_seconds(),
-            "cycle_s": self.last_cycle_s,
+            "cycle_s": self.cycle_s(),
             "cycles": self.cycles,
         }
+
+    def cycle_s(self) -> float | None:
+        """The last full sweep's time, or the sweep still running once it has taken longer than that (or than the
+        interval, before the first ends): its time so far is then a lower bound, so an overloaded Worker whose first
+        sweep outlasts a short run still shows its headroom past 1 instead of none."""
+        if self.cycle_started is not None:
+            running = time.monotonic() - self.cycle_started
+            if running > (self.last_cycle_s if self.last_cycle_s is not None else self.plan.collect_interval_s):
+                return running
+        return self.last_cycle_s
 
     async def identity(self, params: dict) -> dict:
         return self._health()
@@ -178,9 +189,9 @@ class Worker:
                 await driver.metrics()
 
         while True:
-            started = time.monotonic()
+            self.cycle_started = started = time.monotonic()
             await asyncio.gather(*(read(d) for d in list(self.drivers.values())))
-            self.last_cycle_s = time.monotonic() - started
+            self.last_cycle_s, self.cycle_started = time.monotonic() - started, None
             self.cycles += 1
             await asyncio.sleep(max(0.0, self.plan.collect_interval_s - self.last_cycle_s))
 

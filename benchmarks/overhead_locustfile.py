@@ -1,0 +1,91 @@
+"""The locustfile of ``benchmarks.overhead``: FastHttpUser GETs with no wait, with or without swarmgauge's listeners.
+
+``SG_OVERHEAD_SWARMGAUGE=1`` adds ``import swarmgauge.locust`` (every listener, as a user's own locustfile gets
+them); otherwise the file is plain Locust. Both variants carry the same probe: a greenlet that, ``SG_OVERHEAD_WARMUP``
+seconds after the test starts, reads this process's CPU time and Locust's own completed-request count, reads both
+again ``SG_OVERHEAD_WINDOW`` seconds later, and prints one ``RESULT {json}`` line. It adds no request listener, so
+the two variants differ only by swarmgauge. After the window it also times ``request`` events fired in a loop
+(``event_us``: the listeners' cost per request without the network's noise). ``SG_OVERHEAD_PROFILE=<path>`` profiles the window with cProfile on the
+CPU clock and dumps the stats there.
+"""
+
+import json
+import os
+import time
+
+import gevent
+from locust import FastHttpUser, constant, events, task
+
+if os.environ.get("SG_OVERHEAD_SWARMGAUGE") == "1":
+    import swarmgauge.locust  # noqa: F401
+
+WARMUP_S = float(os.environ.get("SG_OVERHEAD_WARMUP", "3"))
+WINDOW_S = float(os.environ.get("SG_OVERHEAD_WINDOW", "8"))
+PROFILE_PATH = os.environ.get("SG_OVERHEAD_PROFILE", "")
+
+
+class PlainGetUser(FastHttpUser):
+    wait_time = constant(0)
+
+    @task
+    def get_root(self) -> None:
+        self.client.get("/", name="GET /")
+
+
+def _completed(environment) -> int:
+    total = environment.stats.total
+    return total.num_requests - total.num_failures
+
+
+def _probe(environment) -> None:
+    gevent.sleep(WARMUP_S)
+    profile = None
+    if PROFILE_PATH:
+        import cProfile
+
+        profile = cProfile.Profile(time.process_time)
+        profile.enable()
+    cpu, wall, done = time.process_time(), time.perf_counter(), _completed(environment)
+    gevent.sleep(WINDOW_S)
+    cpu, wall, done = time.process_time() - cpu, time.perf_counter() - wall, _completed(environment) - done
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(PROFILE_PATH)
+    result = {
+        "requests": done,
+        "failures": environment.stats.total.num_failures,
+        "seconds": round(wall, 3),
+        "req_per_s": round(done / wall, 1),
+        "cpu_use": round(cpu / wall, 3),
+        "cpu_us_per_request": round(cpu / max(done, 1) * 1e6, 2),
+    }
+    result["event_us"] = _event_cost(environment)
+    print("RESULT " + json.dumps(result), flush=True)
+    if environment.runner is not None:
+        environment.runner.quit()
+
+
+def _event_cost(environment, count: int = 20_000) -> float:
+    """CPU µs of one ``request`` event as a FastHttpUser GET fires it, through every listener this process has
+    (Locust's statistics; with swarmgauge, its wrapper and listeners too): the listeners' share without the noise
+    of the network and the other users. Timed after the window, with the users still running."""
+    request = environment.events.request
+    began, now = time.process_time(), time.time()
+    for index in range(count):
+        request.fire(
+            request_type="GET",
+            name="GET /",
+            response_time=0.8 + (index % 97) * 0.01,
+            response_length=200,
+            response=None,
+            context={},
+            exception=None,
+            start_time=now,
+            url="/",
+        )
+    return round((time.process_time() - began) * 1e6 / count, 3)
+
+
+@events.test_start.add_listener
+def _start_probe(environment, **_kwargs) -> None:
+    gevent.spawn(_probe, environment)

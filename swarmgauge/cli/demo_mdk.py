@@ -1,0 +1,172 @@
+"""The MDK benchmark page's workloads: its five fleets, the read-throughput pairs, the three failure drills.
+
+Each fleet runs the page's per-profile measurements on the stand-in at the page's size (``--mdk-profile``), one
+after another in one Locust run: one request at a time (device read, fleet summary, single action accept), the
+saturation reads, then the 1,000 submits/s burst. The stand-in's collection cycle gives the headroom. A fleet the
+2-core machine cannot hold is not shrunk: the index calls its row "machine-bound" from the CPU the run measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from swarmgauge.cli.demo_pages import Workload
+
+#: Closed-loop readers of the saturation step. The page's harness used 1,000; 200 keep the generator and the stand-in
+#: inside 2 cores at 2,000 devices (about 500 reads/s on a quiet machine) and, on 10 devices, queue 20 reads a device x
+#: 0.3 s, whose tail reaches the stand-in's 10 s request timeout as the page's 100 a device reached its harness's
+#: (its 14 timed-out reads; 250 readers here timed out 9 % of the reads, 200 none to a few).
+SATURATION_READERS = 200
+#: The client's request timeout: a fleet summary reads every device, and 5,000 of them through the Python stand-in
+#: took past the default 10 s on a loaded 2-core machine (device reads still time out at the stand-in's 10 s).
+CLIENT_TIMEOUT = ("--mdk-timeout", "30")
+#: a sample a second: the headroom is the mean of the sampled cycle times, and a short fleet run has few cycles
+SAMPLING = ("--sample-interval", "1")
+#: A fleet's ID in the run folder -> (devices, Workers, the page's verdict).
+FLEETS: dict[str, tuple[int, int, str]] = {
+    "fleet-10x1": (10, 1, "amber"),
+    "fleet-2000x1": (2000, 1, "green"),
+    "fleet-5000x1": (5000, 1, "red"),
+    "fleet-2000x4": (2000, 4, "green"),
+    "fleet-5000x5": (5000, 5, "green"),
+    "fleet-5000x5-ping": (5000, 5, "red"),
+}
+#: The red 5,000 / 5 run: the page's red came from a health ping that met the burst (chance, as the stand-in's random
+#: ping phase); pinging every second makes that meeting certain, so the red run is set by this option.
+PING_IN_BURST = "--health-ping-s 1"
+#: Submits the 5,000 / 5 bursts may have in flight: the page's harness fires 1,000/s whatever the Kernel's pace, and
+#: the red run needs the full rate to hold the Kernel's lane busy past a ping's 3 s timeout (200 in flight capped it at
+#: about 600/s and no ping missed). The other fleets keep 200: 1,000 greenlets on a loaded 2-core machine put seconds
+#: of the generator's and the Gateway's own lag into a 10-device fleet's acceptance, which the Kernel answers in ms.
+FULL_RATE_USERS = 1000
+#: The throughput pairs not among the fleets (the 2,000-device pair is the fleets' own saturation step).
+THROUGHPUT: dict[str, tuple[int, int]] = {"reads-1000x1": (1000, 1), "reads-1000x2": (1000, 2)}
+DRILLS = ("worker-restart", "kernel-restart", "device-outage")
+SWITCH = {"label": "switch", "users": 0, "duration": "1s"}  # Locust swaps classes only through 0 users
+DISCOVER = {"label": "discover", "users": 1, "duration": "2s", "user_classes": ["MDKBurstUser"]}
+BURST = {
+    "label": "action burst",
+    "rate": 1000,
+    "duration": "3s",
+    "max_users": 200,
+    "drop_after": "1s",
+    "user_classes": ["MDKBurstUser"],
+}
+#: The page's thresholds; ``fail_ratio`` judges the failed requests, so an amber fleet (a few timed-out reads) exits 0
+#: and a red one exits 3 (a failed gate) rather than Locust's 1 for any failure.
+GATES = ["headroom<1", "MDK:action:p99<=2000ms", "mdk_rejected_ratio<0.01", "fail_ratio<0.01"]
+RED_EXIT = 3
+
+
+def _scaled(seconds: float, scale: float, more: float = 0.0) -> str:
+    """A hold stretched by ``scale`` (at least 1 s), plus ``more`` unscaled seconds."""
+    return f"{max(1, round(seconds * scale)) + more:g}s"
+
+
+@dataclass(frozen=True)
+class Fleet:
+    name: str
+    devices: int
+    workers: int
+    page_verdict: str
+
+    @property
+    def profile(self) -> str:
+        return f"{self.devices}x{self.workers}"
+
+
+def discovery_s(devices: int) -> float:
+    """Unscaled seconds the first fleet summary (the users' device discovery) may take: about 2.5 ms a device on a
+    loaded 2-core machine; the step that discovers is this much longer, so its measured part keeps its length."""
+    return float(max(1, -(-devices // 400)))
+
+
+def fleets() -> list[Fleet]:
+    return [Fleet(name, *spec) for name, spec in FLEETS.items()]
+
+
+def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
+    """One profile of the page: one-at-a-time requests, saturation reads, the burst (only the burst for the ping run)."""
+    discovery = discovery_s(fleet.devices)
+    burst = {**BURST, "max_users": FULL_RATE_USERS} if fleet.devices == 5000 and fleet.workers == 5 else BURST
+    if fleet.name == "fleet-5000x5-ping":
+        # the drain: the Kernel's queue lasts seconds after the burst, and a SICK Worker comes back at a later ping
+        drain = {"label": "drain", "users": 0, "duration": _scaled(4, scale)}
+        stages = [{**DISCOVER, "duration": f"{max(2.0, discovery):g}s"}, burst, drain]
+    else:
+        one = _scaled(7, scale, discovery)
+        stages = [
+            {"label": "one at a time", "users": 1, "duration": one, "user_classes": ["MDKOneAtATime"]},
+            SWITCH,
+            {
+                "label": "saturation reads",
+                "users": SATURATION_READERS,
+                "duration": _scaled(10, scale),
+                "user_classes": ["MDKReader"],
+            },
+            SWITCH,
+            DISCOVER,
+            burst,
+        ]
+    return {
+        "name": f"demo-mdk-{fleet.name}",
+        "description": f"the MDK page's {fleet.devices:,} devices / {fleet.workers} Worker profile",
+        "kind": "stages",
+        "stages": stages,
+        "slos": GATES,
+    }
+
+
+def fleet_workload(fleet: Fleet, scale: float) -> Workload:
+    options: tuple[str, ...] = ("--mdk-profile", fleet.profile, *CLIENT_TIMEOUT, *SAMPLING)
+    what = f"{fleet.devices:,} devices / {fleet.workers} Worker(s): one at a time, {SATURATION_READERS} readers, burst"
+    if fleet.name == "fleet-5000x5-ping":
+        options += ("--mdk-embedded-args", PING_IN_BURST)
+        what = f"5,000 devices / 5 Workers, the burst with a health ping in it ({PING_IN_BURST})"
+    # A fleet whose page verdict is red fails its gates by design: its run ends with the failed gate's exit.
+    expected = RED_EXIT if fleet.page_verdict == "red" else 0
+    return Workload(fleet.name, what, "mdk_fleet.py", options, fleet_plan(fleet, scale), expected_exit=expected)
+
+
+def throughput_workload(name: str, devices: int, workers: int, scale: float) -> Workload:
+    plan = {
+        "name": f"demo-mdk-{name}",
+        "description": f"saturation reads on {devices:,} devices over {workers} Worker(s)",
+        "kind": "stages",
+        "stages": [
+            {"label": "discover", "users": 1, "duration": f"{discovery_s(devices):g}s", "user_classes": ["MDKReader"]},
+            {
+                "label": "saturation reads",
+                "users": SATURATION_READERS,
+                "duration": _scaled(10, scale),
+                "user_classes": ["MDKReader"],
+            },
+        ],
+        "slos": ["headroom<1"],
+    }
+    what = f"{SATURATION_READERS} readers on {devices:,} devices / {workers} Worker(s)"
+    return Workload(
+        name, what, "mdk_fleet.py", ("--mdk-profile", f"{devices}x{workers}", *CLIENT_TIMEOUT, *SAMPLING), plan
+    )
+
+
+def drill_workload(name: str, scale: float) -> Workload:
+    plan = {
+        "name": f"demo-mdk-{name}",
+        "description": f"readers on the fleet while the {name} drill kills and restarts",
+        "kind": "stages",
+        "stages": [{"label": "reads", "users": 20, "duration": _scaled(15, scale), "user_classes": ["MDKReader"]}],
+    }
+    options = ("--mdk-profile", "50x1", "--mdk-drill", name, "--mdk-drill-after", "2s")
+    # the readers' reads of the killed or unreachable devices fail until recovery: Locust's exit 1 for failed requests
+    return Workload(name, f"the {name} drill under 20 readers", "mdk_fleet.py", options, plan, expected_exit=1)
+
+
+def workloads(scale: float) -> tuple[Workload, ...]:
+    """Every MDK workload of the demo, fleets first."""
+    return (
+        *(fleet_workload(fleet, scale) for fleet in fleets()),
+        *(throughput_workload(name, d, w, scale) for name, (d, w) in THROUGHPUT.items()),
+        *(drill_workload(name, scale) for name in DRILLS),
+    )

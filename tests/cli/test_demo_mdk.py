@@ -1,0 +1,79 @@
+"""The MDK page's demo workloads: the page's five fleets at the page's sizes (never the 100-device fleet the page
+does not have), both 5,000 / 5 runs, the read-throughput pairs, the drills, each red fleet and drill declaring the
+non-zero exit it ends with, user classes the locustfile has, and the page's load within about 4 minutes at scale 1."""
+
+from __future__ import annotations
+
+import ast
+
+from swarmgauge.cli.demo_mdk import SATURATION_READERS, discovery_s, workloads
+from swarmgauge.cli.demo_pages import pages
+from tests import REPO_ROOT as ROOT
+
+
+def profiles() -> dict[str, str]:
+    return {w.name: w.options[w.options.index("--mdk-profile") + 1] for w in workloads(1.0)}
+
+
+def test_the_page_runs_its_own_fleets_and_no_other():
+    shown = profiles()
+    fleets = [shown[name] for name in shown if name.startswith("fleet-")]
+    assert fleets == ["10x1", "2000x1", "5000x1", "2000x4", "5000x5", "5000x5"]
+    assert "100x1" not in shown.values()
+    assert shown["reads-1000x1"] == "1000x1" and shown["reads-1000x2"] == "1000x2"
+    assert [w.name for w in pages(["mdk"])[0].workloads] == list(shown)
+
+
+def test_each_fleet_runs_one_at_a_time_saturation_and_the_burst():
+    fleet = next(w for w in workloads(1.0) if w.name == "fleet-2000x1")
+    assert fleet.plan is not None
+    stages = {stage["label"]: stage for stage in fleet.plan["stages"]}
+    assert stages["one at a time"]["user_classes"] == ["MDKOneAtATime"]
+    assert stages["saturation reads"]["users"] == SATURATION_READERS
+    assert stages["action burst"]["rate"] == 1000 and stages["action burst"]["duration"] == "3s"
+    assert "MDK:action:p99<=2000ms" in fleet.plan["slos"]
+
+
+def test_red_fleets_and_drills_declare_their_exit_and_the_red_5000_by_5_run_says_its_setting():
+    by_name = {w.name: w for w in workloads(1.0)}
+    assert by_name["fleet-5000x1"].expected_exit == 3 and by_name["fleet-5000x5-ping"].expected_exit == 3
+    assert by_name["fleet-2000x1"].expected_exit == 0 and by_name["fleet-10x1"].expected_exit == 0
+    assert all(by_name[d].expected_exit == 1 for d in ("worker-restart", "kernel-restart", "device-outage"))
+    ping = by_name["fleet-5000x5-ping"].options
+    assert ping[ping.index("--mdk-embedded-args") + 1] == "--health-ping-s 1"
+
+
+def test_every_user_class_a_stage_names_is_in_the_locustfile():
+    tree = ast.parse((ROOT / "locustfiles" / "mdk_fleet.py").read_text())
+    classes = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    named = {c for w in workloads(1.0) for s in (w.plan or {}).get("stages", []) for c in s.get("user_classes", [])}
+    assert named <= classes
+
+
+def test_the_page_plans_about_4_minutes_at_scale_1_and_scale_never_drops_a_row():
+    full, half = workloads(1.0), workloads(0.5)
+    assert sum(w.planned_seconds() for w in full) <= 250  # 248 s: about 4 minutes
+    assert [w.name for w in half] == [w.name for w in full]
+    assert sum(w.planned_seconds() for w in half) < sum(w.planned_seconds() for w in full)
+
+
+def test_discovery_time_grows_with_the_fleet_and_is_not_scaled():
+    assert discovery_s(10) == 1 and discovery_s(2000) == 5 and discovery_s(5000) == 13
+    fleet = next(w for w in workloads(0.1) if w.name == "fleet-5000x1")
+    assert fleet.plan is not None and fleet.plan["stages"][0]["duration"] == "14s"
+
+
+def test_only_the_5000_by_5_bursts_may_have_1000_submits_in_flight():
+    in_flight = {
+        w.name: next(s["max_users"] for s in w.plan["stages"] if s["label"] == "action burst")
+        for w in workloads(1.0)
+        if w.name.startswith("fleet-") and w.plan is not None
+    }
+    assert in_flight == {
+        "fleet-10x1": 200,
+        "fleet-2000x1": 200,
+        "fleet-5000x1": 200,
+        "fleet-2000x4": 200,
+        "fleet-5000x5": 1000,
+        "fleet-5000x5-ping": 1000,
+    }

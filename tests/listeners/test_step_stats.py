@@ -1,0 +1,54 @@
+"""The per-step recorder's NameStats: response times wait in a small table and reach the HDR histogram before
+anything reads it, so every figure is what recording each one into the histogram at once gives."""
+
+from __future__ import annotations
+
+from hdrh.histogram import HdrHistogram
+
+from swarmgauge.listeners.step_stats import HIGHEST_US, LOWEST_US, NameStats, StepMerge, StepRecorder
+
+TIMES_MS = [0.0004, 1.0, 1.0, 2.5, 2.5, 2.5, 7.25, 120.0, 3_600_000.0 * 2, -3.0]
+
+
+def _direct(times_ms: list[float]) -> HdrHistogram:
+    histogram = HdrHistogram(LOWEST_US, HIGHEST_US, 3)
+    for ms in times_ms:
+        histogram.record_value(min(max(int(ms * 1000.0 + 0.5), LOWEST_US), HIGHEST_US))
+    return histogram
+
+
+def test_percentiles_read_every_recorded_time_as_the_histogram_would():
+    stats = NameStats()
+    for ms in TIMES_MS:
+        stats.record(ms, failed=False)
+    direct = _direct(TIMES_MS)
+    for percentile in (0, 50, 90, 99, 100):
+        assert stats.percentile_ms(percentile) == direct.get_value_at_percentile(percentile) / 1000.0
+    stats.record(5.0, failed=True)  # recorded after a read: still counted at the next read
+    assert stats.settle().get_total_count() == len(TIMES_MS) + 1
+    assert (stats.requests, stats.failures) == (len(TIMES_MS) + 1, 1)
+
+
+def test_a_drained_batch_merges_to_the_same_histogram_as_recording_directly():
+    recorder = StepRecorder()
+    for ms in TIMES_MS:
+        recorder.record(0, "GET", "/", ms, False)
+    merge = StepMerge()
+    merge.add_batch("worker", recorder.drain())
+    merged = merge.entries[(0, "GET", "/")].settle()
+    direct = _direct(TIMES_MS)
+    assert merged.get_total_count() == direct.get_total_count()
+    assert [merged.get_value_at_percentile(p) for p in (1, 50, 99, 100)] == [
+        direct.get_value_at_percentile(p) for p in (1, 50, 99, 100)
+    ]
+    assert merged.get_min_value() == direct.get_min_value() and merged.get_max_value() == direct.get_max_value()
+
+
+def test_adding_folds_both_sides_pending_times():
+    left, right = NameStats(), NameStats()
+    left.record(1.0, False)
+    right.record(9.0, False)
+    left.add(right)
+    assert left.settle().get_total_count() == 2
+    assert left.percentile_ms(100) == _direct([1.0, 9.0]).get_value_at_percentile(100) / 1000.0
+    assert not right.pending

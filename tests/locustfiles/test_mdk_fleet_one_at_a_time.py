@@ -1,0 +1,43 @@
+"""locustfiles/mdk_fleet.py's one-at-a-time user and the machine figures of mdk.json, as the demo's fleets use them:
+one user times device reads, single action accepts and fleet summaries one request in flight, and mdk.json holds each
+step's CPU per stand-in process and of the generator, and the load average, so the index can tell a fleet the
+machine could not hold from one the stand-in's model makes red."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from swarmgauge.run_folders import resolve
+from swarmgauge.targets.launch import REPO_ROOT, child_env
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+PLAN = {
+    "name": "one-at-a-time",
+    "kind": "stages",
+    "stages": [{"label": "one at a time", "users": 1, "duration": "6s", "user_classes": ["MDKOneAtATime"]}],
+    "slos": ["fail_ratio<0.01"],
+}
+
+
+def test_one_user_times_reads_accepts_and_summaries_and_mdk_json_has_each_steps_cpu(tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump(PLAN))
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "locustfiles" / "mdk_fleet.py"), "--headless"]
+    command += ["--plan", str(plan), "--mdk-profile", "10x1", "--sample-interval", "1", "--run-dir", str(run_dir)]
+    command += ["--mdk-embedded-args", "--read-cost-ms 20-40"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=100, env=child_env(), cwd=REPO_ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    steps = (resolve(run_dir) / "steps.csv").read_text().splitlines()
+    names = {line.split(",")[3] for line in steps[1:] if line.split(",")[1] == "one at a time"}
+    assert {"telemetry", "action", "summary"} <= names
+    doc = json.loads((resolve(run_dir) / "mdk.json").read_text())
+    assert isinstance(doc["load_avg"], float)
+    step = doc["cpu_by_step"]["0"]
+    assert {"generator", "worker-0", "kernel", "gateway", "mocks"} <= set(step)
+    assert all(value >= 0 for value in step.values())
