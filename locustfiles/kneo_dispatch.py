@@ -20,7 +20,7 @@ from locust.env import Environment
 from locust.runners import LocalRunner
 
 import swarmgauge.locust  # noqa: F401
-from swarmgauge.core import env_state, option_kinds
+from swarmgauge.core import option_kinds, run_context
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.listeners.resources import add_sample_source
@@ -144,7 +144,7 @@ def start_embedded(environment: Environment) -> None:
             raise UsageError("a distributed kneo run needs --host (start the service with 'swarmgauge target kneo')")
         return
 
-    options = env_state.options(environment)
+    options = run_context.options(environment)
     try:
         service = _embedded.start(options)
     except SwarmgaugeError as exc:

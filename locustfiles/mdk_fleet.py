@@ -42,7 +42,7 @@ from locust.runners import MasterRunner, WorkerRunner
 
 import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge import shapes
-from swarmgauge.core import env_state, option_kinds
+from swarmgauge.core import option_kinds, run_context
 from swarmgauge.core.durations import parse_duration
 from swarmgauge.core.options import add_option
 from swarmgauge.core.verdict import GENERATOR_SOURCE
@@ -293,7 +293,7 @@ def start_target(environment: Environment) -> None:
     """Master or local run: start the stand-in without ``--host``, then sample it; validate the drill options."""
     if isinstance(environment.runner, WorkerRunner):
         return
-    options = env_state.options(environment)
+    options = run_context.options(environment)
     devices, workers = parse_profile(getattr(options, "mdk_profile", "100x1") or "100x1")
     if getattr(options, "mdk_drill", "") and getattr(options, "mdk_drill_step", 0) < 0:
         raise UsageError("--mdk-drill-step must be 0 or more")
@@ -333,7 +333,7 @@ def start_target(environment: Environment) -> None:
 
 def _run_drill(environment: Environment, readers_run: bool = True) -> None:
     """The drill at its step; with readers running it waits (bounded) for one of their good reads of the victim."""
-    options = env_state.options(environment)
+    options = run_context.options(environment)
     gevent.sleep(parse_duration(options.mdk_drill_after, "--mdk-drill-after"))
     counted = readers_run and not isinstance(environment.runner, MasterRunner)  # a master sees no reads
     try:
@@ -358,7 +358,7 @@ def _run_drill(environment: Environment, readers_run: bool = True) -> None:
 
 @steps.step_changed.add_listener
 def _on_step_changed(environment: Environment, step: Any, **_kwargs: Any) -> None:
-    options = env_state.options(environment)
+    options = run_context.options(environment)
     if isinstance(environment.runner, WorkerRunner) or not getattr(options, "mdk_drill", ""):
         return
     if step.index == options.mdk_drill_step and _target.drill is None:

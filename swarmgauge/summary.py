@@ -16,7 +16,7 @@ from locust import events
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from swarmgauge.core import env_state
+from swarmgauge.core.run_context import RunContext
 from swarmgauge.listeners import outcome, rundir, slo, steps, user_errors
 
 logger = logging.getLogger("swarmgauge.summary")
@@ -68,14 +68,14 @@ def summary_text(environment: Environment, code: int) -> str:
                 lines.append(sentence)
     else:
         lines.append("no steps were measured")
-    cut = env_state.get(environment, "run_info", {}).get("cut_short")
+    cut = RunContext.of(environment).run_info.get("cut_short")
     if cut:
         lines += ["", f"The plan was cut short by -t/--run-time at {cut['run_time_s']:g} s of {cut['planned_s']:g} s."]
     raised = user_errors.total(environment)
     if raised:
         where = f" (tracebacks: {directory / 'locust_exceptions.csv'})" if directory is not None else ""
         lines += ["", user_errors.describe(raised, user_errors.by_class(environment)) + where]
-    verdicts = env_state.get(environment, "slo_verdicts") or []
+    verdicts = RunContext.of(environment).slo_verdicts or []
     if verdicts:
         lines += ["", slo.format_verdicts(verdicts)]
     if directory is not None and (directory / "report.html").is_file():

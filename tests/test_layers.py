@@ -1,7 +1,10 @@
-"""The layer table of ARCHITECTURE.md, checked on every import in the source tree (ast, no import runs).
+"""The layer table of ARCHITECTURE.md, checked on every import in the source tree (ast, no import runs), and the
+rule that no module reads another's private names.
 
 A lower layer that imports an upper one fails here by file, line and rule, so a cycle cannot be hidden again by an
-import inside a function or an ``except ImportError`` guard around our own modules.
+import inside a function or an ``except ImportError`` guard around our own modules. A private name (``x._name``
+where ``x`` is not ``self``, ``cls`` or ``super()``; ``from m import _name``) of another module fails too, except a
+dependency's private name used by a patch of ``swarmgauge.patches`` in the module the patch names.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from swarmgauge.patches import DOCUMENTED_PRIVATE_NAMES, PATCHES, allowed_private_names
+
 ROOT = Path(__file__).resolve().parent.parent
 #: The layers that are a sub-package of swarmgauge (``swarmgauge/<layer>/``).
 LAYER_PACKAGES = ("protocols", "quic", "users", "shapes", "listeners", "reports", "targets")
@@ -19,6 +24,7 @@ LAYER_PACKAGES = ("protocols", "quic", "users", "shapes", "listeners", "reports"
 SCENARIOS = "locustfiles"
 CORE_MODULES = (
     "swarmgauge.core",
+    "swarmgauge.patches",
     "swarmgauge.errors",
     "swarmgauge.files",
     "swarmgauge.run_folders",
@@ -187,6 +193,78 @@ def violations(root: Path = ROOT) -> list[Violation]:
         for line, name in guarded_project_imports(tree):
             found.append(Violation(str(relative), line, name, "our own module behind an ImportError guard"))
     return found
+
+
+def _is_private(name: str) -> bool:
+    """``_name``: not a dunder (``__init__``), not an enum's sunder (``_value_``)."""
+    return name.startswith("_") and not name.endswith("_")
+
+
+def private_reads(tree: ast.AST, module: str) -> list[tuple[int, str, str]]:
+    """(line, name, expression) of every private name read from another object or module."""
+    found: list[tuple[int, str, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+                continue
+            found.append((node.lineno, node.attr, ast.unparse(node)))
+        elif isinstance(node, ast.ImportFrom) and node.module != module:
+            found.extend(
+                (node.lineno, a.name, f"from {node.module} import {a.name}") for a in node.names if _is_private(a.name)
+            )
+    return found
+
+
+def private_name_violations(root: Path = ROOT) -> list[str]:
+    allowed = allowed_private_names()
+    found: list[str] = []
+    for path in source_files(root):
+        relative = path.relative_to(root)
+        module = module_of_file(relative)
+        for line, name, expression in private_reads(ast.parse(path.read_text()), module):
+            if name in allowed.get(module, set()) or name in DOCUMENTED_PRIVATE_NAMES:
+                continue
+            found.append(f"{relative}:{line}: reads {expression}: another module's private name")
+    return found
+
+
+def test_no_module_reads_another_modules_private_names():
+    """Public methods instead; a dependency's private name only where a registered patch says it is used."""
+    assert private_name_violations() == []
+
+
+def test_every_private_name_a_patch_lists_is_used_where_it_says():
+    """A patch's private name no longer used in any of its modules is stale: remove it (or the patch)."""
+    used: dict[str, set[str]] = {}
+    for path in source_files():
+        relative = path.relative_to(ROOT)
+        module = module_of_file(relative)
+        used.setdefault(module, set()).update(n for _l, n, _e in private_reads(ast.parse(path.read_text()), module))
+    stale = {
+        (patch.name, name)
+        for patch in PATCHES
+        for name in patch.private_names
+        if not any(name in used.get(module, set()) for module in patch.where)
+    }
+    assert stale == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "reported"),
+    [
+        ("def f(shape):\n    shape._plan = None\n", True),
+        ("from swarmgauge.listeners.rundir import _secret\n", True),
+        ("class A:\n    def f(self):\n        return self._x, super()._y(), type(self).__name__\n", False),
+        ("import os\nos._exit(0)\n", False),
+        ("from enum import Enum\nclass E(Enum):\n    A = 1\nE._value2member_map_\n", False),
+    ],
+)
+def test_a_planted_private_read_is_reported(tmp_path: Path, text: str, reported: bool):
+    found = private_name_violations(_tree(tmp_path, {"swarmgauge/listeners/bad.py": text}))
+    assert (len(found) == 1 and found[0].startswith("swarmgauge/listeners/bad.py")) if reported else found == []
 
 
 def test_every_import_follows_the_layer_table():

@@ -6,7 +6,8 @@ run directory would look like a passing run. A new listener module goes into :da
 
 import importlib
 
-#: Every listener module, in the order their handlers register (the run folder first).
+#: Every listener module, in the order their handlers register (the run folder first; the run's end is
+#: ``core/lifecycle.py``, imported by the first of them).
 LISTENER_MODULES = (
     "swarmgauge.listeners.rundir",
     "swarmgauge.listeners.steps",

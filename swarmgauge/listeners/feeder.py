@@ -39,11 +39,12 @@ from locust.env import Environment
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
-from swarmgauge.core import env_state, hooks, option_kinds
+from swarmgauge.core import hooks, option_kinds
 from swarmgauge.core.feeder_rows import FeederRows, RowDealer, check_columns, check_json_objects, read_rows
 from swarmgauge.core.feeder_settings import EXHAUSTED, MAX_BATCH, MODES, FeederSettings, needed_columns, settings_from
 from swarmgauge.core.locust_compat import has_message_handler, live_worker_ids, missing_worker_ids
 from swarmgauge.core.options import add_option
+from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import UsageError, stop_on_usage_error
 
 logger = logging.getLogger("swarmgauge.feeder")
@@ -108,9 +109,15 @@ class FeederState:
     lost_said: bool = False
 
 
+@dataclass
+class _Feeder(PerEnvironment):
+    """Owned by ``listeners/feeder.py``: this Environment's feeder, None while it has none."""
+
+    state: FeederState | None = None
+
+
 def _state(environment: Environment) -> FeederState | None:
-    state: FeederState | None = env_state.get(environment, "feeder")
-    return state
+    return _Feeder.of(environment).state
 
 
 def load(environment: Environment) -> None:
@@ -131,7 +138,7 @@ def load(environment: Environment) -> None:
         state.dealer = RowDealer(len(state.rows), recycle=not settings.stops)
     if settings.stops and not environment.stop_timeout:
         environment.stop_timeout = DEFAULT_STOP_TIMEOUT
-    env_state.put(environment, "feeder", state)
+    _Feeder.of(environment).state = state
 
 
 def next_row(user: Any) -> dict[str, Any] | None:
@@ -329,14 +336,14 @@ def begin_run(environment: Environment) -> None:
     state = _state(environment)
     if state is not None and not _touched(state):
         return
-    env_state.put(environment, "feeder", None)
+    _Feeder.of(environment).state = None
     try:
         load(environment)
     except UsageError as exc:
         logger.error("swarmgauge: %s: this process's users stop", exc)
         settings = settings_from(environment.parsed_options)
         if settings is not None:
-            env_state.put(environment, "feeder", FeederState(settings, out=True))
+            _Feeder.of(environment).state = FeederState(settings, out=True)
 
 
 def _touched(state: FeederState) -> bool:

@@ -19,22 +19,35 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from locust.env import Environment
 
-from swarmgauge.core import env_state, locust_compat
+from swarmgauge.core import locust_compat
 from swarmgauge.core.hooks import StepInfo
+from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.listeners import steps
 
 logger = logging.getLogger("swarmgauge.webui")
 
-INSTALLED_SHAPE = "installed_shape"
-FORM_DRIVEN = "form_driven"
-TAKEN_OVER = "taken_over_from_plan"
-FORM_STARTED = "started_from_form"
 #: The EDIT dialog's fields that make a plan (the shapes' ``PLAN_MAKERS``): emptied, the form takes the users over.
 TAKE_OVER_FIELDS = ("steps", "plan", "rate")
+
+
+@dataclass
+class FormState(PerEnvironment):
+    """Owned by ``listeners/form_steps.py``: who sets the users of the web UI's run, the form or the shape."""
+
+    #: the shape the locustfile installed (a form-driven run sets ``environment.shape_class`` to None)
+    installed_shape: Any = None
+    installed_shape_known: bool = False
+    #: True while the form (START, EDIT) sets the users of this run
+    driven: bool = False
+    #: True once a START came from the form (not ``--autostart``)
+    started: bool = False
+    #: the plan the form took the users over from, for run.json's plan name
+    taken_over: str | None = None
 
 
 def _plan_in_effect(shape: Any) -> bool:
@@ -45,32 +58,33 @@ def _plan_in_effect(shape: Any) -> bool:
 
 def installed_shape(environment: Environment) -> Any:
     """The shape the locustfile installed (kept here: a form-driven run sets ``environment.shape_class`` to None)."""
-    if not env_state.get(environment, "installed_shape_known", False):
-        env_state.put(environment, INSTALLED_SHAPE, getattr(environment, "shape_class", None))
-        env_state.put(environment, "installed_shape_known", True)
-    return env_state.get(environment, INSTALLED_SHAPE)
+    form = FormState.of(environment)
+    if not form.installed_shape_known:
+        form.installed_shape = getattr(environment, "shape_class", None)
+        form.installed_shape_known = True
+    return form.installed_shape
 
 
 def restore_shape(environment: Environment) -> None:
     """Before a START rebuilds the plan: the locustfile's shape back in place, whatever the last run did."""
     environment.shape_class = installed_shape(environment)
-    env_state.put(environment, FORM_DRIVEN, False)
-    env_state.put(environment, TAKEN_OVER, None)
+    form = FormState.of(environment)
+    form.driven, form.taken_over = False, None
 
 
 def form_driven(environment: Environment) -> bool:
     """True while the form (START, EDIT) sets the users of this run."""
-    return bool(env_state.get(environment, FORM_DRIVEN, False))
+    return FormState.of(environment).driven
 
 
 def take_control(environment: Environment) -> bool:
     """After the plan of a START is built: with no plan in effect the shape steps aside and the form drives."""
-    env_state.put(environment, FORM_STARTED, True)
+    FormState.of(environment).started = True
     shape = installed_shape(environment)
     if shape is not None and _plan_in_effect(shape):
         return False
     environment.shape_class = None
-    env_state.put(environment, FORM_DRIVEN, True)
+    FormState.of(environment).driven = True
     return True
 
 
@@ -135,7 +149,7 @@ def take_over_offered(environment: Environment) -> bool:
     shape = getattr(environment, "shape_class", None)
     return (
         shape is not None
-        and bool(env_state.get(environment, FORM_STARTED, False))
+        and FormState.of(environment).started
         and callable(getattr(shape, "plan_in_effect_for", None))
         and not getattr(shape, "class_plan_doc", dict)()
     )
@@ -149,7 +163,7 @@ def edit_notice(environment: Environment) -> str | None:
     shape = getattr(environment, "shape_class", None)
     if shape is None:
         return None
-    if not env_state.get(environment, FORM_STARTED, False):
+    if not FormState.of(environment).started:
         return (
             "This run was started by --autostart, and Locust ends it when its shape stops, so its shape keeps the "
             "users: UPDATE cannot change them. Start from the form (no --autostart) to set them by EDIT."
@@ -177,7 +191,7 @@ def refuse_edit(environment: Environment, form: Any) -> str | None:
         return None
     shape = environment.shape_class
     still_planned = getattr(shape, "plan_in_effect_for", None)
-    if env_state.get(environment, FORM_STARTED, False) and callable(still_planned) and not still_planned(form):
+    if FormState.of(environment).started and callable(still_planned) and not still_planned(form):
         return None
     return f"swarmgauge: {notice}"
 
@@ -192,11 +206,11 @@ def take_over(environment: Environment) -> bool:
         name = (getattr(shape, "plan_summary", lambda: None)() or {}).get("name", type(shape).__name__)
         at = clock(shape.get_run_time())
         shape.hand_over(by="EDIT")
-        env_state.put(environment, TAKEN_OVER, f"plan {name!r} until {at}, then set in the web form")
+        FormState.of(environment).taken_over = f"plan {name!r} until {at}, then set in the web form"
         logger.warning("swarmgauge: plan %r stopped at %s by EDIT: the form sets the users from here", name, at)
     locust_compat.stop_shape_worker(environment.runner)
     environment.shape_class = None
-    env_state.put(environment, FORM_DRIVEN, True)
+    FormState.of(environment).driven = True
     return True
 
 
@@ -215,5 +229,5 @@ def held_plan(environment: Environment) -> dict[str, Any]:
         {"label": info.label, "users": users, "duration": round(seconds, 1), "warmup": round(info.warmup, 1)}
         for info, (users, seconds) in zip(infos, held_steps(environment), strict=True)
     ]
-    name = env_state.get(environment, TAKEN_OVER) or "set in the web form"
+    name = FormState.of(environment).taken_over or "set in the web form"
     return {"name": name, "kind": "stages", "source": "web form", "slos": [], "stages": stages}

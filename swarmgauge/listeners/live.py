@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import gevent
@@ -27,11 +28,11 @@ from locust import events
 from locust.env import Environment
 from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, MasterRunner, WorkerRunner
 
-from swarmgauge.core import env_state
 from swarmgauge.core.durations import parse_duration
 from swarmgauge.core.numbers import format_latency, format_rate
 from swarmgauge.core.options import add_option
 from swarmgauge.core.request_names import request_title
+from swarmgauge.core.run_context import PerEnvironment, RunContext
 from swarmgauge.core.slo_units import in_unit, verdict_text
 from swarmgauge.core.sources import source_title
 from swarmgauge.core.trend import MIB
@@ -102,7 +103,7 @@ def step_rows(environment: Environment) -> list[dict[str, Any]]:
 def slo_verdicts(environment: Environment) -> list[dict[str, Any]]:
     """Every threshold evaluated on what was merged so far (final verdicts once the run closed), each with its
     ``text`` in the threshold's unit, ``fail (80.1 ms > 50 ms)``, per step too."""
-    final = env_state.get(environment, "slo_verdicts")
+    final = RunContext.of(environment).slo_verdicts
     verdicts = _evaluated(environment) if final is None else [dict(v) for v in final]
     for verdict in verdicts:
         verdict["text"] = verdict_text(verdict)
@@ -142,7 +143,7 @@ def resource_series(environment: Environment) -> list[dict[str, Any]]:
     if sampler is None:
         return []
     rows = list(sampler.rows)
-    info = env_state.get(environment, "run_info") or {}
+    info = RunContext.of(environment).run_info
     fitted = {
         (s.node, s.source, s.metric): s.trend for s in trends(rows, MEMORY_METRICS, sampler.warmup, target_only=False)
     }
@@ -205,7 +206,7 @@ def run_state(environment: Environment) -> str | None:
 def snapshot(environment: Environment) -> dict[str, Any]:
     """The whole live view as JSON-able data, secrets redacted."""
     runner = environment.runner
-    closed = env_state.get(environment, "closed_run")
+    closed = RunContext.of(environment).closed_run
     doc = {
         "state": run_state(environment),
         "runner": "master" if isinstance(runner, MasterRunner) else "local",
@@ -216,7 +217,7 @@ def snapshot(environment: Environment) -> dict[str, Any]:
         "resources": resource_series(environment),
         "latest_resources": latest_resources(environment),
         "lost_workers": lost_workers(environment),
-        "aborted": env_state.get(environment, "aborted"),
+        "aborted": RunContext.of(environment).aborted,
         "closed_run": closed.name if closed is not None else None,
     }
     return rundir.redact_tree(doc, environment)
@@ -380,9 +381,16 @@ def abort_message(record: dict[str, Any]) -> str:
     )
 
 
+@dataclass
+class _AbortWatch(PerEnvironment):
+    """Owned by ``listeners/live.py``: the greenlet checking ``--abort-on`` in this run."""
+
+    checker: gevent.Greenlet | None = None
+
+
 def _abort(environment: Environment, record: dict[str, Any]) -> None:
     record["message"] = abort_message(record)
-    env_state.put(environment, "aborted", record)
+    RunContext.of(environment).aborted = record
     environment.process_exit_code = slo.SLO_EXIT_CODE
     rundir.add_run_info(environment, "aborted", record)
     message = f"swarmgauge: run aborted: {record['message']}"
@@ -414,8 +422,13 @@ def _on_test_start(environment: Environment, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner) or not abort_exprs(environment):
         return
     slo.add_default_slos(environment, abort_exprs(environment))
-    previous = env_state.get(environment, "abort_checker")
-    if previous is not None:
-        previous.kill(block=False)
-    env_state.put(environment, "aborted", None)
-    env_state.put(environment, "abort_checker", gevent.spawn(_abort_loop, environment, time.time()))
+    watch = _AbortWatch.of(environment)
+    if watch.checker is not None:
+        watch.checker.kill(block=False)
+    clear_abort(environment)
+    watch.checker = gevent.spawn(_abort_loop, environment, time.time())
+
+
+def clear_abort(environment: Environment) -> None:
+    """A new run (the web UI's next START) starts not aborted."""
+    RunContext.of(environment).aborted = None

@@ -22,7 +22,7 @@ from typing import Any
 from locust import log
 from locust.env import Environment
 
-from swarmgauge.core import env_state
+from swarmgauge.core.run_context import PerEnvironment, RunContext
 from swarmgauge.listeners import user_errors
 
 SLO_EXIT_CODE = 3
@@ -65,7 +65,8 @@ def _error_code(environment: Environment) -> int:
 
 
 def _cut_short(environment: Environment) -> dict[str, Any] | None:
-    return env_state.get(environment, "run_info", {}).get("cut_short")
+    found = RunContext.of(environment).run_info.get("cut_short")
+    return found if isinstance(found, dict) else None
 
 
 def _failed_requests(environment: Environment) -> tuple[int, int]:
@@ -80,7 +81,7 @@ def decide(environment: Environment, verdicts: list[dict[str, Any]]) -> Outcome:
     """Every reason that applies to this run, and the code of the highest-priority one."""
     found: list[tuple[int, int, str]] = []  # (priority, code, line)
     failed = [v["expr"] for v in verdicts if v.get("status") in FAILING]
-    aborted = env_state.get(environment, "aborted")
+    aborted = RunContext.of(environment).aborted
     if aborted and aborted.get("expr") not in failed:
         failed.append(str(aborted.get("expr")))
     if failed:
@@ -118,14 +119,20 @@ def decide(environment: Environment, verdicts: list[dict[str, Any]]) -> Outcome:
     return Outcome(found[0][1] if found else 0, [line for _p, _c, line in found])
 
 
+@dataclass
+class _Decided(PerEnvironment):
+    """Owned by ``listeners/outcome.py``: the run's decided outcome, kept for the summary."""
+
+    outcome: Outcome | None = None
+
+
 def record(environment: Environment, verdicts: list[dict[str, Any]]) -> Outcome:
     """Decide, set the process's exit code to it (Locust's shutdown uses it as given), and keep it for the summary."""
     outcome = decide(environment, verdicts)
     environment.process_exit_code = outcome.code
-    env_state.put(environment, "run_outcome", outcome)
+    _Decided.of(environment).outcome = outcome
     return outcome
 
 
 def recorded(environment: Environment) -> Outcome | None:
-    found = env_state.get(environment, "run_outcome")
-    return found if isinstance(found, Outcome) else None
+    return _Decided.of(environment).outcome

@@ -16,11 +16,11 @@ from locust import events
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-from swarmgauge.core import env_state
+from swarmgauge.core.run_context import PerEnvironment
 
 
 @dataclass
-class Tally:
+class Tally(PerEnvironment):
     """One run's participants; ``open`` from its start, so the idle reports before it do not count."""
 
     open: bool = False
@@ -29,7 +29,7 @@ class Tally:
 
 
 def _tally(environment: Environment) -> Tally:
-    return env_state.slot(environment, "participants", Tally)
+    return Tally.of(environment)
 
 
 def _running_classes(runner: Any) -> dict[str, int]:

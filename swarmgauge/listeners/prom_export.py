@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from locust import events
@@ -30,9 +31,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.utils import floatToGoString
 
-from swarmgauge.core import env_state, option_kinds
+from swarmgauge.core import option_kinds
 from swarmgauge.core.numbers import number
 from swarmgauge.core.options import add_option
+from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.listeners import live, rundir, steps
 from swarmgauge.listeners.prom_histogram import BUCKETS_SECONDS, cumulative_buckets, sum_seconds
@@ -167,6 +169,13 @@ def _wsgi_app(environment: Environment) -> Any:
     return app
 
 
+@dataclass
+class _Exporter(PerEnvironment):
+    """Owned by ``listeners/prom_export.py``: the ``/metrics`` server of this Environment, kept alive with it."""
+
+    server: Any = None
+
+
 def _start(server: Any, host: str, port: int) -> None:
     """Bind before the load: a port another process holds is one line and exit 2, not a traceback."""
     try:
@@ -186,5 +195,5 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
     host = getattr(options, "prometheus_host", "127.0.0.1") or "127.0.0.1"
     server = pywsgi.WSGIServer((host, port), _wsgi_app(environment), log=None)
     stop_on_usage_error(lambda _env: _start(server, host, port), environment)
-    env_state.put(environment, "prometheus_server", server)
+    _Exporter.of(environment).server = server
     logger.info("Prometheus metrics at http://%s:%d/metrics", host, server.server_port)

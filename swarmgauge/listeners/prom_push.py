@@ -33,9 +33,9 @@ from locust.runners import WorkerRunner
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import basic_auth_handler, default_handler, push_to_gateway
 
-from swarmgauge.core import env_state
 from swarmgauge.core.durations import parse_duration
 from swarmgauge.core.options import add_option
+from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.listeners import remote_write, rundir, steps
 from swarmgauge.listeners.prom_export import RunCollector
@@ -136,11 +136,20 @@ def validate(environment: Environment) -> None:
     push_interval(environment)
 
 
+@dataclass
+class _Pushing(PerEnvironment):
+    """Owned by ``listeners/prom_push.py``: when this Environment's run started, its push record and push loop."""
+
+    started: float | None = None
+    record: PushRecord | None = None
+    loop: Any = None
+
+
 def run_name(environment: Environment) -> str:
     directory = rundir.run_dir(environment)
     if directory is not None:
         return directory.name
-    started = env_state.get(environment, "prometheus_push_started") or time.time()
+    started = _Pushing.of(environment).started or time.time()
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime(started))
 
 
@@ -267,23 +276,22 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
 def _on_test_start(environment: Environment, **_kwargs: Any) -> None:
     if not _is_pusher(environment):
         return
-    previous = env_state.get(environment, "prometheus_pusher")
-    if previous is not None:
-        previous.kill(block=False)
-    record = PushRecord()
-    env_state.put(environment, "prometheus_push_started", time.time())
-    env_state.put(environment, "prometheus_push_record", record)
-    loop = gevent.spawn(_push_loop, environment, endpoints(environment), record, push_interval(environment))
-    env_state.put(environment, "prometheus_pusher", loop)
+    pushing = _Pushing.of(environment)
+    if pushing.loop is not None:
+        pushing.loop.kill(block=False)
+    pushing.record = record = PushRecord()
+    pushing.started = time.time()
+    pushing.loop = gevent.spawn(_push_loop, environment, endpoints(environment), record, push_interval(environment))
 
 
 @events.quitting.add_listener
 def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
     """The last push, with ``steps.csv``'s final figures (``steps.finalize`` is idempotent; it writes them now)."""
-    record = env_state.get(environment, "prometheus_push_record")
+    pushing = _Pushing.of(environment)
+    record = pushing.record
     if record is None or not _is_pusher(environment):
         return
-    loop = env_state.get(environment, "prometheus_pusher")
+    loop = pushing.loop
     if loop is not None:
         loop.kill(block=True, timeout=PUSH_TIMEOUT_SECONDS)
     steps.finalize(environment)

@@ -29,6 +29,7 @@ from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
 from swarmgauge.core import hooks, option_kinds
+from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.options import add_option
 from swarmgauge.core.trend import Warmup, parse_warmup
 from swarmgauge.core.verdict import (
@@ -331,11 +332,7 @@ def _on_worker_report(client_id: str, data: dict, **_kwargs) -> None:
             sampler.merge(client_id, packed)
 
 
-@events.quitting.add_listener
-def _on_quitting(environment, **_kwargs) -> None:
-    finish_sampling(environment)
-
-
+@at_end("resources sampled")
 def finish_sampling(environment: Environment) -> None:
     """Stop sampling, judge the series and write ``resources.csv`` (a run's end: quitting, or STOP in the web UI)."""
     sampler = _SAMPLERS.get(environment)

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import logging
 import platform
 import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +37,10 @@ from locust import stats as locust_stats
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-from swarmgauge.core import env_state, hooks
+from swarmgauge.core import hooks, run_context
+from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.options import add_option
+from swarmgauge.core.run_context import PerEnvironment, RunContext
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import participants
 from swarmgauge.redaction import known_secrets
@@ -146,15 +150,30 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-_envs: list[Any] = []
+@dataclass
+class _Initialised(PerEnvironment):
+    """Owned by ``listeners/rundir.py``: when Locust's ``init`` reached this Environment (its order among those alive)."""
+
+    order: int = 0
+
+
+_inits = itertools.count(1)
+
+
+def _initialised() -> list[Any]:
+    """The Environments ``init`` reached that are still alive, oldest first (a gone one has no record left)."""
+    found = [(record.order, env) for env in run_context.environments() if (record := _Initialised.peek(env))]
+    return [env for _order, env in sorted(found, key=lambda pair: pair[0])]
 
 
 def _current_env() -> Any:
-    return _envs[-1] if _envs else None
+    """The Environment last initialised and still alive (``redact`` called without one), or None."""
+    alive = _initialised()
+    return alive[-1] if alive else None
 
 
-class _RunFolder:
-    """Which folder the current run writes to; ``closed`` until the next run opens once a run was closed."""
+class _RunFolder(PerEnvironment):
+    """Owned by ``listeners/rundir.py``: which folder the current run writes to; ``closed`` until the next run opens once a run was closed."""
 
     def __init__(self) -> None:
         self.folder: Path | None = None
@@ -164,7 +183,7 @@ class _RunFolder:
 
 
 def _run_folder(environment: Environment) -> _RunFolder:
-    return env_state.slot(environment, "run_folder", _RunFolder)
+    return _RunFolder.of(environment)
 
 
 def parent_dir(environment: Environment) -> Path | None:
@@ -203,8 +222,7 @@ def run_is_closed(environment: Environment) -> bool:
 
 
 def _info(environment: Environment) -> dict[str, Any]:
-    info: dict[str, Any] = env_state.slot(environment, "run_info", dict)
-    return info
+    return RunContext.of(environment).run_info
 
 
 def run_info(environment: Environment) -> dict[str, Any]:
@@ -347,8 +365,8 @@ def _locust_csvs(environment: Environment, directory: Path) -> None:
 def _final_csv_prefix_files(**_kwargs: Any) -> None:
     """Locust rewrites its ``--csv`` tables once a second and not at the end, so they miss up to a second of the
     run's last requests; after the runner has quit (nothing is measured any more) they get the final figures."""
-    for environment in _envs:
-        options = env_state.options(environment)
+    for environment in _initialised():
+        options = run_context.options(environment)
         prefix = getattr(options, "csv_prefix", None)
         if not prefix or isinstance(getattr(environment, "runner", None), WorkerRunner):
             continue
@@ -367,7 +385,7 @@ def _final_csv_prefix_files(**_kwargs: Any) -> None:
 
 @events.init.add_listener
 def _on_init(environment: Environment, **_kwargs: Any) -> None:
-    _envs.append(environment)
+    _Initialised.of(environment).order = next(_inits)
     add_run_info(environment, "started_at", None)
 
 
@@ -384,6 +402,7 @@ def _on_test_start(environment: Environment, **_kwargs: Any) -> None:
     write_run_json(environment, final=False)
 
 
+@at_end("run folder closed")
 def close_run(environment: Environment) -> Path | None:
     """Write this run's closing files (Locust's CSVs, the final run.json, the report) and close its folder."""
     directory = run_dir(environment)
@@ -404,12 +423,6 @@ def close_run(environment: Environment) -> Path | None:
     state = _run_folder(environment)
     state.closed = True
     return directory
-
-
-@events.quitting.add_listener
-def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
-    """Registered first, so (quitting fires in reverse) it runs after every other swarmgauge listener."""
-    close_run(environment)
 
 
 hooks.add_run_info.implement(add_run_info)

@@ -13,12 +13,11 @@ Workers and the web UI keep Locust's own SIGTERM handler, which it installs befo
 worker's shutdown fires ``quitting``, where it first sends its last per-step figures (here) and then tells the master
 it is gone; the web UI's shutdown fires ``quitting`` as well.
 
-The order of a shutdown is owned here. Locust's ``shutdown()`` fires ``quitting`` before ``runner.quit()``, so on
-the web UI's SIGTERM, Ctrl+C or a headless run without a shape the users are still sending requests then. The first
-``quitting`` listener (:func:`stop_users_first`) stops them on the master or local runner, so every listener after
-it sees a run whose requests are all in: the run folder closes (``listeners.rundir``) with every request counted, and
-the embedded targets stop (``targets.embedded``, also at ``quitting``) with no request left to meet a target that
-is gone.
+The order of a run's end is written in ``core/lifecycle.py``; this module does its first two steps. Locust's
+``shutdown()`` fires ``quitting`` before ``runner.quit()``, so on the web UI's SIGTERM, Ctrl+C or a headless run
+without a shape the users are still sending requests then: "users stopped" (:func:`stop_users_first`) stops them on
+the master or local runner, so every step after it sees a run whose requests are all in, and "final reports in"
+(:func:`send_last_figures`) sends a worker's last figures before it tells the master it quit.
 """
 
 from __future__ import annotations
@@ -32,6 +31,8 @@ import gevent
 from locust import events
 from locust.env import Environment
 from locust.runners import STATE_CLEANUP, STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPING, WorkerRunner
+
+from swarmgauge.core.lifecycle import at_end
 
 logger = logging.getLogger("swarmgauge.signals")
 
@@ -74,17 +75,17 @@ def install(environment: Environment) -> StopOnSignal | None:
     return handler
 
 
-def _send_last_figures_on_quit(environment: Environment) -> None:
-    """Added at ``init`` (after the runner's own listeners), so it runs before the worker tells the master it quit."""
-
-    def on_quitting(**_kwargs: Any) -> None:
+@at_end("final reports in")
+def send_last_figures(environment: Environment) -> None:
+    """A worker's last per-step figures, sent before it tells the master it quit (the opening steps run before the
+    runner's own ``quitting`` listener)."""
+    if isinstance(environment.runner, WorkerRunner):
         from swarmgauge.listeners import steps
 
         steps.send_last_figures(environment)
 
-    environment.events.quitting.add_listener(on_quitting)
 
-
+@at_end("users stopped")
 def stop_users_first(environment: Environment) -> None:
     """Stop the users of a master or local runner that still run, and wait (bounded) for a stop under way.
 
@@ -110,10 +111,7 @@ def _stopping(runner: Any) -> bool:
 @events.init.add_listener
 def _on_init(environment: Environment, **_kwargs: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
-        _send_last_figures_on_quit(environment)
         return
-    # added at init, after every module's quitting listener and the web UI's, so (quitting fires in reverse) first
-    environment.events.quitting.add_listener(lambda **_kw: stop_users_first(environment))
     options = getattr(environment, "parsed_options", None)
     if options is not None and not getattr(options, "headless", False):
         return  # web UI: Locust's SIGTERM handler (shutdown, which fires quitting) is in place before its main loop

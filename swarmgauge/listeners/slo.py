@@ -40,8 +40,10 @@ from locust import events
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from swarmgauge.core import env_state, hooks
+from swarmgauge.core import hooks
+from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.options import add_option
+from swarmgauge.core.run_context import RunContext
 from swarmgauge.core.slo_units import LATENCY_METRICS, UNITS, in_unit
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.listeners import outcome, rundir, slo_junit, steps, user_errors
@@ -138,7 +140,7 @@ def add_default_slos(environment: Environment, exprs: list[str]) -> None:
     """A User's or locustfile's own gates, checked alongside ``--slo``; parsed now so a typo fails early."""
     for expr in exprs:
         parse(expr)
-    defaults: list[str] = env_state.slot(environment, "default_slos", list)
+    defaults = RunContext.of(environment).default_slos
     defaults.extend(e for e in exprs if e not in defaults)
 
 
@@ -150,7 +152,7 @@ def all_exprs(environment: Environment) -> list[str]:
         exprs += list(getattr(shape, "plan_slos", list)() if shape is not None else [])
     except UsageError:
         pass  # a bad plan is the shape's own start-up check to report (shapes validates its plan's SLOs too)
-    exprs += list(env_state.get(environment, "default_slos", []))
+    exprs += list(RunContext.of(environment).default_slos)
     return list(dict.fromkeys(exprs))
 
 
@@ -235,7 +237,7 @@ def evaluate(environment: Environment, threshold: Threshold) -> dict[str, Any]:
 
 def cut_short(environment: Environment) -> dict[str, Any] | None:
     """``run.json``'s ``cut_short`` (the shape notes it when ``-t`` stops its plan), or None."""
-    found = env_state.get(environment, "run_info", {}).get("cut_short")
+    found = RunContext.of(environment).run_info.get("cut_short")
     return found if isinstance(found, dict) else None
 
 
@@ -258,14 +260,19 @@ def _missing_request(environment: Environment, threshold: Threshold) -> str | No
     return f"request {what!r} never appeared in the run (seen: {', '.join(seen) or 'no requests at all'})"
 
 
+def clear_verdicts(environment: Environment) -> None:
+    """A new run (the web UI's next START) is checked afresh at its end."""
+    RunContext.of(environment).slo_verdicts = None
+
+
 def check(environment: Environment) -> list[dict[str, Any]]:
     """Evaluate every threshold once, decide the exit code (:mod:`listeners.outcome`), write ``slo.json`` and JUnit."""
-    done = env_state.get(environment, "slo_verdicts")
+    done = RunContext.of(environment).slo_verdicts
     if done is not None:
         return done
     steps.finalize(environment)
     verdicts = [evaluate(environment, parse(expr)) for expr in all_exprs(environment)]
-    env_state.put(environment, "slo_verdicts", verdicts)
+    RunContext.of(environment).slo_verdicts = verdicts
     decided = outcome.record(environment, verdicts)
     passed = all(v["status"] == "pass" for v in verdicts)
     failed = [v["expr"] for v in verdicts if v["status"] in FAILING]
@@ -338,8 +345,8 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
     stop_on_usage_error(validate, environment)
 
 
-@events.quitting.add_listener
-def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
+@at_end("verdicts decided")
+def _on_quitting(environment: Environment) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
     verdicts = check(environment)

@@ -28,8 +28,9 @@ from locust import events
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-from swarmgauge.core import env_state, hooks
+from swarmgauge.core import hooks, run_context
 from swarmgauge.core.hooks import StepInfo, before_flush, step_changed, step_counter_names
+from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.locust_compat import (
     cache_default_args,
     has_message_handler,
@@ -38,6 +39,7 @@ from swarmgauge.core.locust_compat import (
     send_worker_stats_now,
     thin_history,
 )
+from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import rundir, stalls
 from swarmgauge.listeners.heap_trim import trim_malloc_heap
@@ -58,11 +60,10 @@ WORKER_REPORT_SECONDS = 3.0  # Locust's WORKER_REPORT_INTERVAL: a master's timel
 MAX_SAMPLER_SECONDS = 30 * 24 * 3600.0
 
 register_step_counter = hooks.register_step_counter  # kept here for locustfiles that declare counters
-_envs: list[Any] = []
 
 
-class _StepState:
-    """Everything this process knows about the steps of the current run."""
+class _StepState(PerEnvironment):
+    """Owned by ``listeners/steps.py``: everything this process knows about the steps of the current run."""
 
     def __init__(self) -> None:
         self.transitions: list[tuple[float, StepInfo]] = []
@@ -90,7 +91,7 @@ def _state(environment: Environment) -> _StepState:
     last, state = _last_state
     if last is not None and last() is environment:
         return state
-    state = env_state.slot(environment, "steps", _StepState)
+    state = _StepState.of(environment)
     try:
         _last_state[:] = [weakref.ref(environment), state]
     except TypeError:  # a stand-in that takes no weak reference is not cached
@@ -98,18 +99,19 @@ def _state(environment: Environment) -> _StepState:
     return state
 
 
-def _replace_state(environment: Environment, state: _StepState) -> None:
-    env_state.put(environment, "steps", state)
+def _fresh_state(environment: Environment) -> _StepState:
+    """A new run's state in place of the old one (and the cache of the last one asked for cleared)."""
     _last_state[:] = [None, None]
+    return _StepState.renew(environment)
 
 
 def reset(environment: Environment) -> None:
     """A new run in the same process (the web UI's next START): step clock, recorder and sampler start clean."""
-    old = env_state.get(environment, "steps")
+    old = _StepState.peek(environment)
     if old is not None and old.sampler is not None:
         old.sampler_stop = True
         old.sampler.kill(block=False)
-    _replace_state(environment, _StepState())
+    _fresh_state(environment)
 
 
 def current_step(environment: Environment) -> StepInfo | None:
@@ -130,8 +132,7 @@ def step_at(environment: Environment, wall_time: float) -> tuple[StepInfo, float
 def _apply(environment: Environment, info: StepInfo) -> None:
     state = _state(environment)
     if info.index == 0 and state.transitions:
-        state = _StepState()
-        _replace_state(environment, state)
+        state = _fresh_state(environment)
     state.transitions.append((time.time(), info))
     _ensure_sampler(environment)
     step_changed.fire(environment=environment, step=info)
@@ -343,8 +344,9 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
     for message_type, handler in handlers.items():
         if runner is not None and not has_message_handler(runner, message_type):
             runner.register_message(message_type, handler)
-    _envs.append(environment)
     environment.events.request.add_listener(_request_listener(environment))
+    run_context.listen(environment, environment.events.report_to_master, _on_report_to_master)
+    run_context.listen(environment, environment.events.worker_report, _on_worker_report)
 
 
 def _request_listener(environment: Environment) -> Callable[..., None]:
@@ -367,20 +369,16 @@ def _request_listener(environment: Environment) -> Callable[..., None]:
     return on_request_event
 
 
-@events.report_to_master.add_listener
-def _on_report_to_master(client_id: str, data: dict[str, Any]) -> None:
-    for environment in _envs[-1:]:
-        state = _state(environment)
-        if not state.recorder.empty():
-            data["swarmgauge_steps"] = state.recorder.drain()
+def _on_report_to_master(environment: Environment, client_id: str, data: dict[str, Any]) -> None:
+    state = _state(environment)
+    if not state.recorder.empty():
+        data["swarmgauge_steps"] = state.recorder.drain()
 
 
-@events.worker_report.add_listener
-def _on_worker_report(client_id: str, data: dict[str, Any]) -> None:
+def _on_worker_report(environment: Environment, client_id: str, data: dict[str, Any]) -> None:
     batch = data.get("swarmgauge_steps")
     if batch:
-        for environment in _envs[-1:]:
-            _merge_batch(environment, str(client_id), batch)
+        _merge_batch(environment, str(client_id), batch)
 
 
 @events.test_stop.add_listener
@@ -389,11 +387,7 @@ def _on_test_stop(environment: Environment, **_kwargs: Any) -> None:
         end_run(environment)
 
 
-@events.quitting.add_listener
-def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
-    finalize(environment)
-
-
+@at_end("tables rewritten")
 def finalize(environment: Environment) -> StepMerge:
     """Fold in the last local recordings and write ``steps.csv``/``timeline.csv`` once; returns the merge."""
     state = _state(environment)

@@ -24,7 +24,8 @@ from locust import events
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from swarmgauge.core import env_state, hooks
+from swarmgauge.core import hooks, run_context
+from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.listeners import rundir, steps
 
 COUNTER = "user_errors"
@@ -37,8 +38,6 @@ CHAIN_DEPTH = 5
 
 hooks.register_step_counter(COUNTER)
 
-_envs: list[Environment] = []
-
 
 @dataclass
 class Raised:
@@ -49,7 +48,7 @@ class Raised:
 
 
 @dataclass
-class Tally:
+class Tally(PerEnvironment):
     """Per class, on this process (``by_class``) and, on a worker, not yet sent to the master (``unsent``)."""
 
     by_class: dict[str, Raised] = field(default_factory=dict)
@@ -85,7 +84,7 @@ class Tally:
 
 
 def tally(environment: Environment) -> Tally:
-    return env_state.slot(environment, "user_errors", Tally)
+    return Tally.of(environment)
 
 
 def record(environment: Environment, exception: BaseException) -> None:
@@ -138,7 +137,8 @@ def summary(environment: Environment) -> dict[str, Any]:
 
 @events.init.add_listener
 def _on_init(environment: Environment, **_kwargs: Any) -> None:
-    _envs.append(environment)
+    run_context.listen(environment, environment.events.report_to_master, _on_report_to_master)
+    run_context.listen(environment, environment.events.worker_report, _on_worker_report)
     environment.events.user_error.add_listener(
         lambda user_instance, exception, tb, **_kw: record(environment, exception)
     )
@@ -168,20 +168,16 @@ def _failure_listener(environment: Environment) -> Any:
 
 @events.test_start.add_listener
 def _on_test_start(environment: Environment, **_kwargs: Any) -> None:
-    env_state.put(environment, "user_errors", Tally())  # a web UI's next START counts afresh, as steps does
+    Tally.renew(environment)  # a web UI's next START counts afresh, as steps does
 
 
-@events.report_to_master.add_listener
-def _on_report_to_master(client_id: str, data: dict[str, Any], **_kwargs: Any) -> None:
-    for environment in _envs[-1:]:
-        batch = tally(environment).drain()
-        if batch:
-            data[REPORT_KEY] = batch
+def _on_report_to_master(environment: Environment, data: dict[str, Any], **_kwargs: Any) -> None:
+    batch = tally(environment).drain()
+    if batch:
+        data[REPORT_KEY] = batch
 
 
-@events.worker_report.add_listener
-def _on_worker_report(client_id: str, data: dict[str, Any], **_kwargs: Any) -> None:
-    for environment in _envs[-1:]:
-        counts = tally(environment)
-        for name, n, message in data.get(REPORT_KEY, []):
-            counts.add(counts.by_class, str(name), str(message), int(n))
+def _on_worker_report(environment: Environment, data: dict[str, Any], **_kwargs: Any) -> None:
+    counts = tally(environment)
+    for name, n, message in data.get(REPORT_KEY, []):
+        counts.add(counts.by_class, str(name), str(message), int(n))

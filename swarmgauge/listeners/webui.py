@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,9 @@ from locust.runners import (
     WorkerRunner,
 )
 
-from swarmgauge.core import env_state, locust_compat
+from swarmgauge.core import locust_compat
+from swarmgauge.core.lifecycle import at_end
+from swarmgauge.core.run_context import PerEnvironment, RunContext
 from swarmgauge.errors import UsageError
 from swarmgauge.listeners import form_steps, live, prom_export, resources, rundir, slo, steps, webui_fields
 from swarmgauge.listeners.repeat_command import repeat_command
@@ -103,24 +106,31 @@ def _loopback_by_default(parser: Any) -> None:
     locust_compat.set_option_help(parser, "--class-picker", CLASS_PICKER_HELP)
 
 
+@dataclass
+class _Closing(PerEnvironment):
+    """Owned by ``listeners/webui.py``: the close of the last STOPped run under way, and whether Locust is quitting."""
+
+    closing: gevent.Greenlet | None = None
+    quitting: bool = False
+
+
 # -- one run per start ---------------------------------------------------------------------------------------------
 def start_fresh_run(environment: Environment) -> None:
     """Before a START: a new run folder, fresh per-step state and verdicts, and the plan rebuilt from the options."""
-    pending = env_state.get(environment, "closing")
+    pending = _Closing.of(environment).closing
     if pending is not None:
         pending.join(timeout=CLOSE_WAIT_SECONDS)
     steps.reset(environment)
-    env_state.put(environment, "slo_verdicts", None)
-    env_state.put(environment, "aborted", None)
-    env_state.put(environment, "closed_run", None)
+    slo.clear_verdicts(environment)
+    live.clear_abort(environment)
+    RunContext.of(environment).closed_run = None
     environment.process_exit_code = None
     form_steps.restore_shape(environment)
     rundir.open_new_run(environment)
     shape = getattr(environment, "shape_class", None)
-    if shape is not None and hasattr(shape, "_plan"):
+    if shape is not None and callable(getattr(shape, "restart", None)):
         shape.runner = environment.runner
-        shape._plan, shape._announced, shape._ended, shape._stopping_users = None, None, False, False
-        shape._last_run_time = 0.0
+        shape.restart()
         shape.check_stage_classes()  # the plan, rebuilt; a class the picker left out stops the START with its reason
     slo.validate(environment)
     live.validate_abort(environment)
@@ -144,7 +154,7 @@ def close_ui_run(environment: Environment) -> Path | None:
     resources.finish_sampling(environment)
     record_repeat_command(environment)
     folder = rundir.close_run(environment)
-    env_state.put(environment, "closed_run", folder)
+    RunContext.of(environment).closed_run = folder
     if folder is not None:
         logger.info("run closed: %s", folder)
     return folder
@@ -161,18 +171,20 @@ def record_repeat_command(environment: Environment) -> None:
 
 
 def _on_test_stop(environment: Environment, **_kwargs: Any) -> None:
-    if env_state.get(environment, "quitting", False):
+    if _Closing.of(environment).quitting:
         return
     note_stop = getattr(environment.shape_class, "note_stop", None)
     if callable(note_stop):
         note_stop()  # a plan STOP ended before its end is marked cut short (its own end or -t mark themselves)
-    env_state.put(environment, "closing", gevent.spawn(close_ui_run, environment))
+    _Closing.of(environment).closing = gevent.spawn(close_ui_run, environment)
 
 
-def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
-    """Fires first (quitting runs in reverse, this was added last): a close under way finishes before the rest."""
-    env_state.put(environment, "quitting", True)
-    pending = env_state.get(environment, "closing")
+@at_end("web run closed")
+def _on_quitting(environment: Environment) -> None:
+    """Right after the users stopped (``core/lifecycle.py``): a close under way finishes before the rest."""
+    closing = _Closing.of(environment)
+    closing.quitting = True
+    pending = closing.closing
     if pending is not None:
         pending.join(timeout=CLOSE_WAIT_SECONDS)
 
@@ -370,4 +382,3 @@ def _on_init(environment: Environment, web_ui: Any = None, **_kwargs: Any) -> No
         return
     _install(environment, web_ui)
     environment.events.test_stop.add_listener(lambda **kw: _on_test_stop(environment))
-    environment.events.quitting.add_listener(lambda **kw: _on_quitting(environment))

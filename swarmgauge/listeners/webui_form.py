@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from locust.env import Environment
 from werkzeug.datastructures import ImmutableMultiDict
 
-from swarmgauge.core import env_state
 from swarmgauge.core.options import check_options
-from swarmgauge.listeners.rundir import _is_secret_name, redact
+from swarmgauge.core.run_context import PerEnvironment
+from swarmgauge.listeners.rundir import is_secret_name, redact
 
 LIST_SEPARATORS = (",", ";")
 
@@ -45,15 +46,23 @@ def web_options() -> dict[str, argparse.Action]:
     return {dest: action for dest, action in parser.args_included_in_web_ui.items() if dest not in locust_own}
 
 
+@dataclass
+class StartUpOptions(PerEnvironment):
+    """Owned by ``listeners/webui_form.py``: the options code set at start-up, computed before the first START."""
+
+    code_set: set[str] | None = None
+
+
 def set_at_start_up(environment: Environment, options: dict[str, argparse.Action]) -> set[str]:
     """Options whose value differs from what the command line, environment and config gave: code set them at
     start-up (an embedded target), so the form must not undo them. Computed once, before the first START."""
-    known = env_state.get(environment, "code_set_options")
+    record = StartUpOptions.of(environment)
+    known = record.code_set
     if known is None:
         given = vars(_parser().parse_args())
         current = vars(environment.parsed_options) if environment.parsed_options is not None else {}
         known = {dest for dest in options if dest in current and dest in given and current[dest] != given[dest]}
-        env_state.put(environment, "code_set_options", known)
+        record.code_set = known
     return known
 
 
@@ -145,7 +154,7 @@ def apply_common_fields(environment: Environment, form: Any) -> None:
 
 
 def _secret(dest: str, action: Any) -> bool:
-    return bool(getattr(action, "is_secret", False)) or _is_secret_name(dest)
+    return bool(getattr(action, "is_secret", False)) or is_secret_name(dest)
 
 
 def _shown(value: Any, environment: Environment) -> Any:
@@ -160,7 +169,7 @@ def scrub_template_args(environment: Environment, template_args: dict[str, Any])
     extra = template_args.get("extra_options") or {}
     parsed = environment.parsed_options
     for dest, entry in extra.items():
-        if entry.get("is_secret") or _is_secret_name(dest):
+        if entry.get("is_secret") or is_secret_name(dest):
             entry["default_value"] = ""
             continue
         value = getattr(parsed, dest) if parsed is not None and hasattr(parsed, dest) else entry.get("default_value")

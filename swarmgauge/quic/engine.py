@@ -172,8 +172,9 @@ class QuicEngine:
         return True
 
     def peer_address(self, quic: Any) -> tuple[Any, ...] | None:
-        paths = quic._network_paths
-        return tuple(paths[0].addr) if paths else None
+        """Where datagrams go now: aioquic's public ``get_peer_address()`` (qh3 has none, see ``Qh3Engine``)."""
+        address = quic.get_peer_address()
+        return tuple(address) if address is not None else None
 
     def bound_port(self, server: Any) -> int:
         """The UDP port an asyncio ``serve()`` server listens on (it has no public accessor)."""

@@ -84,9 +84,9 @@ def _memory_slope(run_dir: Path) -> float | None:
     """The steepest target memory slope after warm-up, MiB/h, as the report's memory section computes it."""
     if not (run_dir / "resources.csv").is_file():
         return None
-    from swarmgauge.reports.resources import _warmup_of, load_rows, trend_table
+    from swarmgauge.reports.resources import load_rows, trend_table, warmup_of
 
-    table = trend_table(load_rows(run_dir / "resources.csv"), _warmup_of(run_dir))
+    table = trend_table(load_rows(run_dir / "resources.csv"), warmup_of(run_dir))
     slopes = table["MiB/h"].dropna() if "MiB/h" in table else pd.Series(dtype=float)
     return None if slopes.empty else float(slopes.max())
 

@@ -62,7 +62,7 @@ def format_latency(ms: Any) -> str:
     return numbers.format_latency(number(ms))
 
 
-def _rate(value: Any) -> str:
+def format_rate_cell(value: Any) -> str:
     return numbers.format_rate(number(value))
 
 
@@ -153,7 +153,7 @@ def step_tables(
             {
                 "Step": [request_title(rtype, name) if i == 0 else "" for i in range(len(group))],
                 "Users": users.astype(str).str.replace(r"\.0$", "", regex=True),
-                rate_unit(rtype): group["rps"].map(_rate),
+                rate_unit(rtype): group["rps"].map(format_rate_cell),
                 "p50": group["p50_ms"].map(format_latency),
                 "p99": group["p99_ms"].map(format_latency),
                 "errors": errors,

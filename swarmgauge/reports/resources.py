@@ -148,7 +148,7 @@ def _step_starts(run_dir: Path, rows: list[Row]) -> list[float]:
     return sorted({float(t) - origin for t in frame["started_at"].dropna().unique()})
 
 
-def _warmup_of(run_dir: Path) -> str:
+def warmup_of(run_dir: Path) -> str:
     try:
         info = json.loads((run_dir / "run.json").read_text()).get("resources", {})
     except (OSError, ValueError):
@@ -177,7 +177,7 @@ def section(run_dir: Path) -> Section | None:
     table = memory_table(rows)
     if table.empty:
         return None
-    warmup = _warmup_of(run_dir)
+    warmup = warmup_of(run_dir)
     slopes = trend_table(rows, warmup)
     status, verdict = leak_verdict(rows, parse_warmup(warmup))
     png = memory_plot(rows, _step_starts(run_dir, rows))

@@ -173,7 +173,7 @@ def validate_shape(environment: Environment) -> None:
             )
         return
     shape.runner = environment.runner
-    shape._plan = None
+    shape.forget_plan()
     for stage, classes in shape.check_stage_classes():  # a class the run lacks fails now, not when its stage starts
         if stage.open_model:
             open_model.check_ticketed(stage.label, classes or environment.user_classes)

@@ -115,6 +115,15 @@ class SwarmShape(LoadTestShape):
             f"{type(self).__name__}: no plan; give --plan FILE or --steps/--step-time or --rate/--duration"
         )
 
+    def forget_plan(self) -> None:
+        """The plan is built again from the options at its next use (a START or ``init`` with new options)."""
+        self._plan = None
+
+    def restart(self) -> None:
+        """A new run in the same process (the web UI's next START): no plan, nothing announced, nothing ended."""
+        self._plan, self._announced, self._ended, self._stopping_users = None, None, False, False
+        self._last_run_time = 0.0
+
     def plan(self) -> Plan:
         """Built once per run (``init``, and each web UI START); what it replaces of what was asked is logged and kept
         in ``Plan.overrides`` (:mod:`shapes.overrides`)."""

@@ -25,6 +25,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import gevent
@@ -33,8 +34,9 @@ from locust import events
 from locust.env import Environment
 from locust.runners import MasterRunner
 
-from swarmgauge.core import env_state, hooks, intended, locust_compat
+from swarmgauge.core import hooks, intended, locust_compat
 from swarmgauge.core.intended import set_intended_start
+from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import UsageError
 
 MAX_TICKET_WAIT = 3600.0
@@ -191,8 +193,18 @@ def arrival_time(k: int, rate: float, rate_end: float | None, duration: float) -
     return (-rate + math.sqrt(max(rate * rate + 2.0 * slope * k, 0.0))) / slope
 
 
+@dataclass
+class _Tickets(PerEnvironment):
+    """Owned by ``shapes/open_model.py``: this process's ticket scheduler, made at its first ticket."""
+
+    scheduler: TicketScheduler | None = None
+
+
 def scheduler(environment: Environment) -> TicketScheduler:
-    return env_state.slot(environment, "tickets", lambda: TicketScheduler(environment))
+    tickets = _Tickets.of(environment)
+    if tickets.scheduler is None:
+        tickets.scheduler = TicketScheduler(environment)
+    return tickets.scheduler
 
 
 def take_ticket(user: Any, timeout: float = MAX_TICKET_WAIT) -> bool:
@@ -271,7 +283,7 @@ def takes_tickets(user_class: Any) -> bool:
 
 
 def _flush_tickets(environment: Environment) -> None:
-    found = env_state.get(environment, "tickets")
+    found = _Tickets.of(environment).scheduler
     if found is not None:
         found.stop_issuing()
         found.expire(everything=True)

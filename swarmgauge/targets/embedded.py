@@ -11,11 +11,11 @@ import logging
 import shlex
 from typing import Any
 
-from locust import events
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from swarmgauge.core import env_state, hooks
+from swarmgauge.core import hooks, run_context
+from swarmgauge.core.lifecycle import at_end
 from swarmgauge.targets.launch import TargetProcess, launch_target
 
 log = logging.getLogger(__name__)
@@ -84,11 +84,11 @@ def stop_embedded() -> None:
         log.info("stopped the embedded %s (exit %s)", target.name, status)
 
 
-@events.quitting.add_listener
-def _on_quitting(**_kwargs: Any) -> None:
-    """At ``quitting``, which ``listeners.signals.stop_users_first`` opens by stopping the users: a target stopped
-    while they ran made failures that never happened. Not at ``quit``: the end-of-run summary, printed there, stays
-    the last thing a user reads."""
+@at_end("targets stopped")
+def _on_quitting(_environment: Any) -> None:
+    """The last step of a run's end (``core/lifecycle.py``), after its users stopped (a target stopped while they
+    ran made failures that never happened) and its folder closed. Not at ``quit``: the end-of-run summary, printed
+    there, stays the last thing a user reads."""
     stop_embedded()
 
 
@@ -100,7 +100,7 @@ BRAIN_GAUGES = ("brain_model_loads", "brain_zombie_children", "brain_pinned_resu
 
 def start_embedded_brain(environment: Environment) -> None:
     """With no ``--host``: start the brain stand-in (``--brain-embedded-args``) and sample its RSS by pid."""
-    extra = shlex.split(getattr(env_state.options(environment), "brain_embedded_args", "") or "")
+    extra = shlex.split(getattr(run_context.options(environment), "brain_embedded_args", "") or "")
     target = start_embedded(environment, "brain", ["--port", "0", *extra], describe="2dph brain stand-in")
     if target is not None:
         hooks.add_sample_source(environment, f"psutil:pid={target.pid}")

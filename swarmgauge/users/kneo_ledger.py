@@ -12,6 +12,7 @@ import json
 import logging
 import uuid
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,10 @@ from locust import events
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-from swarmgauge.core import env_state, hooks
+from swarmgauge.core import hooks
+from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.locust_compat import has_message_handler
+from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import UsageError
 from swarmgauge.files import write_atomic
 from swarmgauge.protocols.kneo import RunLedger
@@ -36,12 +39,24 @@ MISMATCH_TERM = "kneo_mismatches"
 _ENVS: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
+@dataclass
+class _KneoRun(PerEnvironment):
+    """Owned by ``users/kneo_ledger.py``: the run's tag, its ledger of runs sent, and its reconciliation once done."""
+
+    tag: str = ""
+    ledger: RunLedger | None = None
+    reconciliation: dict[str, Any] | None = None
+
+
 def run_tag(environment: Environment) -> str:
     """This test run's tag; the master (or local runner) makes one, workers receive it with the options."""
     options = getattr(environment, "parsed_options", None)
     tag = getattr(options, "kneo_run_tag", "") if options is not None else ""
     if not tag:
-        tag = env_state.slot(environment, "kneo_run_tag", lambda: f"sg-{uuid.uuid4().hex[:16]}")
+        record = _KneoRun.of(environment)
+        if not record.tag:
+            record.tag = f"sg-{uuid.uuid4().hex[:16]}"
+        tag = record.tag
         if options is not None:
             options.kneo_run_tag = tag
     return tag
@@ -49,12 +64,11 @@ def run_tag(environment: Environment) -> str:
 
 def ledger_for(environment: Environment) -> RunLedger:
     """The process's ledger of runs sent (one per Environment)."""
-    ledger = env_state.get(environment, "kneo_ledger")
-    if ledger is None:
-        ledger = RunLedger()
-        env_state.put(environment, "kneo_ledger", ledger)
+    record = _KneoRun.of(environment)
+    if record.ledger is None:
+        record.ledger = RunLedger()
         _ENVS.add(environment)
-    return ledger
+    return record.ledger
 
 
 def store_locator(options: Any) -> str:
@@ -73,7 +87,7 @@ def reconcile_run(environment: Environment) -> dict[str, Any] | None:
     """Once per run, on the master or a local run: drain, read the store, compare, write ``kneo.json``."""
     if isinstance(environment.runner, WorkerRunner):
         return None
-    done: dict[str, Any] | None = env_state.get(environment, "kneo_reconciliation")
+    done = _KneoRun.of(environment).reconciliation
     if done is not None:
         return done
     options = environment.parsed_options
@@ -114,7 +128,7 @@ def reconcile_run(environment: Environment) -> dict[str, Any] | None:
         except StoreUnavailable as exc:
             doc["error"] = f"StoreUnavailable: {exc}"
             lines = [f"kneo reconciliation {doc['tag']}: not done: {doc['error']}"]
-    env_state.put(environment, "kneo_reconciliation", doc)
+    _KneoRun.of(environment).reconciliation = doc
     _write_result(environment, doc)
     for line in lines:
         print(line, flush=True)
@@ -205,7 +219,7 @@ def _on_worker_report(client_id: str, data: dict, **_: Any) -> None:
             ledger_for(environment).merge(packed)
 
 
-@events.quitting.add_listener
-def _on_quitting(environment: Environment, **_: Any) -> None:
+@at_end("ledgers reconciled")
+def _on_quitting(environment: Environment) -> None:
     if environment in _ENVS:  # a run with kneo users (users/kneo_user.py starts the ledger at init)
         reconcile_run(environment)

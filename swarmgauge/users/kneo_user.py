@@ -11,6 +11,7 @@ over several service processes on one PostgreSQL (the page's scaling advice), ro
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gevent
@@ -18,8 +19,9 @@ from locust import User, constant, events, task
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from swarmgauge.core import env_state, hooks, option_kinds
+from swarmgauge.core import hooks, option_kinds, run_context
 from swarmgauge.core.options import add_option
+from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.protocols.kneo import METRIC_NAMES
 from swarmgauge.users.kneo_client import TARGETS, KneoClient
@@ -135,14 +137,23 @@ def service_hosts(host: str, extra: str) -> list[str]:
 
 def take_batch_ticket(environment: Environment, size: int) -> bool:
     """One run of this process's batch, while any is left."""
-    left = env_state.get(environment, "kneo_batch_left")
-    if left is None:
-        left = max(0, int(size))
-    if left <= 0:
-        env_state.put(environment, "kneo_batch_left", 0)
+    spread = _Spread.of(environment)
+    if spread.batch_left is None:
+        spread.batch_left = max(0, int(size))
+    if spread.batch_left <= 0:
+        spread.batch_left = 0
         return False
-    env_state.put(environment, "kneo_batch_left", left - 1)
+    spread.batch_left -= 1
     return True
+
+
+@dataclass
+class _Spread(PerEnvironment):
+    """Owned by ``users/kneo_user.py``: this process's batch runs still to send, and how many users it spawned
+    (the round robin over ``--kneo-hosts``)."""
+
+    batch_left: int | None = None
+    spawned: int = 0
 
 
 class KneoUser(User):
@@ -153,7 +164,6 @@ class KneoUser(User):
     needs_host: ClassVar[str] = "http://HOST:PORT"  # checked at init (users.option_checks), before any load
     wait_time = constant(0)
     feeder_columns: ClassVar[tuple[str, ...]] = ("input",)  # --feeder: each run's input text
-    _spawned = 0
 
     def feed_input(self) -> None:
         """With ``--feeder``, this run's input text is the next row's ``input`` (else ``--kneo-input``)."""
@@ -167,8 +177,9 @@ class KneoUser(User):
             raise UsageError("KneoUser needs --host http://127.0.0.1:PORT (or the locustfile's embedded target)")
         options = environment.parsed_options
         hosts = service_hosts(self.host, getattr(options, "kneo_hosts", "") or "")
-        self.host = hosts[KneoUser._spawned % len(hosts)]
-        KneoUser._spawned += 1
+        spread = _Spread.of(environment)
+        self.host = hosts[spread.spawned % len(hosts)]
+        spread.spawned += 1
         self.batch_size = int(getattr(options, "kneo_batch", 500) or 0)
         self.mode = getattr(options, "kneo_mode", "sync")
         if self.mode not in MODES:
@@ -233,4 +244,4 @@ def _on_init(environment: Environment, **_: Any) -> None:
 
 
 def _bad_batch(environment: Environment) -> None:
-    raise UsageError(f"--kneo-batch must be at least 1, got {env_state.options(environment).kneo_batch}")
+    raise UsageError(f"--kneo-batch must be at least 1, got {run_context.options(environment).kneo_batch}")

@@ -23,6 +23,7 @@ from locust import User, events
 from locust.env import Environment
 
 from swarmgauge.core import hooks, option_kinds
+from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols.mark import Response
@@ -163,6 +164,10 @@ def _option(environment: Environment, name: str, default: Any) -> Any:
     return default if value in (None, "") else value
 
 
+#: The process's shared connections (``--mark-connection shared``), one per host and settings, closed on quitting.
+_SHARED_CLIENTS: dict[tuple, MarkClient] = {}
+
+
 class MarkUser(User):
     """Abstract: subclass it and write tasks against ``self.client`` (a :class:`RecordedMarkClient`)."""
 
@@ -170,7 +175,6 @@ class MarkUser(User):
     needs_host: ClassVar[str] = "mark://HOST:PORT"  # checked at init (users.option_checks), before any load
     connection: str | None = None  # one of CONNECTION_MODES; --mark-connection overrides it
     feeder_columns: ClassVar[tuple[str, ...]] = ("path",)  # --feeder: fed_path() reads this column
-    _shared: dict[tuple, MarkClient] = {}
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
@@ -203,9 +207,9 @@ class MarkUser(User):
         if self.connection_mode != "shared":
             return self._new_client(self.connection_mode, settings)
         key = (self.host, *sorted((k, str(v)) for k, v in settings.items()))
-        shared = MarkUser._shared.get(key)
+        shared = _SHARED_CLIENTS.get(key)
         if shared is None:
-            shared = MarkUser._shared[key] = self._new_client("shared", settings)
+            shared = _SHARED_CLIENTS[key] = self._new_client("shared", settings)
         return shared
 
     def _new_client(self, mode: str, settings: dict[str, Any]) -> MarkClient:
@@ -236,11 +240,11 @@ class MarkUser(User):
             self.client.inner.close()
 
 
-@events.quitting.add_listener
-def _close_shared(**_kwargs: Any) -> None:
-    for client in MarkUser._shared.values():
+@at_end("connections closed")
+def _close_shared(_environment: Environment) -> None:
+    for client in _SHARED_CLIENTS.values():
         client.close()
-    MarkUser._shared.clear()
+    _SHARED_CLIENTS.clear()
 
 
 __all__ = ["CONNECTION_MODES", "MarkError", "MarkUser", "RecordedMarkClient"]

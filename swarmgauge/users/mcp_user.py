@@ -259,7 +259,7 @@ def _churn_wait(user: MCPChurnUser) -> float:
     return max(0.0, delay)
 
 
-class _MCPBase(User):
+class MCPBase(User):
     """Builds the client from the options; subclasses say what one iteration does."""
 
     abstract = True
@@ -331,7 +331,7 @@ class _MCPBase(User):
         return self.in_session(lambda: self.client.call_tool(tool, arguments))
 
 
-class MCPUser(_MCPBase):
+class MCPUser(MCPBase):
     """One session per user, kept for the whole run; each task calls ``--mcp-tool`` with ``--mcp-args``."""
 
     abstract = True
@@ -368,7 +368,7 @@ class MCPToolUser(MCPUser):
             self.call_with_recovery(self.options.tool, self.tool_arguments())
 
 
-class MCPChurnUser(_MCPBase):
+class MCPChurnUser(MCPBase):
     """Each iteration is a brand-new session: initialize, initialized, one tool call, and no DELETE.
 
     In a rate step (a ``Churn`` plan) it takes the step's tickets; outside one it is paced by ``SessionPacer`` at

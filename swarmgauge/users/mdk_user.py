@@ -16,8 +16,9 @@ import gevent.lock
 from locust import User, between, events, task
 from locust.env import Environment
 
-from swarmgauge.core import env_state, hooks, option_kinds
+from swarmgauge.core import hooks, option_kinds
 from swarmgauge.core.options import add_option
+from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import UsageError
 from swarmgauge.users.mdk_client import (
     DEFAULT_ACTION,
@@ -112,7 +113,7 @@ def parse_params(text: str) -> dict:
 _user_index = itertools.count()
 
 
-class FleetCache:
+class FleetCache(PerEnvironment):
     """The device ids this process discovered, shared by its users: one summary for a whole spawn, not one each
     (a summary reads every device, so 200 users discovering at once would queue on the devices for a minute)."""
 
@@ -126,8 +127,8 @@ class FleetCache:
 
 
 def fleet_cache(environment: Environment) -> FleetCache:
-    """The process's fleet of discovered device ids, shared by its users."""
-    return env_state.slot(environment, "mdk_fleet", FleetCache)
+    """The process's fleet of discovered device ids, shared by its users (owned by ``users/mdk_user.py``)."""
+    return FleetCache.of(environment)
 
 
 class MDKUser(User):

@@ -54,7 +54,7 @@ def check_host(environment: Environment) -> None:
         return
     mcp_users = sys.modules.get("swarmgauge.users.mcp_user")  # only what the locustfile imported: no new listeners
     mark_users = sys.modules.get("swarmgauge.users.mark_user")
-    if mcp_users is not None and _selected(environment, mcp_users._MCPBase):
+    if mcp_users is not None and _selected(environment, mcp_users.MCPBase):
         parts = urlsplit(host)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(f"--host {host!r}: MCP users need an http(s)://HOST:PORT URL")

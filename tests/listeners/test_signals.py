@@ -20,6 +20,7 @@ import pytest
 from locust.event import Events
 from locust.runners import STATE_INIT, STATE_RUNNING, STATE_STOPPED
 
+from swarmgauge.core import lifecycle
 from swarmgauge.listeners import signals
 from swarmgauge.listeners.signals import StopOnSignal
 from swarmgauge.run_folders import resolve
@@ -78,6 +79,7 @@ def _quit_with_a_listener_added_before_init(runner_state: str) -> list[str]:
     )
     events.quitting.add_listener(lambda **_kw: seen.append(f"run closed, runner {runner.state}"))
     signals._on_init(environment=environment)
+    lifecycle._on_init(environment=environment)  # the end's opening steps, users stopped first
     events.quitting.fire(environment=environment, reverse=True)
     return seen
 

@@ -26,8 +26,7 @@ from locust import argument_parser
 from locust.env import Environment
 
 import swarmgauge.locust  # noqa: F401 - every swarmgauge option on Locust's parser
-from swarmgauge.core import env_state
-from swarmgauge.listeners import form_steps, rundir, steps
+from swarmgauge.listeners import form_steps, rundir, steps, webui_form
 from swarmgauge.listeners.repeat_command import repeat_command
 from swarmgauge.reports.context import context_rows, cut_short_sentence
 from tests.listeners.sim_run import ROOT, sim_target
@@ -321,7 +320,7 @@ def form_environment() -> Environment:
     environment.parsed_options = options
     options.num_users, options.spawn_rate, options.run_time = 2, 4.0, None
     environment.host = "http://127.0.0.1:9"
-    env_state.put(environment, "code_set_options", set())  # what the first START computes from the command line
+    webui_form.StartUpOptions.of(environment).code_set = set()  # what the first START computes from the command line
     return environment
 
 

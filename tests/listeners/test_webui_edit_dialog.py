@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from swarmgauge.core import env_state
 from swarmgauge.listeners import form_steps
 from tests.listeners.test_webui import RUN_SECONDS, closed_folders, start_from_form
 from tests.listeners.test_webui_edit import (
@@ -87,7 +86,7 @@ class _RunningPlan:
 def test_the_edit_dialogs_notice_is_the_refusals_text_and_says_where_the_plan_is():
     environment = form_environment()
     environment.shape_class = _RunningPlan()
-    env_state.put(environment, form_steps.FORM_STARTED, True)
+    form_steps.FormState.of(environment).started = True
     notice = form_steps.edit_notice(environment)
     assert notice is not None and notice.startswith(
         "The plan 'step_ramp' drives the users (stage 2 of 2, 01:10 of 02:00): UPDATE cannot change them. To stop"
@@ -97,5 +96,5 @@ def test_the_edit_dialogs_notice_is_the_refusals_text_and_says_where_the_plan_is
     environment.shape_class = _RunningPlan(class_plan=True)
     assert not form_steps.take_over_offered(environment)
     assert "STOP, then START" in (form_steps.edit_notice(environment) or "")
-    env_state.put(environment, form_steps.FORM_DRIVEN, True)
+    form_steps.FormState.of(environment).driven = True
     assert form_steps.edit_notice(environment) is None and form_steps.refuse_edit(environment, FormValues()) is None

@@ -10,10 +10,9 @@ from types import SimpleNamespace
 
 from werkzeug.datastructures import ImmutableMultiDict
 
-from swarmgauge.core import env_state
 from swarmgauge.core.hooks import StepInfo
 from swarmgauge.core.trend import Warmup
-from swarmgauge.listeners import live, steps, webui, webui_fields
+from swarmgauge.listeners import live, rundir, steps, webui, webui_fields
 from swarmgauge.listeners.step_stats import StepRecorder
 from swarmgauge.shapes import PlanShape
 from tests.listeners.test_live import TARGET, _local_environment, _sampled
@@ -116,7 +115,7 @@ def test_the_tab_shows_a_run_scope_verdict_with_its_unit_and_figures_with_three_
 def test_the_live_page_names_an_embedded_target_as_the_report_does():
     environment = _local_environment()
     _sampled(environment, Warmup(fraction=0.1))
-    env_state.slot(environment, "run_info", dict)["embedded_targets"] = {"mark": {"pid": 4242, "url": "mark://x"}}
+    rundir.add_run_info(environment, "embedded_targets", {"mark": {"pid": 4242, "url": "mark://x"}})
     sources = {series["source"] for series in live.resource_series(environment)}
     assert "embedded mark (pid 4242)" in sources and TARGET not in sources
 

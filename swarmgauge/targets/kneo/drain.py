@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from swarmgauge.targets.kneo.store import _query
+from swarmgauge.targets.kneo.store import query
 
 _SQLITE_TIMES = (
     "SELECT json_extract(payload, '$.created_at'), json_extract(payload, '$.completed_at'), status FROM runs "
@@ -27,7 +27,7 @@ _POSTGRES_TIMES = (
 
 def read_times(locator: str, tag: str, *, connect_timeout: float = 5.0) -> list[tuple[str | None, str | None, str]]:
     """(created_at, completed_at, status) of every row tagged ``tag``."""
-    return [tuple(row) for row in _query(locator, (_SQLITE_TIMES, _POSTGRES_TIMES), tag, connect_timeout)]
+    return [tuple(row) for row in query(locator, (_SQLITE_TIMES, _POSTGRES_TIMES), tag, connect_timeout)]
 
 
 def _stamp(text: str | None) -> float | None:

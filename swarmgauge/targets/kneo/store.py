@@ -71,18 +71,18 @@ def is_dsn(locator: str) -> bool:
 
 def read_rows(locator: str, tag: str, *, connect_timeout: float = 5.0) -> dict[str, Row]:
     """Run id -> (status, error type) for every row tagged ``tag``."""
-    found = _query(locator, (_SQLITE_QUERY, _POSTGRES_QUERY), tag, connect_timeout)
+    found = query(locator, (_SQLITE_QUERY, _POSTGRES_QUERY), tag, connect_timeout)
     return {str(run_id): (status, error_type) for run_id, status, error_type in found}
 
 
 def read_stranded(locator: str, tag: str, *, connect_timeout: float = 5.0) -> frozenset[str]:
     """Ids of the rows tagged ``tag`` that are ``running``/``queued`` with no ``run_queue`` record (not yet, or never)."""
     return frozenset(
-        str(run_id) for (run_id,) in _query(locator, (_SQLITE_STRANDED, _POSTGRES_STRANDED), tag, connect_timeout)
+        str(run_id) for (run_id,) in query(locator, (_SQLITE_STRANDED, _POSTGRES_STRANDED), tag, connect_timeout)
     )
 
 
-def _query(locator: str, queries: tuple[str, str], tag: str, timeout: float) -> list[tuple[Any, ...]]:
+def query(locator: str, queries: tuple[str, str], tag: str, timeout: float) -> list[tuple[Any, ...]]:
     if not locator:
         raise StoreUnavailable("no store given (--kneo-store DSN or SQLite path)")
     if is_dsn(locator):

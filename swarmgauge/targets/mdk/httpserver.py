@@ -39,9 +39,11 @@ class HttpResponse:
 
 App = Callable[[HttpRequest], Awaitable[HttpResponse]]
 
+_KNOWN_STATUSES = frozenset(status.value for status in HTTPStatus)
+
 
 def _head(response: HttpResponse, keep_alive: bool) -> bytes:
-    reason = HTTPStatus(response.status).phrase if response.status in HTTPStatus._value2member_map_ else "Status"
+    reason = HTTPStatus(response.status).phrase if response.status in _KNOWN_STATUSES else "Status"
     return (
         f"HTTP/1.1 {response.status} {reason}\r\nContent-Type: {response.content_type}\r\n"
         f"Content-Length: {len(response.body)}\r\nConnection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"

@@ -1,0 +1,253 @@
+"""Every change swarmgauge makes to a dependency at run time, and every private name of one that it reads, in one list.
+
+The patch code stays where it works (the module named by ``where``); this registry says what each one changes, for
+which versions of the dependency it was written and checked, why, what to ask upstream so it can go, and which of the
+dependency's private names it touches. ``tests/patches/test_registry.py`` fails when an installed version leaves a
+patch's range or the patched thing is gone or behaves otherwise, and ``tests/test_layers.py`` allows a third-party
+private name (``x._name``) only in a patch's ``where`` and only if the patch lists it.
+
+Pure data: it imports nothing of the project or of the dependencies, so any layer may read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Kind(Enum):
+    """How a patch reaches into its dependency."""
+
+    REPLACES = "replaces the dependency's functions or classes, process-wide"
+    REPLACES_FOR_A_CALL = "replaces a function of the dependency for the length of one call"
+    REWRITES_ARGUMENTS = "rewrites the arguments our code's call passes through the dependency"
+    SUBCLASSES = "subclasses a class of the dependency and overrides a private method"
+    READS_PRIVATE = "reads (or sets) private fields of the dependency's objects"
+    MUTATES = "trims or rewrites the dependency's own data structures"
+    FILTERS_LOG = "drops one of the dependency's log records"
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One runtime change to a dependency (or one set of private fields read), with what is needed to retire it."""
+
+    name: str
+    #: the distribution as pip names it (``python`` for the standard library)
+    dependency: str
+    #: the versions it was written for and checked against, as a PEP 440 specifier
+    versions: str
+    kind: Kind
+    #: our modules that hold the patch code, dotted
+    where: tuple[str, ...]
+    #: what of the dependency it changes or reads, dotted from the dependency's top package
+    touches: tuple[str, ...]
+    #: the private attribute names (``x._name``) our code in ``where`` reads or writes for it
+    private_names: tuple[str, ...]
+    why: str
+    #: the issue or pull request to file upstream so the patch can go
+    upstream: str
+
+
+PATCHES: tuple[Patch, ...] = (
+    Patch(
+        name="qh3-faster-tls",
+        dependency="qh3",
+        versions=">=2.1,<2.2",
+        kind=Kind.REPLACES,
+        where=("swarmgauge.quic.qh3_patches",),
+        touches=(
+            "qh3.tls.push_block",
+            "qh3.tls.push_extension",
+            "qh3.tls.pull_block",
+            "qh3.tls.hkdf_expand_label",
+            "qh3.tls.hkdf_extract",
+            "qh3.quic.crypto.hkdf_expand_label",
+        ),
+        private_names=(),
+        why="a fresh connection's CPU is mostly qh3's Python TLS 1.3: ~70 generator-based context managers and ~30 "
+        "HKDF expansions building hmac.HMAC objects per handshake; the replacements compute the same bytes cheaper",
+        upstream="jawah/qh3: PR making push_block/push_extension/pull_block plain classes and HKDF use hmac.digest",
+    ),
+    Patch(
+        name="qh3-stream-limits",
+        dependency="qh3",
+        versions=">=2.1,<2.2",
+        kind=Kind.REWRITES_ARGUMENTS,
+        where=("swarmgauge.quic.engine", "swarmgauge.quic.qh3_patches"),
+        touches=(
+            "qh3.quic.connection.QuicConnectionCore",
+            "qh3.quic.connection.QuicConnection._create_core",
+            "qh3.quic.connection.QuicConnection._create_tls",
+            "qh3.quic.tls_bridge.push_quic_transport_parameters",
+        ),
+        private_names=("_core", "_tls", "_create_core", "_create_tls"),
+        why="qh3 fixes a connection's stream limits (100 bidirectional, 103 unidirectional) as positional arguments "
+        "21 and 22 of its 28-argument native core and in the transport parameters it writes; a Mark client needs "
+        "its own limit, so both are rewritten for that connection only",
+        upstream="jawah/qh3: issue asking for max_streams_bidi/uni in QuicConfiguration (aioquic has them as fields)",
+    ),
+    Patch(
+        name="qh3-trust-self-issued-server",
+        dependency="qh3",
+        versions=">=2.1,<2.2",
+        kind=Kind.SUBCLASSES,
+        where=("swarmgauge.quic.qh3_patches",),
+        touches=(
+            "qh3.quic.connection.QuicConnection._create_tls",
+            "qh3.tls.Context._client_handle_certificate_verify",
+            "qh3.tls.load_store_and_sort",
+        ),
+        private_names=("_client_handle_certificate_verify",),
+        why="qh3 drops a self-issued certificate with a TLS extKeyUsage from a CA file, so the demarkus dev "
+        "certificate given as --mark-ca failed with 'empty CA store'; OpenSSL (aioquic) trusts it when named",
+        upstream="jawah/qh3: issue 'a self-issued server certificate named in cafile is not trusted'",
+    ),
+    Patch(
+        name="qh3-private-reads",
+        dependency="qh3",
+        versions=">=2.1,<2.2",
+        kind=Kind.READS_PRIVATE,
+        where=("swarmgauge.quic.engine",),
+        touches=("qh3.quic.connection.QuicConnection",),
+        private_names=("_core", "_quic_logger", "_call_core", "_close_event", "_handshake_complete", "_remote_addr"),
+        why="the client driver batches the native core's datagrams, reads its next timer, and needs the peer "
+        "address: qh3 has no public accessor for any (get_peer_address() is aioquic's only)",
+        upstream="jawah/qh3: issue asking for get_peer_address(), get_timer() naming its kind, and a batched "
+        "datagrams_to_send without a logger",
+    ),
+    Patch(
+        name="aioquic-private-reads",
+        dependency="aioquic",
+        versions=">=1.2,<1.8",
+        kind=Kind.READS_PRIVATE,
+        where=("swarmgauge.quic.engine",),
+        touches=("aioquic.quic.connection.QuicConnection", "aioquic.asyncio.server.QuicServer"),
+        private_names=(
+            "_ack_delay",
+            "_spaces",
+            "_close_event",
+            "_local_max_streams_bidi",
+            "_local_max_streams_uni",
+            "_remote_max_streams_bidi",
+            "_transport",
+        ),
+        why="ACK delay as quic-go's, stream limits set before the handshake, the close known at once, and the "
+        "server's UDP socket (its port, a larger receive buffer): aioquic exposes none of them publicly",
+        upstream="aiortc/aioquic: issue asking for QuicConfiguration.max_ack_delay/max_streams and QuicServer's "
+        "sockname; the peer address already uses the public get_peer_address()",
+    ),
+    Patch(
+        name="aioquic-two-key-shares",
+        dependency="aioquic",
+        versions=">=1.2,<1.8",
+        kind=Kind.SUBCLASSES,
+        where=("swarmgauge.quic.engine",),
+        touches=("aioquic.quic.connection.QuicConnection._initialize", "aioquic.tls.Context._supported_groups"),
+        private_names=("_supported_groups",),
+        why="aioquic's client sends four key shares; qh3's server answers with more Initial data than one datagram "
+        "holds and every aioquic handshake against it waited a PTO (~0.7 s)",
+        upstream="aiortc/aioquic: PR adding QuicConfiguration.key_share_groups",
+    ),
+    Patch(
+        name="aioquic-protocol-connection",
+        dependency="aioquic",
+        versions=">=1.2,<1.8",
+        kind=Kind.READS_PRIVATE,
+        where=("swarmgauge.targets.mcp_gateway.mark_backend",),
+        touches=(
+            "aioquic.asyncio.protocol.QuicConnectionProtocol._quic",
+            "aioquic.asyncio.protocol.QuicConnectionProtocol._closed",
+        ),
+        private_names=("_quic",),
+        why="the MCP gateway's Mark backend checks whether its QUIC connection closed; the asyncio protocol does "
+        "not expose its connection",
+        upstream="aiortc/aioquic: issue asking for a public QuicConnectionProtocol.quic (or is_closed)",
+    ),
+    Patch(
+        name="locust-internals",
+        dependency="locust",
+        versions=">=2.43.4,<2.48",
+        kind=Kind.REPLACES,
+        where=("swarmgauge.core.locust_compat",),
+        touches=(
+            "locust.argument_parser.default_args_dict",
+            "locust.user.task.TaskSet._sleep",
+            "locust.user.task.TaskSet.execute_task",
+            "locust.event.EventHook.fire",
+            "locust.runners.WorkerRunner._send_stats",
+            "locust.stats.StatsEntry.num_reqs_per_sec",
+            "locust.stats.RequestStats.history",
+        ),
+        private_names=("_sleep", "_send_stats"),
+        why="a worker rebuilt a whole parser per option per spawn message; open-model timing needs the iteration "
+        "seam; a worker's last figures must go before its quit; per-second counts and chart history grew without "
+        "bound over a day-long run (stats trimmed in place)",
+        upstream="locust: PRs for a cached default_args_dict, a public flush of worker stats, bounded per-second "
+        "counts, and a documented wait seam for TaskSet",
+    ),
+    Patch(
+        name="locust-stop-tick-warning",
+        dependency="locust",
+        versions=">=2.43.4,<2.48",
+        kind=Kind.FILTERS_LOG,
+        where=("swarmgauge.shapes.base",),
+        touches=("locust.runners (logger) 'spawn rate is very high'",),
+        private_names=(),
+        why="a plan's end asks for a spawn rate above 100 only to stop every user at once; Locust's warning about "
+        "ramping fast would be shown at the end of every planned run",
+        upstream="locust: issue asking that a shape's stop tick (user count 0) not warn about the spawn rate",
+    ),
+    Patch(
+        name="hdrh-acyclic-encoder",
+        dependency="hdrhistogram",
+        versions=">=0.10.3,<0.11",
+        kind=Kind.MUTATES,
+        where=("swarmgauge.listeners.hdr_acyclic",),
+        touches=("hdrh.histogram.HdrHistogram.encoder.histogram",),
+        private_names=(),
+        why="the encoder points back at its histogram, so every ~190 KB histogram is a reference cycle freed only "
+        "by a full collection; the per-step recorder makes several a second and RSS climbed",
+        upstream="HdrHistogram/HdrHistogram_py: PR making the encoder's back-reference weak",
+    ),
+    Patch(
+        name="mcp-live-sessions",
+        dependency="mcp",
+        versions=">=2.3,<2.4",
+        kind=Kind.READS_PRIVATE,
+        where=("swarmgauge.targets.mcp_gateway.server",),
+        touches=("mcp.server.streamable_http_manager.StreamableHTTPSessionManager._server_instances",),
+        private_names=("_server_instances",),
+        why="the gateway's /metrics reports its live sessions; the SDK's session manager keeps them in a private "
+        "table and has no count",
+        upstream="modelcontextprotocol/python-sdk: issue asking for a public session count on the session manager",
+    ),
+    Patch(
+        name="argparse-append-action",
+        dependency="python",
+        versions=">=3.11,<3.15",
+        kind=Kind.READS_PRIVATE,
+        where=(
+            "swarmgauge.listeners.repeat_command",
+            "swarmgauge.listeners.webui_form",
+            "swarmgauge.core.locust_compat",
+        ),
+        touches=("argparse._AppendAction", "argparse.ArgumentParser._option_string_actions"),
+        private_names=("_AppendAction", "_option_string_actions"),
+        why="the repeat command and the web form write an append option once per value (argparse has no public "
+        "way to ask an action whether it appends); Locust's own options get our help text through the parser's "
+        "table of options (it has no public lookup of an action by flag)",
+        upstream="none: CPython keeps action classes private; kept as long as argparse does",
+    ),
+)
+
+#: Private-looking names that the standard library documents as public.
+DOCUMENTED_PRIVATE_NAMES = frozenset({"_exit"})
+
+
+def allowed_private_names() -> dict[str, set[str]]:
+    """Module (dotted) -> the dependencies' private names its patches may use there."""
+    allowed: dict[str, set[str]] = {}
+    for patch in PATCHES:
+        for module in patch.where:
+            allowed.setdefault(module, set()).update(patch.private_names)
+    return allowed

@@ -1,0 +1,51 @@
+"""The end of a run is a written order: handlers run by their step's place in it, not by when they registered."""
+
+from __future__ import annotations
+
+import pytest
+
+from swarmgauge.core.lifecycle import CLOSING, END_STEPS, OPENING, RunEnd
+
+
+def test_the_end_of_a_run_is_these_steps_in_this_order():
+    assert OPENING == ("users stopped", "final reports in", "web run closed")
+    assert CLOSING == (
+        "ledgers reconciled",
+        "resources sampled",
+        "tables rewritten",
+        "verdicts decided",
+        "run folder closed",
+        "connections closed",
+        "targets stopped",
+    )
+    assert END_STEPS == OPENING + CLOSING
+
+
+def test_handlers_run_in_the_order_of_their_steps_whatever_order_they_registered_in():
+    end, seen = RunEnd(), []
+    for step in reversed(END_STEPS):
+        end.at_end(step, lambda environment, step=step: seen.append((environment, step)))
+    assert end.run("env", CLOSING) == list(CLOSING)
+    assert seen == [("env", step) for step in CLOSING]
+
+
+def test_a_failing_step_does_not_skip_the_later_ones_and_its_error_comes_out_after_them():
+    end, seen = RunEnd(), []
+
+    def broken(_environment: object) -> None:
+        raise OSError("disk full")
+
+    end.at_end("tables rewritten", broken)
+    end.at_end("run folder closed", lambda _environment: seen.append("closed"))
+    with pytest.raises(OSError, match="disk full"):
+        end.run(None, CLOSING)
+    assert seen == ["closed"]
+
+
+def test_an_unknown_step_is_refused_and_a_handler_registers_once():
+    end = RunEnd()
+    with pytest.raises(ValueError, match="no end-of-run step 'report'"):
+        end.at_end("report", print)
+    end.at_end("targets stopped", print)
+    end.at_end("targets stopped", print)
+    assert end.handlers["targets stopped"] == [print]
