@@ -46,7 +46,7 @@ from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.listeners import mdk_results, rundir
 from swarmgauge.shapes import mdk_plan
 from swarmgauge.targets.embedded import start_embedded
-from swarmgauge.targets.mdk.drill_under_load import FleetTarget
+from swarmgauge.targets.mdk import drill_under_load
 from swarmgauge.targets.mdk.stack import MDKStack
 from swarmgauge.users import mdk_fleet_users
 from swarmgauge.users import mdk_user as mdk
@@ -80,37 +80,7 @@ def _add_options(parser: Any) -> None:
         include_in_web_ui=False,
         help="root of a stand-in you started (its 'root DIR' line), for drills and sampling",
     )
-    add_option(
-        parser,
-        "--mdk-drill",
-        default="",
-        choices=("", "worker-restart", "kernel-restart", "device-outage"),
-        include_in_web_ui=True,
-        help="failure drill to run under load",
-    )
-    add_option(
-        parser,
-        "--mdk-drill-step",
-        kind=option_kinds.COUNT,
-        type=int,
-        default=0,
-        include_in_web_ui=True,
-        help="plan step (0-based) the drill runs in",
-    )
-    add_option(
-        parser,
-        "--mdk-drill-after",
-        default="1s",
-        include_in_web_ui=True,
-        help="delay into that step before the kill",
-    )
-    add_option(
-        parser,
-        "--mdk-drill-worker",
-        default="worker-0",
-        include_in_web_ui=True,
-        help="worker-restart: which Worker",
-    )
+    drill_under_load.add_options(parser)
 
 
 def parse_profile(text: str) -> tuple[int, int]:
@@ -140,7 +110,7 @@ class MDKPlan(mdk_plan.MDKPlan):
     """``--plan``/``--rate`` when given; otherwise the ``--mdk-scenario`` plan (``shapes/mdk_plan.py``)."""
 
 
-_target = FleetTarget()
+_target = drill_under_load.FleetTarget()
 
 
 def start_target(environment: Environment) -> None:

@@ -16,7 +16,9 @@ from typing import Any
 
 import gevent
 
+from swarmgauge.core import option_kinds
 from swarmgauge.core.durations import parse_duration
+from swarmgauge.core.options import add_option
 from swarmgauge.core.request_names import MDK_REQUEST_TYPE
 from swarmgauge.errors import SwarmgaugeError
 from swarmgauge.targets.mdk.drills import DrillResult, format_result, run_drill, save_results
@@ -28,6 +30,42 @@ ARM_TIMEOUT_S = 60.0
 NO_READERS_S = 2.0
 READ_LOG_SIZE = 200_000
 JOIN_TIMEOUT_S = 60.0
+
+
+def add_options(parser: Any) -> None:
+    """Declare the drill's options; the locustfile calls this from Locust's parser event (a target imports no
+    Locust)."""
+    add_option(
+        parser,
+        "--mdk-drill",
+        default="",
+        choices=("", "worker-restart", "kernel-restart", "device-outage"),
+        include_in_web_ui=True,
+        help="failure drill to run under load",
+    )
+    add_option(
+        parser,
+        "--mdk-drill-step",
+        kind=option_kinds.COUNT,
+        type=int,
+        default=0,
+        include_in_web_ui=True,
+        help="plan step (0-based) the drill runs in",
+    )
+    add_option(
+        parser,
+        "--mdk-drill-after",
+        default="1s",
+        include_in_web_ui=True,
+        help="delay into that step before the kill",
+    )
+    add_option(
+        parser,
+        "--mdk-drill-worker",
+        default="worker-0",
+        include_in_web_ui=True,
+        help="worker-restart: which Worker",
+    )
 
 
 class FleetTarget:
