@@ -10,3 +10,8 @@ def request_title(request_type: object, name: object) -> str:
     if not kind or label.startswith(f"{kind} "):
         return label
     return f"{kind} {label}"
+
+
+#: The request type the MDK client records (``users/mdk_client.py``) and the MDK fleet's figures read
+#: (``listeners/mdk_results.py``), here because a listener may not import a User's module.
+MDK_REQUEST_TYPE = "MDK"

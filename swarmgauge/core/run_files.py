@@ -171,6 +171,6 @@ RUN_FILES = (
     RunFile(
         "kneo.json", "swarmgauge.users.kneo_ledger", "kneo runs: the ledger and its reconciliation against the store"
     ),
-    RunFile("mdk.json", "swarmgauge.locustfiles.mdk_fleet", "MDK fleet runs: the fleet's figures and thresholds"),
+    RunFile("mdk.json", "swarmgauge.listeners.mdk_results", "MDK fleet runs: the fleet's figures and thresholds"),
     RunFile("mdk_drills.json", "swarmgauge.targets.mdk.drills", "`swarmgauge drill`: one row per drill run"),
 )

@@ -1,7 +1,7 @@
 """Report section for MDK Gateway runs: the benchmark page's pass/fail table, action acceptance and rejections with
 the Kernel's own counts beside Locust's, and the "Failure drills" table.
 
-Inputs in the run directory: ``mdk.json`` (written by ``locustfiles/mdk_fleet.py``: headroom per Worker, CPU per
+Inputs in the run directory: ``mdk.json`` (written by ``listeners/mdk_results.py``: headroom per Worker, CPU per
 component, Locust's errors, the stand-in's command counters), ``mdk_drills.json`` (``targets.mdk.drills``),
 ``steps.csv`` (per-step HDR percentiles) and ``slo.json`` (the RSS slope). Colours follow the MDK page: headroom
 green < 0.7, amber < 1.0, red otherwise; action p99 <= 2,000 ms; busiest process <= 80 % of a core; rejected +

@@ -18,12 +18,13 @@ import gevent.lock
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from swarmgauge.core.failure_names import bounded_reason
+from swarmgauge.core.request_names import MDK_REQUEST_TYPE
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.users.backoff import Backoff
 from swarmgauge.users.recording import measure
 from swarmgauge.users.single_attempt import SingleAttemptHTTPClient
 
-REQUEST_TYPE = "MDK"
+REQUEST_TYPE = MDK_REQUEST_TYPE
 ERR_CODE = re.compile(r"ERR_[A-Z0-9_]+")
 DEFAULT_ACTION = "setPowerMode"
 DEFAULT_PARAMS = '{"mode":"normal"}'

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from swarmgauge.run_folders import resolve
-from swarmgauge.targets.launch import REPO_ROOT, child_env
+from swarmgauge.targets.launch import child_env
+from tests import REPO_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 PLAN = {
