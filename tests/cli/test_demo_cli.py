@@ -39,11 +39,16 @@ def test_list_names_every_page_and_its_workloads(capsys):
     assert set(BUILDERS) == {"demarkus", "kneo", "mdk", "brain"}
 
 
+#: start-up, teardown and the run's own report beside a workload's planned load, measured (see below)
+START_UP_S = 8
+
+
 def test_every_page_fits_the_20_minute_budget_at_scale_1():
-    """Planned load plus a start-up and report allowance of 25 s a workload stays under 20 minutes (issue 30: every
-    row of the four pages attempted, ``demo --all`` at scale 1 within 20 minutes on 2 cores)."""
+    """Planned load plus a start-up and report allowance a workload stays under 20 minutes (issue 30: every row of
+    the four pages attempted, ``demo --all`` at scale 1 within 20 minutes on 2 cores). The allowance is what a run
+    from a clone spent beside its plan: 19.1 min for 933 s planned over 32 workloads, 6.7 s a workload (load 1-10)."""
     workloads = [w for page in pages([]) for w in page.workloads]
-    assert sum(w.planned_seconds() + 25 for w in workloads) < 20 * 60
+    assert sum(w.planned_seconds() + START_UP_S for w in workloads) < 20 * 60
     assert {w.locustfile for w in workloads} <= {
         "demarkus_reads.py",
         "demarkus_writes.py",

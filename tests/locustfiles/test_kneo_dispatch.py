@@ -263,4 +263,4 @@ def test_a_batch_of_zero_stops_before_any_load_in_one_line(tmp_path, sqlite_serv
         "--kneo-batch",
         "0",
     )
-    assert proc.returncode == 2 and "--kneo-batch must be at least 1" in proc.stderr
+    assert proc.returncode == 2 and "swarmgauge: --kneo-batch 0: must be a whole number at least 1" in proc.stderr

@@ -139,7 +139,8 @@ def test_gateway_vs_direct_at_one_user_is_reported(tmp_path):
 def test_bad_embedded_gateway_options_stop_the_run_in_one_line(tmp_path):
     result = locust("--headless", "-t", "2s", "--mcp-embedded-args", "--max-sessions -3", timeout=50)
     assert result.returncode == 2
-    assert "swarmgauge: could not start the embedded MCP gateway" in result.stderr
+    # refused by the gateway's own parser at init, before the gateway or any load starts (issue 33 point 5)
+    assert "swarmgauge: --mcp-embedded-args: argument --max-sessions: must be positive" in result.stderr
 
 
 @pytest.mark.timeout(90)

@@ -236,7 +236,7 @@ def test_a_run_against_a_target_unlike_the_reference_pages_is_told_so(tmp_path, 
     )
     assert main(["demarkus-reads", str(run)]) == 0
     out = capsys.readouterr().out
-    assert "The embedded mark was not simulating the page's bottleneck (missing: --read-delay-ms 10" in out
+    assert "The embedded mark was not simulating the page's bottleneck (missing: --read-delay-ms 9.2" in out
 
 
 def _sim_run(tmp_path: Path, name: str, delay_ms: int) -> Path:

@@ -81,7 +81,7 @@ NOT_HTTP = {
 
 
 def test_every_embedded_http_target_in_targets_is_probed():
-    targets = Path(__file__).resolve().parents[2] / "targets"
+    targets = Path(__file__).resolve().parents[2] / "swarmgauge" / "targets"
     found = {
         path.stem.replace("_", "-")
         for path in targets.iterdir()

@@ -19,6 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
+import swarmgauge
 from swarmgauge.targets.mcp_gateway import tools
 from swarmgauge.targets.mcp_gateway.mark_backend import MarkAddress, MarkBackend, MarkBackendError
 from swarmgauge.targets.mcp_gateway.sessions import DEDUP_CAP, HOLD, FetchDedup, SessionSweeper
@@ -87,7 +88,7 @@ def build_server(config: GatewayConfig) -> tuple[MCPServer, MarkBackend, Gateway
     state = GatewayState(dedup, sweeper)
     server = MCPServer(
         "swarmgauge-mark-gateway",
-        version="0.1.0",
+        version=swarmgauge.__version__,
         instructions="Mark (demarkus) tools over the swarmgauge reference gateway.",
         log_level="WARNING",
     )
