@@ -4,7 +4,8 @@ The default plan is the demarkus page's churn: 5 new sessions a second (initiali
 ``tools/call``, never DELETE) for 40 minutes. Without ``--host`` the locustfile starts the reference Mark server
 and the MCP gateway in front of it (``swarmgauge target mcp --mark URL``; ``--mcp-embedded-args`` passes gateway
 options such as ``"--session-idle-timeout 60 --json-response"``), samples the gateway's RSS (``psutil:pid=``)
-and its live-session gauge (``/metrics``), and stops both when Locust quits::
+and its live-session gauge (``/metrics``), and stops both when Locust quits, at the run's ``targets stopped`` step
+like every embedded target (``swarmgauge/targets/embedded.py``; a web UI's STOP keeps them for the next START)::
 
     locust -f locustfiles/mcp_churn.py --headless --run-dir runs/churn            # 5 sessions/s, 40 min
     locust -f locustfiles/mcp_churn.py --headless --mcp-churn-rate 10 -t 5m       # 10 sessions/s, run.json says so
@@ -24,7 +25,6 @@ give ``--host http://127.0.0.1:PORT`` and, for the direct row, ``--mcp-direct-ma
 
 from __future__ import annotations
 
-import atexit
 import logging
 import random
 import shlex
@@ -43,6 +43,7 @@ from swarmgauge.errors import SwarmgaugeError, UsageError, stop_on_usage_error
 from swarmgauge.listeners.resources import add_sample_source
 from swarmgauge.plans.plan import Plan, build_plan, read_plan_doc
 from swarmgauge.shapes.overrides import add_override
+from swarmgauge.targets import embedded
 from swarmgauge.targets.launch import launch_target
 from swarmgauge.targets.mark.seed import corpus_paths
 from swarmgauge.targets.mcp_gateway import launch
@@ -198,7 +199,8 @@ def _direct_mark_url(environment: Environment) -> str:
 
 
 class EmbeddedGateway:
-    """The reference Mark server and the gateway in front of it; the gateway has no children, so its RSS is its own."""
+    """The reference Mark server and the gateway in front of it; the gateway has no children, so its RSS is its own.
+    Once both run, they are handed to the ``targets stopped`` step: the gateway stops first, then the Mark server."""
 
     def __init__(self) -> None:
         self.mark: Any = None
@@ -211,9 +213,12 @@ class EmbeddedGateway:
         except BaseException:
             self.stop()
             raise
+        embedded.stop_at_end(self.mark, "Mark server")
+        embedded.stop_at_end(self.gateway, "MCP gateway")
         return self.gateway
 
     def stop(self) -> None:
+        """A start that failed half-way: stop what did start."""
         for name in ("gateway", "mark"):
             process = getattr(self, name)
             if process is not None:
@@ -225,7 +230,6 @@ class EmbeddedGateway:
 
 
 _embedded = EmbeddedGateway()
-atexit.register(_embedded.stop)
 
 
 def start_embedded(environment: Environment) -> None:
@@ -262,9 +266,3 @@ def start_embedded(environment: Environment) -> None:
 @events.init.add_listener
 def _on_init(environment: Environment, **_kwargs: Any) -> None:
     stop_on_usage_error(start_embedded, environment)
-
-
-@events.quitting.add_listener
-def _on_quitting(**_kwargs: Any) -> None:
-    """Users are stopped first (``listeners.signals.stop_users_first``), so the gateway goes with nothing in flight."""
-    _embedded.stop()

@@ -7,6 +7,19 @@ quit), :data:`CLOSING` at its back (this module's ``quitting`` listener, registe
 step imports it), so a locustfile's own ``quitting`` listeners run in between: with every user stopped and the run
 folder still open for their files. A module registers its work with :func:`at_end` under a step's name (any layer
 may: this module imports nothing of ours).
+
+A run can also end without the process: the web UI's STOP (or its plan's end) closes the run and keeps the process
+for the next START. :func:`close_stopped_run` runs :data:`STOP_STEPS` for it: the same steps in the same order, less
+:data:`NOT_AT_STOP`, the ones that belong to the process (its shared connections and its targets serve the next
+START; the kneo ledger is reconciled once per process). A handler given ``only_at_stop=True`` runs at a STOP only, after
+its step's other handlers: work a quit gets elsewhere (the web UI waits for a master's workers and their last figures,
+which a quit's run got from its plan's end or from the STOP close it waits for at ``web run closed``).
+
+Not steps: Locust's ``--csv`` tables rewritten and the end-of-run summary (``listeners/rundir.py``,
+``swarmgauge/summary.py``) run at Locust's ``quit``, which fires after ``quitting``, after ``runner.quit()`` (a
+master's workers send their last Locust stats while it runs) and after Locust prints its own tables. The rewrite
+needs those last stats and the summary must come after those tables, so neither can run inside ``quitting``; and both
+are the process's, not a run's (``--csv`` covers every run the process made; a web STOP prints no summary).
 """
 
 from __future__ import annotations
@@ -39,33 +52,44 @@ CLOSING: tuple[str, ...] = (
     "targets stopped",  # targets/embedded.py: the embedded targets, with nothing left to send them requests
 )
 END_STEPS: tuple[str, ...] = OPENING + CLOSING
+#: Steps of the process's end only: a web STOP keeps the process, its shared connections and its targets for the next
+#: START ("web run closed" is a quit waiting for a STOP's close; the kneo ledger is the process's, reconciled once).
+NOT_AT_STOP: tuple[str, ...] = ("web run closed", "ledgers reconciled", "connections closed", "targets stopped")
+#: A run's end that keeps the process (the web UI's STOP): the end's steps in the end's order, less those.
+STOP_STEPS: tuple[str, ...] = tuple(step for step in END_STEPS if step not in NOT_AT_STOP)
 
 
 @dataclass
 class RunEnd:
-    """The handlers of each step, in the order they registered within it."""
+    """The handlers of each step, in the order they registered within it; ``stop_handlers``: those run at a STOP
+    only, after the step's others."""
 
     handlers: dict[str, list[Handler]] = field(default_factory=lambda: {step: [] for step in END_STEPS})
+    stop_handlers: dict[str, list[Handler]] = field(default_factory=lambda: {step: [] for step in STOP_STEPS})
 
-    def at_end(self, step: str, handler: Handler) -> Handler:
-        if step not in self.handlers:
-            raise ValueError(f"no end-of-run step {step!r}; the steps are {', '.join(END_STEPS)}")
-        if handler not in self.handlers[step]:
-            self.handlers[step].append(handler)
+    def at_end(self, step: str, handler: Handler, *, only_at_stop: bool = False) -> Handler:
+        known = STOP_STEPS if only_at_stop else END_STEPS
+        if step not in known:
+            raise ValueError(f"no end-of-run step {step!r}; the steps are {', '.join(known)}")
+        chosen = (self.stop_handlers if only_at_stop else self.handlers)[step]
+        if handler not in chosen:
+            chosen.append(handler)
         return handler
 
-    def run(self, environment: Any, steps: tuple[str, ...]) -> list[str]:
-        """Run ``steps`` in order for ``environment``; returns the steps that had work. One handler's error is
-        logged by the caller's event hook, so it is raised only after every later step ran."""
+    def run(self, environment: Any, steps: tuple[str, ...], *, at_stop: bool = False) -> list[str]:
+        """Run ``steps`` in order for ``environment`` (``at_stop``: with the STOP-only handlers); returns the steps
+        that had work. One handler's error is logged by the caller's event hook, so it is raised only after every
+        later step ran."""
         ran: list[str] = []
         failure: BaseException | None = None
         for step in steps:
-            for handler in self.handlers[step]:
+            chosen = self.handlers[step] + (self.stop_handlers.get(step, []) if at_stop else [])
+            for handler in chosen:
                 try:
                     handler(environment)
                 except Exception as exc:  # noqa: BLE001 - one step's failure must not skip the run folder's close
                     failure = failure or exc
-            if self.handlers[step]:
+            if chosen:
                 ran.append(step)
         if failure is not None:
             raise failure
@@ -75,14 +99,20 @@ class RunEnd:
 RUN_END = RunEnd()
 
 
-def at_end(step: str) -> Callable[[H], H]:
-    """Decorator: run the function (given the Environment) at ``step`` of every run's end."""
+def at_end(step: str, *, only_at_stop: bool = False) -> Callable[[H], H]:
+    """Decorator: run the function (given the Environment) at ``step`` of every run's end (``only_at_stop``: of a
+    run ended by a STOP only)."""
 
     def register(handler: H) -> H:
-        RUN_END.at_end(step, handler)
+        RUN_END.at_end(step, handler, only_at_stop=only_at_stop)
         return handler
 
     return register
+
+
+def close_stopped_run(environment: Any) -> list[str]:
+    """A run's end that keeps the process (the web UI's STOP): :data:`STOP_STEPS` in order; returns those that ran."""
+    return RUN_END.run(environment, STOP_STEPS, at_stop=True)
 
 
 def open_the_end(environment: Any, **_kwargs: Any) -> list[str]:

@@ -9,8 +9,9 @@
   secret keeps its value.
 - **One run per start.** Each START rebuilds the shape's plan from the form and starts a fresh run (new folder under
   ``--run-dir``, fresh per-step statistics and SLO verdicts; Locust clears its own stats). STOP, or the plan's end,
-  closes the run: the workers' last figures are waited for, then ``steps.csv``, ``slo.json``, ``resources.csv``,
-  Locust's CSVs, ``run.json`` and the report are written into its folder.
+  closes the run (:mod:`listeners.webui_close`) through the steps of a quit, in their order, less the process's:
+  the workers' last figures are waited for, then ``resources.csv``, ``steps.csv``, ``slo.json``, Locust's CSVs,
+  ``run.json`` and the report are written into its folder; the embedded targets stay for the next START.
 - **EDIT.** With no plan in effect the form drives the users and each count it sets is a step of its own; with a plan
   the EDIT dialog says above its fields that the plan drives them (``swarmgauge_edit`` in ``/stats/requests``)
   and an EDIT is refused with that line, or takes the plan over when its Custom parameters empty Steps, Plan and Rate
@@ -29,37 +30,28 @@ from __future__ import annotations
 
 import json
 import logging
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import gevent
 from locust import events
 from locust.env import Environment
 from locust.runners import (
     STATE_CLEANUP,
     STATE_RUNNING,
     STATE_SPAWNING,
-    STATE_STOPPED,
     STATE_STOPPING,
-    MasterRunner,
     WorkerRunner,
 )
 
 from swarmgauge.core import locust_compat
-from swarmgauge.core.lifecycle import at_end
-from swarmgauge.core.run_context import PerEnvironment, RunContext
+from swarmgauge.core.run_context import RunContext
 from swarmgauge.errors import UsageError
-from swarmgauge.listeners import form_steps, live, prom_export, resources, rundir, slo, steps, webui_fields
-from swarmgauge.listeners.repeat_command import repeat_command
+from swarmgauge.listeners import form_steps, live, prom_export, rundir, slo, steps, webui_close, webui_fields
 from swarmgauge.listeners.webui_form import FormError, apply_common_fields, apply_form, scrub_template_args
 
 logger = logging.getLogger("swarmgauge.webui")
 
 LOOPBACK = "127.0.0.1"
-CLOSE_WAIT_SECONDS = 30.0
-POLL_SECONDS = 0.1
 TAB_KEY = "swarmgauge"
 TAB_COLUMNS = [
     ("step", "Step"),
@@ -106,20 +98,10 @@ def _loopback_by_default(parser: Any) -> None:
     locust_compat.set_option_help(parser, "--class-picker", CLASS_PICKER_HELP)
 
 
-@dataclass
-class _Closing(PerEnvironment):
-    """Owned by ``listeners/webui.py``: the close of the last STOPped run under way, and whether Locust is quitting."""
-
-    closing: gevent.Greenlet | None = None
-    quitting: bool = False
-
-
 # -- one run per start ---------------------------------------------------------------------------------------------
 def start_fresh_run(environment: Environment) -> None:
     """Before a START: a new run folder, fresh per-step state and verdicts, and the plan rebuilt from the options."""
-    pending = _Closing.of(environment).closing
-    if pending is not None:
-        pending.join(timeout=CLOSE_WAIT_SECONDS)
+    webui_close.finish_close(environment)
     steps.reset(environment)
     slo.clear_verdicts(environment)
     live.clear_abort(environment)
@@ -134,59 +116,6 @@ def start_fresh_run(environment: Environment) -> None:
         shape.check_stage_classes()  # the plan, rebuilt; a class the picker left out stops the START with its reason
     slo.validate(environment)
     live.validate_abort(environment)
-
-
-def close_ui_run(environment: Environment) -> Path | None:
-    """Close the run the way the end of a headless run does, into its own folder; returns the folder."""
-    runner = environment.runner
-    deadline = time.monotonic() + CLOSE_WAIT_SECONDS
-    if isinstance(runner, MasterRunner):
-        while runner.state != STATE_STOPPED and time.monotonic() < deadline:
-            gevent.sleep(POLL_SECONDS)
-    steps.end_run(environment)
-    steps.request_final_reports(environment)
-    while not steps.final_reports_in(environment) and time.monotonic() < deadline:
-        gevent.sleep(POLL_SECONDS)
-    steps.finalize(environment)
-    verdicts = slo.check(environment)
-    if verdicts:
-        logger.info("SLO verdicts:\n%s", slo.format_verdicts(verdicts))
-    resources.finish_sampling(environment)
-    record_repeat_command(environment)
-    folder = rundir.close_run(environment)
-    RunContext.of(environment).closed_run = folder
-    if folder is not None:
-        logger.info("run closed: %s", folder)
-    return folder
-
-
-def record_repeat_command(environment: Environment) -> None:
-    """run.json's ``repeat_command`` (and, for a form-driven run, its plan: the counts as held)."""
-    driven = form_steps.form_driven(environment)
-    held = form_steps.held_steps(environment) if driven else None
-    if driven:
-        rundir.add_run_info(environment, "plan", form_steps.held_plan(environment))
-    command = repeat_command(environment, held=held, plan_in_effect=not driven)
-    rundir.add_run_info(environment, "repeat_command", command)
-
-
-def _on_test_stop(environment: Environment, **_kwargs: Any) -> None:
-    if _Closing.of(environment).quitting:
-        return
-    note_stop = getattr(environment.shape_class, "note_stop", None)
-    if callable(note_stop):
-        note_stop()  # a plan STOP ended before its end is marked cut short (its own end or -t mark themselves)
-    _Closing.of(environment).closing = gevent.spawn(close_ui_run, environment)
-
-
-@at_end("web run closed")
-def _on_quitting(environment: Environment) -> None:
-    """Right after the users stopped (``core/lifecycle.py``): a close under way finishes before the rest."""
-    closing = _Closing.of(environment)
-    closing.quitting = True
-    pending = closing.closing
-    if pending is not None:
-        pending.join(timeout=CLOSE_WAIT_SECONDS)
 
 
 # -- what Locust's page is told ------------------------------------------------------------------------------------
@@ -381,4 +310,4 @@ def _on_init(environment: Environment, web_ui: Any = None, **_kwargs: Any) -> No
     if isinstance(environment.runner, WorkerRunner) or web_ui is None:
         return
     _install(environment, web_ui)
-    environment.events.test_stop.add_listener(lambda **kw: _on_test_stop(environment))
+    environment.events.test_stop.add_listener(lambda **kw: webui_close.begin_close(environment))

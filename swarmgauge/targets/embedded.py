@@ -1,7 +1,10 @@
 """Embedded defaults: with no ``--host``, a locustfile starts its target itself and stops it when Locust quits.
 
 On the master (or in a local run) the target is started as a child process on a free loopback port and
-``environment.host`` is set, so Locust hands it to the workers with every spawn; workers never start one.
+``environment.host`` is set, so Locust hands it to the workers with every spawn; workers never start one. Every
+embedded target stops at the run's last step, ``targets stopped`` (``core/lifecycle.py``), last started first; a
+locustfile that launches its targets itself (a gateway in front of a server) hands each to :func:`stop_at_end`.
+A web UI's STOP keeps them for the next START.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from swarmgauge.targets.launch import TargetProcess, launch_target
 log = logging.getLogger(__name__)
 
 SECRET_FLAGS = ("--publish-token", "--api-key", "--token", "--dsn")
-_running: list[TargetProcess] = []
+_running: list[tuple[TargetProcess, str]] = []
 
 
 def redact_args(args: list[str]) -> list[str]:
@@ -46,7 +49,7 @@ def start_embedded(
     if environment.host or isinstance(environment.runner, WorkerRunner):
         return None
     target = launch_target(name, args, env=env)
-    _running.append(target)
+    stop_at_end(target)
     environment.host = target.url
     if environment.parsed_options is not None:
         environment.parsed_options.host = target.url
@@ -77,11 +80,22 @@ def _sample_as_target(environment: Environment, name: str, target: TargetProcess
         resources.add_sample_source(environment, f"psutil:pid={target.pid}")
 
 
+def stop_at_end(target: TargetProcess, describe: str = "") -> None:
+    """Stop ``target`` at the ``targets stopped`` step (or at exit), after those started before it; ``describe`` is
+    what the log calls it (its target name otherwise)."""
+    _running.append((target, describe or target.name))
+
+
+def stopped_at_end() -> list[TargetProcess]:
+    """The targets the ``targets stopped`` step will stop, in the order they were handed over."""
+    return [target for target, _describe in _running]
+
+
 def stop_embedded() -> None:
     while _running:
-        target = _running.pop()
+        target, describe = _running.pop()
         status = target.stop()
-        log.info("stopped the embedded %s (exit %s)", target.name, status)
+        log.info("stopped the embedded %s (exit %s)", describe, status)
 
 
 @at_end("targets stopped")

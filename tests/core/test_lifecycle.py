@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from swarmgauge.core.lifecycle import CLOSING, END_STEPS, OPENING, RunEnd
+from swarmgauge.core.lifecycle import CLOSING, END_STEPS, NOT_AT_STOP, OPENING, STOP_STEPS, RunEnd
 
 
 def test_the_end_of_a_run_is_these_steps_in_this_order():
@@ -49,3 +49,32 @@ def test_an_unknown_step_is_refused_and_a_handler_registers_once():
     end.at_end("targets stopped", print)
     end.at_end("targets stopped", print)
     assert end.handlers["targets stopped"] == [print]
+
+
+def test_a_stop_runs_the_same_steps_in_the_same_order_less_the_processs():
+    assert NOT_AT_STOP == ("web run closed", "ledgers reconciled", "connections closed", "targets stopped")
+    assert STOP_STEPS == (
+        "users stopped",
+        "final reports in",
+        "resources sampled",
+        "tables rewritten",
+        "verdicts decided",
+        "run folder closed",
+    )
+    assert tuple(step for step in END_STEPS if step not in NOT_AT_STOP) == STOP_STEPS
+
+
+def test_a_stop_only_handler_runs_at_a_stop_after_its_steps_others_and_never_at_a_quit():
+    end, seen = RunEnd(), []
+    end.at_end("tables rewritten", lambda _environment: seen.append("stop only"), only_at_stop=True)
+    end.at_end("tables rewritten", lambda _environment: seen.append("always"))
+    assert end.run(None, CLOSING) == ["tables rewritten"]
+    assert seen == ["always"]
+    seen.clear()
+    assert end.run(None, STOP_STEPS, at_stop=True) == ["tables rewritten"]
+    assert seen == ["always", "stop only"]
+
+
+def test_a_stop_only_handler_at_a_step_of_the_process_is_refused():
+    with pytest.raises(ValueError, match="no end-of-run step 'targets stopped'"):
+        RunEnd().at_end("targets stopped", print, only_at_stop=True)

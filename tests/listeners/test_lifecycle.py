@@ -16,9 +16,9 @@ from locust.runners import WorkerRunner
 
 import swarmgauge.locust  # noqa: F401 - every listener, so every step has its real handlers
 from swarmgauge.core import lifecycle
-from swarmgauge.core.lifecycle import END_STEPS, OPENING, RUN_END, RunEnd
+from swarmgauge.core.lifecycle import END_STEPS, NOT_AT_STOP, OPENING, RUN_END, STOP_STEPS, RunEnd
 from swarmgauge.core.run_context import RunContext
-from swarmgauge.listeners import resources, rundir, signals, slo, steps, webui
+from swarmgauge.listeners import resources, rundir, signals, slo, steps, webui_close
 from swarmgauge.targets import embedded
 from swarmgauge.users import kneo_ledger, mark_user
 
@@ -57,7 +57,7 @@ class FakeTarget:
 def test_every_step_has_the_handler_of_the_module_that_owns_it():
     assert RUN_END.handlers["users stopped"] == [signals.stop_users_first]
     assert RUN_END.handlers["final reports in"] == [signals.send_last_figures]
-    assert RUN_END.handlers["web run closed"] == [webui._on_quitting]
+    assert RUN_END.handlers["web run closed"] == [webui_close.finish_close_at_quit]
     assert RUN_END.handlers["ledgers reconciled"] == [kneo_ledger._on_quitting]
     assert RUN_END.handlers["resources sampled"] == [resources.finish_sampling]
     assert RUN_END.handlers["tables rewritten"] == [steps.finalize]
@@ -67,23 +67,36 @@ def test_every_step_has_the_handler_of_the_module_that_owns_it():
     assert RUN_END.handlers["targets stopped"] == [embedded._on_quitting]
 
 
+def test_a_web_stop_adds_its_waits_and_its_log_at_their_steps_and_nothing_at_the_process_steps():
+    assert RUN_END.stop_handlers["users stopped"] == [webui_close.wait_for_workers]
+    assert RUN_END.stop_handlers["final reports in"] == [webui_close.wait_for_final_reports]
+    assert RUN_END.stop_handlers["verdicts decided"] == [webui_close.log_verdicts_and_repeat_command]
+    assert set(RUN_END.stop_handlers) == set(STOP_STEPS)
+
+
+def _command_line(tmp_path: Path) -> list[str]:
+    return ["-f", "locustfiles/http_ramp.py", "--headless", "--run-dir", str(tmp_path), "--slo", "requests>=1"]
+
+
 def _run_environment(tmp_path: Path) -> Environment:
-    options = argument_parser.get_parser().parse_args(
-        ["-f", "locustfiles/http_ramp.py", "--headless", "--run-dir", str(tmp_path), "--slo", "requests>=1"]
-    )
+    options = argument_parser.get_parser().parse_args(_command_line(tmp_path))
     environment = Environment(user_classes=[IdleUser], parsed_options=options)
     environment.create_local_runner()
     rundir.open_new_run(environment)
     return environment
 
 
-def _probed(seen: dict[str, Any], environment: Environment) -> RunEnd:
-    """The real handlers, in their steps, each step followed by a probe noting what is on disk and in the run."""
+def _probed(seen: dict[str, Any], *, at_stop: bool = False) -> RunEnd:
+    """The real handlers, in their steps, each step followed by a probe noting what is on disk and in the run
+    (``at_stop``: the probe after the step's STOP-only handlers too)."""
     end = RunEnd()
     for step in END_STEPS:
         for handler in RUN_END.handlers[step]:
             end.at_end(step, handler)
-        end.at_end(step, lambda env, step=step: seen.update({step: _observe(env)}))
+        for handler in RUN_END.stop_handlers.get(step, []):
+            end.at_end(step, handler, only_at_stop=True)
+        probe_at_stop = at_stop and step in STOP_STEPS
+        end.at_end(step, lambda env, step=step: seen.update({step: _observe(env)}), only_at_stop=probe_at_stop)
     return end
 
 
@@ -97,6 +110,7 @@ def _observe(environment: Environment) -> dict[str, Any]:
         "final": "ended_at" in run_json,
         "closed": rundir.run_is_closed(environment),
         "verdicts": RunContext.of(environment).slo_verdicts,
+        "repeat_command": "repeat_command" in RunContext.of(environment).run_info,
     }
 
 
@@ -109,10 +123,10 @@ def test_the_end_of_a_local_run_step_by_step(tmp_path: Path):
     kneo_ledger.ledger_for(environment)  # as a run with kneo users has
     closed: list[str] = []
     mark_user._SHARED_CLIENTS[("fake",)] = FakeClient(closed)  # type: ignore[assignment]
-    embedded._running.append(FakeTarget(closed))  # type: ignore[arg-type]
+    embedded.stop_at_end(FakeTarget(closed))  # type: ignore[arg-type]
     folder = rundir.run_dir(environment)
     seen: dict[str, Any] = {}
-    _probed(seen, environment).run(environment, END_STEPS)
+    _probed(seen).run(environment, END_STEPS)
 
     assert seen["users stopped"]["users"] == 0
     assert seen["web run closed"]["files"] == []  # nothing written yet
@@ -126,6 +140,46 @@ def test_the_end_of_a_local_run_step_by_step(tmp_path: Path):
     doc = json.loads((folder / "run.json").read_text())
     assert "ended_at" in doc and (folder / "report.md").is_file() and (folder / "locust_stats.csv").is_file()
     assert closed == ["client", "target"]  # connections closed before the targets stop, both after the folder
+
+
+def test_a_web_stop_closes_the_run_through_the_same_steps_in_the_same_order_and_keeps_the_targets(
+    tmp_path: Path, monkeypatch
+):
+    environment = _run_environment(tmp_path)
+    environment.runner.start(2, spawn_rate=100, wait=False)
+    gevent.sleep(0.3)
+    steps.on_request(environment, "GET", "/", 12.0)
+    closed: list[str] = []
+    client, target = FakeClient(closed), FakeTarget(closed)
+    mark_user._SHARED_CLIENTS[("fake",)] = client  # type: ignore[assignment]
+    embedded.stop_at_end(target)  # type: ignore[arg-type]
+    folder = rundir.run_dir(environment)
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(lifecycle, "RUN_END", _probed(seen, at_stop=True))
+    monkeypatch.setattr("sys.argv", ["locust", *_command_line(tmp_path)])  # the repeat command reads it
+    try:
+        environment.runner.stop()  # what STOP does; Locust's test_stop then starts the close, as the web UI's does
+        webui_close.begin_close(environment)
+        webui_close.finish_close(environment)
+
+        assert list(seen) == list(STOP_STEPS) == [step for step in END_STEPS if step not in NOT_AT_STOP]
+        assert seen["users stopped"]["users"] == 0
+        assert seen["final reports in"]["files"] == []  # nothing written yet
+        assert "resources sampled" in seen and "steps.csv" not in seen["resources sampled"]["files"]
+        tables = seen["tables rewritten"]
+        assert {"steps.csv", "timeline.csv"} <= set(tables["files"]) and tables["verdicts"] is None
+        verdicts = seen["verdicts decided"]
+        assert "slo.json" in verdicts["files"] and verdicts["verdicts"][0]["status"] == "pass"
+        assert verdicts["repeat_command"] and not verdicts["final"]
+        assert seen["run folder closed"]["closed"] and not seen["run folder closed"]["files"]  # run_dir: None
+        doc = json.loads((folder / "run.json").read_text())
+        assert "ended_at" in doc and "repeat_command" in doc and (folder / "report.md").is_file()
+        assert RunContext.of(environment).closed_run == folder
+        assert closed == []  # the shared connections and the targets stay for the next START
+        assert target in embedded.stopped_at_end() and mark_user._SHARED_CLIENTS[("fake",)] is client
+    finally:
+        mark_user._SHARED_CLIENTS.pop(("fake",), None)
+        embedded.stop_embedded()
 
 
 def test_a_worker_sends_its_last_figures_at_final_reports_in():

@@ -165,3 +165,21 @@ def test_the_churn_rate_option_beside_a_plan_with_a_rate_of_its_own_stops_the_ru
     lines = [line for line in result.stderr.splitlines() if line.startswith("swarmgauge:")]
     assert len(lines) == 1 and "--mcp-churn-rate 10 cannot apply: step 'arrival_rate 8/s'" in lines[0], lines
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.timeout(90)
+def test_the_embedded_gateway_stops_at_the_targets_step_after_the_run_folder_closed(tmp_path):
+    """Issue 31 point 6: the gateway and its Mark server stopped in the locustfile's own ``quitting`` listener, before
+    the run's folder closed; now they stop at the lifecycle's ``targets stopped`` step, like every embedded target:
+    after the report is written, the gateway before the Mark server behind it."""
+    run_dir = tmp_path / "churn"
+    result = locust("--headless", "--mcp-churn-rate", "2", "-t", "2s", "--run-dir", str(run_dir), timeout=80)
+    assert result.returncode == 0, result.stderr[-3000:]
+    started = re.search(r"started the embedded MCP gateway at \S+ \(pid (\d+)\)", result.stderr)
+    assert started and not _pid_alive(int(started.group(1)))
+    log = result.stderr
+    report = log.index("report written to")
+    gateway = log.index("stopped the embedded MCP gateway")
+    mark = log.index("stopped the embedded Mark server")
+    assert report < gateway < mark
+    assert log.count("stopped the embedded MCP gateway") == 1 and log.count("stopped the embedded Mark server") == 1
