@@ -55,10 +55,11 @@ def _add_options(parser: Any) -> None:
         parser,
         "--mark-burst-writes",
         type=int,
-        kind=option_kinds.POSITIVE_COUNT,
-        default=200,
+        kind=option_kinds.COUNT,
+        default=0,
         include_in_web_ui=True,
-        help="publishes BurstWriterUsers send in all before the run ends",
+        help="publishes BurstWriterUsers send in all before the run ends (the page's burst: 200); 0, the default, "
+        "sets no count, so the file's every class run together (the web UI's default) writes until stopped",
     )
     add_option(
         parser,
@@ -156,7 +157,8 @@ class OwnPathWriterUser(WriterUser):
 
 class BurstWriterUser(WriterBase):
     """Back to back until ``--mark-burst-writes`` publishes are sent by all of them; after the last answer the run
-    ends (as ``-t`` ends it), so the burst is a count of writes, not a time."""
+    ends (as ``-t`` ends it), so the burst is a count of writes, not a time. Without a count it writes as
+    ``OwnPathWriterUser`` does."""
 
     abstract = False
     own_paths = True
@@ -166,6 +168,9 @@ class BurstWriterUser(WriterBase):
     @task
     def burst_write(self) -> None:
         total = int(self.environment.parsed_options.mark_burst_writes)
+        if not total:
+            self.publish()
+            return
         if BurstWriterUser.sent >= total:
             gevent.sleep(0.5)
             return
