@@ -21,6 +21,7 @@ from locust.runners import LocalRunner
 
 import swarmgauge.locust  # noqa: F401
 from swarmgauge.core import option_kinds, run_context
+from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.options import add_option
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.listeners.resources import add_sample_source
@@ -169,6 +170,7 @@ def _on_init(environment: Environment, **_: Any) -> None:
     stop_on_usage_error(start_embedded, environment)
 
 
-@events.quit.add_listener
-def _on_quit(**_: Any) -> None:
+@at_end("targets stopped")
+def _stop_embedded(_environment: Environment) -> None:
+    """The embedded service and its store stop at the lifecycle's last step, after the ledger read the store."""
     _embedded.stop()

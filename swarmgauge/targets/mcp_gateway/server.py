@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from dataclasses import dataclass
+from importlib import metadata
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -19,7 +20,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
-import swarmgauge
 from swarmgauge.targets.mcp_gateway import tools
 from swarmgauge.targets.mcp_gateway.mark_backend import MarkAddress, MarkBackend, MarkBackendError
 from swarmgauge.targets.mcp_gateway.sessions import DEDUP_CAP, HOLD, FetchDedup, SessionSweeper
@@ -88,7 +88,7 @@ def build_server(config: GatewayConfig) -> tuple[MCPServer, MarkBackend, Gateway
     state = GatewayState(dedup, sweeper)
     server = MCPServer(
         "swarmgauge-mark-gateway",
-        version=swarmgauge.__version__,
+        version=metadata.version("swarmgauge"),  # the one version, from the installed metadata
         instructions="Mark (demarkus) tools over the swarmgauge reference gateway.",
         log_level="WARNING",
     )
