@@ -3,19 +3,45 @@
 ``MCPSession`` holds what a client must remember between POSTs (negotiated version, ``Mcp-Session-Id``, the next
 request id) and builds each body and its headers; ``read_messages`` turns an answer (JSON or SSE bytes) into
 JSON-RPC messages, and ``result_of`` picks the response to a request out of them or raises the named error.
-No I/O here: the drivers in ``users/mcp_user.py`` and the tests feed it bytes.
+No I/O here: the drivers in ``users/mcp_user.py`` and the tests feed it bytes. The named errors are in
+``protocols/mcp_errors.py`` and the codec in ``protocols/mcp_messages.py``; this module's namespace holds them all.
 """
 
 from __future__ import annotations
 
 import enum
-import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from swarmgauge.errors import SwarmgaugeError, UsageError
-from swarmgauge.protocols.sse import SSEDecoder, SSEError, SSETruncated
+from swarmgauge.errors import UsageError
+from swarmgauge.protocols.mcp_errors import (
+    JSONRPCError,
+    MCPError,
+    MCPHTTPError,
+    MCPProtocolError,
+    MCPTimeout,
+    MissingSessionId,
+    NotJSONRPC,
+    SessionExpired,
+    SessionRefused,
+    SSEStreamError,
+    ToolError,
+    UnsupportedVersion,
+)
+from swarmgauge.protocols.mcp_messages import (
+    MarkToolText,
+    SSEMessageReader,
+    decode_json_body,
+    decode_sse_data,
+    encode,
+    error_detail,
+    format_tool_text,
+    parse_tool_text,
+    read_messages,
+    result_of,
+    tool_text,
+    validate_message,
+)
 
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 STATELESS_VERSIONS = ("2026-07-28",)
@@ -189,3 +215,48 @@ def _visible_ascii(text: str) -> bool:
     return bool(text) and all(0x21 <= ord(ch) <= 0x7E for ch in text)
 
 
+#: The protocol in one namespace (``from swarmgauge.protocols import mcp as proto``): the session here, the named
+#: failures of ``mcp_errors.py`` and the wire codec of ``mcp_messages.py``.
+__all__ = [
+    "ACCEPT",
+    "DEFAULT_VERSION",
+    "HANDSHAKE_VERSIONS",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "META_CAPABILITIES_KEY",
+    "META_VERSION_KEY",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "SESSION_HEADER",
+    "STATELESS_VERSIONS",
+    "SUPPORTED_VERSIONS",
+    "VERSION_HEADER",
+    "JSONRPCError",
+    "MCPError",
+    "MCPHTTPError",
+    "MCPProtocolError",
+    "MCPSession",
+    "MCPTimeout",
+    "MarkToolText",
+    "MissingSessionId",
+    "NotJSONRPC",
+    "Outgoing",
+    "SSEMessageReader",
+    "SSEStreamError",
+    "SessionExpired",
+    "SessionRefused",
+    "SessionState",
+    "ToolError",
+    "UnsupportedVersion",
+    "decode_json_body",
+    "decode_sse_data",
+    "encode",
+    "error_detail",
+    "format_tool_text",
+    "parse_tool_text",
+    "read_messages",
+    "result_of",
+    "tool_text",
+    "validate_message",
+]

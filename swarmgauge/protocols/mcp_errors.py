@@ -1,3 +1,13 @@
+"""The named failures of MCP over Streamable HTTP: each one a failure row of its own, its message from a fixed set
+(the server's own words are kept on the exception, out of the name)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from swarmgauge.errors import SwarmgaugeError
+
+
 class MCPError(SwarmgaugeError):
     """Base of every MCP failure swarmgauge records."""
 

@@ -1,3 +1,23 @@
+"""MCP's messages on the wire, sans-IO: JSON-RPC 2.0 encoded and checked, an answer's JSON or SSE body read into
+messages, the response to a request picked out of them (or its named error raised), and the Mark tools' text."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from swarmgauge.protocols.mcp_errors import (
+    JSONRPCError,
+    MCPProtocolError,
+    NotJSONRPC,
+    SSEStreamError,
+    ToolError,
+)
+from swarmgauge.protocols.sse import SSEDecoder, SSEError, SSETruncated
+
+
 def encode(message: dict[str, Any]) -> bytes:
     """Compact JSON, as every SDK sends it."""
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

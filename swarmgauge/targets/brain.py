@@ -19,8 +19,20 @@ small deterministic corpus. Two fault modes reproduce the bugs on the 2dph PERF 
 
 It also serves ``/metrics`` (Prometheus text: process RSS, searches, pinned results) for the sampler's ``prom:``
 source; the real API has no such route. Prints ``ready http://HOST:PORT`` once it accepts connections.
+
+This module is its command line; the state and what each route does are ``targets/brain_service.py``, the HTTP
+server and its routes ``targets/brain_http.py``.
 """
 
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import cast
+
+from swarmgauge.targets.brain_http import serve
+from swarmgauge.targets.brain_service import Brain
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 

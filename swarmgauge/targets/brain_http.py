@@ -1,3 +1,20 @@
+"""The brain stand-in's HTTP face: its exact-path routes over :class:`~swarmgauge.targets.brain_service.Brain`,
+``/openapi.json`` from the Ops table, ``/metrics`` for the sampler, and the threaded server (IPv4 or IPv6 loopback).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+from prometheus_client import CollectorRegistry, Gauge, ProcessCollector, generate_latest
+
+from swarmgauge.targets.brain_service import ApiError, Brain
+from swarmgauge.targets.brain_zombies import count_zombies
+
 OPS = (  # path, method, summary: the Ops table /openapi.json is generated from
     ("/health", "GET", "liveness; bypasses the worker semaphore"),
     ("/search", "GET", "search leafs: q (required), n 1..100, root facts|info, noweb, as_of YYYY-MM-DD, sort"),

@@ -1,21 +1,16 @@
+"""The brain stand-in's state and what its routes do: the deterministic corpus, the worker semaphore, the fault
+modes' retained memory, pinned results and zombie children (``targets/brain.py`` says what each mode reproduces).
+"""
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import random
 import re
-import socket
-import sys
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import cast
-from urllib.parse import parse_qs, urlsplit
-
-from prometheus_client import CollectorRegistry, Gauge, ProcessCollector, generate_latest
 
 from swarmgauge.targets.brain_zombies import ZombieSpawner, count_zombies
 
@@ -324,5 +319,3 @@ class Brain:
         else:
             reply["error"] = {"code": -32601, "message": f"method not found: {method}"}
         return reply
-
-
