@@ -15,6 +15,8 @@ MODES = ("shared", "unique")
 EXHAUSTED = ("stop", "recycle")
 DEFAULT_EXHAUSTED = {"shared": "recycle", "unique": "stop"}
 MAX_BATCH = 1000
+DEFAULT_MODE = "shared"
+DEFAULT_BATCH = 20
 
 
 @dataclass
@@ -32,17 +34,21 @@ class FeederSettings:
 
 
 def settings_from(options: Any) -> FeederSettings | None:
-    """The feeder this run was given, or None; a bad value is a UsageError."""
+    """The feeder this run was given, or None; a bad value is a UsageError.
+
+    An option left unset (``""``, or None for the batch) takes its default here, not in the parser, so a plan's
+    ``feeder:`` can fill the ones the run was not given (:mod:`swarmgauge.plans.plan_feeder`)."""
     path = str(getattr(options, "feeder", "") or "")
     if not path:
         return None
-    mode = str(getattr(options, "feeder_mode", "shared") or "shared")
+    mode = str(getattr(options, "feeder_mode", "") or DEFAULT_MODE)
     if mode not in MODES:
         raise UsageError(f"--feeder-mode must be one of {', '.join(MODES)}, not {mode!r}")
     exhausted = str(getattr(options, "feeder_exhausted", "") or DEFAULT_EXHAUSTED[mode])
     if exhausted not in EXHAUSTED:
         raise UsageError(f"--feeder-exhausted must be one of {', '.join(EXHAUSTED)}, not {exhausted!r}")
-    batch = int(getattr(options, "feeder_batch", 20) or 0)
+    given_batch = getattr(options, "feeder_batch", None)
+    batch = DEFAULT_BATCH if given_batch in (None, "") else int(given_batch)
     if not 1 <= batch <= MAX_BATCH:
         raise UsageError(f"--feeder-batch must be 1..{MAX_BATCH}, got {batch}")
     return FeederSettings(path, mode, exhausted, batch)

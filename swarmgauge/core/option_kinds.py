@@ -54,6 +54,10 @@ class ValueKind:
 
 #: A timeout, an interval, a pacing: seconds above zero (0 would mean "never wait" or "busy loop").
 POSITIVE_SECONDS = ValueKind("seconds above 0", 0.0, False)
+#: The longest one request (or handshake) may be given: past an hour a timeout is a typo that holds a user for a day.
+MAX_REQUEST_SECONDS = 3600.0
+#: One request's timeout: seconds above zero and at most :data:`MAX_REQUEST_SECONDS`.
+REQUEST_TIMEOUT = ValueKind("a request timeout, seconds above 0", 0.0, False, maximum=MAX_REQUEST_SECONDS)
 #: A delay or a weight where 0 means "none".
 NON_NEGATIVE = ValueKind("0 or more", 0.0, True)
 #: A rate: events per second above zero (0/s is no rate at all).
@@ -66,7 +70,7 @@ POSITIVE_COUNT = ValueKind("a count, 1 or more", 1.0, True, integer=True)
 PORT = ValueKind("a port, 0 to 65535", 0.0, True, maximum=MAX_PORT, integer=True)
 
 #: The kinds a numeric option may name.
-NUMERIC_KINDS = (POSITIVE_SECONDS, NON_NEGATIVE, RATE, COUNT, POSITIVE_COUNT, PORT)
+NUMERIC_KINDS = (POSITIVE_SECONDS, REQUEST_TIMEOUT, NON_NEGATIVE, RATE, COUNT, POSITIVE_COUNT, PORT)
 
 #: ``check(flag, value)``: raises :class:`UsageError` when ``value`` is not one ``flag`` accepts.
 Check = Callable[[str, Any], None]

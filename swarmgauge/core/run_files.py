@@ -109,7 +109,11 @@ RUN_JSON = (
     Column("repeat_command", "a web UI run: the headless command that repeats it"),
     Column("kneo", "kneo runs: the run tag, store and reconciliation mismatches"),
     Column("prometheus_push", "per push target: the URL (credentials `***`), pushes made, failures by kind"),
-    Column("feeder", "`--feeder`: file, mode, rows, dealt and used (per worker), lost workers' rows, why it stopped"),
+    Column(
+        "feeder",
+        "`--feeder` (or a plan's `feeder:`): file, mode, rows, dealt and used (per worker), lost workers' rows, why it "
+        "stopped; the plan that set it and the options given for the run that won over its values",
+    ),
 )
 SLO_JSON = (
     Column("passed", "every threshold passed"),

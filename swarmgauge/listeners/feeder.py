@@ -19,6 +19,8 @@ A worker that is lost keeps the rows it was sent: they are never reissued (that 
 counts rows sent per worker and each worker reports how many it used; ``run.json`` ``feeder.workers`` lists both, and
 ``feeder.lost`` names a lost worker with the rows it held unused at its last report.
 
+A ``--plan`` file's ``feeder:`` key sets the options the run was not given (``listeners/feeder_plan.py``).
+
 Bad input stops the run before any load (exit 2, one line with the file and the line): a missing file, a malformed
 row, or a column a User needs (its ``feeder_columns``) that the file lacks.
 """
@@ -39,13 +41,14 @@ from locust.env import Environment
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
-from swarmgauge.core import hooks, option_kinds
+from swarmgauge.core import feeder_settings, hooks, option_kinds
 from swarmgauge.core.feeder_rows import FeederRows, RowDealer, check_columns, check_json_objects, read_rows
 from swarmgauge.core.feeder_settings import EXHAUSTED, MAX_BATCH, MODES, FeederSettings, needed_columns, settings_from
 from swarmgauge.core.locust_compat import has_message_handler, live_worker_ids, missing_worker_ids
 from swarmgauge.core.options import add_option
 from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import UsageError, stop_on_usage_error
+from swarmgauge.listeners import feeder_plan
 
 logger = logging.getLogger("swarmgauge.feeder")
 
@@ -66,10 +69,11 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--feeder-mode",
-        default="shared",
-        choices=list(MODES),
+        default="",
+        choices=["", *MODES],
         include_in_web_ui=True,
-        help="shared (every process round robin over all rows) or unique (each row once across the whole run)",
+        help="shared (every process round robin over all rows) or unique (each row once across the whole run); "
+        "default shared",
     )
     add_option(
         parser,
@@ -84,9 +88,9 @@ def _add_options(parser: Any) -> None:
         "--feeder-batch",
         type=int,
         kind=option_kinds.POSITIVE_COUNT,
-        default=20,
+        default=None,
         include_in_web_ui=True,
-        help=f"unique mode: rows a worker asks the master for at a time (1..{MAX_BATCH})",
+        help=f"unique mode: rows a worker asks the master for at a time (1..{MAX_BATCH}; default {feeder_settings.DEFAULT_BATCH})",
     )
 
 
@@ -300,11 +304,13 @@ def summary(environment: Environment) -> dict[str, Any] | None:
         info["used"] = state.used
     if state.stopped:
         info["stopped"] = dict(state.stopped)
+    info.update(feeder_plan.summary(environment))
     return info
 
 
 @events.init.add_listener
 def _on_init(environment: Environment, **_kwargs: Any) -> None:
+    stop_on_usage_error(feeder_plan.take_plan_feeder, environment)
     stop_on_usage_error(load, environment)
     runner = environment.runner
     handlers = {}

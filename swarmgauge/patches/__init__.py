@@ -27,15 +27,25 @@ class Kind(Enum):
     FILTERS_LOG = "drops one of the dependency's log records"
 
 
+#: The versions of each dependency its patches were written for and checked against, as a PEP 440 specifier: one
+#: range per dependency, so a new release is re-checked, and the range moved, once for all of its patches.
+CHECKED_VERSIONS: dict[str, str] = {
+    "qh3": ">=2.1,<2.2",
+    "aioquic": ">=1.2,<1.8",
+    "locust": ">=2.43.4,<2.48",
+    "hdrhistogram": ">=0.10.3,<0.11",
+    "mcp": ">=2.3,<2.4",
+    "python": ">=3.11,<3.15",
+}
+
+
 @dataclass(frozen=True)
 class Patch:
     """One runtime change to a dependency (or one set of private fields read), with what is needed to retire it."""
 
     name: str
-    #: the distribution as pip names it (``python`` for the standard library)
+    #: the distribution as pip names it (``python`` for the standard library); a key of :data:`CHECKED_VERSIONS`
     dependency: str
-    #: the versions it was written for and checked against, as a PEP 440 specifier
-    versions: str
     kind: Kind
     #: our modules that hold the patch code, dotted
     where: tuple[str, ...]
@@ -47,12 +57,16 @@ class Patch:
     #: the issue or pull request to file upstream so the patch can go
     upstream: str
 
+    @property
+    def versions(self) -> str:
+        """The versions it was written for and checked against, as a PEP 440 specifier (its dependency's)."""
+        return CHECKED_VERSIONS[self.dependency]
+
 
 PATCHES: tuple[Patch, ...] = (
     Patch(
         name="qh3-faster-tls",
         dependency="qh3",
-        versions=">=2.1,<2.2",
         kind=Kind.REPLACES,
         where=("swarmgauge.quic.qh3_patches",),
         touches=(
@@ -71,7 +85,6 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         name="qh3-stream-limits",
         dependency="qh3",
-        versions=">=2.1,<2.2",
         kind=Kind.REWRITES_ARGUMENTS,
         where=("swarmgauge.quic.engine", "swarmgauge.quic.qh3_patches"),
         touches=(
@@ -89,7 +102,6 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         name="qh3-trust-self-issued-server",
         dependency="qh3",
-        versions=">=2.1,<2.2",
         kind=Kind.SUBCLASSES,
         where=("swarmgauge.quic.qh3_patches",),
         touches=(
@@ -105,7 +117,6 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         name="qh3-private-reads",
         dependency="qh3",
-        versions=">=2.1,<2.2",
         kind=Kind.READS_PRIVATE,
         where=("swarmgauge.quic.engine",),
         touches=("qh3.quic.connection.QuicConnection",),
@@ -118,7 +129,6 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         name="aioquic-private-reads",
         dependency="aioquic",
-        versions=">=1.2,<1.8",
         kind=Kind.READS_PRIVATE,
         where=("swarmgauge.quic.engine",),
         touches=("aioquic.quic.connection.QuicConnection", "aioquic.asyncio.server.QuicServer"),
@@ -139,7 +149,6 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         name="aioquic-two-key-shares",
         dependency="aioquic",
-        versions=">=1.2,<1.8",
         kind=Kind.SUBCLASSES,
         where=("swarmgauge.quic.engine",),
         touches=("aioquic.quic.connection.QuicConnection._initialize", "aioquic.tls.Context._supported_groups"),
@@ -151,7 +160,6 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         name="aioquic-protocol-connection",
         dependency="aioquic",
-        versions=">=1.2,<1.8",
         kind=Kind.READS_PRIVATE,
         where=("swarmgauge.targets.mcp_gateway.mark_backend",),
         touches=(
@@ -166,7 +174,6 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         name="locust-internals",
         dependency="locust",
-        versions=">=2.43.4,<2.48",
         kind=Kind.REPLACES,
         where=("swarmgauge.core.locust_compat",),
         touches=(
@@ -188,7 +195,6 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         name="locust-stop-tick-warning",
         dependency="locust",
-        versions=">=2.43.4,<2.48",
         kind=Kind.FILTERS_LOG,
         where=("swarmgauge.shapes.base",),
         touches=("locust.runners (logger) 'spawn rate is very high'",),
@@ -200,7 +206,6 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         name="hdrh-acyclic-encoder",
         dependency="hdrhistogram",
-        versions=">=0.10.3,<0.11",
         kind=Kind.MUTATES,
         where=("swarmgauge.listeners.hdr_acyclic",),
         touches=("hdrh.histogram.HdrHistogram.encoder.histogram",),
@@ -212,7 +217,6 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         name="mcp-live-sessions",
         dependency="mcp",
-        versions=">=2.3,<2.4",
         kind=Kind.READS_PRIVATE,
         where=("swarmgauge.targets.mcp_gateway.server",),
         touches=("mcp.server.streamable_http_manager.StreamableHTTPSessionManager._server_instances",),
@@ -224,7 +228,6 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         name="argparse-append-action",
         dependency="python",
-        versions=">=3.11,<3.15",
         kind=Kind.READS_PRIVATE,
         where=(
             "swarmgauge.listeners.repeat_command",

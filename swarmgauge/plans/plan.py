@@ -17,6 +17,7 @@ that runs it is the same. The keys are declared in :mod:`swarmgauge.plans.plan_s
     users: 1                   # soak: fixed users (closed model)
     user_classes: [FetchUser]  # optional: which User classes the stages spawn
     slos: ["FETCH:p99<500ms"]  # checked at the end like --slo
+    feeder: {file: rows.csv, mode: unique}  # test data, relative to the plan file (plans/plan_feeder.py)
     stages:                    # kind: stages, explicit list
       - {label: warm, users: 4, duration: 30s}
       - {label: ramp, rate: 10, rate_end: 50, duration: 60s, max_users: 32}
@@ -33,6 +34,7 @@ from typing import Any, cast
 from swarmgauge import plans
 from swarmgauge.core.durations import UNTIL_STOPPED, parse_duration
 from swarmgauge.errors import UsageError
+from swarmgauge.plans.plan_feeder import PlanFeeder, parse_feeder
 from swarmgauge.plans.plan_schema import KINDS, PLAN_KEYS, STAGE_KEYS
 
 DEFAULT_MAX_USERS = 100
@@ -112,6 +114,8 @@ class Plan:
     reference: dict[str, Any] | None = None
     #: What this run's plan replaced of what was asked: ``{"option", "given", "message"}`` each (run.json says it)
     overrides: list[dict[str, Any]] = field(default_factory=list)
+    #: The plan's ``feeder:`` (its file resolved against the plan file's folder), None without one
+    feeder: PlanFeeder | None = None
 
     @property
     def total_duration(self) -> float:
@@ -219,8 +223,10 @@ def _stage(raw: dict[str, Any], position: int, defaults: dict[str, Any], where: 
     return stage
 
 
-def build_plan(doc: dict[str, Any], *, source: str = "options") -> Plan:
-    """Expand a plan document (YAML mapping or options) into stages, or raise UsageError saying what is wrong."""
+def build_plan(doc: dict[str, Any], *, source: str = "options", folder: Path | None = None) -> Plan:
+    """Expand a plan document (YAML mapping or options) into stages, or raise UsageError saying what is wrong.
+
+    ``folder`` is the plan file's: a relative ``feeder: file`` is read from there."""
     where = f"plan {source}"
     if not isinstance(doc, dict):
         raise UsageError(f"{where}: expected a mapping of plan keys")
@@ -279,6 +285,7 @@ def build_plan(doc: dict[str, Any], *, source: str = "options") -> Plan:
         slos=list(slos),
         source=source,
         reference=_reference(doc.get("reference"), where),
+        feeder=parse_feeder(doc.get("feeder"), where, folder),
     )
 
 
@@ -322,7 +329,7 @@ def read_plan_doc(path: str | Path) -> tuple[Any, str]:
 
 def load_plan_file(path: str | Path) -> Plan:
     doc, source = read_plan_doc(path)
-    return build_plan(doc, source=source)
+    return build_plan(doc, source=source, folder=Path(source).resolve().parent)
 
 
 def plan_from_options(options: Any) -> Plan | None:

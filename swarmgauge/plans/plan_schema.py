@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from swarmgauge.plans.plan_feeder import FEEDER_SCHEMA
+
 KINDS = ("step_ramp", "soak", "arrival_rate", "burst", "churn", "stages")
 
 
@@ -108,6 +110,12 @@ PLAN_KEYS: dict[str, Key] = {
         REFERENCE,
         "a reference page's published rows ({page, rows: [{name, users or rate, rps, p50_ms, p99_ms}]}) and the "
         "target configuration they were measured with (target: {embedded, args})",
+    ),
+    "feeder": Key(
+        FEEDER_SCHEMA,
+        "test data for the Users ({file, mode, exhausted, batch}, as --feeder, --feeder-mode, --feeder-exhausted, "
+        "--feeder-batch; file relative to the plan file); each of those options given for the run wins over the "
+        "plan's value, and the run logs it and writes it to run.json (feeder.overrides)",
     ),
 }
 

@@ -3,19 +3,45 @@
 ``MCPSession`` holds what a client must remember between POSTs (negotiated version, ``Mcp-Session-Id``, the next
 request id) and builds each body and its headers; ``read_messages`` turns an answer (JSON or SSE bytes) into
 JSON-RPC messages, and ``result_of`` picks the response to a request out of them or raises the named error.
-No I/O here: the drivers in ``users/mcp_user.py`` and the tests feed it bytes.
+No I/O here: the drivers in ``users/mcp_user.py`` and the tests feed it bytes. The named errors are in
+``protocols/mcp_errors.py`` and the codec in ``protocols/mcp_messages.py``; this module's namespace holds them all.
 """
 
 from __future__ import annotations
 
 import enum
-import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from swarmgauge.errors import SwarmgaugeError, UsageError
-from swarmgauge.protocols.sse import SSEDecoder, SSEError, SSETruncated
+from swarmgauge.errors import UsageError
+from swarmgauge.protocols.mcp_errors import (
+    JSONRPCError,
+    MCPError,
+    MCPHTTPError,
+    MCPProtocolError,
+    MCPTimeout,
+    MissingSessionId,
+    NotJSONRPC,
+    SessionExpired,
+    SessionRefused,
+    SSEStreamError,
+    ToolError,
+    UnsupportedVersion,
+)
+from swarmgauge.protocols.mcp_messages import (
+    MarkToolText,
+    SSEMessageReader,
+    decode_json_body,
+    decode_sse_data,
+    encode,
+    error_detail,
+    format_tool_text,
+    parse_tool_text,
+    read_messages,
+    result_of,
+    tool_text,
+    validate_message,
+)
 
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 STATELESS_VERSIONS = ("2026-07-28",)
@@ -32,85 +58,6 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-
-
-class MCPError(SwarmgaugeError):
-    """Base of every MCP failure swarmgauge records."""
-
-
-class MCPProtocolError(MCPError):
-    """The answer is not what the transport promises: not JSON, not JSON-RPC, no response to our request."""
-
-
-class NotJSONRPC(MCPProtocolError):
-    """Valid JSON that is not a JSON-RPC 2.0 message."""
-
-
-class SSEStreamError(MCPProtocolError):
-    """The ``text/event-stream`` answer was garbled or cut off before our response arrived."""
-
-
-class MissingSessionId(MCPProtocolError):
-    """A stateful-era server answered ``initialize`` without ``Mcp-Session-Id`` when the client requires one."""
-
-
-class UnsupportedVersion(MCPProtocolError):
-    """The server negotiated a protocol version this client does not speak."""
-
-
-class MCPHTTPError(MCPError):
-    """An HTTP status the transport does not define as success (500, 400, 406, ...).
-
-    The message is the status alone, so failure rows stay few; the server's own words are kept in ``detail``.
-    """
-
-    def __init__(self, status: int, detail: str = "") -> None:
-        super().__init__(f"HTTP {status}")
-        self.status = status
-        self.detail = detail
-
-
-class SessionExpired(MCPHTTPError):
-    """The server no longer knows our session (restarted, terminated or reaped): re-initialize without the id.
-
-    The spec says 404; widely used servers answer 400 instead (server-everything: "No valid session ID provided").
-    """
-
-    def __init__(self, detail: str = "", status: int = 404) -> None:
-        super().__init__(status, detail)
-
-
-class SessionRefused(MCPHTTPError):
-    """503 on initialize: the server is at its session cap."""
-
-    def __init__(self, detail: str = "") -> None:
-        super().__init__(503, detail)
-
-
-class MCPTimeout(MCPError):
-    """No (complete) answer within the client's timeout."""
-
-
-class JSONRPCError(MCPError):
-    """A JSON-RPC error response; ``code`` is the server's error code.
-
-    The message names the code when it is one of JSON-RPC's reserved range and says "application error" otherwise,
-    so a server cannot make a failure row per answer; the server's text is kept in ``rpc_message``.
-    """
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"JSON-RPC {code}" if -32768 <= code <= -32000 else "JSON-RPC application error")
-        self.code = code
-        self.rpc_message = message
-        self.data = data
-
-
-class ToolError(MCPError):
-    """A ``tools/call`` result with ``isError: true``; the tool's text is kept in ``text``, out of the failure name."""
-
-    def __init__(self, text: str = "") -> None:
-        super().__init__("tool reported isError")
-        self.text = text
 
 
 class SessionState(enum.Enum):
@@ -268,172 +215,48 @@ def _visible_ascii(text: str) -> bool:
     return bool(text) and all(0x21 <= ord(ch) <= 0x7E for ch in text)
 
 
-def encode(message: dict[str, Any]) -> bytes:
-    """Compact JSON, as every SDK sends it."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def validate_message(obj: Any) -> dict[str, Any]:
-    """Return ``obj`` if it is a JSON-RPC 2.0 request, notification or response; raise ``NotJSONRPC`` if not."""
-    if not isinstance(obj, dict) or obj.get("jsonrpc") != "2.0":
-        raise NotJSONRPC("not a JSON-RPC 2.0 message")
-    if "method" in obj:
-        if not isinstance(obj["method"], str):
-            raise NotJSONRPC("JSON-RPC method is not a string")
-        return obj
-    if "id" not in obj:
-        raise NotJSONRPC("JSON-RPC message with neither method nor id")
-    has_result, has_error = "result" in obj, "error" in obj
-    if has_result == has_error:
-        raise NotJSONRPC("JSON-RPC response needs exactly one of result and error")
-    if has_error:
-        error = obj["error"]
-        if (
-            not isinstance(error, dict)
-            or not isinstance(error.get("code"), int)
-            or not isinstance(error.get("message"), str)
-        ):
-            raise NotJSONRPC("JSON-RPC error without integer code and string message")
-    return obj
-
-
-def decode_json_body(body: bytes) -> list[dict[str, Any]]:
-    """An ``application/json`` answer: one message, or a batch (2025-03-26 allows arrays)."""
-    try:
-        obj = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise MCPProtocolError("answer is not JSON") from exc
-    items = obj if isinstance(obj, list) else [obj]
-    return [validate_message(item) for item in items]
-
-
-def decode_sse_data(data: str) -> list[dict[str, Any]]:
-    try:
-        obj = json.loads(data)
-    except ValueError as exc:
-        raise SSEStreamError("SSE data is not JSON") from exc
-    items = obj if isinstance(obj, list) else [obj]
-    return [validate_message(item) for item in items]
-
-
-class SSEMessageReader:
-    """Turns SSE chunks into JSON-RPC messages and stops at the response to ``request_id``."""
-
-    def __init__(self, request_id: int | None) -> None:
-        self.request_id = request_id
-        self.decoder = SSEDecoder()
-        self.messages: list[dict[str, Any]] = []
-        self.response: dict[str, Any] | None = None
-
-    def feed(self, chunk: bytes) -> bool:
-        """Add a chunk; True once the response to our request has arrived."""
-        try:
-            events = self.decoder.feed(chunk)
-        except SSEError as exc:
-            raise SSEStreamError(_sse_reason(exc)) from exc
-        for event in events:
-            if event.event != "message" or not event.data.strip():
-                continue
-            for message in decode_sse_data(event.data):
-                self.messages.append(message)
-                if self.response is None and _answers(message, self.request_id):
-                    self.response = message
-        return self.response is not None
-
-    def close(self) -> None:
-        """End of stream: an unfinished event, or no response at all, is an ``SSEStreamError``."""
-        if self.response is not None:
-            return
-        try:
-            self.decoder.close()
-        except SSEError as exc:
-            raise SSEStreamError(_sse_reason(exc)) from exc
-        raise SSEStreamError("event stream ended without a response to the request")
-
-
-def _answers(message: dict[str, Any], request_id: int | None) -> bool:
-    return "method" not in message and request_id is not None and message.get("id") == request_id
-
-
-def read_messages(content_type: str, body: bytes, request_id: int | None) -> list[dict[str, Any]]:
-    """Every JSON-RPC message in a complete answer body, JSON or SSE."""
-    kind = content_type.split(";", 1)[0].strip().lower()
-    if kind == "text/event-stream":
-        reader = SSEMessageReader(request_id)
-        reader.feed(body)
-        reader.close()
-        return reader.messages
-    if kind == "application/json" or not kind:
-        return decode_json_body(body)
-    raise MCPProtocolError("unexpected Content-Type")
-
-
-def result_of(messages: Iterable[dict[str, Any]], request_id: int | None) -> Any:
-    """The ``result`` of the response to ``request_id``; a JSON-RPC error raises ``JSONRPCError`` with its code."""
-    for message in messages:
-        if _answers(message, request_id):
-            if "error" in message:
-                error = message["error"]
-                raise JSONRPCError(error["code"], error["message"], error.get("data"))
-            return message["result"]
-    raise MCPProtocolError("no response to the request in the answer (wrong or missing id)")
-
-
-def error_detail(body: bytes) -> str:
-    """A short reason from an HTTP error body (a JSON-RPC error message if there is one)."""
-    try:
-        obj = json.loads(body)
-        if isinstance(obj, dict) and isinstance(obj.get("error"), dict):
-            return str(obj["error"].get("message", ""))[:200]
-    except (ValueError, UnicodeDecodeError):
-        pass
-    return body[:200].decode("utf-8", "replace")
-
-
-def tool_text(result: Any) -> str:
-    """The text of a ``tools/call`` result; ``isError: true`` raises ``ToolError`` with that text."""
-    if not isinstance(result, dict) or not isinstance(result.get("content", []), list):
-        raise MCPProtocolError("tools/call result without a content list")
-    texts = [
-        block.get("text", "")
-        for block in result.get("content", [])
-        if isinstance(block, dict) and block.get("type") == "text"
-    ]
-    text = "\n".join(texts)
-    if result.get("isError"):
-        raise ToolError(text.splitlines()[0][:200] if text else "")
-    return text
-
-
-@dataclass(frozen=True)
-class MarkToolText:
-    """The demarkus tool-text convention: ``status: s`` then ``key: value`` lines, a blank line, the body."""
-
-    status: str
-    fields: dict[str, str]
-    body: str
-
-
-def parse_tool_text(text: str) -> MarkToolText:
-    head, _, body = text.partition("\n\n")
-    fields: dict[str, str] = {}
-    for line in head.splitlines():
-        key, sep, value = line.partition(": ")
-        if sep:
-            fields[key.strip()] = value
-    if "status" not in fields:
-        raise MCPProtocolError("tool text has no status line")
-    status = fields.pop("status")
-    return MarkToolText(status, fields, body)
-
-
-def format_tool_text(status: str, fields: dict[str, str], body: str) -> str:
-    lines = [f"status: {status}"] + [f"{key}: {value}" for key, value in fields.items()]
-    return "\n".join(lines) + "\n\n" + body
-
-
-def _sse_reason(exc: SSEError) -> str:
-    """A fixed text per kind of SSE fault (the decoder's own message may quote the stream)."""
-    if isinstance(exc, SSETruncated):
-        return "event stream ended in the middle of an event"
-    return "event stream is garbled (" + type(exc).__name__ + ")"
+#: The protocol in one namespace (``from swarmgauge.protocols import mcp as proto``): the session here, the named
+#: failures of ``mcp_errors.py`` and the wire codec of ``mcp_messages.py``.
+__all__ = [
+    "ACCEPT",
+    "DEFAULT_VERSION",
+    "HANDSHAKE_VERSIONS",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "META_CAPABILITIES_KEY",
+    "META_VERSION_KEY",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "SESSION_HEADER",
+    "STATELESS_VERSIONS",
+    "SUPPORTED_VERSIONS",
+    "VERSION_HEADER",
+    "JSONRPCError",
+    "MCPError",
+    "MCPHTTPError",
+    "MCPProtocolError",
+    "MCPSession",
+    "MCPTimeout",
+    "MarkToolText",
+    "MissingSessionId",
+    "NotJSONRPC",
+    "Outgoing",
+    "SSEMessageReader",
+    "SSEStreamError",
+    "SessionExpired",
+    "SessionRefused",
+    "SessionState",
+    "ToolError",
+    "UnsupportedVersion",
+    "decode_json_body",
+    "decode_sse_data",
+    "encode",
+    "error_detail",
+    "format_tool_text",
+    "parse_tool_text",
+    "read_messages",
+    "result_of",
+    "tool_text",
+    "validate_message",
+]

@@ -106,7 +106,7 @@ def _add_options(parser: Any) -> None:
     add_option(
         parser,
         "--mcp-timeout",
-        kind=option_kinds.POSITIVE_SECONDS,
+        kind=option_kinds.REQUEST_TIMEOUT,
         type=float,
         default=10.0,
         include_in_web_ui=True,

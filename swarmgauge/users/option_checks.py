@@ -1,18 +1,17 @@
 """Start-up checks of the Mark and MCP users' options: a bad value stops the run at ``init``, before any user spawns.
 
 The users' own constructors check the same things, but only when users spawn: by then the plan runs on with no
-users (a wrong ``--host`` scheme), or a ``nan`` timeout busy-loops a greenlet. Here every value is range-checked once
-on the master (or the local runner), with one line and exit 2 (:func:`errors.stop_on_usage_error`).
-
-Checkable facts are checked too: a ``--mark-ca`` file that must exist and hold PEM certificates (else the first
-handshake finds it, as a "network error"), and, in a headless run, a ``--host`` that a selected User needs (else
+users (a wrong ``--host`` scheme). Numbers are range-checked by their option kinds (``--mark-timeout`` and
+``--mcp-timeout`` are :data:`swarmgauge.core.option_kinds.REQUEST_TIMEOUT`); here, once on the master (or the local
+runner), with one line and exit 2 (:func:`errors.stop_on_usage_error`), are the checkable facts: a ``--mark-ca``
+file that must exist and hold PEM certificates (else the first handshake finds it, as a "network error"), and, in
+a headless run, a ``--host`` that a selected User needs (else
 every user's constructor raises: tracebacks, a run folder with no requests, and an SLO "failed" over no data). That
 last check runs after every ``init`` listener of the locustfile, since an embedded target sets the host in one.
 """
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,22 +24,7 @@ from locust.runners import WorkerRunner
 from swarmgauge.core.user_hosts import missing_host
 from swarmgauge.errors import UsageError, stop_on_usage_error
 
-MAX_TIMEOUT_SECONDS = 3600.0
-TIMEOUT_OPTIONS = (("mark_timeout", "--mark-timeout"), ("mcp_timeout", "--mcp-timeout"))
 CA_FILE_OPTIONS = (("mark_ca", "--mark-ca"),)
-
-
-def positive_seconds(flag: str, value: Any) -> float:
-    """A timeout: a finite number of seconds above zero and at most an hour."""
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"{flag} {value!r}: expected a number of seconds") from None
-    if not math.isfinite(seconds) or not 0 < seconds <= MAX_TIMEOUT_SECONDS:
-        raise UsageError(
-            f"{flag} {value!r}: must be a finite number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS:g}"
-        )
-    return seconds
 
 
 def _selected(environment: Environment, base: type) -> bool:
@@ -93,9 +77,6 @@ def check_host_given(environment: Environment) -> None:
 
 def check_options(environment: Environment) -> None:
     parsed = getattr(environment, "parsed_options", None)
-    for name, flag in TIMEOUT_OPTIONS:
-        if parsed is not None and hasattr(parsed, name):
-            positive_seconds(flag, getattr(parsed, name))
     for name, flag in CA_FILE_OPTIONS:
         if getattr(parsed, name, None):
             pem_certificates(flag, getattr(parsed, name))

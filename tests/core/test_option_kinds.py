@@ -103,6 +103,57 @@ def test_values_in_range_pass(kind, value):
     kind("--x", value)
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0", "3600.5", "soon"])
+def test_a_request_timeout_is_finite_seconds_above_zero_and_at_most_an_hour(value):
+    with pytest.raises(UsageError, match=r"--mark-timeout .*a finite number above 0 and at most 3600"):
+        option_kinds.REQUEST_TIMEOUT("--mark-timeout", value)
+
+
+@pytest.mark.parametrize("value", ["2.5", 3600, None])
+def test_a_request_timeout_in_range_passes(value):
+    option_kinds.REQUEST_TIMEOUT("--mcp-timeout", value)
+
+
+#: Declares the Mark and MCP users' options (in a child: declaring them adds listeners to Locust's events), then
+#: prints each request timeout's kind and what the init check says of an hour and a second.
+TIMEOUTS = """
+import argparse, json
+import locust.util.load_locustfile as l
+from locust.argument_parser import get_parser
+from swarmgauge.core import option_kinds
+from swarmgauge.core.options import DECLARED, check_options
+from swarmgauge.errors import UsageError
+for f in ('locustfiles/demarkus_reads.py', 'locustfiles/mcp_churn.py'):
+    l.load_locustfile(f)
+defaults = get_parser().parse_args([])
+out = {}
+for flag in ('--mark-timeout', '--mcp-timeout'):
+    parsed = argparse.Namespace(**vars(defaults))
+    setattr(parsed, DECLARED[flag].dest, 3601.0)
+    try:
+        check_options(parsed)
+        refusal = None
+    except UsageError as exc:
+        refusal = str(exc)
+    out[flag] = {'request_timeout': DECLARED[flag].kind is option_kinds.REQUEST_TIMEOUT, 'refusal': refusal}
+print(json.dumps(out))
+"""
+
+
+def test_the_request_timeouts_are_declared_with_their_cap_and_refused_past_it():
+    env = {name: value for name, value in os.environ.items() if not name.startswith(("SWARMGAUGE_", "LOCUST_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", TIMEOUTS], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    for flag in ("--mark-timeout", "--mcp-timeout"):
+        assert found[flag]["request_timeout"] is True
+        assert found[flag]["refusal"] == (
+            f"{flag} 3601.0: must be a finite number above 0 and at most 3600 (a request timeout, seconds above 0)"
+        )
+
+
 def test_a_parsed_kind_reports_the_parsers_refusal_with_the_flag():
     check = option_kinds.parsed_by(lambda text: json.loads(text))
     with pytest.raises(UsageError, match=re.escape("--x '{bad'")):

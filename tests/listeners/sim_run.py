@@ -2,7 +2,8 @@
 
 ``sim_target(...)`` starts the target through the common launcher and yields a handle with its URL and its own record of every
 request; ``run_local`` and ``run_distributed`` run ``locust -f LOCUSTFILE --headless`` (the latter as a master
-plus workers) and return the master's completed process. Every wait is bounded.
+plus workers) and return the master's completed process; ``start_distributed`` starts a master and its workers for a
+test that acts on them mid-run (a signal, a kill). Every wait is bounded.
 """
 
 from __future__ import annotations
@@ -79,16 +80,38 @@ def run_local(
     )
 
 
-def run_distributed(
+@dataclass
+class Distributed:
+    """A running master and its workers (:func:`start_distributed`)."""
+
+    master: subprocess.Popen
+    workers: list[subprocess.Popen]
+
+
+def _output(where: Any) -> dict[str, Any]:
+    """Popen's stdout and stderr for ``where``: both piped as text, both discarded, or both into one file."""
+    if where is subprocess.PIPE:
+        return {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    if where is subprocess.DEVNULL:
+        return {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    return {"stdout": where, "stderr": subprocess.STDOUT}
+
+
+@contextmanager
+def start_distributed(
     host: str,
     *args: str,
     workers: int = 2,
     locustfile: Path | str = SIM_LOCUSTFILE,
     env: dict[str, str] | None = None,
-    timeout: float = RUN_SECONDS,
-) -> subprocess.CompletedProcess:
-    """A master with ``--expect-workers N`` and N ``--worker`` processes, all on loopback."""
-    port = free_port()
+    master_output: Any = subprocess.PIPE,
+    worker_output: Any = subprocess.DEVNULL,
+    grace: float = 15.0,
+) -> Iterator[Distributed]:
+    """A master with ``--expect-workers N`` and N ``--worker`` processes on loopback, stopped on exit (``grace`` s
+    each before SIGKILL; 0 kills at once). ``master_output``/``worker_output``: ``subprocess.PIPE`` (the master's
+    only), ``subprocess.DEVNULL`` or an open file."""
+    port = str(free_port())
     master = subprocess.Popen(
         locust_command(
             locustfile,
@@ -99,7 +122,7 @@ def run_distributed(
             "--master-bind-host",
             "127.0.0.1",
             "--master-bind-port",
-            str(port),
+            port,
             "--expect-workers",
             str(workers),
             "--expect-workers-max-wait",
@@ -107,26 +130,36 @@ def run_distributed(
             *args,
         ),
         cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
         env=_env(env),
+        **_output(master_output),
     )
     worker_processes = [
         subprocess.Popen(
-            locust_command(locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)),
+            locust_command(locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port", port),
             cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
             env=_env(env),
+            **_output(worker_output),
         )
         for _ in range(workers)
     ]
     try:
-        stdout, stderr = master.communicate(timeout=timeout)
+        yield Distributed(master, worker_processes)
     finally:
-        stop_processes([master, *worker_processes], grace=15)
-    return subprocess.CompletedProcess(master.args, master.returncode, stdout, stderr)
+        stop_processes([master, *worker_processes], grace=grace)
+
+
+def run_distributed(
+    host: str,
+    *args: str,
+    workers: int = 2,
+    locustfile: Path | str = SIM_LOCUSTFILE,
+    env: dict[str, str] | None = None,
+    timeout: float = RUN_SECONDS,
+) -> subprocess.CompletedProcess:
+    """:func:`start_distributed`, run to the master's end; the master's completed process."""
+    with start_distributed(host, *args, workers=workers, locustfile=locustfile, env=env) as run:
+        stdout, stderr = run.master.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(run.master.args, run.master.returncode, stdout, stderr)
 
 
 def read_steps(run_dir: Path) -> list[dict[str, str]]:

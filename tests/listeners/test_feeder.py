@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -16,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from swarmgauge.run_folders import resolve
-from swarmgauge.targets.launch import stop_processes
-from tests.listeners.sim_run import ROOT, free_port, locust_command, run_distributed, run_local, sim_target
+from tests.listeners.sim_run import run_distributed, run_local, sim_target, start_distributed
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -236,52 +234,12 @@ def test_unique_recycle_uses_every_row_once_per_pass(tmp_path):
 def test_a_lost_workers_rows_are_not_reissued_and_run_json_names_them(tmp_path):
     rows = _csv(tmp_path, 100_000)
     run_dir = tmp_path / "run"
-    port = str(free_port())
+    args = ("--feeder", str(rows), "--feeder-mode", "unique", "--feeder-batch", "50", "--steps", "4")
     with sim_target() as target:
-        master = subprocess.Popen(
-            locust_command(
-                LOCUSTFILE,
-                "--headless",
-                "--host",
-                target.url,
-                "--master",
-                "--master-bind-host",
-                "127.0.0.1",
-                "--master-bind-port",
-                port,
-                "--expect-workers",
-                "2",
-                "--expect-workers-max-wait",
-                "60",
-                "--feeder",
-                str(rows),
-                "--feeder-mode",
-                "unique",
-                "--feeder-batch",
-                "50",
-                "--steps",
-                "4",
-                "--step-time",
-                "16s",
-                "--run-dir",
-                str(run_dir),
-            ),
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        workers = [
-            subprocess.Popen(
-                locust_command(LOCUSTFILE, "--worker", "--master-host", "127.0.0.1", "--master-port", port),
-                cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            for _ in range(2)
-        ]
-        victim, survivor = workers
-        try:
+        with start_distributed(
+            target.url, *args, "--step-time", "16s", "--run-dir", str(run_dir), locustfile=LOCUSTFILE, grace=0
+        ) as run:
+            master, (victim, survivor) = run.master, run.workers
             deadline = time.monotonic() + 60
             while not any(str(r["id"]).endswith(f"@{victim.pid}") for r in target.records()):
                 assert time.monotonic() < deadline and master.poll() is None, "the victim never sent a row"
@@ -289,8 +247,6 @@ def test_a_lost_workers_rows_are_not_reissued_and_run_json_names_them(tmp_path):
             time.sleep(2)
             victim.send_signal(signal.SIGKILL)
             _stdout, stderr = master.communicate(timeout=120)
-        finally:
-            stop_processes([master, *workers], grace=0)
         records = target.records()
 
     by_pid: dict[str, list[str]] = {}

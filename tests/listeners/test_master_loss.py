@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from swarmgauge.targets.launch import stop_processes
-from tests.listeners.sim_run import ROOT, free_port, locust_command, sim_target
+from tests.listeners.sim_run import ROOT, sim_target, start_distributed
 
 SIM = Path(ROOT) / "tests/listeners/sim_locustfile.py"
 LONG_PLAN = ("--steps", "2", "--step-time", "120")
@@ -28,46 +27,27 @@ def _wait_for_requests(target, count: int) -> None:
 
 @pytest.mark.integration
 def test_a_worker_stops_within_seconds_and_exits_non_zero_when_its_master_is_killed(tmp_path):
-    port = free_port()
-    with sim_target("--delay", "const:5") as target:
-        master = subprocess.Popen(
-            locust_command(
-                SIM,
-                "--headless",
-                "--host",
-                target.url,
-                "--master",
-                "--master-bind-host",
-                "127.0.0.1",
-                "--master-bind-port",
-                str(port),
-                "--expect-workers",
-                "1",
-                "--expect-workers-max-wait",
-                "60",
-                *LONG_PLAN,
-                "--run-dir",
-                str(tmp_path / "run"),
-            ),
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        with (tmp_path / "worker.log").open("w") as worker_log:
-            worker = subprocess.Popen(
-                locust_command(SIM, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)),
-                cwd=ROOT,
-                stdout=worker_log,
-                stderr=subprocess.STDOUT,
-            )
-            try:
-                _wait_for_requests(target, 20)
-                master.send_signal(signal.SIGKILL)
-                killed_at = time.monotonic()
-                worker.wait(timeout=WAIT_SECONDS)
-                gone_after = time.monotonic() - killed_at
-            finally:
-                stop_processes([master, worker], grace=5)
+    with (
+        sim_target("--delay", "const:5") as target,
+        (tmp_path / "worker.log").open("w") as worker_log,
+        start_distributed(
+            target.url,
+            *LONG_PLAN,
+            "--run-dir",
+            str(tmp_path / "run"),
+            workers=1,
+            locustfile=SIM,
+            master_output=subprocess.DEVNULL,
+            worker_output=worker_log,
+            grace=5,
+        ) as run,
+    ):
+        [worker] = run.workers
+        _wait_for_requests(target, 20)
+        run.master.send_signal(signal.SIGKILL)
+        killed_at = time.monotonic()
+        worker.wait(timeout=WAIT_SECONDS)
+        gone_after = time.monotonic() - killed_at
     log = (tmp_path / "worker.log").read_text()
     assert gone_after < WORKER_GONE_WITHIN_S, log[-3000:]
     assert worker.returncode == 1, log[-3000:]

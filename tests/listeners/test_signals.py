@@ -26,7 +26,7 @@ from swarmgauge.listeners.signals import StopOnSignal
 from swarmgauge.run_folders import resolve
 from swarmgauge.targets.launch import child_env, stop_processes
 from tests import REPO_ROOT
-from tests.listeners.sim_run import ROOT, free_port, locust_command, read_steps, sim_target
+from tests.listeners.sim_run import ROOT, free_port, locust_command, read_steps, sim_target, start_distributed
 from tests.listeners.webui_harness import wait_until, web_locust
 
 LONG_PLAN = ("--steps", "2,4", "--step-time", "120", "--stop-timeout", "5")
@@ -159,51 +159,14 @@ def test_a_signal_mid_step_in_a_headless_local_run_keeps_everything(tmp_path, si
 @pytest.mark.integration
 def test_sigterm_mid_step_on_a_master_with_two_workers_stops_them_all(tmp_path):
     run_dir = tmp_path / "run"
-    port = free_port()
-    locustfile = Path(ROOT) / "tests/listeners/sim_locustfile.py"
     with sim_target("--delay", "const:5") as target:
-        master = subprocess.Popen(
-            locust_command(
-                locustfile,
-                "--headless",
-                "--host",
-                target.url,
-                "--master",
-                "--master-bind-host",
-                "127.0.0.1",
-                "--master-bind-port",
-                str(port),
-                "--expect-workers",
-                "2",
-                "--expect-workers-max-wait",
-                "60",
-                *LONG_PLAN,
-                "--run-dir",
-                str(run_dir),
-                "--csv",
-                str(tmp_path / "locust"),
-            ),
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        workers = [
-            subprocess.Popen(
-                locust_command(locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)),
-                cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            for _ in range(2)
-        ]
-        try:
+        args = (*LONG_PLAN, "--run-dir", str(run_dir), "--csv", str(tmp_path / "locust"))
+        with start_distributed(target.url, *args, grace=5) as run:
+            master, workers = run.master, run.workers
             _wait_for_requests(target, 40)
             master.send_signal(signal.SIGTERM)
             _stdout, stderr = master.communicate(timeout=WAIT_SECONDS)
             left = _wait_gone([worker.pid for worker in workers])
-        finally:
-            stop_processes([master, *workers], grace=5)
     assert master.returncode == 0, stderr[-2000:]
     assert left == [], "workers still running after the master's SIGTERM"
     _assert_run_closed(run_dir, master.returncode)
@@ -325,48 +288,10 @@ def test_sigterm_while_a_master_waits_for_workers_exits_cleanly_and_stops_its_ta
 @pytest.mark.integration
 def test_sigterm_to_one_worker_mid_step_keeps_what_it_measured(tmp_path):
     run_dir = tmp_path / "run"
-    port = free_port()
-    locustfile = Path(ROOT) / "tests/listeners/sim_locustfile.py"
     with sim_target("--delay", "const:5") as target:
-        master = subprocess.Popen(
-            locust_command(
-                locustfile,
-                "--headless",
-                "--host",
-                target.url,
-                "--master",
-                "--master-bind-host",
-                "127.0.0.1",
-                "--master-bind-port",
-                str(port),
-                "--expect-workers",
-                "2",
-                "--expect-workers-max-wait",
-                "60",
-                "--steps",
-                "4",
-                "--step-time",
-                "120",
-                "--stop-timeout",
-                "5",
-                "--run-dir",
-                str(run_dir),
-            ),
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        workers = [
-            subprocess.Popen(
-                locust_command(locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)),
-                cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            for _ in range(2)
-        ]
-        try:
+        args = ("--steps", "4", "--step-time", "120", "--stop-timeout", "5", "--run-dir", str(run_dir))
+        with start_distributed(target.url, *args, grace=5) as run:
+            master, workers = run.master, run.workers
             _wait_for_requests(target, 40)
             workers[0].send_signal(signal.SIGTERM)
             workers[0].wait(WAIT_SECONDS)
@@ -375,8 +300,6 @@ def test_sigterm_to_one_worker_mid_step_keeps_what_it_measured(tmp_path):
             _stdout, stderr = master.communicate(timeout=WAIT_SECONDS)
             left = _wait_gone([workers[1].pid])
             served = len(target.records())
-        finally:
-            stop_processes([master, *workers], grace=5)
     assert workers[0].returncode == 0 and master.returncode == 0, stderr[-2000:]
     assert left == []
     aggregated = [row for row in read_steps(run_dir) if row["name"] == "Aggregated"]

@@ -19,8 +19,7 @@ import pytest
 
 from swarmgauge.listeners.workers import WorkerLossWatcher
 from swarmgauge.run_folders import resolve
-from swarmgauge.targets.launch import stop_processes
-from tests.listeners.sim_run import ROOT, free_port, locust_command, read_steps, sim_target
+from tests.listeners.sim_run import read_steps, sim_target, start_distributed
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -69,46 +68,11 @@ def test_watcher_records_a_missing_worker_once_with_what_it_reported():
 
 
 def _start(tmp_path: Path, host: str):
-    port = str(free_port())
+    """A master with two workers running a two-step plan; stopped on exit."""
     plan = tmp_path / "plan.yaml"
     plan.write_text(f"name: kill\nkind: step_ramp\nsteps: [2, 4]\nstep_time: {STEP_TIME}s\nwarmup: 0s\n")
-    master = subprocess.Popen(
-        locust_command(
-            LOCUSTFILE,
-            "--headless",
-            "--host",
-            host,
-            "--master",
-            "--master-bind-host",
-            "127.0.0.1",
-            "--master-bind-port",
-            port,
-            "--expect-workers",
-            "2",
-            "--expect-workers-max-wait",
-            "60",
-            "--plan",
-            str(plan),
-            "--stop-timeout",
-            "5",
-            "--run-dir",
-            str(tmp_path / "run"),
-        ),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    workers = [
-        subprocess.Popen(
-            locust_command(LOCUSTFILE, "--worker", "--master-host", "127.0.0.1", "--master-port", port),
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(2)
-    ]
-    return master, workers
+    args = ("--plan", str(plan), "--stop-timeout", "5", "--run-dir", str(tmp_path / "run"))
+    return start_distributed(host, *args, locustfile=LOCUSTFILE, grace=0)
 
 
 def _wait_for_step_zero(run_dir: Path, master: subprocess.Popen) -> float:
@@ -126,17 +90,14 @@ def _wait_for_step_zero(run_dir: Path, master: subprocess.Popen) -> float:
 def test_sigkill_of_a_worker_mid_step_loses_nothing_it_reported(tmp_path: Path):
     run_dir = tmp_path / "run"
     with sim_target("--delay", "const:5") as target:
-        master, workers = _start(tmp_path, target.url)
-        victim, survivor = workers
-        try:
+        with _start(tmp_path, target.url) as run:
+            master, (victim, survivor) = run.master, run.workers
             started = _wait_for_step_zero(run_dir, master)
             time.sleep(max(0.0, started + KILL_AFTER - time.time()))
             killed_at = time.time()
             victim.send_signal(signal.SIGKILL)
             stdout, stderr = master.communicate(timeout=RUN_SECONDS)
             survivor.wait(timeout=30)
-        finally:
-            stop_processes([master, *workers], grace=0)
         records = target.records()
 
     assert master.returncode in (0, 3), stderr[-3000:]

@@ -17,7 +17,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from swarmgauge.patches import PATCHES, Kind, Patch
+from swarmgauge.patches import CHECKED_VERSIONS, PATCHES, Kind, Patch
 
 BY_NAME = {patch.name: patch for patch in PATCHES}
 
@@ -28,10 +28,15 @@ def _installed(dependency: str) -> Version:
     return Version(metadata.version(dependency))
 
 
+def test_every_checked_range_is_a_patched_dependencys():
+    assert set(CHECKED_VERSIONS) == {patch.dependency for patch in PATCHES}
+
+
 def test_every_patch_says_what_where_why_and_what_to_file():
     assert len(BY_NAME) == len(PATCHES)
     for patch in PATCHES:
         assert isinstance(patch.kind, Kind) and patch.touches and patch.why and patch.upstream, patch.name
+        assert patch.dependency in CHECKED_VERSIONS, f"{patch.name}: no checked range for {patch.dependency}"
         SpecifierSet(patch.versions)  # a valid PEP 440 range
         for module in patch.where:
             assert importlib.util.find_spec(module) is not None, f"{patch.name}: {module} does not exist"

@@ -107,6 +107,20 @@ def _item_row(run_dir: Path, name: str = "/item") -> dict[str, str]:
     return rows[0]
 
 
+def _open_run(tmp_path: Path, target_args: tuple[str, ...], *args: str, runner=run_local, **kwargs) -> list[dict]:
+    """A headless run (``args``, then ``--stop-timeout 5 --run-dir tmp_path/run``) against a sim target started with
+    ``target_args``, that must exit 0; the target's record of what it served. ``env`` defaults to :data:`OPEN`."""
+    with sim_target(*target_args) as target:
+        result = runner(target.url, *args, *STOP, "--run-dir", str(tmp_path / "run"), **{"env": OPEN, **kwargs})
+        records = target.records()
+    assert result.returncode == 0, result.stderr[-3000:]
+    return records
+
+
+def _rate(rate: str, duration: str, max_users: str, *more: str) -> tuple[str, ...]:
+    return ("--rate", rate, "--duration", duration, "--max-users", max_users, *more)
+
+
 def _locust_p90(run_dir: Path, name: str) -> float:
     """Locust's own 90 % percentile of ``name`` (its stats CSV in the run folder)."""
     found = list(run_dir.rglob("locust_stats.csv"))
@@ -224,61 +238,24 @@ def test_a_user_waiting_for_a_ticket_when_a_step_of_no_users_begins_waits_to_be_
 def test_five_per_second_starts_exactly_twenty_whatever_the_response_time(tmp_path, delay):
     locustfile = tmp_path / "five_per_second.py"
     locustfile.write_text(CLASS_LOCUSTFILE)
-    run_dir = tmp_path / "run"
-    with sim_target("--delay", delay) as target:
-        result = run_local(target.url, *STOP, "--run-dir", str(run_dir), locustfile=locustfile, env=OPEN)
-        records = target.records()
-    assert result.returncode == 0, result.stderr[-3000:]
-    row = _item_row(run_dir)
+    records = _open_run(tmp_path, ("--delay", delay), locustfile=locustfile)
+    row = _item_row(tmp_path / "run")
     assert (int(row["requests"]), int(row["tickets"]), int(row["dropped"])) == (20, 20, 0), row
     assert len(records) == 20
     assert row["target_rate"] == "5.0"
 
 
 def test_two_workers_together_issue_the_plan_count(tmp_path):
-    run_dir = tmp_path / "run"
-    with sim_target("--delay", "const:20") as target:
-        result = run_distributed(
-            target.url,
-            "--rate",
-            "5",
-            "--duration",
-            "3s",
-            "--max-users",
-            "6",
-            *STOP,
-            "--run-dir",
-            str(run_dir),
-            env=OPEN,
-        )
-        records = target.records()
-    assert result.returncode == 0, result.stderr[-3000:]
-    row = _item_row(run_dir)
+    records = _open_run(tmp_path, ("--delay", "const:20"), *_rate("5", "3s", "6"), runner=run_distributed)
+    row = _item_row(tmp_path / "run")
     assert len(records) == 15
     assert (int(row["requests"]), int(row["tickets"]), int(row["dropped"]), int(row["workers"])) == (15, 15, 0, 2)
 
 
 def test_a_thousand_per_second_for_three_seconds(tmp_path):
-    run_dir = tmp_path / "run"
-    with sim_target("--delay", "const:5") as target:
-        result = run_local(
-            target.url,
-            "--rate",
-            "1000",
-            "--duration",
-            "3s",
-            "--max-users",
-            "100",
-            "--drop-after",
-            "3s",  # a ticket waits out a busy machine's stall of the generator (parallel tests) instead of dropping
-            *STOP,
-            "--run-dir",
-            str(run_dir),
-            env=OPEN,
-        )
-        records = target.records()
-    assert result.returncode == 0, result.stderr[-3000:]
-    row = _item_row(run_dir)
+    # --drop-after 3s: a ticket waits out a busy machine's stall of the generator (parallel tests) instead of dropping
+    records = _open_run(tmp_path, ("--delay", "const:5"), *_rate("1000", "3s", "100", "--drop-after", "3s"))
+    row = _item_row(tmp_path / "run")
     requests, tickets, dropped = int(row["requests"]), int(row["tickets"]), int(row["dropped"])
     assert tickets == 3000  # the schedule is exact; how many a loaded machine sends in time is not asserted
     assert requests + dropped == tickets  # a ticket the generator could not serve is counted, never lost
@@ -286,26 +263,8 @@ def test_a_thousand_per_second_for_three_seconds(tmp_path):
 
 
 def test_the_concurrency_cap_drops_tickets_and_counts_them(tmp_path):
-    run_dir = tmp_path / "run"
-    with sim_target("--delay", "const:400") as target:
-        result = run_local(
-            target.url,
-            "--rate",
-            "20",
-            "--duration",
-            "3s",
-            "--max-users",
-            "2",
-            "--drop-after",
-            "0.5s",
-            *STOP,
-            "--run-dir",
-            str(run_dir),
-            env=OPEN,
-        )
-        records = target.records()
-    assert result.returncode == 0, result.stderr[-3000:]
-    row = _item_row(run_dir)
+    records = _open_run(tmp_path, ("--delay", "const:400"), *_rate("20", "3s", "2", "--drop-after", "0.5s"))
+    row = _item_row(tmp_path / "run")
     requests, tickets, dropped = int(row["requests"]), int(row["tickets"]), int(row["dropped"])
     assert tickets == 60 and requests + dropped == 60
     assert requests == len(records)
@@ -314,26 +273,9 @@ def test_the_concurrency_cap_drops_tickets_and_counts_them(tmp_path):
 
 
 def test_a_one_second_stall_shows_in_the_percentiles_from_the_intended_start(tmp_path):
-    run_dir = tmp_path / "run"
-    with sim_target("--delay", "const:10", "--stall-at", "1.5", "--stall-for", "1") as target:
-        result = run_local(
-            target.url,
-            "--rate",
-            "20",
-            "--duration",
-            "4s",
-            "--max-users",
-            "4",
-            "--drop-after",
-            "3s",
-            *STOP,
-            "--run-dir",
-            str(run_dir),
-            env=OPEN,
-        )
-        records = target.records()
-    assert result.returncode == 0, result.stderr[-3000:]
-    row = _item_row(run_dir)
+    stall = ("--delay", "const:10", "--stall-at", "1.5", "--stall-for", "1")
+    records = _open_run(tmp_path, stall, *_rate("20", "4s", "4", "--drop-after", "3s"))
+    row = _item_row(tmp_path / "run")
     assert (int(row["requests"]), int(row["dropped"])) == (80, 0)
     held_long = [r for r in records if r["held_ms"] > 500]
     assert 1 <= len(held_long) <= 4  # the target itself held only the requests in flight when it stalled
@@ -353,12 +295,9 @@ def test_locusts_own_http_users_hold_the_planned_rate_with_no_ticket_code(tmp_pa
     2/s) is not slept in an open-model step: the ticket is the wait."""
     locustfile = tmp_path / "plain_http.py"
     locustfile.write_text(PLAIN_HTTP_LOCUSTFILE.format(user_class=user_class, wait_time=wait_time))
-    run_dir = tmp_path / "run"
-    with sim_target("--delay", "const:20") as target:
-        result = run_local(target.url, *STOP, "--run-dir", str(run_dir), locustfile=locustfile)
-        records = [r for r in target.records() if r["path"].startswith("/item")]
-    assert result.returncode == 0, result.stderr[-3000:]
-    row = _item_row(run_dir)
+    served = _open_run(tmp_path, ("--delay", "const:20"), locustfile=locustfile, env=None)
+    records = [r for r in served if r["path"].startswith("/item")]
+    row = _item_row(tmp_path / "run")
     requests, tickets, dropped = int(row["requests"]), int(row["tickets"]), int(row["dropped"])
     assert tickets == 20 and requests + dropped == tickets, row
     assert requests >= 18 and len(records) == requests, row  # a loaded machine may drop a ticket, never add one
@@ -370,9 +309,7 @@ def test_a_stall_shows_the_same_in_locusts_fast_http_user_as_through_measure(tmp
     locustfile = tmp_path / "stall.py"
     locustfile.write_text(STALL_LOCUSTFILE)
     run_dir = tmp_path / "run"
-    with sim_target("--delay", "const:10", "--stall-at", "1.5", "--stall-for", "2") as target:
-        result = run_local(target.url, *STOP, "--run-dir", str(run_dir), locustfile=locustfile, env=OPEN)
-    assert result.returncode == 0, result.stderr[-3000:]
+    _open_run(tmp_path, ("--delay", "const:10", "--stall-at", "1.5", "--stall-for", "2"), locustfile=locustfile)
     measured, fast = _item_row(run_dir), _item_row(run_dir, "fast /item")
     assert int(measured["tickets"]) == 120
     assert int(measured["requests"]) + int(fast["requests"]) + int(measured["dropped"]) == 120

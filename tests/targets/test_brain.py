@@ -110,7 +110,7 @@ def test_the_leak_reloads_the_model_on_every_search_and_the_fix_loads_it_once(br
 
 
 def test_a_negative_model_load_time_is_no_load_time():
-    from swarmgauge.targets.brain import Brain
+    from swarmgauge.targets.brain_service import Brain
 
     standin = Brain(model_load_ms=-1, search_ms=0)
     standin.search({"q": "heap"})

@@ -5,12 +5,9 @@ answer every request with a different error; rows are counted by Locust's own fa
 from __future__ import annotations
 
 import json
-import socket
 import uuid
-from collections.abc import Callable
 
 import pytest
-from gevent.server import StreamServer
 from locust.env import Environment
 from locust.stats import StatsError
 
@@ -23,60 +20,13 @@ from swarmgauge.users.mark_client import MarkClient, MarkError
 from swarmgauge.users.mcp_client import MCPClient
 from swarmgauge.users.mdk_client import MDKClient
 from tests.quic.misbehaving_quic import MisbehavingQuicServer
+from tests.users.fake_http import Answer, FakeHTTPServer, varying_answers
 
 DISTINCT = 24  # distinct error answers per shape
-
-Answer = Callable[[int], tuple[int, bytes]]
 
 
 def unique(index: int) -> str:
     return f"{uuid.uuid4().hex}-{index}"
-
-
-class FakeVaryingHTTP:
-    """A FAKE HTTP/1.1 server: the n-th request gets ``answer(n)`` (status, body), every body different."""
-
-    def __init__(self, answer: Answer) -> None:
-        self.answer = answer
-        self.requests_seen = 0
-        self.server = StreamServer(("127.0.0.1", 0), self._handle)
-        self.server.start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-
-    def _handle(self, sock: socket.socket, _address: object) -> None:
-        buffered = b""
-        try:
-            for _ in range(10_000):
-                while b"\r\n\r\n" not in buffered:
-                    chunk = sock.recv(65536)
-                    if not chunk:
-                        return
-                    buffered += chunk
-                head, _, buffered = buffered.partition(b"\r\n\r\n")
-                length = next(
-                    (
-                        int(line.split(b":", 1)[1])
-                        for line in head.split(b"\r\n")
-                        if line.lower().startswith(b"content-length:")
-                    ),
-                    0,
-                )
-                while len(buffered) < length:
-                    buffered += sock.recv(65536)
-                buffered = buffered[length:]
-                status, body = self.answer(self.requests_seen)
-                self.requests_seen += 1
-                sock.sendall(
-                    b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                    % (status, len(body), body)
-                )
-        except OSError:
-            pass
-        finally:
-            sock.close()
-
-    def stop(self) -> None:
-        self.server.stop(timeout=1)
 
 
 def failure_rows(recorded: list[dict]) -> set[str]:
@@ -92,10 +42,10 @@ def recording() -> tuple[Environment, list[dict]]:
 
 @pytest.fixture
 def serve():
-    servers: list[FakeVaryingHTTP] = []
+    servers: list[FakeHTTPServer] = []
 
-    def start(answer: Answer) -> FakeVaryingHTTP:
-        servers.append(FakeVaryingHTTP(answer))
+    def start(answer: Answer) -> FakeHTTPServer:
+        servers.append(varying_answers(answer))
         return servers[-1]
 
     yield start

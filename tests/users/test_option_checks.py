@@ -7,8 +7,6 @@ import sys
 
 import pytest
 
-from swarmgauge.errors import UsageError
-from swarmgauge.users.option_checks import positive_seconds
 from tests.listeners.sim_run import ROOT, run_local
 
 READS = ROOT / "locustfiles" / "demarkus_reads.py"
@@ -17,16 +15,6 @@ SIM = ROOT / "tests" / "listeners" / "sim_locustfile.py"
 NOWHERE_HTTP = "http://127.0.0.1:9"  # never contacted: the run must stop before any user starts
 NOWHERE_MARK = "mark://127.0.0.1:9"
 RUN = ("--steps", "1", "--step-time", "5")
-
-
-@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0", "3601", "soon"])
-def test_a_timeout_is_finite_seconds_above_zero(value):
-    with pytest.raises(UsageError, match="--mark-timeout"):
-        positive_seconds("--mark-timeout", value)
-
-
-def test_a_good_timeout_passes():
-    assert positive_seconds("--mcp-timeout", "2.5") == 2.5
 
 
 def _binary_plan(tmp_path):

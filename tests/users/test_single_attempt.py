@@ -6,11 +6,7 @@ FAKE below the HTTP seam that counts the requests it read."""
 
 from __future__ import annotations
 
-import socket
-import struct
-
 import pytest
-from gevent.server import StreamServer
 from locust.env import Environment
 
 from swarmgauge.protocols.kneo import KneoUnreachable
@@ -18,43 +14,14 @@ from swarmgauge.users.brain_user import BrainUser
 from swarmgauge.users.kneo_client import KneoClient
 from swarmgauge.users.mcp_client import MCPClient
 from swarmgauge.users.mdk_client import MDKClient
+from tests.users.fake_http import dropping as dropping_http
 
 CALLS = 4
 
 
-class FakeDroppingHTTP:
-    """A FAKE HTTP server: counts each request it reads, then resets (RST) or closes (FIN) without an answer."""
-
-    def __init__(self, how: str) -> None:
-        self.how = how
-        self.requests_seen = 0
-        self.server = StreamServer(("127.0.0.1", 0), self._handle)
-        self.server.start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-
-    def _handle(self, sock: socket.socket, _address: object) -> None:
-        try:
-            data = b""
-            while b"\r\n\r\n" not in data and len(data) < 65536:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    return
-                data += chunk
-            self.requests_seen += 1
-            if self.how == "reset":
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        except OSError:
-            pass
-        finally:
-            sock.close()
-
-    def stop(self) -> None:
-        self.server.stop(timeout=1)
-
-
 @pytest.fixture(params=["reset", "close"])
 def dropping(request):
-    server = FakeDroppingHTTP(request.param)
+    server = dropping_http(request.param)
     yield server
     server.stop()
 
