@@ -38,14 +38,20 @@ def colour_of(row: dict[str, Any], column: str) -> str | None:
     return None
 
 
-def table(frame: pd.DataFrame, coloured: tuple[str, ...] = ("status", "colour")) -> str:
-    """``frame`` as a boxed table; the ``coloured`` columns get their verdict's background."""
+def table(
+    frame: pd.DataFrame,
+    coloured: tuple[str, ...] = ("status", "colour"),
+    cell_colours: dict[tuple[int, str], str] | None = None,
+) -> str:
+    """``frame`` as a boxed table; the ``coloured`` columns get their verdict's background, and so does each cell
+    of ``cell_colours`` (keyed by row number and column: a verdict the cell's text alone does not carry)."""
     head = "".join(f"<th>{_cell(c)}</th>" for c in frame.columns)
     rows = []
-    for row in frame.to_dict(orient="records"):
+    for number, row in enumerate(frame.to_dict(orient="records")):
         cells = []
         for column in frame.columns:
             colour = colour_of(row, str(column)) if column in coloured else None
+            colour = (cell_colours or {}).get((number, str(column)), colour)
             style = f" style='background:{BACKGROUND[colour]}'" if colour else ""
             kind = " class='words'" if column in WORDS else ""
             cells.append(f"<td{kind}{style}>{_cell(row[column])}</td>")
