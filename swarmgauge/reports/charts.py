@@ -25,7 +25,7 @@ HEIGHT = 420
 LOG_RANGE = 8  # users spanning 8x or more are drawn on a log axis
 #: steps.csv's percentile columns, for a run folder without percentiles.csv
 STEP_PERCENTILES = (("p50_ms", 50.0), ("p90_ms", 90.0), ("p99_ms", 99.0), ("p999_ms", 99.9))
-NINES_TICKS = (0.0, 50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
+NINES_TICKS = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)  # 0 % to 50 % is a short stretch at the left
 MIB = 1024.0 * 1024.0
 
 
@@ -115,8 +115,8 @@ def throughput_figure(
                         y=[at["rps"]],
                         mode="markers+text",
                         marker={"symbol": "star", "size": 16, "color": colour_of[title], "line": {"width": 1}},
-                        text=["knee"],
-                        textposition="top center",
+                        text=[f"{label} knee" if label else "knee"],
+                        textposition="bottom right" if number else "top center",  # two runs' labels never overlap
                         name=f"{shown}: knee",
                         hovertext=[f"knee at {at['users_n']:g} users: {format_rate(at['rps'])} {unit}"],
                         hoverinfo="text",
@@ -125,7 +125,9 @@ def throughput_figure(
                     col=1,
                 )
     for title in titles:
-        _page_traces(figure, title, _page_points(title, reference or []), colour_of[title])
+        page = _page_points(title, reference or [])
+        _page_traces(figure, title, page, colour_of[title])
+        users = sorted(set(users) | {float(p["users"]) for p in page})
     _users_axis(figure, users, col=1)
     _users_axis(figure, users, col=2)
     figure.update_yaxes(title="req/s", rangemode="tozero", row=1, col=1)
@@ -352,7 +354,7 @@ def _distribution(points: pd.DataFrame, heading: str, name_lines: bool) -> go.Fi
         )
     ticks = [q for q in NINES_TICKS if q <= float(points["percentile"].max())]
     figure.update_xaxes(title="percentile", tickvals=[nines(q) for q in ticks], ticktext=[f"{q:g} %" for q in ticks])
-    figure.update_yaxes(title="ms (log)", type="log")
+    figure.update_yaxes(title="ms (log)", type="log", dtick="D2")  # 1, 2, 5 per decade: no crowded labels
     return _layout(figure, heading, height=400)
 
 

@@ -54,6 +54,13 @@ SECTION_MODULES = (
 #: the step tables' first two columns: the request they measure, and the step (its users, or its rate)
 REQUEST = "Request"
 STEP_USERS = "Step (users)"
+STEP_RATE = "Step (rate)"  # an open-model step is named by the rate it asked for (5/s)
+STEP_COLUMNS = (STEP_USERS, STEP_RATE, "Step (users or rate)")
+
+
+def step_column(rates: int, steps: int) -> str:
+    """The step column's name for a table with ``rates`` open-model steps out of ``steps``."""
+    return STEP_USERS if rates == 0 else STEP_RATE if rates == steps else STEP_COLUMNS[2]
 
 
 def format_latency(ms: Any) -> str:
@@ -151,7 +158,9 @@ def step_tables(
         shown = pd.DataFrame(
             {
                 REQUEST: [request_title(rtype, name) if i == 0 else "" for i in range(len(group))],
-                STEP_USERS: users.astype(str).str.replace(r"\.0$", "", regex=True),
+                step_column(int(users.astype(str).str.endswith("/s").sum()), len(users)): users.astype(str).str.replace(
+                    r"\.0$", "", regex=True
+                ),
                 rate_unit(rtype): group["rps"].map(format_rate_cell),
                 "p50": group["p50_ms"].map(format_latency),
                 "p99": group["p99_ms"].map(format_latency),

@@ -60,7 +60,7 @@ def test_the_knee_sentence_of_the_demarkus_page():
 def test_open_model_steps_show_their_rate_and_never_make_a_knee():
     table = _steps_frame([(10, 5.0, 20, 26, 0), (10, 5.0, 21, 45, 0)]).assign(target_rate=[5.0, 50.0])
     [(title, shown, knee)] = step_tables(table)
-    assert list(shown["Step (users)"]) == ["5/s", "50/s"]
+    assert list(shown["Step (rate)"]) == ["5/s", "50/s"] and "Step (users)" not in shown
     assert knee is None
 
 
