@@ -1,6 +1,6 @@
 """The run report's chart section: which charts a run folder has data for, as HTML fragments with their captions.
 
-Reads the run's files (``steps.csv``, ``timeline.csv``, ``percentiles.csv``, ``resources.csv``) and the reference
+Reads the run's files (``steps.csv``, ``timeline.csv``, ``percentiles.csv``) and the reference
 page's rows from run.json; the figures themselves are built in :mod:`swarmgauge.reports.charts`. A chart that
 cannot be drawn is left out with a warning: the tables above it still hold every figure.
 """
@@ -21,7 +21,6 @@ logger = logging.getLogger("swarmgauge.report")
 
 THROUGHPUT_ID = "chart-throughput"
 TIMELINE_ID = "chart-timeline"
-MEMORY_ID = "chart-memory"
 
 
 def _read(path: Path) -> pd.DataFrame | None:
@@ -40,7 +39,8 @@ def chart_id(prefix: str, title: str) -> str:
 
 
 def run_charts(run_dir: Path, steps: pd.DataFrame | None, reference: list[dict[str, Any]]) -> list[str]:
-    """The chart fragments for ``run_dir``, in reading order: throughput, latency over time, distributions, memory."""
+    """The chart fragments for ``run_dir``, in reading order: throughput, latency over time, distributions (memory
+    is drawn in the Target memory section, beside its verdict: ``reports/resources.py``)."""
     fragments: list[str] = []
     try:
         if steps is not None:
@@ -63,11 +63,6 @@ def run_charts(run_dir: Path, steps: pd.DataFrame | None, reference: list[dict[s
                         figure, chart_id("chart-distribution", title), f"Each step's latency by percentile ({source})."
                     )
                 )
-        resources = _read(run_dir / "resources.csv")
-        if resources is not None:
-            figure = charts.memory_figure(resources)
-            if figure is not None:
-                fragments.append(chart(figure, MEMORY_ID, "Resident memory (sum over the target's sampled processes)."))
     except (KeyError, ValueError, TypeError) as exc:  # an odd file must not lose the report's tables
         logger.warning("report charts: %s", exc)
     return fragments
