@@ -1,22 +1,21 @@
 """The report's interactive charts as plotly figures: data in, figure out (no I/O, no HTML; ``chart_html`` embeds).
 
 Throughput and p50/p99 against users with the knee marked and a reference page's figures beside the measured;
-latency over time with each step as a shaded band; the latency distribution per step (``percentiles.csv``, or the
-percentiles of ``steps.csv`` for a run written before it); memory against time and against live sessions. Every
+latency over time with each step as a shaded band (the distribution per step is in ``distribution_chart``, memory
+in ``memory_chart``). Every
 hover shows the figure as the tables write it (3 significant digits and its unit), so a chart and a table never
 disagree. Each builder returns None when the data has nothing to draw.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from swarmgauge.core.numbers import format_latency, format_rate, significant
+from swarmgauge.core.numbers import format_latency, format_rate
 from swarmgauge.core.request_names import request_title
 from swarmgauge.reports.trend import StepPoint, knee_index
 
@@ -24,12 +23,9 @@ COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 HEIGHT = 420
 LOG_RANGE = 8  # users spanning 8x or more are drawn on a log axis
 #: steps.csv's percentile columns, for a run folder without percentiles.csv
-STEP_PERCENTILES = (("p50_ms", 50.0), ("p90_ms", 90.0), ("p99_ms", 99.0), ("p999_ms", 99.9))
-NINES_TICKS = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)  # 0 % to 50 % is a short stretch at the left
-MIB = 1024.0 * 1024.0
 
 
-def _layout(figure: go.Figure, title: str, height: int = HEIGHT) -> go.Figure:
+def layout(figure: go.Figure, title: str, height: int = HEIGHT) -> go.Figure:
     figure.update_layout(
         title={"text": title, "x": 0.0, "xanchor": "left"},
         height=height,
@@ -132,7 +128,7 @@ def throughput_figure(
     _users_axis(figure, users, col=2)
     figure.update_yaxes(title="req/s", rangemode="tozero", row=1, col=1)
     figure.update_yaxes(title="ms", rangemode="tozero", row=1, col=2)
-    return _layout(figure, "Throughput and latency against users")
+    return layout(figure, "Throughput and latency against users")
 
 
 def _measured_traces(figure: go.Figure, group: pd.DataFrame, shown: str, unit: str, colour: str, dash: str) -> None:
@@ -272,7 +268,7 @@ def timeline_figure(timeline: pd.DataFrame, steps: pd.DataFrame | None = None) -
         title="requests per interval", rangemode="tozero", showgrid=False, tickmode="auto", nticks=5, secondary_y=True
     )
     figure.update_layout(bargap=0.0)
-    return _layout(figure, "Latency over time (shaded: the steps)")
+    return layout(figure, "Latency over time (shaded: the steps)")
 
 
 def with_gaps(xs: list[float], ys: list[Any]) -> tuple[list[Any], list[Any]]:
@@ -289,139 +285,3 @@ def with_gaps(xs: list[float], ys: list[Any]) -> tuple[list[Any], list[Any]]:
         out_x.append(x)
         out_y.append(y)
     return out_x, out_y
-
-
-def nines(percentile: float) -> float:
-    """A percentile's place on the distribution's x axis: each nine one unit (50 % at 0.3, 99 % at 2, 99.9 % at 3)."""
-    return math.log10(100.0 / max(100.0 - percentile, 1e-4))
-
-
-def percentile_points(percentiles: pd.DataFrame | None, steps: pd.DataFrame) -> pd.DataFrame:
-    """(step, label, request_type, name, percentile, ms) rows: ``percentiles.csv`` when the run wrote it, else the
-    percentile columns of ``steps.csv`` (a run from before percentiles.csv)."""
-    labels = steps.drop_duplicates("step").set_index("step")["label"].to_dict() if "label" in steps else {}
-    if percentiles is not None and not percentiles.empty:
-        found = percentiles[percentiles["percentile"] < 100.0].copy()
-    else:
-        named = steps[steps["name"] != "Aggregated"]
-        found = pd.DataFrame(
-            [
-                {"step": r["step"], "request_type": r["request_type"], "name": r["name"], "percentile": q, "ms": r[c]}
-                for r in named.to_dict(orient="records")
-                for c, q in STEP_PERCENTILES
-                if c in r and pd.notna(r[c])
-            ],
-            columns=["step", "request_type", "name", "percentile", "ms"],
-        )
-    found["label"] = [str(labels.get(s, f"step {s}")) for s in found["step"]]
-    return found
-
-
-MAX_LINES = 8  # one distribution chart holds up to 8 lines; past that, one chart per request title
-
-
-def distribution_figures(points: pd.DataFrame) -> list[tuple[str, go.Figure]]:
-    """The latency at each percentile, one line per step (x: the nines, y: ms on a log axis): one chart for the
-    run while it has at most :data:`MAX_LINES` lines (request titles x steps), else one chart per request title."""
-    if points.empty:
-        return []
-    points = points.assign(title=[request_title(t, n) for t, n in zip(points["request_type"], points["name"])])
-    lines = points.drop_duplicates(["title", "step"])
-    if len(lines) <= MAX_LINES:
-        several = points["title"].nunique() > 1
-        return [("all", _distribution(points, "Latency distribution per step", several))]
-    return [
-        (title, _distribution(group, f"Latency distribution per step: {title}", False))
-        for title, group in points.groupby("title", sort=True)
-    ]
-
-
-def _distribution(points: pd.DataFrame, heading: str, name_lines: bool) -> go.Figure:
-    figure = go.Figure()
-    for index, ((title, _step), one) in enumerate(points.groupby(["title", "step"], sort=True)):
-        one = one.sort_values("percentile")
-        label = f"{title}: {one['label'].iloc[0]}" if name_lines else str(one["label"].iloc[0])
-        figure.add_trace(
-            go.Scatter(
-                x=[nines(q) for q in one["percentile"]],
-                y=one["ms"],
-                mode="lines+markers",
-                name=label,
-                line={"color": COLOURS[index % len(COLOURS)]},
-                hovertext=[f"{label}: p{q:g} {format_latency(v)}" for q, v in zip(one["percentile"], one["ms"])],
-                hoverinfo="text",
-            )
-        )
-    ticks = [q for q in NINES_TICKS if q <= float(points["percentile"].max())]
-    figure.update_xaxes(title="percentile", tickvals=[nines(q) for q in ticks], ticktext=[f"{q:g} %" for q in ticks])
-    figure.update_yaxes(title="ms (log)", type="log", dtick="D2")  # 1, 2, 5 per decade: no crowded labels
-    return _layout(figure, heading, height=400)
-
-
-def memory_frames(resources: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(RSS in MiB by elapsed second and source, RSS against live sessions by sampling round) from resources.csv.
-
-    The target's RSS is the sum over its sampled processes (every source but ``generator`` and ``locust``); live
-    sessions are a ``*sessions_live`` metric (the MCP gateway's), empty when the run sampled none.
-    """
-    rss = resources[resources["metric"] == "rss_bytes"].copy()
-    rss["who"] = ["generator" if s == "generator" else "target" for s in rss["source"]]
-    over_time = rss.groupby(["who", "round"]).agg(elapsed_s=("elapsed_s", "min"), value=("value", "sum")).reset_index()
-    over_time["mib"] = over_time["value"] / MIB
-    live = resources[resources["metric"].astype(str).str.endswith("sessions_live")]
-    target = over_time[over_time["who"] == "target"].set_index("round")["mib"]
-    sessions = live.groupby("round")["value"].sum()
-    against = pd.DataFrame({"sessions": sessions, "mib": target}).dropna().reset_index()
-    return over_time, against
-
-
-def memory_figure(resources: pd.DataFrame) -> go.Figure | None:
-    """RSS against time (left) and, when the run sampled live sessions, the target's RSS against them (right)."""
-    if resources.empty or not {"metric", "source", "round", "elapsed_s", "value"} <= set(resources):
-        return None
-    over_time, against = memory_frames(resources)
-    if over_time.empty:
-        return None
-    both = not against.empty
-    figure = make_subplots(
-        rows=1,
-        cols=2 if both else 1,
-        subplot_titles=("RSS over time", "Target RSS against live sessions") if both else ("RSS over time",),
-        horizontal_spacing=0.1,
-    )
-    for index, (who, rows) in enumerate(over_time.groupby("who", sort=False)):
-        rows = rows.sort_values("elapsed_s")
-        figure.add_trace(
-            go.Scatter(
-                x=rows["elapsed_s"],
-                y=rows["mib"],
-                mode="lines",
-                name=f"{who} RSS",
-                line={"color": COLOURS[index % len(COLOURS)]},
-                hovertext=[f"{who} at {s:.0f} s: {significant(v)} MiB" for s, v in zip(rows["elapsed_s"], rows["mib"])],
-                hoverinfo="text",
-            ),
-            row=1,
-            col=1,
-        )
-    figure.update_xaxes(title="seconds since sampling started", row=1, col=1)
-    figure.update_yaxes(title="MiB", row=1, col=1)  # not from zero: a leak's slope is what this chart shows
-    if both:
-        figure.add_trace(
-            go.Scatter(
-                x=against["sessions"],
-                y=against["mib"],
-                mode="markers",
-                name="target RSS at a sample",
-                marker={"color": COLOURS[2], "size": 6, "opacity": 0.7},
-                hovertext=[
-                    f"{s:g} live sessions: {significant(v)} MiB" for s, v in zip(against["sessions"], against["mib"])
-                ],
-                hoverinfo="text",
-            ),
-            row=1,
-            col=2,
-        )
-        figure.update_xaxes(title="live sessions", rangemode="tozero", row=1, col=2)
-        figure.update_yaxes(title="MiB", row=1, col=2)
-    return _layout(figure, "Memory")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from swarmgauge.reports import charts
+from swarmgauge.reports import charts, distribution_chart
 from swarmgauge.reports.chart_html import chart
 
 logger = logging.getLogger("swarmgauge.report")
@@ -55,14 +55,14 @@ def run_charts(run_dir: Path, steps: pd.DataFrame | None, reference: list[dict[s
             if figure is not None:
                 fragments.append(chart(figure, TIMELINE_ID, "Drag to zoom into a step; double-click to zoom out."))
         if steps is not None:
-            points = charts.percentile_points(_read(run_dir / "percentiles.csv"), steps)
+            points = distribution_chart.percentile_points(_read(run_dir / "percentiles.csv"), steps)
             source = "percentiles.csv" if (run_dir / "percentiles.csv").is_file() else "steps.csv's p50/p90/p99/p99.9"
-            for title, figure in charts.distribution_figures(points):
+            for title, figure in distribution_chart.distribution_figures(points):
                 fragments.append(
                     chart(
                         figure, chart_id("chart-distribution", title), f"Each step's latency by percentile ({source})."
                     )
                 )
-    except (KeyError, ValueError, TypeError) as exc:  # an odd file must not lose the report's tables
+    except Exception as exc:  # noqa: BLE001 - a chart that fails must not lose the report's tables
         logger.warning("report charts: %s", exc)
     return fragments

@@ -12,6 +12,7 @@ import dataclasses
 import html
 import io
 import json
+import logging
 from pathlib import Path
 
 import pandas as pd
@@ -33,6 +34,7 @@ from swarmgauge.reports.sections import Section
 
 MEMORY_METRICS = (*HEAP_METRICS, *WORKING_SET_METRICS, *RSS_METRICS)
 TABLE_ROWS = 12
+logger = logging.getLogger("swarmgauge.report")
 PLOT_NAME = "resources.png"
 MEMORY_ID = "chart-memory"
 
@@ -173,9 +175,13 @@ def memory_chart(path: Path) -> str:
     """report.html's memory chart: RSS against time, and against live sessions when the run sampled them (the PNG
     stays for report.md); '' when resources.csv has no RSS."""
     from swarmgauge.reports.chart_html import chart
-    from swarmgauge.reports.charts import memory_figure
+    from swarmgauge.reports.memory_chart import memory_figure
 
-    figure = memory_figure(pd.read_csv(path))
+    try:
+        figure = memory_figure(pd.read_csv(path))
+    except Exception as exc:  # noqa: BLE001 - the verdict and the tables above it stay
+        logger.warning("memory chart: %s", exc)
+        return ""
     if figure is None:
         return ""
     return chart(figure, MEMORY_ID, "Resident memory: the target's sampled processes summed, and the generator.")

@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from swarmgauge.reports import charts
+from swarmgauge.reports import charts, distribution_chart, memory_chart
 
 PAGE = [
     {"name": "FETCH", "users": 1, "rps": 53, "p50_ms": 20, "p99_ms": 26, "page": "demarkus-kind-bench.md#reads"},
@@ -117,20 +117,22 @@ def test_the_distribution_reads_percentiles_csv_and_falls_back_to_steps_csv():
             for q, ms in ((50.0, 20.0 + s), (99.0, 40.0 + s), (99.9, 60.0 + s), (100.0, 90.0))
         ]
     )
-    [(_title, figure)] = charts.distribution_figures(charts.percentile_points(percentiles, RAMP))
+    [(_title, figure)] = distribution_chart.distribution_figures(
+        distribution_chart.percentile_points(percentiles, RAMP)
+    )
     assert [t.name for t in figure.data] == ["1 users", "4 users"]
     first = figure.data[0]
     assert list(first.y) == [20.0, 40.0, 60.0]  # the maximum (100 %) is no point on a nines axis
     assert [round(x, 3) for x in first.x] == [round(math.log10(2), 3), 2.0, 3.0]
     assert first.hovertext[1] == "1 users: p99 40.0 ms"
-    old = charts.percentile_points(None, RAMP)
+    old = distribution_chart.percentile_points(None, RAMP)
     assert sorted(old["percentile"].unique()) == [50.0, 90.0, 99.0, 99.9]
     assert len(old) == 4 * 4
 
 
 def test_many_request_names_get_one_distribution_chart_each():
     several = pd.concat([steps_frame([(1, 1, 1, 2), (2, 2, 1, 2), (4, 4, 1, 2)], name=f"/n{i}") for i in range(3)])
-    figures = charts.distribution_figures(charts.percentile_points(None, several))
+    figures = distribution_chart.distribution_figures(distribution_chart.percentile_points(None, several))
     assert [title for title, _f in figures] == ["FETCH /n0", "FETCH /n1", "FETCH /n2"]
 
 
@@ -138,18 +140,18 @@ def _resources(with_sessions: bool) -> pd.DataFrame:
     rows = []
     for round_ in range(4):
         for source, rss in (("generator", 60.0), ("psutil:pid=1", 70.0 + round_), ("psutil:pid=2", 10.0)):
-            rows.append((round_, float(round_), source, "rss_bytes", rss * charts.MIB))
+            rows.append((round_, float(round_), source, "rss_bytes", rss * memory_chart.MIB))
         if with_sessions:
             rows.append((round_, float(round_), "prom:x", "mcp_gateway_sessions_live", 5.0 * round_))
     return pd.DataFrame(rows, columns=["round", "elapsed_s", "source", "metric", "value"])
 
 
 def test_memory_against_time_sums_the_target_and_against_live_sessions():
-    figure = charts.memory_figure(_resources(True))
+    figure = memory_chart.memory_figure(_resources(True))
     target = _traces(figure)["target RSS"]
     assert list(target.y) == [80.0, 81.0, 82.0, 83.0] and list(_traces(figure)["generator RSS"].y) == [60.0] * 4
     against = _traces(figure)["target RSS at a sample"]
     assert list(against.x) == [0.0, 5.0, 10.0, 15.0] and list(against.y) == [80.0, 81.0, 82.0, 83.0]
     assert against.hovertext[1] == "5 live sessions: 81.0 MiB"
-    alone = charts.memory_figure(_resources(False))
+    alone = memory_chart.memory_figure(_resources(False))
     assert "target RSS at a sample" not in _traces(alone) and "xaxis2" not in alone.layout.to_plotly_json()
