@@ -174,6 +174,7 @@ def test_hovering_a_throughput_point_in_chromium_shows_the_steps_csv_figure(capp
     shown = {}
     with browser_page() as page:
         page.goto((capped_run / "report.html").as_uri())
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # no sideways page scroll
         points = page.locator("#chart-throughput g.xy .scatterlayer .trace").first.locator("path.point")
         assert points.count() == len(expected) == 4
         for index in range(points.count()):
