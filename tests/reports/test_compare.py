@@ -328,3 +328,18 @@ def test_compare_html_draws_both_runs_on_one_chart_and_colours_the_changes(tmp_p
     red = "background:#f4bcc0"
     assert f"<td style='{red}'>-5" in page or f"<td style='{red}'>-4" in page  # the req/s that halved, in red
     assert "<div class='table-box'><table>" in page
+
+
+def test_against_a_reference_plan_the_chart_puts_the_pages_figures_beside_new(tmp_path):
+    run = tmp_path / "new"
+    run.mkdir()
+    rows = [
+        f"{i},{u} users,FETCH,/corpus/x,{u},,600,0,{rps},{p50},{p99}"
+        for i, (u, rps, p50, p99) in enumerate([(1, 50, 21, 27), (4, 150, 22, 44), (16, 155, 101, 160)])
+    ]
+    (run / "steps.csv").write_text(STEPS_HEADER + "\n".join(rows) + "\n")
+    main(["demarkus-reads", str(run), "--tolerance", "50%"])
+    traces = {t["name"]: t for t in _chart_data((run / "compare.html").read_text(), "chart-compare")}
+    assert _values(traces["FETCH /corpus/x req/s"]["y"]) == [50, 150, 155]
+    page = traces["page: FETCH /corpus/x req/s"]
+    assert page["x"][:3] == [1.0, 4.0, 16.0] and page["y"][:3] == [53, 160, 159] and page["line"]["dash"] == "dot"
