@@ -51,7 +51,7 @@ def summary_text(environment: Environment, code: int) -> str:
     """
     import pandas as pd
 
-    from swarmgauge.reports.report import step_spreads, step_tables, target_cpu_by_step
+    from swarmgauge.reports.report import REQUEST, step_spreads, step_tables, target_cpu_by_step
 
     lines = ["", "swarmgauge: per-step results (warm-up excluded)"]
     rows = steps.rows_now(environment)
@@ -62,7 +62,7 @@ def summary_text(environment: Environment, code: int) -> str:
         target_cpu = target_cpu_by_step(directory)
     if rows:
         for title, table, sentence in step_tables(pd.DataFrame(rows), spreads, target_cpu):
-            shown = table.drop(columns=["Step"]).to_markdown(index=False, tablefmt="simple", disable_numparse=True)
+            shown = table.drop(columns=[REQUEST]).to_markdown(index=False, tablefmt="simple", disable_numparse=True)
             lines += ["", title, shown]
             if sentence:
                 lines.append(sentence)

@@ -77,10 +77,10 @@ MAY_IMPORT: dict[str, set[str]] = {
 MUST_NOT_IMPORT: dict[str, set[str]] = {
     "engines": {"locust", "gevent", "pandas"},
     "quic": {"locust", "pandas"},
-    "core": {"aioquic", "pandas", "matplotlib"},
+    "core": {"aioquic", "pandas", "matplotlib", "plotly"},
     "protocols": {"aioquic", "gevent", "locust"},
     "shapes": {"aioquic", "pandas"},
-    "listeners": {"aioquic", "pandas", "matplotlib"},
+    "listeners": {"aioquic", "pandas", "matplotlib", "plotly"},
     "reports": {"locust", "aioquic", "gevent"},
     "targets": {"locust"},
 }

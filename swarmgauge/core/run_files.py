@@ -72,6 +72,13 @@ TIMELINE = (
     Column("p50_ms", "median response time in the bucket, ms"),
     Column("p99_ms", "99th percentile in the bucket, ms"),
 )
+PERCENTILES = (
+    Column("step", "step index"),
+    Column("request_type", "request type (method, or the protocol's operation)"),
+    Column("name", "request name"),
+    Column("percentile", "the percentile, 0 to 100 (100: the slowest request)"),
+    Column("ms", "response time at that percentile, ms (the step's HDR histogram merged over workers)"),
+)
 RESOURCES = (
     Column("time", "Unix time of the sample"),
     Column("elapsed_s", "seconds since sampling started"),
@@ -150,6 +157,12 @@ RUN_FILES = (
     RunFile(
         "timeline.csv", "swarmgauge.listeners.steps", "the run in time buckets, all request names together", TIMELINE
     ),
+    RunFile(
+        "percentiles.csv",
+        "swarmgauge.listeners.step_percentiles",
+        "each step's latency distribution: its HDR histogram read at a fixed ladder of percentiles",
+        PERCENTILES,
+    ),
     RunFile("resources.csv", "swarmgauge.listeners.resources", "every resource sample (with `--sample`)", RESOURCES),
     RunFile(
         "run.json",
@@ -167,7 +180,11 @@ RUN_FILES = (
         "Plus one key per report section (`Resources`, `MCP`, `kneo`, ...), named by its title.",
     ),
     RunFile("report.md", "swarmgauge.reports.report", "the report, with its plots as PNG files beside it"),
-    RunFile("report.html", "swarmgauge.reports.report", "the same report as one HTML page, plots inlined"),
+    RunFile(
+        "report.html",
+        "swarmgauge.reports.report",
+        "the same report as one HTML page with interactive charts (plotly.js inlined once: it works offline)",
+    ),
     RunFile("locust_stats.csv", "swarmgauge.listeners.rundir", LOCUST_CSV),
     RunFile("locust_failures.csv", "swarmgauge.listeners.rundir", LOCUST_CSV),
     RunFile("locust_exceptions.csv", "swarmgauge.listeners.rundir", LOCUST_CSV),

@@ -43,6 +43,8 @@ from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import rundir, stalls
 from swarmgauge.listeners.heap_trim import trim_malloc_heap
+from swarmgauge.listeners.step_percentiles import COLUMNS as PERCENTILE_COLUMNS
+from swarmgauge.listeners.step_percentiles import percentile_rows
 from swarmgauge.listeners.step_stats import NameStats, StepMerge, StepRecorder, TimelinePoint
 from swarmgauge.listeners.steps_csv import TIMELINE_COLUMNS, Timeline, step_rows, timeline_rows, write_rows
 
@@ -408,6 +410,7 @@ def finalize(environment: Environment) -> StepMerge:
                 write_rows(timeline_rows(state.timeline, _timeline_bucket(environment)), TIMELINE_COLUMNS),
             )
             rundir.add_run_info(environment, "steps", [asdict(i) for i in step_infos(environment)])
+            write_atomic(directory / "percentiles.csv", write_rows(percentile_rows(state.merged), PERCENTILE_COLUMNS))
     return state.merged
 
 

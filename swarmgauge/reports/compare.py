@@ -27,6 +27,7 @@ from swarmgauge.core.numbers import format_latency, format_rate, number
 from swarmgauge.core.request_names import request_title
 from swarmgauge.errors import UsageError
 from swarmgauge.plans.plan import load_plan_file
+from swarmgauge.reports import chart_html, compare_page, table_html
 from swarmgauge.reports.compare_stats import (
     ALPHA,
     MIN_SECONDS,
@@ -62,6 +63,7 @@ class Side:
     seconds: dict[str, pd.DataFrame] = field(default_factory=dict)
     reference: dict[str, Any] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    steps: pd.DataFrame | None = None  # the run's steps.csv, for the charts
 
 
 def _users_key(row: dict[str, Any]) -> str:
@@ -109,7 +111,7 @@ def load_run(path: Path) -> Side:
     slos = {}
     if (run_dir / "slo.json").is_file():
         slos = {v["expr"]: v["status"] for v in json.loads((run_dir / "slo.json").read_text()).get("verdicts", [])}
-    return Side(str(path), rows, slos, _memory_slope(run_dir), seconds, info=load_run_json(run_dir))
+    return Side(str(path), rows, slos, _memory_slope(run_dir), seconds, info=load_run_json(run_dir), steps=steps)
 
 
 def load_reference(path: Path) -> Side:
@@ -193,12 +195,20 @@ def _tested(figure: str, base: Side, new: Side, users: str) -> Shift | None:
 
 
 def compare(
-    base: Side, new: Side, tolerance: float, not_gated: list[str] | None = None
+    base: Side,
+    new: Side,
+    tolerance: float,
+    not_gated: list[str] | None = None,
+    colours: dict[tuple[int, str], str] | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """The comparison table and the regressions (one line each, naming the step, the metric, the shift and its p);
-    changes beyond the tolerance that are not tested, or not told from noise, go to ``not_gated`` instead."""
-    table, regressions = [], []
+    changes beyond the tolerance that are not tested, or not told from noise, go to ``not_gated`` instead.
+    ``colours`` gets each Δ cell's verdict, keyed by (row, column): red a regression, amber beyond the tolerance but
+    not gated, green within it."""
+    table: list[dict[str, Any]] = []
+    regressions: list[str] = []
     skipped = not_gated if not_gated is not None else []
+    verdicts = colours if colours is not None else {}
     for key, row in sorted(new.rows.items(), key=lambda item: (item[0][0], float(item[0][1].rstrip("/s")))):
         before = _match(base, key)
         if before is None:
@@ -222,6 +232,7 @@ def compare(
                 elif beyond:
                     line[f"Δ {column}"] += " (not gated)"
                     skipped.append(f"{what}: {reason}")
+                verdicts[(len(table), f"Δ {column}")] = "green" if not beyond else "red" if reason is None else "amber"
                 continue
             reason = _why_untested(figure, base, new, key, before, row)
             shift = None if reason else _tested(figure, base, new, key[1])
@@ -231,13 +242,18 @@ def compare(
                 if beyond:
                     line[f"Δ {column}"] += " (not gated)"
                     skipped.append(f"{what}: not gated, {reason}")
+                    verdicts[(len(table), f"Δ {column}")] = "amber"
                 continue
             line[f"{column} shift [95 % CI] p"] = shift.shown()
             if shift.beyond(tolerance * 100.0, worse):
                 regressions.append(f"{what}, beyond the {tolerance * 100:g} % tolerance: {shift.described()}")
+                verdicts[(len(table), f"Δ {column}")] = "red"
             elif beyond or shift.shift_percent * worse > tolerance * 100.0:
                 why = "not significant" if shift.p_value >= ALPHA else "its confidence interval reaches the tolerance"
                 skipped.append(f"{what}: {why}, {shift.described()}")
+                verdicts[(len(table), f"Δ {column}")] = "amber"
+            else:
+                verdicts[(len(table), f"Δ {column}")] = "green"
         table.append(line)
     for expr, status in new.slos.items():
         if base.slos.get(expr) == "pass" and status == "fail":
@@ -280,7 +296,8 @@ def _memory_line(base: Side, new: Side) -> str | None:
 def render(base: Side, new: Side, tolerance: float) -> tuple[str, str, list[str]]:
     """(markdown, html, regressions)."""
     not_gated: list[str] = []
-    table, regressions = compare(base, new, tolerance, not_gated)
+    colours: dict[tuple[int, str], str] = {}
+    table, regressions = compare(base, new, tolerance, not_gated, colours)
     verdict = (
         f"REGRESSION beyond the {tolerance * 100:g} % tolerance:"
         if regressions
@@ -317,22 +334,16 @@ def render(base: Side, new: Side, tolerance: float) -> tuple[str, str, list[str]
         parts.append("<p>No step and request name is in both runs.</p>")
     else:
         md += ["## Steps", "", table.to_markdown(index=False, disable_numparse=True), ""]
-        parts += ["<h2>Steps</h2>", table.to_html(index=False, border=0)]
+        parts += compare_page.charts(base, new) + ["<h2>Steps</h2>", table_html.table(table, (), colours)]
     slos = _slo_table(base, new)
     if not slos.empty:
         md += ["## SLOs", "", slos.to_markdown(index=False), ""]
-        parts += ["<h2>SLOs</h2>", slos.to_html(index=False, border=0)]
+        parts += ["<h2>SLOs</h2>", table_html.table(slos, ("base", "new", "change"))]
     memory = _memory_line(base, new)
     if memory:
         md += ["## Memory", "", memory, ""]
         parts += ["<h2>Memory</h2>", f"<p>{html.escape(memory)}</p>"]
-    page = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>swarmgauge compare</title>"
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-        "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}.bound{color:#a40}</style></head><body>"
-        + "".join(parts)
-        + "</body></html>"
-    )
+    page = chart_html.page("swarmgauge compare", parts)
     return "\n".join(md) + "\n", page, regressions
 
 

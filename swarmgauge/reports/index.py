@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from swarmgauge.files import write_atomic
+from swarmgauge.reports import chart_html
 from swarmgauge.reports.index_grades import RED, RULE, GradedTable, exit_state, grade_table, tally, worst
 from swarmgauge.reports.index_pages import SECTIONS, PageSection
 from swarmgauge.reports.index_plots import PLOTS, describe
@@ -31,6 +33,8 @@ from swarmgauge.reports.index_render import (
     page_markdown,
 )
 from swarmgauge.run_folders import resolve
+
+logger = logging.getLogger("swarmgauge.index")
 
 MANIFEST = "demo.json"
 PLOTS_DIR = "index_plots"
@@ -121,6 +125,7 @@ def page_parts(folder: Path, page: dict[str, Any]) -> dict[str, Any]:
             caption = describe(str(page.get("name"))) if plot_png else "the runs left nothing to plot"
         except (KeyError, ValueError, TypeError, IndexError) as exc:
             caption = f"the plot could not be drawn ({type(exc).__name__}: {exc})"
+    interactive = _chart(str(page.get("name")), runs) if plot_png else ""
     return {
         "name": str(page.get("name")),
         "title": title,
@@ -136,8 +141,24 @@ def page_parts(folder: Path, page: dict[str, Any]) -> dict[str, Any]:
         "plot_png": plot_png,
         "plot": f"{PLOTS_DIR}/{page.get('name')}.png" if plot_png else "",
         "plot_caption": caption,
+        "chart": interactive,
         "elapsed": {w["name"]: w.get("elapsed_s") for w in page.get("workloads") or []},
     }
+
+
+def _chart(name: str, runs: dict[str, Path | None]) -> str:
+    """The page's interactive chart as an HTML fragment ('' when it has none, or it could not be drawn: the PNG
+    stays in report.md either way)."""
+    from swarmgauge.reports.chart_html import chart
+    from swarmgauge.reports.index_charts import CHARTS
+
+    draw = CHARTS.get(name)
+    try:
+        figure = draw(runs) if draw is not None else None
+    except Exception as exc:  # noqa: BLE001 - the PNG in report.md and the tables stay
+        logger.warning("index chart %s: %s", name, exc)
+        return ""
+    return "" if figure is None else chart(figure, f"chart-index-{name}", describe(name))
 
 
 def overview_table(sections: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[str]]:
@@ -209,9 +230,8 @@ def write_index(folder: Path | str) -> tuple[Path, Path]:
         graded_html(GradedTable(overview, [], {(i, "rows"): state for i, state in enumerate(states)})),
     ]
     body += [page_html(parts) for parts in sections]
-    page = f"<!doctype html><html><head><meta charset='utf-8'><title>swarmgauge demo</title>{STYLE}</head><body>"
     write_atomic(folder / "report.md", "\n".join(md) + "\n")
-    write_atomic(folder / "report.html", page + "".join(body) + "</body></html>")
+    write_atomic(folder / "report.html", chart_html.page("swarmgauge demo", body, STYLE))
     return folder / "report.md", folder / "report.html"
 
 

@@ -64,24 +64,30 @@ def ramp_plot(title: str, unit: str, series: list[Series]) -> bytes | None:
     return _png(figure)
 
 
-def demarkus_plot(runs: Runs) -> bytes | None:
+def demarkus_series(runs: Runs) -> list[Series]:
+    """The reads ramp's series: pooled FETCH, a fresh connection per FETCH (dial included), LOOKUP."""
     pooled = requests_of(read_steps(runs.get("reads")), "FETCH")
     fresh = requests_of(read_steps(runs.get("fresh")), "FETCH+dial")  # dial included, as the page's tool times it
     lookup = requests_of(read_steps(runs.get("lookup")), "LOOKUP")
-    return ramp_plot(
-        "demarkus reads",
-        "req/s",
-        [("pooled FETCH", POOLED, pooled), ("fresh connection", FRESH, fresh), ("LOOKUP", LOOKUP, lookup)],
-    )
+    return [("pooled FETCH", POOLED, pooled), ("fresh connection", FRESH, fresh), ("LOOKUP", LOOKUP, lookup)]
 
 
-def kneo_plot(runs: Runs) -> bytes | None:
+def demarkus_plot(runs: Runs) -> bytes | None:
+    return ramp_plot("demarkus reads", "req/s", demarkus_series(runs))
+
+
+def kneo_series(runs: Runs) -> list[Series]:
+    """The sync sweeps' series, one per store, end to end (a run's whole request)."""
     series = []
     for workload, store_mode in KNEO_RUNS.items():
         steps = read_steps(runs.get(workload))
         if store_mode.endswith("/ sync") and not steps.empty and store_mode in KNEO:
             series.append((store_mode, KNEO[store_mode], end_to_end(steps).sort_values("users")))
-    return ramp_plot("kneo-serv sync runs", "runs/s", series)
+    return series
+
+
+def kneo_plot(runs: Runs) -> bytes | None:
+    return ramp_plot("kneo-serv sync runs", "runs/s", kneo_series(runs))
 
 
 def rss_by_searches(run: Path | None) -> pd.DataFrame:
@@ -141,15 +147,25 @@ def fleet_reads(run: Path) -> tuple[str, float] | None:
     return profile.replace("cap-", "").replace("devices-", "x").replace("workers", ""), float(reads["rps"].max())
 
 
-def mdk_plot(runs: Runs) -> bytes | None:
+def fleets_measured(runs: Runs) -> dict[str, list[tuple[str, float]]]:
+    """devices x Workers -> (workload, its highest reads/s) of each MDK run that read telemetry."""
     measured: dict[str, list[tuple[str, float]]] = {}
     for name, run in runs.items():
         found = fleet_reads(run) if run is not None else None
         if found:
             measured.setdefault(found[0], []).append((name, found[1]))
+    return measured
+
+
+def fleet_order(measured: dict[str, list[tuple[str, float]]]) -> list[str]:
+    return sorted(set(measured) | set(MDK_READS_PER_S), key=lambda f: tuple(int(p) for p in f.split("x")))
+
+
+def mdk_plot(runs: Runs) -> bytes | None:
+    measured = fleets_measured(runs)
     if not measured:
         return None
-    fleets = sorted(set(measured) | set(MDK_READS_PER_S), key=lambda f: tuple(int(p) for p in f.split("x")))
+    fleets = fleet_order(measured)
     figure = Figure(figsize=(10.0, 3.8))
     axis = figure.subplots()
     positions = range(len(fleets))

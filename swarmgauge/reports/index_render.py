@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from swarmgauge.reports.chart_html import box
 from swarmgauge.reports.index_grades import GRADE, MARK, GradedTable
 
 NOT_REPRODUCIBLE = ["the page's row", "why not here"]
@@ -25,12 +26,13 @@ BACKGROUND = {
     "set by the stand-in": "#d6e0f5",
     "no ratio": "#ececec",
 }
+#: the index's own rules, after the report pages' (``chart_html.STYLE``): smaller cells, the rule and legend boxes
 STYLE = (
-    "<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px}table{border-collapse:collapse;margin:.4em 0 1em}"
+    "table{border-collapse:collapse;margin:.4em 0 1em}"
     "td,th{border:1px solid #ccc;padding:2px 7px;font-size:13px;text-align:right}th{background:#f3f3f3}"
     "td:first-child,th:first-child{text-align:left}.note{color:#555;font-size:13px}.rule{font-size:13px;"
     "background:#f7f7f7;border-left:4px solid #999;padding:.4em .8em}.verdict{padding:3px 8px;font-weight:bold}"
-    ".legend span{padding:1px 6px;margin-right:6px;font-size:12px}img{max-width:100%;border:1px solid #ddd}</style>"
+    ".legend span{padding:1px 6px;margin-right:6px;font-size:12px}img{max-width:100%;border:1px solid #ddd}"
 )
 
 
@@ -70,7 +72,7 @@ def graded_html(
             style = f" style='{style}text-align:left'" if not NUMBER.match(str(value)) else f" style='{style}'"
             tds.append(f"<td{style}>{value if column in markup else _esc(value)}</td>")
         rows.append("<tr>" + "".join(tds) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return box(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def _workloads(parts: dict[str, Any], markdown: bool) -> tuple[pd.DataFrame, dict[tuple[int, str], str]]:
@@ -125,7 +127,9 @@ def page_html(parts: dict[str, Any]) -> str:
     if parts["not_reproducible"]:
         frame = pd.DataFrame(parts["not_reproducible"], columns=NOT_REPRODUCIBLE)
         body += [f"<h3>Not reproducible here ({len(frame)} rows)</h3>", graded_html(GradedTable(frame, []))]
-    if parts["plot_png"]:
+    if parts.get("chart"):
+        body.append(parts["chart"])
+    elif parts["plot_png"]:
         data = base64.b64encode(parts["plot_png"]).decode("ascii")
         body.append(
             f"<figure><img alt='{_esc(parts['plot_caption'])}' src='data:image/png;base64,{data}'>"

@@ -57,7 +57,7 @@ def _measured(text: str) -> float | None:
 
 def beside_reference(table: pd.DataFrame, title: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
     """``table`` (a step table as shown) with the page's figures and the % difference, when the page has the rows."""
-    from swarmgauge.reports.report import format_latency, format_rate_cell
+    from swarmgauge.reports.report import STEP_COLUMNS, format_latency, format_rate_cell
 
     mine = {_key(r): r for r in rows if matches(title, str(r["name"]))}
     if not mine:
@@ -68,7 +68,7 @@ def beside_reference(table: pd.DataFrame, title: str, rows: list[dict[str, Any]]
         if not any(figure in r for r in mine.values()):
             continue
         shown, delta = [], []
-        for users, cell in zip(table["Users"], table[column]):
+        for users, cell in zip(table[next(c for c in STEP_COLUMNS if c in table)], table[column]):
             page = mine.get(str(users), {}).get(figure)
             shown.append("" if page is None else (format_rate_cell(page) if figure == "rps" else format_latency(page)))
             change = percent_change(_measured(cell), page)

@@ -1,20 +1,21 @@
 """Renders ``report.md``, ``report.html`` and ``summary.json`` from a run directory (pandas over its CSVs).
 
-The core tables come first (the reference pages' ``Step | Users | req/s | p50 | p99 | errors`` per request type,
-the knee sentence, generator-bound flags), then the plots (``throughput.png``, ``latency_over_time.png``: files
-beside report.md, embedded as data URIs in report.html so it is one self-contained file), the SLO verdicts, then
+The core tables come first (``Request | Step (users) | req/s | p50 | p99 | errors`` per request type, the knee
+sentence, generator-bound flags), then the plots: report.md links PNG files beside it (``throughput.png``,
+``latency_over_time.png``), report.html draws interactive charts (``reports/report_charts.py``: plotly.js inlined once,
+so the one file works offline), the SLO verdicts with coloured cells, then
 one section per module in :data:`SECTION_MODULES` that is installed: each has
 ``section(run_dir: Path) -> Section | None``.
 """
 
 from __future__ import annotations
 
-import base64
 import html
 import importlib
 import importlib.util
 import json
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -26,7 +27,7 @@ from swarmgauge.core.numbers import number
 from swarmgauge.core.request_names import request_title
 from swarmgauge.core.slo_units import in_unit
 from swarmgauge.files import write_atomic
-from swarmgauge.reports import context, trend
+from swarmgauge.reports import chart_html, context, table_html, trend
 from swarmgauge.reports.bounds import (
     TargetByStep,
     generator_bound_sentence,
@@ -50,11 +51,16 @@ SECTION_MODULES = (
     "swarmgauge.reports.workers",
     "swarmgauge.reports.aborted",
 )
-STYLE = (
-    "<style>body{font-family:sans-serif;margin:2em;max-width:1500px}table{border-collapse:collapse;margin:1em 0}"
-    "th,td{border:1px solid #ccc;padding:4px 10px;text-align:right;white-space:nowrap}th{background:#f3f3f3}"
-    "figure{margin:1em 0}img{max-width:100%}.knee{font-weight:bold}.bound{color:#a40}</style>"
-)
+#: the step tables' first two columns: the request they measure, and the step (its users, or its rate)
+REQUEST = "Request"
+STEP_USERS = "Step (users)"
+STEP_RATE = "Step (rate)"  # an open-model step is named by the rate it asked for (5/s)
+STEP_COLUMNS = (STEP_USERS, STEP_RATE, "Step (users or rate)")
+
+
+def step_column(rates: int, steps: int) -> str:
+    """The step column's name for a table with ``rates`` open-model steps out of ``steps``."""
+    return STEP_USERS if rates == 0 else STEP_RATE if rates == steps else STEP_COLUMNS[2]
 
 
 def format_latency(ms: Any) -> str:
@@ -151,8 +157,10 @@ def step_tables(
         errors = group["failures"].astype(int)
         shown = pd.DataFrame(
             {
-                "Step": [request_title(rtype, name) if i == 0 else "" for i in range(len(group))],
-                "Users": users.astype(str).str.replace(r"\.0$", "", regex=True),
+                REQUEST: [request_title(rtype, name) if i == 0 else "" for i in range(len(group))],
+                step_column(int(users.astype(str).str.endswith("/s").sum()), len(users)): users.astype(str).str.replace(
+                    r"\.0$", "", regex=True
+                ),
                 rate_unit(rtype): group["rps"].map(format_rate_cell),
                 "p50": group["p50_ms"].map(format_latency),
                 "p99": group["p99_ms"].map(format_latency),
@@ -232,12 +240,12 @@ def _plots(run_dir: Path, steps: pd.DataFrame | None) -> list[tuple[str, str, by
     return plots
 
 
-def _img(caption: str, png: bytes) -> str:
-    data = base64.b64encode(png).decode("ascii")
-    return (
-        f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>"
-        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
-    )
+TABLE = re.compile(r"<table.*?</table>", re.S)
+
+
+def boxed(fragment: str) -> str:
+    """A section's HTML with each table in a box that scrolls sideways (a wide table never widens the page)."""
+    return TABLE.sub(lambda found: chart_html.box(found.group(0)), fragment)
 
 
 def _add(md: list[str], body: list[str], title: str | None, markdown: str, fragment: str) -> None:
@@ -245,7 +253,7 @@ def _add(md: list[str], body: list[str], title: str | None, markdown: str, fragm
         md += [f"## {title}", ""]
         body.append(f"<h2>{html.escape(title)}</h2>")
     md += [markdown, ""]
-    body.append(fragment)
+    body.append(boxed(fragment) if "table-box" not in fragment else fragment)
 
 
 def _read_csv(path: Path) -> pd.DataFrame | None:
@@ -287,7 +295,7 @@ def render_report(run_dir: Path | str) -> dict[str, Any]:
         target_cpu = target_cpu_by_step(run_dir)
         for title, table, sentence in step_tables(steps, spreads, target_cpu):
             table = beside_reference(table, title, reference)
-            fragment = table.to_html(index=False, escape=True, border=0)
+            fragment = table_html.table(table)
             _add(md, body, title, table.to_markdown(index=False, disable_numparse=True), fragment)
             if sentence:
                 _add(md, body, None, sentence, f"<p class='knee'>{html.escape(sentence)}</p>")
@@ -315,30 +323,24 @@ def render_report(run_dir: Path | str) -> dict[str, Any]:
         summary["user_errors"] = raised.summary
     slo = _slo_frame(run_dir)
     if slo is not None:
-        _add(md, body, "SLOs", slo.to_markdown(index=False), slo.to_html(index=False, escape=True, border=0))
+        _add(md, body, "SLOs", slo.to_markdown(index=False), table_html.table(slo))
         summary["slo"] = json.loads(slo.to_json(orient="records"))
     early = [title for title in ("Target memory", "Lost workers") if title in sections]
     for section in [sections.pop(title) for title in early]:
         _add(md, body, section.title, section.markdown, section.html)
         summary[section.title] = section.summary
     plots = _plots(run_dir, steps)
-    if plots:
-        _add(
-            md,
-            body,
-            "Plots",
-            "\n".join(f"![{caption}]({name})" for name, caption, _png in plots),
-            "".join(_img(caption, png) for _name, caption, png in plots),
-        )
+    from swarmgauge.reports.report_charts import run_charts  # plotly: only where a report is rendered
+
+    charts = run_charts(run_dir, steps, reference_rows(info))
+    if plots or charts:
+        _add(md, body, "Plots", "\n".join(f"![{caption}]({name})" for name, caption, _png in plots), "".join(charts))
         summary["plots"] = [name for name, _caption, _png in plots]
     for section in sections.values():
         _add(md, body, section.title, section.markdown, section.html)
         summary[section.title] = section.summary
     write_atomic(run_dir / "report.md", "\n".join(md) + "\n")
-    page = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>swarmgauge report</title>{STYLE}</head>"
-        f"<body>{''.join(body)}</body></html>"
-    )
+    page = chart_html.page("swarmgauge report", body)
     write_atomic(run_dir / "report.html", page)
     write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2, default=str))
     return summary

@@ -12,6 +12,7 @@ import dataclasses
 import html
 import io
 import json
+import logging
 from pathlib import Path
 
 import pandas as pd
@@ -33,7 +34,9 @@ from swarmgauge.reports.sections import Section
 
 MEMORY_METRICS = (*HEAP_METRICS, *WORKING_SET_METRICS, *RSS_METRICS)
 TABLE_ROWS = 12
+logger = logging.getLogger("swarmgauge.report")
 PLOT_NAME = "resources.png"
+MEMORY_ID = "chart-memory"
 
 
 def load_rows(path: Path) -> list[Row]:
@@ -168,6 +171,22 @@ def source_names(run_dir: Path) -> dict[str, str]:
     return {source: source_title(source, info) for source in pids}
 
 
+def memory_chart(path: Path) -> str:
+    """report.html's memory chart: RSS against time, and against live sessions when the run sampled them (the PNG
+    stays for report.md); '' when resources.csv has no RSS."""
+    from swarmgauge.reports.chart_html import chart
+    from swarmgauge.reports.memory_chart import memory_figure
+
+    try:
+        figure = memory_figure(pd.read_csv(path))
+    except Exception as exc:  # noqa: BLE001 - the verdict and the tables above it stay
+        logger.warning("memory chart: %s", exc)
+        return ""
+    if figure is None:
+        return ""
+    return chart(figure, MEMORY_ID, "Resident memory: the target's sampled processes summed, and the generator.")
+
+
 def section(run_dir: Path) -> Section | None:
     path = run_dir / "resources.csv"
     if not path.is_file():
@@ -186,13 +205,17 @@ def section(run_dir: Path) -> Section | None:
     if not slopes.empty:
         markdown += [f"Trends after a warm-up of {warmup}:", "", slopes.to_markdown(index=False), ""]
         parts.append(slopes.to_html(index=False))
+    interactive = memory_chart(path)
+    if interactive:
+        parts.append(interactive)
     if png:
         write_atomic(run_dir / PLOT_NAME, png)
         markdown.append(f"![Memory over time]({PLOT_NAME})")
-        parts.append(
-            f'<figure><img alt="Memory over time" src="data:image/png;base64,'
-            f'{base64.b64encode(png).decode()}"><figcaption>Memory over time</figcaption></figure>'
-        )
+        if not interactive:
+            parts.append(
+                f'<figure><img alt="Memory over time" src="data:image/png;base64,'
+                f'{base64.b64encode(png).decode()}"><figcaption>Memory over time</figcaption></figure>'
+            )
     return Section(
         "Target memory",
         "\n".join(markdown),

@@ -107,6 +107,15 @@ def _ceiling_clause(points: Sequence[StepPoint]) -> str:
     return f"; the ceiling is the target's own CPU ({bound})" if bound else ""
 
 
+def knee_index(points: Sequence[StepPoint]) -> int | None:
+    """The first step from which no later step adds :data:`KNEE_GAIN` throughput (the knee), or None (still rising)."""
+    last = len(points) - 1
+    return next(
+        (i for i in range(last) if all(points[j + 1].rps < (1.0 + KNEE_GAIN) * points[j].rps for j in range(i, last))),
+        None,
+    )
+
+
 def trend_sentence(points: Sequence[StepPoint]) -> str | None:
     """The sentence for steps in run order (users growing); None with fewer than two steps or no throughput."""
     points = [p for p in points if p.rps is not None and not math.isnan(p.rps)]
@@ -130,10 +139,7 @@ def trend_sentence(points: Sequence[StepPoint]) -> str | None:
             f"the {points[peak + 1].users:g}-user step on, to {format_rate(end.rps)} req/s at "
             f"{_users(end.users)} ({drop:.0f} % lower); {_saturation(points, peak + 1)}."
         )
-    knee = next(
-        (i for i in range(last) if all(points[j + 1].rps < (1.0 + KNEE_GAIN) * points[j].rps for j in range(i, last))),
-        None,
-    )
+    knee = knee_index(points)
     if knee is None:
         before, top = points[last - 1], points[last]
         if _noise(points, last - 1, last) > top.rps - before.rps:

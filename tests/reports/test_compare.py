@@ -3,7 +3,9 @@ run folders and reference plans written by hand."""
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -289,3 +291,55 @@ def test_compare_two_real_runs_same_delay_then_twice_as_slow(tmp_path):
     assert slow.returncode == 3, slow.stdout + slow.stderr
     assert "GET /item at step '1 users': p50 +" in slow.stdout
     assert "GET /item at step '2 users': req/s -" in slow.stdout
+
+
+def _chart_data(page: str, chart_id: str) -> list[dict]:
+    """The traces plotly draws in ``chart_id``: the JSON argument of its ``Plotly.newPlot`` call."""
+    call = re.search(r'Plotly\.newPlot\(\s*"' + chart_id + r'",\s*', page)
+    assert call, f"no chart {chart_id}"
+    data, _end = json.JSONDecoder().raw_decode(page, call.end())
+    return data
+
+
+def _values(encoded: dict | list) -> list[float]:
+    """A trace's array as plotly writes it: a list, or a typed array (``dtype`` and base64 ``bdata``)."""
+    if isinstance(encoded, list):
+        return encoded
+    return np.frombuffer(base64.b64decode(encoded["bdata"]), dtype=encoded["dtype"]).tolist()
+
+
+def test_compare_html_draws_both_runs_on_one_chart_and_colours_the_changes(tmp_path):
+    rng = np.random.default_rng(3)
+    figures = [(90.0, 21.5, 24.0), (175.0, 22.0, 26.0)]
+    base = _drawn_run(tmp_path / "base", [_seconds(rng, SECONDS, *f, spread=0.05) for f in figures])
+    doubled = _drawn_run(
+        tmp_path / "doubled",
+        [_seconds(rng, SECONDS, rps / 2, p50 * 2, p99 * 2, spread=0.05) for rps, p50, p99 in figures],
+    )
+    assert main([str(base), str(doubled)]) == 3
+    page = (doubled / "compare.html").read_text()
+    assert "<script src" not in page and page.count("<script type='text/javascript'>") == 1  # offline, inlined once
+    traces = {t["name"]: t for t in _chart_data(page, "chart-compare")}
+    assert (
+        traces["BASE: GET / req/s"]["line"]["dash"] == "dash" and traces["NEW: GET / req/s"]["line"]["dash"] == "solid"
+    )
+    steps = pd.read_csv(doubled / "steps.csv")
+    assert _values(traces["NEW: GET / req/s"]["y"]) == list(steps[steps["name"] == "GET /"]["rps"])
+    red = "background:#f4bcc0"
+    assert f"<td style='{red}'>-5" in page or f"<td style='{red}'>-4" in page  # the req/s that halved, in red
+    assert "<div class='table-box'><table>" in page
+
+
+def test_against_a_reference_plan_the_chart_puts_the_pages_figures_beside_new(tmp_path):
+    run = tmp_path / "new"
+    run.mkdir()
+    rows = [
+        f"{i},{u} users,FETCH,/corpus/x,{u},,600,0,{rps},{p50},{p99}"
+        for i, (u, rps, p50, p99) in enumerate([(1, 50, 21, 27), (4, 150, 22, 44), (16, 155, 101, 160)])
+    ]
+    (run / "steps.csv").write_text(STEPS_HEADER + "\n".join(rows) + "\n")
+    main(["demarkus-reads", str(run), "--tolerance", "50%"])
+    traces = {t["name"]: t for t in _chart_data((run / "compare.html").read_text(), "chart-compare")}
+    assert _values(traces["FETCH /corpus/x req/s"]["y"]) == [50, 150, 155]
+    page = traces["page: FETCH /corpus/x req/s"]
+    assert page["x"][:3] == [1.0, 4.0, 16.0] and page["y"][:3] == [53, 160, 159] and page["line"]["dash"] == "dot"

@@ -95,8 +95,8 @@ def test_user_classes_name_those_that_ran_and_the_locustfiles_others():
 def test_reference_figures_sit_beside_the_measured_rows_with_the_difference():
     shown = pd.DataFrame(
         {
-            "Step": ["FETCH /corpus", ""],
-            "Users": ["1", "4"],
+            "Request": ["FETCH /corpus", ""],
+            "Step (users)": ["1", "4"],
             "req/s": ["106", "300"],
             "p50": ["10.0 ms", "1.20 s"],
             "p99": ["13.0 ms", "2.00 s"],

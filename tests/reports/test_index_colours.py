@@ -4,6 +4,7 @@ workload declares, a page with a red row never holding, and one plot per page.""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -179,15 +180,30 @@ def test_a_workload_that_timed_out_is_red_unless_declared(tmp_path):
     assert "| 🔴 timed out (unexpected; declared 0) |" in text and "**Verdict:** 🔴 1 of 1 rows green" in text
 
 
-def test_one_plot_per_page_embedded_in_the_html_and_linked_from_the_markdown(tmp_path):
+def test_one_plot_per_page_a_chart_in_the_html_and_a_png_linked_from_the_markdown(tmp_path):
     reads(tmp_path, READS)
     manifest(tmp_path, [page("demarkus", "reads")])
     markdown, html = write_index(tmp_path)
     plot = tmp_path / "index_plots" / "demarkus.png"
     assert plot.read_bytes().startswith(b"\x89PNG")
     assert "](index_plots/demarkus.png)" in markdown.read_text()
-    assert "<img alt='the reads ramp: req/s and p50 against users" in html.read_text()
-    assert "src='data:image/png;base64,iVBOR" in html.read_text()
+    page_html = html.read_text()
+    assert '<div id="chart-index-demarkus" class="plotly-graph-div"' in page_html and "<img" not in page_html
+    assert "the reads ramp: req/s and p50 against users" in page_html  # the chart's caption
+    assert not re.search(r"<script[^>]*src=", page_html) and page_html.count("<script type='text/javascript'>") == 1
+
+
+def test_the_index_ramp_chart_puts_the_pages_points_beside_the_measured():
+    from swarmgauge.reports.index_charts import ramp_figure
+
+    measured = pd.DataFrame({"users": [1, 4], "rps": [45.0, 155.0], "p50_ms": [22.6, 25.3]})
+    figure = ramp_figure("demarkus reads", "req/s", [("pooled FETCH", {1: (53, 20, 26), 4: (160, 21, 45)}, measured)])
+    traces = {(t.name, t.xaxis): t for t in figure.data}
+    page_rate, measured_p50 = traces[("pooled FETCH: page", "x")], traces[("pooled FETCH: measured", "x2")]
+    assert list(page_rate.y) == [53, 160] and page_rate.line.dash == "dot"
+    assert (
+        list(measured_p50.y) == [22.6, 25.3] and measured_p50.hovertext[1] == "pooled FETCH, measured: 4 users, 25.3 ms"
+    )
 
 
 def memory_page_section(runs: dict[str, Path | None]) -> PageSection:

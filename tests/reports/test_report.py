@@ -1,9 +1,9 @@
 """``swarmgauge report DIR``: the reference pages' read table and knee sentence from a real run against a target with
-a capacity cap, plots embedded in report.html, and a headless Chromium that opens it and loads every image."""
+a capacity cap, interactive charts in report.html (one offline file), and Debian's Chromium, driven by Playwright,
+hovering the throughput chart."""
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import shutil
@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from swarmgauge.core.numbers import format_rate
 from swarmgauge.reports.report import format_latency, knee_sentence, step_tables
 from swarmgauge.run_folders import resolve
 from tests.listeners.sim_run import ROOT, read_steps, run_local, sim_target
@@ -22,17 +23,7 @@ pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 CAPACITY, DELAY_MS = 2, 40  # the target serves at most 2 at once, 40 ms each: it tops out at 50 req/s
 CEILING = CAPACITY * 1000.0 / DELAY_MS
-TABLE_HEADER = ["Step", "Users", "req/s", "p50", "p99", "errors"]
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+TABLE_HEADER = ["Request", "Step (users)", "req/s", "p50", "p99", "errors"]
 
 
 def _steps_frame(rows: list[tuple[int, int, float, float, float]]) -> pd.DataFrame:
@@ -69,7 +60,7 @@ def test_the_knee_sentence_of_the_demarkus_page():
 def test_open_model_steps_show_their_rate_and_never_make_a_knee():
     table = _steps_frame([(10, 5.0, 20, 26, 0), (10, 5.0, 21, 45, 0)]).assign(target_rate=[5.0, 50.0])
     [(title, shown, knee)] = step_tables(table)
-    assert list(shown["Users"]) == ["5/s", "50/s"]
+    assert list(shown["Step (rate)"]) == ["5/s", "50/s"] and "Step (users)" not in shown
     assert knee is None
 
 
@@ -139,13 +130,29 @@ def test_report_reproduces_the_read_table_and_the_knee(capped_run):
 def test_summary_and_plots_are_written(capped_run):
     summary = json.loads((capped_run / "summary.json").read_text())
     assert "GET /item" in summary["knees"]
-    assert summary["plots"] == ["throughput.png", "latency_over_time.png"]
+    assert summary["plots"] == ["throughput.png", "latency_over_time.png"]  # report.md's PNGs, beside it
     for name in summary["plots"]:
         assert (capped_run / name).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     page = (capped_run / "report.html").read_text()
-    images = re.findall(r"<img alt='([^']+)' src='data:image/png;base64,([^']+)'>", page)
-    assert [alt for alt, _data in images] == ["Throughput and p50/p99 against users", "Latency over time"]
-    assert all(base64.b64decode(data).startswith(b"\x89PNG") for _alt, data in images)
+    assert "<img" not in page.split("<h2>Plots</h2>", 1)[1].split("<h2>", 1)[0]  # charts, not pictures
+    charts = re.findall(r'<div id="(chart-[a-z0-9-]+)" class="plotly-graph-div"', page)
+    assert charts[:2] == ["chart-throughput", "chart-timeline"] and "chart-distribution-all" in charts
+    assert (capped_run / "percentiles.csv").is_file()
+
+
+def test_the_html_is_one_offline_file_with_plotly_inlined_once(capped_run):
+    page = (capped_run / "report.html").read_text()
+    assert not re.search(r"<script[^>]*\bsrc\s*=", page, re.I)  # no CDN, no file beside it: it works offline
+    assert not re.search(r"""<link[^>]*href\s*=\s*["']https?:""", page, re.I)
+    assert page.count("plotly.js v") == 1 or page.count("Copyright (c) 2012-") >= 1
+    assert page.count("<script type='text/javascript'>") == 1  # the library itself, once for every chart
+
+
+def test_the_step_table_names_its_columns_and_scrolls_inside_its_box(capped_run):
+    page = (capped_run / "report.html").read_text()
+    table = page.split("<h2>GET /item</h2>", 1)[1]
+    assert table.startswith("<div class='table-box'><table>")
+    assert "<th>Request</th><th>Step (users)</th><th>req/s</th>" in table.split("</thead>", 1)[0]
 
 
 def _chromium() -> str:
@@ -155,44 +162,29 @@ def _chromium() -> str:
     return found
 
 
-def _run_chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    profile = tmp_path / "profile"
-    return subprocess.run(
-        [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=90
-    )
+def test_hovering_a_throughput_point_in_chromium_shows_the_steps_csv_figure(capped_run):
+    """Playwright drives Debian's Chromium over the report as a file: each point of the measured req/s line, hovered
+    with the mouse, shows the step's users and its req/s as steps.csv has it (3 significant digits)."""
+    from tests.listeners.webui_harness import browser_page
 
-
-def test_chromium_opens_the_report_and_shows_the_plots(capped_run, tmp_path):
-    from PIL import Image, ImageStat
-
-    shot = tmp_path / "report.png"
-    result = _run_chromium(
-        tmp_path, f"--screenshot={shot}", "--window-size=1200,2000", (capped_run / "report.html").as_uri()
-    )
-    assert shot.is_file(), result.stderr[-2000:]
-    with Image.open(shot) as image:
-        assert image.size == (1200, 2000)
-        grey = image.convert("L")
-        assert max(ImageStat.Stat(grey).stddev) > 10  # not a blank page
-        colours = image.convert("RGB").getcolors(maxcolors=1_000_000) or []
-        assert sum(1 for _count, (r, g, b) in colours if abs(r - b) > 60) > 20  # the plots' coloured lines
-
-    # A page that loads each of the report's images and writes down their decoded sizes, read back as the DOM.
-    sources = re.findall(r"src='(data:image/png;base64,[^']+)'", (capped_run / "report.html").read_text())
-    probe = tmp_path / "probe.html"
-    probe.write_text(
-        "<!doctype html><body><div id='out'></div><script>const out=document.getElementById('out');"
-        + "".join(
-            f"{{const i=new Image();i.onload=()=>out.append('loaded:'+i.naturalWidth+'x'"
-            f"+i.naturalHeight+';');i.onerror=()=>out.append('failed;');i.src={json.dumps(s)};}}"
-            for s in sources
-        )
-        + "</script></body>"
-    )
-    dom = _run_chromium(tmp_path, "--virtual-time-budget=5000", "--dump-dom", probe.as_uri())
-    written = re.search(r'<div id="out">(.*?)</div>', dom.stdout)
-    assert written, dom.stdout[-2000:]
-    loaded = re.findall(r"loaded:(\d+)x(\d+);", written.group(1))
-    assert len(loaded) == len(sources) == 2, written.group(1)
-    assert all(int(w) > 300 and int(h) > 200 for w, h in loaded)
-    assert "failed;" not in written.group(1)
+    _chromium()
+    expected = {
+        r["users"]: format_rate(r["rps"]) for r in read_steps(capped_run) if r["name"] == "/item" and r["rps"] != ""
+    }
+    shown = {}
+    with browser_page() as page:
+        page.goto((capped_run / "report.html").as_uri())
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # no sideways page scroll
+        points = page.locator("#chart-throughput g.xy .scatterlayer .trace").first.locator("path.point")
+        assert points.count() == len(expected) == 4
+        for index in range(points.count()):
+            points.nth(index).scroll_into_view_if_needed()
+            box = points.nth(index).bounding_box()
+            page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            label = page.locator("#chart-throughput .hoverlayer .hovertext").first
+            label.wait_for()
+            found = re.search(r"(\d+) users: ([\d.,]+) req/s", label.text_content() or "")
+            assert found, label.text_content()
+            shown[found.group(1)] = found.group(2)
+            page.mouse.move(0, 0)
+    assert shown == expected

@@ -37,7 +37,8 @@ def test_section_gives_the_verdict_trends_and_plot(tmp_path):
     assert "Trends after a warm-up of 5s" in section.markdown
     assert (tmp_path / "resources.png").read_bytes().startswith(b"\x89PNG")
     assert section.summary["leak_verdict"] == "leak"
-    assert "data:image/png;base64," in section.html
+    assert '<div id="chart-memory" class="plotly-graph-div"' in section.html  # report.html's chart, beside the verdict
+    assert "data:image/png;base64," not in section.html  # the PNG is report.md's
 
 
 def test_a_flat_target_is_no_leak(tmp_path):

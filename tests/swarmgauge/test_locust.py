@@ -1,4 +1,4 @@
-"""``import swarmgauge.locust`` in a worker: pandas, numpy and matplotlib stay out of it.
+"""``import swarmgauge.locust`` in a worker: pandas, numpy, matplotlib and plotly stay out of it.
 
 Every Locust process imports the module; only the master and the local runner render a report or a summary, so only
 they may load the report's libraries (52 MiB of resident memory per worker process otherwise).
@@ -17,7 +17,7 @@ from swarmgauge.run_folders import resolve
 from tests import REPO_ROOT
 from tests.listeners.sim_run import run_distributed, sim_target
 
-HEAVY = ("pandas", "numpy", "matplotlib")
+HEAVY = ("pandas", "numpy", "matplotlib", "plotly")
 BUNDLED_LOCUSTFILES = sorted(
     path.relative_to(REPO_ROOT).as_posix() for path in (REPO_ROOT / "locustfiles").glob("[a-z]*.py")
 )
@@ -90,3 +90,4 @@ def test_a_worker_ends_its_run_without_them_while_the_master_writes_the_report(t
     assert sorted(loaded) == ["MasterRunner", "WorkerRunner"], sorted(loaded)
     assert loaded["WorkerRunner"] == []
     assert "pandas" in loaded["MasterRunner"], "the master renders the report (and proves the record sees imports)"
+    assert "plotly" in loaded["MasterRunner"], "report.html's charts are drawn by the master"

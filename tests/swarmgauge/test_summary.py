@@ -119,7 +119,7 @@ def test_the_demo_locustfile_ends_with_the_step_table_and_verdicts_and_no_quic_i
     summary = output.index("swarmgauge: per-step results")
     assert locust_table < summary  # after Locust's own table
     tail = output[summary:]
-    assert "FETCH /corpus/{topic}/{doc}" in tail and "Users" in tail and "p99" in tail
+    assert "FETCH /corpus/{topic}/{doc}" in tail and "Step (users)" in tail and "p99" in tail
     assert "SLO PASS    fail_ratio<0.01  (observed 0)" in tail
     assert tail.rstrip().endswith("exit code 0")
     assert "/INFO/quic" not in output

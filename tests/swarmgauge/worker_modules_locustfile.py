@@ -17,7 +17,7 @@ from locust.env import Environment
 import swarmgauge.locust  # noqa: F401 - steps.csv, --run-dir, the report
 from swarmgauge import api as sg
 
-HEAVY = {"pandas", "numpy", "matplotlib"}
+HEAVY = {"pandas", "numpy", "matplotlib", "plotly"}
 _environments: list[Environment] = []
 
 
