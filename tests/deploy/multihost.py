@@ -93,12 +93,14 @@ class Cluster:
         self.workers[log_name or host] = process
         return process
 
-    def start(self, plan: str, worker_args: dict[str, tuple[str, ...]] | None = None) -> None:
+    def start(
+        self, plan: str, worker_args: dict[str, tuple[str, ...]] | None = None, master_args: tuple[str, ...] = ()
+    ) -> None:
         """Target, master with the plan (YAML text), and a worker on each worker host."""
         plan_file = self.workdir / "plan.yaml"
         plan_file.write_text(plan)
         self.start_target()
-        self.start_master("--plan", str(plan_file), "--stop-timeout", "5")
+        self.start_master("--plan", str(plan_file), "--stop-timeout", "5", *master_args)
         for host in ("worker-b", "worker-c"):
             self.start_worker(host, *(worker_args or {}).get(host, ()))
 

@@ -48,7 +48,7 @@ def _aggregated(cluster: Cluster) -> list[dict[str, str]]:
 
 
 def test_a_stepped_plan_across_four_hosts_counts_what_the_target_served(cluster: Cluster):
-    cluster.start(_plan([2, 4, 6], 4))
+    cluster.start(_plan([2, 4, 6], 4), master_args=("--no-report",))
     assert cluster.finish() == 0, cluster.log("master")[-3000:]
     records = cluster.records()
 
@@ -98,13 +98,16 @@ def test_a_worker_cut_off_mid_step_is_reported_lost_then_rejoins_with_nothing_it
 def test_a_worker_cut_off_longer_than_master_lost_after_stops_and_a_new_one_on_that_host_joins(cluster: Cluster):
     # a fourth step: Locust gives a worker that joins mid-step users at once only when no dispatch is under way
     # (else at the next step change), and the dead worker's late bytes can start one
-    cluster.start(_plan([2, 4, 6, 8], STEP_S), {"worker-b": ("--master-lost-after", "3")})
+    # --stop-timeout 2: how long the given-up worker waits for its users stuck on the dead link
+    cluster.start(
+        _plan([2, 4, 6, 8], STEP_S), {"worker-b": ("--master-lost-after", "3")}, ("--no-report", "--stop-timeout", "2")
+    )
     cluster.wait_for_users(4)
     time.sleep(1)
     cluster.net.cut("worker-b")
     cut_at = time.time()
     victim, survivor = cluster.workers["worker-b"], cluster.workers["worker-c"]
-    victim.wait(timeout=30)  # --master-lost-after 3 s, then --stop-timeout 5 s for the users stuck on the cut link
+    victim.wait(timeout=30)
     gone_after = time.time() - cut_at
     wait_for(lambda: " lost (last heard from" in cluster.log("master"), 20, "the master to report worker-b lost")
     cluster.net.restore("worker-b")
@@ -135,6 +138,8 @@ def test_a_worker_cut_off_longer_than_master_lost_after_stops_and_a_new_one_on_t
         "the steps hold all the others sent and every request the lost worker reported"
     )
     assert int(rows[3]["workers"]) >= 2, "the last step ran on the survivor and the new worker"
+    folders = [p.name for p in cluster.run_dir.iterdir() if p.is_dir() and not p.is_symlink()]
+    assert len(folders) == 1, f"the joining worker opened no run folder of its own: {folders}"
     assert cluster.run_info()["workers"] >= 2
 
 
