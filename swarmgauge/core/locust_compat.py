@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from locust import User, argument_parser
-from locust.runners import STATE_MISSING
+from locust.runners import STATE_MISSING, WorkerRunner
 from locust.user.task import DefaultTaskSet, TaskSet
 
 #: Locust's attributes used here, by object, so the tests can check every one is still there.
@@ -52,6 +52,29 @@ def cache_default_args() -> None:
 
     default_args_dict.swarmgauge_cached = True  # type: ignore[attr-defined]
     argument_parser.default_args_dict = default_args_dict
+
+
+def attach_worker_runner_early() -> None:
+    """Make a worker the environment's runner before it connects to its master, not after.
+
+    ``WorkerRunner.__init__`` waits in ``connect_to_master`` for the master's ack while its message loop already
+    runs, and a master that is running a test sends a joining worker its spawn right after the ack: ``test_start``
+    then fires before ``Environment`` has assigned ``runner``. Every listener that asks "is this a worker?" read
+    no, and a worker joining mid-run (a restarted or replacement worker) opened a run folder of its own in the
+    master's ``--run-dir`` and moved ``latest`` to it. ``_create_runner`` checks for an existing runner before it
+    constructs one and assigns the same object after, so setting it earlier changes nothing else.
+    """
+    connect: Callable[[Any], Any] = WorkerRunner.connect_to_master
+    if getattr(connect, "swarmgauge_early_runner", False):
+        return
+
+    def connect_to_master(self: Any) -> Any:
+        if self.environment.runner is None:
+            self.environment.runner = self
+        return connect(self)
+
+    connect_to_master.swarmgauge_early_runner = True  # type: ignore[attr-defined]
+    WorkerRunner.connect_to_master = connect_to_master  # type: ignore[method-assign]
 
 
 def set_option_help(parser: Any, option: str, text: str) -> None:

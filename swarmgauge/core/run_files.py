@@ -111,7 +111,10 @@ RUN_JSON = (
     Column("resources", "the leak verdict, sampling interval, warm-up, sources and source failures"),
     Column("cut_short", "when `-t` or a signal stopped the plan early: by what, when, the steps not run"),
     Column("aborted", "the `--slo-abort` threshold that stopped the run, with its step and figure"),
-    Column("lost_workers", "workers that went missing: when, in which step, what they had reported"),
+    Column(
+        "lost_workers",
+        "workers that went missing: when, in which step, what they reported (to the end), when one came back",
+    ),
     Column("embedded_targets", "targets the locustfile started, with their options (redacted)"),
     Column("repeat_command", "a web UI run: the headless command that repeats it"),
     Column("kneo", "kneo runs: the run tag, store and reconciliation mismatches"),

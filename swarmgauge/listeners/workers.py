@@ -6,6 +6,12 @@ last time the worker was heard from and its last report, when the master noticed
 the requests it had reported per step: the steps it touched) and puts the list into ``run.json`` as
 ``lost_workers``; the report's workers section reads it from there. What a lost worker reported before it died
 stays in the stats and in the per-step histograms, because both are merged on arrival.
+
+A worker cut off by the network, not dead, comes back when its link does: Locust 2.47's master takes the first
+heartbeat from a worker it marked missing as a return ("self-healed"), gives it users again, and the reports the
+worker queued meanwhile arrive and are merged like any other. The entry then gets ``rejoined_at``, and its
+``requests_reported`` is kept up to date to the end (``requests_reported_when_lost`` keeps the figure at the loss),
+so it says what the steps hold from that worker. A worker that is lost again after a return gets a new entry.
 """
 
 from __future__ import annotations
@@ -40,7 +46,22 @@ class WorkerLossWatcher:
         self._greenlet: gevent.Greenlet | None = None
 
     def heard_from(self, client_id: str) -> None:
-        self.last_seen[client_id] = time.time()
+        """A heartbeat: from a worker that is lost, it is its return (Locust's master re-admits it on this one)."""
+        now = time.time()
+        self.last_seen[client_id] = now
+        for entry in self._away(client_id):
+            entry["rejoined_at"] = now
+            log.warning(
+                "worker %s is back after %.1f s (its heartbeat reached the master again); it takes users again, "
+                "and what it measured meanwhile is counted as its reports arrive",
+                client_id,
+                now - (entry["last_seen"] or entry["noticed_at"]),
+            )
+            self._publish()
+
+    def _away(self, client_id: str) -> list[dict[str, Any]]:
+        """The entries of ``client_id`` lost and not back (at most one)."""
+        return [e for e in self.lost if e["worker"] == client_id and e.get("rejoined_at") is None]
 
     def reported_by(self, client_id: str, data: dict[str, Any]) -> None:
         """Tally what a worker's report adds: per-step requests (as steps.csv counts them) and Locust's total."""
@@ -53,6 +74,8 @@ class WorkerLossWatcher:
         total = (data.get("stats_total") or {}).get("num_requests")
         if total:
             self.locust_reported[client_id] = self.locust_reported.get(client_id, 0) + int(total)
+        if any(entry["worker"] == client_id for entry in self.lost):
+            self._publish()  # a report that arrives after the loss (queued while cut off, or the last at its quit)
 
     def start(self) -> None:
         if self._greenlet is None or self._greenlet.dead:
@@ -71,9 +94,8 @@ class WorkerLossWatcher:
 
     def check(self) -> None:
         runner = self.environment.runner
-        known = {entry["worker"] for entry in self.lost}
         for worker_id in missing_worker_ids(runner):
-            if worker_id not in known:
+            if not self._away(worker_id):
                 self._record(worker_id)
 
     def _step_at(self, wall_time: float | None) -> Any:
@@ -97,7 +119,9 @@ class WorkerLossWatcher:
             "steps_touched": sorted(s for s, n in per_step.items() if n),
             "requests_reported": {str(s): n for s, n in sorted(per_step.items())},
             "locust_requests_reported": self.locust_reported.get(client_id, 0),
+            "rejoined_at": None,
         }
+        entry["requests_reported_when_lost"] = dict(entry["requests_reported"])
         self.lost.append(entry)
         log.warning(
             "worker %s lost (last heard from %.1f s ago); the run goes on with the others",
@@ -107,6 +131,13 @@ class WorkerLossWatcher:
         self._publish()
 
     def _publish(self) -> None:
+        """Into run.json, each entry with what its worker reported by now: a worker that came back, or whose queued
+        reports arrived after the loss, has more in the steps than when it was noticed."""
+        for entry in self.lost:
+            per_step = self.reported.get(entry["worker"], {})
+            entry["requests_reported"] = {str(s): n for s, n in sorted(per_step.items())}
+            entry["steps_touched"] = sorted(s for s, n in per_step.items() if n)
+            entry["locust_requests_reported"] = self.locust_reported.get(entry["worker"], 0)
         rundir.add_run_info(self.environment, "lost_workers", list(self.lost))
 
 

@@ -193,6 +193,20 @@ PATCHES: tuple[Patch, ...] = (
         "counts, and a documented wait seam for TaskSet",
     ),
     Patch(
+        name="locust-worker-runner-early",
+        dependency="locust",
+        versions=">=2.43.4,<2.48",
+        kind=Kind.REPLACES,
+        where=("swarmgauge.core.locust_compat", "swarmgauge.listeners"),
+        touches=("locust.runners.WorkerRunner.connect_to_master", "locust.env.Environment.runner"),
+        private_names=(),
+        why="a worker joining a running master gets its first spawn, and fires test_start, inside its own "
+        "constructor, before Environment.runner is set: listeners took it for a master or a local run, and it "
+        "opened a run folder of its own in --run-dir and moved 'latest' to it",
+        upstream="locust: issue asking that Environment.runner be set before WorkerRunner connects (or that the "
+        "first spawn be handled after the constructor returns)",
+    ),
+    Patch(
         name="locust-stop-tick-warning",
         dependency="locust",
         kind=Kind.FILTERS_LOG,

@@ -3,6 +3,8 @@
 Input: ``run.json``'s ``lost_workers`` (written by :mod:`listeners.workers`) and ``steps.csv`` for the steps'
 labels and totals. Each lost worker's requests up to its last report are in the step figures; those it had in
 flight or measured after that report are not, so a step it touched may read a little low, and the section says so.
+A worker that was only cut off and came back (``rejoined_at``) sent what it had queued when it returned: nothing of
+it is missing, and the section says that instead.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def lost_table(run_dir: Path) -> pd.DataFrame | None:
                 "In step": labels.get(entry.get("step"), entry.get("step_label") or ""),
                 "Steps touched": ", ".join(labels.get(int(s), str(s)) for s in entry.get("steps_touched") or []),
                 "Requests counted": sum(int(n) for n in reported.values()),
+                "Rejoined": _clock(entry.get("rejoined_at"), started) or "no",
             }
         )
     return pd.DataFrame(rows)
@@ -64,11 +67,18 @@ def section(run_dir: Path) -> Section | None:
     table = lost_table(run_dir)
     if table is None:
         return None
+    back = int((table["Rejoined"] != "no").sum())
     lead = (
         f"{len(table)} worker(s) went missing during the run; the master went on with the others. Every "
         "request a lost worker reported is counted in the step figures; requests it had in flight or measured "
         "after its last report (at most one report interval, 3 s) are not, so the steps it touched may read low."
     )
+    if back:
+        lead += (
+            f" {back} of them came back (its heartbeat reached the master again, as when a cut link returns): the "
+            "reports it had queued arrived then and are counted, so nothing it measured is missing. A worker that "
+            "had already stopped can seem to come back this way, for its last messages only."
+        )
     summary = {"lost_workers": table.to_dict(orient="records")}
     return Section(
         "Lost workers",

@@ -169,12 +169,16 @@ class SimHttpApp:
 
 
 def serve(app: SimHttpApp, host: str = "127.0.0.1", port: int = 0) -> Any:
-    """Start a gevent WSGI server for ``app``; returns it started (``server.server_port`` is the port)."""
-    from gevent.pywsgi import WSGIServer
-
+    """Start a gevent WSGI server for ``app`` on loopback; returns it started (``server.server_port`` is the port)."""
     if host not in LOOPBACK:
         raise UsageError(f"sim-http binds loopback only, not {host!r}")
-    from gevent.pywsgi import WSGIHandler
+    return start_server(app, host, port)
+
+
+def start_server(app: SimHttpApp, host: str, port: int) -> Any:
+    """``serve`` without the loopback rule, for a caller that built the network it binds to itself: the multi-host
+    tests run the target on an address of a network namespace they made, which nothing else can reach."""
+    from gevent.pywsgi import WSGIHandler, WSGIServer
 
     class _ServedTimeHandler(WSGIHandler):
         """Adds ``served_ms`` to the request's record: from calling the app to the response's last byte written."""

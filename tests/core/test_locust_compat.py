@@ -337,3 +337,47 @@ def test_the_runner_keeps_its_shape_greenlet_and_last_tick_and_stop_shape_worker
     worker = runner.shape_greenlet
     locust_compat.stop_shape_worker(runner)
     assert worker.dead and runner.shape_greenlet is None and runner.shape_last_tick is None
+
+
+def test_a_worker_joining_a_running_master_is_the_environments_runner_at_its_test_start():
+    """Real master and workers in this process on loopback: the late worker's first spawn (and test_start) comes
+    while its constructor still waits for the ack; listeners must already see a WorkerRunner there."""
+    import gevent
+    from locust import User, constant, task
+    from locust.env import Environment
+
+    from tests.listeners.sim_run import free_port
+
+    class Idle(User):
+        wait_time = constant(1)
+
+        @task
+        def nothing(self) -> None:
+            pass
+
+    locust_compat.attach_worker_runner_early()
+    port = free_port()
+    master = Environment(user_classes=[Idle]).create_master_runner("127.0.0.1", port)
+    first = Environment(user_classes=[Idle])
+    first.create_worker_runner("127.0.0.1", port)
+    late = Environment(user_classes=[Idle])
+    seen: list[object] = []
+    late.events.test_start.add_listener(lambda environment, **_: seen.append(environment.runner))
+    try:
+        for _ in range(50):
+            if master.worker_count == 1:
+                break
+            gevent.sleep(0.1)
+        master.start(2, spawn_rate=10)
+        gevent.sleep(0.5)
+        runner = late.create_worker_runner("127.0.0.1", port)
+        for _ in range(50):
+            if seen:
+                break
+            gevent.sleep(0.1)
+    finally:
+        for env in (late, first):
+            if env.runner is not None:
+                env.runner.quit()
+        master.quit()
+    assert seen == [runner], "the late worker's test_start saw its runner"

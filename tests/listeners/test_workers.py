@@ -67,6 +67,39 @@ def test_watcher_records_a_missing_worker_once_with_what_it_reported():
     assert entry["locust_requests_reported"] == 10 and entry["last_report_at"] <= entry["noticed_at"]
 
 
+def _report(step: int, requests: int) -> dict:
+    return {"swarmgauge_steps": {"entries": [[step, "GET", "/item", "", requests, 0, 1.0, 1.0, 0]]}}
+
+
+def test_a_lost_worker_whose_heartbeat_returns_is_marked_rejoined_and_its_later_reports_counted():
+    env = _Env()
+    watcher = WorkerLossWatcher(env)
+    watcher.reported_by("w1", _report(0, 7))
+    env.runner.clients["w1"] = _Client("w1", "missing")
+    watcher.check()
+    [entry] = watcher.lost
+    assert entry["rejoined_at"] is None
+    watcher.heard_from("w1")  # Locust's master re-admits a missing worker on its next heartbeat
+    env.runner.clients["w1"].state = "running"
+    watcher.reported_by("w1", _report(1, 5))  # what it queued while cut off, and what it measured after
+    watcher.check()
+    assert watcher.lost == [entry] and entry["rejoined_at"] is not None
+    assert entry["requests_reported_when_lost"] == {"0": 7}
+    assert entry["requests_reported"] == {"0": 7, "1": 5} and entry["steps_touched"] == [0, 1]
+    env.runner.clients["w1"].state = "missing"  # cut off a second time: a second loss
+    watcher.check()
+    assert [e["worker"] for e in watcher.lost] == ["w1", "w1"] and watcher.lost[1]["rejoined_at"] is None
+
+
+def test_a_heartbeat_from_a_worker_never_lost_records_nothing():
+    env = _Env()
+    watcher = WorkerLossWatcher(env)
+    watcher.heard_from("w2")
+    env.runner.clients["w2"] = _Client("w2", "running")
+    watcher.check()
+    assert watcher.lost == []
+
+
 def _start(tmp_path: Path, host: str):
     """A master with two workers running a two-step plan; stopped on exit."""
     plan = tmp_path / "plan.yaml"

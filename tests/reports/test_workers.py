@@ -97,3 +97,17 @@ def test_report_renders_the_section_in_markdown_and_html(tmp_path: Path):
     assert "<td>host_abc123</td>" in page and "Lost workers" in page
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["Lost workers"]["lost_workers"][0]["Requests counted"] == 41
+
+
+def test_a_worker_that_came_back_is_shown_as_rejoined_with_nothing_missing(tmp_path: Path):
+    back = [{**LOST[0], "rejoined_at": 1013.5, "requests_reported": {"0": 41, "1": 97}}]
+    [row] = lost_table(_run_dir(tmp_path, back)).to_dict(orient="records")
+    assert row["Rejoined"].endswith("(+13.5 s)") and row["Requests counted"] == 138
+    text = section(tmp_path).markdown
+    assert "1 of them came back" in text and "nothing it measured is missing" in text
+
+
+def test_a_worker_that_did_not_come_back_reads_no_and_no_return_is_claimed(tmp_path: Path):
+    [row] = lost_table(_run_dir(tmp_path, LOST)).to_dict(orient="records")
+    assert row["Rejoined"] == "no"
+    assert "came back" not in section(tmp_path).markdown
