@@ -195,7 +195,6 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         name="locust-worker-runner-early",
         dependency="locust",
-        versions=">=2.43.4,<2.48",
         kind=Kind.REPLACES,
         where=("swarmgauge.core.locust_compat", "swarmgauge.listeners"),
         touches=("locust.runners.WorkerRunner.connect_to_master", "locust.env.Environment.runner"),
