@@ -98,6 +98,8 @@ class RefusalLog:
 
 _armed: list[ChannelKeys] = []
 REFUSALS = RefusalLog()
+#: The master endpoint a worker was refused by, once said (a worker retries for minutes: one line is enough).
+WORKER_TOLD: list[str] = []
 
 
 def arm(keys: ChannelKeys | None) -> None:
@@ -170,15 +172,26 @@ def _serve_zap(handler: Any, server: Any, keys: ChannelKeys) -> None:
     handler.close(linger=0)
 
 
-def _watch_handshakes(monitor: Any, server: Any) -> None:
-    """Count each failed handshake on the master's port (a peer without the key never reaches the ZAP handler)."""
-    while not server.closed and not monitor.closed:
+def _watch_handshakes(monitor: Any, socket: Any, failed: Callable[[str], None]) -> None:
+    """Tell ``failed`` of each failed handshake on ``socket`` while it is open (a peer without the key, or with
+    another, never reaches the ZAP handler)."""
+    while not socket.closed and not monitor.closed:
         if not monitor.poll(POLL_MS):
             continue
         event = parse_monitor_message(monitor.recv_multipart())
         if event["event"] & (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL):
-            REFUSALS.refused(f"handshake failed on {event['endpoint'].decode(errors='replace')}")
+            failed(event["endpoint"].decode(errors="replace"))
     monitor.close(linger=0)
+
+
+def _master_refused_us(endpoint: str) -> None:
+    if not WORKER_TOLD:
+        WORKER_TOLD.append(endpoint)
+        log.error(
+            "swarmgauge: the master at %s refused this worker's handshake: its --cluster-key-file holds another "
+            "key, or it has none",
+            endpoint,
+        )
 
 
 def _make_curve_server(socket: Any, keys: ChannelKeys) -> None:
@@ -187,7 +200,10 @@ def _make_curve_server(socket: Any, keys: ChannelKeys) -> None:
     handler = socket.context.socket(zmq.REP)
     handler.bind(ZAP_ENDPOINT)
     gevent.spawn(_serve_zap, handler, socket, keys)
-    gevent.spawn(_watch_handshakes, socket.get_monitor_socket(HANDSHAKE_FAILURES), socket)
+    monitor = socket.get_monitor_socket(HANDSHAKE_FAILURES)
+    gevent.spawn(
+        _watch_handshakes, monitor, socket, lambda endpoint: REFUSALS.refused(f"handshake failed on {endpoint}")
+    )
     socket.zap_domain = ZAP_DOMAIN
     socket.curve_secretkey = keys.server_secret
     socket.curve_publickey = keys.server_public
@@ -195,6 +211,9 @@ def _make_curve_server(socket: Any, keys: ChannelKeys) -> None:
 
 
 def _make_curve_client(socket: Any, keys: ChannelKeys) -> None:
+    import gevent
+
+    gevent.spawn(_watch_handshakes, socket.get_monitor_socket(HANDSHAKE_FAILURES), socket, _master_refused_us)
     socket.curve_serverkey = keys.server_public
     socket.curve_publickey = keys.client_public
     socket.curve_secretkey = keys.client_secret
