@@ -3,12 +3,13 @@
 Result files can hold what a server echoed back (a token in a failure message), so nobody else on the machine
 should read them. Each is made private where it is created: run folders by
 :func:`swarmgauge.run_folders.new_run_folder`, every file a listener or the report writes by
-:func:`swarmgauge.files.write_atomic`. Locust's own files take no mode, so the ones under ``--run-dir`` are made
-private here: ``--csv`` and ``--logfile`` at ``init`` (Locust opened them just before, and has written only the
-CSVs' header); ``--html`` and ``--json-file`` created empty and private at ``init`` (Locust's ``open(..., "w")``
-keeps that mode), the HTML report checked again at ``quitting`` (its name can take ``{u}``, known only then). The
-process's umask is never changed: the locustfile's own files, and Locust's outside ``--run-dir``, get the mode any
-file of the process gets.
+:func:`swarmgauge.files.write_atomic`. Locust's own files take no mode, so they are made private here, wherever
+they are (under ``--run-dir`` or not): ``--csv`` and ``--logfile`` at ``init`` (Locust opened them just before, and
+has written only the CSVs' header and the log's first line); ``--html`` and ``--json-file`` created empty and
+private at ``init`` (Locust's ``open(..., "w")`` keeps that mode), the HTML report checked again at ``quitting``
+(its name can take ``{u}``, known only then). The process's umask is never changed: the locustfile's own files get
+the mode any file of the process gets; a folder the user named (``--run-dir``'s parent, ``--csv``'s folder) keeps
+its mode.
 """
 
 from __future__ import annotations
@@ -22,18 +23,11 @@ from locust import events
 from locust.env import Environment
 
 from swarmgauge.files import PRIVATE_FILE, make_private
-from swarmgauge.run_folders import is_inside
 
 logger = logging.getLogger("swarmgauge.privacy")
 
 LOCUST_CSV_SUFFIXES = ("_stats.csv", "_stats_history.csv", "_failures.csv", "_exceptions.csv")
 HTML_PLACEHOLDERS = ("{u}", "{r}", "{t}")  # Locust fills these in when it writes the report
-
-
-def under_run_dir(path: Path | str, options: Any) -> bool:
-    """``path`` lies under this run's ``--run-dir`` (a worker's options have it too, but it writes nothing there)."""
-    run_dir = getattr(options, "run_dir", None)
-    return isinstance(run_dir, str) and bool(run_dir) and is_inside(path, run_dir)
 
 
 def locust_csv_files(options: Any) -> list[Path]:
@@ -60,20 +54,18 @@ def _create_private(path: Path) -> None:
 
 
 def protect_locust_outputs(options: Any, *, before_run: bool) -> None:
-    """Locust's ``--csv``, ``--logfile``, ``--html`` and ``--json-file`` files under ``--run-dir`` made (or created)
-    private; others left alone."""
+    """Locust's ``--csv``, ``--logfile``, ``--html`` and ``--json-file`` files made (or created) private, wherever
+    they are."""
     logfile = getattr(options, "logfile", None)
     for path in [*locust_csv_files(options), *([Path(logfile)] if logfile else [])]:
-        if under_run_dir(path, options):
-            _make_private(path)
+        _make_private(path)
     json_file = getattr(options, "json_file", None)
     written_at_exit = [f"{json_file}.json"] if json_file else []  # Locust adds the suffix, after quitting
     html = getattr(options, "html_file", None)
     if html and not (before_run and any(mark in html for mark in HTML_PLACEHOLDERS)):
         written_at_exit.append(html)
     for name in written_at_exit:
-        if under_run_dir(name, options):
-            (_create_private if before_run else _make_private)(Path(name))
+        (_create_private if before_run else _make_private)(Path(name))
 
 
 @events.init.add_listener
