@@ -111,6 +111,17 @@ def armed() -> ChannelKeys | None:
     return _armed[0] if _armed else None
 
 
+#: Secret options code generated for a target it started itself, which the workers need (see share_with_workers).
+_shared: set[str] = set()
+
+
+def share_with_workers(dest: str) -> None:
+    """Send the secret option ``dest`` to workers after all: only for a throwaway value code generated at start-up
+    for an embedded target on the master's loopback (``demarkus_writes.py``'s write token), which no worker can read
+    from anywhere else. A value the user gave is never shared."""
+    _shared.add(dest)
+
+
 # -- secrets out of every message ----------------------------------------------------------------------------------
 def _scrub_value(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, str):
@@ -128,12 +139,15 @@ def _scrub_value(value: Any, secrets: list[str]) -> Any:
 def scrub_message(message: Message, is_secret: Callable[[str], bool]) -> Message:
     """``message`` as a worker may see it: a new Message (the spawn's options are the master's own dict)."""
     data = message.data
+    shared_values: set[Any] = set()
     if message.type == "spawn" and isinstance(data, dict) and isinstance(data.get("parsed_options"), dict):
         options = data["parsed_options"]
-        kept = {key: value for key, value in options.items() if not is_secret(key)}
-        kept[SECRETS_SET] = sorted(key for key, value in options.items() if is_secret(key) and value)
+        withheld = {key for key in options if is_secret(key) and key not in _shared}
+        shared_values = {options[key] for key in _shared if key in options}
+        kept = {key: value for key, value in options.items() if key not in withheld}
+        kept[SECRETS_SET] = sorted(key for key in withheld if options[key])
         data = {**data, "parsed_options": kept}
-    secrets = known_secrets()
+    secrets = [secret for secret in known_secrets() if secret not in shared_values]
     if secrets:
         data = _scrub_value(data, secrets)
     if data is message.data:

@@ -58,3 +58,11 @@ def test_refused_handshakes_are_logged_once_then_once_per_interval(caplog):
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 2 and refusals.count == 31
     assert "1 refused so far" in lines[0] and "31 refused so far (30 since the last line)" in lines[1]
+
+
+def test_a_throwaway_secret_code_generated_for_its_own_target_goes_to_the_workers_and_nothing_else():
+    register_secret("SGTOKGENERATED3")
+    worker_channel.share_with_workers("generated_token")
+    options = {"generated_token": "SGTOKGENERATED3", "mark_token": "SGTOKUSERS4"}
+    sent = scrub_message(Message("spawn", {"parsed_options": options}, "w"), lambda d: d.endswith("token"))
+    assert sent.data["parsed_options"] == {"generated_token": "SGTOKGENERATED3", SECRETS_SET: ["mark_token"]}
