@@ -6,8 +6,8 @@ connects to its port, in clear. Two changes to Locust's ZeroMQ sockets (``locust
 
 - every message the master sends passes :func:`scrub_message`: a ``spawn`` carries no secret option (each worker
   keeps the value it read itself: Locust updates a worker's options only with the keys the message holds) but the
-  names of the secrets the master has set (:data:`SECRETS_SET`), and no registered secret value appears anywhere in
-  any message;
+  names of the secrets the master has set (:data:`SECRETS_SET`), no option only the master reads (``--kneo-store``'s
+  DSN: :func:`keep_on_master`), and no registered secret value appears anywhere in any message;
 - with a cluster key armed (:func:`arm`), the master's socket is a ZeroMQ CURVE server and every worker's a CURVE
   client. Both key pairs derive from the shared key (:func:`derive_keys`), so the channel is encrypted, a peer that
   lacks the key fails the handshake before any message, and a ZAP handler on the master accepts only the workers'
@@ -111,6 +111,16 @@ def armed() -> ChannelKeys | None:
     return _armed[0] if _armed else None
 
 
+#: Options only the master reads, which may carry a password (see keep_on_master).
+_master_only: set[str] = set()
+
+
+def keep_on_master(dest: str) -> None:
+    """Never send the option ``dest`` to workers: only the master reads it and it may carry a password (a DSN), so
+    it is not a secret a worker must have (a worker is not told it lacks it)."""
+    _master_only.add(dest)
+
+
 #: Secret options code generated for a target it started itself, which the workers need (see share_with_workers).
 _shared: set[str] = set()
 
@@ -144,7 +154,7 @@ def scrub_message(message: Message, is_secret: Callable[[str], bool]) -> Message
         options = data["parsed_options"]
         withheld = {key for key in options if is_secret(key) and key not in _shared}
         shared_values = {options[key] for key in _shared if key in options}
-        kept = {key: value for key, value in options.items() if key not in withheld}
+        kept = {key: value for key, value in options.items() if key not in withheld and key not in _master_only}
         kept[SECRETS_SET] = sorted(key for key in withheld if options[key])
         data = {**data, "parsed_options": kept}
     secrets = [secret for secret in known_secrets() if secret not in shared_values]

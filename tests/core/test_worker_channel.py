@@ -66,3 +66,10 @@ def test_a_throwaway_secret_code_generated_for_its_own_target_goes_to_the_worker
     options = {"generated_token": "SGTOKGENERATED3", "mark_token": "SGTOKUSERS4"}
     sent = scrub_message(Message("spawn", {"parsed_options": options}, "w"), lambda d: d.endswith("token"))
     assert sent.data["parsed_options"] == {"generated_token": "SGTOKGENERATED3", SECRETS_SET: ["mark_token"]}
+
+
+def test_an_option_only_the_master_reads_is_not_sent_nor_named():
+    worker_channel.keep_on_master("store_dsn")
+    options = {"store_dsn": "postgresql://kneo:SGPWDSTORE5@127.0.0.1:5432/kneo", "num_users": 2}
+    sent = scrub_message(Message("spawn", {"parsed_options": options}, "w"), _is_secret).data["parsed_options"]
+    assert sent == {"num_users": 2, SECRETS_SET: []}
