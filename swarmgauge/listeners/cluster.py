@@ -69,6 +69,8 @@ def read_cluster_key(path: str) -> bytes:
         raise UsageError(f"--cluster-key-file {path}: {exc.strerror}") from None
     if len(key) < MIN_KEY_BYTES:
         raise UsageError(f"--cluster-key-file {path}: the key must be at least {MIN_KEY_BYTES} bytes")
+    if Path(path).stat().st_mode & 0o077:
+        log.warning("swarmgauge: --cluster-key-file %s is readable by other users: chmod 600 it", path)
     if not worker_channel.curve_available():
         raise UsageError("--cluster-key-file: this pyzmq's libzmq was built without CURVE")
     return key

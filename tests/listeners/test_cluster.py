@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from swarmgauge.errors import UsageError
+from swarmgauge.listeners.cluster import missing_secret_error, missing_secrets, read_cluster_key
 from swarmgauge.targets.launch import stop_processes
 from tests.listeners.sim_run import ROOT, free_port, locust_command, read_steps, sim_target
-
-pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
 LOCUSTFILE = Path(__file__).resolve().parent / "cluster_locustfile.py"
 TOKEN = "SGTOKMASTER9"
@@ -114,6 +114,7 @@ def _finish(process: subprocess.Popen, timeout: float = RUN_SECONDS) -> tuple[in
     return process.returncode, err
 
 
+@pytest.mark.integration
 def test_a_rogue_worker_gets_work_but_no_secret_and_the_master_listens_on_loopback_only():
     port = free_port()
     master = _master(port, "http://127.0.0.1:9")
@@ -129,6 +130,7 @@ def test_a_rogue_worker_gets_work_but_no_secret_and_the_master_listens_on_loopba
     assert "the master listens for workers on 127.0.0.1" in log, log[-3000:]
 
 
+@pytest.mark.integration
 def test_with_a_cluster_key_a_rogue_gets_nothing_and_a_worker_with_the_key_runs_the_load(tmp_path):
     key = tmp_path / "cluster.key"
     key.write_text("a shared key of the test, 32 bytes\n")
@@ -157,6 +159,7 @@ def test_with_a_cluster_key_a_rogue_gets_nothing_and_a_worker_with_the_key_runs_
     assert key.read_text().strip() not in log + worker_log + (runs / "latest" / "run.json").read_text()
 
 
+@pytest.mark.integration
 def test_a_worker_without_the_secret_its_master_set_says_which_and_loads_nothing():
     port = free_port()
     with sim_target() as target:
@@ -173,3 +176,27 @@ def test_a_worker_without_the_secret_its_master_set_says_which_and_loads_nothing
     assert "--mark-token (LOCUST_MARK_TOKEN or SWARMGAUGE_MARK_TOKEN)" in missing[0]
     assert "Traceback" not in worker_log and served == 0
     assert "quit" in log
+
+
+def test_a_key_file_that_is_missing_or_short_is_one_line(tmp_path):
+    short = tmp_path / "short.key"
+    short.write_text("too short\n")
+    with pytest.raises(UsageError, match="at least 16 bytes"):
+        read_cluster_key(str(short))
+    with pytest.raises(UsageError, match="No such file"):
+        read_cluster_key(str(tmp_path / "absent.key"))
+
+
+def test_a_worker_names_each_secret_its_master_set_and_it_lacks():
+    from types import SimpleNamespace
+
+    from locust import argument_parser
+
+    import swarmgauge.users.mark_user  # noqa: F401 - declares --mark-token
+
+    argument_parser.get_parser()  # runs the option declarations
+    options = SimpleNamespace(swarmgauge_secrets_set=["mark_token", "mcp_token"], mark_token="", mcp_token="mine")
+    assert missing_secrets(options) == ["--mark-token"]
+    assert str(missing_secret_error(["--mark-token"])).startswith(
+        "MissingSecretError: the master sets --mark-token (LOCUST_MARK_TOKEN or SWARMGAUGE_MARK_TOKEN)"
+    )
