@@ -22,7 +22,7 @@ from typing import Any
 from locust import events
 from locust.env import Environment
 
-from swarmgauge.files import PRIVATE_FILE, make_private
+from swarmgauge.files import PRIVATE_FILE, make_private, make_private_folder
 
 logger = logging.getLogger("swarmgauge.privacy")
 
@@ -43,10 +43,21 @@ def _make_private(path: Path) -> None:
         logger.warning("could not make %s private: %s", path, exc)
 
 
+def _create_private_folders(folder: Path) -> None:
+    """``folder`` and any missing parent, each one created here 0700 (an existing folder keeps its mode)."""
+    missing = [folder, *folder.parents]
+    missing = [f for f in missing if not f.exists()]
+    for each in reversed(missing):
+        try:
+            make_private_folder(each)
+        except FileExistsError:  # made meanwhile by another process: its mode is its own
+            continue
+
+
 def _create_private(path: Path) -> None:
     """An empty file with mode 0600 (an existing one keeps its contents) for Locust to write into later."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _create_private_folders(path.parent)
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE))
         make_private(path)
     except OSError as exc:
