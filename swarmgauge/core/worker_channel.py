@@ -268,31 +268,48 @@ def secure_sockets() -> None:
     zmqrpc.BaseSocket.__init__ = init_secured  # type: ignore[method-assign]
 
 
-#: ``prepare(environment, role, kwargs)``: called before a master or worker runner is made, with the keyword
-#: arguments Locust passes (``master_bind_host``/``master_bind_port``, or ``master_host``/``master_port``); returns
-#: them, changed or not.
+#: ``prepare(environment, role, kwargs)``: called before Locust makes a runner, with the role (``master``,
+#: ``worker`` or ``local``) and the keyword arguments Locust passes (``master_bind_host``/``master_bind_port``,
+#: ``master_host``/``master_port``, none); returns them, changed or not.
 PrepareRunner = Callable[[Environment, str, dict[str, Any]], dict[str, Any]]
+
+_preparers: list[PrepareRunner] = []
+
+
+def _prepared(environment: Environment, role: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    for prepare in _preparers:
+        kwargs = prepare(environment, role, kwargs)
+    return kwargs
 
 
 def before_runner_creation(prepare: PrepareRunner) -> None:
-    """Run ``prepare`` when Locust makes a master or worker runner (before its socket exists); idempotent.
+    """Run ``prepare`` when Locust makes a runner (before a master's or worker's socket exists, before Locust makes
+    the ``--csv`` folder); each callback once, in the order given.
 
     Locust parses the options, makes the runner (which binds or connects at once), and only then fires ``init``: the
     runner's creation is the one moment the options are known and the socket is not yet made.
     """
+    if prepare not in _preparers:
+        _preparers.append(prepare)
     if getattr(Environment.create_master_runner, "swarmgauge_prepared", False):
         return
     create_master = Environment.create_master_runner
     create_worker = Environment.create_worker_runner
+    create_local = Environment.create_local_runner
 
     def create_master_runner(self: Environment, master_bind_host: str = "*", master_bind_port: int = 5557) -> Any:
-        kwargs = prepare(self, "master", {"master_bind_host": master_bind_host, "master_bind_port": master_bind_port})
+        kwargs = _prepared(self, "master", {"master_bind_host": master_bind_host, "master_bind_port": master_bind_port})
         return create_master(self, **kwargs)
 
     def create_worker_runner(self: Environment, master_host: str, master_port: int) -> Any:
-        kwargs = prepare(self, "worker", {"master_host": master_host, "master_port": master_port})
+        kwargs = _prepared(self, "worker", {"master_host": master_host, "master_port": master_port})
         return create_worker(self, **kwargs)
+
+    def create_local_runner(self: Environment) -> Any:
+        _prepared(self, "local", {})
+        return create_local(self)
 
     create_master_runner.swarmgauge_prepared = True  # type: ignore[attr-defined]
     Environment.create_master_runner = create_master_runner  # type: ignore[method-assign]
     Environment.create_worker_runner = create_worker_runner  # type: ignore[method-assign]
+    Environment.create_local_runner = create_local_runner  # type: ignore[method-assign]

@@ -78,6 +78,8 @@ def read_cluster_key(path: str) -> bytes:
 
 def _prepare_runner(environment: Environment, role: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     """Arm the channel's keys (or none) and tell where the master listens, before Locust makes the socket."""
+    if role == "local":
+        return kwargs
     options = environment.parsed_options
     path = str(getattr(options, "cluster_key_file", "") or "")
 

@@ -8,8 +8,8 @@ they are (under ``--run-dir`` or not): ``--csv`` and ``--logfile`` at ``init`` (
 has written only the CSVs' header and the log's first line); ``--html`` and ``--json-file`` created empty and
 private at ``init`` (Locust's ``open(..., "w")`` keeps that mode), the HTML report checked again at ``quitting``
 (its name can take ``{u}``, known only then). The process's umask is never changed: the locustfile's own files get
-the mode any file of the process gets; a folder the user named (``--run-dir``'s parent, ``--csv``'s folder) keeps
-its mode.
+the mode any file of the process gets; a folder created for Locust's files is 0700 (``--csv``'s before Locust makes it,
+at the runner's creation), one that exists (``--run-dir``'s parent) keeps its mode.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 from locust import events
 from locust.env import Environment
 
+from swarmgauge.core import worker_channel
 from swarmgauge.files import PRIVATE_FILE, make_private, make_private_folder
 
 logger = logging.getLogger("swarmgauge.privacy")
@@ -77,6 +78,21 @@ def protect_locust_outputs(options: Any, *, before_run: bool) -> None:
         written_at_exit.append(html)
     for name in written_at_exit:
         (_create_private if before_run else _make_private)(Path(name))
+
+
+def _private_csv_folder(environment: Environment, _role: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The ``--csv`` folder, when missing, created 0700 before Locust makes it with the umask's mode."""
+    prefix = getattr(environment.parsed_options, "csv_prefix", None)
+    folder = os.path.dirname(prefix) if isinstance(prefix, str) else ""
+    if folder:
+        try:
+            _create_private_folders(Path(folder))
+        except OSError as exc:  # Locust's own makedirs then says what is wrong
+            logger.warning("could not create %s private: %s", folder, exc)
+    return kwargs
+
+
+worker_channel.before_runner_creation(_private_csv_folder)
 
 
 @events.init.add_listener

@@ -208,12 +208,14 @@ PATCHES: tuple[Patch, ...] = (
             "locust.rpc.zmqrpc.BaseSocket.__init__",
             "locust.env.Environment.create_master_runner",
             "locust.env.Environment.create_worker_runner",
+            "locust.env.Environment.create_local_runner",
         ),
         private_names=(),
         why="the master's port accepts any peer: with --cluster-key-file its socket is a ZeroMQ CURVE server and "
         "every worker's a CURVE client (keys derived from the shared key, a ZAP check of the worker's key), set "
         "between the socket's creation and its bind or connect; the runners' creation is where the key is read "
-        "and the master's bind host told, before the socket exists",
+        "and the master's bind host told, before the socket exists (and where the --csv folder is made private, "
+        "before Locust makes it)",
         upstream="locust: issue asking for authenticated, encrypted master-worker sockets (a ZeroMQ CURVE option)",
     ),
     Patch(

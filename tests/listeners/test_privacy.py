@@ -55,7 +55,7 @@ def test_the_run_and_locusts_files_anywhere_are_private_and_the_users_own_files_
                 "--run-dir",
                 str(runs),
                 "--csv",
-                str(elsewhere / "locust"),
+                str(elsewhere / "csv" / "locust"),
                 "--html",
                 str(elsewhere / "new" / "locust.html"),
                 "--logfile",
@@ -79,16 +79,19 @@ def test_the_run_and_locusts_files_anywhere_are_private_and_the_users_own_files_
     assert mode(runs) == 0o755  # the --run-dir parent is the user's folder
     assert umask_seen.read_text().strip() == "22"
     assert mode(own) == 0o644
-    # Locust's own files are private wherever they are; a folder created for one is 0700 (an existing one, or the
-    # folder Locust itself makes for --csv, keeps the mode it has)
-    assert {p.name: oct(mode(p)) for p in elsewhere.iterdir()} == {
-        "locust.log": "0o600",
-        "new": "0o700",
-        "stats.json": "0o600",
+    # Locust's own files are private wherever they are; a folder created for them is 0700 (an existing one keeps
+    # the mode it has, as does the --logfile's, which Locust makes before any listener runs)
+    assert {p.name: oct(mode(p)) for p in (elsewhere / "csv").iterdir()} == {
         "locust_stats.csv": "0o600",
         "locust_stats_history.csv": "0o600",
         "locust_failures.csv": "0o600",
         "locust_exceptions.csv": "0o600",
+    }
+    assert {p.name: oct(mode(p)) for p in elsewhere.iterdir()} == {
+        "locust.log": "0o600",
+        "new": "0o700",
+        "stats.json": "0o600",
+        "csv": "0o700",
     }
     assert (elsewhere / "locust.log").stat().st_size > 0 and (elsewhere / "new" / "locust.html").stat().st_size > 0
     assert mode(elsewhere / "new" / "locust.html") == 0o600
