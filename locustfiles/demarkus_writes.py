@@ -23,7 +23,7 @@ from locust import constant, constant_throughput, events, task
 from locust.env import Environment
 
 import swarmgauge.locust  # noqa: F401
-from swarmgauge.core import option_kinds
+from swarmgauge.core import option_kinds, worker_channel
 from swarmgauge.core.options import add_option
 from swarmgauge.shapes import PlanShape  # noqa: F401
 from swarmgauge.targets.mark.embedded import start_embedded_default
@@ -79,6 +79,7 @@ def _embedded_default(environment: Environment, **_kwargs: Any) -> None:
         return
     if not parsed.mark_token:
         parsed.mark_token = secrets.token_urlsafe(24)
+        worker_channel.share_with_workers("mark_token")  # a throwaway token of our loopback server: workers need it
     start_embedded_default(environment, publish_token=parsed.mark_token)
 
 

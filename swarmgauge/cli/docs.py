@@ -79,7 +79,29 @@ def options_page() -> str:
             env = f"`{option.locust}`<br>`{option.swarmgauge}`"
             lines.append(f"| `{option.flag}` | {env} | {cell(shown_default(option.default))} | {cell(what)} |")
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines + locust_defaults_changed())
+
+
+def locust_defaults_changed() -> list[str]:
+    """Locust's own options whose default swarmgauge changes: the parser as Locust builds it, against the parser
+    with swarmgauge's listeners (``locust --help`` gives each its text)."""
+    from locust import argument_parser
+
+    pristine = argument_parser.default_args_dict()
+    parser = argument_parser.get_parser()
+    lines = [
+        "## Locust's options with another default",
+        "",
+        "Locust's own options whose default swarmgauge changes (`locust --help` says what each does):",
+        "",
+        "| option | Locust's default | swarmgauge's |",
+        "|---|---|---|",
+    ]
+    for dest in sorted(pristine):
+        ours, locusts = shown_default(parser.get_default(dest)), shown_default(pristine[dest])
+        if ours != locusts:
+            lines.append(f"| `--{dest.replace('_', '-')}` | {cell(locusts)} | {cell(ours)} |")
+    return [*lines, ""]
 
 
 def slo_page() -> str:

@@ -9,6 +9,7 @@ import importlib
 #: Every listener module, in the order their handlers register (the run folder first; the run's end is
 #: ``core/lifecycle.py``, imported by the first of them).
 LISTENER_MODULES = (
+    "swarmgauge.listeners.cluster",
     "swarmgauge.listeners.rundir",
     "swarmgauge.listeners.steps",
     "swarmgauge.listeners.user_errors",

@@ -44,7 +44,7 @@ from swarmgauge.core.run_context import PerEnvironment, RunContext
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import participants
 from swarmgauge.redaction import known_secrets
-from swarmgauge.run_folders import LATEST, is_inside, new_run_folder, resolve  # noqa: F401 - resolve is part of this API
+from swarmgauge.run_folders import LATEST, new_run_folder, resolve  # noqa: F401 - resolve is part of this API
 
 logger = logging.getLogger("swarmgauge.rundir")
 
@@ -336,11 +336,9 @@ def write_run_json(environment: Environment, *, final: bool) -> None:
     write_atomic(directory / "run.json", json.dumps(doc, indent=2, sort_keys=True))
 
 
-def _write_locust_csvs(
-    environment: Environment, stats: Path, failures: Path, exceptions: Path, *, private: bool = True
-) -> None:
-    """Locust's three CSV tables as they stand now, redacted, each written whole (a reader never sees half);
-    ``private``: mode 0600, else the mode the umask gives (a ``--csv`` outside ``--run-dir``)."""
+def _write_locust_csvs(environment: Environment, stats: Path, failures: Path, exceptions: Path) -> None:
+    """Locust's three CSV tables as they stand now, redacted, each written whole (a reader never sees half), mode
+    0600 wherever they are."""
     writer = locust_stats.StatsCSV(environment, locust_stats.PERCENTILES_TO_REPORT)
     for path, method in (
         (stats, writer.requests_csv),
@@ -349,7 +347,7 @@ def _write_locust_csvs(
     ):
         buffer = io.StringIO()
         method(csv.writer(buffer))
-        write_atomic(path, redact(buffer.getvalue(), environment), private=private)
+        write_atomic(path, redact(buffer.getvalue(), environment))
 
 
 def _locust_csvs(environment: Environment, directory: Path) -> None:
@@ -370,14 +368,12 @@ def _final_csv_prefix_files(**_kwargs: Any) -> None:
         prefix = getattr(options, "csv_prefix", None)
         if not prefix or isinstance(getattr(environment, "runner", None), WorkerRunner):
             continue
-        run_parent = getattr(options, "run_dir", None)
         try:
             _write_locust_csvs(
                 environment,
                 Path(f"{prefix}_stats.csv"),
                 Path(f"{prefix}_failures.csv"),
                 Path(f"{prefix}_exceptions.csv"),
-                private=isinstance(run_parent, str) and bool(run_parent) and is_inside(prefix, run_parent),
             )
         except OSError as exc:
             logger.warning("could not write the final --csv tables: %s", exc)

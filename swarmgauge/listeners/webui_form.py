@@ -3,7 +3,9 @@
 Locust's form handler converts a field by the type of the option's current value, so an empty list default makes it
 call ``int('')`` and an unticked box overrides a value an embedded target set. :func:`apply_form` takes every
 non-Locust option out of the form first and sets it the way the command line would have; :func:`scrub_template_args`
-shows the values the run will really use in the form, with secrets blank.
+shows the values the run will really use in the form, with secrets blank. Whoever reaches the form may not write
+anywhere: a path it gives to write to (:data:`WRITTEN_PATHS`) must lie inside the launch's ``--run-dir``
+(:func:`check_written_paths`).
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from werkzeug.datastructures import ImmutableMultiDict
 from swarmgauge.core.options import check_options
 from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.listeners.rundir import is_secret_name, redact
+from swarmgauge.run_folders import is_inside
 
 LIST_SEPARATORS = (",", ";")
+#: The form's fields that name a place the run writes to, by dest, with their flag.
+WRITTEN_PATHS = {"run_dir": "--run-dir", "slo_junit": "--slo-junit"}
 
 
 class FormError(ValueError):
@@ -51,6 +56,37 @@ class StartUpOptions(PerEnvironment):
     """Owned by ``listeners/webui_form.py``: the options code set at start-up, computed before the first START."""
 
     code_set: set[str] | None = None
+    #: the ``--run-dir`` the process was started with ("" if none), read before the first START changed it
+    launch_run_dir: str | None = None
+
+
+def launch_run_dir(environment: Environment) -> str:
+    """The ``--run-dir`` of the launch: the one folder the form may write into (kept from before the first START)."""
+    record = StartUpOptions.of(environment)
+    if record.launch_run_dir is None:
+        value = getattr(environment.parsed_options, "run_dir", None)
+        record.launch_run_dir = value if isinstance(value, str) else ""
+    return record.launch_run_dir
+
+
+def check_written_paths(environment: Environment, values: dict[str, Any]) -> None:
+    """A :class:`FormError` for a path to write to outside the launch's ``--run-dir`` (``..``, another absolute
+    path, a symlink leading out: the path is resolved before it is compared)."""
+    root = launch_run_dir(environment)
+    for dest, flag in WRITTEN_PATHS.items():
+        value = values.get(dest)
+        if not value:
+            continue
+        if not root:
+            raise FormError(
+                f"{flag} {value!r}: the web form writes only inside the --run-dir swarmgauge was started with, "
+                "and it was started without one"
+            )
+        if not is_inside(str(value), root):
+            raise FormError(
+                f"{flag} {value!r}: outside {root}, the --run-dir swarmgauge was started with; the web form "
+                "writes only there"
+            )
 
 
 def set_at_start_up(environment: Environment, options: dict[str, argparse.Action]) -> set[str]:
@@ -110,6 +146,7 @@ def apply_form(environment: Environment, form: Any) -> ImmutableMultiDict:
     """Set every non-Locust option present in ``form`` on ``parsed_options``; return the form Locust should see."""
     options = web_options()
     keep = set_at_start_up(environment, options)
+    launch_run_dir(environment)
     parsed = environment.parsed_options
     handled, values = set(), {}
     for dest, action in options.items():
@@ -127,6 +164,7 @@ def apply_form(environment: Environment, form: Any) -> ImmutableMultiDict:
         values[dest] = convert(action, texts, current)
     if parsed is not None:  # the ranges init checks, before any value is set
         check_options(argparse.Namespace(**{**vars(parsed), **values}))
+    check_written_paths(environment, values)
     for dest, value in values.items():  # only once every field converted and checked: a bad one changes nothing
         setattr(parsed, dest, value)
     return ImmutableMultiDict([(k, v) for k, v in form.items(multi=True) if k not in handled])

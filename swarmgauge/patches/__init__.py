@@ -206,6 +206,37 @@ PATCHES: tuple[Patch, ...] = (
         "first spawn be handled after the constructor returns)",
     ),
     Patch(
+        name="locust-worker-channel-secrets",
+        dependency="locust",
+        kind=Kind.REPLACES,
+        where=("swarmgauge.core.worker_channel",),
+        touches=("locust.rpc.zmqrpc.BaseSocket.send_to_client",),
+        private_names=(),
+        why="the master sends every worker its whole parsed options with each spawn (vars(parsed_options)), secret "
+        "options included, in clear: every message it sends now loses the secret options (their names stay, so a "
+        "worker can say which it lacks) and any registered secret value",
+        upstream="locust: issue asking that options declared is_secret=True not be sent in the spawn message",
+    ),
+    Patch(
+        name="locust-worker-channel-curve",
+        dependency="locust",
+        kind=Kind.REPLACES,
+        where=("swarmgauge.core.worker_channel",),
+        touches=(
+            "locust.rpc.zmqrpc.BaseSocket.__init__",
+            "locust.env.Environment.create_master_runner",
+            "locust.env.Environment.create_worker_runner",
+            "locust.env.Environment.create_local_runner",
+        ),
+        private_names=(),
+        why="the master's port accepts any peer: with --cluster-key-file its socket is a ZeroMQ CURVE server and "
+        "every worker's a CURVE client (keys derived from the shared key, a ZAP check of the worker's key), set "
+        "between the socket's creation and its bind or connect; the runners' creation is where the key is read "
+        "and the master's bind host told, before the socket exists (and where the --csv folder is made private, "
+        "before Locust makes it)",
+        upstream="locust: issue asking for authenticated, encrypted master-worker sockets (a ZeroMQ CURVE option)",
+    ),
+    Patch(
         name="locust-stop-tick-warning",
         dependency="locust",
         kind=Kind.FILTERS_LOG,

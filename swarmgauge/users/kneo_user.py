@@ -19,7 +19,7 @@ from locust import User, constant, events, task
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from swarmgauge.core import hooks, option_kinds, run_context
+from swarmgauge.core import hooks, option_kinds, run_context, worker_channel
 from swarmgauge.core.options import add_option
 from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import UsageError, stop_on_usage_error
@@ -98,6 +98,7 @@ def _add_options(parser: Any) -> None:
         default="",
         include_in_web_ui=False,
     )
+    worker_channel.keep_on_master("kneo_store")  # only the master reconciles; a DSN carries a password
     _option(
         parser,
         "--kneo-store-file",

@@ -38,7 +38,7 @@ def test_importing_swarmgauge_locust_and_its_init_leave_the_umask_alone():
 
 
 @pytest.mark.integration
-def test_the_run_is_private_and_the_users_own_files_keep_the_umask(tmp_path):
+def test_the_run_and_locusts_files_anywhere_are_private_and_the_users_own_files_keep_the_umask(tmp_path):
     runs, elsewhere = tmp_path / "runs", tmp_path / "elsewhere"
     own, umask_seen = tmp_path / "own.txt", tmp_path / "umask.txt"
     with sim_target("--delay", "const:1") as target:
@@ -55,13 +55,13 @@ def test_the_run_is_private_and_the_users_own_files_keep_the_umask(tmp_path):
                 "--run-dir",
                 str(runs),
                 "--csv",
-                str(elsewhere / "locust"),
+                str(elsewhere / "csv" / "locust"),
                 "--html",
-                str(runs / "locust.html"),
+                str(elsewhere / "new" / "locust.html"),
                 "--logfile",
-                str(runs / "locust.log"),
+                str(elsewhere / "locust.log"),
                 "--json-file",
-                str(runs / "stats"),
+                str(elsewhere / "stats"),
             ),
             cwd=ROOT,
             capture_output=True,
@@ -76,15 +76,23 @@ def test_the_run_is_private_and_the_users_own_files_keep_the_umask(tmp_path):
     written = [p for p in run.rglob("*")]
     assert {"run.json", "steps.csv", "summary.json", "locust_stats.csv"} <= {p.name for p in written}
     assert {p.name: oct(mode(p)) for p in written if mode(p) != (0o700 if p.is_dir() else 0o600)} == {}
-    assert mode(runs / "locust.html") == 0o600 and (runs / "locust.html").stat().st_size > 0
-    assert mode(runs / "locust.log") == 0o600
-    assert mode(runs / "stats.json") == 0o600 and json.loads((runs / "stats.json").read_text())
     assert mode(runs) == 0o755  # the --run-dir parent is the user's folder
     assert umask_seen.read_text().strip() == "22"
     assert mode(own) == 0o644
-    assert {p.name: mode(p) for p in elsewhere.iterdir()} == {
-        "locust_stats.csv": 0o644,
-        "locust_stats_history.csv": 0o644,
-        "locust_failures.csv": 0o644,
-        "locust_exceptions.csv": 0o644,
+    # Locust's own files are private wherever they are; a folder created for them is 0700 (an existing one keeps
+    # the mode it has, as does the --logfile's, which Locust makes before any listener runs)
+    assert {p.name: oct(mode(p)) for p in (elsewhere / "csv").iterdir()} == {
+        "locust_stats.csv": "0o600",
+        "locust_stats_history.csv": "0o600",
+        "locust_failures.csv": "0o600",
+        "locust_exceptions.csv": "0o600",
     }
+    assert {p.name: oct(mode(p)) for p in elsewhere.iterdir()} == {
+        "locust.log": "0o600",
+        "new": "0o700",
+        "stats.json": "0o600",
+        "csv": "0o700",
+    }
+    assert (elsewhere / "locust.log").stat().st_size > 0 and (elsewhere / "new" / "locust.html").stat().st_size > 0
+    assert mode(elsewhere / "new" / "locust.html") == 0o600
+    assert json.loads((elsewhere / "stats.json").read_text())

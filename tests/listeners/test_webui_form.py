@@ -7,6 +7,8 @@ import argparse
 import json
 import subprocess
 import sys
+import urllib.parse
+import urllib.request
 from types import SimpleNamespace
 
 import pytest
@@ -14,7 +16,8 @@ from werkzeug.datastructures import ImmutableMultiDict
 
 from swarmgauge.listeners import webui_form
 from swarmgauge.listeners.webui_form import FormError, apply_form, convert, scrub_template_args
-from tests.listeners.sim_run import ROOT
+from tests.listeners.sim_run import ROOT, sim_target
+from tests.listeners.webui_harness import browser_page, web_locust
 
 LOCUSTFILES = sorted(p.stem for p in (ROOT / "locustfiles").glob("*.py") if p.stem != "__init__")
 
@@ -169,3 +172,94 @@ def test_every_box_of_every_locustfile_keeps_what_code_set_and_follows_what_the_
             "set_by_user_followed": not flipped,
             "default_followed": flipped,
         }, dest
+
+
+def _run_dir_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--run-dir", default=None)
+    parser.add_argument("--slo-junit", default=None)
+    for action in parser._actions:
+        action.is_secret = False
+    return parser
+
+
+@pytest.mark.parametrize(
+    "dest, typed, why",
+    [
+        ("run_dir", "{root}/../elsewhere", "outside"),
+        ("run_dir", "/tmp/not-the-run-dir", "outside"),
+        ("run_dir", "{root}/out-link/inside-it", "outside"),
+        ("slo_junit", "{root}/out-link/junit.xml", "outside"),
+        ("slo_junit", "{tmp}/junit.xml", "outside"),
+    ],
+)
+def test_a_path_the_form_would_write_to_outside_the_launchs_run_dir_is_refused(monkeypatch, tmp_path, dest, typed, why):
+    root, outside = tmp_path / "runs", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "out-link").symlink_to(outside)  # a symlink inside that leads out
+    parser = _run_dir_parser()
+    monkeypatch.setattr(webui_form, "web_options", lambda: {a.dest: a for a in parser._actions if a.dest != "help"})
+    monkeypatch.setattr(webui_form, "_parser", lambda: parser)
+    monkeypatch.setattr("sys.argv", ["locust", "--run-dir", str(root)])
+    options = SimpleNamespace(run_dir=str(root), slo_junit=None)
+    value = typed.format(root=root, tmp=tmp_path)
+    with pytest.raises(FormError, match=f"{why} {root}, the --run-dir swarmgauge was started with"):
+        apply_form(SimpleNamespace(parsed_options=options), ImmutableMultiDict([(dest, value)]))
+    assert options.run_dir == str(root) and options.slo_junit is None  # nothing changed
+
+
+def test_the_form_may_write_inside_the_launchs_run_dir_and_nowhere_without_one(monkeypatch, tmp_path):
+    root = tmp_path / "runs"
+    root.mkdir()
+    parser = _run_dir_parser()
+    monkeypatch.setattr(webui_form, "web_options", lambda: {a.dest: a for a in parser._actions if a.dest != "help"})
+    monkeypatch.setattr(webui_form, "_parser", lambda: parser)
+    monkeypatch.setattr("sys.argv", ["locust", "--run-dir", str(root)])
+    options = SimpleNamespace(run_dir=str(root), slo_junit=None)
+    environment = SimpleNamespace(parsed_options=options)
+    apply_form(environment, ImmutableMultiDict([("run_dir", f"{root}/experiment-1"), ("slo_junit", f"{root}/j.xml")]))
+    assert (options.run_dir, options.slo_junit) == (f"{root}/experiment-1", f"{root}/j.xml")
+    # the second START compares with the launch's --run-dir, not with the folder the first one chose
+    with pytest.raises(FormError, match="outside"):
+        apply_form(environment, ImmutableMultiDict([("run_dir", f"{root}/experiment-1/../../x")]))
+
+    monkeypatch.setattr("sys.argv", ["locust"])
+    unset = SimpleNamespace(parsed_options=SimpleNamespace(run_dir=None, slo_junit=None))
+    with pytest.raises(FormError, match="started without one"):
+        apply_form(unset, ImmutableMultiDict([("run_dir", str(root))]))
+
+
+HTTP_RAMP = ROOT / "locustfiles" / "http_ramp.py"
+
+
+def _post_start(url: str, fields: dict[str, str]) -> dict:
+    data = urllib.parse.urlencode(fields).encode()
+    with urllib.request.urlopen(urllib.request.Request(url + "/swarm", data=data), timeout=30) as answer:
+        return json.loads(answer.read())
+
+
+@pytest.mark.integration
+def test_the_web_form_cannot_write_a_run_folder_outside_the_launchs_run_dir(tmp_path):
+    runs, outside = tmp_path / "runs", tmp_path / "outside"
+    runs.mkdir()
+    outside.mkdir()
+    (runs / "out-link").symlink_to(outside)
+    with (
+        sim_target("--delay", "const:2") as target,
+        web_locust(HTTP_RAMP, "--host", target.url, "--run-dir", str(runs), log_dir=tmp_path) as web,
+    ):
+        start = {"user_count": "1", "spawn_rate": "1", "host": target.url, "steps": "1", "step_time": "1s"}
+        for folder in (str(outside), f"{runs}/../outside", f"{runs}/out-link/x", "/etc/swarmgauge-test"):
+            refused = _post_start(web.url, {**start, "run_dir": folder})
+            assert refused["success"] is False, folder
+            assert f"outside {runs}, the --run-dir swarmgauge was started with" in refused["message"], refused
+        with browser_page() as page:
+            page.goto(web.url + "/")
+            page.wait_for_selector("form")
+            if not page.locator('input[name="runDir"]').is_visible():
+                page.get_by_text("Custom parameters").click()
+            page.fill('input[name="runDir"]', str(outside))
+            page.get_by_role("button", name="START").click()
+            page.get_by_text("the --run-dir swarmgauge was started with").wait_for(timeout=30_000)
+    assert list(outside.iterdir()) == [] and not (tmp_path / "etc").exists()

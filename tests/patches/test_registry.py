@@ -201,3 +201,30 @@ def test_argparses_append_action_and_option_table_are_still_where_the_patch_read
     action = parser.add_argument("--x", action="append")
     assert isinstance(action, argparse._AppendAction)
     assert parser._option_string_actions["--x"] is action
+
+
+def test_locusts_master_still_sends_its_whole_options_and_a_worker_takes_only_the_keys_sent():
+    """``locust-worker-channel-secrets``: the spawn carries ``vars(parsed_options)`` (the master's own dict, so the
+    scrub copies it), and a worker updates its options with the message's keys only, so one left out keeps the
+    worker's own value."""
+    from locust.runners import MasterRunner, WorkerRunner
+
+    assert '"parsed_options": vars(self.environment.parsed_options)' in inspect.getsource(MasterRunner.start)
+    worker = inspect.getsource(WorkerRunner.handle_message)
+    assert 'for k, v in job["parsed_options"].items()' in worker
+    assert "vars(self.environment.parsed_options).update(custom_args_from_master)" in worker
+
+
+def test_locusts_sockets_are_made_before_they_bind_or_connect_and_the_runner_before_init():
+    """``locust-worker-channel-curve``: ``Server``/``Client`` call ``BaseSocket.__init__`` and then bind or connect
+    (the CURVE options go in between); ``main`` makes the runner (which binds or connects) before ``init``."""
+    from locust import main
+    from locust.rpc import zmqrpc
+
+    server = inspect.getsource(zmqrpc.Server.__init__)
+    client = inspect.getsource(zmqrpc.Client.__init__)
+    assert server.index("BaseSocket.__init__") < server.index(".bind(")
+    assert client.index("BaseSocket.__init__") < client.index(".connect(")
+    source = inspect.getsource(main.main)
+    assert source.index("create_master_runner(") < source.index("events.init.fire(")
+    assert source.index("create_worker_runner(") < source.index("events.init.fire(")
