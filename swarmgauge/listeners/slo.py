@@ -13,6 +13,11 @@ event), a plain count, not a ratio (Locust counts no task iterations to divide b
 code raised fails (exit 1, "user code raised N exceptions"): an SLO on ``fail_ratio`` judges failed requests, not
 exceptions, so it no longer passes a run whose iterations raise after a successful request.
 
+Requests still in flight when their user was stopped are failures (``Unfinished``, with their time so far): they
+count in ``fail_ratio`` and ``failures``. A step that held users and whose every request was cut off that way (no
+answer at all) fails every gate at the end, the reason saying ``no answers in step N (X unfinished)``
+(:mod:`listeners.unanswered`).
+
 Verdicts: ``pass``; ``fail``; ``no data`` (a provider's ``None``), which fails the gate (a gate that passes on
 nothing measured would pass a target that never answered); a threshold naming a request type or name that never
 appeared fails and says so; and ``not reached (cut short)`` when ``-t`` stopped the plan first and the gate could not
@@ -32,7 +37,7 @@ import math
 import operator
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -46,7 +51,7 @@ from swarmgauge.core.options import add_option
 from swarmgauge.core.run_context import RunContext
 from swarmgauge.core.slo_units import LATENCY_METRICS, UNITS, in_unit
 from swarmgauge.errors import UsageError, stop_on_usage_error
-from swarmgauge.listeners import outcome, rundir, slo_junit, steps, user_errors
+from swarmgauge.listeners import outcome, rundir, slo_junit, steps, unanswered, user_errors
 from swarmgauge.listeners.outcome import FAILING, NOT_REACHED, covers_failures  # noqa: F401 - covers_failures: API
 from swarmgauge.listeners.steps_csv import step_durations
 
@@ -200,8 +205,15 @@ def _status(threshold: Threshold, observed: float | None) -> tuple[str, str]:
     return "pass", "amber" if near and threshold.op in ("<", "<=", ">", ">=") else "green"
 
 
-def evaluate(environment: Environment, threshold: Threshold) -> dict[str, Any]:
-    """One verdict: over the run, or per step (failing if any step fails, unknown if none had data)."""
+def evaluate(
+    environment: Environment, threshold: Threshold, silent: Sequence[unanswered.SilentStep] = ()
+) -> dict[str, Any]:
+    """One verdict: over the run, or per step (failing if any step fails, unknown if none had data); a step with
+    users and no answers (``silent``, given at the end: :mod:`listeners.unanswered`) fails it, with that said."""
+    return unanswered.fail_silent(_evaluate(environment, threshold), silent)
+
+
+def _evaluate(environment: Environment, threshold: Threshold) -> dict[str, Any]:
     verdict: dict[str, Any] = asdict(threshold)
     cut = cut_short(environment)
     missing = _missing_request(environment, threshold)
@@ -271,7 +283,8 @@ def check(environment: Environment) -> list[dict[str, Any]]:
     if done is not None:
         return done
     steps.finalize(environment)
-    verdicts = [evaluate(environment, parse(expr)) for expr in all_exprs(environment)]
+    silent = unanswered.silent_steps(environment)
+    verdicts = [evaluate(environment, parse(expr), silent) for expr in all_exprs(environment)]
     RunContext.of(environment).slo_verdicts = verdicts
     decided = outcome.record(environment, verdicts)
     passed = all(v["status"] == "pass" for v in verdicts)

@@ -40,6 +40,7 @@ from swarmgauge.core.locust_compat import (
     thin_history,
 )
 from swarmgauge.core.run_context import PerEnvironment
+from swarmgauge.errors import Unfinished
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import rundir, stalls
 from swarmgauge.listeners.heap_trim import trim_malloc_heap
@@ -252,7 +253,10 @@ def on_request(
     if info.warmup and started < began + info.warmup:
         state.recorder.record_warmup(info.index)
         return
-    state.recorder.record(info.index, request_type, name, response_time, exception is not None)
+    failed = exception is not None
+    state.recorder.record(info.index, request_type, name, response_time, failed)
+    if failed and isinstance(exception, Unfinished):
+        state.recorder.note_unfinished(info.index, request_type, name)
     state.stall_watch.note_request(info.index, started, response_time)
 
 
