@@ -209,7 +209,7 @@ IN_FLIGHT_GRACE_SECONDS = 5.0
 
 
 @locust_events.test_start.add_listener
-def _grace_for_requests_in_flight(environment: Environment, **_kwargs: Any) -> None:
+def grace_for_requests_in_flight(environment: Environment, **_kwargs: Any) -> None:
     """Locust's default (no ``--stop-timeout``: 0) kills a stopped user mid-request; a user here gets
     :data:`IN_FLIGHT_GRACE_SECONDS` instead. At ``test_start``, after every ``init`` listener set a default of its own
     (kneo's 15 s); a master sends the value to its workers with each spawn."""
