@@ -2,7 +2,7 @@
 
 Grammar: ``[TYPE[:NAME]:]METRIC OP VALUE[UNIT][@step|@run]`` such as ``FETCH:p99<500ms``, ``fail_ratio<0.01``,
 ``rps>150@step``, ``dropped==0``, ``rss_delta<50MiB``, ``user_errors<10``. Built-in metrics: ``p50 p90 p99 p99.9 max
-avg`` (ms), ``fail_ratio``, ``rps``, ``requests``, ``failures`` and every per-step counter (``dropped``,
+avg`` (ms), ``fail_ratio``, ``rps``, ``requests``, ``failures``, ``unfinished`` and every per-step counter (``dropped``,
 ``user_errors``, ...); other listeners add terms with :func:`register_metric`. Providers return base units:
 milliseconds for times, bytes for sizes, bytes per hour for slopes (``MiB/h``), fractions for ratios (``%`` divides
 by 100). ``@run`` (the default) checks the whole run; ``@step`` checks every step and fails if any step fails.
@@ -79,7 +79,7 @@ _EXPR = re.compile(
     r"(?P<value>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
     r"\s*(?P<unit>[A-Za-z%/]*)\s*(?:@(?P<scope>" + "|".join(SCOPES) + r"))?\s*$"
 )
-REQUEST_METRICS = set(LATENCY_METRICS) | {"max", "avg", "fail_ratio", "rps", "requests", "failures"}
+REQUEST_METRICS = set(LATENCY_METRICS) | {"max", "avg", "fail_ratio", "rps", "requests", "failures", "unfinished"}
 
 
 def known_metric(metric: str) -> bool:
@@ -181,6 +181,8 @@ def _request_metric(environment: Environment, threshold: Threshold, step: int | 
         return float(stats.requests)
     if metric == "failures":
         return float(stats.failures)
+    if metric == "unfinished":
+        return float(stats.unfinished)
     durations = step_durations(steps.step_infos(environment), steps.stopped_at(environment))
     seconds = durations.get(step) if step is not None else sum(d for d in durations.values() if d)
     return stats.requests / seconds if seconds else None
