@@ -43,6 +43,15 @@ def exit_reason(code: int, verdicts: list[dict[str, Any]], decided: outcome.Outc
     return f"exit code {code}"
 
 
+def unfinished_sentence(count: int) -> str:
+    """What the ``unfinished`` column means, said once under the tables."""
+    requests = "request was" if count == 1 else "requests were"
+    return (
+        f"{count} {requests} still in flight when their users stopped: recorded as failures (Unfinished), "
+        "timed up to the stop, in the step each started in."
+    )
+
+
 def summary_text(environment: Environment, code: int) -> str:
     """The step tables with their trend sentences, the SLO verdicts and the exit code, as plain text.
 
@@ -66,6 +75,9 @@ def summary_text(environment: Environment, code: int) -> str:
             lines += ["", title, shown]
             if sentence:
                 lines.append(sentence)
+        cut_off = sum(int(row.get("unfinished") or 0) for row in rows if row.get("name") != "Aggregated")
+        if cut_off:
+            lines += ["", unfinished_sentence(cut_off)]
     else:
         lines.append("no steps were measured")
     cut = RunContext.of(environment).run_info.get("cut_short")

@@ -108,6 +108,7 @@ def slo_page() -> str:
     from swarmgauge.core import hooks
     from swarmgauge.core.slo_units import LATENCY_METRICS, UNITS
     from swarmgauge.listeners import slo
+    from swarmgauge.users.recording import IN_FLIGHT_GRACE_SECONDS
 
     lines = [
         "# SLO thresholds",
@@ -140,10 +141,20 @@ def slo_page() -> str:
         ],
         "| `max` | slowest response, ms |",
         "| `avg` | mean response time, ms |",
-        "| `fail_ratio` | failures / requests (a fraction; `%` divides by 100) |",
+        "| `fail_ratio` | failures / requests, the unfinished ones included (a fraction; `%` divides by 100) |",
         "| `rps` | requests per second |",
-        "| `requests` | requests completed |",
-        "| `failures` | requests failed |",
+        "| `requests` | requests recorded: ended, or unfinished |",
+        "| `failures` | requests failed, the unfinished ones included |",
+        "| `unfinished` | requests still in flight when their user was stopped |",
+        "",
+        "## Requests in flight at the end",
+        "",
+        "A request its user is stopped in (the run's end, a step's ramp-down, `--stop-timeout` running out) is "
+        "recorded once as an `Unfinished` failure, timed up to the stop, in the step it started in (`steps.csv`'s "
+        "`unfinished`). Without `--stop-timeout`, a stopped user has "
+        f"{IN_FLIGHT_GRACE_SECONDS:g} s to finish the request it is in. A step that held users (or an arrival rate) "
+        "and whose every request was cut off that way fails every gate, the reason saying `no answers in step N "
+        "(X unfinished)`; without a gate the run exits 1 for it.",
         "",
         "## Per-step counters",
         "",

@@ -44,8 +44,13 @@ STEPS_BASE = (
     Column("target_rate", "iterations per second asked (open model); empty in a closed-model step"),
     Column("started_at", "Unix time the step started"),
     Column("duration_s", "seconds measured, warm-up excluded"),
-    Column("requests", "requests completed in the measured part of the step"),
-    Column("failures", "requests that failed"),
+    Column("requests", "requests started in the measured part of the step and recorded (ended or unfinished)"),
+    Column("failures", "requests that failed (the unfinished ones included)"),
+    Column(
+        "unfinished",
+        "of `failures`: requests still in flight when their user was stopped (the run's end, a ramp-down, "
+        "`--stop-timeout` running out), each timed up to the stop and counted in the step it started in",
+    ),
     Column("fail_ratio", "failures / requests"),
     Column("rps", "requests per second over `duration_s`; empty on a total mixing request types"),
     Column("p50_ms", "median response time, ms (HDR histogram merged over workers)"),

@@ -4,8 +4,9 @@ Exit codes (the README's table), highest priority first:
 
 - **3** an SLO failed (or ``--slo-abort`` stopped the run);
 - **2** a usage error (before any load: ``errors.stop_on_usage_error``) or a crash (an unhandled greenlet exception);
-- **1** (Locust's ``--exit-code-on-error``) user code raised exceptions that no SLO names (``user_errors``), or
-  requests failed that no SLO on failures (``fail_ratio``, ``failures``) judged;
+- **1** (Locust's ``--exit-code-on-error``) user code raised exceptions that no SLO names (``user_errors``), a step
+  with users had no answers (``listeners.unanswered``; with a gate, that gate fails: 3), or requests failed that no
+  SLO on failures (``fail_ratio``, ``failures``) judged;
 - **4** a gate was not exercised: an SLO is "not reached (cut short)" because ``-t`` stopped the plan first;
 - **0** otherwise.
 
@@ -23,7 +24,7 @@ from locust import log
 from locust.env import Environment
 
 from swarmgauge.core.run_context import PerEnvironment, RunContext
-from swarmgauge.listeners import user_errors
+from swarmgauge.listeners import unanswered, user_errors
 
 SLO_EXIT_CODE = 3
 USAGE_EXIT_CODE = 2
@@ -97,6 +98,10 @@ def decide(environment: Environment, verdicts: list[dict[str, Any]]) -> Outcome:
     if raised and not names_user_errors(verdicts):
         text = user_errors.describe(raised, user_errors.by_class(environment))
         found.append((2, _error_code(environment), f"{text}; no SLO names user_errors"))
+    silent = unanswered.silent_steps(environment)
+    if silent and not failed:
+        words = "; ".join(step.reason for step in silent)
+        found.append((3, _error_code(environment), f"{words}: users ran and the target answered nothing"))
     failures, requests = _failed_requests(environment)
     if failures and not covers_failures(verdicts):
         line = f"requests failed ({failures} of {requests}) and no SLO covers failures (fail_ratio, failures)"

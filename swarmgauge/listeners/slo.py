@@ -2,7 +2,7 @@
 
 Grammar: ``[TYPE[:NAME]:]METRIC OP VALUE[UNIT][@step|@run]`` such as ``FETCH:p99<500ms``, ``fail_ratio<0.01``,
 ``rps>150@step``, ``dropped==0``, ``rss_delta<50MiB``, ``user_errors<10``. Built-in metrics: ``p50 p90 p99 p99.9 max
-avg`` (ms), ``fail_ratio``, ``rps``, ``requests``, ``failures`` and every per-step counter (``dropped``,
+avg`` (ms), ``fail_ratio``, ``rps``, ``requests``, ``failures``, ``unfinished`` and every per-step counter (``dropped``,
 ``user_errors``, ...); other listeners add terms with :func:`register_metric`. Providers return base units:
 milliseconds for times, bytes for sizes, bytes per hour for slopes (``MiB/h``), fractions for ratios (``%`` divides
 by 100). ``@run`` (the default) checks the whole run; ``@step`` checks every step and fails if any step fails.
@@ -12,6 +12,11 @@ event), a plain count, not a ratio (Locust counts no task iterations to divide b
 ``user_errors<10`` to tolerate a few, ``user_errors<5@step`` per step. Without an SLO naming it, a run whose user
 code raised fails (exit 1, "user code raised N exceptions"): an SLO on ``fail_ratio`` judges failed requests, not
 exceptions, so it no longer passes a run whose iterations raise after a successful request.
+
+Requests still in flight when their user was stopped are failures (``Unfinished``, with their time so far): they
+count in ``fail_ratio`` and ``failures``. A step that held users and whose every request was cut off that way (no
+answer at all) fails every gate at the end, the reason saying ``no answers in step N (X unfinished)``
+(:mod:`listeners.unanswered`).
 
 Verdicts: ``pass``; ``fail``; ``no data`` (a provider's ``None``), which fails the gate (a gate that passes on
 nothing measured would pass a target that never answered); a threshold naming a request type or name that never
@@ -32,7 +37,7 @@ import math
 import operator
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -46,7 +51,7 @@ from swarmgauge.core.options import add_option
 from swarmgauge.core.run_context import RunContext
 from swarmgauge.core.slo_units import LATENCY_METRICS, UNITS, in_unit
 from swarmgauge.errors import UsageError, stop_on_usage_error
-from swarmgauge.listeners import outcome, rundir, slo_junit, steps, user_errors
+from swarmgauge.listeners import outcome, rundir, slo_junit, steps, unanswered, user_errors
 from swarmgauge.listeners.outcome import FAILING, NOT_REACHED, covers_failures  # noqa: F401 - covers_failures: API
 from swarmgauge.listeners.steps_csv import step_durations
 
@@ -74,7 +79,7 @@ _EXPR = re.compile(
     r"(?P<value>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
     r"\s*(?P<unit>[A-Za-z%/]*)\s*(?:@(?P<scope>" + "|".join(SCOPES) + r"))?\s*$"
 )
-REQUEST_METRICS = set(LATENCY_METRICS) | {"max", "avg", "fail_ratio", "rps", "requests", "failures"}
+REQUEST_METRICS = set(LATENCY_METRICS) | {"max", "avg", "fail_ratio", "rps", "requests", "failures", "unfinished"}
 
 
 def known_metric(metric: str) -> bool:
@@ -176,6 +181,8 @@ def _request_metric(environment: Environment, threshold: Threshold, step: int | 
         return float(stats.requests)
     if metric == "failures":
         return float(stats.failures)
+    if metric == "unfinished":
+        return float(stats.unfinished)
     durations = step_durations(steps.step_infos(environment), steps.stopped_at(environment))
     seconds = durations.get(step) if step is not None else sum(d for d in durations.values() if d)
     return stats.requests / seconds if seconds else None
@@ -200,8 +207,15 @@ def _status(threshold: Threshold, observed: float | None) -> tuple[str, str]:
     return "pass", "amber" if near and threshold.op in ("<", "<=", ">", ">=") else "green"
 
 
-def evaluate(environment: Environment, threshold: Threshold) -> dict[str, Any]:
-    """One verdict: over the run, or per step (failing if any step fails, unknown if none had data)."""
+def evaluate(
+    environment: Environment, threshold: Threshold, silent: Sequence[unanswered.SilentStep] = ()
+) -> dict[str, Any]:
+    """One verdict: over the run, or per step (failing if any step fails, unknown if none had data); a step with
+    users and no answers (``silent``, given at the end: :mod:`listeners.unanswered`) fails it, with that said."""
+    return unanswered.fail_silent(_evaluate(environment, threshold), silent)
+
+
+def _evaluate(environment: Environment, threshold: Threshold) -> dict[str, Any]:
     verdict: dict[str, Any] = asdict(threshold)
     cut = cut_short(environment)
     missing = _missing_request(environment, threshold)
@@ -271,7 +285,8 @@ def check(environment: Environment) -> list[dict[str, Any]]:
     if done is not None:
         return done
     steps.finalize(environment)
-    verdicts = [evaluate(environment, parse(expr)) for expr in all_exprs(environment)]
+    silent = unanswered.silent_steps(environment)
+    verdicts = [evaluate(environment, parse(expr), silent) for expr in all_exprs(environment)]
     RunContext.of(environment).slo_verdicts = verdicts
     decided = outcome.record(environment, verdicts)
     passed = all(v["status"] == "pass" for v in verdicts)

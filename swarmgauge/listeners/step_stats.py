@@ -37,6 +37,7 @@ class NameStats:
     total_ms: float = 0.0
     max_ms: float = 0.0
     none_times: int = 0
+    unfinished: int = 0  # of ``failures``: requests their user was stopped in (``errors.Unfinished``)
     #: microseconds -> how many, not yet in ``histogram``: a request costs one dict update instead of hdrh's
     #: Python index arithmetic; :meth:`settle` folds them in before anything reads the histogram
     pending: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
@@ -76,6 +77,12 @@ class NameStats:
         self.total_ms += other.total_ms
         self.max_ms = max(self.max_ms, other.max_ms)
         self.none_times += other.none_times
+        self.unfinished += other.unfinished
+
+    @property
+    def answered(self) -> int:
+        """Requests that ended (with an answer or a failure of their own), not cut off by their user's stop."""
+        return self.requests - self.unfinished
 
     def percentile_ms(self, percentile: float) -> float | None:
         histogram = self.settle()
@@ -127,6 +134,11 @@ class StepRecorder:
             stats = self.entries[key] = NameStats()
         stats.record(response_time_ms, failed)
 
+    def note_unfinished(self, step: int, request_type: str, name: str) -> None:
+        """The request just recorded for (step, type, name) was cut off by its user's stop (rare: no per-request
+        cost on the path of a request that ends)."""
+        self.entries[(step, request_type, name)].unfinished += 1
+
     def record_warmup(self, step: int) -> None:
         self.warmup[step] = self.warmup.get(step, 0) + 1
 
@@ -159,6 +171,7 @@ class StepRecorder:
                     s.total_ms,
                     s.max_ms,
                     s.none_times,
+                    s.unfinished,
                 ]
                 for (step, rtype, name), s in self.entries.items()
             ],
@@ -186,9 +199,12 @@ class StepMerge:
     def add_batch(self, source: str, batch: dict[str, Any]) -> NameStats:
         """Merge one drained batch; returns its requests over all names (for the timeline)."""
         combined = NameStats()
-        for step, rtype, name, encoded, requests, failures, total_ms, max_ms, none_times in batch.get("entries", []):
+        for step, rtype, name, encoded, requests, failures, total_ms, max_ms, none_times, *rest in batch.get(
+            "entries", []
+        ):
+            unfinished = int(rest[0]) if rest else 0  # a batch from a worker without the field: none
             incoming = NameStats(
-                acyclic(HdrHistogram.decode(encoded)), requests, failures, total_ms, max_ms, none_times
+                acyclic(HdrHistogram.decode(encoded)), requests, failures, total_ms, max_ms, none_times, unfinished
             )
             key = (int(step), str(rtype), str(name))
             if key not in self.entries:

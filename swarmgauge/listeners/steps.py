@@ -4,7 +4,9 @@ The shape on the master calls :func:`announce` at each stage change; the master 
 worker (``swarmgauge_step`` message), and each process fires :data:`step_changed`. Every process records each
 ``request`` event into an HDR histogram per (step, request type, name), keyed by the step that was current on that
 process when the request *started* (the event's ``start_time``), so a request in flight across a boundary counts in
-the step it started in. Requests that start within a step's warm-up are counted apart and left out of its figures.
+the step it started in. Requests that start within a step's warm-up are counted apart and left out of its figures,
+except one still unanswered when its user was stopped (``errors.Unfinished``): that is no start-up transient, and is
+counted in its step's ``unfinished``.
 Workers drain their histograms into ``report_to_master``; the master merges them. When the plan is over the shape
 stops the users and calls :func:`request_final_reports`: each worker fires :data:`before_flush`, drains what is left
 and sends it back (``swarmgauge_flushed``), so nothing measured is lost to Locust's short wait for final reports.
@@ -40,6 +42,7 @@ from swarmgauge.core.locust_compat import (
     thin_history,
 )
 from swarmgauge.core.run_context import PerEnvironment
+from swarmgauge.errors import Unfinished
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import rundir, stalls
 from swarmgauge.listeners.heap_trim import trim_malloc_heap
@@ -251,10 +254,13 @@ def on_request(
     began, info = transitions[-1]
     if started < began:
         info, began = step_at(environment, started)  # type: ignore[misc]
-    if info.warmup and started < began + info.warmup:
-        state.recorder.record_warmup(info.index)
+    if info.warmup and started < began + info.warmup and not isinstance(exception, Unfinished):
+        state.recorder.record_warmup(info.index)  # a request still unanswered at its user's stop is no warm-up one
         return
-    state.recorder.record(info.index, request_type, name, response_time, exception is not None)
+    failed = exception is not None
+    state.recorder.record(info.index, request_type, name, response_time, failed)
+    if failed and isinstance(exception, Unfinished):
+        state.recorder.note_unfinished(info.index, request_type, name)
     state.stall_watch.note_request(info.index, started, response_time)
 
 

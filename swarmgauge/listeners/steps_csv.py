@@ -29,6 +29,7 @@ def _figures(stats: NameStats, duration: float | None) -> dict[str, Any]:
     return {
         "requests": stats.requests,
         "failures": stats.failures,
+        "unfinished": stats.unfinished,
         "fail_ratio": _round(stats.failures / stats.requests if stats.requests else None, 6),
         "rps": _round(rps),
         "p50_ms": _round(stats.percentile_ms(50)),

@@ -167,6 +167,9 @@ def step_tables(
                 "errors": errors,
             }
         )
+        unfinished = pd.to_numeric(group.get("unfinished", pd.Series(dtype=float)), errors="coerce").fillna(0)
+        if unfinished.any():  # of the errors: requests cut off by their user's stop (steps.csv ``unfinished``)
+            shown["unfinished"] = unfinished.astype(int).to_numpy()
         if "generator_cpu_max" in group and pd.to_numeric(group["generator_cpu_max"], errors="coerce").notna().any():
             shown["generator CPU"] = [
                 _cpu(v, str(b) == "True") for v, b in zip(group["generator_cpu_max"], group["generator_bound"])

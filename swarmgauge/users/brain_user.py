@@ -10,6 +10,7 @@ p95 < 1,000 ms, get p95 < 200 ms, errors < 1 % per endpoint).
 from __future__ import annotations
 
 import random
+import time
 from typing import Any, cast
 
 from locust import FastHttpUser, constant, events, task
@@ -21,6 +22,7 @@ from swarmgauge.core.options import add_option
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.users.backoff import Backoff
 from swarmgauge.users.brain_client import MalformedAnswer, classify, unreachable
+from swarmgauge.users.recording import fire_unfinished
 from swarmgauge.users.single_attempt import send_once
 
 DEFAULT_MIX = "search:6,get:2,stats:1,audit:1"
@@ -138,10 +140,18 @@ class BrainUser(FastHttpUser):
     def _get(self, path: str, params: dict[str, str] | None = None, name: str | None = None) -> Any:
         """GET ``path``; one event (type GET, name the path), a named failure for anything but a JSON 200.
 
-        After a transport fault (``BrainUnreachable``) the next call first waits out the backoff.
+        After a transport fault (``BrainUnreachable``) the next call first waits out the backoff. A call the user is
+        stopped in is one ``Unfinished`` failure with its time so far (``users/recording.py``).
         """
         self.backoff.wait()
-        with self.client.get(path, params=params, name=name or path, catch_response=True) as response:
+        started = time.perf_counter()
+        try:
+            answer = self.client.get(path, params=params, name=name or path, catch_response=True)
+        except BaseException as exc:  # Locust's session fires nothing for a request its user was stopped in
+            if not isinstance(exc, Exception):
+                fire_unfinished(self.environment.events, request_type="GET", name=name or path, started=started)
+            raise
+        with answer as response:
             fault = response.request_meta.get("exception")
             if fault is not None and not isinstance(fault, LocustBadStatusCode):  # no complete answer came
                 self.backoff.failed()

@@ -19,7 +19,7 @@ import gevent
 import gevent.lock
 
 from swarmgauge.core.failure_names import bounded_reason
-from swarmgauge.errors import SwarmgaugeError, UsageError
+from swarmgauge.errors import SwarmgaugeError, Unfinished, UsageError
 from swarmgauge.protocols.mark import SUCCESS_STATUSES, MarkParseError, Response, encode_request, parse_response
 from swarmgauge.quic.driver import DEFAULT_MAX_STREAMS, QuicDriver, QuicError, QuicStats, client_configuration
 from swarmgauge.quic.engine import DEFAULT_ENGINE
@@ -285,6 +285,10 @@ class MarkClient:
         except QuicError as exc:
             self._backoff.failed()
             self._report_handshake(time.perf_counter() - started, exc)
+            raise
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # the user stopped mid-handshake: recorded as unfinished
+                self._report_handshake(time.perf_counter() - started, Unfinished())
             raise
         self._report_handshake(seconds, None)
         return driver

@@ -16,6 +16,7 @@ handshake is one failure (the ``QUIC``/``handshake`` row, with its real duration
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
@@ -223,12 +224,14 @@ class MarkUser(User):
         )
 
     def _record_handshake(self, seconds: float, error: BaseException | None) -> None:
+        """One ``QUIC``/``handshake`` event, counted in the step it began in (one cut by a ramp-down too)."""
         fire(
             self.environment.events,
             request_type="QUIC",
             name="handshake",
             response_time=seconds * 1000.0,
             exception=error,
+            start_time=time.time() - seconds,
         )
 
     def _count_reconnect(self) -> None:

@@ -4,6 +4,11 @@ Every client in ``users/`` wraps each operation in :func:`measure`; protocol cod
 Latency is taken around the whole operation, in the calling greenlet. An open-model ticket's lag is added to the
 event where every request's is, Locust's own clients' too (``core/intended.py``, installed at ``init``), not here:
 ``measure()`` reports what it measured, and the event is counted from the ticket's intended start once.
+
+A request its user is stopped in (``GreenletExit`` from the run's end, a step's ramp-down or ``--stop-timeout``
+running out) is recorded here once, as an :class:`~swarmgauge.errors.Unfinished` failure timed up to the stop, in the
+stopped greenlet itself: Locust kills users with ``block=True``, so the event is in before a worker's last report
+and before the master computes its steps and gates. Nothing is added to a request that finishes.
 """
 
 from __future__ import annotations
@@ -17,10 +22,19 @@ from locust.env import Environment
 
 from swarmgauge.core import intended
 from swarmgauge.core.intended import set_intended_start
-from swarmgauge.errors import SwarmgaugeError
+from swarmgauge.errors import SwarmgaugeError, Unfinished
 from swarmgauge.redaction import contains_secret, redact_known, register_secret_options
 
-__all__ = ["Outcome", "RedactedFailure", "fire", "measure", "redacted_exception", "set_intended_start"]
+__all__ = [
+    "Outcome",
+    "RedactedFailure",
+    "Unfinished",
+    "fire",
+    "fire_unfinished",
+    "measure",
+    "redacted_exception",
+    "set_intended_start",
+]
 
 
 class RedactedFailure(SwarmgaugeError):
@@ -91,12 +105,31 @@ def fire(
     )
 
 
+def fire_unfinished(
+    events: Any, *, request_type: str, name: str, started: float, context: dict[str, Any] | None = None
+) -> None:
+    """One :class:`Unfinished` failure for a request begun at ``started`` (``time.perf_counter()``) whose user was
+    stopped before its answer: its time so far is the response time, its start the wall-clock moment it began (the
+    step it is counted in). For clients that do not go through :class:`measure` (Locust's ``FastHttpSession``)."""
+    elapsed = time.perf_counter() - started
+    fire(
+        events,
+        request_type=request_type,
+        name=name,
+        response_time=elapsed * 1000.0,
+        exception=Unfinished(),
+        context=context,
+        start_time=time.time() - elapsed,
+    )
+
+
 class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH", path) as outcome:``
     """Time the block and fire one event; an ``Exception`` inside becomes the recorded failure.
 
     The exception is swallowed (the user greenlet goes on) unless ``reraise`` is set; either way it is
-    available as ``outcome.exception`` afterwards. A ``BaseException`` (the user stopped mid-operation, as
-    ``GreenletExit``) is no measurement and fires nothing. ``since`` (a ``time.perf_counter()`` value) times the
+    available as ``outcome.exception`` afterwards. A ``BaseException`` that is no ``Exception`` (the user stopped
+    mid-operation: ``GreenletExit``, a ``gevent.Timeout`` of the caller's) fires one :class:`Unfinished` failure with
+    the time so far and goes on up. ``since`` (a ``time.perf_counter()`` value) times the
     operation from an earlier moment of its own (``run queued`` counts from its submit). A class rather than a
     ``@contextmanager``: it runs once per request, and a generator-based context manager costs several times more.
     """
@@ -135,7 +168,19 @@ class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH
         measured = (time.perf_counter() - self._started) * 1000.0
         outcome.response_time = intended.as_counted(measured, self._wall_start)[0]
         if exc is not None and not isinstance(exc, Exception):
-            return False  # GreenletExit and the like: no measurement, and it goes on up
+            if self._events is not None:  # stopped mid-request: recorded once, as unfinished, and it goes on up
+                outcome.exception = Unfinished()
+                fire(
+                    self._events,
+                    request_type=outcome.request_type,
+                    name=outcome.name,
+                    response_time=measured,
+                    response_length=outcome.response_length,
+                    exception=outcome.exception,
+                    context=outcome.context,
+                    start_time=self._wall_start,
+                )
+            return False
         outcome.exception = exc
         if self._events is not None:
             fire(
@@ -155,6 +200,21 @@ class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH
 def _register_secrets_at_init(environment: Environment, **_kwargs: Any) -> None:
     register_secret_options(getattr(environment, "parsed_options", None))
     intended.install(environment)  # a User's own pacer (MCPChurnUser) hands out tickets without a shape
+
+
+#: Seconds a stopped user (a ramp-down, the run's end) has to finish the task it is in, when ``--stop-timeout`` is not
+#: given: a healthy target's requests in flight then are answered and counted as they are, and only a request left
+#: unanswered this long is recorded :class:`Unfinished`.
+IN_FLIGHT_GRACE_SECONDS = 5.0
+
+
+@locust_events.test_start.add_listener
+def grace_for_requests_in_flight(environment: Environment, **_kwargs: Any) -> None:
+    """Locust's default (no ``--stop-timeout``: 0) kills a stopped user mid-request; a user here gets
+    :data:`IN_FLIGHT_GRACE_SECONDS` instead. At ``test_start``, after every ``init`` listener set a default of its own
+    (kneo's 15 s); a master sends the value to its workers with each spawn."""
+    if not environment.stop_timeout:
+        environment.stop_timeout = IN_FLIGHT_GRACE_SECONDS
 
 
 @locust_events.test_start.add_listener

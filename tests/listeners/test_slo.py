@@ -107,15 +107,18 @@ def test_thresholds_that_cannot_be_meant_are_usage_errors(expr):
 
 
 @pytest.mark.integration
-def test_a_gate_over_no_data_fails_with_a_no_data_verdict(tmp_path):
+def test_a_gate_over_a_target_that_never_answered_fails_and_says_so(tmp_path):
+    """Every request is still in flight at the end: each is recorded unfinished, and the gate fails on the steps
+    that had users and no answer (``listeners/unanswered.py``), not on "no data"."""
     run_dir = tmp_path / "run"
     with sim_target("--delay", "const:20000") as target:
         result = run_local(target.url, *SHORT_RUN, "--slo", "p99<500ms", "--run-dir", str(run_dir))
     assert result.returncode == 3, result.stderr[-2000:]
-    assert "SLO NO DATA p99<500ms" in result.stdout
+    assert "SLO FAIL    p99<500ms" in result.stdout and "no answers in step 0 (" in result.stdout
     doc = _slo_doc(run_dir)
     assert doc["passed"] is False and doc["exit_code"] == 3
-    assert [v["status"] for v in doc["verdicts"]] == ["no data"]
+    assert [v["status"] for v in doc["verdicts"]] == ["fail"]
+    assert doc["verdicts"][0]["reason"].startswith("no answers in step 0 (")
 
 
 @pytest.mark.integration

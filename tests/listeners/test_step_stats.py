@@ -52,3 +52,19 @@ def test_adding_folds_both_sides_pending_times():
     assert left.settle().get_total_count() == 2
     assert left.percentile_ms(100) == _direct([1.0, 9.0]).get_value_at_percentile(100) / 1000.0
     assert not right.pending
+
+
+def test_unfinished_requests_ride_the_drained_batch_and_add_up_in_the_merge():
+    recorder = StepRecorder()
+    recorder.record(0, "FETCH", "/a", 12.0, False)
+    for step in (0, 0, 1):
+        recorder.record(step, "FETCH", "/a", 4000.0, True)
+        recorder.note_unfinished(step, "FETCH", "/a")
+    merged = StepMerge()
+    merged.add_batch("worker-1", recorder.drain())
+    merged.add_batch(
+        "worker-2", {"entries": [[0, "FETCH", "/a", NameStats().settle().encode().decode(), 1, 1, 5.0, 5.0, 0]]}
+    )
+    first = merged.entries[(0, "FETCH", "/a")]  # the second worker's batch has no unfinished field: none
+    assert (first.requests, first.failures, first.unfinished, first.answered) == (4, 3, 2, 2)
+    assert (merged.entries[(1, "FETCH", "/a")].unfinished, merged.entries[(1, "FETCH", "/a")].answered) == (1, 0)

@@ -35,3 +35,22 @@ def test_mixed_request_types_keep_their_counts_but_no_rate_or_latency():
     assert aggregated["requests"] == 121 and aggregated["failures"] == 0
     assert {aggregated[c] for c in ("rps", "p50_ms", "p99_ms", "avg_ms", "max_ms")} == {""}
     assert rows[("run queued", "echo")]["rps"] == 0.1
+
+
+def test_unfinished_requests_have_their_own_column_and_sum_in_the_aggregate_without_handshakes():
+    recorder = StepRecorder()
+    for rtype, name, ms, cut in [
+        ("FETCH", "/a", 5.0, False),
+        ("FETCH", "/a", 900.0, True),
+        ("QUIC", "handshake", 9.0, True),
+    ]:
+        recorder.record(0, rtype, name, ms, cut)
+        if cut:
+            recorder.note_unfinished(0, rtype, name)
+    merged = StepMerge()
+    merged.add_batch("local", recorder.drain())
+    info = StepInfo(index=0, label="2 users", users=2, rate=None, started_at=T0)
+    rows = {(r["request_type"], r["name"]): r for r in step_rows(merged, [info], T0 + 10.0, [])}
+    assert (rows[("FETCH", "/a")]["unfinished"], rows[("FETCH", "/a")]["failures"]) == (1, 1)
+    assert rows[("QUIC", "handshake")]["unfinished"] == 1
+    assert rows[("", "Aggregated")]["unfinished"] == 1  # the handshake rides along, as in every other column

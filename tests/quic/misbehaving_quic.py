@@ -18,7 +18,8 @@ greenlet of the test process), but its answers are chosen by the request path so
 ``/varied-close``    CONNECTION_CLOSE with a reason phrase different on every request
 
 With ``drop_after_handshake`` every connection is closed as soon as its handshake completes (counted in
-``handshakes``), before any request is answered.
+``handshakes``), before any request is answered. With ``silent`` every connection completes its handshake and no
+stream is ever answered, whatever its path (``tests/users/silent_servers.py`` runs it as a process).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class MisbehavingQuicServer:
         slow_seconds=0.2,
         quic_engine: str = DEFAULT_ENGINE,
         drop_after_handshake: bool = False,
+        silent: bool = False,
     ):
         self.certificate, key = self_signed_certificate(tuple(names))
         self.engine = engine(quic_engine)
@@ -55,6 +57,7 @@ class MisbehavingQuicServer:
         self._configuration.alpn_protocols = list(alpn) if alpn is not None else None
         self.slow_seconds = slow_seconds
         self.drop_after_handshake = drop_after_handshake
+        self.silent = silent
         self.handshakes = 0
         self._connections: dict[tuple, QuicConnection] = {}
         self._forgotten: set[tuple] = set()
@@ -143,6 +146,8 @@ class MisbehavingQuicServer:
 
     def _answer(self, addr: tuple, quic: QuicConnection, stream_id: int, request: bytes) -> None:
         self.requests.append(request)
+        if self.silent:
+            return
         line = request.split(b"\n", 1)[0]
         path = line.split(b" ", 1)[1] if b" " in line else b""
         if path == b"/truncated":

@@ -64,6 +64,16 @@ def test_open_model_steps_show_their_rate_and_never_make_a_knee():
     assert knee is None
 
 
+def test_the_step_table_shows_unfinished_requests_only_when_there_are_some():
+    table = _steps_frame([(2, 5.0, 20, 26, 0), (4, 9.0, 21, 45, 0)])
+    [(_title, clean, _knee)] = step_tables(table.assign(unfinished=[0, 0]))
+    assert "unfinished" not in clean
+    [(_title, shown, _knee)] = step_tables(table.assign(failures=[0, 3], unfinished=[0, 3]))
+    assert list(shown["unfinished"]) == [0, 3] and list(shown["errors"]) == [0, 3]
+    [(_title, older, _knee)] = step_tables(table)  # a steps.csv written before the column: no column, no error
+    assert "unfinished" not in older
+
+
 @pytest.fixture(scope="module")
 def capped_run(tmp_path_factory) -> Path:
     run_dir = tmp_path_factory.mktemp("capped") / "run"
