@@ -98,10 +98,24 @@ def locust_defaults_changed() -> list[str]:
         "|---|---|---|",
     ]
     for dest in sorted(pristine):
-        ours, locusts = shown_default(parser.get_default(dest)), shown_default(pristine[dest])
+        ours, locusts = stop_timeout_default(parser.get_default(dest)), shown_default(pristine[dest])
         if ours != locusts:
             lines.append(f"| `--{dest.replace('_', '-')}` | {cell(locusts)} | {cell(ours)} |")
     return [*lines, ""]
+
+
+def stop_timeout_default(value: Any) -> str:
+    """``--stop-timeout`` not given is a grace, not 0: say how long (``core.locust_compat.UnsetSeconds``)."""
+    from swarmgauge.core.locust_compat import UnsetSeconds
+    from swarmgauge.users.kneo_user import DEFAULT_STOP_TIMEOUT as KNEO_STOP_TIMEOUT
+    from swarmgauge.users.recording import IN_FLIGHT_GRACE_SECONDS
+
+    if not isinstance(value, UnsetSeconds):
+        return shown_default(value)
+    return (
+        f"not given: {IN_FLIGHT_GRACE_SECONDS:g} s for requests in flight to finish ({KNEO_STOP_TIMEOUT:g} s with "
+        "kneo users); a value given, 0 included, is kept"
+    )
 
 
 def slo_page() -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from locust import User, argument_parser
 from locust.runners import STATE_MISSING, WorkerRunner
 from locust.user.task import DefaultTaskSet, TaskSet
+from locust.user.users import LOCUST_STATE_STOPPING, LOCUST_STATE_WAITING
 
 #: Locust's attributes used here, by object, so the tests can check every one is still there.
 PRIVATE_ATTRIBUTES = {
@@ -222,3 +223,44 @@ def stop_shape_worker(runner: Any) -> None:
         worker.kill(block=True)
     runner.shape_greenlet = None
     runner.shape_last_tick = None
+
+
+class UnsetSeconds(float):
+    """Locust's ``--stop-timeout`` default (0 s), marked as not given: a default of swarmgauge's own may replace it,
+    while a ``--stop-timeout 0`` the user gave (command line, ``LOCUST_STOP_TIMEOUT``, config file) is kept as 0.
+    argparse passes a non-string default through untouched, and ``float()`` of it is a plain 0.0 for Locust."""
+
+
+def mark_stop_timeout_unset(parser: Any) -> None:
+    parser.set_defaults(stop_timeout=UnsetSeconds(0.0))
+
+
+def default_stop_timeout(environment: Any, seconds: float) -> None:
+    """Give stopped users ``seconds`` to finish, unless the user set ``--stop-timeout``; the longest default wins."""
+    options = getattr(environment, "parsed_options", None)
+    given = options is not None and not isinstance(getattr(options, "stop_timeout", None), UnsetSeconds)
+    if not given:
+        environment.stop_timeout = max(float(environment.stop_timeout or 0.0), seconds)
+
+
+def stop_waiting_users_between_tasks() -> None:
+    """A waiting user that is stopped starts no new task, even when its wake-up beats the kill.
+
+    Locust's ``User.stop`` kills a user that is in its wait at once, but gevent delivers the kill in a later loop
+    callback: when the wait's timer fires in the same loop turn, the user wakes first, starts its next task, and the
+    kill lands inside that task's request, which is recorded as unfinished although nothing was in flight when the
+    stop came. Marking the user stopping before the kill makes ``TaskSet.wait`` raise ``StopUser`` on wake-up.
+    """
+    stop: Callable[..., Any] = User.stop
+    if getattr(stop, "swarmgauge_stops_waiting", False):
+        return
+
+    def stop_user(self: Any, force: bool = False) -> Any:
+        if self._state == LOCUST_STATE_WAITING:
+            self._state = LOCUST_STATE_STOPPING
+            self._group.killone(self._greenlet)
+            return True
+        return stop(self, force)
+
+    stop_user.swarmgauge_stops_waiting = True  # type: ignore[attr-defined]
+    User.stop = stop_user  # type: ignore[method-assign]

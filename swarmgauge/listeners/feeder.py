@@ -44,7 +44,7 @@ from locust.runners import MasterRunner, WorkerRunner
 from swarmgauge.core import feeder_settings, hooks, option_kinds
 from swarmgauge.core.feeder_rows import FeederRows, RowDealer, check_columns, check_json_objects, read_rows
 from swarmgauge.core.feeder_settings import EXHAUSTED, MAX_BATCH, MODES, FeederSettings, needed_columns, settings_from
-from swarmgauge.core.locust_compat import has_message_handler, live_worker_ids, missing_worker_ids
+from swarmgauge.core.locust_compat import default_stop_timeout, has_message_handler, live_worker_ids, missing_worker_ids
 from swarmgauge.core.options import add_option
 from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import UsageError, stop_on_usage_error
@@ -140,8 +140,8 @@ def load(environment: Environment) -> None:
         for column, who in needed_columns(user_classes, "feeder_json_columns").items():
             check_json_objects(state.rows, [column], who)
         state.dealer = RowDealer(len(state.rows), recycle=not settings.stops)
-    if settings.stops and not environment.stop_timeout:
-        environment.stop_timeout = DEFAULT_STOP_TIMEOUT
+    if settings.stops:
+        default_stop_timeout(environment, DEFAULT_STOP_TIMEOUT)
     _Feeder.of(environment).state = state
 
 

@@ -193,6 +193,18 @@ PATCHES: tuple[Patch, ...] = (
         "counts, and a documented wait seam for TaskSet",
     ),
     Patch(
+        name="locust-stop-waiting-user",
+        dependency="locust",
+        kind=Kind.REPLACES,
+        where=("swarmgauge.core.locust_compat", "swarmgauge.users.recording"),
+        touches=("locust.user.users.User.stop", "locust.user.users.User._state", "locust.user.users.User._group"),
+        private_names=(),
+        why="User.stop kills a waiting user, but gevent delivers the kill a loop callback later: a user whose wait "
+        "ended in the same loop turn started its next task and the kill landed in that request, recorded as "
+        "Unfinished though nothing was in flight at the stop; the user is marked stopping before the kill",
+        upstream="locust: PR setting LOCUST_STATE_STOPPING before killing a waiting user in User.stop",
+    ),
+    Patch(
         name="locust-worker-runner-early",
         dependency="locust",
         kind=Kind.REPLACES,

@@ -20,6 +20,7 @@ from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from swarmgauge.core import hooks, option_kinds, run_context, worker_channel
+from swarmgauge.core.locust_compat import default_stop_timeout
 from swarmgauge.core.options import add_option
 from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import UsageError, stop_on_usage_error
@@ -224,8 +225,7 @@ class KneoUser(User):
 def _on_init(environment: Environment, **_: Any) -> None:
     if not any(issubclass(u, KneoUser) for u in environment.user_classes):
         return  # imported (by swarmgauge.api, say) into a run without kneo users: no ledger, no gauges
-    if not environment.stop_timeout:
-        environment.stop_timeout = DEFAULT_STOP_TIMEOUT
+    default_stop_timeout(environment, DEFAULT_STOP_TIMEOUT)
     if isinstance(environment.runner, WorkerRunner):
         return
     run_tag(environment)

@@ -22,6 +22,11 @@ from locust.env import Environment
 
 from swarmgauge.core import intended
 from swarmgauge.core.intended import set_intended_start
+from swarmgauge.core.locust_compat import (
+    default_stop_timeout,
+    mark_stop_timeout_unset,
+    stop_waiting_users_between_tasks,
+)
 from swarmgauge.errors import SwarmgaugeError, Unfinished
 from swarmgauge.redaction import contains_secret, redact_known, register_secret_options
 
@@ -207,14 +212,16 @@ def _register_secrets_at_init(environment: Environment, **_kwargs: Any) -> None:
 #: unanswered this long is recorded :class:`Unfinished`.
 IN_FLIGHT_GRACE_SECONDS = 5.0
 
+locust_events.init_command_line_parser.add_listener(mark_stop_timeout_unset)
+stop_waiting_users_between_tasks()  # a stop that finds a user waiting must not land in its next request
+
 
 @locust_events.test_start.add_listener
 def grace_for_requests_in_flight(environment: Environment, **_kwargs: Any) -> None:
     """Locust's default (no ``--stop-timeout``: 0) kills a stopped user mid-request; a user here gets
-    :data:`IN_FLIGHT_GRACE_SECONDS` instead. At ``test_start``, after every ``init`` listener set a default of its own
-    (kneo's 15 s); a master sends the value to its workers with each spawn."""
-    if not environment.stop_timeout:
-        environment.stop_timeout = IN_FLIGHT_GRACE_SECONDS
+    :data:`IN_FLIGHT_GRACE_SECONDS` instead, unless ``--stop-timeout`` was given (0 included). At ``test_start``,
+    after every ``init`` listener set a default of its own (kneo's 15 s); a master sends the value to its workers."""
+    default_stop_timeout(environment, IN_FLIGHT_GRACE_SECONDS)
 
 
 @locust_events.test_start.add_listener

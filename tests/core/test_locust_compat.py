@@ -381,3 +381,41 @@ def test_a_worker_joining_a_running_master_is_the_environments_runner_at_its_tes
                 env.runner.quit()
         master.quit()
     assert seen == [runner], "the late worker's test_start saw its runner"
+
+
+def test_a_waiting_user_stopped_while_its_kill_is_late_starts_no_new_task() -> None:
+    """The kill of a waiting user lands a loop callback after the stop; held back here entirely (a fake group that
+    never kills), the user that wakes from its wait must stop at wait()'s check instead of starting a task whose
+    request the late kill would cut."""
+    import gevent
+    from gevent.pool import Group
+    from locust import User, constant, task
+    from locust.env import Environment
+
+    class LateKillGroup(Group):
+        """Fake: a group whose killone does nothing, as if the kill were still queued."""
+
+        def killone(self, *_args: object, **_kwargs: object) -> None:
+            return None
+
+    iterations: list[int] = []
+
+    class Waiting(User):
+        wait_time = constant(0.05)
+
+        @task
+        def count(self) -> None:
+            iterations.append(1)
+
+    locust_compat.stop_waiting_users_between_tasks()
+    user = Waiting(Environment(user_classes=[Waiting]))
+    greenlet = user.start(LateKillGroup())
+    for _ in range(100):
+        if iterations:
+            break
+        gevent.sleep(0.005)
+    assert iterations, "the user ran its first task"
+    assert user.stop(force=False) is True
+    greenlet.join(timeout=5)
+    assert greenlet.dead, "the user ended at wait()'s check with no kill"
+    assert len(iterations) == 1

@@ -16,7 +16,7 @@ from typing import Any
 import gevent
 import pytest
 from gevent.pywsgi import WSGIServer
-from locust import task
+from locust import argument_parser, task
 from locust.env import Environment
 from locust.event import Events
 
@@ -246,10 +246,23 @@ def test_a_request_that_ends_is_not_unfinished():
     assert [e["exception"] for e in recorder.seen] == [None]
 
 
-def test_without_a_stop_timeout_stopped_users_get_a_grace_to_finish_their_request():
-    env = Environment()  # Locust's default: 0, a stopped user killed at once
-    recording.grace_for_requests_in_flight(env)
-    assert env.stop_timeout == recording.IN_FLIGHT_GRACE_SECONDS
-    given = Environment(stop_timeout=2.0)
-    recording.grace_for_requests_in_flight(given)
-    assert given.stop_timeout == 2.0
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        ([], {}, recording.IN_FLIGHT_GRACE_SECONDS),
+        (["--stop-timeout", "0"], {}, 0.0),
+        ([], {"LOCUST_STOP_TIMEOUT": "0"}, 0.0),
+        (["--stop-timeout", "2"], {}, 2.0),
+        (["--stop-timeout", "30"], {}, 30.0),
+    ],
+)
+def test_without_a_stop_timeout_stopped_users_get_a_grace_and_a_given_one_even_0_is_kept(
+    args: list[str], env: dict[str, str], expected: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Locust's default (0) kills a stopped user mid-request; swarmgauge's grace replaces only a value not given."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    options = argument_parser.parse_options(args=["-f", "locustfile.py", *args])
+    environment = Environment(parsed_options=options)
+    recording.grace_for_requests_in_flight(environment)
+    assert environment.stop_timeout == expected
