@@ -11,6 +11,7 @@ import importlib
 LISTENER_MODULES = (
     "swarmgauge.listeners.rundir",
     "swarmgauge.listeners.steps",
+    "swarmgauge.listeners.step_checkpoints",
     "swarmgauge.listeners.user_errors",
     "swarmgauge.listeners.slo",
     "swarmgauge.listeners.resources",
