@@ -58,10 +58,10 @@ def write_ended_steps(environment: Environment, ended_before: int) -> bool:
     rows = [row for row in steps.rows_now(environment) if int(row["step"]) < ended_before]
     if not rows:
         return False
-    write_atomic(directory / "steps.csv", write_rows(rows))
     ended = [asdict(info) for info in steps.step_infos(environment) if info.index < ended_before]
     rundir.add_run_info(environment, "steps", ended)
-    rundir.write_run_json(environment, final=False)
+    rundir.write_run_json(environment, final=False)  # first: a steps.csv seen has its steps' records beside it
+    write_atomic(directory / "steps.csv", write_rows(rows))
     return True
 
 

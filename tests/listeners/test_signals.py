@@ -493,3 +493,63 @@ def test_sigterm_mid_run_in_the_web_ui_stops_the_users_before_the_run_closes_and
     assert measured == _locust_counts(Path(f"{prefix}_stats.csv"))
     assert json.loads((folder / "slo.json").read_text())["exit_code"] == 0
     assert json.loads((folder / "run.json").read_text())["exit_code"] == 0
+
+
+def _hang_up_run(tmp_path: Path, workers: int) -> tuple[subprocess.Popen, list[subprocess.Popen], str, str, int]:
+    """A stepped run against the simulated target (a master and ``workers`` when asked), SIGHUP to every process
+    of it mid-step as a closed terminal sends it; returns the processes, their output and the requests served."""
+    port = free_port()
+    locustfile = Path(ROOT) / "tests/listeners/summary_locustfile.py"
+    master_args = (
+        ("--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port))
+        + ("--expect-workers", str(workers), "--expect-workers-max-wait", "60")
+        if workers
+        else ()
+    )
+    with sim_target("--delay", "const:5") as target:
+        master = subprocess.Popen(
+            locust_command(
+                locustfile, "--headless", "--host", target.url, *master_args, *LONG_PLAN, "--run-dir", str(tmp_path)
+            ),
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        started = [
+            subprocess.Popen(
+                locust_command(locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)),
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(workers)
+        ]
+        try:
+            _wait_for_requests(target, 20 * max(1, workers))
+            for process in (master, *started):
+                process.send_signal(signal.SIGHUP)
+            stdout, stderr = master.communicate(timeout=WAIT_SECONDS)
+            for worker in started:
+                worker.wait(WAIT_SECONDS)
+            served = len(target.records())
+        finally:
+            stop_processes([master, *started], grace=5)
+    return master, started, stdout, stderr, served
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("workers", [0, 2], ids=["local", "master-and-two-workers"])
+def test_sighup_mid_step_ends_the_run_as_sigterm_does_and_keeps_every_measured_request(tmp_path, workers):
+    """The defect: SIGHUP (a closed terminal, a dropped ssh) killed the run at once, its requests never written."""
+    master, started, stdout, stderr, served = _hang_up_run(tmp_path, workers)
+    assert master.returncode == 0 and [w.returncode for w in started] == [0] * workers, stderr[-3000:]
+    folder = resolve(tmp_path)
+    doc = json.loads((folder / "run.json").read_text())
+    assert (doc["state"], doc["ended_by"], doc["exit_code"]) == ("ended", "SIGHUP", 0)
+    assert doc["cut_short"]["by"] == "SIGHUP" and doc["cut_short"]["steps_not_run"] == ["4 users"]
+    measured = sum(int(row["requests"]) for row in read_steps(tmp_path) if row["name"] == "Aggregated")
+    users_in_flight = 2
+    assert served - users_in_flight <= measured <= served
+    assert "exit code 0 (run ended by SIGHUP)" in stdout
+    assert "SIGHUP" in (folder / "report.md").read_text()
