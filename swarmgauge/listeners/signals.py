@@ -100,6 +100,22 @@ def hang_up_as_terminate(environment: Environment) -> None:
     signal.signal(signal.SIGHUP, handler)
 
 
+def note_web_ui_signals(environment: Environment) -> None:
+    """The web UI's run ends on Locust's own SIGTERM handler and Ctrl-C path; this only notes which signal it was, so
+    its ``run.json`` and exit line say so as a headless run's do. SIGTERM: a second gevent watcher beside Locust's
+    (libev runs every watcher of a signal); SIGINT: noted, then Python's own ``KeyboardInterrupt``."""
+
+    def note_sigterm() -> None:
+        hooks.add_run_info(environment, ENDED_BY, signal.SIGTERM.name)
+
+    def note_sigint(_signum: int, _frame: Any) -> None:
+        hooks.add_run_info(environment, ENDED_BY, signal.SIGINT.name)
+        raise KeyboardInterrupt(signal.SIGINT.name)
+
+    gevent.signal_handler(signal.SIGTERM, note_sigterm)
+    signal.signal(signal.SIGINT, note_sigint)
+
+
 @at_end("final reports in")
 def send_last_figures(environment: Environment) -> None:
     """A worker's last per-step figures, sent before it tells the master it quit (the opening steps run before the
@@ -139,5 +155,7 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
     web_ui = options is not None and not getattr(options, "headless", False)
     if isinstance(environment.runner, WorkerRunner) or web_ui:
         hang_up_as_terminate(environment)  # Locust's SIGTERM handler (shutdown, firing quitting) is theirs
+        if web_ui and not isinstance(environment.runner, WorkerRunner):
+            note_web_ui_signals(environment)
         return
     install(environment)

@@ -154,6 +154,7 @@ def test_a_signal_mid_step_in_a_headless_local_run_keeps_everything(tmp_path, si
             stop_processes([process], grace=5)
     assert process.returncode == 0, stderr[-2000:]
     _assert_run_closed(run_dir, process.returncode)
+    assert json.loads((resolve(run_dir) / "run.json").read_text())["ended_by"] == signal.Signals(signum).name
 
 
 @pytest.mark.integration
@@ -414,7 +415,8 @@ def test_sigterm_mid_step_in_a_web_ui_run_writes_the_run(tmp_path):
         finally:
             stop_processes([process], grace=5)
     assert process.returncode == 0, stderr[-2000:]
-    assert json.loads((resolve(run_dir) / "run.json").read_text())["exit_code"] == 0
+    doc = json.loads((resolve(run_dir) / "run.json").read_text())
+    assert (doc["exit_code"], doc["ended_by"]) == (0, "SIGTERM")
     partial = [row for row in read_steps(run_dir) if row["name"] == "Aggregated"][0]
     assert int(partial["requests"]) > 0 and 0.0 < float(partial["duration_s"]) < 120.0
 
