@@ -85,6 +85,7 @@ def test_sigkill_after_step_two_keeps_steps_one_and_two_and_the_report_says_it_w
         timeout=120,
     )
     assert report.returncode == 0, report.stderr[-3000:]
+    assert f"the run ended by {CRASHED} (its process never closed it): 2 step(s) kept" in report.stdout
     marked = json.loads((folder / "run.json").read_text())
     assert (marked["state"], marked["ended_by"]) == (ENDED, CRASHED)
     text = (folder / "report.md").read_text()
