@@ -21,7 +21,8 @@ from locust.event import Events
 from locust.runners import STATE_INIT, STATE_RUNNING, STATE_STOPPED
 
 from swarmgauge.core import lifecycle
-from swarmgauge.listeners import signals
+from swarmgauge.core.run_context import RunContext
+from swarmgauge.listeners import rundir, signals  # noqa: F401 - rundir implements hooks.add_run_info
 from swarmgauge.listeners.signals import StopOnSignal
 from swarmgauge.run_folders import resolve
 from swarmgauge.targets.launch import child_env, stop_processes
@@ -49,6 +50,21 @@ def test_the_first_signal_ends_the_plan_and_the_second_stops_at_once():
     with pytest.raises(KeyboardInterrupt):
         handler(signal.SIGINT, None)
     assert shape.end_requests == 1
+
+
+def test_sighup_ends_the_plan_as_sigterm_does_and_the_run_notes_which_signal():
+    class _Shape(_ShapeThatCanEnd):
+        stopped_by: list[str] = []
+
+        def note_stop(self, by: str) -> None:
+            self.stopped_by.append(by)
+
+    shape = _Shape()
+    environment = SimpleNamespace(shape_class=shape, runner=SimpleNamespace(state=STATE_RUNNING))
+    assert signal.SIGHUP in signals.HANDLED_SIGNALS
+    StopOnSignal(environment)(signal.SIGHUP, None)
+    assert (shape.end_requests, shape.stopped_by) == (1, ["SIGHUP"])
+    assert RunContext.of(environment).run_info[signals.ENDED_BY] == "SIGHUP"
 
 
 def test_without_a_swarmgauge_shape_a_signal_is_locusts_ctrl_c():
@@ -84,11 +100,18 @@ def _quit_with_a_listener_added_before_init(runner_state: str) -> list[str]:
     return seen
 
 
-def test_quitting_stops_running_users_before_the_listeners_that_close_the_run():
+@pytest.fixture
+def no_process_signal_handlers(monkeypatch):
+    """A web UI's init installs the process's SIGHUP/SIGTERM/SIGINT handlers; not into the test runner's process."""
+    monkeypatch.setattr(signals, "hang_up_as_terminate", lambda _environment: None)
+    monkeypatch.setattr(signals, "note_web_ui_signals", lambda _environment: None)
+
+
+def test_quitting_stops_running_users_before_the_listeners_that_close_the_run(no_process_signal_handlers):
     assert _quit_with_a_listener_added_before_init(STATE_RUNNING) == ["users stopped", "run closed, runner stopped"]
 
 
-def test_quitting_leaves_a_stopped_runner_alone():
+def test_quitting_leaves_a_stopped_runner_alone(no_process_signal_handlers):
     assert _quit_with_a_listener_added_before_init(STATE_STOPPED) == ["run closed, runner stopped"]
 
 
