@@ -27,6 +27,7 @@ ends (``listeners/step_checkpoints.py``), so such a run keeps the steps it finis
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import itertools
 import json
@@ -269,15 +270,22 @@ def exit_code_as_locust_decides(environment: Environment) -> int:
 
 
 def _versions() -> dict[str, str]:
+    return dict(_installed_versions())
+
+
+@functools.cache
+def _installed_versions() -> tuple[tuple[str, str], ...]:
+    """Looked up once per process: each lookup scans the installed distributions, and run.json is rewritten as each
+    step ends, while users are timing requests."""
     from importlib import metadata
 
-    found = {"python": platform.python_version()}
+    found = [("python", platform.python_version())]
     for dist in ("locust", "swarmgauge", "hdrhistogram", "gevent", "aioquic", "qh3", "mcp"):
         try:
-            found[dist] = metadata.version(dist)
+            found.append((dist, metadata.version(dist)))
         except metadata.PackageNotFoundError:
             continue
-    return found
+    return tuple(found)
 
 
 def _locustfile_classes(environment: Environment) -> list[str]:
