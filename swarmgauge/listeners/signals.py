@@ -39,6 +39,7 @@ from locust.runners import STATE_CLEANUP, STATE_INIT, STATE_RUNNING, STATE_SPAWN
 
 from swarmgauge.core import hooks
 from swarmgauge.core.lifecycle import at_end
+from swarmgauge.core.run_context import RunContext
 
 logger = logging.getLogger("swarmgauge.signals")
 
@@ -106,7 +107,8 @@ def note_web_ui_signals(environment: Environment) -> None:
     (libev runs every watcher of a signal); SIGINT: noted, then Python's own ``KeyboardInterrupt``."""
 
     def note_sigterm() -> None:
-        hooks.add_run_info(environment, ENDED_BY, signal.SIGTERM.name)
+        if not RunContext.of(environment).run_info.get(ENDED_BY):  # SIGHUP ends through SIGTERM: it stays named
+            hooks.add_run_info(environment, ENDED_BY, signal.SIGTERM.name)
 
     def note_sigint(_signum: int, _frame: Any) -> None:
         hooks.add_run_info(environment, ENDED_BY, signal.SIGINT.name)

@@ -409,7 +409,8 @@ def test_sigterm_to_one_worker_mid_step_keeps_what_it_measured(tmp_path):
 
 
 @pytest.mark.integration
-def test_sigterm_mid_step_in_a_web_ui_run_writes_the_run(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_mid_step_in_a_web_ui_run_writes_the_run(tmp_path, signum):
     run_dir = tmp_path / "run"
     with sim_target("--delay", "const:5") as target:
         process = subprocess.Popen(
@@ -433,13 +434,13 @@ def test_sigterm_mid_step_in_a_web_ui_run_writes_the_run(tmp_path):
         )
         try:
             _wait_for_requests(target, 20)
-            process.send_signal(signal.SIGTERM)
+            process.send_signal(signum)
             _stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
         finally:
             stop_processes([process], grace=5)
     assert process.returncode == 0, stderr[-2000:]
     doc = json.loads((resolve(run_dir) / "run.json").read_text())
-    assert (doc["exit_code"], doc["ended_by"]) == (0, "SIGTERM")
+    assert (doc["exit_code"], doc["ended_by"]) == (0, signal.Signals(signum).name)
     partial = [row for row in read_steps(run_dir) if row["name"] == "Aggregated"][0]
     assert int(partial["requests"]) > 0 and 0.0 < float(partial["duration_s"]) < 120.0
 
