@@ -37,6 +37,18 @@ def write_atomic(path: Path | str, data: str | bytes, *, private: bool = True) -
 
     ``private``: the file is 0600 whatever the umask; else it gets the mode any new file of the process gets.
     """
+    tmp = stage(path, data, private=private)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        discard(tmp)
+        raise
+
+
+def stage(path: Path | str, data: str | bytes, *, private: bool = True) -> str:
+    """The slow half of :func:`write_atomic`: ``data`` in a temp file beside ``path``, on disk (fsync); returns its
+    name for the caller to ``os.replace`` onto ``path`` (or :func:`discard`). A caller that must not block (an event
+    loop) stages in a thread and replaces where it decides."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -49,11 +61,16 @@ def write_atomic(path: Path | str, data: str | bytes, *, private: bool = True) -
             handle.write(raw)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        discard(tmp)
         raise
+    return tmp
+
+
+def discard(tmp: str) -> None:
+    """Remove a staged temp file that will not be used."""
+    if os.path.exists(tmp):
+        os.unlink(tmp)
 
 
 def write_json(path: Path | str, doc: Any, *, indent: int = 2) -> Path:

@@ -82,7 +82,8 @@ def summary_text(environment: Environment, code: int) -> str:
         lines.append("no steps were measured")
     cut = RunContext.of(environment).run_info.get("cut_short")
     if cut:
-        lines += ["", f"The plan was cut short by -t/--run-time at {cut['run_time_s']:g} s of {cut['planned_s']:g} s."]
+        by = cut.get("by") or "-t/--run-time"
+        lines += ["", f"The plan was cut short by {by} at {cut['run_time_s']:g} s of {cut['planned_s']:g} s."]
     raised = user_errors.total(environment)
     if raised:
         where = f" (tracebacks: {directory / 'locust_exceptions.csv'})" if directory is not None else ""

@@ -1,7 +1,8 @@
 """``swarmgauge report DIR``: render report.md / report.html / summary.json from a run directory.
 
 ``DIR`` is a run's own folder or the ``--run-dir`` parent, whose ``latest`` run is then meant. A folder with neither
-(no run in it) is exit 2 with one line, and nothing is written there.
+(no run in it) is exit 2 with one line, and nothing is written there. A run whose process was killed before it closed
+(SIGKILL, the OOM killer) is marked so in its ``run.json`` and report (``reports/run_state.py``), and said here.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from swarmgauge.reports.context import load_run_json
 from swarmgauge.reports.report import render_report
-from swarmgauge.run_folders import resolve
+from swarmgauge.run_folders import CRASHED, resolve
 
 #: A run folder has at least one of these (run.json from the start of the run, steps.csv from its end).
 RUN_FILES = ("run.json", "steps.csv")
@@ -33,6 +35,10 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    render_report(run_dir)
+    summary = render_report(run_dir)
     print(f"wrote {run_dir / 'report.md'} and {run_dir / 'report.html'}")
+    info = load_run_json(run_dir)
+    if info.get("ended_by") == CRASHED:
+        kept = sum(1 for row in summary.get("steps") or [] if row.get("name") == "Aggregated")
+        print(f"the run ended by {CRASHED} (its process never closed it): {kept} step(s) kept as each ended")
     return 0

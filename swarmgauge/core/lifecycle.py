@@ -15,6 +15,10 @@ START; the kneo ledger is reconciled once per process). A handler given ``only_a
 its step's other handlers: work a quit gets elsewhere (the web UI waits for a master's workers and their last figures,
 which a quit's run got from its plan's end or from the STOP close it waits for at ``web run closed``).
 
+A run killed (SIGKILL, the OOM killer) runs none of these steps: what it keeps is what was written as it went,
+``run.json`` from its start and ``steps.csv`` as each step ended (``listeners/step_checkpoints.py``); SIGTERM, SIGINT
+and SIGHUP end a run through these steps (``listeners/signals.py``).
+
 Not steps: Locust's ``--csv`` tables rewritten and the end-of-run summary (``listeners/rundir.py``,
 ``swarmgauge/summary.py``) run at Locust's ``quit``, which fires after ``quitting``, after ``runner.quit()`` (a
 master's workers send their last Locust stats while it runs) and after Locust prints its own tables. The rewrite

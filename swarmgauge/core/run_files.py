@@ -107,10 +107,23 @@ RUN_JSON = (
     Column("workers", "workers that took part"),
     Column("argv", "the command line, secrets redacted"),
     Column("started_at", "Unix time the run started"),
+    Column("state", "`running` from the start, `ended` once the run closed its folder"),
+    Column("pid", "the master's (or local runner's) process id, so a report can tell a run still under way"),
+    Column("hostname", "the host that process ran on"),
+    Column("pid_started_at", "Unix time that process started (a pid alone can be reused)"),
     Column("ended_at", "Unix time the run ended"),
+    Column(
+        "ended_by",
+        "the signal that ended the run (`SIGTERM`, `SIGINT`, `SIGHUP`), `SIGKILL or crash` when `swarmgauge report` "
+        "found the process gone with the run still `running`, or `null` when it ended by itself",
+    ),
     Column("exit_code", "the process's exit code (in the final run.json)"),
     Column("exit_reasons", "one line per cause of a non-zero exit"),
-    Column("steps", "each step as announced: index, label, users or rate, start, duration, warm-up"),
+    Column(
+        "steps",
+        "each step as announced: index, label, users or rate, start, duration, warm-up (while the run is under way: "
+        "the steps ended so far)",
+    ),
     Column("slo", "passed, and the expressions that failed or were not reached"),
     Column("user_errors", "exceptions raised by user code: total and by class"),
     Column("resources", "the leak verdict, sampling interval, warm-up, sources and source failures"),
@@ -157,7 +170,8 @@ RUN_FILES = (
     RunFile(
         "steps.csv",
         "swarmgauge.listeners.steps",
-        "one row per step and request name, and an `Aggregated` row per step",
+        "one row per step and request name, and an `Aggregated` row per step; rewritten as each step ends (the steps "
+        "ended so far) and once more at the run's end",
         STEPS_BASE + STEPS_TAIL,
         "Between `warmup_requests` and `workers`: one column per per-step counter (`dropped`, `user_errors`, "
         "`tickets`, `mark_reconnects`, `sessions_started`, ... as the run's Users and shapes register them), a count per step.",
@@ -175,7 +189,7 @@ RUN_FILES = (
     RunFile(
         "run.json",
         "swarmgauge.listeners.rundir",
-        "what ran and how: written at the start and rewritten at the end",
+        "what ran and how: written at the start, rewritten as each step ends and at the end",
         RUN_JSON,
         "Keys after `started_at` appear when what they describe happened.",
     ),

@@ -12,6 +12,7 @@ LISTENER_MODULES = (
     "swarmgauge.listeners.cluster",
     "swarmgauge.listeners.rundir",
     "swarmgauge.listeners.steps",
+    "swarmgauge.listeners.step_checkpoints",
     "swarmgauge.listeners.user_errors",
     "swarmgauge.listeners.slo",
     "swarmgauge.listeners.resources",

@@ -7,8 +7,15 @@ Exit codes (the README's table), highest priority first:
 - **1** (Locust's ``--exit-code-on-error``) user code raised exceptions that no SLO names (``user_errors``), a step
   with users had no answers (``listeners.unanswered``; with a gate, that gate fails: 3), or requests failed that no
   SLO on failures (``fail_ratio``, ``failures``) judged;
-- **4** a gate was not exercised: an SLO is "not reached (cut short)" because ``-t`` stopped the plan first;
+- **4** a gate was not exercised: an SLO is "not reached (cut short)" because ``-t`` or a signal stopped the plan
+  first;
 - **0** otherwise.
+
+A run ended by a signal (SIGTERM, SIGINT, SIGHUP: ``listeners.signals``) gets the code of what it measured, as Locust
+gives a run it shut down on SIGTERM or Ctrl-C: the signal is a request to stop, not a failure of the system under
+test (``docker compose down`` of a clean run is 0). It is never a silent pass: the plan is marked cut short by the
+signal, so a gate over a step the signal kept from running is "not reached" (4, as with ``-t``), and the first line
+says the signal (``exit code 0 (run ended by SIGHUP)``), as ``run.json``'s ``ended_by`` and the report do.
 
 Every reason that applies is a line of its own, the one that chose the code first, so a run with a failed SLO whose
 user code also raised says both. Locust's own rule (errors and exceptions alike give 1, its summary read that as
@@ -38,16 +45,20 @@ USER_ERROR_METRICS = (user_errors.COUNTER,)
 
 @dataclass
 class Outcome:
-    """The exit code and, in priority order, one line per thing that went wrong (empty: nothing did)."""
+    """The exit code and, in priority order, one line per thing that went wrong (empty: nothing did); ``ended_by``:
+    the signal that ended the run, if one did (it sets no code of its own: see the module docstring)."""
 
     code: int
     reasons: list[str] = field(default_factory=list)
+    ended_by: str | None = None
 
     def lines(self) -> list[str]:
-        """``exit code N: <reason>`` and ``also: <reason>`` for each further one; ``exit code 0`` alone when clean."""
+        """``exit code N: <reason>`` and ``also: <reason>`` for each further one; ``exit code 0`` alone when clean;
+        ``exit code N (run ended by SIGTERM)...`` when a signal ended the run, so its code is never read bare."""
+        head = f"exit code {self.code}" + (f" (run ended by {self.ended_by})" if self.ended_by else "")
         if not self.reasons:
-            return [f"exit code {self.code}"]
-        return [f"exit code {self.code}: {self.reasons[0]}", *(f"also: {reason}" for reason in self.reasons[1:])]
+            return [head]
+        return [f"{head}: {self.reasons[0]}", *(f"also: {reason}" for reason in self.reasons[1:])]
 
 
 def covers_failures(verdicts: list[dict[str, Any]]) -> bool:
@@ -68,6 +79,12 @@ def _error_code(environment: Environment) -> int:
 def _cut_short(environment: Environment) -> dict[str, Any] | None:
     found = RunContext.of(environment).run_info.get("cut_short")
     return found if isinstance(found, dict) else None
+
+
+def stopper(cut: dict[str, Any]) -> str:
+    """What cut the plan short, as the reason lines say it: ``-t`` (the run-time limit), a signal's name, STOP, EDIT."""
+    by = str(cut.get("by") or "-t")
+    return "-t" if by.startswith("-t") else by
 
 
 def _failed_requests(environment: Environment) -> tuple[int, int]:
@@ -114,14 +131,17 @@ def decide(environment: Environment, verdicts: list[dict[str, Any]]) -> Outcome:
             (
                 4,
                 NOT_REACHED_EXIT_CODE,
-                f"cut short: -t stopped the plan{when} before it measured {', '.join(not_reached)} (gate not exercised)",
+                f"cut short: {stopper(cut)} stopped the plan{when} before it measured {', '.join(not_reached)} "
+                "(gate not exercised)",
             )
         )
     found.sort(key=lambda item: item[0])
+    ended_by = RunContext.of(environment).run_info.get("ended_by")
+    ended_by = str(ended_by) if ended_by else None
     preset = environment.process_exit_code
     if not found and preset:
-        return Outcome(int(preset), [f"exit code {preset} set by a listener"])
-    return Outcome(found[0][1] if found else 0, [line for _p, _c, line in found])
+        return Outcome(int(preset), [f"exit code {preset} set by a listener"], ended_by)
+    return Outcome(found[0][1] if found else 0, [line for _p, _c, line in found], ended_by)
 
 
 @dataclass

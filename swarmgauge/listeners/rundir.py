@@ -15,11 +15,19 @@ The run folder is 0700 and every file in it 0600, set where each is created (``l
 Only the master (or a local run) writes here: workers get the same options from the master, so :func:`run_dir` is
 ``None`` on a worker. Every file is written atomically, so a reader never sees half a file even when the run is
 killed.
+
+``--run-dir`` is checked at ``init``, before any user and any embedded target starts
+(:func:`swarmgauge.run_folders.check_parent`: a folder, writable, room on its disk), so a run never measures for
+minutes and then finds it cannot keep what it measured. ``run.json`` says ``state: running`` with this process's pid
+from the start, and ``ended`` once the folder is closed: ``swarmgauge report`` on a run still "running" whose process
+is gone marks it ended by SIGKILL or a crash (``reports/run_state.py``); ``steps.csv`` is rewritten as each step
+ends (``listeners/step_checkpoints.py``), so such a run keeps the steps it finished.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import itertools
 import json
@@ -41,10 +49,20 @@ from swarmgauge.core import hooks, run_context
 from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.options import add_option
 from swarmgauge.core.run_context import PerEnvironment, RunContext
+from swarmgauge.errors import stop_on_usage_error
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import participants
 from swarmgauge.redaction import known_secrets
-from swarmgauge.run_folders import LATEST, new_run_folder, resolve  # noqa: F401 - resolve is part of this API
+from swarmgauge.run_folders import (  # noqa: F401 - resolve is part of this API
+    ENDED,
+    LATEST,
+    RUNNING,
+    check_parent,
+    is_inside,
+    new_run_folder,
+    process_identity,
+    resolve,
+)
 
 logger = logging.getLogger("swarmgauge.rundir")
 
@@ -252,15 +270,22 @@ def exit_code_as_locust_decides(environment: Environment) -> int:
 
 
 def _versions() -> dict[str, str]:
+    return dict(_installed_versions())
+
+
+@functools.cache
+def _installed_versions() -> tuple[tuple[str, str], ...]:
+    """Looked up once per process: each lookup scans the installed distributions, and run.json is rewritten as each
+    step ends, while users are timing requests."""
     from importlib import metadata
 
-    found = {"python": platform.python_version()}
+    found = [("python", platform.python_version())]
     for dist in ("locust", "swarmgauge", "hdrhistogram", "gevent", "aioquic", "qh3", "mcp"):
         try:
-            found[dist] = metadata.version(dist)
+            found.append((dist, metadata.version(dist)))
         except metadata.PackageNotFoundError:
             continue
-    return found
+    return tuple(found)
 
 
 def _locustfile_classes(environment: Environment) -> list[str]:
@@ -383,6 +408,9 @@ def _final_csv_prefix_files(**_kwargs: Any) -> None:
 def _on_init(environment: Environment, **_kwargs: Any) -> None:
     _Initialised.of(environment).order = next(_inits)
     add_run_info(environment, "started_at", None)
+    parent = parent_dir(environment)
+    if parent is not None:  # before any user and any embedded target (a locustfile's init listeners come later)
+        stop_on_usage_error(lambda _env: check_parent(parent), environment)
 
 
 @events.test_start.add_listener
@@ -395,6 +423,9 @@ def _on_test_start(environment: Environment, **_kwargs: Any) -> None:
     if run_dir(environment) is None:
         return
     add_run_info(environment, "started_at", time.time())
+    add_run_info(environment, "state", RUNNING)  # a report that finds the process gone says it was killed
+    for key, value in process_identity().items():
+        add_run_info(environment, key, value)
     write_run_json(environment, final=False)
 
 
@@ -405,6 +436,8 @@ def close_run(environment: Environment) -> Path | None:
     if directory is None:
         return None
     add_run_info(environment, "ended_at", time.time())
+    add_run_info(environment, "state", ENDED)
+    _info(environment).setdefault("ended_by", None)  # listeners.signals names the signal that ended it
     try:
         _locust_csvs(environment, directory)
     except Exception as exc:  # noqa: BLE001 - a CSV problem must not lose run.json

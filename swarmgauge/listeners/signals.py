@@ -1,4 +1,4 @@
-"""SIGTERM and SIGINT end a run the way the end of its plan does, so nothing measured or written is lost.
+"""SIGTERM, SIGINT and SIGHUP end a run the way the end of its plan does, so nothing measured or written is lost.
 
 Compose and Kubernetes stop containers with SIGTERM. Locust installs its own SIGTERM handler only after
 ``start_automatic_run()`` returns, which it never does while a shape runs: until then SIGTERM kills the process
@@ -7,11 +7,15 @@ master or local runner: the first SIGTERM or SIGINT asks a swarmgauge shape to e
 collect every worker's last figures, then let Locust quit, which stops the workers and fires ``quitting``, where
 the listeners write their files). A second signal, or a run with no swarmgauge shape, falls back to Locust's own
 Ctrl+C path (``KeyboardInterrupt``); before the run has started (a master waiting for its workers) the process exits
-with 128 + the signal number, as nothing was measured. Nothing is written here.
+with 128 + the signal number, as nothing was measured. The signal that ended the plan is noted in ``run.json``
+(``ended_by``) and the plan is marked cut short by it (``cut_short``), so its report, summary and exit code say so
+(``listeners.outcome``); nothing else is written here.
 
-Workers and the web UI keep Locust's own SIGTERM handler, which it installs before their main loop starts: a
-worker's shutdown fires ``quitting``, where it first sends its last per-step figures (here) and then tells the master
-it is gone; the web UI's shutdown fires ``quitting`` as well.
+SIGHUP is what a closed terminal or a dropped ssh session sends: Python's default for it ends the process at once,
+with nothing written. It ends a run as SIGTERM does, everywhere: on the master or local runner through the handler
+above, and on workers and the web UI (which keep Locust's own SIGTERM handler, installed before their main loop:
+a worker's shutdown fires ``quitting``, where it first sends its last per-step figures (here) and then tells the
+master it is gone) by sending the process SIGTERM (:func:`hang_up_as_terminate`).
 
 The order of a run's end is written in ``core/lifecycle.py``; this module does its first two steps. Locust's
 ``shutdown()`` fires ``quitting`` before ``runner.quit()``, so on the web UI's SIGTERM, Ctrl+C or a headless run
@@ -23,6 +27,7 @@ the master or local runner, so every step after it sees a run whose requests are
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import time
 from typing import Any
@@ -32,11 +37,15 @@ from locust import events
 from locust.env import Environment
 from locust.runners import STATE_CLEANUP, STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPING, WorkerRunner
 
+from swarmgauge.core import hooks
 from swarmgauge.core.lifecycle import at_end
+from swarmgauge.core.run_context import RunContext
 
 logger = logging.getLogger("swarmgauge.signals")
 
-HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: ``run.json``'s key naming the signal that ended the run (None when the run ended by itself)
+ENDED_BY = "ended_by"
 STOP_GRACE_SECONDS = 10.0
 POLL_SECONDS = 0.1
 
@@ -56,9 +65,14 @@ class StopOnSignal:
         if runner is not None and runner.state == STATE_INIT:
             logger.info("Got %s before the run started: exiting, nothing was measured", name)
             raise SystemExit(128 + signum)  # gevent hands it to the main greenlet; atexit stops embedded targets
+        if len(self.received) == 1:
+            hooks.add_run_info(self.environment, ENDED_BY, name)
         request_end = getattr(shape, "request_end", None)
         if len(self.received) == 1 and callable(request_end) and runner is not None:
             logger.info("Got %s: ending the plan now (files are written as at its end; again to quit at once)", name)
+            note_stop = getattr(shape, "note_stop", None)
+            if callable(note_stop):
+                note_stop(by=name)  # the steps it will not run are "cut short by SIGTERM", as -t's are
             request_end()
             return
         logger.info("Got %s: stopping at once", name)
@@ -73,6 +87,35 @@ def install(environment: Environment) -> StopOnSignal | None:
     for signum in HANDLED_SIGNALS:
         signal.signal(signum, handler)
     return handler
+
+
+def hang_up_as_terminate(environment: Environment) -> None:
+    """SIGHUP sends this process SIGTERM, whose handler (Locust's, on a worker or the web UI) ends the run in order;
+    the master's or local run's ``run.json`` names SIGHUP."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        logger.info("Got SIGHUP: ending as on SIGTERM")
+        hooks.add_run_info(environment, ENDED_BY, signal.Signals(signum).name)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGHUP, handler)
+
+
+def note_web_ui_signals(environment: Environment) -> None:
+    """The web UI's run ends on Locust's own SIGTERM handler and Ctrl-C path; this only notes which signal it was, so
+    its ``run.json`` and exit line say so as a headless run's do. SIGTERM: a second gevent watcher beside Locust's
+    (libev runs every watcher of a signal); SIGINT: noted, then Python's own ``KeyboardInterrupt``."""
+
+    def note_sigterm() -> None:
+        if not RunContext.of(environment).run_info.get(ENDED_BY):  # SIGHUP ends through SIGTERM: it stays named
+            hooks.add_run_info(environment, ENDED_BY, signal.SIGTERM.name)
+
+    def note_sigint(_signum: int, _frame: Any) -> None:
+        hooks.add_run_info(environment, ENDED_BY, signal.SIGINT.name)
+        raise KeyboardInterrupt(signal.SIGINT.name)
+
+    gevent.signal_handler(signal.SIGTERM, note_sigterm)
+    signal.signal(signal.SIGINT, note_sigint)
 
 
 @at_end("final reports in")
@@ -110,9 +153,11 @@ def _stopping(runner: Any) -> bool:
 
 @events.init.add_listener
 def _on_init(environment: Environment, **_kwargs: Any) -> None:
-    if isinstance(environment.runner, WorkerRunner):
-        return
     options = getattr(environment, "parsed_options", None)
-    if options is not None and not getattr(options, "headless", False):
-        return  # web UI: Locust's SIGTERM handler (shutdown, which fires quitting) is in place before its main loop
+    web_ui = options is not None and not getattr(options, "headless", False)
+    if isinstance(environment.runner, WorkerRunner) or web_ui:
+        hang_up_as_terminate(environment)  # Locust's SIGTERM handler (shutdown, firing quitting) is theirs
+        if web_ui and not isinstance(environment.runner, WorkerRunner):
+            note_web_ui_signals(environment)
+        return
     install(environment)

@@ -52,7 +52,12 @@ from swarmgauge.core.run_context import RunContext
 from swarmgauge.core.slo_units import LATENCY_METRICS, UNITS, in_unit
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.listeners import outcome, rundir, slo_junit, steps, unanswered, user_errors
-from swarmgauge.listeners.outcome import FAILING, NOT_REACHED, covers_failures  # noqa: F401 - covers_failures: API
+from swarmgauge.listeners.outcome import (  # noqa: F401 - covers_failures: API
+    FAILING,
+    NOT_REACHED,
+    covers_failures,
+    stopper,
+)
 from swarmgauge.listeners.steps_csv import step_durations
 
 logger = logging.getLogger("swarmgauge.slo")
@@ -259,7 +264,7 @@ def _cut_words(cut: dict[str, Any]) -> str:
     during = f", during {cut['during_step']!r}" if cut.get("during_step") else ""
     not_run = ", ".join(repr(label) for label in cut.get("steps_not_run") or [])
     never = f" (never ran: {not_run})" if not_run else ""
-    return f"-t stopped the plan at {cut.get('run_time_s', 0):g} s of {cut.get('planned_s', 0):g} s{during}{never}"
+    return f"{stopper(cut)} stopped the plan at {cut.get('run_time_s', 0):g} s of {cut.get('planned_s', 0):g} s{during}{never}"
 
 
 def _missing_request(environment: Environment, threshold: Threshold) -> str | None:

@@ -448,6 +448,11 @@ def stopped_at(environment: Environment) -> float | None:
     return _state(environment).stopped_at
 
 
+def finalized(environment: Environment) -> bool:
+    """The run's final ``steps.csv`` is written: nothing may write a partial one over it."""
+    return _state(environment).finalized
+
+
 hooks.count_step.implement(count)
 hooks.current_step.implement(current_step)
 hooks.announce_step.implement(announce)

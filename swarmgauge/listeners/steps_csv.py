@@ -62,13 +62,20 @@ def stalled_step(stalled_requests: int, requests: int) -> bool:
 
 
 def step_rows(
-    merged: StepMerge, infos: list[Any], stopped_at: float | None, counters: list[str]
+    merged: StepMerge,
+    infos: list[Any],
+    stopped_at: float | None,
+    counters: list[str],
+    only_steps: set[int] | None = None,
 ) -> list[dict[str, Any]]:
+    """The rows of every step, or of ``only_steps`` (a percentile is a walk over a histogram: a step that ended
+    while others run is worked out alone)."""
     by_index = {info.index: info for info in infos}
     durations = step_durations(infos, stopped_at)
     counter_names = list(dict.fromkeys(list(counters) + sorted({name for (_s, name) in merged.counters})))
     rows: list[dict[str, Any]] = []
-    for step in sorted(set(merged.steps()) | set(by_index)):
+    chosen = set(merged.steps()) | set(by_index)
+    for step in sorted(chosen if only_steps is None else chosen & only_steps):
         info = by_index.get(step)
         duration = durations.get(step)
         cpu = merged.cpu_max.get(step)

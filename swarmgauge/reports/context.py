@@ -2,7 +2,8 @@
 
 Everything comes from ``run.json`` (written by :mod:`listeners.rundir`, secrets already redacted there), so a report
 rendered a month later still says which command and which versions made the figures. A plan stopped by
-``-t/--run-time`` is said to be cut short, with the steps that never ran.
+``-t/--run-time`` or a signal is said to be cut short, with the steps that never ran; a run ended by a signal, or
+killed before it closed (``reports/run_state.py``), says which.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from swarmgauge.core.durations import UNTIL_STOPPED
 from swarmgauge.core.sources import embedded_targets
+from swarmgauge.reports import run_state
 
 QUIC_ENGINES = ("aioquic", "qh3")
 
@@ -135,6 +137,7 @@ def context_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
         ("plan", _plan(info.get("plan"))),
         ("plan replaced", _overrides(info.get("plan"))),
         ("exit code", _exit_code(info)),
+        ("ended by", run_state.ended_by_text(info)),
     ]
     return [(name, value) for name, value in rows if value]
 
@@ -156,8 +159,8 @@ def render(info: dict[str, Any]) -> tuple[str, str]:
         )
         + "</table>"
     )
-    cut = cut_short_sentence(info)
-    if cut:
-        md += ["", f"**{cut}**"]
-        body += f"<p class='bound'><b>{html.escape(cut)}</b></p>"
+    for line in (run_state.sentence(info), cut_short_sentence(info)):
+        if line:
+            md += ["", f"**{line}**"]
+            body += f"<p class='bound'><b>{html.escape(line)}</b></p>"
     return "\n".join(md), body

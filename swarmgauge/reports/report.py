@@ -27,7 +27,7 @@ from swarmgauge.core.numbers import number
 from swarmgauge.core.request_names import request_title
 from swarmgauge.core.slo_units import in_unit
 from swarmgauge.files import write_atomic
-from swarmgauge.reports import chart_html, context, table_html, trend
+from swarmgauge.reports import chart_html, context, run_state, table_html, trend
 from swarmgauge.reports.bounds import (
     TargetByStep,
     generator_bound_sentence,
@@ -273,7 +273,7 @@ def render_report(run_dir: Path | str) -> dict[str, Any]:
     the target's memory, lost workers, the plots, then the protocol sections.
     """
     run_dir = Path(run_dir)
-    info = context.load_run_json(run_dir)
+    info = run_state.settle(run_dir, context.load_run_json(run_dir))
     md: list[str] = [f"# swarmgauge run report: {run_dir.name}", ""]
     body: list[str] = [f"<h1>swarmgauge run report: {html.escape(run_dir.name)}</h1>"]
     summary: dict[str, Any] = {"run_dir": run_dir.name}

@@ -16,6 +16,7 @@ import swarmgauge.listeners.privacy
 import swarmgauge.listeners.rundir
 import swarmgauge.listeners.signals
 import swarmgauge.listeners.slo
+import swarmgauge.listeners.step_checkpoints
 import swarmgauge.listeners.steps
 import swarmgauge.reports.report  # noqa: F401 - the report at the end of a run
 from swarmgauge.errors import SwarmgaugeError

@@ -8,6 +8,7 @@ import argparse
 from locust import User, constant, task
 from locust.env import Environment
 
+from swarmgauge.core.run_context import RunContext
 from swarmgauge.listeners import outcome, steps, user_errors
 
 NOT_REACHED = {"expr": "GET:/later:p99<5s", "metric": "p99", "status": outcome.NOT_REACHED}
@@ -71,3 +72,25 @@ def test_a_failed_requests_own_exception_propagating_out_of_a_task_is_not_counte
     steps.merge_local_now(environment)
     assert user_errors.total(environment) == 1
     assert [c["class"] for c in user_errors.by_class(environment)] == ["KeyError"]
+
+
+def test_a_run_ended_by_a_signal_keeps_the_code_of_what_it_measured_and_says_the_signal():
+    environment = _environment()
+    RunContext.of(environment).run_info["ended_by"] = "SIGHUP"
+    decided = outcome.decide(environment, [FAIL_RATIO_HELD])
+    assert decided == outcome.Outcome(0, [], "SIGHUP")
+    assert decided.lines() == ["exit code 0 (run ended by SIGHUP)"]
+    assert outcome.decide(_environment(), []).lines() == ["exit code 0"]
+
+
+def test_a_gate_a_signal_kept_from_running_is_exit_4_and_names_the_signal():
+    environment = _environment()
+    context = RunContext.of(environment)
+    context.run_info["ended_by"] = "SIGTERM"
+    context.run_info["cut_short"] = {"by": "SIGTERM", "run_time_s": 12.0, "planned_s": 240.0, "steps_not_run": ["4"]}
+    decided = outcome.decide(environment, [NOT_REACHED])
+    assert decided.code == outcome.NOT_REACHED_EXIT_CODE
+    assert decided.lines()[0] == (
+        "exit code 4 (run ended by SIGTERM): cut short: SIGTERM stopped the plan at 12 s of 240 s before it measured "
+        "GET:/later:p99<5s (gate not exercised)"
+    )

@@ -21,7 +21,8 @@ from locust.event import Events
 from locust.runners import STATE_INIT, STATE_RUNNING, STATE_STOPPED
 
 from swarmgauge.core import lifecycle
-from swarmgauge.listeners import signals
+from swarmgauge.core.run_context import RunContext
+from swarmgauge.listeners import rundir, signals  # noqa: F401 - rundir implements hooks.add_run_info
 from swarmgauge.listeners.signals import StopOnSignal
 from swarmgauge.run_folders import resolve
 from swarmgauge.targets.launch import child_env, stop_processes
@@ -49,6 +50,21 @@ def test_the_first_signal_ends_the_plan_and_the_second_stops_at_once():
     with pytest.raises(KeyboardInterrupt):
         handler(signal.SIGINT, None)
     assert shape.end_requests == 1
+
+
+def test_sighup_ends_the_plan_as_sigterm_does_and_the_run_notes_which_signal():
+    class _Shape(_ShapeThatCanEnd):
+        stopped_by: list[str] = []
+
+        def note_stop(self, by: str) -> None:
+            self.stopped_by.append(by)
+
+    shape = _Shape()
+    environment = SimpleNamespace(shape_class=shape, runner=SimpleNamespace(state=STATE_RUNNING))
+    assert signal.SIGHUP in signals.HANDLED_SIGNALS
+    StopOnSignal(environment)(signal.SIGHUP, None)
+    assert (shape.end_requests, shape.stopped_by) == (1, ["SIGHUP"])
+    assert RunContext.of(environment).run_info[signals.ENDED_BY] == "SIGHUP"
 
 
 def test_without_a_swarmgauge_shape_a_signal_is_locusts_ctrl_c():
@@ -84,11 +100,18 @@ def _quit_with_a_listener_added_before_init(runner_state: str) -> list[str]:
     return seen
 
 
-def test_quitting_stops_running_users_before_the_listeners_that_close_the_run():
+@pytest.fixture
+def no_process_signal_handlers(monkeypatch):
+    """A web UI's init installs the process's SIGHUP/SIGTERM/SIGINT handlers; not into the test runner's process."""
+    monkeypatch.setattr(signals, "hang_up_as_terminate", lambda _environment: None)
+    monkeypatch.setattr(signals, "note_web_ui_signals", lambda _environment: None)
+
+
+def test_quitting_stops_running_users_before_the_listeners_that_close_the_run(no_process_signal_handlers):
     assert _quit_with_a_listener_added_before_init(STATE_RUNNING) == ["users stopped", "run closed, runner stopped"]
 
 
-def test_quitting_leaves_a_stopped_runner_alone():
+def test_quitting_leaves_a_stopped_runner_alone(no_process_signal_handlers):
     assert _quit_with_a_listener_added_before_init(STATE_STOPPED) == ["run closed, runner stopped"]
 
 
@@ -154,6 +177,7 @@ def test_a_signal_mid_step_in_a_headless_local_run_keeps_everything(tmp_path, si
             stop_processes([process], grace=5)
     assert process.returncode == 0, stderr[-2000:]
     _assert_run_closed(run_dir, process.returncode)
+    assert json.loads((resolve(run_dir) / "run.json").read_text())["ended_by"] == signal.Signals(signum).name
 
 
 @pytest.mark.integration
@@ -308,7 +332,8 @@ def test_sigterm_to_one_worker_mid_step_keeps_what_it_measured(tmp_path):
 
 
 @pytest.mark.integration
-def test_sigterm_mid_step_in_a_web_ui_run_writes_the_run(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_mid_step_in_a_web_ui_run_writes_the_run(tmp_path, signum):
     run_dir = tmp_path / "run"
     with sim_target("--delay", "const:5") as target:
         process = subprocess.Popen(
@@ -332,12 +357,13 @@ def test_sigterm_mid_step_in_a_web_ui_run_writes_the_run(tmp_path):
         )
         try:
             _wait_for_requests(target, 20)
-            process.send_signal(signal.SIGTERM)
+            process.send_signal(signum)
             _stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
         finally:
             stop_processes([process], grace=5)
     assert process.returncode == 0, stderr[-2000:]
-    assert json.loads((resolve(run_dir) / "run.json").read_text())["exit_code"] == 0
+    doc = json.loads((resolve(run_dir) / "run.json").read_text())
+    assert (doc["exit_code"], doc["ended_by"]) == (0, signal.Signals(signum).name)
     partial = [row for row in read_steps(run_dir) if row["name"] == "Aggregated"][0]
     assert int(partial["requests"]) > 0 and 0.0 < float(partial["duration_s"]) < 120.0
 
@@ -416,3 +442,63 @@ def test_sigterm_mid_run_in_the_web_ui_stops_the_users_before_the_run_closes_and
     assert measured == _locust_counts(Path(f"{prefix}_stats.csv"))
     assert json.loads((folder / "slo.json").read_text())["exit_code"] == 0
     assert json.loads((folder / "run.json").read_text())["exit_code"] == 0
+
+
+def _hang_up_run(tmp_path: Path, workers: int) -> tuple[subprocess.Popen, list[subprocess.Popen], str, str, int]:
+    """A stepped run against the simulated target (a master and ``workers`` when asked), SIGHUP to every process
+    of it mid-step as a closed terminal sends it; returns the processes, their output and the requests served."""
+    port = free_port()
+    locustfile = Path(ROOT) / "tests/listeners/summary_locustfile.py"
+    master_args = (
+        ("--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port))
+        + ("--expect-workers", str(workers), "--expect-workers-max-wait", "60")
+        if workers
+        else ()
+    )
+    with sim_target("--delay", "const:5") as target:
+        master = subprocess.Popen(
+            locust_command(
+                locustfile, "--headless", "--host", target.url, *master_args, *LONG_PLAN, "--run-dir", str(tmp_path)
+            ),
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        started = [
+            subprocess.Popen(
+                locust_command(locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)),
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(workers)
+        ]
+        try:
+            _wait_for_requests(target, 20 * max(1, workers))
+            for process in (master, *started):
+                process.send_signal(signal.SIGHUP)
+            stdout, stderr = master.communicate(timeout=WAIT_SECONDS)
+            for worker in started:
+                worker.wait(WAIT_SECONDS)
+            served = len(target.records())
+        finally:
+            stop_processes([master, *started], grace=5)
+    return master, started, stdout, stderr, served
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("workers", [0, 2], ids=["local", "master-and-two-workers"])
+def test_sighup_mid_step_ends_the_run_as_sigterm_does_and_keeps_every_measured_request(tmp_path, workers):
+    """The defect: SIGHUP (a closed terminal, a dropped ssh) killed the run at once, its requests never written."""
+    master, started, stdout, stderr, served = _hang_up_run(tmp_path, workers)
+    assert master.returncode == 0 and [w.returncode for w in started] == [0] * workers, stderr[-3000:]
+    folder = resolve(tmp_path)
+    doc = json.loads((folder / "run.json").read_text())
+    assert (doc["state"], doc["ended_by"], doc["exit_code"]) == ("ended", "SIGHUP", 0)
+    assert doc["cut_short"]["by"] == "SIGHUP" and doc["cut_short"]["steps_not_run"] == ["4 users"]
+    measured = sum(int(row["requests"]) for row in read_steps(tmp_path) if row["name"] == "Aggregated")
+    users_in_flight = 2
+    assert served - users_in_flight <= measured <= served
+    assert "exit code 0 (run ended by SIGHUP)" in stdout
+    assert "SIGHUP" in (folder / "report.md").read_text()
