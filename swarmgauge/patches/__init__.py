@@ -103,6 +103,34 @@ PATCHES: tuple[Patch, ...] = (
         upstream="jawah/qh3: issue 'a self-issued server certificate named in cafile is not trusted'",
     ),
     Patch(
+        name="qh3-post-handshake-tls",
+        dependency="qh3",
+        versions=">=2.1,<2.2",
+        kind=Kind.MUTATES,
+        where=("swarmgauge.quic.qh3_patches",),
+        touches=(
+            "qh3.quic.connection.QuicConnection._tls",
+            "qh3.quic.connection.QuicConnection._applied_transport_parameters",
+            "qh3.quic.tls_bridge.QuicTlsBridge._input_offsets",
+            "qh3.tls.Context._receive_buffer",
+        ),
+        private_names=(
+            "_tls",
+            "_is_client",
+            "_handshake_complete",
+            "_session_ticket_handler",
+            "_quic_logger",
+            "_input_offsets",
+            "_receive_buffer",
+            "_applied_transport_parameters",
+        ),
+        why="a client keeps qh3's TLS bridge and context (~9 KiB: the key-share private keys, the transcript hash, "
+        "the peer's parsed certificate, deques and dicts) for its life although after the handshake they only parse "
+        "and drop session tickets; a pooled connection swaps them for a stand-in that does just that (get_peercert() "
+        "and QuicConnection.tls are None from then on)",
+        upstream="jawah/qh3: issue asking the client to drop its handshake state once the handshake is confirmed",
+    ),
+    Patch(
         name="qh3-private-reads",
         dependency="qh3",
         versions=">=2.1,<2.2",

@@ -253,8 +253,10 @@ class Qh3Engine(QuicEngine):
         return configuration
 
     def release_handshake_state(self, quic: Any) -> None:
-        """Drop the key-share private keys qh3's TLS context keeps after a client's handshake (never read again)."""
-        qh3_patches.release_key_exchange(quic)
+        """Let go of qh3's TLS bridge and context after a client's handshake (a small stand-in takes the session
+        tickets that may still come); where that cannot be, at least the key-share private keys (never read again)."""
+        if not qh3_patches.release_handshake_tls(quic):
+            qh3_patches.release_key_exchange(quic)
 
     def alpn_refused(self, error_code: int, reason: str) -> bool:
         """qh3's server refuses with ``handshake_failure`` and says why only in the reason phrase."""
