@@ -137,9 +137,18 @@ PATCHES: tuple[Patch, ...] = (
         kind=Kind.READS_PRIVATE,
         where=("swarmgauge.quic.engine",),
         touches=("qh3.quic.connection.QuicConnection",),
-        private_names=("_core", "_quic_logger", "_call_core", "_close_event", "_handshake_complete", "_remote_addr"),
-        why="the client driver batches the native core's datagrams, reads its next timer, and needs the peer "
-        "address: qh3 has no public accessor for any (get_peer_address() is aioquic's only)",
+        private_names=(
+            "_core",
+            "_quic_logger",
+            "_call_core",
+            "_drain_core",
+            "_close_event",
+            "_handshake_complete",
+            "_remote_addr",
+        ),
+        why="the client driver batches the native core's datagrams both ways (receiving without the wrapper's "
+        "per-call address check), reads its next timer, and needs the peer address: qh3 has no public accessor "
+        "for any (get_peer_address() is aioquic's only)",
         upstream="jawah/qh3: issue asking for get_peer_address(), get_timer() naming its kind, and a batched "
         "datagrams_to_send without a logger",
     ),
