@@ -1,5 +1,6 @@
 """qh3's private seams that the engine adapter patches: stream limits in its native core and transport parameters,
-and trust in a self-issued server certificate named in the CA file.
+trust in a self-issued server certificate named in the CA file, a cheaper TLS, and what a client keeps after its
+handshake.
 
 Kept apart from ``quic_engine`` so the adapter reads as the engine's interface; every use of qh3's private names
 is here, each checked before it is patched so a new qh3 fails loudly instead of running unpatched.
