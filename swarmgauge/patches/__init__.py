@@ -115,14 +115,50 @@ PATCHES: tuple[Patch, ...] = (
         upstream="jawah/qh3: issue 'a self-issued server certificate named in cafile is not trusted'",
     ),
     Patch(
+        name="qh3-post-handshake-tls",
+        dependency="qh3",
+        kind=Kind.MUTATES,
+        where=("swarmgauge.quic.qh3_patches",),
+        touches=(
+            "qh3.quic.connection.QuicConnection._tls",
+            "qh3.quic.connection.QuicConnection._applied_transport_parameters",
+            "qh3.quic.tls_bridge.QuicTlsBridge._input_offsets",
+            "qh3.tls.Context._receive_buffer",
+        ),
+        private_names=(
+            "_tls",
+            "_is_client",
+            "_handshake_complete",
+            "_session_ticket_handler",
+            "_quic_logger",
+            "_input_offsets",
+            "_receive_buffer",
+            "_applied_transport_parameters",
+        ),
+        why="a client keeps qh3's TLS bridge and context (~9 KiB: the key-share private keys, the transcript hash, "
+        "the peer's parsed certificate, deques and dicts) for its life although after the handshake they only parse "
+        "and drop session tickets; a pooled connection swaps them for a stand-in that does just that (get_peercert() "
+        "and QuicConnection.tls are None from then on)",
+        upstream="jawah/qh3: issue asking the client to drop its handshake state once the handshake is confirmed",
+    ),
+    Patch(
         name="qh3-private-reads",
         dependency="qh3",
         kind=Kind.READS_PRIVATE,
         where=("swarmgauge.quic.engine",),
         touches=("qh3.quic.connection.QuicConnection",),
-        private_names=("_core", "_quic_logger", "_call_core", "_close_event", "_handshake_complete", "_remote_addr"),
-        why="the client driver batches the native core's datagrams, reads its next timer, and needs the peer "
-        "address: qh3 has no public accessor for any (get_peer_address() is aioquic's only)",
+        private_names=(
+            "_core",
+            "_quic_logger",
+            "_call_core",
+            "_drain_core",
+            "_close_event",
+            "_handshake_complete",
+            "_remote_addr",
+        ),
+        why="the client driver batches the native core's datagrams both ways (receiving without the wrapper's "
+        "per-call address check), reads its next timer, and needs the peer address: qh3 has no public accessor "
+        "for any (get_peer_address() is aioquic's only)",
         upstream="jawah/qh3: issue asking for get_peer_address(), get_timer() naming its kind, and a batched "
         "datagrams_to_send without a logger",
     ),

@@ -165,12 +165,14 @@ class QuicDriver:
         ``finish=False`` leaves the send side open, to test how a server treats a request that never ends.
         """
         deadline = time.monotonic() + timeout
-        self._check_usable()
+        if self._error is not None or not self._connected:  # the checks inline: they run on every request
+            self._check_usable()
         if not self._slots.acquire(timeout=timeout):
             raise RequestTimeout(f"no free stream on {self.host}:{self.port} within {timeout:g} s")
         stream_id = None
         try:
-            self._check_usable()
+            if self._error is not None or not self._connected:  # it failed while this request waited for a slot
+                self._check_usable()
             self._wait_for_stream_credit(deadline, timeout)
             stream_id = self._quic.get_next_available_stream_id()
             pending = self._streams.open(stream_id, deadline, timeout)
@@ -229,7 +231,7 @@ class QuicDriver:
             return
         quic = self._quic
         # only connect() arms the timer and the readable callback, after it has set the transport
-        transport = cast(DatagramTransport, self._transport)
+        transport: DatagramTransport = self._transport  # type: ignore[assignment]
         held, timer_at = False, None
         try:
             received = transport.drain()
@@ -239,7 +241,9 @@ class QuicDriver:
                 self._last_heard = now
                 if self._credit_waiters:
                     self._credit.set()
-            self._keep_alive(now)
+            keepalive = self.keepalive
+            if keepalive is not None and now >= self._last_heard + keepalive:  # the test inline: once per pass
+                self._keep_alive(now)
             # get_timer() is not free: ask it only when the armed deadline is due (one that a receipt made due
             # is re-armed below at zero delay and handled on the next pass)
             if self._timer_fired or (self._timer_at is not None and now >= self._timer_at):
@@ -248,7 +252,9 @@ class QuicDriver:
                 if timer_at is not None and now >= timer_at:
                     quic.handle_timer(now)
             self._process_events()
-            self._expire(now)
+            next_deadline = self._streams.next_deadline
+            if next_deadline is not None and now >= next_deadline:
+                self._expire(now)
             timer_at, ack_only = self._engine.next_timer(quic)
             held = ack_only and self._ack_may_wait(now)
             if not held:

@@ -253,8 +253,10 @@ class Qh3Engine(QuicEngine):
         return configuration
 
     def release_handshake_state(self, quic: Any) -> None:
-        """Drop the key-share private keys qh3's TLS context keeps after a client's handshake (never read again)."""
-        qh3_patches.release_key_exchange(quic)
+        """Let go of qh3's TLS bridge and context after a client's handshake (a small stand-in takes the session
+        tickets that may still come); where that cannot be, at least the key-share private keys (never read again)."""
+        if not qh3_patches.release_handshake_tls(quic):
+            qh3_patches.release_key_exchange(quic)
 
     def alpn_refused(self, error_code: int, reason: str) -> bool:
         """qh3's server refuses with ``handshake_failure`` and says why only in the reason phrase."""
@@ -287,8 +289,15 @@ class Qh3Engine(QuicEngine):
 
     def receive_datagrams(self, quic: Any, datagrams: list[bytes], peer: Any, now: float) -> None:
         """qh3's batch entry once the handshake is done: one native call and one event drain for the lot, without the
-        per-datagram version-negotiation, Retry and header checks that only the handshake needs."""
-        quic.receive_many_datagrams(datagrams, peer, now)  # datagram by datagram until the handshake is done
+        per-datagram version-negotiation, Retry and header checks that only the handshake needs. Without a logger
+        the native core is called directly: qh3's wrapper re-validates the peer address (``inet_pton``) on every
+        call and walks the batch once more for its logger, for an address that is the transport's own."""
+        core = quic._core
+        if core is None or not quic._handshake_complete or quic._quic_logger is not None or not datagrams:
+            quic.receive_many_datagrams(datagrams, peer, now)  # datagram by datagram until the handshake is done
+            return
+        quic._call_core(core.receive_many_datagrams, datagrams, peer, now)  # a core error as QuicConnectionError
+        quic._drain_core()
 
     def datagrams_to_send(self, quic: Any, now: float) -> list[bytes]:
         """qh3's ``datagrams_to_send`` parses every packet header of every datagram for its logger even when there is

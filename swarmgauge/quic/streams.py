@@ -58,12 +58,7 @@ class InFlight:
 
     def wait(self, pending: PendingStream) -> bytes:
         """Block the calling greenlet until the hub hands over the stream's answer (or raises its error)."""
-        if pending.outcome is not None:
-            return self._unwrap(pending.outcome)
-        return self._unwrap(pending.waiter.get())
-
-    @staticmethod
-    def _unwrap(outcome: Outcome) -> bytes:
+        outcome = pending.outcome if pending.outcome is not None else pending.waiter.get()
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome

@@ -121,6 +121,17 @@ def test_qh3s_native_core_still_takes_28_arguments_with_the_stream_limits_at_21_
     assert (seen[0][21], seen[0][22]) == (100, 103)
 
 
+def test_qh3s_connection_reads_of_its_tls_bridge_are_all_answered_by_the_post_handshake_stand_in():
+    """qh3-post-handshake-tls: every ``self._tls.<name>`` of qh3's connection, but the two only a handshake in
+    progress reaches, is one the stand-in has."""
+    from swarmgauge.quic.qh3_patches import PostHandshakeTls
+
+    source = inspect.getsource(importlib.import_module("qh3.quic.connection"))
+    read = set(re.findall(r"self\._tls\.(\w+)", source))
+    handshake_only = {"start", "remote_initial_source_connection_id"}
+    assert read - handshake_only <= set(dir(PostHandshakeTls)), BY_NAME["qh3-post-handshake-tls"].why
+
+
 def test_qh3_connections_still_hold_the_fields_the_engine_reads():
     patch = BY_NAME["qh3-private-reads"]
     connection = importlib.import_module("qh3.quic.connection")

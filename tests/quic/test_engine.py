@@ -251,3 +251,29 @@ def test_a_qh3_client_loads_no_cryptography():
         [sys.executable, "-c", QH3_CLIENT], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
     )
     assert result.stdout.split() == ["False"], result.stderr[-2000:]
+
+
+def test_qh3s_direct_batch_receive_after_the_handshake_delivers_what_its_wrapper_would():
+    """The engine hands a connected qh3 client's datagrams to the native core itself (no per-call address check):
+    the answer's stream data arrives as the wrapper delivers it, and a datagram that is no QUIC packet is dropped."""
+    qh3 = engine("qh3")
+    client, server, clock = connected_pair(qh3)
+    while client.next_event() is not None:
+        pass
+    stream_id = client.get_next_available_stream_id()
+    client.send_stream_data(stream_id, b"ask", end_stream=True)
+    received: list[bytes] = []
+    for _ in range(10):
+        clock += 0.01
+        for data, _ in client.datagrams_to_send(clock):
+            server.receive_datagram(data, CLIENT, clock)
+        while (event := server.next_event()) is not None:
+            if isinstance(event, qh3.StreamDataReceived) and event.end_stream:
+                server.send_stream_data(event.stream_id, b"answer", end_stream=True)
+        back = [data for data, _ in server.datagrams_to_send(clock)]
+        if back:
+            qh3.receive_datagrams(client, [*back, b"\x00not quic"], SERVER, clock)
+        while (event := client.next_event()) is not None:
+            if isinstance(event, qh3.StreamDataReceived):
+                received.append(event.data)
+    assert b"".join(received) == b"answer" and client._close_event is None
