@@ -94,17 +94,18 @@ def process_is_gone(info: dict[str, Any]) -> bool | None:
 def check_parent(parent: Path | str, min_free_bytes: int = MIN_FREE_BYTES) -> None:
     """Refuse, before any load, a ``--run-dir`` the run could not write its results into: one that is a file (or
     lies under one), one that cannot be created or written (read-only, no permission), or one on a disk with less
-    than ``min_free_bytes`` free. Raises :class:`UsageError` naming the folder and the reason; creates the folder
-    (the run's first write would)."""
+    than ``min_free_bytes`` free. Raises :class:`UsageError` naming the folder and the reason. A folder that does not
+    exist yet is not made here (a run refused later, a missing host say, leaves nothing behind): its nearest existing
+    parent is probed, where the run's first write would create it."""
     parent = Path(parent)
     where = f"--run-dir {parent}"
     existing = next((p for p in (parent, *parent.parents) if p.exists() or p.is_symlink()), None)
     if existing is not None and not existing.is_dir():
         what = "is a file" if existing == parent else f"lies under {existing}, which is a file"
         raise UsageError(f"{where}: {what}, not a folder: give a folder for the run folders")
+    probed = parent if parent.is_dir() else (existing if existing is not None else Path.cwd())
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".swarmgauge-probe.", dir=parent)
+        fd, probe = tempfile.mkstemp(prefix=".swarmgauge-probe.", dir=probed)
         try:
             os.write(fd, b"swarmgauge")
             os.fsync(fd)
@@ -113,7 +114,7 @@ def check_parent(parent: Path | str, min_free_bytes: int = MIN_FREE_BYTES) -> No
             os.unlink(probe)
     except OSError as exc:
         raise UsageError(f"{where}: not writable ({exc.strerror or exc})") from None
-    stats = os.statvfs(parent)
+    stats = os.statvfs(probed)
     free = stats.f_bavail * stats.f_frsize
     if free < min_free_bytes:
         raise UsageError(

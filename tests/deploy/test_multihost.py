@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from swarmgauge.run_folders import resolve
-from tests.deploy.multihost import Cluster, by_process, wait_for
+from tests.deploy.multihost import MASTER_PORT, Cluster, by_process, wait_for
 from tests.deploy.netns_hosts import REQUIRE_ENV, HostNetwork, unavailable_reason
-from tests.listeners.sim_run import read_steps
+from tests.listeners.sim_run import locust_command, read_steps
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -113,7 +114,10 @@ def test_a_worker_cut_off_longer_than_master_lost_after_stops_and_a_new_one_on_t
     cluster.net.restore("worker-b")
     restored_at = time.time()
     replacement = cluster.start_worker("worker-b", log_name="worker-b-again")
-    assert cluster.finish() == 0, cluster.log("master")[-3000:]
+    code = cluster.finish()
+    # the given-up worker's users stuck on the dead link are recorded Unfinished (failures no SLO judged: exit 1)
+    unfinished = sum(int(row.get("unfinished") or 0) for row in _aggregated(cluster))
+    assert code == (1 if unfinished else 0), cluster.log("master")[-3000:]
     records = cluster.records()
 
     victim_log = cluster.log("worker-b")
@@ -163,3 +167,79 @@ def test_the_workers_stop_within_seconds_when_the_master_is_killed(cluster: Clus
         assert len(errors) == 1 and f"lost the master at {cluster.net['master'].address}:" in errors[0], log[-3000:]
         assert "Traceback" not in log
     assert max(r["t"] for r in records) < killed_at + 20, "no load after the workers stopped"
+
+
+CLUSTER_LOCUSTFILE = Path(__file__).resolve().parents[1] / "listeners" / "cluster_locustfile.py"
+TOKEN = "SGTOKNETNS7"
+
+
+def test_a_rogue_on_another_host_gets_nothing_from_a_keyed_master_and_a_worker_with_the_key_runs(
+    cluster: Cluster, tmp_path: Path
+):
+    """Issue 33 point 2 across hosts: the master (with a secret and a cluster key) listens on its namespace's
+    address; a rogue worker on another host gets not one message, a worker on a third host with the key (and its own
+    token) runs the load, and neither the key nor the token is in the master's log or run.json."""
+    key = tmp_path / "cluster.key"
+    key.write_text("the multi-host test's shared key, 32 bytes\n")
+    key.chmod(0o600)
+    cluster.start_target()
+    address = cluster.net["master"].address
+    cluster.master = cluster.net.start(
+        "master",
+        locust_command(
+            CLUSTER_LOCUSTFILE,
+            "--headless",
+            "--master",
+            "--master-bind-host",
+            address,
+            "--master-bind-port",
+            str(MASTER_PORT),
+            "--expect-workers",
+            "1",
+            "--expect-workers-max-wait",
+            "60",
+            "--host",
+            cluster.target_url,
+            "--steps",
+            "1",
+            "--step-time",
+            "3",
+            "--mark-token",
+            TOKEN,
+            "--cluster-key-file",
+            str(key),
+            "--run-dir",
+            str(cluster.run_dir),
+        ),
+        cluster.log_path("master"),
+    )
+    wait_for(lambda: "listens for workers on" in cluster.log("master"), 60, "the master to listen")
+    rogue = cluster.net.run(
+        "worker-b", [sys.executable, "-m", "tests.listeners.rogue_worker", address, str(MASTER_PORT), "6"], timeout=60
+    )
+    worker = cluster.net.start(
+        "worker-c",
+        locust_command(
+            CLUSTER_LOCUSTFILE,
+            "--worker",
+            "--master-host",
+            address,
+            "--master-port",
+            str(MASTER_PORT),
+            "--cluster-key-file",
+            str(key),
+        ),
+        cluster.log_path("worker-c"),
+        env={"LOCUST_MARK_TOKEN": TOKEN},
+    )
+    assert cluster.finish() == 0, cluster.log("master")[-3000:]
+    assert worker.wait(timeout=30) == 0, cluster.log("worker-c")[-3000:]
+
+    assert rogue == "", "no ack, no spawn, no heartbeat reached the rogue host"
+    master_log = cluster.log("master")
+    assert "refused a worker connection" in master_log and "does not hold the cluster key" in master_log
+    requests = sum(int(row["requests"]) for row in _aggregated(cluster))
+    assert requests == len(cluster.records()) > 0, "the keyed worker on its own host ran the load"
+    run_json = (resolve(cluster.run_dir) / "run.json").read_text()
+    for secret in (TOKEN, key.read_text().strip()):
+        assert secret not in master_log + cluster.log("worker-c") + run_json

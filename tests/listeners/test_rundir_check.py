@@ -70,9 +70,11 @@ def test_a_file_and_a_folder_under_a_file_are_refused(tmp_path):
         check_parent(tmp_path / "afile" / "runs")
 
 
-def test_a_writable_folder_with_room_is_created_and_left_clean(tmp_path):
-    check_parent(tmp_path / "runs" / "today")
-    assert (tmp_path / "runs" / "today").is_dir() and list((tmp_path / "runs" / "today").iterdir()) == []
+def test_a_writable_folder_with_room_passes_and_is_left_clean_and_a_missing_one_is_not_made(tmp_path):
+    check_parent(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    check_parent(tmp_path / "runs" / "today")  # its nearest existing parent is probed
+    assert list(tmp_path.iterdir()) == [], "a run refused after the check (a missing host) leaves no folder behind"
 
 
 @pytest.mark.integration

@@ -77,6 +77,8 @@ NOT_HTTP = {
     "launch": "starts a target as a child",
     "embedded": "starts a target from Locust's init",
     "brain-zombies": "a fault of the brain stand-in",
+    "brain-http": "the brain stand-in's routes and server (probed as brain)",
+    "brain-service": "the brain stand-in's state and route logic (probed as brain)",
 }
 
 
