@@ -5,6 +5,12 @@ Issue 21 point 4: a generator that keeps per-second data for the whole run grows
 users, samples the locust process's RSS (its own, not the embedded target child's) every ``--interval`` seconds,
 and prints the growth from the end of the settle time (``--settle``, one minute by default: imports, pools and
 caches fill in it) to the end, and the settle time's own growth beside it. The figures go to JSON.
+
+Beside it, the growth after every pooled connection has filled its native stream state: qh3 keeps the last
+1,024 finished streams of each connection (~83 KiB), so a generator grows by that much per user until each user has
+made 1,024 requests and is flat from there. At 16 users that is the first seconds; at 1,000 users sharing ~1,600
+requests a second it is ten minutes or more, past any one-minute settle. The run's ``timeline.csv`` says when the
+requests reached ``users x 1024``; the figures from that sample on are ``after_stream_state_filled``.
 ``--tracemalloc`` adds ``benchmarks/soak_probe.py`` to the run: the top growths by file and line and by object type
 after the settle time land in the JSON (tracing slows locust down, so use it to find growth, not to measure it).
 
@@ -27,6 +33,7 @@ import psutil
 
 from benchmarks import soak_probe
 from swarmgauge.files import write_json
+from swarmgauge.quic.engine import QH3_FINISHED_STREAMS_KEPT
 from swarmgauge.run_folders import resolve
 from swarmgauge.targets.launch import child_env, stop_processes
 
@@ -75,6 +82,24 @@ def growth(samples: list[tuple[float, int]], settle: float) -> dict[str, float |
     }
 
 
+def cumulative_requests(timeline_csv: str, began_wall: float) -> list[tuple[float, int]]:
+    """(seconds since ``began_wall``, requests so far) for each ``timeline.csv`` row, in time order."""
+    import csv
+    import io
+
+    rows = sorted((float(row["time"]), int(row["requests"])) for row in csv.DictReader(io.StringIO(timeline_csv)))
+    total, points = 0, []
+    for at, requests in rows:
+        total += requests
+        points.append((round(at - began_wall, 1), total))
+    return points
+
+
+def filled_at(points: list[tuple[float, int]], requests_needed: int) -> float | None:
+    """The first time the requests so far reached ``requests_needed``, None if they never did."""
+    return next((at for at, total in points if total >= requests_needed), None)
+
+
 def run(minutes: float, users: int, interval: float, settle: float = 60.0, trace: bool = False) -> dict:
     seconds = minutes * 60.0
     with tempfile.TemporaryDirectory(prefix="generator-soak-") as run_dir:
@@ -110,6 +135,7 @@ def run(minutes: float, users: int, interval: float, settle: float = 60.0, trace
             stderr=subprocess.PIPE,
             text=True,
         )
+        began_wall = time.time()
         load_start = os.getloadavg()[0]
         try:
             samples = sample_rss(process.pid, seconds, interval)
@@ -118,7 +144,10 @@ def run(minutes: float, users: int, interval: float, settle: float = 60.0, trace
             stop_processes([process], grace=15)
         steps_path = resolve(run_dir) / "steps.csv"
         steps_csv = steps_path.read_text() if steps_path.is_file() else ""
+        timeline_path = resolve(run_dir) / "timeline.csv"
+        points = cumulative_requests(timeline_path.read_text(), began_wall) if timeline_path.is_file() else []
         probe = json.loads(probe_out.read_text()) if probe_out.is_file() else None
+    filled = filled_at(points, users * QH3_FINISHED_STREAMS_KEPT)
     return {
         "minutes": minutes,
         "users": users,
@@ -133,6 +162,10 @@ def run(minutes: float, users: int, interval: float, settle: float = 60.0, trace
         "requests": _aggregated_requests(steps_csv),
         "stderr_tail": stderr[-1500:] if process.returncode not in (0, None) else "",
         **growth(samples, settle),
+        "stream_state_requests": users * QH3_FINISHED_STREAMS_KEPT,
+        "stream_state_filled_at_s": filled,
+        "after_stream_state_filled": growth(samples, filled) if filled is not None else None,
+        "requests_so_far": points[::10],
         "samples": [[round(at, 1), rss] for at, rss in samples],
     }
 
@@ -172,6 +205,19 @@ def main(argv: list[str] | None = None) -> int:
         f"locust RSS at the end {result['rss_end_mib']} MiB (max {result.get('rss_max_mib')}): growth after settling "
         f"{result['growth_mib']} MiB = {result['growth_percent']} %"
     )
+    filled = result["after_stream_state_filled"]
+    if filled is None:
+        print(
+            f"the connections' stream state never filled: {result['requests']} requests, "
+            f"{result['stream_state_requests']} needed ({QH3_FINISHED_STREAMS_KEPT} per user)"
+        )
+    else:
+        print(
+            f"after the connections' stream state filled at {result['stream_state_filled_at_s']:.0f} s "
+            f"({QH3_FINISHED_STREAMS_KEPT} requests per user): RSS {filled['rss_after_settle_mib']} -> "
+            f"{filled['rss_end_mib']} MiB (max {filled['rss_max_mib']}), growth {filled['growth_mib']} MiB = "
+            f"{filled['growth_percent']} %"
+        )
     for row in (result["probe"] or {}).get("top_growths", [])[:10]:
         print(f"  traced growth {row['growth_kib']:>9} KiB  {row['count_growth']:>7} blocks  {row['site']}")
     print(
