@@ -23,6 +23,14 @@ def test_too_few_samples_after_settling_give_no_figure_rather_than_a_wrong_one()
     assert result["growth_percent"] is None and result["rss_end_mib"] is None
 
 
+def test_the_stream_state_is_filled_when_the_requests_so_far_reach_the_number_asked_for():
+    timeline = "time,step,requests,failures,p50_ms,p99_ms\n1002.0,0,30,0,1,2\n1000.0,0,10,0,1,2\n1001.0,0,20,0,1,2\n"
+    points = generator_soak.cumulative_requests(timeline, began_wall=990.0)
+    assert points == [(10.0, 10), (11.0, 30), (12.0, 60)]
+    assert generator_soak.filled_at(points, 30) == 11.0
+    assert generator_soak.filled_at(points, 61) is None
+
+
 @pytest.mark.parametrize("argv", [["--minutes", "0"], ["--minutes", "5", "--settle", "5"], ["--settle", "-1"]])
 def test_bad_options_are_refused_before_any_run(argv, capsys):
     with pytest.raises(SystemExit) as exited:
