@@ -172,21 +172,8 @@ class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH
         outcome = self._outcome
         measured = (time.perf_counter() - self._started) * 1000.0
         outcome.response_time = intended.as_counted(measured, self._wall_start)[0]
-        if exc is not None and not isinstance(exc, Exception):
-            if self._events is not None:  # stopped mid-request: recorded once, as unfinished, and it goes on up
-                outcome.exception = Unfinished()
-                fire(
-                    self._events,
-                    request_type=outcome.request_type,
-                    name=outcome.name,
-                    response_time=measured,
-                    response_length=outcome.response_length,
-                    exception=outcome.exception,
-                    context=outcome.context,
-                    start_time=self._wall_start,
-                )
-            return False
-        outcome.exception = exc
+        stopped = exc is not None and not isinstance(exc, Exception)  # stopped mid-request: recorded as unfinished
+        outcome.exception = Unfinished() if stopped else exc
         if self._events is not None:
             fire(
                 self._events,
@@ -194,10 +181,12 @@ class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH
                 name=outcome.name,
                 response_time=measured,
                 response_length=outcome.response_length,
-                exception=exc,
+                exception=outcome.exception,
                 context=outcome.context,
                 start_time=self._wall_start,
             )
+        if stopped:
+            return False  # the stop goes on up
         return exc is not None and not self._reraise
 
 
