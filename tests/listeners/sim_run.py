@@ -14,12 +14,15 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from swarmgauge.run_folders import resolve
 from swarmgauge.targets.launch import TargetProcess, launch_target, stop_processes
@@ -172,3 +175,13 @@ def rank_percentile(values: list[float], percentile: float) -> float:
     ordered = sorted(values)
     rank = max(1, int(percentile * len(ordered) / 100.0 + 0.5))
     return ordered[min(rank, len(ordered)) - 1]
+
+
+def still_running(pids: list[int], seconds: float = 30.0) -> list[int]:
+    """The processes of ``pids`` still alive (zombies count as gone) after waiting at most ``seconds`` for them."""
+    deadline = time.monotonic() + seconds
+    left = pids
+    while left and time.monotonic() < deadline:
+        left = [pid for pid in left if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
+        time.sleep(0.2)
+    return left

@@ -27,7 +27,15 @@ from swarmgauge.listeners.signals import StopOnSignal
 from swarmgauge.run_folders import resolve
 from swarmgauge.targets.launch import child_env, stop_processes
 from tests import REPO_ROOT
-from tests.listeners.sim_run import ROOT, free_port, locust_command, read_steps, sim_target, start_distributed
+from tests.listeners.sim_run import (
+    ROOT,
+    free_port,
+    locust_command,
+    read_steps,
+    sim_target,
+    start_distributed,
+    still_running,
+)
 from tests.listeners.webui_harness import wait_until, web_locust
 
 LONG_PLAN = ("--steps", "2,4", "--step-time", "120", "--stop-timeout", "5")
@@ -138,15 +146,6 @@ def _assert_run_closed(run_dir: Path, returncode: int) -> None:
     assert (run_dir.parent / "locust_stats.csv").is_file()  # Locust's own --csv files, closed by its shutdown
 
 
-def _wait_gone(pids: list[int], seconds: float = 30.0) -> list[int]:
-    deadline = time.monotonic() + seconds
-    left = pids
-    while left and time.monotonic() < deadline:
-        left = [pid for pid in left if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
-        time.sleep(0.2)
-    return left
-
-
 @pytest.mark.integration
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_mid_step_in_a_headless_local_run_keeps_everything(tmp_path, signum):
@@ -190,7 +189,7 @@ def test_sigterm_mid_step_on_a_master_with_two_workers_stops_them_all(tmp_path):
             _wait_for_requests(target, 40)
             master.send_signal(signal.SIGTERM)
             _stdout, stderr = master.communicate(timeout=WAIT_SECONDS)
-            left = _wait_gone([worker.pid for worker in workers])
+            left = still_running([worker.pid for worker in workers])
     assert master.returncode == 0, stderr[-2000:]
     assert left == [], "workers still running after the master's SIGTERM"
     _assert_run_closed(run_dir, master.returncode)
@@ -228,7 +227,7 @@ def test_sigterm_stops_the_embedded_target_and_writes_the_run(tmp_path):
     finally:
         stop_processes([process], grace=5)
     assert process.returncode == 0, stderr[-2000:]
-    assert _wait_gone(children) == []
+    assert still_running(children) == []
     doc = json.loads((resolve(run_dir) / "run.json").read_text())
     assert doc["exit_code"] == 0
     assert (resolve(run_dir) / "steps.csv").is_file() and (resolve(run_dir) / "report.md").is_file()
@@ -253,7 +252,7 @@ def test_a_target_exits_when_its_parent_is_killed():
         assert psutil.pid_exists(target_pid)
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(10)
-        assert _wait_gone([target_pid]) == []
+        assert still_running([target_pid]) == []
     finally:
         stop_processes([parent], grace=0)
 
@@ -306,7 +305,7 @@ def test_sigterm_while_a_master_waits_for_workers_exits_cleanly_and_stops_its_ta
         stop_processes([process], grace=5)
     assert process.returncode == 128 + signal.SIGTERM, stderr[-2000:]
     assert "Traceback" not in stderr
-    assert _wait_gone(children) == []
+    assert still_running(children) == []
 
 
 @pytest.mark.integration
@@ -322,7 +321,7 @@ def test_sigterm_to_one_worker_mid_step_keeps_what_it_measured(tmp_path):
             time.sleep(4)  # the master has its last report and the other worker's next ones
             master.send_signal(signal.SIGTERM)
             _stdout, stderr = master.communicate(timeout=WAIT_SECONDS)
-            left = _wait_gone([workers[1].pid])
+            left = still_running([workers[1].pid])
             served = len(target.records())
     assert workers[0].returncode == 0 and master.returncode == 0, stderr[-2000:]
     assert left == []
@@ -430,7 +429,7 @@ def test_sigterm_mid_run_in_the_web_ui_stops_the_users_before_the_run_closes_and
         returncode = web.process.wait(WAIT_SECONDS)
         output = web.output()
     assert returncode == 0, output[-3000:]
-    assert _wait_gone(children) == []
+    assert still_running(children) == []
     folder = resolve(run_dir)
     assert (folder / "report.md").is_file() and (folder / "steps.csv").is_file()
     for name in (folder / "report.md", folder / "locust_failures.csv", Path(f"{prefix}_failures.csv")):

@@ -17,7 +17,7 @@ import pytest
 from swarmgauge.run_folders import CRASHED, ENDED, RUNNING
 from swarmgauge.targets.launch import child_env, stop_processes
 from tests import REPO_ROOT
-from tests.listeners.sim_run import ROOT, free_port, locust_command, sim_target
+from tests.listeners.sim_run import ROOT, free_port, locust_command, sim_target, still_running
 
 WAIT_SECONDS = 90.0
 STEP_SECONDS = 5
@@ -33,15 +33,6 @@ def _aggregated_steps(folder: Path) -> list[str]:
 
 def _latest(run_dir: Path) -> Path:
     return (run_dir / "latest").resolve()
-
-
-def _gone(pids: list[int], seconds: float = 30.0) -> list[int]:
-    deadline = time.monotonic() + seconds
-    left = pids
-    while left and time.monotonic() < deadline:
-        left = [pid for pid in left if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
-        time.sleep(0.2)
-    return left
 
 
 @pytest.mark.integration
@@ -75,7 +66,7 @@ def test_sigkill_after_step_two_keeps_steps_one_and_two_and_the_report_says_it_w
     assert kept == ["0", "1"], f"steps.csv held {kept} while the run was in its third step"
     assert running["state"] == RUNNING and running["pid"] == process.pid
     assert [step["index"] for step in running["steps"]] == [0, 1]
-    assert _gone(children) == []  # the embedded target dies with its parent
+    assert still_running(children) == []  # the embedded target dies with its parent
     folder = _latest(run_dir)
     report = subprocess.run(
         [sys.executable, "-m", "swarmgauge.cli", "report", str(run_dir)],
