@@ -31,6 +31,7 @@ log = logging.getLogger("swarmgauge.cluster")
 
 LOOPBACK = "127.0.0.1"
 MIN_KEY_BYTES = 16
+QUIT_LINGER_MS = 2000
 MASTER_BIND_HOST_HELP = (
     f"Interface the master listens on for workers. Defaults to {LOOPBACK} (loopback only, swarmgauge's default; "
     "Locust's is '*'): workers on other hosts need an address of this host or '*', and --cluster-key-file"
@@ -138,6 +139,8 @@ def _check_worker_secrets(environment: Environment, **_kwargs: Any) -> None:
         return
     sys.stderr.write(f"swarmgauge: {missing_secret_error(missing)}\n")
     runner.send_message("quit")
+    # _exit kills ZeroMQ's I/O thread: destroying the context first sends the quit (waiting at most the linger)
+    runner.client.socket.context.destroy(linger=QUIT_LINGER_MS)
     logging.shutdown()
     sys.stderr.flush()
     os._exit(2)
