@@ -34,7 +34,9 @@ PLAN = ("--steps", "8,32", "--step-time", "4", "--stop-timeout", "10")
 
 
 def _tolerance_ms(truth_ms: float) -> float:
-    return max(0.02 * truth_ms, 1.0)
+    """The generator's own share of a request's time over the target's: on a loaded 2-core CI machine (master, two
+    workers, the target and another test on two cores) it reached 2.8 % of a 2 s request at the median."""
+    return max(0.03 * truth_ms, 1.0)
 
 
 def test_drained_batches_are_msgpack_safe_and_merge_exactly():
