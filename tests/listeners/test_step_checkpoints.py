@@ -17,7 +17,7 @@ import pytest
 from swarmgauge.run_folders import CRASHED, ENDED, RUNNING
 from swarmgauge.targets.launch import child_env, stop_processes
 from tests import REPO_ROOT
-from tests.listeners.sim_run import ROOT, free_port, locust_command, sim_target, still_running
+from tests.listeners.sim_run import ROOT, locust_command, sim_target, start_distributed, still_running
 
 WAIT_SECONDS = 90.0
 STEP_SECONDS = 5
@@ -96,49 +96,20 @@ def test_a_master_writes_an_ended_step_once_its_workers_figures_for_it_are_in(tm
     """Each checkpoint of a step holds what the run's final steps.csv holds for it: the master waited for its
     workers' reports (every 3 s) instead of writing what had arrived by the boundary."""
     run_dir = tmp_path / "runs"
-    port = free_port()
-    locustfile = Path(ROOT) / "tests/listeners/sim_locustfile.py"
     plan = ("--steps", "2,4,6", "--step-time", "6", "--stop-timeout", "5")
-    master_args = ("--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port))
-    with sim_target("--delay", "const:5") as target:
-        master = subprocess.Popen(
-            locust_command(
-                locustfile,
-                "--headless",
-                "--host",
-                target.url,
-                *master_args,
-                "--expect-workers",
-                "2",
-                *plan,
-                "--run-dir",
-                str(run_dir),
-            ),
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        workers = [
-            subprocess.Popen(
-                locust_command(locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)),
-                cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            for _ in range(2)
-        ]
-        versions: dict[tuple[str, ...], dict[str, int]] = {}  # steps.csv as first seen with these steps in it
-        try:
-            deadline = time.monotonic() + WAIT_SECONDS
-            while master.poll() is None and time.monotonic() < deadline:
-                if (run_dir / "latest" / "steps.csv").is_file():
-                    seen = _requests_by_step(_latest(run_dir))
-                    versions.setdefault(tuple(sorted(seen)), seen)
-                time.sleep(0.1)
-            _stdout, stderr = master.communicate(timeout=WAIT_SECONDS)
-        finally:
-            stop_processes([master, *workers], grace=5)
+    versions: dict[tuple[str, ...], dict[str, int]] = {}  # steps.csv as first seen with these steps in it
+    with (
+        sim_target("--delay", "const:5") as target,
+        start_distributed(target.url, *plan, "--run-dir", str(run_dir), grace=5) as run,
+    ):
+        master = run.master
+        deadline = time.monotonic() + WAIT_SECONDS
+        while master.poll() is None and time.monotonic() < deadline:
+            if (run_dir / "latest" / "steps.csv").is_file():
+                seen = _requests_by_step(_latest(run_dir))
+                versions.setdefault(tuple(sorted(seen)), seen)
+            time.sleep(0.1)
+        _stdout, stderr = master.communicate(timeout=WAIT_SECONDS)
     assert master.returncode == 0, stderr[-3000:]
     final = _requests_by_step(_latest(run_dir))
     assert set(versions) == {("0",), ("0", "1"), ("0", "1", "2")}, versions  # written in steps 2 and 3, and at the end
