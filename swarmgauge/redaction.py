@@ -28,12 +28,17 @@ def known_secrets() -> list[str]:
     return list(_ordered)
 
 
-def redact_known(text: str) -> str:
-    """``text`` with every registered secret value replaced by ``***``."""
-    for value in _ordered:
+def redact(text: str, secrets: list[str]) -> str:
+    """``text`` with each of ``secrets`` (longest first, as :func:`known_secrets` gives them) replaced by ``***``."""
+    for value in secrets:
         if value in text:
             text = text.replace(value, REDACTED)
     return text
+
+
+def redact_known(text: str) -> str:
+    """``text`` with every registered secret value replaced by ``***``."""
+    return redact(text, _ordered)
 
 
 def contains_secret(text: str) -> bool:

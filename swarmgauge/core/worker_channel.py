@@ -30,7 +30,7 @@ from locust.rpc.protocol import Message
 from zmq.utils import z85
 from zmq.utils.monitor import parse_monitor_message
 
-from swarmgauge.redaction import REDACTED, known_secrets
+from swarmgauge.redaction import known_secrets, redact
 
 log = logging.getLogger("swarmgauge.cluster")
 
@@ -135,10 +135,7 @@ def share_with_workers(dest: str) -> None:
 # -- secrets out of every message ----------------------------------------------------------------------------------
 def _scrub_value(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return value
+        return redact(value, secrets)
     if isinstance(value, dict):
         return {key: _scrub_value(item, secrets) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
