@@ -353,12 +353,17 @@ def redact_tree(value: Any, environment: Environment | None = None) -> Any:
     return value
 
 
+def run_json_text(environment: Environment, *, final: bool) -> str:
+    """``run.json`` as written: the run's record made JSON-safe and redacted."""
+    doc = redact_tree(json.loads(json.dumps(build_run_json(environment, final=final), default=str)), environment)
+    return json.dumps(doc, indent=2, sort_keys=True)
+
+
 def write_run_json(environment: Environment, *, final: bool) -> None:
     directory = run_dir(environment)
     if directory is None:
         return
-    doc = redact_tree(json.loads(json.dumps(build_run_json(environment, final=final), default=str)), environment)
-    write_atomic(directory / "run.json", json.dumps(doc, indent=2, sort_keys=True))
+    write_atomic(directory / "run.json", run_json_text(environment, final=final))
 
 
 def _write_locust_csvs(environment: Environment, stats: Path, failures: Path, exceptions: Path) -> None:

@@ -17,7 +17,6 @@ hold the requests in flight; each file is replaced atomically.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -75,11 +74,8 @@ def write_ended_steps(environment: Environment, ended_before: int) -> bool:
     if not rows:
         return False
     rundir.add_run_info(environment, "steps", [asdict(info) for info in infos if info.index < ended_before])
-    doc = rundir.redact_tree(
-        json.loads(json.dumps(rundir.build_run_json(environment, final=False), default=str)), environment
-    )
     files = [  # run.json first: a steps.csv seen has its steps' records beside it
-        (directory / "run.json", json.dumps(doc, indent=2, sort_keys=True)),
+        (directory / "run.json", rundir.run_json_text(environment, final=False)),
         (directory / "steps.csv", write_rows(rows)),
     ]
     staged = gevent.get_hub().threadpool.apply(_stage_all, (files,))
