@@ -98,7 +98,7 @@ class RefusalLog:
 
 _armed: list[ChannelKeys] = []
 REFUSALS = RefusalLog()
-#: The master endpoint a worker was refused by, once said (a worker retries for minutes: one line is enough).
+#: The master endpoint a worker was refused by, once said (the worker then stops: one line is enough).
 WORKER_TOLD: list[str] = []
 
 
@@ -205,14 +205,24 @@ def _watch_handshakes(monitor: Any, socket: Any, failed: Callable[[str], None]) 
     monitor.close(linger=0)
 
 
-def _master_refused_us(endpoint: str) -> None:
-    if not WORKER_TOLD:
+def _stop_refused_worker(main: Any) -> Callable[[str], None]:
+    """What a worker does when the master refuses its handshake: one line, then exit 2 from ``main`` (the greenlet
+    that made the socket: Locust's own, waiting for the master's ack). Locust would otherwise retry for minutes
+    against a key that cannot change."""
+    import gevent
+
+    def refused(endpoint: str) -> None:
+        if WORKER_TOLD:
+            return
         WORKER_TOLD.append(endpoint)
         log.error(
             "swarmgauge: the master at %s refused this worker's handshake: its --cluster-key-file holds another "
-            "key, or it has none",
+            "key, or it has none; this worker stops (exit 2)",
             endpoint,
         )
+        gevent.get_hub().loop.run_callback(main.throw, SystemExit(2))
+
+    return refused
 
 
 def _make_curve_server(socket: Any, keys: ChannelKeys) -> None:
@@ -233,8 +243,10 @@ def _make_curve_server(socket: Any, keys: ChannelKeys) -> None:
 
 def _make_curve_client(socket: Any, keys: ChannelKeys) -> None:
     import gevent
+    from greenlet import getcurrent
 
-    gevent.spawn(_watch_handshakes, socket.get_monitor_socket(HANDSHAKE_FAILURES), socket, _master_refused_us)
+    refused = _stop_refused_worker(getcurrent())
+    gevent.spawn(_watch_handshakes, socket.get_monitor_socket(HANDSHAKE_FAILURES), socket, refused)
     socket.curve_serverkey = keys.server_public
     socket.curve_publickey = keys.client_public
     socket.curve_secretkey = keys.client_secret

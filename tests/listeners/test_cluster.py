@@ -91,19 +91,19 @@ def _wait_listening(port: int, timeout: float = 60.0) -> list[str]:
     raise AssertionError(f"nothing listens on port {port} after {timeout} s")
 
 
-def _refused_worker(port: int, tmp_path: Path, timeout: float = 30.0) -> str:
-    """A real worker with another key: what it logged once it said it was refused (it would retry for minutes)."""
+def _refused_worker(port: int, tmp_path: Path, timeout: float = 30.0) -> tuple[int | None, str]:
+    """A real worker with another key: its exit code (None if it was still running at ``timeout``) and its log."""
     wrong = tmp_path / "wrong.key"
     wrong.write_text("another key, not the master's one\n")
     log = tmp_path / "wrong-key-worker.log"
     worker = _worker(port, "--cluster-key-file", str(wrong), "--logfile", str(log), LOCUST_MARK_TOKEN=TOKEN)
-    deadline = time.monotonic() + timeout
     try:
-        while time.monotonic() < deadline and "refused this worker" not in (log.read_text() if log.exists() else ""):
-            time.sleep(0.2)
+        code: int | None = worker.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        code = None
     finally:
         stop_processes([worker], grace=0)
-    return log.read_text() if log.exists() else ""
+    return code, log.read_text() if log.exists() else ""
 
 
 def _finish(process: subprocess.Popen, timeout: float = RUN_SECONDS) -> tuple[int, str]:
@@ -141,7 +141,7 @@ def test_with_a_cluster_key_a_rogue_gets_nothing_and_a_worker_with_the_key_runs_
         try:
             _wait_listening(port)
             rogue = _rogue(port)
-            wrong_key_says = _refused_worker(port, tmp_path)
+            wrong_key_code, wrong_key_says = _refused_worker(port, tmp_path)
             worker = _worker(port, "--cluster-key-file", str(key), LOCUST_MARK_TOKEN=TOKEN)
             code, log = _finish(master)
             worker_code, worker_log = _finish(worker, timeout=30)
@@ -150,6 +150,8 @@ def test_with_a_cluster_key_a_rogue_gets_nothing_and_a_worker_with_the_key_runs_
         served = len(target.records())
     assert rogue == ""  # no ack, no spawn, no heartbeat: not one message
     assert "refused this worker's handshake: its --cluster-key-file holds another key" in wrong_key_says
+    assert wrong_key_says.count("refused this worker's handshake") == 1
+    assert wrong_key_code == 2  # it stops by itself at once, instead of retrying for minutes
     refusals = [line for line in log.splitlines() if "refused a worker connection" in line]
     assert len(refusals) == 1, log[-3000:]
     assert "it does not hold the cluster key" in refusals[0]
