@@ -66,7 +66,12 @@ def _steps(text: str) -> list[int]:
 
 
 def locust_command(workload: Workload, locustfile: Path, plan_path: Path | None, run_dir: Path) -> list[str]:
-    """The headless Locust run of one workload (``locustfile``: its scenario as a file) into its own ``--run-dir``."""
+    """The headless Locust run of one workload (``locustfile``: its scenario as a file) into its own ``--run-dir``.
+
+    The run writes no report of its own (``--no-report``): the demo renders it from the run folder once the folder is
+    gathered (:func:`render_into`), in its own process where pandas, matplotlib and plotly are imported once, not once
+    per workload (about 2 s of each short workload went to those imports).
+    """
     plan = ["--plan", str(plan_path)] if plan_path else []
     return [
         sys.executable,
@@ -82,6 +87,7 @@ def locust_command(workload: Workload, locustfile: Path, plan_path: Path | None,
         "--csv",
         str(run_dir / "locust"),
         "--only-summary",
+        "--no-report",
     ]
 
 
@@ -123,6 +129,19 @@ def run_workload(workload: Workload, run_dir: Path, log: Path | None) -> int:
     finally:
         if output:
             output.close()
+
+
+def render_into(found: Path) -> str:
+    """The run folder's report, as ``swarmgauge report`` renders it; "" when written, else why not in one line."""
+    from swarmgauge.reports.report import render_report
+
+    if not (found / "steps.csv").is_file():
+        return ""
+    try:
+        render_report(found)
+    except Exception as exc:  # noqa: BLE001 - a report that cannot render must not lose the runs after it
+        return f"; report not written ({type(exc).__name__}: {exc})"
+    return ""
 
 
 def gather_into_run_folder(run_dir: Path) -> Path:
@@ -184,16 +203,20 @@ def run_pages(chosen: list[Page], parent: Path) -> int:
         print(progress.starting(number, f"{page.name}/{workload.name}", workload.what), end="", flush=True)
         began = time.monotonic()
         code = run_workload(workload, run_dir, run_dir.parent / f"{workload.name}.log")
-        entry["elapsed_s"] = round(time.monotonic() - began, 1)
         entry["exit_code"] = code
         entry["load_avg"] = round(os.getloadavg()[0], 1)
         found = gather_into_run_folder(run_dir)
+        unrendered = render_into(found)
+        entry["elapsed_s"] = round(time.monotonic() - began, 1)
         has_steps = (found / "steps.csv").is_file()
         entry["run_folder"] = str(found.relative_to(folder)) if has_steps else None
         lost += not has_steps
         shown = found if has_steps else f"no run folder (see {run_dir.parent / (workload.name + '.log')})"
         state = exit_state(code, workload.expected_exit)[1]
-        print(f" {entry['elapsed_s']:.0f} s, {state}: {shown}; {progress.finished(entry['elapsed_s'])}", flush=True)
+        print(
+            f" {entry['elapsed_s']:.0f} s, {state}: {shown}{unrendered}; {progress.finished(entry['elapsed_s'])}",
+            flush=True,
+        )
         _save(folder, manifest)
     manifest["ended_at"] = time.time()
     _save(folder, manifest)
@@ -208,6 +231,8 @@ def quick(run_dir: Path, steps: list[int], step_time: float, warmup: float) -> i
     print(f"running: demarkus reads {','.join(map(str, steps))} users against the simulated ~160 req/s bucket")
     code = run_workload(workload, run_dir, None)
     found = gather_into_run_folder(run_dir)
+    if unrendered := render_into(found):
+        print(unrendered.lstrip("; "))
     print(f"results: {found} (steps.csv, run.json, slo.json, locust_*.csv, plan.yaml, report.md, report.html)")
     return code
 

@@ -90,3 +90,29 @@ def test_an_exit_other_than_the_declared_one_is_said_so_and_kept_for_the_index(
     assert [(w["expected_exit"], w["exit_code"]) for w in workloads] == [(1, 0), (0, 2)]
     index = (folder / "report.md").read_text()
     assert "| 🔴 exit 0 (unexpected; declared 1) |" in index and "| 🔴 exit 2 (unexpected; declared 0) |" in index
+
+
+def test_each_run_is_rendered_by_the_demo_not_by_its_locust_process(tmp_path):
+    workload = Workload("soak", "the soak run", "brain_leak.py", ("-t", "2s"), None)
+    command = demo.locust_command(workload, Path("brain_leak.py"), None, tmp_path)
+    assert "--no-report" in command  # the child skips its report: the demo renders it with its imports warm
+
+
+def test_a_report_that_cannot_render_is_said_on_its_line_and_the_runs_after_it_go_on(
+    monkeypatch, tmp_path, capsys, two_workloads
+):
+    monkeypatch.setattr(demo, "run_workload", fake_locust_run({"gate": 1, "soak": 0}))
+    rendered: list[Path] = []
+
+    def render(folder: Path) -> None:
+        rendered.append(folder)
+        if len(rendered) == 1:
+            raise ValueError("steps.csv has no rows")
+
+    monkeypatch.setattr("swarmgauge.reports.report.render_report", render)
+    assert demo.run_pages([two_workloads], tmp_path) == 0
+    gate, soak = (line for line in capsys.readouterr().out.splitlines() if line.startswith("["))
+    assert "; report not written (ValueError: steps.csv has no rows); " in gate
+    assert "report not written" not in soak
+    assert [folder.name for folder in rendered] == ["gate", "soak"]
+    assert (tmp_path / "latest" / "report.md").is_file()  # the index is written all the same
