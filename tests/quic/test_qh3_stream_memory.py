@@ -6,6 +6,11 @@ qh3's core keeps a record of each finished stream, the last ``QH3_FINISHED_STREA
 minutes (issue 33 point 7), at 16 users it is 1.3 MiB and done in seconds. If a qh3 upgrade lets the record grow
 without bound, every long run at many users grows with it, and this fails.
 
+swarmgauge cannot make the record smaller (its size is ``MAX_STREAM_TOMBSTONES`` in qh3's Rust, with no setter) and
+would not: the record is what makes the client drop a late copy of a finished stream's data instead of opening the
+stream again, which the second test shows. A qh3 that keeps nothing per finished stream fails the first test with
+a message to update ``QH3_FINISHED_STREAMS_KEPT``.
+
 Two in-memory connections on a virtual clock (``tests/quic/test_engine.py``'s pair), no sockets; glibc's
 ``mallinfo2`` counts the bytes malloc hands out, compared only with themselves (no figure of this machine's).
 """
