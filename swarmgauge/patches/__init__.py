@@ -115,6 +115,23 @@ PATCHES: tuple[Patch, ...] = (
         upstream="jawah/qh3: issue 'a self-issued server certificate named in cafile is not trusted'",
     ),
     Patch(
+        name="qh3-connection-slots",
+        dependency="qh3",
+        kind=Kind.SUBCLASSES,
+        where=("swarmgauge.quic.qh3_patches", "swarmgauge.quic.engine"),
+        touches=(
+            "qh3.quic.connection.QuicConnection.__init__",
+            "qh3.quic.connection.QuicConnection.next_event",
+            "qh3.quic.connection.QuicConnection._events",
+        ),
+        private_names=(),
+        why="qh3's QuicConnection sets 35 instance fields, more than the 30 keys CPython shares among a class's "
+        "instances, so every connection built a dictionary of its own (~1.6 KiB per pooled connection), and keeps "
+        "its few queued events in a deque (a 624-byte block each); the engine's subclass declares the fields as "
+        "slots and queues the events in a list",
+        upstream="jawah/qh3: PR giving QuicConnection __slots__ for its fields and a list for its event queue",
+    ),
+    Patch(
         name="qh3-post-handshake-tls",
         dependency="qh3",
         kind=Kind.MUTATES,

@@ -105,7 +105,7 @@ class QuicDriver:
         self._closed = False
         self._handshake = gevent.event.AsyncResult()
         self._streams = InFlight(gevent.get_hub())
-        self._credit = gevent.event.Event()  # set after a receipt while requests wait for stream credit
+        self._credit: gevent.event.Event | None = None  # made by the first request to wait for stream credit
         self._credit_waiters = 0
         self._error: QuicError | None = None
         self._connected = False
@@ -193,6 +193,8 @@ class QuicDriver:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise RequestTimeout(f"no stream credit from {self.host}:{self.port} within {timeout:g} s")
+            if self._credit is None:
+                self._credit = gevent.event.Event()  # set after a receipt while requests wait for stream credit
             self._credit_waiters += 1
             try:
                 self._credit.clear()
@@ -239,7 +241,7 @@ class QuicDriver:
             if received:
                 self._engine.receive_datagrams(quic, received, transport.peer, now)
                 self._last_heard = now
-                if self._credit_waiters:
+                if self._credit_waiters and self._credit is not None:
                     self._credit.set()
             keepalive = self.keepalive
             if keepalive is not None and now >= self._last_heard + keepalive:  # the test inline: once per pass
@@ -384,7 +386,8 @@ class QuicDriver:
             self.stats.connections_lost += 1
         if not self._handshake.ready():
             self._handshake.set_exception(error)
-        self._credit.set()
+        if self._credit is not None:
+            self._credit.set()
         self._streams.fail_all(error)
         if self._hub_loop is not None:
             self._schedule()  # the next pass flushes what aioquic still has to say, then shuts down

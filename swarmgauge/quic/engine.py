@@ -33,7 +33,9 @@ DEFAULT_ENGINE = "qh3"
 DEFAULT_SERVER_ENGINE = "qh3"
 #: qh3's native core remembers this many finished streams per connection (its stream tombstones: ~83 KiB of native
 #: memory once full, ~80 bytes a stream, released with the connection); a pooled connection's memory grows until it
-#: has finished this many requests, then stays flat (``tests/quic/test_qh3_stream_memory.py``)
+#: has finished this many requests, then stays flat (``tests/quic/test_qh3_stream_memory.py``). It is
+#: ``MAX_STREAM_TOMBSTONES``, a constant compiled into qh3's Rust (``src/quic/connection.rs``) with no setter: a late
+#: frame for a stream it no longer remembers would open that stream again, so it is left to qh3
 QH3_FINISHED_STREAMS_KEPT = 1024
 MAX_DATAGRAMS_PER_FLUSH = 1024  # a bound on one flush (qh3's own loop has none); the rest goes on the next one
 
@@ -229,7 +231,9 @@ class Qh3Engine(QuicEngine):
 
     def __init__(self, package: str) -> None:
         super().__init__(package)
-        self.QuicConnection = qh3_patches.trusting_self_issued_servers(self.QuicConnection)
+        self.QuicConnection = qh3_patches.with_field_slots(
+            qh3_patches.trusting_self_issued_servers(self.QuicConnection)
+        )
         qh3_patches.faster_tls()
         quic_log = logging.getLogger("quic")
         if quic_log.level == logging.NOTSET:  # qh3 warns on every peer close: routine here, thousands a minute

@@ -42,6 +42,75 @@ def trusting_self_issued_servers(connection_class: Any) -> Any:
     return QuicConnection
 
 
+#: The instance fields qh3 2.1's ``QuicConnection.__init__`` sets, in its order (checked against qh3 in the tests)
+QH3_CONNECTION_FIELDS = (
+    "_configuration",
+    "_is_client",
+    "_original_destination_connection_id",
+    "_retry_source_connection_id",
+    "_session_ticket_fetcher",
+    "_session_ticket_handler",
+    "_core",
+    "_tls",
+    "_events",
+    "_remote_addr",
+    "_connect_called",
+    "_state",
+    "_handshake_complete",
+    "_handshake_confirmed",
+    "_transport_parameters_applied",
+    "_applied_transport_parameters",
+    "_early_data_attempted",
+    "_zero_rtt_resolved",
+    "_retry_count",
+    "_version_negotiated",
+    "_pre_handshake_streams",
+    "_pre_handshake_writes",
+    "_pre_handshake_state_replayed",
+    "_version",
+    "_quic_logger",
+    "_remote_max_datagram_frame_size",
+    "_peer_token",
+    "_remote_max_stream_data_bidi_remote",
+    "_close_event",
+    "host_cid",
+    "_next_stream_id_bidi",
+    "_next_stream_id_uni",
+    "_local_next_stream_id_bidi",
+    "_local_next_stream_id_uni",
+    "_created_local_stream_ids",
+)
+
+
+def with_field_slots(connection_class: Any) -> Any:
+    """qh3's ``QuicConnection`` whose fields are slots instead of entries of an instance dictionary, and whose event
+    queue is a list.
+
+    It sets 35 fields, more than the 30 that CPython (3.11+) shares one key table for among a class's instances, so
+    every connection built a dictionary of its own: ~1.6 KiB per pooled connection. As slots they are 8 bytes each.
+    Its event queue is a deque, whose first block is 624 bytes however few events wait (a handful, taken at once);
+    qh3 only appends to it and takes from its front in ``next_event``, which a list does as well. Behaviour is
+    unchanged (a field qh3 adds later lands in the dictionary as before); a class attribute of the same name would
+    be hidden by its slot, so one is refused here."""
+    clashing = [name for name in QH3_CONNECTION_FIELDS if hasattr(connection_class, name)]
+    if clashing:
+        raise RuntimeError(f"qh3's QuicConnection has class attributes {clashing}: check with_field_slots()")
+
+    class QuicConnection(connection_class):  # type: ignore[misc]  # qh3 has no type hints: its class is Any here
+        __slots__ = QH3_CONNECTION_FIELDS
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._events: list[Any] = []
+
+        def next_event(self) -> Any:
+            queued = self._events
+            return queued.pop(0) if queued else None
+
+    QuicConnection.__qualname__ = QuicConnection.__name__ = connection_class.__name__
+    return QuicConnection
+
+
 def _verify_trusting_servers(verify: Callable[[Any], None], input_buffer: Any) -> None:
     """Run qh3's CertificateVerify handling with self-issued server certificates counted as trust anchors."""
     sort = importlib.import_module("qh3.tls").load_store_and_sort

@@ -10,7 +10,7 @@ from typing import Any
 from swarmgauge.quic.engine import DEFAULT_ENGINE, engine
 
 
-@dataclass
+@dataclass(slots=True)
 class QuicStats:
     """Counters shared by every connection a client makes, for the User to report."""
 

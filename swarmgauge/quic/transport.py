@@ -73,8 +73,6 @@ class UdpTransport:
 
     def __init__(self, sock: _socket.socket, peer: NetworkAddress):
         self._sock = sock
-        self._recv_into = sock.recv_into
-        self._send = sock.send
         self.peer = peer
         self._watcher: Any | None = None  # a gevent loop io watcher (gevent is untyped)
 
@@ -103,12 +101,12 @@ class UdpTransport:
 
     def send(self, data: bytes) -> None:
         try:
-            self._send(data)
+            self._sock.send(data)
         except BlockingIOError:
             pass  # a full socket buffer is packet loss; QUIC's loss recovery resends
 
     def drain(self) -> list[bytes]:
-        recv_into, view = self._recv_into, _RECEIVE_BUFFER.view
+        recv_into, view = self._sock.recv_into, _RECEIVE_BUFFER.view
         received: list[bytes] = []
         try:
             while len(received) < MAX_DATAGRAMS_PER_DRAIN:

@@ -4,6 +4,8 @@ of a block with trailing bytes, and a loud refusal of a qh3 whose functions move
 from __future__ import annotations
 
 import importlib
+import inspect
+import re
 
 import pytest
 from hypothesis import given
@@ -213,3 +215,65 @@ def test_releasing_before_the_handshake_ends_keeps_the_key_shares():
     quic.connect(("127.0.0.1", 4433), now=1.0)
     patches.release_key_exchange(quic)
     assert any(getattr(quic._tls.tls, name) is not None for name in patches.KEY_EXCHANGE_FIELDS)
+
+
+def test_qh3s_connection_sets_the_fields_the_slots_name_and_a_patched_one_keeps_them_in_slots():
+    """qh3-connection-slots: qh3's own class sets exactly ``QH3_CONNECTION_FIELDS`` (more than the 30 keys CPython
+    shares among instances); the engine's class holds them all in slots, so a client that has connected, made its
+    handshake and answered requests has an empty instance dictionary."""
+    from swarmgauge.quic.engine import engine
+    from tests.quic.test_engine import connected_pair
+
+    connection = importlib.import_module("qh3.quic.connection")
+    configuration = importlib.import_module("qh3.quic.configuration").QuicConfiguration(is_client=True)
+    assert list(vars(connection.QuicConnection(configuration=configuration))) == list(patches.QH3_CONNECTION_FIELDS)
+    assert len(patches.QH3_CONNECTION_FIELDS) > 30
+
+    qh3 = engine("qh3")
+    client, server, clock = connected_pair(qh3)
+    client.send_stream_data(client.get_next_available_stream_id(), b"ping", end_stream=True)
+    _move(client, server, clock)
+    assert vars(client) == {} and vars(server) == {}
+    assert client._handshake_complete and client.host_cid
+
+
+def test_a_qh3_with_a_class_attribute_of_a_field_name_is_refused():
+    """A slot would hide a class attribute of the same name (its default): such a qh3 must be looked at first."""
+
+    class Changed:
+        _events = ()
+
+    with pytest.raises(RuntimeError, match="_events"):
+        patches.with_field_slots(Changed)
+
+
+def test_qh3_only_appends_to_its_event_queue_and_takes_from_its_front_in_next_event():
+    """qh3-connection-slots queues a connection's events in a list: what qh3 does with the queue, a list does."""
+    connection = importlib.import_module("qh3.quic.connection")
+    assert set(re.findall(r"self\._events\.(\w+)", inspect.getsource(connection))) == {"append", "popleft"}
+    assert "return self._events.popleft() if self._events else None" in inspect.getsource(
+        connection.QuicConnection.next_event
+    )
+
+
+def test_a_patched_connection_hands_its_events_over_in_the_order_they_came():
+    from swarmgauge.quic.engine import engine
+    from tests.quic.test_engine import connected_pair
+
+    qh3 = engine("qh3")
+    client, server, clock = connected_pair(qh3)
+    assert type(client._events) is list
+    while client.next_event() is not None:
+        pass
+    sent = []
+    for index in range(3):
+        stream_id = client.get_next_available_stream_id()
+        client.send_stream_data(stream_id, b"n%d" % index, end_stream=True)
+        sent.append(stream_id)
+    _move(client, server, clock)
+    received = []
+    while (event := server.next_event()) is not None:
+        if isinstance(event, qh3.StreamDataReceived):
+            received.append((event.stream_id, event.data))
+    assert received == [(stream_id, b"n%d" % index) for index, stream_id in enumerate(sent)]
+    assert server.next_event() is None
