@@ -154,14 +154,18 @@ def _save(folder: Path, manifest: dict[str, Any]) -> None:
     write_json(folder / MANIFEST, manifest)
 
 
-def run_pages(chosen: list[Page], parent: Path) -> int:
-    """Every workload of every runnable page, the manifest after each, then the index; 1 when a run left no folder."""
+def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> int:
+    """Every workload of every runnable page, the manifest after each, then the index; 1 when a run left no folder.
+
+    ``scale`` (the pages' ``--scale``) is kept in the manifest: the index weighs the time taken against its budget."""
     from swarmgauge.reports.index import write_index
     from swarmgauge.reports.index_grades import exit_state
     from swarmgauge.run_folders import new_run_folder
 
     folder = new_run_folder(parent)
     manifest: dict[str, Any] = {"started_at": time.time(), "machine": {"cpus": os.cpu_count()}, "pages": []}
+    if scale is not None:
+        manifest["scale"] = scale
     todo: list[tuple[Page, Workload, dict[str, Any]]] = []
     for page in chosen:
         reason = page.unavailable()
@@ -240,9 +244,8 @@ def main(argv: list[str]) -> int:
             return 0
         run_dir = Path(args.run_dir).resolve()
         if args.all or args.pages:
-            return run_pages(
-                pages([] if args.all else list(dict.fromkeys(args.pages)), _positive(args.scale, "--scale")), run_dir
-            )
+            scale = _positive(args.scale, "--scale")
+            return run_pages(pages([] if args.all else list(dict.fromkeys(args.pages)), scale), run_dir, scale)
         return quick(
             run_dir,
             _steps(args.steps),

@@ -90,3 +90,14 @@ def test_an_exit_other_than_the_declared_one_is_said_so_and_kept_for_the_index(
     assert [(w["expected_exit"], w["exit_code"]) for w in workloads] == [(1, 0), (0, 2)]
     index = (folder / "report.md").read_text()
     assert "| 🔴 exit 0 (unexpected; declared 1) |" in index and "| 🔴 exit 2 (unexpected; declared 0) |" in index
+
+
+def test_the_scale_is_kept_for_the_index_to_weigh_the_time_against_its_budget(
+    monkeypatch, tmp_path, capsys, two_workloads
+):
+    monkeypatch.setattr(demo, "run_workload", fake_locust_run({"gate": 1, "soak": 0}))
+    demo.run_pages([two_workloads], tmp_path, 0.25)
+    folder = tmp_path / "latest"
+    assert json.loads((folder / "demo.json").read_text())["scale"] == 0.25
+    index = (folder / "report.md").read_text()
+    assert " min for brain (the budgets are for --all: 20 min at --scale 1, 6 min at --scale 0.25).**" in index
