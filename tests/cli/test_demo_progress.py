@@ -49,7 +49,7 @@ def test_a_workload_quicker_than_its_plan_counts_no_negative_start_up():
 def fake_locust_run(codes: dict[str, int]):
     """Stands in for the Locust subprocess of a workload: a run folder with a ``steps.csv``, and the exit given."""
 
-    def run(workload: Workload, run_dir: Path, log: Path | None) -> int:
+    def run(workload: Workload, run_dir: Path, log: Path | None, *, report: bool = True) -> int:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "steps.csv").write_text("step,label,request_type,name,users,requests,rps,p50_ms,p99_ms\n")
         return codes[workload.name]
@@ -67,14 +67,16 @@ def two_workloads() -> Page:
 
 def test_each_workload_prints_its_line_with_elapsed_and_time_left(monkeypatch, tmp_path, capsys, two_workloads):
     monkeypatch.setattr(demo, "run_workload", fake_locust_run({"gate": 1, "soak": 0}))
+    monkeypatch.setattr(demo.os, "cpu_count", lambda: 2)  # the reports after the load: 2 s each, 2 cores share them
     assert demo.run_pages([two_workloads], tmp_path) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("demo: 2 workloads, 4 s of load planned, about 44 s with start-up, into ")
+    assert lines[0].startswith("demo: 2 workloads, 4 s of load planned, about 14 s with start-up, into ")
     gate, soak = (line for line in lines if line.startswith("["))
     assert gate.startswith("[1/2] brain/gate: the gate run (planned 2 s) ... 0 s, exit 1 (expected): ")
-    assert gate.endswith(" elapsed, about 2 s left")  # the start-up measured: none, the fake starts at once
+    assert gate.endswith(" elapsed, about 4 s left")  # no start-up measured (the fake starts at once), the reports
+
     assert soak.startswith("[2/2] brain/soak: the soak run (planned 2 s) ... 0 s, exit 0: ")
-    assert soak.endswith(" elapsed, no workload left")
+    assert soak.endswith(" elapsed, no workload left, the reports next (about 2 s)")
 
 
 def test_an_exit_other_than_the_declared_one_is_said_so_and_kept_for_the_index(
