@@ -232,12 +232,13 @@ def whole_run(manifest: dict[str, Any], sections: list[dict[str, Any]]) -> str:
     grades = [grade for parts in graded for grade in parts["grades"]]
     listed = sum(len(parts["not_reproducible"]) for parts in graded)
     counts = ", ".join(f"{grades.count(state)} {state}" for state in (GREEN, AMBER, RED, SET, NO_RATIO))
-    pages = f"{len(graded)} of {len(sections)} pages" if len(graded) != len(sections) else f"{len(sections)} pages"
+    pages = f"{len(graded)} of {len(sections)}" if len(graded) != len(sections) else f"{len(sections)}"
+    pages += " page" if len(sections) == 1 else " pages"
     line = (
         f"The whole run ({pages}): {len(grades)} rows attempted ({counts}) and {listed} rows not reproducible "
         f"here: {len(grades)} + {listed} = {len(grades) + listed} rows. The issue counted {ISSUE_ROWS} rows on the "
-        "four pages; the tables split them finer (a row per figure, step or route), so the two counts differ in "
-        "unit, not in rows left out."
+        "four pages; these tables split a page's row into a row per figure, step or route, so their count is not "
+        "the issue's."
     )
     return f"{line} {took_line(manifest)}"
 
