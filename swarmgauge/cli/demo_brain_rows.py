@@ -53,7 +53,7 @@ def pool(name: str, what: str, target: str, scale: float, expected_exit: int) ->
         "description": what,
         "kind": "step_ramp",
         "steps": [8, 16],
-        "step_time": _hold(10, scale, 4.0),
+        "step_time": _hold(10, scale, 3.0),  # the pool fills in the first second at c=8 (200 results)
         "warmup": _hold(1, scale, 0.0),
     }
     options = ("--brain-mix", POOL_MIX, "--brain-embedded-args", target, "--sample-interval", "1")
