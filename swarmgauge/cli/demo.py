@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from swarmgauge.cli.demo_pages import BUILDERS, Page, Workload, pages, reads_workload
-from swarmgauge.cli.demo_progress import Progress
+from swarmgauge.cli.demo_progress import REPORT_S, Progress
+from swarmgauge.cli.demo_reports import render_reports
 
 #: start-up, teardown and the run's own report come on top of a workload's planned load time
 OVERHEAD_S = 240.0
@@ -65,13 +66,11 @@ def _steps(text: str) -> list[int]:
     return users
 
 
-def locust_command(workload: Workload, locustfile: Path, plan_path: Path | None, run_dir: Path) -> list[str]:
-    """The headless Locust run of one workload (``locustfile``: its scenario as a file) into its own ``--run-dir``.
-
-    The run writes no report of its own (``--no-report``): the demo renders it from the run folder once the folder is
-    gathered (:func:`render_into`), in its own process where pandas, matplotlib and plotly are imported once, not once
-    per workload (about 2 s of each short workload went to those imports).
-    """
+def locust_command(
+    workload: Workload, locustfile: Path, plan_path: Path | None, run_dir: Path, *, report: bool = True
+) -> list[str]:
+    """The headless Locust run of one workload (``locustfile``: its scenario as a file) into its own ``--run-dir``;
+    ``report=False`` leaves the run's report to :func:`render_reports` (``--no-report``)."""
     plan = ["--plan", str(plan_path)] if plan_path else []
     return [
         sys.executable,
@@ -87,11 +86,11 @@ def locust_command(workload: Workload, locustfile: Path, plan_path: Path | None,
         "--csv",
         str(run_dir / "locust"),
         "--only-summary",
-        "--no-report",
+        *([] if report else ["--no-report"]),
     ]
 
 
-def run_workload(workload: Workload, run_dir: Path, log: Path | None) -> int:
+def run_workload(workload: Workload, run_dir: Path, log: Path | None, *, report: bool = True) -> int:
     """One Locust subprocess in its own session, bounded by the plan's time plus start-up; its exit code.
 
     The scenario is package data of ``swarmgauge.locustfiles`` (the top-level ``locustfiles/`` of a clone, shipped
@@ -112,7 +111,7 @@ def run_workload(workload: Workload, run_dir: Path, log: Path | None) -> int:
     output = open(log, "w", encoding="utf-8") if log else None
     try:
         with resources.as_file(scenario) as locustfile:
-            command = locust_command(workload, locustfile, plan_path, run_dir)
+            command = locust_command(workload, locustfile, plan_path, run_dir, report=report)
             process = subprocess.Popen(
                 command, cwd=run_dir, env=child_env(), stdout=output, stderr=output, start_new_session=True
             )
@@ -129,19 +128,6 @@ def run_workload(workload: Workload, run_dir: Path, log: Path | None) -> int:
     finally:
         if output:
             output.close()
-
-
-def render_into(found: Path) -> str:
-    """The run folder's report, as ``swarmgauge report`` renders it; "" when written, else why not in one line."""
-    from swarmgauge.reports.report import render_report
-
-    if not (found / "steps.csv").is_file():
-        return ""
-    try:
-        render_report(found)
-    except Exception as exc:  # noqa: BLE001 - a report that cannot render must not lose the runs after it
-        return f"; report not written ({type(exc).__name__}: {exc})"
-    return ""
 
 
 def gather_into_run_folder(run_dir: Path) -> Path:
@@ -173,14 +159,18 @@ def _save(folder: Path, manifest: dict[str, Any]) -> None:
     write_json(folder / MANIFEST, manifest)
 
 
-def run_pages(chosen: list[Page], parent: Path) -> int:
-    """Every workload of every runnable page, the manifest after each, then the index; 1 when a run left no folder."""
+def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> int:
+    """Every workload of every runnable page, the manifest after each, then the index; 1 when a run left no folder.
+
+    ``scale`` (the pages' ``--scale``) is kept in the manifest: the index weighs the time taken against its budget."""
     from swarmgauge.reports.index import write_index
     from swarmgauge.reports.index_grades import exit_state
     from swarmgauge.run_folders import new_run_folder
 
     folder = new_run_folder(parent)
     manifest: dict[str, Any] = {"started_at": time.time(), "machine": {"cpus": os.cpu_count()}, "pages": []}
+    if scale is not None:
+        manifest["scale"] = scale
     todo: list[tuple[Page, Workload, dict[str, Any]]] = []
     for page in chosen:
         reason = page.unavailable()
@@ -194,30 +184,34 @@ def run_pages(chosen: list[Page], parent: Path) -> int:
             print(f"{page.name}: skipped, {reason}", flush=True)
             continue
         todo += [(page, w, entry["workloads"][i]) for i, w in enumerate(page.workloads)]
-    progress = Progress([w.planned_seconds() for _page, w, _entry in todo])
+    cores = max(1, min(os.cpu_count() or 1, len(todo)))
+    progress = Progress([w.planned_seconds() for _page, w, _entry in todo], reports_s=REPORT_S * len(todo) / cores)
     print(f"demo: {len(todo)} workloads, {progress.opening()}, into {folder}", flush=True)
     _save(folder, manifest)
     lost = 0
+    rendered: list[Path] = []
     for number, (page, workload, entry) in enumerate(todo, start=1):
         run_dir = folder / entry["folder"]
         print(progress.starting(number, f"{page.name}/{workload.name}", workload.what), end="", flush=True)
         began = time.monotonic()
-        code = run_workload(workload, run_dir, run_dir.parent / f"{workload.name}.log")
+        code = run_workload(workload, run_dir, run_dir.parent / f"{workload.name}.log", report=False)
+        entry["elapsed_s"] = round(time.monotonic() - began, 1)
         entry["exit_code"] = code
         entry["load_avg"] = round(os.getloadavg()[0], 1)
         found = gather_into_run_folder(run_dir)
-        unrendered = render_into(found)
-        entry["elapsed_s"] = round(time.monotonic() - began, 1)
         has_steps = (found / "steps.csv").is_file()
         entry["run_folder"] = str(found.relative_to(folder)) if has_steps else None
         lost += not has_steps
+        if found.is_dir() and (found / "run.json").is_file():
+            rendered.append(found)
         shown = found if has_steps else f"no run folder (see {run_dir.parent / (workload.name + '.log')})"
         state = exit_state(code, workload.expected_exit)[1]
-        print(
-            f" {entry['elapsed_s']:.0f} s, {state}: {shown}{unrendered}; {progress.finished(entry['elapsed_s'])}",
-            flush=True,
-        )
+        print(f" {entry['elapsed_s']:.0f} s, {state}: {shown}; {progress.finished(entry['elapsed_s'])}", flush=True)
         _save(folder, manifest)
+    took, processes, failed = render_reports(rendered)
+    print(f"reports: {len(rendered)} run reports in {took:.0f} s on {processes} process(es)", flush=True)
+    for why in failed:
+        print(f"reports: could not render {why}", flush=True)
     manifest["ended_at"] = time.time()
     _save(folder, manifest)
     paths = write_index(folder)
@@ -231,8 +225,6 @@ def quick(run_dir: Path, steps: list[int], step_time: float, warmup: float) -> i
     print(f"running: demarkus reads {','.join(map(str, steps))} users against the simulated ~160 req/s bucket")
     code = run_workload(workload, run_dir, None)
     found = gather_into_run_folder(run_dir)
-    if unrendered := render_into(found):
-        print(unrendered.lstrip("; "))
     print(f"results: {found} (steps.csv, run.json, slo.json, locust_*.csv, plan.yaml, report.md, report.html)")
     return code
 
@@ -265,9 +257,8 @@ def main(argv: list[str]) -> int:
             return 0
         run_dir = Path(args.run_dir).resolve()
         if args.all or args.pages:
-            return run_pages(
-                pages([] if args.all else list(dict.fromkeys(args.pages)), _positive(args.scale, "--scale")), run_dir
-            )
+            scale = _positive(args.scale, "--scale")
+            return run_pages(pages([] if args.all else list(dict.fromkeys(args.pages)), scale), run_dir, scale)
         return quick(
             run_dir,
             _steps(args.steps),

@@ -1,8 +1,9 @@
 """The progress lines of ``swarmgauge demo``: each workload with its elapsed time and the whole demo's time left.
 
-The time left is the planned load seconds of the workloads still to run plus, for each of them, the start-up,
-teardown and report time measured so far (a workload's elapsed time over its planned seconds, averaged over those
-done); before the first one ends, ``FIRST_GUESS_OVERHEAD_S`` stands in for that measure.
+The time left is the planned load seconds of the workloads still to run plus, for each of them, the start-up and
+teardown measured so far (a workload's elapsed time over its planned seconds, averaged over those done), plus the
+run reports rendered after the last one (``reports_s``); before the first workload ends, ``FIRST_GUESS_OVERHEAD_S``
+stands in for that measure.
 """
 
 from __future__ import annotations
@@ -10,9 +11,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-#: start-up, teardown and the run's own report per workload, until one has been measured (a quiet 2-core machine
-#: took 10 to 30 s)
-FIRST_GUESS_OVERHEAD_S = 20.0
+#: start-up and teardown per workload, until one has been measured: with its report rendered in it, a workload took
+#: 4.4 s over its plan on average at --scale 1 and 5.8 s at --scale 0.25 (2 cores, load average 1 to 4; the guess of
+#: 20 s said 26.2 and 17.2 min for runs of 17.9 and 9.7); rendered after the load, about 3 s of that remain
+FIRST_GUESS_OVERHEAD_S = 4.0
+#: one run's report, rendered after the load (0.4 to 4 s each on one core of 2): the demo's estimate of that tail is
+#: this times the workloads over the cores that share them
+REPORT_S = 2.0
 
 
 def minutes(seconds: float) -> str:
@@ -22,9 +27,12 @@ def minutes(seconds: float) -> str:
 class Progress:
     """The demo's clock: what is planned, what is done, and the estimate of what is left."""
 
-    def __init__(self, planned: list[float], clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, planned: list[float], clock: Callable[[], float] = time.monotonic, reports_s: float = 0.0
+    ) -> None:
         self.planned = planned
         self.clock = clock
+        self.reports_s = reports_s
         self.began = clock()
         self.overheads: list[float] = []
         self.done = 0
@@ -34,9 +42,9 @@ class Progress:
         return sum(self.overheads) / len(self.overheads) if self.overheads else FIRST_GUESS_OVERHEAD_S
 
     def left(self) -> float:
-        """Seconds the workloads not yet finished should take, start-up included."""
+        """Seconds the workloads not yet finished should take, start-up included, and the reports after them."""
         remaining = self.planned[self.done :]
-        return sum(remaining) + self.overhead() * len(remaining)
+        return sum(remaining) + self.overhead() * len(remaining) + self.reports_s
 
     def opening(self) -> str:
         return f"{minutes(sum(self.planned))} of load planned, about {minutes(self.left())} with start-up"
@@ -51,4 +59,6 @@ class Progress:
         self.done += 1
         elapsed = self.clock() - self.began
         tail = f"about {minutes(self.left())} left" if self.done < len(self.planned) else "no workload left"
+        if self.done == len(self.planned) and self.reports_s:
+            tail += f", the reports next (about {minutes(self.reports_s)})"
         return f"demo {minutes(elapsed)} elapsed, {tail}"

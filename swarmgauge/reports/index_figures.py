@@ -15,6 +15,14 @@ MIB = 2**20
 #: the stand-in setting that fixes its figures (``reports/index_grades.py`` reads and renders them)
 TOLERANCE = "tolerance"
 SET_BY = "set by"
+#: a figure's own numbers beside its shown text (``<shown column> value``): the grading compares them where a ratio
+#: says nothing (the page's figure is 0, or the page states a bound in absolute terms)
+VALUE = "value"
+#: an absolute tolerance in the figure's own units: with the page's 0, a measured figure within it is amber (the page
+#: says none, the run saw a few), beyond it red; with another page figure, green within it, as the ratio's tolerance
+TOLERANCE_ABS = "tolerance abs"
+#: the page's own ceiling for a figure (e.g. "< 50 MiB"): green at or below it, amber to twice it, red beyond
+AT_MOST = "at most"
 
 
 @dataclass
@@ -109,6 +117,11 @@ def missing(value: Any) -> bool:
     return bool(pd.isna(number))
 
 
+def as_number(value: Any) -> float | None:
+    """The value as a float (None when it is no number: words, blank, NaN)."""
+    return None if missing(value) else float(pd.to_numeric(value, errors="coerce"))
+
+
 def beside(
     row: dict[str, Any],
     label: str,
@@ -118,16 +131,23 @@ def beside(
     *,
     tolerance: float | None = None,
     set_by: str | None = None,
+    tolerance_abs: float | None = None,
+    at_most: float | None = None,
 ) -> None:
-    """One figure of a row of several, the page's beside it and the ratio; ``tolerance`` and ``set_by`` (as in
-    :func:`step_table`) for this figure alone, when it differs from the row's."""
+    """One figure of a row of several, the page's beside it and the ratio; ``tolerance``, ``set_by``,
+    ``tolerance_abs`` and ``at_most`` (as in :func:`figure`) for this figure alone, when it differs from the row's."""
     row[label] = "" if missing(measured) else shown(measured)
     row[f"page {label}"] = "" if missing(page) else shown(page)
     row[f"{label} x"] = times(measured, page)
+    row[f"{label} {VALUE}"], row[f"page {label} {VALUE}"] = as_number(measured), as_number(page)
     if tolerance is not None:
         row[f"{label} {TOLERANCE}"] = tolerance
     if set_by:
         row[f"{label} {SET_BY}"] = set_by
+    if tolerance_abs is not None:
+        row[f"{label} {TOLERANCE_ABS}"] = tolerance_abs
+    if at_most is not None:
+        row[f"{label} {AT_MOST}"] = at_most
 
 
 def step_table(
@@ -175,13 +195,27 @@ def figure(
     *,
     tolerance: float = 0.2,
     set_by: str | None = None,
+    tolerance_abs: float | None = None,
+    at_most: float | None = None,
 ) -> dict[str, Any]:
-    """One figure beside the page's; ``tolerance`` and ``set_by`` as in :func:`step_table`."""
-    return {
+    """One figure beside the page's; ``tolerance`` and ``set_by`` as in :func:`step_table`.
+
+    Where a ratio says nothing, the figure's numbers are compared as they are (``index_grades``): the page's 0
+    against a measured 0 is green ("0 = 0"), a measured figure above the page's 0 amber within ``tolerance_abs``
+    (in the figure's units) and red beyond; ``tolerance_abs`` against another page figure is green within it, and
+    ``at_most`` (the page's own ceiling, e.g. "< 50 MiB") is green at or below it, whatever the ratio."""
+    row = {
         "figure": label,
         "measured": "" if missing(measured) else shown(measured),
         "page": "" if missing(page) else shown(page),
         "x": times(measured, page),
+        f"measured {VALUE}": as_number(measured),
+        f"page {VALUE}": as_number(page),
         TOLERANCE: tolerance,
         SET_BY: set_by or "",
     }
+    if tolerance_abs is not None:
+        row[TOLERANCE_ABS] = tolerance_abs
+    if at_most is not None:
+        row[AT_MOST] = at_most
+    return row

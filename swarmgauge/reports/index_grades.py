@@ -5,9 +5,13 @@ tolerance and the stand-in setting come from the row's ``tolerance`` and ``set b
 ``index_figures.figure`` and ``step_table`` fill, or per figure from ``<label> tolerance`` and ``<label> set by``
 (``index_figures.beside``'s keywords, for a row of several figures only some of which a stand-in fixes). The rule (also written in the index's header, ``RULE``):
 a figure is green when its ratio is within the tolerance of 1, amber within twice that, red beyond, and red when the
-page has the figure and the run did not measure it. A figure a stand-in's setting fixes is never green: within its
-tolerance it is "set by the stand-in", beyond it amber or red like any other. A row is its worst figure; a row with
-nothing to divide (no page figure, or words) has "no ratio". A workload whose exit is not the one it declared is red.
+page has the figure and the run did not measure it. Where a ratio says nothing the figures' numbers are compared
+(``<column> value``, which ``index_figures.figure`` and ``beside`` keep): the page's 0 against a measured 0 is green
+("0 = 0"), a measured figure above the page's 0 red, or amber within an absolute tolerance (``tolerance abs``); a
+page's own bound (``at most``, e.g. "< 50 MiB") is green at or below it. A figure a stand-in's setting fixes is never
+green: within its tolerance it is "set by the stand-in", beyond it amber or red like any other. A row is its worst
+figure; a row with nothing to compare (no page figure, or the page's words) has "no ratio". A workload whose exit is
+not the one it declared is red.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from swarmgauge.reports.index_figures import SET_BY, TOLERANCE
+from swarmgauge.reports.index_figures import AT_MOST, SET_BY, TOLERANCE, TOLERANCE_ABS, VALUE
 
 GREEN, AMBER, RED, SET, NO_RATIO = "green", "amber", "red", "set by the stand-in", "no ratio"
 #: worst last: a row, and a page, take the worst state of what they hold
@@ -30,10 +34,12 @@ RULE = (
     "Each row's colour: green when every figure's ratio x (measured / the page's) is within the row's tolerance of 1 "
     "(|x - 1| <= tolerance, shown beside it), amber within twice that, red beyond it or when the page has a figure "
     'the run did not measure. A figure a stand-in\'s setting fixes is marked "set by the stand-in" and is never green '
-    "evidence: within its tolerance it shows as set, beyond it amber or red like any other. A row with nothing to "
-    'divide (no page figure, or the page\'s words) shows "no ratio". A workload whose exit code is not the one it '
-    "declares (a gate or drill may be meant to fail) is red. A page takes its worst row or workload; its shape "
-    "checks are listed apart and never make it green."
+    "evidence: within its tolerance it shows as set, beyond it amber or red like any other. Where the page's figure "
+    'is 0 the two are compared as they are: a measured 0 is green ("0 = 0"), anything else red, or amber within an '
+    'absolute tolerance shown beside it; a figure the page bounds in absolute terms ("< 50 MiB") is green at or '
+    'below the bound. A row with nothing to compare (no page figure, or the page\'s words) shows "no ratio". A '
+    "workload whose exit code is not the one it declares (a gate or drill may be meant to fail) is red. A page takes "
+    "its worst row or workload; its shape checks are listed apart and never make it green."
 )
 
 
@@ -97,19 +103,92 @@ def _per_figure(values: dict[str, str], empty: str = "") -> str:
     return "; ".join(f"{label}: {text}" for label, text in values.items() if text)
 
 
-def figure_state(ratio: Any, measured: Any, page: Any, tolerance: float, set_by: str) -> str | None:
-    """One figure's state (None: nothing to compare, the page has no figure there)."""
+@dataclass(frozen=True)
+class Criterion:
+    """How far one figure may stray and still hold: its ratio's tolerance, an absolute one, the page's own bound."""
+
+    tolerance: float
+    set_by: str = ""
+    tolerance_abs: float | None = None
+    at_most: float | None = None
+
+    def shown(self, page_zero: bool) -> str:
+        if self.at_most is not None:
+            return f"≤ {self.at_most:g} (the page's bound)"
+        if self.tolerance_abs is not None:
+            return f"±{self.tolerance_abs:g} absolute"
+        return "exact" if page_zero else f"±{self.tolerance * 100:.0f} %"
+
+
+def _held(off: float, allowed: float, set_by: str) -> str:
+    if off <= allowed:
+        return SET if set_by else GREEN
+    return AMBER if off <= 2 * allowed else RED
+
+
+def figure_state(
+    ratio: Any,
+    measured: Any,
+    page: Any,
+    criterion: Criterion,
+    values: tuple[float | None, float | None] = (None, None),
+) -> tuple[str | None, str | None]:
+    """One figure's state (None: nothing to compare, the page has no figure there), and the text its ratio cell
+    shows instead when the numbers were compared as they are (None: the ratio as it is)."""
     if blank(page):
-        return None
+        return None, None
     if blank(measured):
-        return RED
+        return RED, None
+    measured_value, page_value = values
+    if criterion.at_most is not None and measured_value is not None:
+        under = measured_value <= criterion.at_most
+        state = (SET if criterion.set_by else GREEN) if under else AMBER
+        state = RED if measured_value > 2 * criterion.at_most else state
+        return state, f"{'≤' if under else '>'} {criterion.at_most:g}"
+    if page_value == 0 and measured_value is not None:
+        if measured_value == 0:
+            return (SET if criterion.set_by else GREEN), "0 = 0"
+        within = criterion.tolerance_abs is not None and abs(measured_value) <= criterion.tolerance_abs
+        return (AMBER if within else RED), f"{measured_value:g} ≠ 0"
+    if criterion.tolerance_abs is not None and measured_value is not None and page_value is not None:
+        off = abs(measured_value - page_value)
+        shown = None if ratio_of(ratio) is not None else f"{measured_value - page_value:+g}"
+        return _held(off, criterion.tolerance_abs, criterion.set_by), shown
     value = ratio_of(ratio)
     if value is None:
+        return None, None
+    return _held(abs(value - 1.0), criterion.tolerance, criterion.set_by), None
+
+
+def _number(row: pd.Series, column: str) -> float | None:
+    value = pd.to_numeric(row.get(column), errors="coerce")
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def _value(row: pd.Series, column: str) -> float | None:
+    """A figure's number: the one ``figure``/``beside`` kept beside its text, else its text when that is a plain
+    number (a row made by hand, ``"0"``); None for words."""
+    kept = _number(row, f"{column} {VALUE}")
+    return kept if kept is not None else _number(row, column)
+
+
+def criterion_of(row: pd.Series, label: str | None) -> Criterion:
+    """The figure's criterion: its own columns (``<label> tolerance abs``...), else the row's."""
+
+    def own(name: str) -> float | None:
+        for column in ([f"{label} {name}"] if label else []) + [name]:
+            found = _number(row, column)
+            if found is not None and found >= 0:
+                return found
         return None
-    off = abs(value - 1.0)
-    if off <= tolerance:
-        return SET if set_by else GREEN
-    return AMBER if off <= 2 * tolerance else RED
+
+    return Criterion(tolerance_of(row, label), set_by_of(row, label), own(TOLERANCE_ABS), own(AT_MOST))
+
+
+def _grading_columns(columns: list[str]) -> list[str]:
+    """The columns a row carries for its grade only: dropped from the table as shown."""
+    kinds = (TOLERANCE, SET_BY, TOLERANCE_ABS, AT_MOST, VALUE)
+    return [c for c in columns if c in kinds or c.endswith(tuple(f" {kind}" for kind in kinds))]
 
 
 def worst(states: list[str], empty: str = NO_RATIO) -> str:
@@ -120,25 +199,25 @@ def grade_table(table: pd.DataFrame) -> GradedTable:
     """Each row's grade from its figures, and the table as shown (the grading columns replaced by readable ones)."""
     figures = ratio_columns([str(c) for c in table.columns])
     grades, cells, tolerances, settings = [], {}, [], []
+    shown = table.drop(columns=_grading_columns([str(c) for c in table.columns])).fillna("").astype(object)
     for position, (_, row) in enumerate(table.iterrows()):
         states, shown_tolerance, shown_set_by = [], {}, {}
         for ratio, measured, page in figures:
-            label = None if ratio == "x" else measured
-            tolerance, set_by = tolerance_of(row, label), set_by_of(row, label)
-            state = figure_state(row[ratio], row[measured], row[page], tolerance, set_by)
-            if state is not None:
-                cells[(position, ratio)] = state
-                states.append(state)
-                shown_tolerance[measured] = f"±{tolerance * 100:.0f} %"
-                shown_set_by[measured] = f"set by the stand-in: {set_by}" if set_by else ""
+            criterion = criterion_of(row, None if ratio == "x" else measured)
+            values = (_value(row, measured), _value(row, page))
+            state, text = figure_state(row[ratio], row[measured], row[page], criterion, values)
+            if state is None:
+                continue
+            cells[(position, ratio)] = state
+            states.append(state)
+            if text is not None:
+                shown.iloc[position, shown.columns.get_loc(ratio)] = text
+            shown_tolerance[measured] = criterion.shown(values[1] == 0)
+            shown_set_by[measured] = f"set by the stand-in: {criterion.set_by}" if criterion.set_by else ""
         grades.append(worst(states))
         tolerances.append(_per_figure(shown_tolerance))
         row_set_by = set_by_of(row)
         settings.append(_per_figure(shown_set_by, f"set by the stand-in: {row_set_by}" if row_set_by else ""))
-    grading = [
-        c for c in table.columns if str(c) in (TOLERANCE, SET_BY) or str(c).endswith((f" {TOLERANCE}", f" {SET_BY}"))
-    ]
-    shown = table.drop(columns=grading).fillna("")
     shown[GRADE] = grades
     shown[SHOWN_TOLERANCE] = tolerances
     if any(settings):

@@ -67,9 +67,11 @@ def graded_html(
     for position, values in enumerate(graded.table.itertuples(index=False)):
         tds = []
         for column, value in zip(columns, values):
+            ratio = (position, column) in graded.cells  # a ratio, or the figures compared as they are ("0 = 0")
             state = graded.grades[position] if column == GRADE and graded.grades else cells.get((position, column))
             style = f"background:{BACKGROUND[state]};" if state in BACKGROUND else ""
-            style = f" style='{style}text-align:left'" if not NUMBER.match(str(value)) else f" style='{style}'"
+            aligned = ratio or NUMBER.match(str(value))
+            style = f" style='{style}text-align:left'" if not aligned else f" style='{style}'"
             tds.append(f"<td{style}>{value if column in markup else _esc(value)}</td>")
         rows.append("<tr>" + "".join(tds) + "</tr>")
     return box(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")

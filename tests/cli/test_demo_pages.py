@@ -42,7 +42,8 @@ def test_demo_brain_builds_the_index_from_its_run_folders(tmp_path):
     for line, name, code in zip(progress, names, (3, 0, 3, 0)):  # the gates that fail by design exit 3
         assert f"brain/{name}:" in line and f" s, exit {code}" in line and str(demo / "brain" / name) in line
         assert " elapsed, " in line
-    assert progress[0].endswith(" left") and progress[-1].endswith("no workload left")
+    assert progress[0].endswith(" left") and " no workload left, the reports next (about " in progress[-1]
+    assert "reports: 4 run reports in " in result.stdout  # rendered after the load, not inside each workload
     assert f"index: {demo / 'report.html'}" in result.stdout
 
     manifest = json.loads((demo / "demo.json").read_text())
@@ -60,6 +61,9 @@ def test_demo_brain_builds_the_index_from_its_run_folders(tmp_path):
     for run in runs.values():
         assert f"]({run.relative_to(demo)}/report.html)" in section  # the link to the workload's full report
     assert "**Verdict:** " in section and " rows green" in section
+    kept = next(line for line in section.splitlines() if line.startswith("| before-fix: RSS kept per search"))
+    assert "16 MiB set (page: ~490 MB / 30.6)" in kept and "set by the stand-in: --leak-per-search 16384" in kept
+    assert "| after-fix: errors " in section and "| 0 = 0 " in section  # a zero on the page, matched
     assert "after the fix 1 model load(s) in the process" in section and "after the fix 0 zombie children" in section
     assert "pool full: every backend route (even /stats) 502 through the last step" in section
     assert "pool fixed: 0 errors at c=8/16" in section

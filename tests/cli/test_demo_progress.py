@@ -49,7 +49,7 @@ def test_a_workload_quicker_than_its_plan_counts_no_negative_start_up():
 def fake_locust_run(codes: dict[str, int]):
     """Stands in for the Locust subprocess of a workload: a run folder with a ``steps.csv``, and the exit given."""
 
-    def run(workload: Workload, run_dir: Path, log: Path | None) -> int:
+    def run(workload: Workload, run_dir: Path, log: Path | None, *, report: bool = True) -> int:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "steps.csv").write_text("step,label,request_type,name,users,requests,rps,p50_ms,p99_ms\n")
         return codes[workload.name]
@@ -67,14 +67,16 @@ def two_workloads() -> Page:
 
 def test_each_workload_prints_its_line_with_elapsed_and_time_left(monkeypatch, tmp_path, capsys, two_workloads):
     monkeypatch.setattr(demo, "run_workload", fake_locust_run({"gate": 1, "soak": 0}))
+    monkeypatch.setattr(demo.os, "cpu_count", lambda: 2)  # the reports after the load: 2 s each, 2 cores share them
     assert demo.run_pages([two_workloads], tmp_path) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("demo: 2 workloads, 4 s of load planned, about 44 s with start-up, into ")
+    assert lines[0].startswith("demo: 2 workloads, 4 s of load planned, about 14 s with start-up, into ")
     gate, soak = (line for line in lines if line.startswith("["))
     assert gate.startswith("[1/2] brain/gate: the gate run (planned 2 s) ... 0 s, exit 1 (expected): ")
-    assert gate.endswith(" elapsed, about 2 s left")  # the start-up measured: none, the fake starts at once
+    assert gate.endswith(" elapsed, about 4 s left")  # no start-up measured (the fake starts at once), the reports
+
     assert soak.startswith("[2/2] brain/soak: the soak run (planned 2 s) ... 0 s, exit 0: ")
-    assert soak.endswith(" elapsed, no workload left")
+    assert soak.endswith(" elapsed, no workload left, the reports next (about 2 s)")
 
 
 def test_an_exit_other_than_the_declared_one_is_said_so_and_kept_for_the_index(
@@ -92,27 +94,12 @@ def test_an_exit_other_than_the_declared_one_is_said_so_and_kept_for_the_index(
     assert "| 🔴 exit 0 (unexpected; declared 1) |" in index and "| 🔴 exit 2 (unexpected; declared 0) |" in index
 
 
-def test_each_run_is_rendered_by_the_demo_not_by_its_locust_process(tmp_path):
-    workload = Workload("soak", "the soak run", "brain_leak.py", ("-t", "2s"), None)
-    command = demo.locust_command(workload, Path("brain_leak.py"), None, tmp_path)
-    assert "--no-report" in command  # the child skips its report: the demo renders it with its imports warm
-
-
-def test_a_report_that_cannot_render_is_said_on_its_line_and_the_runs_after_it_go_on(
+def test_the_scale_is_kept_for_the_index_to_weigh_the_time_against_its_budget(
     monkeypatch, tmp_path, capsys, two_workloads
 ):
     monkeypatch.setattr(demo, "run_workload", fake_locust_run({"gate": 1, "soak": 0}))
-    rendered: list[Path] = []
-
-    def render(folder: Path) -> None:
-        rendered.append(folder)
-        if len(rendered) == 1:
-            raise ValueError("steps.csv has no rows")
-
-    monkeypatch.setattr("swarmgauge.reports.report.render_report", render)
-    assert demo.run_pages([two_workloads], tmp_path) == 0
-    gate, soak = (line for line in capsys.readouterr().out.splitlines() if line.startswith("["))
-    assert "; report not written (ValueError: steps.csv has no rows); " in gate
-    assert "report not written" not in soak
-    assert [folder.name for folder in rendered] == ["gate", "soak"]
-    assert (tmp_path / "latest" / "report.md").is_file()  # the index is written all the same
+    demo.run_pages([two_workloads], tmp_path, 0.25)
+    folder = tmp_path / "latest"
+    assert json.loads((folder / "demo.json").read_text())["scale"] == 0.25
+    index = (folder / "report.md").read_text()
+    assert " min for brain (the budgets are for --all: 20 min at --scale 1, 6 min at --scale 0.25).**" in index

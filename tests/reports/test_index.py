@@ -8,9 +8,11 @@ import json
 import os
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from swarmgauge.reports.index import IndexInputError, table_of, write_index
+from swarmgauge.reports.index_figures import PageSection, figure
 
 COLUMNS = ["step", "label", "request_type", "name", "users", "target_rate", "requests", "failures", "rps"]
 COLUMNS += ["p50_ms", "p99_ms", "started_at", "duration_s"]
@@ -173,3 +175,47 @@ def test_a_folder_without_a_manifest_is_a_named_error(tmp_path):
     (tmp_path / "demo.json").write_text('{"pages": 3}')
     with pytest.raises(IndexInputError, match="no list of pages"):
         write_index(tmp_path)
+
+
+def counted_section(runs: dict[str, Path | None]) -> PageSection:
+    """A page of three rows (one green, one red, one in words) and two rows not reproducible."""
+    rows = [figure("a", 1.0, 1.0, str), figure("b", 3.0, 1.0, str), figure("c", 1.0, None, str) | {"page": "flat"}]
+    return PageSection(tables=[("Rows", pd.DataFrame(rows))], not_reproducible=[("d", "why"), ("e", "why")])
+
+
+@pytest.mark.parametrize(
+    ("scale", "took"),
+    [
+        (1.0, "Took 10.0 min, within the 20 min budget of --all at --scale 1 on 2 cores."),
+        (0.25, "Took 10.0 min, OVER the 6 min budget of --all at --scale 0.25 on 2 cores."),
+        (2.0, "Took 10.0 min at --scale 2 (the budgets of --all: 20 min at --scale 1, 6 min at --scale 0.25)."),
+    ],
+)
+def test_the_header_counts_the_whole_runs_rows_and_weighs_its_time_against_the_budget(
+    monkeypatch, tmp_path, scale, took
+):
+    from swarmgauge.reports import index_pages
+
+    for name in ("demarkus", "kneo"):
+        monkeypatch.setitem(index_pages.SECTIONS, name, counted_section)
+    reads(tmp_path, [(1, 50.0, 21.0, 27.0)])
+    pages = [page("demarkus", "reads"), page("kneo", "reads"), page("mdk", skipped="no mocks"), page("brain", "x")]
+    pages[1]["workloads"][0]["folder"] = "demarkus/reads"
+    pages[3]["skipped"] = "no stand-in"
+    manifest(tmp_path, pages)
+    doc = json.loads((tmp_path / "demo.json").read_text()) | {"scale": scale}
+    (tmp_path / "demo.json").write_text(json.dumps(doc))
+    text = write_index(tmp_path)[0].read_text()
+    whole = next(line for line in text.splitlines() if line.startswith("**The whole run"))
+    assert whole.startswith(
+        "**The whole run (2 of 4 pages): 6 rows attempted (2 green, 0 amber, 2 red, 0 set by the stand-in, 2 no "
+        "ratio) and 4 rows not reproducible here: 6 + 4 = 10 rows. The issue counted 73 rows"
+    )
+    assert whole.endswith(f" {took}**")
+
+
+def test_a_run_of_some_pages_has_no_budget_of_its_own(tmp_path):
+    reads(tmp_path, [(1, 50.0, 21.0, 27.0)])
+    manifest(tmp_path, [page("demarkus", "reads")])
+    text = write_index(tmp_path)[0].read_text()
+    assert "Took 10.0 min for demarkus (the budgets are for --all: 20 min at --scale 1, 6 min at --scale 0.25)." in text

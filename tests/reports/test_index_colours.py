@@ -226,3 +226,73 @@ def test_one_figure_of_a_row_set_by_a_stand_in_keeps_the_row_from_green(monkeypa
     assert table["tolerance"].iloc[0] == "p50: ±20 %; MiB a search: ±50 %"
     assert table["stand-in"].iloc[0] == "MiB a search: set by the stand-in: --leak-per-search 1024"
     assert "<td style='background:#cdeccf;'>1.05x</td>" in html and "<td style='background:#d6e0f5;'>1.00x</td>" in html
+
+
+def zero_page_section(runs: dict[str, Path | None]) -> PageSection:
+    """Figures the page gives as 0, one a page's own bound grades, and one in the page's words."""
+    rows = [
+        figure("errors", 0, 0, str),
+        figure("zombie children", 0, 0, str, tolerance=0.0, set_by="--zombies-per-search 0"),
+        figure("queued at the end", 3, 0, str, tolerance_abs=5),
+        figure("phantom rows", 7, 0, str, tolerance_abs=5),
+        figure("errors in 1,000 calls", 0.004, 0.0, lambda v: f"{float(v):.1f} %"),
+        figure("MiB kept per 1,000 searches", 0.02, 0.9, lambda v: f"{float(v):.2f}", at_most=1.28),
+        figure("MiB kept over the run", 70.0, 36.0, lambda v: f"{float(v):.0f} MiB", at_most=50.0),
+        figure("submits shed", 157, None, str) | {"page": "load-sheds"},
+    ]
+    return PageSection(tables=[("Zeros", pd.DataFrame(rows))])
+
+
+def test_a_zero_on_the_page_is_compared_as_it_is_and_words_keep_no_ratio(monkeypatch, tmp_path):
+    monkeypatch.setitem(index_pages.SECTIONS, "zeros", zero_page_section)
+    reads(tmp_path, [(1, 50.0, 21.0, 27.0)])
+    entry = page("zeros", "reads")
+    entry["workloads"][0]["folder"] = "demarkus/reads"
+    manifest(tmp_path, [entry])
+    markdown, html = write_index(tmp_path)
+    table = table_of(tmp_path, "zeros")
+    assert list(table["row"]) == [
+        "green",  # 0 = 0: a match, not "no ratio"
+        "set by the stand-in",  # 0 = 0, but a setting makes it so
+        "amber",  # 3 against the page's 0: within the absolute tolerance of 5, still not a match
+        "red",  # 7 against 0: beyond it
+        "red",  # shown as 0.0 %, but not 0: the grade says so
+        "green",  # 0.02 under the page's own bound of 1.28, though 0.02x the page's 0.9
+        "amber",  # 70 MiB over a bound of 50: within twice it
+        "no ratio",  # the page's words
+    ]
+    assert list(table["x"]) == ["0 = 0", "0 = 0", "3 ≠ 0", "7 ≠ 0", "0.004 ≠ 0", "≤ 1.28", "> 50", ""]
+    assert list(table["tolerance"]) == [
+        "exact",
+        "exact",
+        "±5 absolute",
+        "±5 absolute",
+        "exact",
+        "≤ 1.28 (the page's bound)",
+        "≤ 50 (the page's bound)",
+        "",
+    ]
+    assert not any(column.endswith(("value", "abs", "at most")) for column in table.columns)
+    assert "<td style='background:#cdeccf;'>0 = 0</td>" in html.read_text()
+    assert (
+        "**Verdict:** 🔴 2 of 8 rows green, 2 amber, 2 red, 1 set by the stand-in, 1 no ratio" in markdown.read_text()
+    )
+
+
+def test_a_figure_beside_others_keeps_its_own_zero_and_bound(monkeypatch, tmp_path):
+    def section(runs: dict[str, Path | None]) -> PageSection:
+        row: dict = {"": "after-fix"}
+        beside(row, "errors", 0, 0, str)
+        beside(row, "RSS kept", 0.0, 36.0, rate, at_most=50.0)
+        return PageSection(tables=[("Beside", pd.DataFrame([row]))])
+
+    monkeypatch.setitem(index_pages.SECTIONS, "beside", section)
+    reads(tmp_path, [(1, 50.0, 21.0, 27.0)])
+    entry = page("beside", "reads")
+    entry["workloads"][0]["folder"] = "demarkus/reads"
+    manifest(tmp_path, [entry])
+    write_index(tmp_path)
+    table = table_of(tmp_path, "beside")
+    assert list(table["row"]) == ["green"]
+    assert (table["errors x"].iloc[0], table["RSS kept x"].iloc[0]) == ("0 = 0", "≤ 50")
+    assert table["tolerance"].iloc[0] == "errors: exact; RSS kept: ≤ 50 (the page's bound)"

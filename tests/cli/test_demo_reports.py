@@ -1,0 +1,47 @@
+"""The demo's run reports, rendered after the load by a process per core: each run folder gets its report, and one
+that cannot be rendered is said in one line without losing the others."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from swarmgauge.cli.demo import locust_command
+from swarmgauge.cli.demo_pages import Workload
+from swarmgauge.cli.demo_reports import render_reports
+
+HEADER = (
+    "step,label,request_type,name,users,target_rate,started_at,duration_s,requests,failures,unfinished,fail_ratio,rps,"
+    "p50_ms,p90_ms,p99_ms,p999_ms,max_ms,avg_ms,warmup_requests,dropped,tickets,user_errors,workers,generator_cpu_max,"
+    "generator_bound,generator_stall_ms,stalled_requests,generator_stalled\n"
+)
+ROW = ",1,,1000.0,8.5,1243,0,0,0.0,146.7,6.1,8.1,11.1,31.6,1439.1,7.8,0,0,0,0,1,10.0,False,,0,False\n"
+STEPS = HEADER + "0,run,GET,/search" + ROW + "0,run,,Aggregated" + ROW
+
+
+def run_folder(path: Path) -> Path:
+    path.mkdir(parents=True)
+    (path / "steps.csv").write_text(STEPS)
+    (path / "run.json").write_text(json.dumps({"started_at": 0.0, "ended_at": 10.0, "state": "ended"}))
+    return path
+
+
+def test_every_run_gets_its_report_and_one_that_fails_is_said(tmp_path):
+    runs = [run_folder(tmp_path / f"run-{n}") for n in range(3)]
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "run.json").write_text("{")  # a run.json no report can read
+    (broken / "steps.csv").write_text("not,a\n1")
+    took, processes, failed = render_reports([*runs, broken])
+    assert processes >= 1 and took >= 0
+    for run in runs:
+        assert "| GET /search |" in (run / "report.md").read_text() and (run / "summary.json").is_file()
+    assert len(failed) == 1 and failed[0].startswith(f"{broken}: ")  # said, and the three others rendered
+
+
+def test_a_demo_workload_leaves_its_report_to_after_the_load():
+    workload = Workload("w", "what", "brain_leak.py", ("-t", "2s"), None)
+    deferred = locust_command(workload, Path("f.py"), None, Path("/tmp/r"), report=False)
+    assert deferred[-1] == "--no-report" and "--no-report" not in locust_command(
+        workload, Path("f.py"), None, Path("/tmp/r")
+    )
