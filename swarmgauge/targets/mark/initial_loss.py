@@ -1,8 +1,8 @@
 """A lossy path in front of the reference server: a seeded share of new connections lose their client's first flight.
 
 The kind page's fresh-connection rows are bimodal: at 16 users p50 23 ms (a pooled read plus a handshake) but a mean
-of 102 ms by Little's law (16 / 157 req/s) and p99 323 ms. A quarter or so of its dials waited a client retransmit
-timer before their handshake began, off the bucket; lost Initial packets on kind's UDP path would do that (the page
+of 102 ms by Little's law (16 / 157 req/s) and p99 323 ms. A share of its dials (a quarter to a third) waited a
+client retransmit timer before their handshake began, off the bucket; lost Initial packets on kind's UDP path would do that (the page
 does not say). Loopback loses nothing, so ``--initial-loss SHARE`` drops the first flight of that share of new
 connections (every Initial datagram the client sends in its first ``FIRST_FLIGHT_S``) before the QUIC library sees
 it. Nothing here waits: the client's own retransmit timer (its first PTO) decides how long such a dial takes, as on a

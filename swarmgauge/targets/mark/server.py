@@ -3,7 +3,8 @@
 What the Go server does around its handler lives here: read each stream to FIN before parsing, a request deadline
 from the stream's first byte, at most ``max_streams`` concurrent streams per connection (credited back as streams
 finish, as quic-go does), no unidirectional streams, the per-IP rate limit that waits for a token, the simulated
-backend, and a 30 s idle timeout; and, when asked, a lossy path in front of it (``initial_loss.py``). The request logic itself is the sans-IO :class:`targets.mark.handler.Handler`.
+backend, and a 30 s idle timeout; and, when asked, a lossy path in front of it (``initial_loss.py``). The request
+logic itself is the sans-IO :class:`targets.mark.handler.Handler`.
 The QUIC library is ``ServerSettings.quic_engine`` (``--quic-engine``), reached only through ``swarmgauge.quic.engine``.
 """
 
@@ -42,7 +43,7 @@ class ServerSettings:
     rate_limit: float = 0.0
     rate_burst: float = 100.0
     quic_engine: str = DEFAULT_SERVER_ENGINE
-    initial_loss: float = 0.0  # share of new connections whose first Initial the path loses (``initial_loss.py``)
+    initial_loss: float = 0.0  # share of new connections whose first flight the path loses (``initial_loss.py``)
 
 
 @dataclass
