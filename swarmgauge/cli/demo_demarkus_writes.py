@@ -189,8 +189,7 @@ def writes_and_mcp(scale: float) -> tuple[Workload, ...]:
             (
                 "--mcp-mark-args",
                 MARK_BOTTLENECK,
-                "--mcp-embedded-args",
-                GATEWAY_AS_MCP_GO,
+                f"--mcp-embedded-args={GATEWAY_AS_MCP_GO}",  # joined: argparse takes a lone "--json-response" for a flag
                 "--sample-interval",
                 "1",
                 "--stop-timeout",
