@@ -73,8 +73,7 @@ def _locust_case(case: str, url: str, warmup: float, duration: float) -> dict[st
         class Caller(MCPUser):
             host = base
 
-            @task
-            def call(self) -> None:
+            def one_call(self) -> None:
                 self.call_with_recovery(TOOL, arguments)
     else:
         opener = MCPClient(base)

@@ -162,8 +162,7 @@ class MCPFetchUser(_CorpusDocs, mcp_users.MCPFetchUser):
 
     abstract = False
 
-    @task
-    def call(self) -> None:
+    def one_call(self) -> None:
         self.call_with_recovery("mark_fetch", {"url": self.corpus_url()})
 
 

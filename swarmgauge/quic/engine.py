@@ -75,9 +75,17 @@ class QuicEngine:
     # -- configuration ------------------------------------------------------------------------------------------
 
     def client_configuration(
-        self, *, alpn: str, insecure: bool, ca_file: str | None, server_name: str | None, idle_timeout: float
+        self,
+        *,
+        alpn: str,
+        insecure: bool,
+        ca_file: str | None,
+        server_name: str | None,
+        idle_timeout: float,
+        initial_rtt: float | None = None,
     ) -> Any:
-        """Client settings: verification on unless ``insecure``; ``server_name`` is checked and sent as SNI."""
+        """Client settings: verification on unless ``insecure``; ``server_name`` is checked and sent as SNI;
+        ``initial_rtt`` (None: the library's) is the RTT estimate before a sample, which sets the first PTO."""
         configuration = self.QuicConfiguration(
             is_client=True,
             alpn_protocols=[alpn],
@@ -85,6 +93,8 @@ class QuicEngine:
             server_name=server_name,
             verify_mode=ssl.CERT_NONE if insecure else ssl.CERT_REQUIRED,
         )
+        if initial_rtt is not None:
+            configuration.initial_rtt = initial_rtt
         if ca_file is not None:
             configuration.load_verify_locations(cafile=ca_file)
         return configuration
@@ -105,12 +115,26 @@ class QuicEngine:
 
     def initial_destination_cid(self, datagram: bytes) -> bytes | None:
         """The destination connection id of a client's first (Initial) datagram, None for any other packet."""
+        cids = self.initial_cids(datagram)
+        return cids[0] if cids is not None else None
+
+    def initial_source_cid(self, datagram: bytes) -> bytes | None:
+        """The source connection id of an Initial datagram, None for any other packet: a client's own id, the same
+        in every Initial of its handshake (the destination changes to the server's once it has answered)."""
+        cids = self.initial_cids(datagram)
+        return cids[1] if cids is not None else None
+
+    def initial_cids(self, datagram: bytes) -> tuple[bytes, bytes] | None:
+        """(destination, source) connection ids of an Initial datagram, None for any other packet."""
         buffer_module = importlib.import_module(f"{self._package}.buffer")
         packet = self._module("quic.packet")
-        header = packet.pull_quic_header(buffer_module.Buffer(data=datagram), host_cid_length=8)
+        try:
+            header = packet.pull_quic_header(buffer_module.Buffer(data=datagram), host_cid_length=8)
+        except ValueError:
+            return None
         if header.packet_type != packet.QuicPacketType.INITIAL:
             return None
-        return bytes(header.destination_cid)
+        return bytes(header.destination_cid), bytes(header.source_cid)
 
     # -- the datagram path -------------------------------------------------------------------------------------
 
@@ -240,11 +264,23 @@ class Qh3Engine(QuicEngine):
             quic_log.setLevel(logging.ERROR)
 
     def client_configuration(
-        self, *, alpn: str, insecure: bool, ca_file: str | None, server_name: str | None, idle_timeout: float
+        self,
+        *,
+        alpn: str,
+        insecure: bool,
+        ca_file: str | None,
+        server_name: str | None,
+        idle_timeout: float,
+        initial_rtt: float | None = None,
     ) -> Any:
         """As aioquic's, plus Ed25519 offered: qh3 leaves it out by default, and the demarkus dev certificate is one."""
         configuration = super().client_configuration(
-            alpn=alpn, insecure=insecure, ca_file=ca_file, server_name=server_name, idle_timeout=idle_timeout
+            alpn=alpn,
+            insecure=insecure,
+            ca_file=ca_file,
+            server_name=server_name,
+            idle_timeout=idle_timeout,
+            initial_rtt=initial_rtt,
         )
         algorithms = self.tls.SignatureAlgorithm
         configuration.signature_algorithms = [
@@ -284,7 +320,7 @@ class Qh3Engine(QuicEngine):
         configuration.load_cert_chain(certificate_pem, key_pem)
         return configuration
 
-    def initial_destination_cid(self, datagram: bytes) -> bytes | None:
+    def initial_cids(self, datagram: bytes) -> tuple[bytes, bytes] | None:
         hazmat = self._module("_hazmat")
         packet = self._module("quic.packet")
         try:
@@ -293,7 +329,7 @@ class Qh3Engine(QuicEngine):
             return None
         if header[1] != int(packet.QuicPacketType.INITIAL):
             return None
-        return bytes(header[3])
+        return bytes(header[3]), bytes(header[4])
 
     def receive_datagrams(self, quic: Any, datagrams: list[bytes], peer: Any, now: float) -> None:
         """qh3's batch entry once the handshake is done: one native call and one event drain for the lot, without the

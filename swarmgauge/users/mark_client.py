@@ -202,6 +202,7 @@ class MarkClient:
         on_reconnect: ReconnectHook | None = None,
         stats: QuicStats | None = None,
         quic_engine: str = DEFAULT_ENGINE,
+        initial_rtt: float | None = None,
     ):
         if connection not in CONNECTION_MODES:
             raise UsageError(f"connection must be one of {', '.join(CONNECTION_MODES)}, not {connection!r}")
@@ -224,6 +225,7 @@ class MarkClient:
             server_name=server_name or self.host,
             idle_timeout=idle_timeout,
             quic_engine=quic_engine,
+            initial_rtt=initial_rtt,
         )
         self.quic_engine = quic_engine
         self._transport_factory = transport_factory

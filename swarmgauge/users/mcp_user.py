@@ -332,7 +332,13 @@ class MCPBase(User):
 
 
 class MCPUser(MCPBase):
-    """One session per user, kept for the whole run; each task calls ``--mcp-tool`` with ``--mcp-args``."""
+    """One session per user, kept for the whole run; each iteration calls ``--mcp-tool`` with ``--mcp-args``.
+
+    ``call`` is the one task of this class and of every subclass: a subclass changes what an iteration does by
+    overriding ``one_call``, never with a ``@task`` of its own. Locust adds a base class's tasks to a subclass's, so
+    a second ``@task`` ran the base's call as often as the subclass's: ``MCPLookupAllUser`` sent a ``mark_fetch``
+    for every ``mark_lookup_all``, and the tool's rate showed half the gateway's.
+    """
 
     abstract = True
     wait_time = staticmethod(lambda: 0.0)
@@ -345,6 +351,10 @@ class MCPUser(MCPBase):
 
     @task
     def call(self) -> None:
+        self.one_call()
+
+    def one_call(self) -> None:
+        """One iteration's request(s); subclasses override this, not ``call``."""
         self.call_with_recovery(self.options.tool, self.tool_arguments())
 
 
@@ -359,8 +369,7 @@ class MCPToolUser(MCPUser):
         super().__init__(environment)
         self._mix = random.Random()
 
-    @task
-    def call(self) -> None:
+    def one_call(self) -> None:
         weight = self.options.list_weight
         if weight > 0 and self._mix.random() < weight / (1.0 + weight):
             self.in_session(lambda: self.client.list_items(LIST_METHOD))
@@ -417,8 +426,7 @@ class MCPFetchUser(MCPUser):
     abstract = True
     feeder_columns = ()
 
-    @task
-    def call(self) -> None:
+    def one_call(self) -> None:
         arguments = self.options.args if self.options.tool == "mark_fetch" else json.loads(DEFAULT_ARGS)
         self.call_with_recovery("mark_fetch", arguments)
 
@@ -429,6 +437,5 @@ class MCPLookupAllUser(MCPUser):
     abstract = True
     feeder_columns = ()
 
-    @task
-    def call(self) -> None:
+    def one_call(self) -> None:
         self.call_with_recovery("mark_lookup_all", {"query": self.options.query})

@@ -8,6 +8,7 @@ import shlex
 from swarmgauge.cli.demo_demarkus_reads import read_workloads
 from swarmgauge.cli.demo_pages import MARK_BOTTLENECK, pages
 from swarmgauge.reports.reference import target_caveat
+from swarmgauge.targets.mark.cli import build_parser
 
 
 def test_every_read_row_of_the_page_has_a_step_at_every_scale():
@@ -22,11 +23,14 @@ def test_every_read_row_of_the_page_has_a_step_at_every_scale():
 
 def test_the_read_workloads_simulate_the_pages_bottleneck_as_their_plans_say():
     for workload in read_workloads(1.0):
-        assert workload.options[1:3] == ("--mark-embedded-args", MARK_BOTTLENECK)
+        assert workload.options[1] == "--mark-embedded-args"
+        target_args = workload.options[2]
+        assert target_args.startswith(MARK_BOTTLENECK)
+        build_parser().parse_args(["--port", "0", *shlex.split(target_args)])
         run = {
             "plan": workload.plan,
             "host": "",
-            "embedded_targets": {"mark": {"args": ["--port", "0", *shlex.split(MARK_BOTTLENECK)]}},
+            "embedded_targets": {"mark": {"args": ["--port", "0", *shlex.split(target_args)]}},
         }
         assert target_caveat(run) is None, workload.name
         assert 6 <= workload.planned_seconds() / len(workload.plan["steps"]) <= 15  # the contract's hold per step
@@ -37,6 +41,21 @@ def test_the_fresh_rows_compare_the_iteration_the_page_times():
     rows = fresh.plan["reference"]["rows"]
     assert {row["name"] for row in rows} == {"FETCH+dial"}
     assert [(row["users"], row["p50_ms"], row["p99_ms"]) for row in rows] == [(16, 23, 323), (64, 343, 1160)]
+
+
+def test_only_the_fresh_dials_lose_first_flights_and_wait_quic_gos_retransmit_timer():
+    """The page's fresh rows read as a share of dials waiting a client retransmit timer: the fresh workload's server
+    loses that share of first flights and its client resends after quic-go's 200 ms (initial RTT 0.1 s); no other
+    read workload loses any."""
+    workloads = {w.name: w for w in read_workloads(1.0)}
+    fresh = workloads["fresh"]
+    assert "--initial-loss 0.3" in fresh.options[2]
+    assert "--initial-loss 0.3" in fresh.plan["reference"]["target"]["args"]
+    assert fresh.options[fresh.options.index("--mark-initial-rtt") + 1] == "0.1"
+    for name in ("reads", "lookup", "list"):
+        assert (
+            "--initial-loss" not in workloads[name].options[2] and "--mark-initial-rtt" not in workloads[name].options
+        )
 
 
 def test_the_last_steps_requests_in_flight_finish_and_count():

@@ -55,7 +55,17 @@ def test_the_dedup_cap_sits_below_the_live_sessions_so_the_log_spam_shows(scale)
 
 
 def _value_after(options: tuple[str, ...], flag: str) -> str | None:
-    return options[options.index(flag) + 1] if flag in options else None
+    joined = [option.split("=", 1)[1] for option in options if option.startswith(flag + "=")]
+    return joined[0] if joined else options[options.index(flag) + 1] if flag in options else None
+
+
+def test_a_value_that_starts_with_a_dash_is_joined_to_its_flag():
+    """argparse takes a lone ``--json-response`` after ``--mcp-embedded-args`` for a flag of its own (exit 2, the
+    workload never ran); a value with a space in it passes, one without must be joined with ``=``."""
+    for workload in writes_and_mcp(1.0):
+        for flag, value in zip(workload.options, workload.options[1:]):
+            if flag in ("--mark-embedded-args", "--mcp-embedded-args", "--mcp-mark-args"):
+                assert not (value.startswith("-") and " " not in value), (workload.name, flag, value)
 
 
 def test_every_stand_in_setting_is_accepted_by_the_target_it_is_for():

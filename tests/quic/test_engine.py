@@ -83,6 +83,20 @@ def test_the_handshake_completes_and_the_server_sees_the_client_address(name):
 
 
 @pytest.mark.parametrize("name", ENGINES)
+def test_every_initial_of_a_client_carries_its_own_source_id_and_the_initial_rtt_sets_its_first_pto(name):
+    """``initial_source_cid`` names the connection in its first flight and in what follows (the server's id replaces
+    the destination); ``initial_rtt`` moves the first Initial's resend to twice it, as quic-go's 100 ms makes 200 ms."""
+    quic_engine = engine(name)
+    settings = dict(alpn="mark", insecure=True, ca_file=None, server_name="localhost", idle_timeout=30.0)
+    client = quic_engine.QuicConnection(configuration=quic_engine.client_configuration(**settings, initial_rtt=0.1))
+    client.connect(SERVER, now=100.0)
+    first = [data for data, _ in client.datagrams_to_send(100.0)]
+    assert {quic_engine.initial_source_cid(data) for data in first} == {bytes(client.host_cid)}
+    assert quic_engine.initial_source_cid(b"\x40" + bytes(30)) is None  # a short-header packet
+    assert client.get_timer() == pytest.approx(100.2, abs=0.01)
+
+
+@pytest.mark.parametrize("name", ENGINES)
 def test_a_closed_connection_shows_its_close_event_at_once(name):
     quic_engine = engine(name)
     client, server, clock = connected_pair(quic_engine)

@@ -3,9 +3,10 @@ the page's tool times them, the rows not attempted named with a reason, errors c
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from swarmgauge.reports.index_demarkus_reads import reads
+from swarmgauge.reports.index_demarkus_reads import WHY, fresh_setting, reads
 from swarmgauge.reports.index_figures import PageSection
 from tests.reports.test_index import step, write_steps
 
@@ -70,3 +71,23 @@ def test_a_page_without_read_runs_shows_no_reads_table(tmp_path):
     table = reads({"reads": None, "fresh": None}, section)
     assert table.empty and not section.checks
     assert section.not_reproducible  # still named: the index says which rows this page cannot attempt
+
+
+def test_a_row_that_does_not_hold_says_why_and_the_rows_that_hold_say_nothing(tmp_path):
+    section = PageSection()
+    table = reads(runs_of(tmp_path), section)
+    why = dict(zip(range(len(table)), table[WHY]))
+    assert "first-come queue" in why[2]  # pooled 16 users: p99 116 ms against the page's 166 ms (0.70x)
+    assert why[0] == "" and why[3] == ""  # pooled 1 and 64 users hold
+    assert all("\n" not in reason for reason in why.values())
+
+
+def test_the_fresh_rows_name_the_lossy_path_and_the_clients_timer_the_run_used(tmp_path):
+    runs = runs_of(tmp_path)
+    options = {"mark_embedded_args": "--backend-concurrency 3 --initial-loss 0.3", "mark_initial_rtt": 0.1}
+    (tmp_path / "fresh" / "run.json").write_text(json.dumps({"options": options}))
+    setting = fresh_setting(runs)
+    assert setting.startswith("--backend-concurrency 3 --initial-loss 0.3 --mark-initial-rtt 0.1")
+    assert "30% of dials lose their first flight and wait the client's 200 ms retransmit timer" in setting
+    (tmp_path / "fresh" / "run.json").write_text(json.dumps({"options": {"mark_embedded_args": "--read-delay-ms 9"}}))
+    assert "--initial-loss" not in fresh_setting(runs)  # a run without the lossy path is not said to have one

@@ -13,6 +13,7 @@ import pandas as pd
 
 from swarmgauge.reports.index_demarkus_writes import NOT_REPRODUCIBLE, add_writes_and_mcp
 from swarmgauge.reports.index_figures import PageSection
+from swarmgauge.reports.index_grades import NO_RATIO, grade_table
 
 COLUMNS = ["step", "label", "request_type", "name", "users", "requests", "failures", "rps", "p50_ms", "p99_ms"]
 COLUMNS += ["avg_ms", "started_at", "duration_s"]
@@ -133,3 +134,17 @@ def test_churn_sessions_live_one_to_one_and_a_half_ttl_and_the_dedup_warns_per_n
     assert measured(churn, "longest idle life at a sweep")["page"] == "1.50"
     assert measured(churn, "dedup WARN lines per new session")["measured"] == "0.90"
     assert any("lived 1.01 to 1.49 x the idle TTL" in check.text and check.holds for check in section.checks)
+
+
+def test_memory_per_session_stands_beside_the_pages_with_its_ratio_but_is_not_graded(tmp_path):
+    """Python RSS per session against Go's live heap compares two languages: both figures and their ratio are shown,
+    and the row is "no ratio", not red, since it says nothing about the instrument."""
+    summary = {"MCP sessions": {"memory_per_session": {"bytes": 44_500, "metric": "rss_bytes"}}}
+    run = run_folder(tmp_path, "churn", [row("churn", "", "Aggregated", 32, p50_ms=4)], summary_json=summary)
+    section = PageSection()
+    add_writes_and_mcp({"churn": run}, section)
+    churn = table(section, "MCP session churn")
+    memory = measured(churn, "memory per live session")
+    assert (memory["measured"], memory["page"]) == ("44.5 KB", "9.6 KB")
+    assert memory["x"].startswith("4.6 times") and "compares the languages" in memory["figure"]
+    assert grade_table(churn).grades[list(churn["figure"]).index(memory["figure"])] == NO_RATIO

@@ -13,7 +13,15 @@ from swarmgauge.errors import UsageError
 from swarmgauge.protocols import mcp as proto
 from swarmgauge.targets.mcp_gateway import launch
 from swarmgauge.users.mcp_client import MCPClient, MCPUnreachable
-from swarmgauge.users.mcp_user import MCPChurnUser, MCPUser, SessionPacer, options_from
+from swarmgauge.users.mcp_user import (
+    MCPChurnUser,
+    MCPFetchUser,
+    MCPLookupAllUser,
+    MCPToolUser,
+    MCPUser,
+    SessionPacer,
+    options_from,
+)
 from tests.users.fake_mcp_server import FakeMCPServer
 
 pytestmark = pytest.mark.integration  # starts the gateway and fake MCP servers
@@ -88,6 +96,22 @@ def test_bad_answers_are_named_failures_and_the_user_goes_on(fake, env, path, er
     failures = recorder.failures()
     assert failures and all(f == ("tools/call echo", error) for f in failures)
     assert len(failures) == 2  # one per iteration: the user went on
+
+
+@pytest.mark.parametrize(
+    "cls, tool",
+    [(MCPFetchUser, "mark_fetch"), (MCPLookupAllUser, "mark_lookup_all"), (MCPToolUser, "echo"), (MCPUser, "echo")],
+)
+def test_every_task_of_a_tool_user_calls_its_own_tool(fake, env, cls, tool):
+    """Locust adds a base class's tasks to a subclass's: a subclass with its own ``@task`` also ran the base's
+    ``--mcp-tool`` call, and ``MCPLookupAllUser`` sent a ``mark_fetch`` for every ``mark_lookup_all``."""
+    environment, recorder = env
+    user = make_user(cls, environment, fake.url)
+    user.on_start()
+    recorder.events.clear()
+    for one_task in type(user).tasks:
+        one_task(user)
+    assert [name for name in recorder.names() if name.startswith("tools/call")] == [f"tools/call {tool}"]
 
 
 def test_missing_session_id_on_initialize_when_required(fake, env):

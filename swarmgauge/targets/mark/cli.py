@@ -58,6 +58,16 @@ def _non_negative(kind):
     return parse
 
 
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be at least 0 and below 1, not {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="swarmgauge target mark", description=__doc__.splitlines()[0])
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback by default)")
@@ -140,6 +150,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="which waiting writer gets the next commit slot: the first awake (random, as the page's losses "
         "show) or the longest waiting (fifo)",
     )
+    p.add_argument(
+        "--initial-loss",
+        type=_share,
+        default=0.0,
+        metavar="SHARE",
+        help="share of new connections whose client's first Initial datagram the path loses, seeded (0 = none): "
+        "the client's own retransmit timer then decides the wait, as on the kind page's UDP path",
+    )
     p.add_argument("--cert-out", type=Path, help="write the dev certificate (PEM) here, for clients' --mark-ca")
     p.add_argument(
         "--max-seconds",
@@ -182,6 +200,7 @@ def build_service(args: argparse.Namespace) -> MarkService:
         rate_limit=args.rate_limit,
         rate_burst=args.rate_burst,
         quic_engine=args.quic_engine,
+        initial_loss=args.initial_loss,
     )
     knobs = BackendKnobs(
         read_delay=args.read_delay_ms / 1000,
@@ -227,6 +246,9 @@ async def serve_until_stopped(args: argparse.Namespace, service: MarkService) ->
             counters.rate_limited,
             counters.deadline_expired,
         )
+        if service.initial_loss is not None:
+            loss = service.initial_loss
+            log.info("the path lost the first flight of %d of %d new connections", loss.dropped, loss.connections)
 
 
 def main(argv: list[str] | None = None) -> int:

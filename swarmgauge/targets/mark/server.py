@@ -3,7 +3,8 @@
 What the Go server does around its handler lives here: read each stream to FIN before parsing, a request deadline
 from the stream's first byte, at most ``max_streams`` concurrent streams per connection (credited back as streams
 finish, as quic-go does), no unidirectional streams, the per-IP rate limit that waits for a token, the simulated
-backend, and a 30 s idle timeout. The request logic itself is the sans-IO :class:`targets.mark.handler.Handler`.
+backend, and a 30 s idle timeout; and, when asked, a lossy path in front of it (``initial_loss.py``). The request
+logic itself is the sans-IO :class:`targets.mark.handler.Handler`.
 The QUIC library is ``ServerSettings.quic_engine`` (``--quic-engine``), reached only through ``swarmgauge.quic.engine``.
 """
 
@@ -19,6 +20,7 @@ from swarmgauge.protocols.mark import MAX_PAYLOAD, MAX_REQUEST_LINE, encode_resp
 from swarmgauge.quic.engine import DEFAULT_SERVER_ENGINE, QuicEngine, engine
 from swarmgauge.targets.mark.backend import BackendTimeout, SimulatedBackend
 from swarmgauge.targets.mark.handler import READ_VERBS, WRITE_VERBS, Handler
+from swarmgauge.targets.mark.initial_loss import InitialLoss, lose_initials
 from swarmgauge.targets.mark.pacing import PerClientLimiter
 from swarmgauge.targets.mark.tls import DevCertificate
 
@@ -41,6 +43,7 @@ class ServerSettings:
     rate_limit: float = 0.0
     rate_burst: float = 100.0
     quic_engine: str = DEFAULT_SERVER_ENGINE
+    initial_loss: float = 0.0  # share of new connections whose first flight the path loses (``initial_loss.py``)
 
 
 @dataclass
@@ -83,6 +86,7 @@ class MarkService:
         self.backend = backend
         self.counters = ServerCounters()
         self.limiter = PerClientLimiter(settings.rate_limit, settings.rate_burst) if settings.rate_limit > 0 else None
+        self.initial_loss = InitialLoss(settings.initial_loss) if settings.initial_loss > 0 else None
 
     @property
     def answers_at_once(self) -> bool:
@@ -263,6 +267,8 @@ async def start_server(service: MarkService, cert: DevCertificate, host: str, po
         configuration=server_configuration(cert, service.settings),
         create_protocol=lambda *a, **kw: protocol(*a, service=service, **kw),
     )
+    if service.initial_loss is not None:
+        lose_initials(server, service.initial_loss, service.engine.initial_source_cid)
     granted = service.engine.grow_receive_buffer(server, RECEIVE_BUFFER)
     log.debug("UDP receive buffer: %d bytes", granted)
     return server, service.engine.bound_port(server)
