@@ -13,11 +13,16 @@ from typing import Any
 
 from swarmgauge.cli.demo_pages import Workload
 
-#: Closed-loop readers of the saturation step. The page's harness used 1,000; 200 keep the generator and the stand-in
-#: inside 2 cores at 2,000 devices (about 500 reads/s on a quiet machine) and, on 10 devices, queue 20 reads a device x
-#: 0.3 s, whose tail reaches the stand-in's 10 s request timeout as the page's 100 a device reached its harness's
-#: (its 14 timed-out reads; 250 readers here timed out 9 % of the reads, 200 none to a few).
-SATURATION_READERS = 200
+#: Closed-loop readers of the saturation step: the page's harness's 1,000 ("1,000 readers against 10 devices"). Fewer
+#: would make the readers the bound (each waits about 0.3 s for its read: 200 readers cap near 600 reads/s at any
+#: fleet); where the 2-core machine cannot carry the page's load, the index says "machine-bound" with the CPU.
+SATURATION_READERS = 1000
+#: The 10-device fleet keeps 200: its page amber is 14 reads timed out of a queue of about 100 a device, and the
+#: stand-in's reads queued past its 10 s request timeout keep their device busy, so 1,000 readers time out nearly every
+#: read (red); 20 a device x 0.3 s reach the timeout's tail as the page's did (250 timed out 9 %, 200 none to a few).
+#: The index marks this fleet's verdict as set by this count.
+TEN_DEVICE_READERS = 200
+
 #: The client's request timeout: a fleet summary reads every device, and 5,000 of them through the Python stand-in
 #: took past the default 10 s on a loaded 2-core machine (device reads still time out at the stand-in's 10 s).
 CLIENT_TIMEOUT = ("--mdk-timeout", "30")
@@ -33,8 +38,9 @@ FLEETS: dict[str, tuple[int, int, str]] = {
     "fleet-5000x5-ping": (5000, 5, "red"),
 }
 #: The red 5,000 / 5 run: the page's red came from a health ping that met the burst (chance, as the stand-in's random
-#: ping phase); pinging every second makes that meeting certain, so the red run is set by this option.
-PING_IN_BURST = "--health-ping-s 1"
+#: ping phase). A ping sent in the burst's first 0.9 s waits out the lane's saturation (the 3 s burst and its backlog of
+#: about 0.9 s) past its 3 s timeout; pinging every half second makes that meeting certain, so this option sets the red.
+PING_IN_BURST = "--health-ping-s 0.5"
 #: Submits the 5,000 / 5 bursts may have in flight: the page's harness fires 1,000/s whatever the Kernel's pace, and
 #: the red run needs the full rate to hold the Kernel's lane busy past a ping's 3 s timeout (200 in flight capped it at
 #: about 600/s and no ping missed). The other fleets keep 200: 1,000 greenlets on a loaded 2-core machine put seconds
@@ -43,6 +49,11 @@ FULL_RATE_USERS = 1000
 #: The throughput pairs not among the fleets (the 2,000-device pair is the fleets' own saturation step).
 THROUGHPUT: dict[str, tuple[int, int]] = {"reads-1000x1": (1000, 1), "reads-1000x2": (1000, 2)}
 DRILLS = ("worker-restart", "kernel-restart", "device-outage")
+#: A restarted Kernel or Worker boots this long before it listens: the real ones are Node.js processes (the page's
+#: procedures expect READY "in about 4 to 6 s"); the stand-in's Python process is up in 0.1 s, which would compare
+#: its start-up, not MDK's recovery. The index marks READY and the first read as set by this; the gap between them
+#: (the re-registration and the first routed read) is the stand-in's own.
+RESTART_BOOT = "--restart-boot-s 5"
 SWITCH = {"label": "switch", "users": 0, "duration": "1s"}  # Locust swaps classes only through 0 users
 DISCOVER = {"label": "discover", "users": 1, "duration": "2s", "user_classes": ["MDKBurstUser"]}
 BURST = {
@@ -57,6 +68,11 @@ BURST = {
 #: and a red one exits 3 (a failed gate) rather than Locust's 1 for any failure.
 GATES = ["headroom<1", "MDK:action:p99<=2000ms", "mdk_rejected_ratio<0.01", "fail_ratio<0.01"]
 RED_EXIT = 3
+
+
+def saturation_readers(devices: int) -> int:
+    """The saturation step's readers: the page's 1,000, the 10-device fleet's 200 (``TEN_DEVICE_READERS``)."""
+    return TEN_DEVICE_READERS if devices <= 10 else SATURATION_READERS
 
 
 def _scaled(seconds: float, scale: float, more: float = 0.0) -> str:
@@ -101,7 +117,7 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
             SWITCH,
             {
                 "label": "saturation reads",
-                "users": SATURATION_READERS,
+                "users": saturation_readers(fleet.devices),
                 "duration": _scaled(10, scale),
                 "user_classes": ["MDKReader"],
             },
@@ -120,7 +136,8 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
 
 def fleet_workload(fleet: Fleet, scale: float) -> Workload:
     options: tuple[str, ...] = ("--mdk-profile", fleet.profile, *CLIENT_TIMEOUT, *SAMPLING)
-    what = f"{fleet.devices:,} devices / {fleet.workers} Worker(s): one at a time, {SATURATION_READERS} readers, burst"
+    readers = saturation_readers(fleet.devices)
+    what = f"{fleet.devices:,} devices / {fleet.workers} Worker(s): one at a time, {readers:,} readers, burst"
     if fleet.name == "fleet-5000x5-ping":
         options += ("--mdk-embedded-args", PING_IN_BURST)
         what = f"5,000 devices / 5 Workers, the burst with a health ping in it ({PING_IN_BURST})"
@@ -145,7 +162,7 @@ def throughput_workload(name: str, devices: int, workers: int, scale: float) -> 
         ],
         "slos": ["headroom<1"],
     }
-    what = f"{SATURATION_READERS} readers on {devices:,} devices / {workers} Worker(s)"
+    what = f"{SATURATION_READERS:,} readers on {devices:,} devices / {workers} Worker(s)"
     return Workload(
         name, what, "mdk_fleet.py", ("--mdk-profile", f"{devices}x{workers}", *CLIENT_TIMEOUT, *SAMPLING), plan
     )
@@ -158,7 +175,9 @@ def drill_workload(name: str, scale: float) -> Workload:
         "kind": "stages",
         "stages": [{"label": "reads", "users": 20, "duration": _scaled(15, scale), "user_classes": ["MDKReader"]}],
     }
-    options = ("--mdk-profile", "50x1", "--mdk-drill", name, "--mdk-drill-after", "2s")
+    options: tuple[str, ...] = ("--mdk-profile", "50x1", "--mdk-drill", name, "--mdk-drill-after", "2s")
+    if name != "device-outage":  # the mocks are devices, not MDK processes: they come back at once
+        options += ("--mdk-embedded-args", RESTART_BOOT)
     # the readers' reads of the killed or unreachable devices fail until recovery: Locust's exit 1 for failed requests
     return Workload(name, f"the {name} drill under 20 readers", "mdk_fleet.py", options, plan, expected_exit=1)
 
