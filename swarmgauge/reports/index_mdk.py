@@ -35,6 +35,7 @@ FLEETS = {
 FLEET_SET_BY = {
     "fleet-10x1": "200 readers on 10 devices against the stand-in's 10 s request timeout",
     "fleet-5000x1": "--query-concurrency 100 x --read-cost-ms 220-390: a 5,000-device sweep takes about 15 s",
+    "fleet-5000x5": "--health-phase-s 600: no health ping meets the burst (the page's green run by chance)",
     "fleet-5000x5-ping": "--health-ping-s 0.5: a health ping surely meets the burst (the page's red run by chance)",
 }
 PING_SETTING = "--health-ping-s 0.5"

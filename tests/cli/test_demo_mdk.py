@@ -42,6 +42,8 @@ def test_red_fleets_and_drills_declare_their_exit_and_the_red_5000_by_5_run_says
     assert all(by_name[d].expected_exit == 1 for d in ("worker-restart", "kernel-restart", "device-outage"))
     ping = by_name["fleet-5000x5-ping"].options
     assert ping[ping.index("--mdk-embedded-args") + 1] == "--health-ping-s 0.5"
+    green = by_name["fleet-5000x5"].options
+    assert green[green.index("--mdk-embedded-args") + 1] == "--health-phase-s 600"  # no ping meets its burst
 
 
 def test_every_user_class_a_stage_names_is_in_the_locustfile():
