@@ -55,7 +55,10 @@ class StackPlan:
     # the page's green 5,000 / 5 run (423 ms), with acceptance of tens of ms at 2,000 devices, as the page says.
     accept_base_us: float = 900.0
     accept_us_per_device: float = 0.075
-    accept_us_per_inflight: float = 0.1
+    # per command in the Kernel: 0.1 coupled acceptance to execution (a burst after 200 readers on 10 devices queued its
+    # commands behind their reads, thousands unsettled, and its lane saturated at 185 ms p50); 0.02 keeps the growth
+    accept_us_per_inflight: float = 0.02
+    worker_read_us: float = 0.0  # a Worker's own time per read it serves, one read at a time (its one core)
     restart_boot_s: float = 0.0  # a restarted Kernel or Worker waits this long before it starts (a Node.js boot)
     extra: dict = field(default_factory=dict)
 
