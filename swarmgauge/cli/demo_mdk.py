@@ -27,6 +27,10 @@ TEN_DEVICE_READERS = 200
 #: Worker serves at most about 960 reads/s, the page's 926 at 1,000 devices and 994 at 2,000, where its CPU limits the
 #: saturation; more Workers raise it. Without it the Python Worker is never the bound (1,276 reads/s on one Worker).
 WORKER_READ = "--worker-read-us 1040"
+#: The Worker's collection sweep fitted to the page's one sweep figure, 12.4 s for 5,000 devices on one Worker (2.48 ms
+#: a device): 123 reads in flight x 305 ms a read. The stand-in's 100 gave 3.05 ms a device, so 2,000 devices swept in
+#: about 7 s with the Python Worker's own overhead, on the page's 0.7 headroom edge where the page's Worker was green.
+SWEEP = "--query-concurrency 123"
 #: The client's request timeout: a fleet summary reads every device, and 5,000 of them through the Python stand-in
 #: took past the default 10 s on a loaded 2-core machine (device reads still time out at the stand-in's 10 s).
 CLIENT_TIMEOUT = ("--mdk-timeout", "30")
@@ -114,10 +118,14 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
     """One profile of the page: one-at-a-time requests, saturation reads, the burst (only the burst for the ping run)."""
     discovery = discovery_s(fleet.devices)
     burst = {**BURST, "max_users": FULL_RATE_USERS} if fleet.devices == 5000 and fleet.workers == 5 else BURST
+    # The burst's users start in the step before it (they submit nothing without a ticket): spawned at the burst's
+    # start instead, the tickets of their spawn time came due at once, a bunch of ~200 submits the Kernel's lane (about
+    # as fast as 1,000/s) never worked off, so every accept waited ~200 ms; the page's harness submits evenly.
+    discover = {**DISCOVER, "users": burst["max_users"]}
     if fleet.name == "fleet-5000x5-ping":
         # the drain: the Kernel's queue lasts seconds after the burst, and a SICK Worker comes back at a later ping
         drain = {"label": "drain", "users": 0, "duration": _scaled(4, scale)}
-        stages = [{**DISCOVER, "duration": f"{max(2.0, discovery):g}s"}, burst, drain]
+        stages = [{**discover, "duration": f"{max(2.0, discovery):g}s"}, burst, drain]
     else:
         one = _scaled(7, scale, discovery)
         stages = [
@@ -130,7 +138,7 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
                 "user_classes": ["MDKReader"],
             },
             SWITCH,
-            DISCOVER,
+            discover,
             burst,
         ]
     return {
@@ -145,7 +153,7 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
 def fleet_workload(fleet: Fleet, scale: float) -> Workload:
     embedded = {"fleet-5000x5": NO_PING_IN_BURST, "fleet-5000x5-ping": PING_IN_BURST}.get(fleet.name, "")
     options: tuple[str, ...] = ("--mdk-profile", fleet.profile, *CLIENT_TIMEOUT, *SAMPLING)
-    options += ("--mdk-embedded-args", f"{WORKER_READ} {embedded}".strip())
+    options += ("--mdk-embedded-args", f"{WORKER_READ} {SWEEP} {embedded}".strip())
     readers = saturation_readers(fleet.devices)
     what = f"{fleet.devices:,} devices / {fleet.workers} Worker(s): one at a time, {readers:,} readers, burst"
     if fleet.name == "fleet-5000x5-ping":
@@ -172,7 +180,14 @@ def throughput_workload(name: str, devices: int, workers: int, scale: float) -> 
         "slos": ["headroom<1"],
     }
     what = f"{SATURATION_READERS:,} readers on {devices:,} devices / {workers} Worker(s)"
-    options = ("--mdk-profile", f"{devices}x{workers}", *CLIENT_TIMEOUT, *SAMPLING, "--mdk-embedded-args", WORKER_READ)
+    options = (
+        "--mdk-profile",
+        f"{devices}x{workers}",
+        *CLIENT_TIMEOUT,
+        *SAMPLING,
+        "--mdk-embedded-args",
+        f"{WORKER_READ} {SWEEP}",
+    )
     return Workload(name, what, "mdk_fleet.py", options, plan)
 
 

@@ -9,6 +9,7 @@ import ast
 from swarmgauge.cli.demo_mdk import (
     RESTART_BOOT,
     SATURATION_READERS,
+    SWEEP,
     TEN_DEVICE_READERS,
     WORKER_READ,
     discovery_s,
@@ -48,10 +49,10 @@ def test_red_fleets_and_drills_declare_their_exit_and_the_red_5000_by_5_run_says
     assert by_name["fleet-2000x1"].expected_exit == 0 and by_name["fleet-10x1"].expected_exit == 0
     assert all(by_name[d].expected_exit == 1 for d in ("worker-restart", "kernel-restart", "device-outage"))
     ping = by_name["fleet-5000x5-ping"].options
-    assert ping[ping.index("--mdk-embedded-args") + 1] == f"{WORKER_READ} --health-ping-s 0.5"
+    assert ping[ping.index("--mdk-embedded-args") + 1] == f"{WORKER_READ} {SWEEP} --health-ping-s 0.5"
     green = by_name["fleet-5000x5"].options
     assert (
-        green[green.index("--mdk-embedded-args") + 1] == f"{WORKER_READ} --health-phase-s 600"
+        green[green.index("--mdk-embedded-args") + 1] == f"{WORKER_READ} {SWEEP} --health-phase-s 600"
     )  # no ping in its burst
 
 

@@ -92,7 +92,7 @@ def test_each_fleet_is_beside_the_pages_verdict_at_the_pages_size(tmp_path):
     assert list(verdicts["Devices / Workers"]) == ["2,000 / 1", "5,000 / 1"]
     assert list(verdicts["page"]) == ["green", "red"] and list(verdicts["verdict"]) == ["green", "red"]
     assert list(verdicts["shape"]) == ["holds", "holds"]
-    assert "--query-concurrency 100" in verdicts["set by"].iloc[1]  # the red headroom is the stand-in's arithmetic
+    assert "--query-concurrency 123" in verdicts["set by"].iloc[1]  # the red headroom is the stand-in's arithmetic
     assert [c.text for c in section.checks] == ["2,000 / 1: green (page green)", "5,000 / 1: red (page red)"]
     assert all(c.holds for c in section.checks)
 

@@ -96,10 +96,9 @@ def test_the_default_lane_keeps_up_with_1000_submits_a_second_at_1000_devices_an
         kernel.device_owner = {f"d{i}": "worker-0" for i in range(devices)}
         return kernel.lane_cost_s() * 1000
 
-    assert turn_ms(1000) < 1.0
-    median_wait_ms = {devices: 1500 * max(0.0, turn_ms(devices) - 1.0) for devices in (2000, 5000)}
-    assert 10 <= median_wait_ms[2000] < 100  # tens of ms
-    assert median_wait_ms[5000] == pytest.approx(423, rel=0.25)  # the page's green 5,000 / 5 run
+    assert turn_ms(1000) < turn_ms(2000) < 1.0  # keeps up: what queues is the arrivals' own jitter, tens of ms
+    median_wait_ms = 1500 * (turn_ms(5000) - 1.0)
+    assert median_wait_ms == pytest.approx(423, rel=0.25)  # the page's green 5,000 / 5 run
 
 
 def test_thousands_of_unsettled_commands_do_not_saturate_a_small_fleets_lane(tmp_path):

@@ -53,14 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--accept-base-us",
         type=float,
-        default=900.0,
-        help="Kernel dispatch lane time of every turn, a command or a ping (default 900 us)",
+        default=780.0,
+        help="Kernel dispatch lane time of every turn, a command or a ping (default 780 us)",
     )
     parser.add_argument(
         "--accept-us-per-device",
         type=float,
-        default=0.075,
-        help="Kernel dispatch lane time per fleet device, per turn (default 0.075 us)",
+        default=0.1,
+        help="Kernel dispatch lane time per fleet device, per turn (default 0.1 us)",
     )
     parser.add_argument(
         "--accept-us-per-inflight",
