@@ -355,10 +355,10 @@ def mdk(runs: dict[str, Path | None]) -> PageSection:
         "Why rows differ: the stand-in's Worker lane (--worker-read-us 1040, one Worker's cap of about 960 reads/s) "
         "charges each of a fleet summary's reads as a reader's, so one Worker's 2,000-device summary takes about 2 s of "
         "it against the page's 1.3 s (the page's Worker spends less on a summary's read). Acceptance under the burst at "
-        "2,000 devices: the burst's users wake from their idle wait (0.5 s without a ticket) to find up to 500 tickets "
-        "due, so about 200 submits reach the Kernel at once; its lane, just faster than 1,000/s, never works that "
-        "queue off, and every submit waits about 190 ms (the Kernel's own figure) against the page's tens of ms, whose "
-        "harness submits evenly."
+        "2,000 devices: the Kernel's own wait is flat at about 190 ms from the first submit to the last, a queue of "
+        "about the burst's 200 users that forms at its start and that a lane just faster than 1,000/s never works off; "
+        "the likely cause (not verified) is the users waking from their 0.5 s idle wait with tickets already due, so "
+        "they submit together, where the page's harness submits evenly and waited tens of ms."
     )
     section.not_reproducible += NOT_REPRODUCIBLE
     section.notes.append(
