@@ -108,10 +108,3 @@ def test_thousands_of_unsettled_commands_do_not_saturate_a_small_fleets_lane(tmp
     kernel.device_owner = {f"d{i}": "worker-0" for i in range(10)}
     kernel.unsettled = 3000
     assert kernel.lane_cost_s() * 1000 < 1.0
-
-
-def test_at_2000_devices_the_lane_keeps_up_with_the_burst_and_a_thousand_commands_still_executing(tmp_path):
-    kernel = Kernel(tmp_path, StackPlan(gateway_port=1, kernel_port=2, workers=[WorkerPlan("worker-0", 3, 4, [])]))
-    kernel.device_owner = {f"d{i}": "worker-0" for i in range(2000)}
-    kernel.lane_waiting, kernel.unsettled = 200, 1000
-    assert kernel.lane_cost_s() * 1000 < 1.0  # faster than 1,000 submits/s: no standing queue

@@ -53,8 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--accept-base-us",
         type=float,
-        default=750.0,
-        help="Kernel dispatch lane time of every turn, a command or a ping (default 750 us)",
+        default=780.0,
+        help="Kernel dispatch lane time of every turn, a command or a ping (default 780 us)",
     )
     parser.add_argument(
         "--accept-us-per-device",

