@@ -13,11 +13,24 @@ from typing import Any
 
 from swarmgauge.cli.demo_pages import Workload
 
-#: Closed-loop readers of the saturation step. The page's harness used 1,000; 200 keep the generator and the stand-in
-#: inside 2 cores at 2,000 devices (about 500 reads/s on a quiet machine) and, on 10 devices, queue 20 reads a device x
-#: 0.3 s, whose tail reaches the stand-in's 10 s request timeout as the page's 100 a device reached its harness's
-#: (its 14 timed-out reads; 250 readers here timed out 9 % of the reads, 200 none to a few).
-SATURATION_READERS = 200
+#: Closed-loop readers of the saturation step: the page's harness's 1,000 ("1,000 readers against 10 devices"). Fewer
+#: would make the readers the bound (each waits about 0.3 s for its read: 200 readers cap near 600 reads/s at any
+#: fleet); where the 2-core machine cannot carry the page's load, the index says "machine-bound" with the CPU.
+SATURATION_READERS = 1000
+#: The 10-device fleet keeps 200: its page amber is 14 reads timed out of a queue of about 100 a device, and the
+#: stand-in's reads queued past its 10 s request timeout keep their device busy, so 1,000 readers time out nearly every
+#: read (red); 20 a device x 0.3 s reach the timeout's tail as the page's did (250 timed out 9 %, 200 none to a few).
+#: The index marks this fleet's verdict as set by this count.
+TEN_DEVICE_READERS = 200
+
+#: One Worker's own time per read it serves (one read at a time, as the page's Node.js Worker on its one core): one
+#: Worker serves at most about 960 reads/s, the page's 926 at 1,000 devices and 994 at 2,000, where its CPU limits the
+#: saturation; more Workers raise it. Without it the Python Worker is never the bound (1,276 reads/s on one Worker).
+WORKER_READ = "--worker-read-us 1040"
+#: The Worker's collection sweep fitted to the page's one sweep figure, 12.4 s for 5,000 devices on one Worker (2.48 ms
+#: a device): 123 reads in flight x 305 ms a read. The stand-in's 100 gave 3.05 ms a device, so 2,000 devices swept in
+#: about 7 s with the Python Worker's own overhead, on the page's 0.7 headroom edge where the page's Worker was green.
+SWEEP = "--query-concurrency 123"
 #: The client's request timeout: a fleet summary reads every device, and 5,000 of them through the Python stand-in
 #: took past the default 10 s on a loaded 2-core machine (device reads still time out at the stand-in's 10 s).
 CLIENT_TIMEOUT = ("--mdk-timeout", "30")
@@ -33,8 +46,13 @@ FLEETS: dict[str, tuple[int, int, str]] = {
     "fleet-5000x5-ping": (5000, 5, "red"),
 }
 #: The red 5,000 / 5 run: the page's red came from a health ping that met the burst (chance, as the stand-in's random
-#: ping phase); pinging every second makes that meeting certain, so the red run is set by this option.
-PING_IN_BURST = "--health-ping-s 1"
+#: ping phase). A ping sent in the burst's first 0.9 s waits out the lane's saturation (the 3 s burst and its backlog of
+#: about 0.9 s) past its 3 s timeout; pinging every half second makes that meeting certain, so this option sets the red.
+PING_IN_BURST = "--health-ping-s 0.5"
+#: The green 5,000 / 5 run: a ping sent while the lane is saturated (the burst and its backlog of about a second) misses,
+#: so with the Kernel's random ping phase about one run in five turns red by chance, as the page's pair did. The green
+#: run's first ping comes after the run: none meets the burst, so this option sets the green, as the other sets the red.
+NO_PING_IN_BURST = "--health-phase-s 600"
 #: Submits the 5,000 / 5 bursts may have in flight: the page's harness fires 1,000/s whatever the Kernel's pace, and
 #: the red run needs the full rate to hold the Kernel's lane busy past a ping's 3 s timeout (200 in flight capped it at
 #: about 600/s and no ping missed). The other fleets keep 200: 1,000 greenlets on a loaded 2-core machine put seconds
@@ -43,6 +61,11 @@ FULL_RATE_USERS = 1000
 #: The throughput pairs not among the fleets (the 2,000-device pair is the fleets' own saturation step).
 THROUGHPUT: dict[str, tuple[int, int]] = {"reads-1000x1": (1000, 1), "reads-1000x2": (1000, 2)}
 DRILLS = ("worker-restart", "kernel-restart", "device-outage")
+#: A restarted Kernel or Worker boots this long before it listens: the real ones are Node.js processes (the page's
+#: procedures expect READY "in about 4 to 6 s"); the stand-in's Python process is up in 0.1 s, which would compare
+#: its start-up, not MDK's recovery. The index marks READY and the first read as set by this; the gap between them
+#: (the re-registration and the first routed read) is the stand-in's own.
+RESTART_BOOT = "--restart-boot-s 5"
 SWITCH = {"label": "switch", "users": 0, "duration": "1s"}  # Locust swaps classes only through 0 users
 DISCOVER = {"label": "discover", "users": 1, "duration": "2s", "user_classes": ["MDKBurstUser"]}
 BURST = {
@@ -57,6 +80,11 @@ BURST = {
 #: and a red one exits 3 (a failed gate) rather than Locust's 1 for any failure.
 GATES = ["headroom<1", "MDK:action:p99<=2000ms", "mdk_rejected_ratio<0.01", "fail_ratio<0.01"]
 RED_EXIT = 3
+
+
+def saturation_readers(devices: int) -> int:
+    """The saturation step's readers: the page's 1,000, the 10-device fleet's 200 (``TEN_DEVICE_READERS``)."""
+    return TEN_DEVICE_READERS if devices <= 10 else SATURATION_READERS
 
 
 def _scaled(seconds: float, scale: float, more: float = 0.0) -> str:
@@ -90,10 +118,14 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
     """One profile of the page: one-at-a-time requests, saturation reads, the burst (only the burst for the ping run)."""
     discovery = discovery_s(fleet.devices)
     burst = {**BURST, "max_users": FULL_RATE_USERS} if fleet.devices == 5000 and fleet.workers == 5 else BURST
+    # The burst's users start in the step before it (they submit nothing without a ticket): spawned at the burst's
+    # start instead, the tickets of their spawn time came due at once, a bunch of ~200 submits the Kernel's lane (about
+    # as fast as 1,000/s) never worked off, so every accept waited ~200 ms; the page's harness submits evenly.
+    discover = {**DISCOVER, "users": burst["max_users"]}
     if fleet.name == "fleet-5000x5-ping":
         # the drain: the Kernel's queue lasts seconds after the burst, and a SICK Worker comes back at a later ping
         drain = {"label": "drain", "users": 0, "duration": _scaled(4, scale)}
-        stages = [{**DISCOVER, "duration": f"{max(2.0, discovery):g}s"}, burst, drain]
+        stages = [{**discover, "duration": f"{max(2.0, discovery):g}s"}, burst, drain]
     else:
         one = _scaled(7, scale, discovery)
         stages = [
@@ -101,12 +133,12 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
             SWITCH,
             {
                 "label": "saturation reads",
-                "users": SATURATION_READERS,
+                "users": saturation_readers(fleet.devices),
                 "duration": _scaled(10, scale),
                 "user_classes": ["MDKReader"],
             },
             SWITCH,
-            DISCOVER,
+            discover,
             burst,
         ]
     return {
@@ -119,10 +151,12 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
 
 
 def fleet_workload(fleet: Fleet, scale: float) -> Workload:
+    embedded = {"fleet-5000x5": NO_PING_IN_BURST, "fleet-5000x5-ping": PING_IN_BURST}.get(fleet.name, "")
     options: tuple[str, ...] = ("--mdk-profile", fleet.profile, *CLIENT_TIMEOUT, *SAMPLING)
-    what = f"{fleet.devices:,} devices / {fleet.workers} Worker(s): one at a time, {SATURATION_READERS} readers, burst"
+    options += ("--mdk-embedded-args", f"{WORKER_READ} {SWEEP} {embedded}".strip())
+    readers = saturation_readers(fleet.devices)
+    what = f"{fleet.devices:,} devices / {fleet.workers} Worker(s): one at a time, {readers:,} readers, burst"
     if fleet.name == "fleet-5000x5-ping":
-        options += ("--mdk-embedded-args", PING_IN_BURST)
         what = f"5,000 devices / 5 Workers, the burst with a health ping in it ({PING_IN_BURST})"
     # A fleet whose page verdict is red fails its gates by design: its run ends with the failed gate's exit.
     expected = RED_EXIT if fleet.page_verdict == "red" else 0
@@ -145,10 +179,16 @@ def throughput_workload(name: str, devices: int, workers: int, scale: float) -> 
         ],
         "slos": ["headroom<1"],
     }
-    what = f"{SATURATION_READERS} readers on {devices:,} devices / {workers} Worker(s)"
-    return Workload(
-        name, what, "mdk_fleet.py", ("--mdk-profile", f"{devices}x{workers}", *CLIENT_TIMEOUT, *SAMPLING), plan
+    what = f"{SATURATION_READERS:,} readers on {devices:,} devices / {workers} Worker(s)"
+    options = (
+        "--mdk-profile",
+        f"{devices}x{workers}",
+        *CLIENT_TIMEOUT,
+        *SAMPLING,
+        "--mdk-embedded-args",
+        f"{WORKER_READ} {SWEEP}",
     )
+    return Workload(name, what, "mdk_fleet.py", options, plan)
 
 
 def drill_workload(name: str, scale: float) -> Workload:
@@ -158,7 +198,9 @@ def drill_workload(name: str, scale: float) -> Workload:
         "kind": "stages",
         "stages": [{"label": "reads", "users": 20, "duration": _scaled(15, scale), "user_classes": ["MDKReader"]}],
     }
-    options = ("--mdk-profile", "50x1", "--mdk-drill", name, "--mdk-drill-after", "2s")
+    options: tuple[str, ...] = ("--mdk-profile", "50x1", "--mdk-drill", name, "--mdk-drill-after", "2s")
+    if name != "device-outage":  # the mocks are devices, not MDK processes: they come back at once
+        options += ("--mdk-embedded-args", RESTART_BOOT)
     # the readers' reads of the killed or unreachable devices fail until recovery: Locust's exit 1 for failed requests
     return Workload(name, f"the {name} drill under 20 readers", "mdk_fleet.py", options, plan, expected_exit=1)
 

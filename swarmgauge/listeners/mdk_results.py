@@ -30,7 +30,9 @@ DEFAULT_SLOS = [
 ]
 #: The gates over submitted actions: left out for a plan that submits none (a gate over no data fails the run).
 ACTION_SLOS = ("MDK:action:p99<=2000ms", "mdk_rejected_ratio<0.01")
-PROM_METRICS = ("mdk_worker_headroom", "mdk_worker_collection_cycle_seconds", "mdk_worker_routable")
+#: completed collection sweeps per Worker: the headroom leaves out the first (started before the run)
+SWEEPS_METRIC = "mdk_worker_collection_cycles_total"
+PROM_METRICS = ("mdk_worker_headroom", "mdk_worker_collection_cycle_seconds", "mdk_worker_routable", SWEEPS_METRIC)
 
 
 def watch_target(environment: Any, url: str, pid_files: list[Path], submits_actions: bool) -> None:
@@ -54,10 +56,35 @@ def _rows(environment: Any, step: int | None, prefix: str, metric: str) -> dict[
     return found
 
 
+def _worker_of(metric: str) -> str:
+    return re.sub(r'.*worker="([^"]+)".*', r"\1", metric)
+
+
 def headroom_by_worker(environment: Any, step: int | None = None) -> dict[str, float]:
-    """Mean sampled cycle time / interval per Worker (the page averages its sweep rounds)."""
-    found = _rows(environment, step, "prom:", "mdk_worker_headroom")
-    return {re.sub(r'.*worker="([^"]+)".*', r"\1", k): sum(v) / len(v) for k, v in found.items() if v}
+    """Mean sampled cycle time / interval per Worker (the page averages its sweep rounds).
+
+    A Worker's first sweep starts when the stand-in does, before the run: it runs while the rest of the stack, the
+    generator and the users' first fleet discovery start, as the page's harness does before it measures (its
+    profiles first check that every device answers). Once a later sweep has ended, the samples that still show the
+    first one are left out; a Worker whose second sweep never ends in the run keeps them (and its lower bound)."""
+    sampler = resources.sampler_for(environment)
+    headroom: dict[str, dict[int, float]] = {}
+    sweeps: dict[str, dict[int, float]] = {}
+    for row in sampler.rows:
+        if not row.source.startswith("prom:") or (step is not None and row.step != step):
+            continue
+        name = row.metric.split("{")[0]
+        if name == "mdk_worker_headroom":
+            headroom.setdefault(_worker_of(row.metric), {})[row.round] = row.value
+        elif name == SWEEPS_METRIC:
+            sweeps.setdefault(_worker_of(row.metric), {})[row.round] = row.value
+    found = {}
+    for worker, by_round in headroom.items():
+        ended = sweeps.get(worker, {})
+        measured = [value for round_, value in by_round.items() if ended.get(round_, 0.0) >= 2]
+        values = measured or list(by_round.values())
+        found[worker] = sum(values) / len(values)
+    return found
 
 
 def _headroom(environment: Any, step: int | None) -> float | None:

@@ -155,6 +155,7 @@ def page_parts(folder: Path, page: dict[str, Any]) -> dict[str, Any]:
         "checks": section.checks,
         "notes": section.notes,
         "not_reproducible": section.not_reproducible,
+        "measured_only": section.measured_only,
         "workloads": workloads,
         "plot_png": plot_png,
         "plot": f"{PLOTS_DIR}/{page.get('name')}.png" if plot_png else "",

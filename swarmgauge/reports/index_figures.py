@@ -38,12 +38,15 @@ class PageSection:
     """What the index shows of one page: its tables, shape checks, notes, and the rows it does not attempt.
 
     ``not_reproducible`` holds ``(the page's row, why in one line)`` for each row of the page no workload attempts.
+    ``measured_only`` holds tables of figures the run measures and the page gives none for: shown after the page's
+    rows, never graded and never counted among them.
     """
 
     tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     not_reproducible: list[tuple[str, str]] = field(default_factory=list)
+    measured_only: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
 
 
 def read_json(path: Path) -> Any:

@@ -9,19 +9,26 @@ import pandas as pd
 
 from swarmgauge.reports.index_figures import Check, figure, seconds
 
+#: The demo's modelled boot of a restarted Kernel or Worker (``--restart-boot-s``): the real ones are Node.js
+#: processes that load their runtime and store before they listen; the page's procedures expect READY "in about 4 to
+#: 6 s", so 5 s. The stand-in without it is up in 0.1 s, which would compare a Python start against Node.js's.
+RESTART_BOOT_S = 5.0
+BOOT_SET_BY = f"--restart-boot-s {RESTART_BOOT_S:g} (a Node.js Kernel or Worker's boot: the page's 'about 4 to 6 s')"
 #: drill figure -> (the page's figure as shown, the number the ratio is taken against in s, tolerance, set by)
 MDK_DRILL_PAGE: dict[str, tuple[str, float, float, str | None]] = {
-    # the page's 3.4 to 8.5 s is 6.0 s +- 43 %
-    "READY": ("3.4 to 8.5 s", 6.0, 0.43, None),
-    # a ceiling ("under 3.5 s"): anything from none to twice it is its noise
+    # the page's 3.4 to 8.5 s is 6.0 s +- 43 %; the boot setting makes most of it
+    "READY": ("3.4 to 8.5 s", 6.0, 0.43, BOOT_SET_BY),
+    # a ceiling ("under 3.5 s"): anything from none to twice it is its noise; no setting makes this gap
     "read after READY": ("< 3.5 s (29 of 32)", 3.5, 1.0, None),
     # the page's own spans from the kill: worker 4.9 to 9.7 s (7.3 +- 33 %), Kernel 5.2 to 8.9 s (7.05 +- 26 %)
-    "first device read (worker-restart)": ("4.9 to 9.7 s", 7.3, 0.33, None),
-    "first device read (kernel-restart)": ("5.2 to 8.9 s", 7.05, 0.26, None),
+    "first device read (worker-restart)": ("4.9 to 9.7 s", 7.3, 0.33, BOOT_SET_BY),
+    "first device read (kernel-restart)": ("5.2 to 8.9 s", 7.05, 0.26, BOOT_SET_BY),
     # tens of ms on either side: a refused connection costs almost nothing
     "snap failed": ("about 0.03 s", 0.03, 1.0, None),
-    # the driver's 5 s cache expiring: a setting of the stand-in, as of the page's driver
-    "cached channels failed": ("about 4.7 s", 4.7, 0.2, "--cache-s 5"),
+    # The driver's 5 s cache expires 5 s after its last refresh, and readers refresh it all the time, so from the
+    # outage the cached channels fail anywhere in 0 to 5 s: the page's one drill saw 4.7 s, one sample of that
+    # window. Graded against the window (2.5 s +- 100 %), whose width the cache setting fixes.
+    "cached channels failed": ("about 4.7 s (one sample of the 0 to 5 s window)", 2.5, 1.0, "--cache-s 5"),
     # the first read after the mock is back, as fast as the drill polls
     "reads again after devices back": ("about 0.35 s", 0.35, 1.0, None),
 }

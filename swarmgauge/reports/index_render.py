@@ -17,6 +17,8 @@ from swarmgauge.reports.chart_html import box
 from swarmgauge.reports.index_grades import GRADE, MARK, GradedTable
 
 NOT_REPRODUCIBLE = ["the page's row", "why not here"]
+#: said above a table of figures the page gives none for
+MEASURED_ONLY = "Measured here; the page gives no figure for these, so they are not graded and not among its rows."
 #: a cell that reads as a figure is right-aligned, words are left-aligned
 NUMBER = re.compile(r"^[-+±<>~]?\s?[\d.,]+\s?(x|%|ms|s|MiB|KB|req/s|runs/s)?$")
 BACKGROUND = {
@@ -101,6 +103,8 @@ def page_markdown(parts: dict[str, Any]) -> list[str]:
     md += [f"**Verdict:** {marked(parts['state'], parts['verdict'])}", ""]
     for caption, graded in parts["tables"]:
         md += [f"### {caption}", "", graded_markdown(graded), ""]
+    for caption, frame in parts.get("measured_only") or []:
+        md += [f"### {caption}", "", MEASURED_ONLY, "", markdown_table(frame.fillna("")), ""]
     if parts["not_reproducible"]:
         frame = pd.DataFrame(parts["not_reproducible"], columns=NOT_REPRODUCIBLE)
         md += [f"### Not reproducible here ({len(frame)} rows)", "", markdown_table(frame), ""]
@@ -126,6 +130,9 @@ def page_html(parts: dict[str, Any]) -> str:
     body = [title, f"<p class='verdict' style='background:{colour}'>Verdict: {_esc(parts['verdict'])}</p>"]
     for caption, graded in parts["tables"]:
         body += [f"<h3>{_esc(caption)}</h3>", graded_html(graded)]
+    for caption, frame in parts.get("measured_only") or []:
+        table = graded_html(GradedTable(frame.fillna(""), []))
+        body += [f"<h3>{_esc(caption)}</h3>", f"<p class='note'>{_esc(MEASURED_ONLY)}</p>", table]
     if parts["not_reproducible"]:
         frame = pd.DataFrame(parts["not_reproducible"], columns=NOT_REPRODUCIBLE)
         body += [f"<h3>Not reproducible here ({len(frame)} rows)</h3>", graded_html(GradedTable(frame, []))]

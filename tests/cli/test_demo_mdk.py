@@ -6,8 +6,17 @@ from __future__ import annotations
 
 import ast
 
-from swarmgauge.cli.demo_mdk import SATURATION_READERS, discovery_s, workloads
+from swarmgauge.cli.demo_mdk import (
+    RESTART_BOOT,
+    SATURATION_READERS,
+    SWEEP,
+    TEN_DEVICE_READERS,
+    WORKER_READ,
+    discovery_s,
+    workloads,
+)
 from swarmgauge.cli.demo_pages import pages
+from swarmgauge.reports.index_mdk_drills import BOOT_SET_BY
 from tests import REPO_ROOT as ROOT
 
 
@@ -40,7 +49,11 @@ def test_red_fleets_and_drills_declare_their_exit_and_the_red_5000_by_5_run_says
     assert by_name["fleet-2000x1"].expected_exit == 0 and by_name["fleet-10x1"].expected_exit == 0
     assert all(by_name[d].expected_exit == 1 for d in ("worker-restart", "kernel-restart", "device-outage"))
     ping = by_name["fleet-5000x5-ping"].options
-    assert ping[ping.index("--mdk-embedded-args") + 1] == "--health-ping-s 1"
+    assert ping[ping.index("--mdk-embedded-args") + 1] == f"{WORKER_READ} {SWEEP} --health-ping-s 0.5"
+    green = by_name["fleet-5000x5"].options
+    assert (
+        green[green.index("--mdk-embedded-args") + 1] == f"{WORKER_READ} {SWEEP} --health-phase-s 600"
+    )  # no ping in its burst
 
 
 def test_every_user_class_a_stage_names_is_in_the_locustfile():
@@ -77,3 +90,38 @@ def test_only_the_5000_by_5_bursts_may_have_1000_submits_in_flight():
         "fleet-5000x5": 1000,
         "fleet-5000x5-ping": 1000,
     }
+
+
+def test_saturation_runs_the_pages_1000_readers_on_every_fleet_but_the_10_device_one():
+    readers = {
+        w.name: next(s["users"] for s in w.plan["stages"] if s["label"] == "saturation reads")
+        for w in workloads(1.0)
+        if w.plan is not None and any(s["label"] == "saturation reads" for s in w.plan["stages"])
+    }
+    assert SATURATION_READERS == 1000 and TEN_DEVICE_READERS == 200
+    assert readers.pop("fleet-10x1") == TEN_DEVICE_READERS
+    assert set(readers.values()) == {SATURATION_READERS}
+    assert set(readers) == {
+        "fleet-2000x1",
+        "fleet-5000x1",
+        "fleet-2000x4",
+        "fleet-5000x5",
+        "reads-1000x1",
+        "reads-1000x2",
+    }
+
+
+def test_restart_drills_model_the_boot_the_index_names_and_the_outage_does_not():
+    by_name = {w.name: w.options for w in workloads(1.0)}
+    for drill in ("worker-restart", "kernel-restart"):
+        options = by_name[drill]
+        assert options[options.index("--mdk-embedded-args") + 1] == RESTART_BOOT
+    assert "--mdk-embedded-args" not in by_name["device-outage"]
+    assert BOOT_SET_BY.startswith(RESTART_BOOT)
+
+
+def test_every_fleet_and_throughput_run_caps_a_workers_reads_as_the_pages_one_core_does():
+    for workload in workloads(1.0):
+        if workload.name.startswith(("fleet-", "reads-")):
+            options = workload.options
+            assert options[options.index("--mdk-embedded-args") + 1].startswith(WORKER_READ)

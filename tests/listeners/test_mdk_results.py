@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from locust.env import Environment
 from locust.event import Events
 
@@ -76,3 +77,29 @@ def test_a_plan_without_actions_is_not_judged_on_them():
     assert resources.sampler_for(environment).extra_specs == []
     gates = RunContext.of(environment).default_slos
     assert gates and not set(gates) & set(mdk_results.ACTION_SLOS)
+
+
+def _sweep_rows(environment: Environment, samples: list[tuple[float, float]]) -> None:
+    """(headroom, sweeps ended) per sampling round of one Worker, as the sampler records the Gateway's metrics."""
+    from swarmgauge.core.verdict import Row
+
+    source = "prom:http://127.0.0.1:8080/metrics#" + ",".join(mdk_results.PROM_METRICS)
+    rows = resources.sampler_for(environment).rows
+    for round_, (headroom, ended) in enumerate(samples):
+        rows.append(
+            Row(float(round_), float(round_), 0, "local", source, 'mdk_worker_headroom{worker="w-0"}', headroom, round_)
+        )
+        metric = 'mdk_worker_collection_cycles_total{worker="w-0"}'
+        rows.append(Row(float(round_), float(round_), 0, "local", source, metric, ended, round_))
+
+
+def test_the_first_sweep_started_before_the_run_is_left_out_once_a_later_one_ended():
+    environment = _environment()
+    _sweep_rows(environment, [(1.1, 1), (1.1, 1), (1.1, 1), (0.6, 2), (0.62, 3)])
+    assert mdk_results.headroom_by_worker(environment) == {"w-0": pytest.approx(0.61)}
+
+
+def test_a_worker_whose_second_sweep_never_ends_keeps_its_first_and_its_lower_bound():
+    environment = _environment()
+    _sweep_rows(environment, [(1.5, 1), (1.7, 1), (1.9, 1)])
+    assert mdk_results.headroom_by_worker(environment) == {"w-0": pytest.approx(1.7)}

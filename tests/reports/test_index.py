@@ -219,3 +219,26 @@ def test_a_run_of_some_pages_has_no_budget_of_its_own(tmp_path):
     manifest(tmp_path, [page("demarkus", "reads")])
     text = write_index(tmp_path)[0].read_text()
     assert "Took 10.0 min for demarkus (the budgets are for --all: 20 min at --scale 1, 6 min at --scale 0.25)." in text
+
+
+def test_figures_measured_only_are_shown_after_the_pages_rows_and_not_counted(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from swarmgauge.reports import index
+    from swarmgauge.reports.index_figures import PageSection, figure, rate
+    from swarmgauge.reports.index_render import MEASURED_ONLY
+
+    def section(runs):
+        rows = pd.DataFrame([figure("a page row", 100.0, 100.0, rate)])
+        apart = pd.DataFrame([{"figure": "a figure of our own", "measured": "42"}])
+        return PageSection(tables=[("The page's rows", rows)], measured_only=[("Measured here only", apart)])
+
+    monkeypatch.setitem(index.SECTIONS, "mdk", section)
+    write_steps(tmp_path / "mdk" / "w", [step(0, 1, "MDK", "telemetry", 1.0, 1.0, 1.0)])
+    manifest(tmp_path, [page("mdk", "w")])
+    markdown, html_path = write_index(tmp_path)[:2]
+    text = markdown.read_text()
+    assert "1 of 1 rows green" in text
+    assert text.index("### The page's rows") < text.index("### Measured here only") < text.index("a figure of our own")
+    assert MEASURED_ONLY in text
+    assert "a figure of our own" in html_path.read_text()

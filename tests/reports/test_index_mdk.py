@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from swarmgauge.reports import index_mdk
+from swarmgauge.reports import index_mdk_machine
+from swarmgauge.reports.index_grades import NO_RATIO, RED, grade_table
 from swarmgauge.reports.index_mdk import mdk
 
 COLUMNS = ["step", "label", "request_type", "name", "users", "target_rate", "requests", "failures", "rps"]
@@ -20,7 +21,7 @@ COLUMNS += ["p50_ms", "p99_ms", "generator_cpu_max", "generator_bound"]
 
 @pytest.fixture(autouse=True)
 def two_cores(monkeypatch):
-    monkeypatch.setattr(index_mdk.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(index_mdk_machine.os, "cpu_count", lambda: 2)
 
 
 def row(step: int, label: str, name: str, requests: int, rps: float, p50: float, p99: float, **more) -> dict:
@@ -91,7 +92,7 @@ def test_each_fleet_is_beside_the_pages_verdict_at_the_pages_size(tmp_path):
     assert list(verdicts["Devices / Workers"]) == ["2,000 / 1", "5,000 / 1"]
     assert list(verdicts["page"]) == ["green", "red"] and list(verdicts["verdict"]) == ["green", "red"]
     assert list(verdicts["shape"]) == ["holds", "holds"]
-    assert "--query-concurrency 100" in verdicts["set by"].iloc[1]  # the red headroom is the stand-in's arithmetic
+    assert "--query-concurrency 123" in verdicts["set by"].iloc[1]  # the red headroom is the stand-in's arithmetic
     assert [c.text for c in section.checks] == ["2,000 / 1: green (page green)", "5,000 / 1: red (page red)"]
     assert all(c.holds for c in section.checks)
 
@@ -146,7 +147,7 @@ def test_the_kernels_highest_cpu_is_beside_the_pages_ceiling(tmp_path):
     )
 
 
-def test_read_throughput_gains_are_beside_the_pages_and_machine_bound_is_said(tmp_path):
+def test_read_throughput_gains_are_beside_the_pages_and_a_machine_bound_row_is_shown_not_judged(tmp_path):
     runs = {
         "reads-1000x1": fleet_run(tmp_path, "reads-1000x1", 0.3, reads_rps=400.0),
         "reads-1000x2": fleet_run(tmp_path, "reads-1000x2", 0.2, reads_rps=640.0),
@@ -157,10 +158,25 @@ def test_read_throughput_gains_are_beside_the_pages_and_machine_bound_is_said(tm
     throughput = table(section, "Saturation read throughput")
     gains = throughput[throughput["figure"].str.contains("over 1")]
     assert list(gains["measured"]) == ["1.60x", "1.02x"] and list(gains["page"]) == ["1.60x", "1.78x"]
-    assert list(gains["machine"]) == ["", "machine-bound"]
+    assert list(gains["x"]) == ["1.00x", "machine-bound"]
+    bound = throughput[throughput["figure"].str.startswith("2,000 devices / 4 Workers")].iloc[0]
+    assert bound["x"] == "machine-bound" and bound["measured"] == "430" and bound["page"] == "1766"
+    assert bound["bound by"].startswith("machine-bound: generator 80 %, stand-in 120 % of a core")
+    grades = grade_table(throughput).grades
+    assert grades[list(throughput["figure"]).index(bound["figure"])] == NO_RATIO  # never red against the page
     texts = {c.text: c.holds for c in section.checks}
     assert texts["1,000 devices, 2 Workers over 1: 1.60x (page 1.60x)"]
     assert texts["2,000 devices, 4 Workers over 1: 1.02x (page 1.78x), machine-bound"] is False
+
+
+def test_readers_that_bound_the_saturation_reads_are_said(tmp_path):
+    run = fleet_run(tmp_path, "reads-1000x1", 0.3, reads_rps=610.0)
+    steps = (run / "steps.csv").read_text()
+    steps = steps.replace("saturation reads,MDK,telemetry,1,", "saturation reads,MDK,telemetry,200,")
+    (run / "steps.csv").write_text(steps.replace(",420.0,900.0,", ",330.0,900.0,"))
+    row = table(mdk({"reads-1000x1": run}), "Saturation read throughput").iloc[0]
+    assert row["figure"] == "1,000 devices / 1 Worker: saturation reads/s (200 readers)"
+    assert row["bound by"].startswith("200 readers at 330 ms a read: the readers")
 
 
 def test_every_page_row_no_workload_attempts_is_listed_with_its_reason():
@@ -170,25 +186,48 @@ def test_every_page_row_no_workload_attempts_is_listed_with_its_reason():
     assert any("RSS" in row for row, _ in section.not_reproducible)
 
 
-def test_a_machine_bound_fleets_latencies_say_so(tmp_path):
+def test_a_machine_bound_fleets_latencies_say_so_and_are_not_judged(tmp_path):
     runs = {
         "fleet-2000x1": fleet_run(tmp_path, "fleet-2000x1", 0.6, load=6.0),
         "fleet-2000x4": fleet_run(tmp_path, "fleet-2000x4", 0.2),
     }
     latency = table(mdk(runs), "Latency")
     machine = dict(zip(latency["figure"], latency["machine"]))
-    assert machine["2,000 / 1: device read p50"] == "machine-bound" and machine["2,000 / 4: device read p50"] == ""
+    ratio = dict(zip(latency["figure"], latency["x"]))
+    assert machine["2,000 / 1: device read p50"].startswith("machine-bound: generator 10 %, stand-in 40 % of a core")
+    assert ratio["2,000 / 1: device read p50"] == "machine-bound"
+    assert machine["2,000 / 4: device read p50"] == "" and ratio["2,000 / 4: device read p50"] == "1.02x"
 
 
-def test_the_kernels_own_acceptance_is_beside_locusts(tmp_path):
+def test_figures_the_page_gives_none_for_are_apart_from_its_rows(tmp_path):
     run = fleet_run(tmp_path, "fleet-10x1", 0.1)
     doc = json.loads((run / "mdk.json").read_text())
     doc["kernel"] = {"accept_ms": {"0.5": 0.9, "0.99": 4.2}}
     (run / "mdk.json").write_text(json.dumps(doc))
-    latency = table(mdk({"fleet-10x1": run}), "Latency")
-    shown = dict(zip(latency["figure"], latency["measured"]))
+    section = mdk({"fleet-10x1": run, "fleet-2000x4": fleet_run(tmp_path, "fleet-2000x4", 0.2)})
+    page_rows = set(table(section, "Latency")["figure"])
+    [(caption, apart)] = section.measured_only
+    shown = dict(zip(apart["figure"], apart["measured"]))
+    assert caption == "Latency measured here, the page gives none" and list(apart.columns) == ["figure", "measured"]
     assert shown["10 / 1: the Kernel's own accept p50"] == "0.9 ms"
     assert shown["10 / 1: the Kernel's own accept p99"] == "4.2 ms"
+    apart_rows = {"10 / 1: fleet summary p50", "10 / 1: accept p50 at 1,000 submits/s"}
+    assert apart_rows | {"2,000 / 4: accept p99 at 1,000 submits/s"} <= set(shown)
+    assert not page_rows & set(shown)
+    assert "2,000 / 4: fleet summary p50" in page_rows and "10 / 1: device read p50" in page_rows
+
+
+def test_acceptance_under_the_burst_is_graded_against_the_pages_words(tmp_path):
+    runs = {
+        "fleet-2000x1": fleet_run(tmp_path, "fleet-2000x1", 0.5, burst={"p50_ms": 75.0}),
+        "fleet-5000x5": fleet_run(tmp_path, "fleet-5000x5", 0.5, burst={"p50_ms": 430.0, "p99_ms": 900.0}),
+    }
+    latency = table(mdk(runs), "Latency").set_index("figure")
+    assert latency.loc["2,000 / 1: accept p50 at 1,000 submits/s", "page"] == "tens of ms"
+    assert latency.loc["5,000 / 5 (run 1): accept p50 at 1,000 submits/s", "page"] == "423 ms"
+    p99 = latency.loc["5,000 / 5 (run 1): accept p99 at 1,000 submits/s"]
+    assert p99["page"] == "under 2,000 ms (the green run)" and p99["x"] == "0.90x"
+    assert RED not in grade_table(latency.reset_index()).grades
 
 
 def test_the_red_5000_by_1_fleets_headroom_and_worker_cpu_are_beside_the_pages(tmp_path):
@@ -196,3 +235,28 @@ def test_the_red_5000_by_1_fleets_headroom_and_worker_cpu_are_beside_the_pages(t
     shown = {r["figure"]: (r["measured"], r["page"]) for _, r in latency.iterrows()}
     assert shown["5,000 / 1: headroom"] == ("1.55", "1.24")
     assert shown["5,000 / 1: Worker CPU"] == ("40 %", "108 %")
+
+
+def test_drills_mark_the_boot_as_set_and_grade_the_cached_channels_against_the_caches_window():
+    from swarmgauge.reports.index_mdk_drills import drill_table
+
+    drills = [
+        {"drill": "worker-restart", "recovered": True, "ready_s": 5.2, "first_read_s": 6.5, "read_after_ready_s": 1.3},
+        {
+            "drill": "device-outage",
+            "recovered": True,
+            "snap_failed_s": 0.01,
+            "cached_failed_s": 2.77,
+            "restored_s": 3.0,
+            "restored_read_s": 3.5,
+        },
+    ]
+    shown = drill_table(drills)
+    graded = grade_table(shown)
+    by_event = {event: position for position, event in enumerate(shown["event"])}
+    assert "--restart-boot-s 5" in shown["set by"].iloc[by_event["READY"]]
+    assert "--restart-boot-s 5" in shown["set by"].iloc[by_event["first device read"]]
+    assert shown["set by"].iloc[by_event["read after READY"]] == ""
+    cached = shown.iloc[by_event["cached channels failed"]]
+    assert cached["page"] == "about 4.7 s (one sample of the 0 to 5 s window)" and cached["x"] == "1.11x"
+    assert graded.grades[by_event["cached channels failed"]] == "set by the stand-in"  # within the window, not red

@@ -160,6 +160,7 @@ def test_rate_limit_per_ip_keys_on_x_forwarded_for_and_frees_after_the_window():
         (["--read-cost-ms", "9-1"], "--read-cost-ms"),
         (["--rate-window-s", "0"], "--rate-window-s"),
         (["--health-phase-s", "-1"], "--health-phase-s"),
+        (["--restart-boot-s", "-1"], "--restart-boot-s"),
     ],
 )
 def test_bad_options_exit_2_with_one_line(args, says):

@@ -53,20 +53,34 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--accept-base-us",
         type=float,
-        default=700.0,
-        help="Kernel dispatch lane time of every turn, a command or a ping (default 700 us)",
+        default=780.0,
+        help="Kernel dispatch lane time of every turn, a command or a ping (default 780 us)",
     )
     parser.add_argument(
         "--accept-us-per-device",
         type=float,
-        default=0.2,
-        help="Kernel dispatch lane time per fleet device, per turn (default 0.2 us)",
+        default=0.1,
+        help="Kernel dispatch lane time per fleet device, per turn (default 0.1 us)",
     )
     parser.add_argument(
         "--accept-us-per-inflight",
         type=float,
-        default=0.1,
-        help="Kernel dispatch lane time per command in the Kernel, per turn (default 0.1 us)",
+        default=0.02,
+        help="Kernel dispatch lane time per command in the Kernel, per turn (default 0.02 us)",
+    )
+    parser.add_argument(
+        "--worker-read-us",
+        type=float,
+        default=0.0,
+        help="a Worker's own time per read it serves, one at a time as on its one core: it serves at most 1e6 / "
+        "this reads/s (default 0: no limit)",
+    )
+    parser.add_argument(
+        "--restart-boot-s",
+        type=float,
+        default=0.0,
+        help="a Kernel or Worker restarted by a drill waits this long before it starts, as a Node.js process boots "
+        "(default 0)",
     )
     return parser
 
@@ -90,6 +104,8 @@ def stack_from_args(args: argparse.Namespace) -> MDKStack:
             raise UsageError(f"{flag} must be positive, got {value}")
     if min(args.accept_base_us, args.accept_us_per_device, args.accept_us_per_inflight) < 0:
         raise UsageError("--accept-base-us, --accept-us-per-device and --accept-us-per-inflight must be >= 0")
+    if args.restart_boot_s < 0 or args.worker_read_us < 0:
+        raise UsageError("--restart-boot-s and --worker-read-us must be >= 0")
     if args.health_phase_s is not None and args.health_phase_s < 0:
         raise UsageError(f"--health-phase-s must be >= 0, got {args.health_phase_s}")
     if args.cache_s < 0 or args.rate_limit < 0 or args.query_concurrency < 1 or not 0 <= args.port < 65536:
@@ -113,6 +129,8 @@ def stack_from_args(args: argparse.Namespace) -> MDKStack:
         accept_base_us=args.accept_base_us,
         accept_us_per_device=args.accept_us_per_device,
         accept_us_per_inflight=args.accept_us_per_inflight,
+        restart_boot_s=args.restart_boot_s,
+        worker_read_us=args.worker_read_us,
     )
 
 

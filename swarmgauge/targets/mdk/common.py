@@ -50,9 +50,16 @@ class StackPlan:
     rate_limit_per_min: int = 0
     rate_window_s: float = 60.0
     scan_s: float = 0.25
-    accept_base_us: float = 700.0
-    accept_us_per_device: float = 0.2
-    accept_us_per_inflight: float = 0.1
+    # The Kernel's dispatch lane (kernel.py): 0.78 ms + 0.1 us a device a turn keeps up with 1,000 submits/s up to
+    # 2,000 devices (0.98 ms: tens of ms at p50, as the page says from 1,000 devices up) and takes 1.28 ms a turn at
+    # 5,000, where a 3 s burst at 1,000/s waits about 420 ms at p50: the page's green 5,000 / 5 run (423 ms).
+    accept_base_us: float = 780.0
+    accept_us_per_device: float = 0.1
+    # per command in the Kernel: 0.1 coupled acceptance to execution (a burst after 200 readers on 10 devices queued its
+    # commands behind their reads, thousands unsettled, and its lane saturated at 185 ms p50); 0.02 keeps the growth
+    accept_us_per_inflight: float = 0.02
+    worker_read_us: float = 0.0  # a Worker's own time per read it serves, one read at a time (its one core)
+    restart_boot_s: float = 0.0  # a restarted Kernel or Worker waits this long before it starts (a Node.js boot)
     extra: dict = field(default_factory=dict)
 
     def worker(self, worker_id: str) -> WorkerPlan:

@@ -167,7 +167,7 @@ def _restart_drill(
     result = DrillResult(drill, component, device_id, killed_at=time.time(), armed_s=armed_s)
     deadline = killed + timeout_s
     try:
-        stack.spawn(component)
+        stack.spawn(component, boot_s=stack.plan.restart_boot_s)
     except OSError as exc:
         result.note = f"restart failed: {exc}"
         return result

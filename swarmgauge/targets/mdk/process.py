@@ -35,7 +35,10 @@ async def _watch_owner(root: Path) -> None:
         await asyncio.sleep(OWNER_CHECK_S)
 
 
-async def _main(role: str, root: Path) -> None:
+async def _main(role: str, root: Path, boot_s: float = 0.0) -> None:
+    if boot_s > 0:
+        # a restarted Kernel or Worker is a Node.js process that loads its runtime and store before it listens
+        await asyncio.sleep(boot_s)
     if role == "mocks":
         from swarmgauge.targets.mdk import mock
 
@@ -68,8 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="swarmgauge.targets.mdk.process", description="One MDK stand-in component.")
     parser.add_argument("role", help="mocks, kernel, gateway or worker-N")
     parser.add_argument("--root", required=True, type=Path)
+    parser.add_argument("--boot-s", type=float, default=0.0, help="wait this long before starting (a modelled boot)")
     args = parser.parse_args(argv)
-    asyncio.run(_main(args.role, args.root))
+    asyncio.run(_main(args.role, args.root, args.boot_s))
     return 0
 
 

@@ -105,14 +105,24 @@ class MDKStack:
                 raise
         return self
 
-    def spawn(self, component: str) -> int:
-        """Start ``component``; returns the log offset its READY line will follow."""
+    def spawn(self, component: str, boot_s: float = 0.0) -> int:
+        """Start ``component``, which first waits ``boot_s`` (a restart's modelled boot); returns the log offset its
+        READY line will follow."""
         path = log_path(self.root, component)
         path.parent.mkdir(parents=True, exist_ok=True)
         offset = path.stat().st_size if path.exists() else 0
         with open(path, "ab") as log:
             child = subprocess.Popen(
-                [sys.executable, "-m", "swarmgauge.targets.mdk.process", component, "--root", str(self.root)],
+                [
+                    sys.executable,
+                    "-m",
+                    "swarmgauge.targets.mdk.process",
+                    component,
+                    "--root",
+                    str(self.root),
+                    "--boot-s",
+                    f"{max(0.0, boot_s):g}",
+                ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

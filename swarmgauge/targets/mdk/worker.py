@@ -3,6 +3,9 @@
 Per device a driver serialises reads (one lock), reads the live ``snap`` channel on every call and the other
 channels through a 5 s device-data cache, as the Avalon driver does. The collection cycle reads every device at
 ``query_concurrency`` every ``collect_interval_s``; its duration is the Worker's cycle time (headroom's numerator).
+A read the Worker serves takes ``worker_read_us`` of its one lane first (the MDK page's Node.js Worker, one core:
+one Worker's CPU caps the fleet's read throughput, and more Workers raise it), booked on the lane's own timeline so
+the stand-in's event-loop lag does not add to it.
 """
 
 from __future__ import annotations
@@ -132,6 +135,7 @@ class Worker:
             d: DeviceDriver(d, plan.host, self.me.mock_port, plan.cache_s, plan.device_timeout_s)
             for d in self.me.devices
         }
+        self.lane_free_at = 0.0
         self.last_cycle_s: float | None = None
         self.cycle_started: float | None = None
         self.cycles = 0
@@ -168,8 +172,18 @@ class Worker:
     async def ping(self, params: dict) -> dict:
         return self._health()
 
+    async def _read_turn(self) -> None:
+        """Wait for this read's turn on the Worker's lane (none when ``worker_read_us`` is 0)."""
+        cost = self.plan.worker_read_us / 1e6
+        if cost <= 0:
+            return
+        now = asyncio.get_running_loop().time()
+        self.lane_free_at = max(now, self.lane_free_at) + cost
+        await asyncio.sleep(self.lane_free_at - now)
+
     async def telemetry(self, params: dict) -> dict:
         driver = self._driver(params)
+        await self._read_turn()
         query = params.get("query") or "metrics"
         if isinstance(query, dict) and query.get("type") == "list":
             return {"alerts": driver.alerts(), "last": driver.last}

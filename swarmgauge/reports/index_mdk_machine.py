@@ -1,0 +1,79 @@
+"""What bounded an MDK fleet run in the demo index: the generator's and the stand-in's CPU per measured step, and
+whether the 2-core machine (or others loading it) was the bound; a row it bounded is shown, never judged."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from swarmgauge.reports.index_figures import read_steps
+
+SATURATION = "saturation reads"
+BURST = "action burst"
+#: the generator and the stand-in together above this share of the machine's cores: the machine, not the model, bound
+MACHINE_SHARE = 0.9
+
+
+def step_row(steps: pd.DataFrame, label: str, name: str) -> pd.Series | None:
+    """The measured row of one request name in the step of that label (None when it made no request)."""
+    if steps.empty or "label" not in steps:
+        return None
+    rows = steps[(steps["label"] == label) & (steps["name"] == name)]
+    rows = rows[pd.to_numeric(rows["requests"], errors="coerce") > 0]
+    return None if rows.empty else rows.iloc[0]
+
+
+def step_index(steps: pd.DataFrame, label: str) -> str | None:
+    """The number of the step of that label, as ``mdk.json``'s ``cpu_by_step`` keys it."""
+    rows = steps[steps["label"] == label] if not steps.empty and "label" in steps else steps
+    return None if rows.empty else str(int(rows["step"].iloc[0]))
+
+
+def machine_load(run: Path, doc: dict[str, Any], cores: int | None = None) -> dict[str, Any]:
+    """The generator's and the stand-in's CPU (% of a core) in the busiest measured step, and whether the machine
+    was the bound there: the generator at its own CPU bound, both together above 90 % of the machine, or the load
+    average less our own processes at or above the cores (others loading the shared machine)."""
+    cores = cores or os.cpu_count() or 1
+    steps = read_steps(run)
+    by_step = doc.get("cpu_by_step") or {}
+    worst: dict[str, Any] = {"generator": None, "stand-in": None, "bound": False, "step": None, "cores": cores}
+    for label in (SATURATION, BURST):
+        index = step_index(steps, label)
+        cpu = by_step.get(index or "", {})
+        if not cpu:
+            continue
+        generator = float(cpu.get("generator", 0.0))
+        stand_in = sum(float(v) for k, v in cpu.items() if k != "generator")
+        flagged = steps[steps["label"] == label]
+        generator_bound = "generator_bound" in flagged and bool(flagged["generator_bound"].astype(str).eq("True").any())
+        bound = generator_bound or generator + stand_in >= MACHINE_SHARE * 100 * cores
+        if worst["step"] is None or generator + stand_in > (worst["generator"] or 0) + (worst["stand-in"] or 0):
+            worst = {"generator": generator, "stand-in": stand_in, "bound": bound, "step": label}
+        worst["bound"] = worst["bound"] or bound
+    worst["load"], worst["cores"] = doc.get("load_avg"), cores
+    ours = ((worst["generator"] or 0.0) + (worst["stand-in"] or 0.0)) / 100.0
+    # the run's own processes taken out, the rest of the load average still filled every core: others held the machine
+    worst["others"] = worst["load"] is not None and float(worst["load"]) - ours >= cores
+    worst["bound"] = worst["bound"] or worst["others"]
+    return worst
+
+
+def machine_text(load: dict[str, Any]) -> str:
+    if load.get("generator") is None:
+        return ""
+    shown = f"generator {load['generator']:.0f} %, stand-in {load['stand-in']:.0f} % of a core"
+    if load.get("load") is not None:
+        shown += f", load average {float(load['load']):.1f} on {load['cores']} cores"
+        shown += " (others filled the machine)" if load.get("others") else ""
+    return ("machine-bound: " if load["bound"] else "") + shown
+
+
+def unjudged(row: dict[str, Any], why: str) -> dict[str, Any]:
+    """A row the machine bounded: its figures shown beside the page's, its ratio replaced by why it is not judged
+    (the index grades a ratio only), so a 2-core machine's limit never counts as the page's shape failing."""
+    if row.get("x"):
+        row["x"] = why
+    return row
