@@ -120,3 +120,33 @@ def profile_rows(
             beside(row, LINEAR, mine[1], theirs[1], shown_ratio, tolerance=LINEAR_TOLERANCE)
         out.append(row)
     return pd.DataFrame(out)
+
+
+def sweep_note(rows: pd.DataFrame, run: Path | None, store_mode: str) -> str | None:
+    """When a sweep's runs/s rises from its concurrency-1 row past half the flat tolerance, what kneo-serv's CPU did:
+    its share of a core and its CPU a run at 1 against the best step (the one process is the ceiling throughout)."""
+    from swarmgauge.reports.index_kneo_rows import cpu_by_side, read_resources
+
+    if rows.empty or 1 not in set(rows["users"].astype(int)):
+        return None
+    by_users = {int(r["users"]): r for _, r in rows.iterrows()}
+    rps_1 = float(by_users[1]["rps"])
+    top = max(by_users.values(), key=lambda r: float(r["rps"]))
+    if rps_1 <= 0 or float(top["rps"]) / rps_1 <= 1 + FLAT_TOLERANCE / 2:
+        return None
+    cpu = cpu_by_side(read_resources(run))
+    text = (
+        f"{store_mode}: runs/s rises {float(top['rps']) / rps_1 - 1:.0%} from concurrency 1 to {int(top['users'])} "
+        "where the page's stays flat (the page's harness calls the platform in-process; here each run is an HTTP "
+        "request to one kneo-serv process)"
+    )
+    sides = [
+        (users, cpu.get(int(row["step"]), {}).get("kneo-serv"), float(row["rps"]))
+        for users, row in ((1, by_users[1]), (int(top["users"]), top))
+    ]
+    if all(share is not None for _, share, _ in sides):
+        shown = [
+            f"{share:.0f} % of a core, {share * 10 / rps:.1f} ms of CPU a run at {users}" for users, share, rps in sides
+        ]
+        text += f": kneo-serv at {'; '.join(shown)}"
+    return text + "."

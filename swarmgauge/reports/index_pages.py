@@ -24,7 +24,7 @@ from swarmgauge.reports.index_figures import (
     run_json,
 )
 from swarmgauge.reports.index_kneo_profile import CAPTION as PROFILE_CAPTION
-from swarmgauge.reports.index_kneo_profile import profile_rows
+from swarmgauge.reports.index_kneo_profile import profile_rows, sweep_note
 from swarmgauge.reports.index_kneo_rows import add_kneo_rows
 from swarmgauge.reports.index_mdk import mdk
 
@@ -93,6 +93,7 @@ def kneo(runs: dict[str, Path | None]) -> PageSection:
             continue
         measured[workload] = end_to_end(steps)
         tables.append(profile_rows(measured[workload], run, store_mode, KNEO[store_mode]))
+        section.notes.extend(filter(None, [sweep_note(measured[workload], run, store_mode)]))
     if tables:
         section.tables.append((PROFILE_CAPTION, pd.concat(tables, ignore_index=True).fillna("")))
     for workload, name in (("sqlite-sync", "SQLite flat at"), ("postgres-sync", "PostgreSQL flat at")):
