@@ -150,3 +150,31 @@ def sweep_note(rows: pd.DataFrame, run: Path | None, store_mode: str) -> str | N
         ]
         text += f": kneo-serv at {'; '.join(shown)}"
     return text + "."
+
+
+#: imports alone, measured once in kneo-serv 1.2.0's venv (CPython 3.12.1, psycopg 3.3.9 with its binary libpq,
+#: FastAPI 0.140.0, uvicorn 0.55.0), ru_maxrss after each import: the page's harness path and the served app
+IMPORT_RSS_MIB = {"platform": 53, "service": 66}
+
+
+def rss_note(run: Path | None) -> str | None:
+    """What the Peak RSS column's difference from the page's is: the page's harness drives the platform in-process,
+    here the whole HTTP service runs; the served process's RSS before its first run (the sampler's first sample)."""
+    if run is None or not (run / "resources.csv").is_file():
+        return None
+    samples = pd.read_csv(run / "resources.csv")
+    service = samples[
+        (samples["metric"] == "rss_bytes") & samples["source"].astype(str).str.contains("kneo-serv-", regex=False)
+    ].sort_values("round")
+    if service.empty:
+        return None
+    before, peak = float(service["value"].iloc[0]) / MIB, float(service["value"].max()) / MIB
+    return (
+        f"Peak RSS is kneo-serv's own process (the PostgreSQL cluster, sampled beside it, is left out). It is "
+        f"{before:.0f} MiB before the first run against the page's 56-58 MiB peak: the page's harness drives "
+        "PlatformManager in-process (CPython 3.12.3), here `kneo service serve` runs the whole HTTP service on "
+        f"CPython 3.12.1. Imports alone in kneo-serv's venv: the platform with both stores and psycopg "
+        f"{IMPORT_RSS_MIB['platform']} MiB, the FastAPI app and uvicorn on top {IMPORT_RSS_MIB['service']} MiB; the "
+        f"rest is the served process's start-up (event loop, worker pool, store connection); its runs added "
+        f"{peak - before:.0f} MiB."
+    )

@@ -24,7 +24,7 @@ from swarmgauge.reports.index_figures import (
     run_json,
 )
 from swarmgauge.reports.index_kneo_profile import CAPTION as PROFILE_CAPTION
-from swarmgauge.reports.index_kneo_profile import profile_rows, sweep_note
+from swarmgauge.reports.index_kneo_profile import profile_rows, rss_note, sweep_note
 from swarmgauge.reports.index_kneo_rows import add_kneo_rows
 from swarmgauge.reports.index_mdk import mdk
 
@@ -128,6 +128,7 @@ def kneo(runs: dict[str, Path | None]) -> PageSection:
         "(fsync on, as the page's), two shared cores against the page's 64; compare the shape, not the absolute "
         "rates."
     )
+    section.notes.extend(filter(None, [rss_note(runs.get("sqlite-sync"))]))
     add_kneo_rows(section, runs)
     return section
 

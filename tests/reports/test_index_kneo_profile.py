@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from swarmgauge.reports.index_grades import AMBER, GREEN, NO_RATIO, RED, grade_table
-from swarmgauge.reports.index_kneo_profile import FLAT, LINEAR, profile_rows
+from swarmgauge.reports.index_kneo_profile import FLAT, LINEAR, profile_rows, rss_note, sweep_note
 from swarmgauge.reports.index_pages import KNEO
 
 KNEO_PID = "psutil:pidfile=/tmp/swarmgauge-kneo-x/kneo-serv-0.pid"
@@ -66,3 +66,17 @@ def test_p95_is_read_from_percentiles_and_peak_rss_is_kneo_serv_s_own(tmp_path):
     assert list(table["p95"]) == ["31 ms", "330 ms"] and list(table["page p95"]) == ["8.6 ms", "100 ms"]
     assert list(table["Peak RSS"]) == ["81 MiB", "83 MiB"]  # not PostgreSQL's 127-139 MiB, not the generator's
     assert LINEAR in table.columns
+
+
+def test_a_rising_sweep_says_what_kneo_serv_s_cpu_did_and_the_rss_note_starts_before_the_first_run(tmp_path):
+    samples = [(r, r // 2, KNEO_PID, "cpu_percent", 80.0 if r < 2 else 88.0) for r in range(4)]
+    samples += [(r, r // 2, KNEO_PID, "rss_bytes", (77.0 if r == 0 else 81.0) * 2**20) for r in range(4)]
+    pd.DataFrame(samples, columns=["round", "step", "source", "metric", "value"]).to_csv(
+        tmp_path / "resources.csv", index=False
+    )
+    rising = sweep([(1, 38.0, 25.0), (4, 43.0, 92.0)])
+    note = sweep_note(rising, tmp_path, "sqlite / sync")
+    assert note is not None and note.startswith("sqlite / sync: runs/s rises 13% from concurrency 1 to 4")
+    assert "80 % of a core, 21.1 ms of CPU a run at 1; 88 % of a core, 20.5 ms of CPU a run at 4" in note
+    assert sweep_note(sweep([(1, 40.0, 25.0), (4, 41.0, 98.0)]), tmp_path, "sqlite / sync") is None  # flat: no note
+    assert "It is 77 MiB before the first run" in (rss_note(tmp_path) or "")
