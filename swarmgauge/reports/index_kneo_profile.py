@@ -144,9 +144,10 @@ def sweep_note(rows: pd.DataFrame, run: Path | None, store_mode: str) -> str | N
         (users, cpu.get(int(row["step"]), {}).get("kneo-serv"), float(row["rps"]))
         for users, row in ((1, by_users[1]), (int(top["users"]), top))
     ]
-    if all(share is not None for _, share, _ in sides):
+    known = [(users, share, rps) for users, share, rps in sides if share is not None]
+    if len(known) == len(sides):
         shown = [
-            f"{share:.0f} % of a core, {share * 10 / rps:.1f} ms of CPU a run at {users}" for users, share, rps in sides
+            f"{share:.0f} % of a core, {share * 10 / rps:.1f} ms of CPU a run at {users}" for users, share, rps in known
         ]
         text += f": kneo-serv at {'; '.join(shown)}"
     return text + "."
