@@ -28,6 +28,7 @@ from swarmgauge.listeners.resources import add_sample_source
 from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 from swarmgauge.targets.kneo import KneoService
 from swarmgauge.targets.kneo.provider_delay import provider_delay_env
+from swarmgauge.targets.kneo.service import DEFAULT_IDLE_POLL_S, idle_poll_env
 from swarmgauge.targets.postgres import PostgresCluster
 from swarmgauge.users.kneo_user import KneoUser
 
@@ -87,6 +88,16 @@ def _add_options(parser: Any) -> None:
     )
     add_option(
         parser,
+        "--kneo-embedded-idle-poll",
+        kind=option_kinds.POSITIVE_SECONDS,
+        type=float,
+        default=DEFAULT_IDLE_POLL_S,
+        include_in_web_ui=False,
+        help="without --host: KNEO_SERV_WORKER_IDLE_POLL_SECONDS, how long an idle worker sleeps before it looks at "
+        "the queue again (kneo-serv's own default is 1)",
+    )
+    add_option(
+        parser,
         "--kneo-embedded-provider-delay",
         kind=option_kinds.NON_NEGATIVE,
         type=float,
@@ -117,7 +128,7 @@ class EmbeddedKneo:
                 worker_concurrency=options.kneo_embedded_workers,
                 processes=options.kneo_embedded_processes,
                 max_queue_depth=options.kneo_embedded_queue_depth,
-                extra_env=delay_env,
+                extra_env={**delay_env, **idle_poll_env(float(options.kneo_embedded_idle_poll))},
             ).start()
         except BaseException:
             self.stop()

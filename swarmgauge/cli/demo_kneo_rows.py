@@ -14,15 +14,28 @@ from swarmgauge.cli.demo_pages import Workload
 QUEUE_BATCH = 500  # the page's --total-runs 500
 QUEUE_DISPATCHERS = 8  # the page's queue row: concurrency 8, one worker per process
 #: time the dispatchers have to submit the whole batch at scale 1, and the least at any scale: 500 submits at ~35/s
-#: with fsync on here (a 5 s hold dispatched 177, 16 s at load 10 dispatched 405); the drain goes on after it, within
-#: --kneo-drain-timeout
-QUEUE_DISPATCH_S = 40.0
-QUEUE_DISPATCH_LEAST_S = 30.0
+#: with fsync on here (a 5 s hold dispatched 177, 16 s at load 10 dispatched 405; at load < 3 the whole batch was
+#: dispatched and drained in 13 s); the drain goes on after it, within --kneo-drain-timeout
+QUEUE_DISPATCH_S = 24.0
+QUEUE_DISPATCH_LEAST_S = 20.0
 PROVIDER_DELAY_S = 0.5
 DELAY_PROCESSES = 8  # one service process per concurrent run (see provider_delay)
 SOAK_PAGE_S = 3600.0
 SOAK_SECONDS_AT_SCALE_1 = 60.0  # 1 hour scaled to one minute: the RSS and thread trend, not the run count
 SOAK_WORKERS = 16  # the page's soak: 16 workers, multi-worker queue drain
+#: the soak's arrivals (runs/s), dispatched without waiting for each run: the page's soak ran 158,745 runs in the hour
+#: (44/s), 0.57 of its PostgreSQL sync ceiling (77/s); 0.57 of this machine's (about 41/s) is 24/s
+SOAK_RATE = 24.0
+#: the page's worker idle poll (kneo-serv's default, KNEO_SERV_WORKER_IDLE_POLL_SECONDS): a worker that found the
+#: queue empty sleeps this long, and nothing wakes it on dispatch, so the backlog between polls is the soak's peak
+SOAK_IDLE_POLL_S = 1.0
+#: the page's "N worker threads drain roughly N x faster on provider-bound loads", scaled: a batch drained by 1 and by
+#: 4 worker threads, each run waiting DRAIN_DELAY_S for its simulated provider (1 worker: ~7 s; 4 workers: ~2 s)
+DRAIN_WORKERS = (1, 4)
+DRAIN_BATCH = 32
+DRAIN_DELAY_S = 0.2
+#: 32 submits take about 1 s on a quiet machine (a 2 s hold left 8 unsent at load 5); the drain goes on after the hold
+DRAIN_DISPATCH_S = 4.0
 STORE_BOUND_PROCESSES = 2  # two service processes: kneo-serv's own CPU stops being the ceiling (2 cores here)
 #: every PostgreSQL of these rows, sampled each second (the CPU of each side per step)
 POSTGRES_FSYNC = ("--kneo-embedded-store", "postgres", "--kneo-embedded-fsync", "--sample-interval", "1")
@@ -100,14 +113,16 @@ def provider_delay(scale: float) -> Workload:
 
 
 def soak(scale: float) -> Workload:
-    """The 1-hour soak shortened by ``scale`` (one minute at scale 1): queued runs drained by 16 workers, the
-    service's RSS, threads and backlog sampled throughout."""
+    """The 1-hour soak shortened by ``scale`` (one minute at scale 1): runs arrive at ``SOAK_RATE`` without waiting for
+    each other (a dispatcher, not closed-loop submitters that cap the backlog at their own count) and 16 worker
+    threads drain them at kneo-serv's default idle poll; the service's RSS, threads and backlog sampled throughout."""
     seconds = max(15.0, SOAK_SECONDS_AT_SCALE_1 * scale)
     plan = {
         "name": "demo-kneo-soak",
-        "description": f"the page's 1-hour soak in {seconds:g} s: {SOAK_WORKERS} submitters, {SOAK_WORKERS} workers",
+        "description": f"the page's 1-hour soak in {seconds:g} s: {SOAK_RATE:g} runs/s dispatched, {SOAK_WORKERS} workers",
         "kind": "soak",
-        "users": SOAK_WORKERS,
+        "rate": SOAK_RATE,
+        "max_users": SOAK_WORKERS,
         "duration": f"{seconds:g}s",
         "warmup": _hold(3, scale, 1.0),
         "slos": ["kneo_mismatches==0", "fail_ratio==0"],
@@ -115,13 +130,52 @@ def soak(scale: float) -> Workload:
     options = (
         *POSTGRES_FSYNC,
         "--kneo-mode",
-        "queued",
+        "batch",
+        "--kneo-batch",
+        str(int(SOAK_RATE * (seconds + 10) * 2)),  # more tickets than the plan's arrivals: the rate ends the soak
         "--kneo-embedded-workers",
         str(SOAK_WORKERS),
+        "--kneo-embedded-idle-poll",
+        f"{SOAK_IDLE_POLL_S:g}",
     )
     return Workload("soak", f"the 1-hour soak scaled to {seconds:g} s", "kneo_dispatch.py", options, plan)
 
 
+def drain(workers: int, scale: float) -> Workload:
+    """A batch of ``DRAIN_BATCH`` provider-bound runs (each waits ``DRAIN_DELAY_S``) drained by ``workers`` worker
+    threads of one process: the page's "N workers drain roughly N x faster" at 1 and 4 (``scale`` does not shorten
+    it: the batch is what the drain rate is read over)."""
+    plan = {
+        "name": f"demo-kneo-drain-{workers}",
+        "description": f"{DRAIN_BATCH} runs waiting {DRAIN_DELAY_S:g} s each, drained by {workers} worker(s)",
+        "kind": "soak",
+        "users": 8,
+        "duration": f"{DRAIN_DISPATCH_S:g}s",
+        "slos": ["kneo_mismatches==0"],
+    }
+    options = (
+        *POSTGRES_FSYNC,
+        "--kneo-mode",
+        "batch",
+        "--kneo-batch",
+        str(DRAIN_BATCH),
+        "--kneo-embedded-workers",
+        str(workers),
+        "--kneo-embedded-provider-delay",
+        f"{DRAIN_DELAY_S:g}",
+        "--kneo-drain-timeout",
+        "60",
+    )
+    return Workload(
+        f"drain-{workers}",
+        f"{DRAIN_BATCH} runs, each waiting {DRAIN_DELAY_S:g} s for its provider, drained by {workers} worker "
+        f"thread{'s' if workers > 1 else ''}",
+        "kneo_dispatch.py",
+        options,
+        plan,
+    )
+
+
 def kneo_rows(scale: float) -> tuple[Workload, ...]:
     """The workloads the page builder adds after its sync sweeps and backpressure."""
-    return (store_bound(scale), provider_delay(scale), soak(scale))
+    return (store_bound(scale), provider_delay(scale), *(drain(n, scale) for n in DRAIN_WORKERS), soak(scale))

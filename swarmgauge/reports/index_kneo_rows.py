@@ -22,6 +22,7 @@ from swarmgauge.reports.index_figures import (
     rate,
     read_steps,
     run_json,
+    times,
 )
 
 SIDES = ("generator", "kneo-serv", "PostgreSQL")
@@ -31,8 +32,8 @@ QUEUE_PAGE = (44.0, 5039.0, 5830.0, 6233.0, 57.0)
 STORE_PAGE = {("sqlite", 1): 51.0, ("sqlite", 8): 50.0, ("postgres", 1): 79.0, ("postgres", 8): 77.0}
 DELAY_PAGE = (15.0, 513.0)  # runs/s and p50 ms at 0.5 s provider delay, postgres / sync, 8 concurrent
 DELAY_S = 0.5
-SOAK_PAGE = {"runs_per_s": 158_745 / 3600.0, "peak_queued": 59.0, "rss_growth": 0.008, "threads": 32.0}
-SOAK_RSS_TOLERANCE = 0.10  # the page's own "tightened 10% tolerance"
+#: PostgreSQL / SQLite against the page's: its own ratio spans 1.49 (at 16) to 1.55 (at 1), ±2 %, in both ratios
+STORE_RATIO_TOLERANCE = 0.1
 
 NOT_ATTEMPTED = [
     (
@@ -43,10 +44,6 @@ NOT_ATTEMPTED = [
     (
         "minimum sizing (512 MiB container, 1 vCPU, pool sized to worker concurrency)",
         "advice derived from the measured rows, not a measurement of its own",
-    ),
-    (
-        "N worker threads drain roughly N x faster on provider-bound loads",
-        "needs a queue drain per KNEO_SERV_WORKER_CONCURRENCY at a provider delay: not in the 20-minute budget",
     ),
 ]
 
@@ -152,16 +149,23 @@ def _sync_by_users(run: Path | None) -> dict[int, tuple[float, float, int]]:
     return {int(r["users"]): (float(r["rps"]), float(r["p50_ms"]), int(r["step"])) for _, r in rows.iterrows()}
 
 
+def cpu_per_run_ms(sides: dict[str, float], rps: float) -> float | None:
+    """kneo-serv's CPU a run (ms): its processes' share of a core over the runs each second."""
+    cpu = sides.get("kneo-serv")
+    return cpu / 100.0 * 1000.0 / rps if cpu is not None and rps > 0 else None
+
+
 def store_rows(runs: dict[str, Path | None], section: PageSection) -> None:
     """SQLite (one writer, one process) against PostgreSQL on one and on two service processes, fsync on, with the
-    CPU of the generator, kneo-serv and PostgreSQL per row: which side is the ceiling shows in the row."""
+    CPU of the generator, kneo-serv and PostgreSQL per row and kneo-serv's CPU a run: which side is the ceiling shows
+    in the row. The page's figure is the ratio PostgreSQL / SQLite, graded where it is measured at 1 and at 8."""
     variants = (
         ("SQLite", "sqlite", "sqlite-sync"),
         ("PostgreSQL", "postgres", "postgres-sync"),
         ("PostgreSQL, 2 service processes", "postgres", "postgres-x2-sync"),
     )
     rows: list[dict[str, Any]] = []
-    found: dict[tuple[str, int], float] = {}
+    found: dict[tuple[str, int], tuple[float, float | None]] = {}
     for label, store, workload in variants:
         run = runs.get(workload)
         sync, cpu = _sync_by_users(run), cpu_by_side(read_resources(run))
@@ -169,26 +173,78 @@ def store_rows(runs: dict[str, Path | None], section: PageSection) -> None:
             if users not in sync:
                 continue
             rps, p50, step = sync[users]
-            found[(workload, users)] = rps
-            row = figure(f"{label} at {users}", rps, STORE_PAGE[(store, users)], rate, tolerance=0.5)
+            per_run = cpu_per_run_ms(cpu.get(step, {}), rps)
+            found[(workload, users)] = (rps, per_run)
+            # the absolute runs/s is this machine's (shown, not graded, as in the reference profile): the page's
+            # figure is the ratio PostgreSQL / SQLite, graded below
+            row = {"figure": f"{label} at {users}", "measured": rate(rps), "page": rate(STORE_PAGE[(store, users)])}
+            row["÷ page"] = times(rps, STORE_PAGE[(store, users)])
             row["p50"] = ms(p50)
             row["CPU (% of a core)"] = cpu_text(cpu.get(step, {}))
+            row["kneo-serv CPU a run"] = ms(per_run) if per_run is not None else ""
             rows.append(row)
     if not rows:
         return
+    rows += _store_ratios(found, section)
     section.tables.append(("PostgreSQL against SQLite where the store is the ceiling (fsync on)", pd.DataFrame(rows)))
+
+
+def _store_ratios(found: dict[tuple[str, int], tuple[float, float | None]], section: PageSection) -> list[dict]:
+    """PostgreSQL / SQLite at 1 and at 8 (the best PostgreSQL of one or two processes) beside the page's ratio; the
+    tolerance is the page's own scatter of that ratio (1.49 at 16 to 1.55 at 1), carried by both ratios."""
+    rows = []
     for users in (1, 8):
         sqlite = found.get(("sqlite-sync", users))
-        best = max((found.get((w, users)) or 0.0) for w in ("postgres-sync", "postgres-x2-sync"))
-        if sqlite and best:
-            ratio = best / sqlite
-            section.checks.append(
-                Check(
-                    ratio > 1.0,
-                    f"at {users} concurrent PostgreSQL {best:.0f} runs/s against SQLite "
-                    f"{sqlite:.0f}: {ratio:.2f}x (page: {STORE_PAGE[('postgres', users)] / STORE_PAGE[('sqlite', users)]:.2f}x)",
-                )
+        candidates = [(w, found[(w, users)]) for w in ("postgres-sync", "postgres-x2-sync") if (w, users) in found]
+        if not sqlite or not candidates:
+            continue
+        workload, (best, _) = max(candidates, key=lambda item: item[1][0])
+        page = STORE_PAGE[("postgres", users)] / STORE_PAGE[("sqlite", users)]
+        where = "2 service processes" if workload == "postgres-x2-sync" else "1 service process"
+        ratio = best / sqlite[0]
+        rows.append(
+            figure(
+                f"PostgreSQL ÷ SQLite runs/s at {users} ({where})",
+                ratio,
+                page,
+                lambda v: f"{v:.2f}",
+                tolerance=STORE_RATIO_TOLERANCE,
             )
+        )
+        section.checks.append(
+            Check(
+                ratio > 1.0,
+                f"at {users} concurrent PostgreSQL {best:.0f} runs/s against SQLite {sqlite[0]:.0f}: "
+                f"{ratio:.2f}x (page: {page:.2f}x)",
+            )
+        )
+        if users == 1 and sqlite[1] is not None and ratio < page * (1 - STORE_RATIO_TOLERANCE):
+            section.notes.append(serial_note(sqlite, found.get(("postgres-sync", 1))))
+    return rows
+
+
+def serial_note(sqlite: tuple[float, float | None], postgres: tuple[float, float | None] | None) -> str:
+    """Why PostgreSQL does not pass SQLite at 1 here: a serial run is mostly kneo-serv's CPU, the same on either store,
+    and every store wait has to fit in the time off it. When even a PostgreSQL run that were kneo-serv's CPU alone
+    could not reach the page's ratio, the note says the shape cannot hold here."""
+    page_ratio = STORE_PAGE[("postgres", 1)] / STORE_PAGE[("sqlite", 1)]
+    parts = []
+    for name, figures in (("SQLite", sqlite), ("PostgreSQL", postgres)):
+        if figures and figures[1] is not None and figures[0] > 0:
+            wall = 1000.0 / figures[0]
+            parts.append(
+                f"{name} {wall:.1f} ms a run: {figures[1]:.1f} ms kneo-serv CPU, {wall - figures[1]:.1f} ms off it"
+            )
+    text = (
+        "PostgreSQL ÷ SQLite at 1 does not hold here: one run at a time is one kneo-serv process's CPU on either "
+        f"store ({'; '.join(parts)}); every store wait, fsync included, fits in the time off that CPU"
+    )
+    if postgres and postgres[1]:
+        bound = 1000.0 / sqlite[0] / postgres[1]
+        text += f". A PostgreSQL run that cost nothing beyond kneo-serv's CPU would give {bound:.2f}x"
+        if bound < page_ratio:
+            text += f", below the page's {page_ratio:.2f}x: on two shared cores the store cannot set the rate at 1"
+    return text + ". At 8, where concurrent runs share the store, the ratio is graded too."
 
 
 def delay_rows(runs: dict[str, Path | None], section: PageSection) -> None:
@@ -219,76 +275,13 @@ def delay_rows(runs: dict[str, Path | None], section: PageSection) -> None:
     )
 
 
-def soak_rows(runs: dict[str, Path | None], section: PageSection) -> None:
-    run = runs.get("soak")
-    steps = read_steps(run)
-    if run is None or steps.empty:
-        return
-    queued = steps[(steps["request_type"] == "run queued") & (steps["requests"] > 0)]
-    resources = read_resources(run)
-    rss, threads = service_series(resources, "rss_bytes"), service_series(resources, "threads")
-    backlog = gauge_series(resources, "kneo_runs_queued")
-    doc = run_json(runs, "soak", "kneo.json") or {}
-    seconds = float(queued["duration_s"].sum()) if not queued.empty else 0.0
-    rows = [
-        figure(
-            "runs/s over the soak",
-            queued["rps"].mean() if not queued.empty else None,
-            SOAK_PAGE["runs_per_s"],
-            rate,
-            tolerance=0.5,
-        ),
-        figure("errors", int(steps[steps["name"] == "Aggregated"]["failures"].sum()), 0, str, tolerance=0.0),
-        figure(
-            "peak queued (kneo_runs_queued)",
-            backlog.max() if not backlog.empty else None,
-            SOAK_PAGE["peak_queued"],
-            rate,
-            tolerance=1.0,
-        ),
-        figure("queued at the end", backlog.iloc[-1] if not backlog.empty else None, 0, rate, tolerance=0.0),
-    ]
-    if not rss.empty:
-        growth = float(rss.iloc[-1]) / float(rss.iloc[0]) - 1.0
-        row = {
-            "figure": "RSS first to last",
-            "measured": f"{rss.iloc[0] / MIB:.1f} to {rss.iloc[-1] / MIB:.1f} MiB",
-            "page": "61.3 to 61.8 MiB",
-            "x": "",
-        }
-        rows += [
-            row,
-            figure(
-                "RSS growth",
-                growth * 100,
-                SOAK_PAGE["rss_growth"] * 100,
-                lambda v: f"{float(v):+.1f} %",
-                tolerance=SOAK_RSS_TOLERANCE,
-            ),
-        ]
-        section.checks.append(
-            Check(
-                abs(growth) <= SOAK_RSS_TOLERANCE,
-                f"soak RSS {growth * 100:+.1f} % over {seconds:.0f} s (page: +0.8 % over 1 h, 10 % allowed)",
-            )
-        )
-    if not threads.empty:
-        rows.append(figure("threads, highest", threads.max(), SOAK_PAGE["threads"], rate, tolerance=0.5))
-        half = len(threads) // 2
-        first, second = float(threads.iloc[: max(1, half)].max()), float(threads.iloc[half:].max())
-        section.checks.append(
-            Check(
-                second <= first, f"threads bounded: highest {first:.0f} in the first half, {second:.0f} in the second"
-            )
-        )
-    rows.append(figure("store rows that disagree", doc.get("mismatches"), 0, str, tolerance=0.0))
-    section.tables.append((f"Sustained-load soak, the page's hour scaled to {seconds:.0f} s", pd.DataFrame(rows)))
-
-
 def add_kneo_rows(section: PageSection, runs: dict[str, Path | None]) -> None:
     """The queue, store, provider-delay and soak rows, and the page's rows no workload attempts."""
     queue_row(runs, section)
     store_rows(runs, section)
     delay_rows(runs, section)
+    from swarmgauge.reports.index_kneo_soak import drain_rows, soak_rows  # it reads this module's helpers
+
+    drain_rows(runs, section)
     soak_rows(runs, section)
     section.not_reproducible.extend(NOT_ATTEMPTED)

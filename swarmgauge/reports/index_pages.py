@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -18,16 +17,14 @@ from swarmgauge.reports.index_brain import brain
 from swarmgauge.reports.index_demarkus_reads import reads
 from swarmgauge.reports.index_demarkus_writes import add_writes_and_mcp
 from swarmgauge.reports.index_figures import (
-    MIB,
     Check,
     PageSection,
-    beside,
     flat,
-    ms,
-    rate,
     read_steps,
     run_json,
 )
+from swarmgauge.reports.index_kneo_profile import CAPTION as PROFILE_CAPTION
+from swarmgauge.reports.index_kneo_profile import profile_rows, rss_note, sweep_note
 from swarmgauge.reports.index_kneo_rows import add_kneo_rows
 from swarmgauge.reports.index_mdk import mdk
 
@@ -71,37 +68,6 @@ def end_to_end(steps: pd.DataFrame) -> pd.DataFrame:
     return steps[steps["request_type"].isin(KNEO_END_TO_END) & (steps["requests"] > 0)]
 
 
-def peak_rss_by_step(run: Path) -> dict[int, float]:
-    """The target's highest RSS in MiB per step (every process the sampler watched but the generator)."""
-    path = run / "resources.csv"
-    if not path.is_file():
-        return {}
-    samples = pd.read_csv(path)
-    target = samples[(samples["metric"] == "rss_bytes") & ~samples["source"].isin(("generator", "locust"))]
-    if target.empty:
-        return {}
-    return {int(step): float(value) / MIB for step, value in target.groupby("step")["value"].max().items()}
-
-
-def _kneo_rows(run: Path, store_mode: str) -> pd.DataFrame:
-    steps = read_steps(run)
-    if steps.empty:
-        return pd.DataFrame()
-    rows = end_to_end(steps)
-    peaks = peak_rss_by_step(run)
-    page = KNEO[store_mode]
-    out = []
-    for position, (_, measured) in enumerate(rows.sort_values("users").iterrows()):
-        figures = page.get(int(measured["users"]), (None, None, None, None))
-        row: dict[str, Any] = {"Store / mode": store_mode if position == 0 else "", "Concurrency": measured["users"]}
-        beside(row, "runs/s", measured["rps"], figures[0], rate)
-        beside(row, "p50", measured["p50_ms"], figures[1], ms)
-        beside(row, "p99", measured["p99_ms"], figures[2], ms)
-        beside(row, "Peak RSS", peaks.get(int(measured["step"])), figures[3], lambda v: f"{float(v):.0f} MiB")
-        out.append(row)
-    return pd.DataFrame(out)
-
-
 def _sweep_check(name: str, rows: pd.DataFrame) -> Check | None:
     if len(rows) < 2:
         return None
@@ -126,9 +92,10 @@ def kneo(runs: dict[str, Path | None]) -> PageSection:
         if run is None or steps.empty:
             continue
         measured[workload] = end_to_end(steps)
-        tables.append(_kneo_rows(run, store_mode))
+        tables.append(profile_rows(measured[workload], run, store_mode, KNEO[store_mode]))
+        section.notes.extend(filter(None, [sweep_note(measured[workload], run, store_mode)]))
     if tables:
-        section.tables.append(("Reference profile", pd.concat(tables, ignore_index=True).fillna("")))
+        section.tables.append((PROFILE_CAPTION, pd.concat(tables, ignore_index=True).fillna("")))
     for workload, name in (("sqlite-sync", "SQLite flat at"), ("postgres-sync", "PostgreSQL flat at")):
         check = _sweep_check(
             name,
@@ -159,8 +126,9 @@ def kneo(runs: dict[str, Path | None]) -> PageSection:
     section.notes.append(
         "The real kneo-serv 1.2.0 with its echo agent on this machine's SQLite and a throwaway PostgreSQL "
         "(fsync on, as the page's), two shared cores against the page's 64; compare the shape, not the absolute "
-        "rates. p95 is not measured in the sync rows (steps.csv has p90 and p99)."
+        "rates."
     )
+    section.notes.extend(filter(None, [rss_note(runs.get("sqlite-sync"))]))
     add_kneo_rows(section, runs)
     return section
 

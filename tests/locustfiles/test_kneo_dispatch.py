@@ -264,3 +264,9 @@ def test_a_batch_of_zero_stops_before_any_load_in_one_line(tmp_path, sqlite_serv
         "0",
     )
     assert proc.returncode == 2 and "swarmgauge: --kneo-batch 0: must be a whole number at least 1" in proc.stderr
+
+
+def test_an_idle_poll_of_zero_stops_before_any_service_starts_in_one_line(tmp_path):
+    proc = run_locust(tmp_path / "poll", "--kneo-embedded-idle-poll", "0")
+    assert proc.returncode == 2 and "--kneo-embedded-idle-poll 0" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "poll").exists()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from swarmgauge.reports.index_figures import PageSection
+from swarmgauge.reports.index_grades import AMBER, GREEN, RED, grade_table
 from swarmgauge.reports.index_kneo_rows import add_kneo_rows, cpu_by_side, side_of
 
 KNEO_PID = "psutil:pidfile=/tmp/swarmgauge-kneo-x/kneo-serv-{}.pid"
@@ -113,7 +114,8 @@ def test_the_queue_row_is_the_batch_drained_and_the_store_rows_carry_each_sides_
         ("postgres-x2-sync", (32.0, 60.0)),
     ):
         steps(tmp_path / name, [sync(1, 0, rates[0], 30.0), sync(8, 1, rates[1], 200.0)])
-        samples = [(r, 1, src, "cpu_percent", 50.0) for r in (1, 2) for src in ("generator", KNEO_PID.format(0), PG)]
+        sources = ("generator", KNEO_PID.format(0), PG)
+        samples = [(r, r // 3, src, "cpu_percent", 50.0) for r in (0, 1, 2, 3, 4, 5) for src in sources]
         resources(tmp_path / name, samples)
     runs = {name: tmp_path / name for name in ("postgres-queue", "sqlite-sync", "postgres-sync", "postgres-x2-sync")}
     section = PageSection()
@@ -129,6 +131,13 @@ def test_the_queue_row_is_the_batch_drained_and_the_store_rows_carry_each_sides_
     assert any("queue wait dominates: 500 of 500 runs dispatched, p50 wait 21.00 s" in t for t in texts)
     assert any(t.startswith("at 8 concurrent PostgreSQL 60 runs/s against SQLite 43: 1.40x") for t in texts)
     assert [c.holds for c in section.checks if "at 8 concurrent" in c.text] == [True]
+    graded = grade_table(store)
+    ratios = dict(zip(graded.table["figure"], graded.grades))
+    assert ratios["PostgreSQL ÷ SQLite runs/s at 8 (2 service processes)"] == GREEN  # 60 / 43 = 1.40 against 1.54
+    assert ratios["PostgreSQL ÷ SQLite runs/s at 1 (2 service processes)"] == AMBER  # 32 / 25 = 1.28 against 1.55
+    assert ratios["SQLite at 1"] == "no ratio"  # the absolute is the machine's: shown beside the page's, not graded
+    assert row["kneo-serv CPU a run"] == "8.33 ms"  # 50 % of a core over 60 runs/s
+    assert any(note.startswith("PostgreSQL ÷ SQLite at 1 does not hold here") for note in section.notes)
     assert any("reliability lanes" in row for row, _ in section.not_reproducible)
 
 
@@ -136,48 +145,65 @@ def test_the_provider_delay_and_the_soak_rows(tmp_path):
     delay = tmp_path / "provider-delay"
     steps(delay, [sync(8, 0, 14.6, 520.0)])
     soak = tmp_path / "soak"
-    steps(
-        soak,
-        [
-            {
-                "step": 0,
-                "request_type": "run queued",
-                "name": "agent:echo.yaml",
-                "users": 16,
-                "requests": 600,
-                "failures": 0,
-                "rps": 20.0,
-                "p50_ms": 700,
-                "p99_ms": 900,
-                "duration_s": 30,
-            },
-            {
-                "step": 0,
-                "request_type": "",
-                "name": "Aggregated",
-                "users": 16,
-                "requests": 1800,
-                "failures": 0,
-                "rps": 60.0,
-                "p50_ms": 30,
-                "p99_ms": 900,
-                "duration_s": 30,
-            },
-        ],
-    )
-    samples = [(r, 0, KNEO_PID.format(0), "rss_bytes", (80 + r * 0.1) * 2**20) for r in range(10)]
-    samples += [(r, 0, KNEO_PID.format(0), "threads", 30.0 if r < 5 else 29.0) for r in range(10)]
-    samples += [
-        (r, 0, "prom:http://x/metrics#kneo_runs_queued", "kneo_runs_queued", 4.0 if r < 9 else 0.0) for r in range(10)
-    ]
-    resources(soak, samples)
-    (soak / "kneo.json").write_text(json.dumps({"mismatches": 0}))
+    submit = {"step": 0, "request_type": "run submit", "name": "agent:echo.yaml", "users": 16, "requests": 600}
+    steps(soak, [{**submit, "failures": 0, "rps": 20.0, "p50_ms": 30, "p99_ms": 90, "duration_s": 30}])
+    (soak / "plan.yaml").write_text("kind: soak\nrate: 20\nduration: 33s\nwarmup: 3s\n")
+    # 80 MiB before the first run, 82 once warm, then +0.1 MiB a round
+    rss = [(r, 0, KNEO_PID.format(0), "rss_bytes", (80.0 if r == 0 else 82 + r * 0.01) * 2**20) for r in range(34)]
+    samples = [(*row, float(row[0])) for row in rss]
+    samples += [(r, 0, KNEO_PID.format(0), "threads", 30.0 if r < 17 else 29.0, float(r)) for r in range(34)]
+    gauge = "prom:http://x/metrics#kneo_runs_queued"
+    samples += [(r, 0, gauge, "kneo_runs_queued", 24.0 if r == 9 else 2.0, float(r)) for r in range(34)]
+    frame = pd.DataFrame(samples, columns=["round", "step", "source", "metric", "value", "elapsed_s"])
+    frame.to_csv(soak / "resources.csv", index=False)
+    drain = {"runs": 600, "unfinished": 0, "runs_per_s": 20.0, "batch": 2000, "dispatched": 600}
+    (soak / "kneo.json").write_text(json.dumps({"mismatches": 0, "queue_drain": drain}))
     section = PageSection()
     add_kneo_rows(section, {"provider-delay": delay, "soak": soak})
     delayed = table(section, "0.5 s simulated provider delay")
     assert list(delayed["measured"]) == ["15", "520 ms", "20 ms"] and list(delayed["page"]) == ["15", "513 ms", "13 ms"]
     soaked = table(section, "Sustained-load soak")
     by_figure = dict(zip(soaked["figure"], soaked["measured"]))
-    assert by_figure["peak queued (kneo_runs_queued)"] == "4" and by_figure["queued at the end"] == "0"
-    assert by_figure["RSS first to last"] == "80.0 to 80.9 MiB" and by_figure["threads, highest"] == "30"
+    assert by_figure["peak queued (kneo_runs_queued)"] == "24" and by_figure["runs left queued after the drain"] == "0"
+    # the backlog in seconds of arrivals is graded, not the count (which the arrival rate sets)
+    assert by_figure["peak backlog in seconds of arrivals (peak queued ÷ runs/s)"] == "1.20 s"
+    assert by_figure["RSS first (before the first run) to last"] == "80.0 to 82.3 MiB"
+    warm = next(f for f in by_figure if f.startswith("RSS after the 3 s warm-up"))
+    assert warm.startswith("RSS after the 3 s warm-up to last (82.0 to 82.3 MiB)")  # the 80 MiB sample is before it
+    assert by_figure["threads, highest"] == "30"
+    runs_row = soaked[soaked["figure"] == "runs/s over the soak (drained)"].iloc[0]
+    assert runs_row["set by"] == "soak rate 20/s"
     assert all(check.holds for check in section.checks), [c.text for c in section.checks]
+
+
+def test_a_soak_whose_rss_keeps_growing_is_not_green_and_its_check_fails(tmp_path):
+    soak = tmp_path / "soak"
+    submit = {"step": 0, "request_type": "run submit", "name": "agent:echo.yaml", "users": 16, "requests": 600}
+    steps(soak, [{**submit, "failures": 0, "rps": 20.0, "p50_ms": 30, "p99_ms": 90, "duration_s": 30}])
+    (soak / "plan.yaml").write_text("kind: soak\nrate: 20\nduration: 33s\nwarmup: 3s\n")
+    rss = [(r, 0, KNEO_PID.format(0), "rss_bytes", (82 + r * 0.3) * 2**20, float(r)) for r in range(34)]  # +12 %
+    frame = pd.DataFrame(rss, columns=["round", "step", "source", "metric", "value", "elapsed_s"])
+    frame.to_csv(soak / "resources.csv", index=False)
+    section = PageSection()
+    add_kneo_rows(section, {"soak": soak})
+    graded = grade_table(table(section, "Sustained-load soak"))
+    shown = dict(zip(graded.table["figure"], graded.grades))
+    half = next(f for f in shown if f.startswith("RSS over the soak's second half"))
+    assert shown[half] == RED  # +6 % in half a minute: a leak's straight line, not the page's +0.8 % an hour
+    assert not next(c for c in section.checks if c.text.startswith("soak RSS")).holds
+
+
+def test_the_worker_drain_ratio_beside_the_pages_roughly_n_times(tmp_path):
+    runs = {}
+    for workers, per_s in ((1, 4.4), (4, 15.0)):
+        run = tmp_path / f"drain-{workers}"
+        run.mkdir()
+        drain = {"runs": 32, "batch": 32, "dispatched": 32, "unfinished": 0, "runs_per_s": per_s}
+        (run / "kneo.json").write_text(json.dumps({"mismatches": 0, "queue_drain": drain}))
+        runs[f"drain-{workers}"] = run
+    section = PageSection()
+    add_kneo_rows(section, runs)
+    drained = grade_table(table(section, "N worker threads"))
+    assert list(drained.table["measured"]) == ["4.4", "15", "3.41x"]
+    assert drained.grades[-1] == GREEN  # 3.41 of the page's 4: "roughly" within ±25 %
+    assert not any("N worker threads" in row for row, _ in section.not_reproducible)

@@ -18,6 +18,7 @@ import pytest
 from swarmgauge.errors import UsageError
 from swarmgauge.listeners.sources import parse_source
 from swarmgauge.targets.kneo import KneoService, NoSuitablePython, find_python
+from swarmgauge.targets.kneo.service import idle_poll_env
 from swarmgauge.targets.postgres import PostgresError, find_bindir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -202,3 +203,11 @@ def test_a_process_that_cannot_start_is_a_named_error_with_its_log(kneo_venv, tm
         service.start()
     assert service.pids == []
     assert os.path.exists(tmp_path / "kneo-serv-0.log")
+
+
+def test_idle_poll_below_zero_is_a_usage_error_and_a_set_one_reaches_the_service(kneo_venv):
+    with pytest.raises(UsageError, match="--kneo-embedded-idle-poll must be above 0 seconds"):
+        idle_poll_env(0.0)
+    with KneoService(store="sqlite", extra_env=idle_poll_env(1.0)) as service:
+        environ = Path(f"/proc/{service.pids[0]}/environ").read_bytes().split(b"\0")
+    assert b"KNEO_SERV_WORKER_IDLE_POLL_SECONDS=1" in environ  # kneo-serv's default, not the harness's 0.2

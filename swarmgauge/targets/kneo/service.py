@@ -39,6 +39,20 @@ agent:
 SQLITE_RELATIVE = Path(".kneo") / "kneo_runs.sqlite"
 
 
+IDLE_POLL_VARIABLE = "KNEO_SERV_WORKER_IDLE_POLL_SECONDS"
+#: the idle poll this harness runs at unless told: kneo-serv's default (1 s) would add up to a second to every queued
+#: run of a quiet service
+DEFAULT_IDLE_POLL_S = 0.2
+
+
+def idle_poll_env(seconds: float) -> dict[str, str]:
+    """The environment of a kneo-serv whose idle workers look at the queue every ``seconds`` (nothing wakes them on
+    dispatch: a run submitted to an idle service waits for the next poll)."""
+    if not seconds > 0:
+        raise UsageError(f"--kneo-embedded-idle-poll must be above 0 seconds, not {seconds:g}")
+    return {IDLE_POLL_VARIABLE: f"{seconds:g}"}
+
+
 class KneoStartError(SwarmgaugeError):
     """A kneo-serv process exited or never became ready; the message carries its log's tail."""
 
@@ -101,7 +115,7 @@ class KneoService:
             {
                 "KNEO_SERV_WORKER_CONCURRENCY": str(self.worker_concurrency),
                 "KNEO_SERV_MAX_QUEUE_DEPTH": str(self.max_queue_depth),
-                "KNEO_SERV_WORKER_IDLE_POLL_SECONDS": "0.2",
+                IDLE_POLL_VARIABLE: f"{DEFAULT_IDLE_POLL_S:g}",
                 "PYTHONUNBUFFERED": "1",
             }
         )
