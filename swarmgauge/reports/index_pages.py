@@ -95,7 +95,7 @@ def kneo(runs: dict[str, Path | None]) -> PageSection:
         tables.append(profile_rows(measured[workload], run, store_mode, KNEO[store_mode]))
         section.notes.extend(filter(None, [sweep_note(measured[workload], run, store_mode)]))
     if tables:
-        section.tables.append((PROFILE_CAPTION, pd.concat(tables, ignore_index=True).fillna("")))
+        section.tables.append((PROFILE_CAPTION, pd.concat(tables, ignore_index=True).astype(object).fillna("")))
     for workload, name in (("sqlite-sync", "SQLite flat at"), ("postgres-sync", "PostgreSQL flat at")):
         check = _sweep_check(
             name,
