@@ -39,15 +39,17 @@ def render_reports(runs: list[Path]) -> tuple[float, int, list[str]]:
     ]
     failed: list[str] = []
     for child, share in zip(children, shares):
+        said: list[str] = []
         try:
             out, _ = child.communicate(timeout=SECONDS_PER_REPORT * len(share))
         except subprocess.TimeoutExpired:
             child.kill()
             out, _ = child.communicate()
-            failed.append(f"{len(share)} reports: timed out after {SECONDS_PER_REPORT * len(share):.0f} s")
-        failed += [line.removeprefix("failed: ") for line in out.splitlines() if line.startswith("failed: ")]
-        if child.returncode not in (0, None) and not failed:
-            failed.append(f"a report process ended with {child.returncode}: {out[-300:]}")
+            said.append(f"{len(share)} reports: timed out after {SECONDS_PER_REPORT * len(share):.0f} s")
+        said += [line.removeprefix("failed: ") for line in out.splitlines() if line.startswith("failed: ")]
+        if child.returncode not in (0, None) and not said:  # this process's own end, whatever the others said
+            said.append(f"a report process ended with {child.returncode}: {out[-300:]}")
+        failed += said
     return time.monotonic() - began, count, failed
 
 

@@ -45,3 +45,24 @@ def test_a_demo_workload_leaves_its_report_to_after_the_load():
     assert deferred[-1] == "--no-report" and "--no-report" not in locust_command(
         workload, Path("f.py"), None, Path("/tmp/r")
     )
+
+
+class _FakeReportProcess:
+    """Stands in for one report process (below the seam under test: how their ends are told apart)."""
+
+    outputs = iter([("failed: /runs/a: ValueError: no rows\n", 1), ("Segmentation fault\n", -11)])
+
+    def __init__(self, *_args, **_kwargs) -> None:
+        self.out, self.returncode = next(self.outputs)
+
+    def communicate(self, timeout=None):
+        return self.out, None
+
+
+def test_a_report_process_that_dies_is_said_even_when_another_said_a_failure(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.setattr("subprocess.Popen", _FakeReportProcess)
+    _took, processes, failed = render_reports([Path("/runs/a"), Path("/runs/b")])
+    assert processes == 2
+    assert failed[0] == "/runs/a: ValueError: no rows"
+    assert failed[1].startswith("a report process ended with -11: Segmentation fault")
