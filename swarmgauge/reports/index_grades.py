@@ -142,9 +142,9 @@ def figure_state(
     measured_value, page_value = values
     if criterion.at_most is not None and measured_value is not None:
         under = measured_value <= criterion.at_most
-        state = (SET if criterion.set_by else GREEN) if under else AMBER
-        state = RED if measured_value > 2 * criterion.at_most else state
-        return state, f"{'≤' if under else '>'} {criterion.at_most:g}"
+        return _held(
+            measured_value, criterion.at_most, criterion.set_by
+        ), f"{'≤' if under else '>'} {criterion.at_most:g}"
     if page_value == 0 and measured_value is not None:
         if measured_value == 0:
             return (SET if criterion.set_by else GREEN), "0 = 0"
@@ -199,7 +199,7 @@ def grade_table(table: pd.DataFrame) -> GradedTable:
     """Each row's grade from its figures, and the table as shown (the grading columns replaced by readable ones)."""
     figures = ratio_columns([str(c) for c in table.columns])
     grades, cells, tolerances, settings = [], {}, [], []
-    shown = table.drop(columns=_grading_columns([str(c) for c in table.columns])).fillna("").astype(object)
+    shown = table.drop(columns=_grading_columns([str(c) for c in table.columns])).astype(object).fillna("")
     for position, (_, row) in enumerate(table.iterrows()):
         states, shown_tolerance, shown_set_by = [], {}, {}
         for ratio, measured, page in figures:
