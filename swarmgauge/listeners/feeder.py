@@ -340,7 +340,7 @@ def begin_run(environment: Environment) -> None:
     the file, a file changed since) says so in its log and its users stop at their first draw.
     """
     state = _state(environment)
-    if state is not None and not _touched(state):
+    if state is not None and not _touched(state) and _same_settings(state, environment):
         return
     _Feeder.of(environment).state = None
     try:
@@ -350,6 +350,14 @@ def begin_run(environment: Environment) -> None:
         settings = settings_from(environment.parsed_options)
         if settings is not None:
             _Feeder.of(environment).state = FeederState(settings, out=True)
+
+
+def _same_settings(state: FeederState, environment: Environment) -> bool:
+    """The options still name the feeder the state was loaded for (a web START may name another plan's rows)."""
+    try:
+        return state.settings == settings_from(environment.parsed_options)
+    except UsageError:
+        return False
 
 
 def _touched(state: FeederState) -> bool:

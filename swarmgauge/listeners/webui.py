@@ -46,7 +46,17 @@ from locust.runners import (
 from swarmgauge.core import locust_compat
 from swarmgauge.core.run_context import RunContext
 from swarmgauge.errors import UsageError
-from swarmgauge.listeners import form_steps, live, prom_export, rundir, slo, steps, webui_close, webui_fields
+from swarmgauge.listeners import (
+    feeder_plan,
+    form_steps,
+    live,
+    prom_export,
+    rundir,
+    slo,
+    steps,
+    webui_close,
+    webui_fields,
+)
 from swarmgauge.listeners.webui_form import FormError, apply_common_fields, apply_form, scrub_template_args
 
 logger = logging.getLogger("swarmgauge.webui")
@@ -114,6 +124,7 @@ def start_fresh_run(environment: Environment) -> None:
         shape.runner = environment.runner
         shape.restart()
         shape.check_stage_classes()  # the plan, rebuilt; a class the picker left out stops the START with its reason
+    feeder_plan.take_plan_feeder(environment)  # the form may name another plan: its feeder, or none
     slo.validate(environment)
     live.validate_abort(environment)
 
