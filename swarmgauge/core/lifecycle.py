@@ -11,7 +11,7 @@ may: this module imports nothing of ours).
 A run can also end without the process: the web UI's STOP (or its plan's end) closes the run and keeps the process
 for the next START. :func:`close_stopped_run` runs :data:`STOP_STEPS` for it: the same steps in the same order, less
 :data:`NOT_AT_STOP`, the ones that belong to the process (its shared connections and its targets serve the next
-START; the kneo ledger is reconciled once per process). A handler given ``only_at_stop=True`` runs at a STOP only, after
+START). A handler given ``only_at_stop=True`` runs at a STOP only, after
 its step's other handlers: work a quit gets elsewhere (the web UI waits for a master's workers and their last figures,
 which a quit's run got from its plan's end or from the STOP close it waits for at ``web run closed``).
 
@@ -57,8 +57,8 @@ CLOSING: tuple[str, ...] = (
 )
 END_STEPS: tuple[str, ...] = OPENING + CLOSING
 #: Steps of the process's end only: a web STOP keeps the process, its shared connections and its targets for the next
-#: START ("web run closed" is a quit waiting for a STOP's close; the kneo ledger is the process's, reconciled once).
-NOT_AT_STOP: tuple[str, ...] = ("web run closed", "ledgers reconciled", "connections closed", "targets stopped")
+#: START ("web run closed" is a quit waiting for a STOP's close). Each run reconciles its own kneo ledger.
+NOT_AT_STOP: tuple[str, ...] = ("web run closed", "connections closed", "targets stopped")
 #: A run's end that keeps the process (the web UI's STOP): the end's steps in the end's order, less those.
 STOP_STEPS: tuple[str, ...] = tuple(step for step in END_STEPS if step not in NOT_AT_STOP)
 

@@ -1,7 +1,8 @@
 """The kneo run ledger across processes and the end-of-run reconciliation, for ``users/kneo_user.py``.
 
-Each process's users record what they sent in a ``RunLedger`` (one per Environment); workers drain theirs into
-``report_to_master`` and the master merges. At ``quitting`` the master (or a local run) waits for the store's runs
+Each process's users record what they sent in a ``RunLedger`` (one per Environment and run); workers drain theirs
+into ``report_to_master`` and the master merges. A web UI's every START is a run of its own: its own tag and an empty
+ledger (:func:`next_run`), reconciled at its STOP into its own run folder. At a run's end the master (or a local run) waits for the store's runs
 to finish, reads them (``--kneo-store`` or ``--kneo-store-file``), compares (``targets/kneo/store.py``), prints the
 table, writes ``kneo.json`` and serves the SLO term ``kneo_mismatches``, gated ``==0`` when a store is given.
 """
@@ -46,6 +47,26 @@ class _KneoRun(PerEnvironment):
     tag: str = ""
     ledger: RunLedger | None = None
     reconciliation: dict[str, Any] | None = None
+    #: runs started in this process (a web UI's STARTs); the ``--kneo-run-tag`` given at start-up ("" when none)
+    runs: int = 0
+    given_tag: str | None = None
+
+
+def next_run(environment: Environment) -> None:
+    """At each START on the master or a local run: the first run keeps the tag made at init; a later one (the web
+    UI's next START) gets a tag of its own (``<given>-<n>`` when ``--kneo-run-tag`` was given) and an empty ledger,
+    so it reconciles only the runs it sent. Workers receive the new tag with the spawn message's options."""
+    record = _KneoRun.of(environment)
+    options = environment.parsed_options
+    if record.given_tag is None:
+        record.given_tag = "" if record.tag else str(getattr(options, "kneo_run_tag", "") or "")
+    record.runs += 1
+    if record.runs == 1:
+        return
+    record.tag = f"{record.given_tag}-{record.runs}" if record.given_tag else f"sg-{uuid.uuid4().hex[:16]}"
+    if options is not None:
+        options.kneo_run_tag = record.tag
+    record.ledger, record.reconciliation = RunLedger(), None
 
 
 def run_tag(environment: Environment) -> str:
@@ -161,9 +182,12 @@ def _write_result(environment: Environment, doc: dict[str, Any]) -> None:
 
 
 def _mismatches(environment: Environment, step: int | None) -> float | None:
+    """The run's mismatches once its end reconciled the ledger ("ledgers reconciled" comes before the verdicts);
+    None while it runs: the web UI's live view asks every few seconds, and reconciling a run still sending would
+    judge it on the runs sent so far, and keep that answer for its end."""
     if step is not None:
         return None
-    doc = reconcile_run(environment)
+    doc = _KneoRun.of(environment).reconciliation
     value = doc.get("mismatches") if doc else None
     return None if value is None else float(value)
 
@@ -198,6 +222,7 @@ def _on_init(environment: Environment, **_: Any) -> None:
 def _on_test_start(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None or environment not in _ENVS:
         return
+    next_run(environment)
     if store_locator(environment.parsed_options):
         hooks.add_slos(environment, [f"{MISMATCH_TERM}==0"])
 

@@ -52,10 +52,11 @@ def test_an_unknown_step_is_refused_and_a_handler_registers_once():
 
 
 def test_a_stop_runs_the_same_steps_in_the_same_order_less_the_processs():
-    assert NOT_AT_STOP == ("web run closed", "ledgers reconciled", "connections closed", "targets stopped")
+    assert NOT_AT_STOP == ("web run closed", "connections closed", "targets stopped")
     assert STOP_STEPS == (
         "users stopped",
         "final reports in",
+        "ledgers reconciled",
         "resources sampled",
         "tables rewritten",
         "verdicts decided",
