@@ -246,3 +246,10 @@ def _on_init(environment: Environment, **_: Any) -> None:
 
 def _bad_batch(environment: Environment) -> None:
     raise UsageError(f"--kneo-batch must be at least 1, got {run_context.options(environment).kneo_batch}")
+
+
+@events.test_start.add_listener
+def _on_test_start(environment: Environment, **_: Any) -> None:
+    """Each START is a run of its own (the web UI's next START): its whole batch to send, hosts from the first."""
+    spread = _Spread.of(environment)
+    spread.batch_left, spread.spawned = None, 0

@@ -22,9 +22,9 @@ def _requests(web) -> int:
     return next(row for row in stats if row["name"] == "Aggregated")["num_requests"]
 
 
-def _one_run(web, page, runs: Path, count: int) -> Path:
+def _one_run(web, page, runs: Path, count: int, least: int = MIN_REQUESTS) -> Path:
     start_from_form(page, web.url, {})
-    wait_until(lambda: _requests(web) >= MIN_REQUESTS or None, 180, f"{MIN_REQUESTS} requests")
+    wait_until(lambda: _requests(web) >= least or None, 180, f"{least} requests")
     page.get_by_role("button", name="STOP").click()
     return closed_folders(runs, count)[count - 1]
 
@@ -46,3 +46,20 @@ def test_each_web_start_reconciles_its_own_runs_into_its_own_folder(tmp_path, kn
             doc,
         )  # this run's dispatches, not the process's
         assert json.loads((folder / "run.json").read_text())["kneo"]["tag"] == doc["tag"]
+
+
+@pytest.mark.timeout(600)
+def test_each_web_start_in_batch_mode_sends_its_whole_batch(tmp_path, kneo_venv):
+    runs, batch = tmp_path / "runs", 12
+    with (
+        web_locust(
+            KNEO_DISPATCH,
+            *("--kneo-mode", "batch", "--kneo-batch", str(batch), "--run-dir", str(runs), "--stop-timeout", "3"),
+            log_dir=tmp_path,
+        ) as web,
+        browser_page() as page,
+    ):
+        folders = [_one_run(web, page, runs, 1, batch), _one_run(web, page, runs, 2, batch)]
+    for folder in folders:
+        doc = json.loads((folder / "kneo.json").read_text())
+        assert doc["ledger"]["accepted"] == locust_total(folder) == batch, (folder.name, doc["ledger"])
