@@ -22,7 +22,6 @@ import gevent.event
 import gevent.lock
 
 from swarmgauge.quic.acks import MAX_ACK_DELAY
-from swarmgauge.quic.apart import run_apart
 from swarmgauge.quic.engine import QuicEngine, engine_of
 from swarmgauge.quic.errors import (
     ALPNMismatch,
@@ -129,19 +128,9 @@ class QuicDriver:
         return 0 if self._quic is None else self._engine.peer_max_streams_bidi(self._quic)
 
     def connect(self, timeout: float = 10.0) -> float:
-        """Open the connection; return the handshake duration in seconds (also kept as ``handshake_seconds``).
-
-        The handshake runs on a greenlet of its own while the caller waits (``quic/apart.py``): made on a Locust
-        user's greenlet it left ~3 KiB more per pooled user resident for the run."""
+        """Open the connection; return the handshake duration in seconds (also kept as ``handshake_seconds``)."""
         if self._quic is not None:
             raise RuntimeError("connect() is called once per driver")
-        try:
-            return run_apart(self._connect, timeout)
-        except BaseException:
-            self.close()  # interrupted just after a handshake that succeeded: nobody would own the open connection
-            raise
-
-    def _connect(self, timeout: float) -> float:
         started = time.perf_counter()
         try:
             self._transport = self._transport_factory(self.host, self.port)

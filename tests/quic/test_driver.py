@@ -290,33 +290,3 @@ def test_an_ipv6_literal_and_a_name_both_reach_the_reference_server(listen, clie
         driver.connect(timeout=10)
         assert driver.request(b"FETCH /index.md\n", timeout=10)
         driver.close()
-
-
-def test_the_handshake_runs_on_a_greenlet_of_its_own_and_requests_on_the_callers(quic_engine):
-    """A Locust user's greenlet lives for the run: the handshake (qh3's TLS in Python) is made apart from it."""
-    from greenlet import getcurrent
-
-    pair = MemoryPair(lambda request: b"echo " + request, quic_engine=quic_engine)
-    sent_from = []
-
-    def recording_factory(host, port):
-        transport = pair.transport_factory(host, port)
-        send = transport.send
-
-        def recorded(data: bytes) -> None:
-            sent_from.append(getcurrent())
-            send(data)
-
-        transport.send = recorded
-        return transport
-
-    configuration = client_configuration(insecure=True, quic_engine=quic_engine)
-    driver = QuicDriver("127.0.0.1", 4433, configuration, transport_factory=recording_factory)
-    caller = getcurrent()
-    driver.connect(timeout=5)
-    first_flight = sent_from[0]
-    sent_from.clear()
-    assert driver.request(b"x", timeout=5) == b"echo x"
-    driver.close()
-    assert first_flight is not caller
-    assert sent_from[0] is caller  # the request's own datagram: requests stay on the caller's greenlet
