@@ -25,7 +25,7 @@ PRIVATE_ATTRIBUTES = {
     "locust.runners": ("STATE_MISSING",),
     "StatsEntry": ("num_reqs_per_sec", "num_fail_per_sec"),
     "RequestStats": ("history",),
-    "TaskSet": ("_sleep", "_task_queue"),
+    "TaskSet": ("_sleep",),
 }
 
 #: Seconds of per-second request counts kept per stats entry: Locust's current RPS reads the last 12.
@@ -264,34 +264,3 @@ def stop_waiting_users_between_tasks() -> None:
 
     stop_user.swarmgauge_stops_waiting = True  # type: ignore[attr-defined]
     User.stop = stop_user  # type: ignore[method-assign]
-
-
-class TaskQueue(list):
-    """A TaskSet's queue of scheduled tasks, as a list with the two deque methods Locust calls on it.
-
-    Locust makes it a ``deque``, whose first block (64 slots, 624 bytes) is allocated with it: ~0.7 KiB per user, for
-    a queue that holds one task or none (each user's TaskSet takes the next task as soon as one is scheduled). A list
-    is 56 bytes empty and grows by its items."""
-
-    __slots__ = ()
-
-    def appendleft(self, task: Any) -> None:
-        self.insert(0, task)
-
-    def popleft(self) -> Any:
-        return self.pop(0)
-
-
-def small_task_queues() -> None:
-    """Every TaskSet (a user's ``DefaultTaskSet`` included) queues its tasks in a :class:`TaskQueue`."""
-    init: Callable[..., None] = TaskSet.__init__
-    if getattr(init, "swarmgauge_small_task_queue", False):
-        return
-
-    def taskset_init(self: Any, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        self._task_queue = TaskQueue(self._task_queue)
-
-    taskset_init.swarmgauge_small_task_queue = True  # type: ignore[attr-defined]
-    taskset_init.__wrapped__ = init  # type: ignore[attr-defined]
-    TaskSet.__init__ = taskset_init  # type: ignore[method-assign]

@@ -246,18 +246,6 @@ PATCHES: tuple[Patch, ...] = (
         "counts, and a documented wait seam for TaskSet",
     ),
     Patch(
-        name="locust-small-task-queue",
-        dependency="locust",
-        kind=Kind.REPLACES,
-        where=("swarmgauge.core.locust_compat", "swarmgauge.users.recording"),
-        touches=("locust.user.task.TaskSet.__init__", "locust.user.task.TaskSet._task_queue"),
-        private_names=(),
-        why="every TaskSet (each user's DefaultTaskSet) queues its scheduled tasks in a deque, whose first 64-slot "
-        "block is ~0.7 KiB per user for a queue of one task or none; it is a list with appendleft/popleft instead "
-        "(Locust only appends, appends left, pops left and tests it for emptiness)",
-        upstream="locust: PR making TaskSet._task_queue a list (or creating the deque on first schedule)",
-    ),
-    Patch(
         name="locust-stop-waiting-user",
         dependency="locust",
         kind=Kind.REPLACES,

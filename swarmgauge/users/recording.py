@@ -25,7 +25,6 @@ from swarmgauge.core.intended import set_intended_start
 from swarmgauge.core.locust_compat import (
     default_stop_timeout,
     mark_stop_timeout_unset,
-    small_task_queues,
     stop_waiting_users_between_tasks,
 )
 from swarmgauge.errors import SwarmgaugeError, Unfinished
@@ -204,7 +203,6 @@ IN_FLIGHT_GRACE_SECONDS = 5.0
 
 locust_events.init_command_line_parser.add_listener(mark_stop_timeout_unset)
 stop_waiting_users_between_tasks()  # a stop that finds a user waiting must not land in its next request
-small_task_queues()  # ~0.7 KiB less per user: a list where Locust allocates a deque's 64-slot block
 
 
 @locust_events.test_start.add_listener

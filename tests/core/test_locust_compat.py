@@ -5,7 +5,6 @@ import inspect
 
 from locust import argument_parser
 from locust.runners import MasterRunner, Runner, WorkerRunner
-from locust.user.task import DefaultTaskSet, TaskSet
 
 from swarmgauge.core import locust_compat
 
@@ -420,48 +419,3 @@ def test_a_waiting_user_stopped_while_its_kill_is_late_starts_no_new_task() -> N
     greenlet.join(timeout=5)
     assert greenlet.dead, "the user ended at wait()'s check with no kill"
     assert len(iterations) == 1
-
-
-def test_a_tasksets_queue_is_a_small_list_that_keeps_locusts_order():
-    """``small_task_queues``: a user's TaskSet takes scheduled tasks in Locust's order, from a queue without a deque's
-    64-slot block (~0.7 KiB per user)."""
-    import sys
-
-    from locust import User, task
-    from locust.env import Environment
-
-    locust_compat.small_task_queues()
-    ran: list[str] = []
-
-    class QueueUser(User):
-        @task
-        def first(self) -> None:
-            ran.append("first")
-
-    def second(taskset) -> None:
-        ran.append("second")
-
-    def third(taskset) -> None:
-        ran.append("third")
-
-    taskset = DefaultTaskSet(QueueUser(Environment()))
-    queue = taskset._task_queue
-    assert isinstance(queue, locust_compat.TaskQueue) and not queue
-    assert sys.getsizeof(queue) < 100  # a deque is 600+ bytes from its creation
-    taskset.schedule_task(second)
-    taskset.schedule_task(third, first=True)
-    taskset.execute_next_task()
-    taskset.execute_next_task()
-    assert ran == ["third", "second"] and not queue
-
-
-def test_locust_uses_a_tasksets_queue_only_as_the_small_list_allows():
-    """When this fails Locust calls something else on ``_task_queue`` (or no longer makes it a deque): check
-    ``small_task_queues`` against the new TaskSet, and drop it if Locust's queue no longer allocates a block."""
-    import re
-
-    uses = set(re.findall(r"self\._task_queue(\.\w+|\)|:| =)", inspect.getsource(TaskSet)))
-    assert uses <= {".append", ".appendleft", ".popleft", ")", ":", " ="}, uses
-    assert "self._task_queue: deque = deque()" in inspect.getsource(
-        getattr(TaskSet.__init__, "__wrapped__", TaskSet.__init__)
-    )
