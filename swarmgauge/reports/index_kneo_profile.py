@@ -100,6 +100,8 @@ def profile_rows(
     shape = shape_of(measured)
     page_shape = shape_of({users: (figures[0], figures[1]) for users, figures in page.items()})
     p95, rss = p95_by_step(run, str(rows.iloc[0]["request_type"])), service_rss_by_step(run)
+    cpu = service_cpu_by_step(run)
+    anchor_step = next((int(r["step"]) for _, r in rows.iterrows() if int(r["users"]) == 1), None)
     page_p95 = PAGE_P95.get(store_mode, {})
     out = []
     for position, (_, step) in enumerate(rows.iterrows()):
@@ -118,8 +120,50 @@ def profile_rows(
             mine, theirs = shape.get(users, (None, None)), page_shape.get(users, (None, None))
             beside(row, FLAT, mine[0], theirs[0], shown_ratio, tolerance=FLAT_TOLERANCE)
             beside(row, LINEAR, mine[1], theirs[1], shown_ratio, tolerance=LINEAR_TOLERANCE)
+            strays = outside(mine[0], theirs[0], FLAT_TOLERANCE) or outside(mine[1], theirs[1], LINEAR_TOLERANCE)
+            if strays and anchor_step is not None:
+                at_step = (cpu.get(int(step["step"])), float(step["rps"]))
+                row[WHY] = cpu_why(users, at_step, (cpu.get(anchor_step), float(measured[1][0])))
         out.append(row)
     return pd.DataFrame(out)
+
+
+WHY = "why it does not hold"
+#: kneo-serv's one process at or above this share of a core at both steps: its CPU is the ceiling at both
+CPU_CEILING_SHARE = 75.0
+
+
+def outside(mine: Any, theirs: Any, tolerance: float) -> bool:
+    return mine is not None and theirs is not None and theirs > 0 and abs(mine / theirs - 1.0) > tolerance
+
+
+def service_cpu_by_step(run: Path | None) -> dict[int, float]:
+    """kneo-serv's CPU (% of a core, its processes summed) per step: the resource sampler's, as the store rows'."""
+    from swarmgauge.reports.index_kneo_rows import cpu_by_side, read_resources
+
+    return {
+        step: sides["kneo-serv"] for step, sides in cpu_by_side(read_resources(run)).items() if "kneo-serv" in sides
+    }
+
+
+def cpu_why(users: int, at_step: tuple[float | None, float], at_1: tuple[float | None, float]) -> str:
+    """Why a sweep row strays from the page's shape, from kneo-serv's CPU at the step and at concurrency 1: where its
+    one process is near a core at both, runs/s is 1000 / its CPU a run, and that CPU a run is what moved (this
+    machine's, not the store's shape): "machine-bound" with both figures."""
+    (share, rps), (share_1, rps_1) = at_step, at_1
+    if share is None or share_1 is None or rps <= 0 or rps_1 <= 0:
+        return ""
+    cost, cost_1 = share * 10 / rps, share_1 * 10 / rps_1
+    shown = (
+        f"kneo-serv {share:.0f} % of a core, {cost:.1f} ms of CPU a run at {users}; {share_1:.0f} %, "
+        f"{cost_1:.1f} ms at 1"
+    )
+    if min(share, share_1) < CPU_CEILING_SHARE:
+        return shown
+    return (
+        f"machine-bound: {shown}: its one process runs one sync run at a time near a full core at both, so runs/s "
+        f"is 1000 / its CPU a run, which moved {cost / cost_1 - 1:+.0%} between the steps on this machine"
+    )
 
 
 def sweep_note(rows: pd.DataFrame, run: Path | None, store_mode: str) -> str | None:

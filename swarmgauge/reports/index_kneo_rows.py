@@ -211,7 +211,8 @@ def cpu_bound(sides: dict[str, float], processes: int, cores: int) -> str | None
     if service is None:
         return None
     if service / processes > STORE_BOUND_CPU_SHARE:
-        return f"kneo-serv {service / processes:.0f} % of a core in each of {processes} process(es)"
+        each = f"in each of {processes} processes" if processes > 1 else "(1 process)"
+        return f"kneo-serv {service / processes:.0f} % of a core {each}"
     if sum(sides.values()) >= MACHINE_SHARE * 100 * cores:
         return f"every side together {sum(sides.values()):.0f} % of {cores} cores"
     return None
@@ -293,7 +294,7 @@ def serial_note(sqlite: tuple[float, float | None], postgres: tuple[float, float
         text += f". A PostgreSQL run that cost nothing beyond kneo-serv's CPU would give {bound:.2f}x"
         if bound < page_ratio:
             text += f", below the page's {page_ratio:.2f}x: on two shared cores the store cannot set the rate at 1"
-    return text + ". At 8, where concurrent runs share the store, the ratio is graded too."
+    return text + "."
 
 
 def delay_rows(runs: dict[str, Path | None], section: PageSection) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from swarmgauge.reports.index_grades import AMBER, GREEN, NO_RATIO, RED, grade_table
-from swarmgauge.reports.index_kneo_profile import FLAT, LINEAR, profile_rows, rss_note, sweep_note
+from swarmgauge.reports.index_kneo_profile import FLAT, LINEAR, WHY, profile_rows, rss_note, sweep_note
 from swarmgauge.reports.index_pages import KNEO
 
 KNEO_PID = "psutil:pidfile=/tmp/swarmgauge-kneo-x/kneo-serv-0.pid"
@@ -80,3 +80,18 @@ def test_a_rising_sweep_says_what_kneo_serv_s_cpu_did_and_the_rss_note_starts_be
     assert "80 % of a core, 21.1 ms of CPU a run at 1; 88 % of a core, 20.5 ms of CPU a run at 4" in note
     assert sweep_note(sweep([(1, 40.0, 25.0), (4, 41.0, 98.0)]), tmp_path, "sqlite / sync") is None  # flat: no note
     assert "It is 77 MiB before the first run" in (rss_note(tmp_path) or "")
+
+
+def test_a_sweep_row_off_the_pages_shape_says_kneo_serv_s_cpu_and_stays_graded(tmp_path):
+    # the baseline's postgres / sync: one process near a core at both steps, its CPU a run 21 ms at 1 and 26 at 8
+    samples = [(r, r // 3, KNEO_PID, "cpu_percent", 81.0 if r < 3 else 83.0) for r in range(9)]
+    pd.DataFrame(samples, columns=["round", "step", "source", "metric", "value"]).to_csv(
+        tmp_path / "resources.csv", index=False
+    )
+    rows = sweep([(1, 39.0, 25.0), (8, 32.0, 243.0), (16, 39.0, 25.0 * 16 * 1.16)])
+    table = profile_rows(rows, tmp_path, "postgres / sync", KNEO["postgres / sync"])
+    assert grades(rows, tmp_path)[1:] == [AMBER, GREEN]  # the reason is shown; the colour stays the shape's
+    why = table[WHY].fillna("").tolist()
+    assert why[0] == "" and why[2] == ""  # the anchor and a row that holds say nothing
+    assert why[1].startswith("machine-bound: kneo-serv 83 % of a core, 25.9 ms of CPU a run at 8; 81 %, 20.8 ms at 1")
+    assert why[1].endswith("which moved +25% between the steps on this machine")

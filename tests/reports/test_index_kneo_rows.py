@@ -170,8 +170,8 @@ def test_store_ratios_where_kneo_serv_computes_longer_than_it_waits_are_machine_
     assert dict(zip(graded.table["figure"], graded.grades))[at_8] == "no ratio"
     assert rows.loc[at_1, "x"] == "machine-bound" and rows.loc[at_1, "measured"] == "1.00"
     assert rows.loc[at_8, "bound by"].startswith(
-        "machine-bound: SQLite: kneo-serv 85 % of a core in each of 1 process(es); PostgreSQL: kneo-serv 68 % of a "
-        "core in each of 2 process(es)"
+        "machine-bound: SQLite: kneo-serv 85 % of a core (1 process); PostgreSQL: kneo-serv 68 % of a core in each "
+        "of 2 processes"
     )
     assert any(c.text.endswith("(page: 1.54x), machine-bound") for c in section.checks)
 
