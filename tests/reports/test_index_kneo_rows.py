@@ -12,6 +12,7 @@ import pandas as pd
 from swarmgauge.reports.index_figures import PageSection
 from swarmgauge.reports.index_grades import AMBER, GREEN, RED, grade_table
 from swarmgauge.reports.index_kneo_rows import add_kneo_rows, cpu_by_side, side_of
+from swarmgauge.reports.index_kneo_soak import threads_check
 
 KNEO_PID = "psutil:pidfile=/tmp/swarmgauge-kneo-x/kneo-serv-{}.pid"
 PG = "psutil:match=-D /tmp/swarmgauge\\-pg\\-x/data( |$)"
@@ -252,3 +253,37 @@ def test_the_worker_drain_ratio_beside_the_pages_roughly_n_times(tmp_path):
     assert list(drained.table["measured"]) == ["4.4", "15", "3.41x"]
     assert drained.grades[-1] == GREEN  # 3.41 of the page's 4: "roughly" within ±25 %
     assert not any("N worker threads" in row for row, _ in section.not_reproducible)
+
+
+def test_threads_bounded_is_a_ceiling_the_count_does_not_climb_past_not_an_exact_count():
+    # the count moves with the runs in flight (a lease heartbeat each): one more at a sampled instant is no leak
+    steady = pd.Series([17, 28, 31, 26, 27, 25, 28, 27, 26, 32, 25, 27, 26, 25])
+    check = threads_check(steady)
+    assert check.holds and "highest 31 and 32" in check.text
+    leaking = pd.Series([27 + r // 2 for r in range(14)])  # a thread kept every other second: the median climbs
+    assert not threads_check(leaking).holds
+
+
+def test_a_soak_backlog_off_the_pages_says_what_it_was_made_of(tmp_path):
+    soak = tmp_path / "soak"
+    submit = {"step": 0, "request_type": "run submit", "name": "agent:echo.yaml", "users": 16, "requests": 1368}
+    steps(soak, [{**submit, "failures": 0, "rps": 24.0, "p50_ms": 30, "p99_ms": 90, "duration_s": 57}])
+    gauge = "prom:http://x/metrics#kneo_runs_queued"
+    samples = [(r, 0, gauge, "kneo_runs_queued", 15.0 if r == 17 else 1.0, float(r)) for r in range(62)]
+    samples += [(r, 0, gauge, "kneo_runs_running", 0.0 if r == 17 else 2.0, float(r)) for r in range(62)]
+    frame = pd.DataFrame(samples, columns=["round", "step", "source", "metric", "value", "elapsed_s"])
+    frame.to_csv(soak / "resources.csv", index=False)
+    drain = {"runs": 1368, "unfinished": 0, "runs_per_s": 24.0, "batch": 4000, "dispatched": 1368}
+    (soak / "kneo.json").write_text(json.dumps({"mismatches": 0, "queue_drain": drain}))
+    options = {"kneo_embedded_idle_poll": 1.0, "sample_interval": 1.0}
+    (soak / "run.json").write_text(json.dumps({"options": options}))
+    section = PageSection()
+    add_kneo_rows(section, {"soak": soak})
+    soaked = grade_table(table(section, "Sustained-load soak"))
+    row = soaked.table.set_index("figure").loc["peak backlog in seconds of arrivals (peak queued ÷ runs/s)"]
+    assert row["measured"] == "0.62 s" and row["row"].endswith("amber")  # 0.46 of the page's 1.34 s stays amber
+    assert row["why it does not hold"].startswith(
+        "15 runs queued at the peak sample with 0 running (every worker asleep in its idle poll), one of 62 samples "
+        "read every 1 s"
+    )
+    assert "one 1 s poll of arrivals is 24 runs here, 44 on the page" in row["why it does not hold"]
