@@ -148,8 +148,8 @@ def service_cpu_by_step(run: Path | None) -> dict[int, float]:
 
 def cpu_why(users: int, at_step: tuple[float | None, float], at_1: tuple[float | None, float]) -> str:
     """Why a sweep row strays from the page's shape, from kneo-serv's CPU at the step and at concurrency 1: where its
-    one process is near a core at both, runs/s is 1000 / its CPU a run, and that CPU a run is what moved (this
-    machine's, not the store's shape): "machine-bound" with both figures."""
+    one process is near a core at both, runs/s is its share of a core over its CPU a run, and those are what moved
+    (this machine's, not the store's shape): "machine-bound" with both figures."""
     (share, rps), (share_1, rps_1) = at_step, at_1
     if share is None or share_1 is None or rps <= 0 or rps_1 <= 0:
         return ""
@@ -161,8 +161,9 @@ def cpu_why(users: int, at_step: tuple[float | None, float], at_1: tuple[float |
     if min(share, share_1) < CPU_CEILING_SHARE:
         return shown
     return (
-        f"machine-bound: {shown}: its one process runs one sync run at a time near a full core at both, so runs/s "
-        f"is 1000 / its CPU a run, which moved {cost / cost_1 - 1:+.0%} between the steps on this machine"
+        f"machine-bound: {shown}: its one process runs one sync run at a time near a full core at both, so runs/s is "
+        f"its share of a core over its CPU a run; between the steps the share moved {share / share_1 - 1:+.0%} and "
+        f"the CPU a run {cost / cost_1 - 1:+.0%}, both this machine's, not the store's shape"
     )
 
 

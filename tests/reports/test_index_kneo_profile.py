@@ -102,7 +102,7 @@ def test_a_sweep_row_off_the_pages_shape_says_kneo_serv_s_cpu_and_stays_graded(t
     why = table[WHY].fillna("").tolist()
     assert why[0] == "" and why[2] == ""  # the anchor and a row that holds say nothing
     assert why[1].startswith("machine-bound: kneo-serv 83 % of a core, 25.9 ms of CPU a run at 8; 81 %, 20.8 ms at 1")
-    assert why[1].endswith("which moved +25% between the steps on this machine")
+    assert why[1].endswith("the share moved +2% and the CPU a run +25%, both this machine's, not the store's shape")
 
 
 def rss_run(folder: Path, peaks: list[float], before: float) -> Path:
