@@ -85,21 +85,37 @@ def soak_rows(runs: dict[str, Path | None], section: PageSection) -> None:
         ),
         figure("errors", int(steps[steps["name"] == "Aggregated"]["failures"].sum()), 0, str, tolerance=0.0),
     ]
-    peak = float(backlog.max()) if not backlog.empty else None
+    sampled = float(backlog.max()) if not backlog.empty else None
+    exact = drain.get("peak_queued")
+    options = (run_json(runs, "soak", "run.json") or {}).get("options") or {}
+    interval = options.get("sample_interval")
+    every = f", read every {float(interval):g} s" if interval else ""
     rows.append(
         {
-            "figure": "peak queued (kneo_runs_queued)",
-            "measured": rate(peak),
+            "figure": f"peak queued (kneo_runs_queued{every})",
+            "measured": rate(sampled),
             "page": "59",
-            "÷ page": times(peak, SOAK_PAGE["peak_queued"]),
+            "÷ page": times(sampled, SOAK_PAGE["peak_queued"]),
         }
     )
+    if exact is not None:
+        rows.append(
+            {
+                "figure": "peak queued (from the store: saved, not yet started, at every instant)",
+                "measured": rate(exact),
+                "page": "59",
+                "÷ page": times(exact, SOAK_PAGE["peak_queued"]),
+            }
+        )
+    peak = float(exact) if exact is not None else sampled
     if peak is not None and runs_per_s:
         # the backlog in seconds of arrivals, which the machine's speed does not set: idle workers sleep one poll
         # (1 s, kneo-serv's default) and nothing wakes them on dispatch. The page has one soak and no scatter of it:
-        # ±50 % is half to one and a half of its 1.34 s, the poll's phase against the arrivals
+        # ±50 % is half to one and a half of its 1.34 s, the poll's phase against the arrivals. The store's peak is
+        # every instant's; the gauge's, only where the sampler read it (the page's hour read it ~60x as often)
+        source = "the store's" if exact is not None else "the gauge's"
         row = figure(
-            "peak backlog in seconds of arrivals (peak queued ÷ runs/s)",
+            f"peak backlog in seconds of arrivals ({source} peak queued ÷ runs/s)",
             peak / float(runs_per_s),
             SOAK_PAGE["peak_queued"] / SOAK_PAGE["runs_per_s"],
             lambda v: f"{float(v):.2f} s",
@@ -107,8 +123,12 @@ def soak_rows(runs: dict[str, Path | None], section: PageSection) -> None:
         )
         page_backlog = SOAK_PAGE["peak_queued"] / SOAK_PAGE["runs_per_s"]
         if abs(peak / float(runs_per_s) / page_backlog - 1.0) > BACKLOG_TOLERANCE:
-            options = (run_json(runs, "soak", "run.json") or {}).get("options") or {}
-            row[WHY] = backlog_why(backlog, gauge_series(resources, "kneo_runs_running"), float(runs_per_s), options)
+            running = gauge_series(resources, "kneo_runs_running")
+            row[WHY] = (
+                store_backlog_why(int(peak), float(runs_per_s), options)
+                if exact is not None
+                else backlog_why(backlog, running, float(runs_per_s), options)
+            )
         rows.append(row)
     left = drain.get("unfinished") if drain else (backlog.iloc[-1] if not backlog.empty else None)
     rows.append(figure("runs left queued after the drain", left, 0, rate, tolerance=0.0))
@@ -176,6 +196,21 @@ def threads_check(threads: pd.Series) -> Check:
     )
 
 
+def poll_text(runs_per_s: float, poll: Any) -> str:
+    return (
+        f"one {float(poll):g} s idle poll of arrivals is {float(poll) * runs_per_s:.0f} runs here, "
+        f"{float(poll) * SOAK_PAGE['runs_per_s']:.0f} on the page, whose peak ({SOAK_PAGE['peak_queued']:.0f}) is "
+        "past one poll"
+    )
+
+
+def store_backlog_why(peak: int, runs_per_s: float, options: dict[str, Any]) -> str:
+    """The store's peak against one idle poll's arrivals: the most a backlog of workers all asleep together holds."""
+    poll = options.get("kneo_embedded_idle_poll")
+    text = f"at most {peak} runs queued at any instant of this soak ({peak / runs_per_s:.2f} s of arrivals)"
+    return text + (f"; {poll_text(runs_per_s, poll)}" if poll else "")
+
+
 def backlog_why(queued: pd.Series, running: pd.Series, runs_per_s: float, options: dict[str, Any]) -> str:
     """What the soak's backlog was made of, at its peak sample: kneo-serv's workers claim whenever one is free and
     sleep one idle poll when they find the queue empty, so runs queued with none running arrived while every worker
@@ -191,11 +226,7 @@ def backlog_why(queued: pd.Series, running: pd.Series, runs_per_s: float, option
     if interval:
         text += f" read every {float(interval):g} s at a random phase of the poll's sawtooth"
     if poll:
-        text += (
-            f"; one {float(poll):g} s poll of arrivals is {float(poll) * runs_per_s:.0f} runs here, "
-            f"{float(poll) * SOAK_PAGE['runs_per_s']:.0f} on the page, whose peak ({SOAK_PAGE['peak_queued']:.0f}) is "
-            "past one poll"
-        )
+        text += f"; {poll_text(runs_per_s, poll)}"
     hours = SOAK_PAGE_S / max(1.0, float(interval or 1.0) * len(queued))
     return (
         text

@@ -212,7 +212,7 @@ def test_the_provider_delay_and_the_soak_rows(tmp_path):
     by_figure = dict(zip(soaked["figure"], soaked["measured"]))
     assert by_figure["peak queued (kneo_runs_queued)"] == "24" and by_figure["runs left queued after the drain"] == "0"
     # the backlog in seconds of arrivals is graded, not the count (which the arrival rate sets)
-    assert by_figure["peak backlog in seconds of arrivals (peak queued ÷ runs/s)"] == "1.20 s"
+    assert by_figure["peak backlog in seconds of arrivals (the gauge's peak queued ÷ runs/s)"] == "1.20 s"
     assert by_figure["RSS first (before the first run) to last"] == "80.0 to 82.3 MiB"
     warm = next(f for f in by_figure if f.startswith("RSS after the 3 s warm-up"))
     assert warm.startswith("RSS after the 3 s warm-up to last (82.0 to 82.3 MiB)")  # the 80 MiB sample is before it
@@ -280,10 +280,31 @@ def test_a_soak_backlog_off_the_pages_says_what_it_was_made_of(tmp_path):
     section = PageSection()
     add_kneo_rows(section, {"soak": soak})
     soaked = grade_table(table(section, "Sustained-load soak"))
-    row = soaked.table.set_index("figure").loc["peak backlog in seconds of arrivals (peak queued ÷ runs/s)"]
+    row = soaked.table.set_index("figure").loc["peak backlog in seconds of arrivals (the gauge's peak queued ÷ runs/s)"]
     assert row["measured"] == "0.62 s" and row["row"].endswith("amber")  # 0.46 of the page's 1.34 s stays amber
     assert row["why it does not hold"].startswith(
         "15 runs queued at the peak sample with 0 running (every worker asleep in its idle poll), one of 62 samples "
         "read every 1 s"
     )
-    assert "one 1 s poll of arrivals is 24 runs here, 44 on the page" in row["why it does not hold"]
+    assert "one 1 s idle poll of arrivals is 24 runs here, 44 on the page" in row["why it does not hold"]
+
+
+def test_the_soak_backlog_is_the_stores_peak_when_the_store_kept_start_stamps(tmp_path):
+    soak = tmp_path / "soak"
+    submit = {"step": 0, "request_type": "run submit", "name": "agent:echo.yaml", "users": 16, "requests": 1368}
+    steps(soak, [{**submit, "failures": 0, "rps": 24.0, "p50_ms": 30, "p99_ms": 90, "duration_s": 57}])
+    gauge = "prom:http://x/metrics#kneo_runs_queued"
+    samples = [(r, 0, gauge, "kneo_runs_queued", 15.0 if r == 17 else 1.0, float(r)) for r in range(62)]
+    frame = pd.DataFrame(samples, columns=["round", "step", "source", "metric", "value", "elapsed_s"])
+    frame.to_csv(soak / "resources.csv", index=False)
+    drain = {"runs": 1368, "unfinished": 0, "runs_per_s": 24.0, "peak_queued": 23, "batch": 4000}
+    (soak / "kneo.json").write_text(json.dumps({"mismatches": 0, "queue_drain": drain}))
+    (soak / "run.json").write_text(json.dumps({"options": {"kneo_embedded_idle_poll": 1.0, "sample_interval": 1.0}}))
+    section = PageSection()
+    add_kneo_rows(section, {"soak": soak})
+    soaked = grade_table(table(section, "Sustained-load soak"))
+    shown = soaked.table.set_index("figure")
+    assert shown.loc["peak queued (kneo_runs_queued, read every 1 s)", "measured"] == "15"  # the sampler's
+    assert shown.loc["peak queued (from the store: saved, not yet started, at every instant)", "measured"] == "23"
+    row = shown.loc["peak backlog in seconds of arrivals (the store's peak queued ÷ runs/s)"]
+    assert row["measured"] == "0.96 s" and row["row"].endswith("green")  # 0.72 of the page's 1.34 s
