@@ -128,7 +128,18 @@ def test_peak_rss_is_graded_by_the_pages_flat_shape_and_its_growth_over_idle_is_
     table = rss_shape_rows(runs, ("sqlite-sync", "postgres-sync", "postgres-queue"))
     graded = grade_table(table)
     assert graded.grades == [GREEN, NO_RATIO]
-    assert table["figure"].iloc[0] == "Peak RSS highest ÷ lowest over 5 shapes (81 to 84 MiB)"  # not PostgreSQL's
+    assert table["figure"].iloc[0] == "Peak RSS spread over 5 shapes, highest ÷ lowest - 1 (81 to 84 MiB)"
+    assert table["measured"].iloc[0] == "3.7 %" and table["page"].iloc[0] == "3.6 %"  # not PostgreSQL's 140 MiB
     assert table["measured"].iloc[1] == "+7 MiB"  # 84 over the 77 before the first run
     growing = {"sqlite-sync": rss_run(tmp_path / "c", [81.0, 84.0, 88.0, 92.0], 77.0)}
-    assert grade_table(rss_shape_rows(growing, ("sqlite-sync",))).grades[0] == RED  # 1.136 against 1.036: not flat
+    assert (
+        grade_table(rss_shape_rows(growing, ("sqlite-sync",))).grades[0] == RED
+    )  # 13.6 %: past twice the page's 5.4 %
+
+
+def test_a_peak_rss_spread_within_the_pages_own_words_is_flat_and_past_them_is_not(tmp_path):
+    # the page's table spreads 3.6 % (56-58 MiB), its text calls ~56-59 MiB flat (5.4 %)
+    within = {"sqlite-sync": rss_run(tmp_path / "a", [79.0, 80.0, 81.0, 83.0], 78.0)}  # 5.1 %, a loaded run's
+    assert grade_table(rss_shape_rows(within, ("sqlite-sync",))).grades[0] == GREEN
+    past = {"sqlite-sync": rss_run(tmp_path / "b", [79.0, 80.0, 81.0, 85.0], 78.0)}  # 7.6 %
+    assert grade_table(rss_shape_rows(past, ("sqlite-sync",))).grades[0] == AMBER
