@@ -21,6 +21,7 @@ from swarmgauge.reports.index_figures import (
     figure,
     ms,
     rate,
+    read_json,
     read_steps,
     run_json,
     times,
@@ -205,7 +206,8 @@ def store_rows(runs: dict[str, Path | None], section: PageSection, cores: int | 
             rows.append(row)
     if not rows:
         return
-    rows += _store_ratios(found, sides_of, section, cores)
+    loads = {workload: load_average_of(runs.get(workload)) for _, _, workload in variants}
+    rows += _store_ratios(found, sides_of, section, cores, loads)
     section.tables.append(("PostgreSQL against SQLite where the store is the ceiling (fsync on)", pd.DataFrame(rows)))
 
 
@@ -213,15 +215,40 @@ def processes_of(workload: str) -> int:
     return 2 if workload == "postgres-x2-sync" else 1
 
 
-def cpu_bound(sides: dict[str, float], processes: int, cores: int) -> str | None:
-    """Why a store row measured the CPU and not the store (None when the store can be the bottleneck there): each
-    kneo-serv process above ``STORE_BOUND_CPU_SHARE`` of a core, or every side together filling the machine."""
+def load_average_of(run: Path | None) -> float | None:
+    """The load average ``swarmgauge demo`` recorded as this run's workload ended (``demo.json``, a few folders up),
+    None outside a demo."""
+    if run is None:
+        return None
+    for folder in list(run.parents)[:4]:
+        manifest = read_json(folder / "demo.json")
+        if not isinstance(manifest, dict):
+            continue
+        for page in manifest.get("pages") or []:
+            for workload in page.get("workloads") or []:
+                found = workload.get("run_folder")
+                if found and (folder / found).resolve() == run.resolve():
+                    return workload.get("load_avg")
+        return None
+    return None
+
+
+def cpu_bound(sides: dict[str, float], processes: int, cores: int, load: float | None = None) -> str | None:
+    """Why a store row measured the CPU and not the store (None when the store can be the bottleneck there): others
+    filling the cores (the load average less our own sides: a process waiting for a core is off its CPU too, and
+    would pass for one waiting on its store), each kneo-serv process above ``STORE_BOUND_CPU_SHARE`` of a core, or
+    every side together filling the machine."""
     service = sides.get("kneo-serv")
     if service is None:
         return None
+    if load is not None and load - sum(sides.values()) / 100 >= cores:
+        return (
+            f"others filled the machine (load average {load:.1f} on {cores} cores), and a run waiting for a core "
+            "looks like one waiting on its store"
+        )
     if service / processes > STORE_BOUND_CPU_SHARE:
         each = f"in each of {processes} processes" if processes > 1 else "(1 process)"
-        return f"kneo-serv {service / processes:.0f} % of a core {each}"
+        return f"kneo-serv {service / processes:.0f} % of a core {each}, a run computing longer than it waits"
     if sum(sides.values()) >= MACHINE_SHARE * 100 * cores:
         return f"every side together {sum(sides.values()):.0f} % of {cores} cores"
     return None
@@ -232,12 +259,14 @@ def _store_ratios(
     sides_of: dict[tuple[str, int], dict[str, float]],
     section: PageSection,
     cores: int | None = None,
+    loads: dict[str, float | None] | None = None,
 ) -> list[dict]:
     """PostgreSQL / SQLite at 1 and at 8 (the best PostgreSQL of one or two processes) beside the page's ratio; the
     tolerance is the page's own scatter of that ratio (1.49 at 16 to 1.55 at 1), carried by both ratios. Where either
     side's kneo-serv computed longer than it waited (``cpu_bound``), the ratio is this machine's CPU, not the stores':
     the row is shown "machine-bound" with each side's CPU, and not graded."""
     cores = cores or os.cpu_count() or 1
+    loads = loads or {}
     rows = []
     for users in (1, 8):
         sqlite = found.get(("sqlite-sync", users))
@@ -261,13 +290,13 @@ def _store_ratios(
                 ("SQLite", ("sqlite-sync", users), 1),
                 ("PostgreSQL", (workload, users), processes_of(workload)),
             )
-            if (why := cpu_bound(sides_of.get(key, {}), processes, cores))
+            if (why := cpu_bound(sides_of.get(key, {}), processes, cores, loads.get(key[0])))
         ]
         if bounds:
             row["x"] = MACHINE_BOUND  # shown, not graded: the index grades a ratio only
             row[BOUND_BY] = (
-                f"{MACHINE_BOUND}: {'; '.join(f'{name}: {why}' for name, why in bounds)}: a run computes longer "
-                "than it waits on its store, so the ratio is kneo-serv's CPU on this machine, not the stores'"
+                f"{MACHINE_BOUND}: {'; '.join(f'{name}: {why}' for name, why in bounds)}: the ratio is this "
+                "machine's, not the stores'"
             )
         rows.append(row)
         section.checks.append(

@@ -171,8 +171,8 @@ def test_store_ratios_where_kneo_serv_computes_longer_than_it_waits_are_machine_
     assert dict(zip(graded.table["figure"], graded.grades))[at_8] == "no ratio"
     assert rows.loc[at_1, "x"] == "machine-bound" and rows.loc[at_1, "measured"] == "1.00"
     assert rows.loc[at_8, "bound by"].startswith(
-        "machine-bound: SQLite: kneo-serv 85 % of a core (1 process); PostgreSQL: kneo-serv 68 % of a core in each "
-        "of 2 processes"
+        "machine-bound: SQLite: kneo-serv 85 % of a core (1 process), a run computing longer than it waits; "
+        "PostgreSQL: kneo-serv 68 % of a core in each of 2 processes"
     )
     assert any(c.text.endswith("(page: 1.54x), machine-bound") for c in section.checks)
 
@@ -308,3 +308,25 @@ def test_the_soak_backlog_is_the_stores_peak_when_the_store_kept_start_stamps(tm
     assert shown.loc["peak queued (from the store: saved, not yet started, at every instant)", "measured"] == "23"
     row = shown.loc["peak backlog in seconds of arrivals (the store's peak queued ÷ runs/s)"]
     assert row["measured"] == "0.96 s" and row["row"].endswith("green")  # 0.72 of the page's 1.34 s
+
+
+def test_a_store_ratio_measured_while_others_filled_the_machine_is_machine_bound(tmp_path):
+    # kneo-serv far below a core looks store-bound, but at load 8 on 2 cores it was waiting for a core
+    demo = tmp_path / "demo"
+    runs = store_runs(demo / "kneo", {"sqlite-sync": 13.0, "postgres-sync": 24.0, "postgres-x2-sync": 38.0})
+    for name, run in list(runs.items()):
+        folder = run / "20261205T113920Z"
+        folder.mkdir()
+        for item in run.iterdir():
+            if item.is_file():
+                item.rename(folder / item.name)
+        runs[name] = folder
+    loads = {"sqlite-sync": 8.2, "postgres-sync": 8.7, "postgres-x2-sync": 5.9}
+    workloads = [{"name": n, "run_folder": f"kneo/{n}/20261205T113920Z", "load_avg": v} for n, v in loads.items()]
+    (demo / "demo.json").write_text(json.dumps({"pages": [{"name": "kneo", "workloads": workloads}]}))
+    section = PageSection()
+    add_kneo_rows(section, runs, cores=2)
+    shown = table(section, "PostgreSQL against SQLite").set_index("figure")
+    row = shown.loc["PostgreSQL ÷ SQLite runs/s at 1 (1 service process)"]
+    assert row["x"] == "machine-bound"
+    assert row["bound by"].startswith("machine-bound: SQLite: others filled the machine (load average 8.2 on 2 cores)")
