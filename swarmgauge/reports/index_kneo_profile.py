@@ -11,6 +11,7 @@ each sweep's anchor: both figures are 1 by definition there, so it has no ratio 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -100,7 +101,7 @@ def profile_rows(
     shape = shape_of(measured)
     page_shape = shape_of({users: (figures[0], figures[1]) for users, figures in page.items()})
     p95, rss = p95_by_step(run, str(rows.iloc[0]["request_type"])), service_rss_by_step(run)
-    cpu = service_cpu_by_step(run)
+    cpu, load = service_cpu_by_step(run), load_average(run)
     anchor_step = next((int(r["step"]) for _, r in rows.iterrows() if int(r["users"]) == 1), None)
     page_p95 = PAGE_P95.get(store_mode, {})
     out = []
@@ -123,7 +124,7 @@ def profile_rows(
             strays = outside(mine[0], theirs[0], FLAT_TOLERANCE) or outside(mine[1], theirs[1], LINEAR_TOLERANCE)
             if strays and anchor_step is not None:
                 at_step = (cpu.get(int(step["step"])), float(step["rps"]))
-                row[WHY] = cpu_why(users, at_step, (cpu.get(anchor_step), float(measured[1][0])))
+                row[WHY] = cpu_why(users, at_step, (cpu.get(anchor_step), float(measured[1][0])), load)
         out.append(row)
     return pd.DataFrame(out)
 
@@ -146,7 +147,19 @@ def service_cpu_by_step(run: Path | None) -> dict[int, float]:
     }
 
 
-def cpu_why(users: int, at_step: tuple[float | None, float], at_1: tuple[float | None, float]) -> str:
+def load_average(run: Path | None) -> float | None:
+    from swarmgauge.reports.index_kneo_rows import load_average_of
+
+    return load_average_of(run)
+
+
+def cpu_why(
+    users: int,
+    at_step: tuple[float | None, float],
+    at_1: tuple[float | None, float],
+    load: float | None = None,
+    cores: int | None = None,
+) -> str:
     """Why a sweep row strays from the page's shape, from kneo-serv's CPU at the step and at concurrency 1: where its
     one process is near a core at both, runs/s is its share of a core over its CPU a run, and those are what moved
     (this machine's, not the store's shape): "machine-bound" with both figures."""
@@ -158,6 +171,9 @@ def cpu_why(users: int, at_step: tuple[float | None, float], at_1: tuple[float |
         f"kneo-serv {share:.0f} % of a core, {cost:.1f} ms of CPU a run at {users}; {share_1:.0f} %, "
         f"{cost_1:.1f} ms at 1"
     )
+    cores = cores or os.cpu_count() or 1
+    if load is not None and load - max(share, share_1) / 100 >= cores:
+        return f"machine-bound: others filled the machine (load average {load:.1f} on {cores} cores): {shown}"
     if min(share, share_1) < CPU_CEILING_SHARE:
         return shown
     return (

@@ -13,6 +13,7 @@ from swarmgauge.reports.index_kneo_profile import (
     FLAT,
     LINEAR,
     WHY,
+    cpu_why,
     profile_rows,
     rss_note,
     rss_shape_rows,
@@ -143,3 +144,9 @@ def test_a_peak_rss_spread_within_the_pages_own_words_is_flat_and_past_them_is_n
     assert grade_table(rss_shape_rows(within, ("sqlite-sync",))).grades[0] == GREEN
     past = {"sqlite-sync": rss_run(tmp_path / "b", [79.0, 80.0, 81.0, 85.0], 78.0)}  # 7.6 %
     assert grade_table(rss_shape_rows(past, ("sqlite-sync",))).grades[0] == AMBER
+
+
+def test_a_sweep_row_measured_while_others_filled_the_machine_says_so():
+    why = cpu_why(8, (12.0, 4.1), (13.0, 4.7), load=8.2, cores=2)
+    assert why.startswith("machine-bound: others filled the machine (load average 8.2 on 2 cores): kneo-serv 12 %")
+    assert not cpu_why(8, (12.0, 4.1), (13.0, 4.7), load=0.9, cores=2).startswith("machine-bound")
