@@ -255,13 +255,15 @@ def test_the_worker_drain_ratio_beside_the_pages_roughly_n_times(tmp_path):
     assert not any("N worker threads" in row for row, _ in section.not_reproducible)
 
 
-def test_threads_bounded_is_a_ceiling_the_count_does_not_climb_past_not_an_exact_count():
-    # the count moves with the runs in flight (a lease heartbeat each): one more at a sampled instant is no leak
-    steady = pd.Series([17, 28, 31, 26, 27, 25, 28, 27, 26, 32, 25, 27, 26, 25])
-    check = threads_check(steady)
-    assert check.holds and "highest 31 and 32" in check.text
-    leaking = pd.Series([27 + r // 2 for r in range(14)])  # a thread kept every other second: the median climbs
-    assert not threads_check(leaking).holds
+def test_threads_bounded_is_a_ceiling_the_count_falls_back_under_not_an_exact_count():
+    # a loaded run's soak: more runs in flight in its second half lift every sample, then the count falls back
+    threads = pd.Series([19, 24, 28, 29, 28, 33, 37, 42, 45, 41, 35, 33, 28, 27, 28])
+    running = pd.Series([0, 1, 1, 2, 1, 3, 7, 8, 12, 10, 4, 2, 0, 0, 1])
+    warm = pd.Series([r >= 3 for r in range(15)])
+    check = threads_check(threads, running, warm)
+    assert check.holds and "highest 45" in check.text and "30 after the warm-up and 27 at the end" in check.text
+    leaking = threads + pd.Series([r // 2 for r in range(15)])  # a thread kept every other second: the floor climbs
+    assert not threads_check(leaking, running, warm).holds
 
 
 def test_a_soak_backlog_off_the_pages_says_what_it_was_made_of(tmp_path):
