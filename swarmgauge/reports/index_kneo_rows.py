@@ -306,7 +306,9 @@ def _store_ratios(
                 f"{ratio:.2f}x (page: {page:.2f}x){f', {MACHINE_BOUND}' if bounds else ''}",
             )
         )
-        if users == 1 and sqlite[1] is not None and ratio < page * (1 - STORE_RATIO_TOLERANCE):
+        # the serial note reads a run as kneo-serv's CPU plus its waits: not where others held the cores
+        crowded = any(why.startswith("others") for _, why in bounds)
+        if users == 1 and sqlite[1] is not None and ratio < page * (1 - STORE_RATIO_TOLERANCE) and not crowded:
             section.notes.append(serial_note(sqlite, found.get(("postgres-sync", 1))))
     return rows
 

@@ -332,3 +332,4 @@ def test_a_store_ratio_measured_while_others_filled_the_machine_is_machine_bound
     row = shown.loc["PostgreSQL ÷ SQLite runs/s at 1 (1 service process)"]
     assert row["x"] == "machine-bound"
     assert row["bound by"].startswith("machine-bound: SQLite: others filled the machine (load average 8.2 on 2 cores)")
+    assert not any(note.startswith("PostgreSQL ÷ SQLite at 1 does not hold here") for note in section.notes)
