@@ -11,13 +11,14 @@ each sweep's anchor: both figures are 1 by definition there, so it has no ratio 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from swarmgauge.reports.index_figures import MIB, beside, ms, rate, times
+from swarmgauge.reports.index_figures import MIB, beside, figure, ms, rate, times
 
 #: how far a sweep's runs/s against its concurrency-1 row may stray from the page's and be flat: the page calls a
 #: 5 % drift flat (PostgreSQL 79 at 1 to 75 at 32), and a ratio of two such figures carries that drift twice
@@ -100,6 +101,8 @@ def profile_rows(
     shape = shape_of(measured)
     page_shape = shape_of({users: (figures[0], figures[1]) for users, figures in page.items()})
     p95, rss = p95_by_step(run, str(rows.iloc[0]["request_type"])), service_rss_by_step(run)
+    cpu, load = service_cpu_by_step(run), load_average(run)
+    anchor_step = next((int(r["step"]) for _, r in rows.iterrows() if int(r["users"]) == 1), None)
     page_p95 = PAGE_P95.get(store_mode, {})
     out = []
     for position, (_, step) in enumerate(rows.iterrows()):
@@ -118,8 +121,66 @@ def profile_rows(
             mine, theirs = shape.get(users, (None, None)), page_shape.get(users, (None, None))
             beside(row, FLAT, mine[0], theirs[0], shown_ratio, tolerance=FLAT_TOLERANCE)
             beside(row, LINEAR, mine[1], theirs[1], shown_ratio, tolerance=LINEAR_TOLERANCE)
+            strays = outside(mine[0], theirs[0], FLAT_TOLERANCE) or outside(mine[1], theirs[1], LINEAR_TOLERANCE)
+            if strays and anchor_step is not None:
+                at_step = (cpu.get(int(step["step"])), float(step["rps"]))
+                row[WHY] = cpu_why(users, at_step, (cpu.get(anchor_step), float(measured[1][0])), load)
         out.append(row)
     return pd.DataFrame(out)
+
+
+WHY = "why it does not hold"
+#: kneo-serv's one process at or above this share of a core at both steps: its CPU is the ceiling at both
+CPU_CEILING_SHARE = 75.0
+
+
+def outside(mine: Any, theirs: Any, tolerance: float) -> bool:
+    return mine is not None and theirs is not None and theirs > 0 and abs(mine / theirs - 1.0) > tolerance
+
+
+def service_cpu_by_step(run: Path | None) -> dict[int, float]:
+    """kneo-serv's CPU (% of a core, its processes summed) per step: the resource sampler's, as the store rows'."""
+    from swarmgauge.reports.index_kneo_rows import cpu_by_side, read_resources
+
+    return {
+        step: sides["kneo-serv"] for step, sides in cpu_by_side(read_resources(run)).items() if "kneo-serv" in sides
+    }
+
+
+def load_average(run: Path | None) -> float | None:
+    from swarmgauge.reports.index_kneo_rows import load_average_of
+
+    return load_average_of(run)
+
+
+def cpu_why(
+    users: int,
+    at_step: tuple[float | None, float],
+    at_1: tuple[float | None, float],
+    load: float | None = None,
+    cores: int | None = None,
+) -> str:
+    """Why a sweep row strays from the page's shape, from kneo-serv's CPU at the step and at concurrency 1: where its
+    one process is near a core at both, runs/s is its share of a core over its CPU a run, and those are what moved
+    (this machine's, not the store's shape): "machine-bound" with both figures."""
+    (share, rps), (share_1, rps_1) = at_step, at_1
+    if share is None or share_1 is None or rps <= 0 or rps_1 <= 0:
+        return ""
+    cost, cost_1 = share * 10 / rps, share_1 * 10 / rps_1
+    shown = (
+        f"kneo-serv {share:.0f} % of a core, {cost:.1f} ms of CPU a run at {users}; {share_1:.0f} %, "
+        f"{cost_1:.1f} ms at 1"
+    )
+    cores = cores or os.cpu_count() or 1
+    if load is not None and load - max(share, share_1) / 100 >= cores:
+        return f"machine-bound: others filled the machine (load average {load:.1f} on {cores} cores): {shown}"
+    if min(share, share_1) < CPU_CEILING_SHARE:
+        return shown
+    return (
+        f"machine-bound: {shown}: its one process runs one sync run at a time near a full core at both, so runs/s is "
+        f"its share of a core over its CPU a run; between the steps the share moved {share / share_1 - 1:+.0%} and "
+        f"the CPU a run {cost / cost_1 - 1:+.0%}, both this machine's, not the store's shape"
+    )
 
 
 def sweep_note(rows: pd.DataFrame, run: Path | None, store_mode: str) -> str | None:
@@ -153,9 +214,70 @@ def sweep_note(rows: pd.DataFrame, run: Path | None, store_mode: str) -> str | N
     return text + "."
 
 
-#: imports alone, measured once in kneo-serv 1.2.0's venv (CPython 3.12.1, psycopg 3.3.9 with its binary libpq,
-#: FastAPI 0.140.0, uvicorn 0.55.0), ru_maxrss after each import: the page's harness path and the served app
-IMPORT_RSS_MIB = {"platform": 53, "service": 66}
+#: ru_maxrss (MiB) after each import, measured once in kneo-serv 1.2.0's venv (CPython 3.12.1, psycopg 3.3.9 with its
+#: binary libpq, FastAPI 0.140.0, uvicorn 0.55.0), in this order: what the process holds before it serves anything
+IMPORT_RSS_MIB = {
+    "the bare interpreter": 9,
+    "the stdlib it uses": 21,
+    "psycopg and libpq": 35,
+    "pydantic and kneo-agent": 42,
+    "the platform with both stores (the page's harness path)": 54,
+    "FastAPI and uvicorn": 62,
+    "the service app": 67,
+}
+#: the page's Peak RSS column: every shape of its profile between these (MiB), a 3.6 % spread; its text says
+#: "~56–59 MiB across every shape" and calls that flat: a spread of at most 5.4 % (59 / 56) is the page's flat, a
+#: flatter one too; past it amber to twice that, red beyond (``index_grades``' rule for a page's own bound)
+PAGE_RSS_RANGE = (56.0, 58.0)
+PAGE_RSS_FLAT_SPREAD = round((59.0 / 56.0 - 1.0) * 100, 1)
+
+
+def service_rss_series(run: Path | None) -> pd.Series:
+    """kneo-serv's own RSS (MiB) per sampling round, its processes summed, in round order (the first sample is taken
+    before the first run)."""
+    if run is None or not (run / "resources.csv").is_file():
+        return pd.Series(dtype=float)
+    samples = pd.read_csv(run / "resources.csv")
+    service = samples[
+        (samples["metric"] == "rss_bytes") & samples["source"].astype(str).str.contains("kneo-serv-", regex=False)
+    ]
+    return service.groupby("round")["value"].sum().sort_index() / MIB
+
+
+def rss_shape_rows(runs: dict[str, Path | None], workloads: tuple[str, ...]) -> pd.DataFrame:
+    """The page's RSS claim is a shape, "flat (~56–59 MiB) across every shape": kneo-serv's peak per shape (each sync
+    step, the queue batch), their spread beside the page's 58 / 56 (graded against its text's 59 / 56), and the growth
+    under load (peak over the RSS before the first run; the page gives no idle figure, so it has no ratio)."""
+    peaks: list[float] = []
+    first: list[float] = []
+    for workload in workloads:
+        run = runs.get(workload)
+        peaks += list(service_rss_by_step(run).values())
+        series = service_rss_series(run)
+        if not series.empty:
+            first.append(float(series.iloc[0]))
+    if not peaks:
+        return pd.DataFrame()
+    low, high = min(peaks), max(peaks)
+    rows = [
+        figure(
+            f"Peak RSS spread over {len(peaks)} shapes, highest ÷ lowest - 1 ({low:.0f} to {high:.0f} MiB)",
+            (high / low - 1.0) * 100,
+            (PAGE_RSS_RANGE[1] / PAGE_RSS_RANGE[0] - 1.0) * 100,
+            lambda v: f"{float(v):.1f} %",
+            at_most=PAGE_RSS_FLAT_SPREAD,
+        )
+    ]
+    if first:
+        idle = min(first)
+        rows.append(
+            {
+                "figure": f"growth under load: highest peak over the RSS before the first run ({idle:.0f} MiB)",
+                "measured": f"+{high - idle:.0f} MiB",
+                "page": "",
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def rss_note(run: Path | None) -> str | None:
@@ -170,12 +292,13 @@ def rss_note(run: Path | None) -> str | None:
     if service.empty:
         return None
     before, peak = float(service["value"].iloc[0]) / MIB, float(service["value"].max()) / MIB
+    imports = ", ".join(f"{what} {mib} MiB" for what, mib in IMPORT_RSS_MIB.items())
     return (
-        f"Peak RSS is kneo-serv's own process (the PostgreSQL cluster, sampled beside it, is left out). It is "
-        f"{before:.0f} MiB before the first run against the page's 56-58 MiB peak: the page's harness drives "
-        "PlatformManager in-process (CPython 3.12.3), here `kneo service serve` runs the whole HTTP service on "
-        f"CPython 3.12.1. Imports alone in kneo-serv's venv: the platform with both stores and psycopg "
-        f"{IMPORT_RSS_MIB['platform']} MiB, the FastAPI app and uvicorn on top {IMPORT_RSS_MIB['service']} MiB; the "
-        f"rest is the served process's start-up (event loop, worker pool, store connection); its runs added "
-        f"{peak - before:.0f} MiB."
+        f"Peak RSS is kneo-serv's own process (the PostgreSQL cluster, sampled beside it, is left out), and it is the "
+        f"build, not the load: {before:.0f} MiB before the first run against the page's 56-58 MiB peak. The page's "
+        "harness drives PlatformManager in-process (CPython 3.12.3); here `kneo service serve` runs the whole HTTP "
+        f"service (CPython 3.12.1). Imports alone in kneo-serv's venv, each figure with all before it: {imports}; the "
+        "rest is the served process's start-up (event loop, worker pool, store connection). Its runs added "
+        f"{peak - before:.0f} MiB, so the absolute is shown beside the page's, not graded; the page's shape, flat "
+        "across every shape, is graded."
     )

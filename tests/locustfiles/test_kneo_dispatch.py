@@ -244,6 +244,7 @@ def test_a_batch_on_two_processes_drains_and_reports_its_rate_and_queue_wait(kne
     assert drain["runs"] == drain["dispatched"] == drain["batch"] == 24
     assert drain["unfinished"] == 0 and drain["runs_per_s"] > 0
     assert 0 < drain["wait_p50_ms"] <= drain["wait_p95_ms"] <= drain["wait_p99_ms"]
+    assert 1 <= drain["peak_queued"] <= 24  # from the store's stamps: saved, then started by a worker
     assert "kneo queue drain: 24 runs" in proc.stdout
     started = [
         r for r in csv.DictReader(open(resolve(run_dir) / "resources.csv")) if r["metric"] == "kneo_runs_started_total"

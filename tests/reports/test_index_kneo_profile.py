@@ -9,7 +9,16 @@ from pathlib import Path
 import pandas as pd
 
 from swarmgauge.reports.index_grades import AMBER, GREEN, NO_RATIO, RED, grade_table
-from swarmgauge.reports.index_kneo_profile import FLAT, LINEAR, profile_rows, rss_note, sweep_note
+from swarmgauge.reports.index_kneo_profile import (
+    FLAT,
+    LINEAR,
+    WHY,
+    cpu_why,
+    profile_rows,
+    rss_note,
+    rss_shape_rows,
+    sweep_note,
+)
 from swarmgauge.reports.index_pages import KNEO
 
 KNEO_PID = "psutil:pidfile=/tmp/swarmgauge-kneo-x/kneo-serv-0.pid"
@@ -79,4 +88,65 @@ def test_a_rising_sweep_says_what_kneo_serv_s_cpu_did_and_the_rss_note_starts_be
     assert note is not None and note.startswith("sqlite / sync: runs/s rises 13% from concurrency 1 to 4")
     assert "80 % of a core, 21.1 ms of CPU a run at 1; 88 % of a core, 20.5 ms of CPU a run at 4" in note
     assert sweep_note(sweep([(1, 40.0, 25.0), (4, 41.0, 98.0)]), tmp_path, "sqlite / sync") is None  # flat: no note
-    assert "It is 77 MiB before the first run" in (rss_note(tmp_path) or "")
+    assert "77 MiB before the first run" in (rss_note(tmp_path) or "")
+
+
+def test_a_sweep_row_off_the_pages_shape_says_kneo_serv_s_cpu_and_stays_graded(tmp_path):
+    # the baseline's postgres / sync: one process near a core at both steps, its CPU a run 21 ms at 1 and 26 at 8
+    samples = [(r, r // 3, KNEO_PID, "cpu_percent", 81.0 if r < 3 else 83.0) for r in range(9)]
+    pd.DataFrame(samples, columns=["round", "step", "source", "metric", "value"]).to_csv(
+        tmp_path / "resources.csv", index=False
+    )
+    rows = sweep([(1, 39.0, 25.0), (8, 32.0, 243.0), (16, 39.0, 25.0 * 16 * 1.16)])
+    table = profile_rows(rows, tmp_path, "postgres / sync", KNEO["postgres / sync"])
+    assert grades(rows, tmp_path)[1:] == [AMBER, GREEN]  # the reason is shown; the colour stays the shape's
+    why = table[WHY].fillna("").tolist()
+    assert why[0] == "" and why[2] == ""  # the anchor and a row that holds say nothing
+    assert why[1].startswith("machine-bound: kneo-serv 83 % of a core, 25.9 ms of CPU a run at 8; 81 %, 20.8 ms at 1")
+    assert why[1].endswith("the share moved +2% and the CPU a run +25%, both this machine's, not the store's shape")
+
+
+def rss_run(folder: Path, peaks: list[float], before: float) -> Path:
+    """kneo-serv's RSS: ``before`` at the first round, then one step per peak (two rounds each)."""
+    folder.mkdir()
+    samples = [(0, 0, KNEO_PID, "rss_bytes", before * 2**20)]
+    samples += [
+        (1 + 2 * s + k, s, KNEO_PID, "rss_bytes", (peak - 1 + k) * 2**20)
+        for s, peak in enumerate(peaks)
+        for k in (0, 1)
+    ]
+    samples += [(r, 0, PG, "rss_bytes", 140 * 2**20) for r in range(3)]
+    pd.DataFrame(samples, columns=["round", "step", "source", "metric", "value"]).to_csv(
+        folder / "resources.csv", index=False
+    )
+    return folder
+
+
+def test_peak_rss_is_graded_by_the_pages_flat_shape_and_its_growth_over_idle_is_shown(tmp_path):
+    # the baseline: 77 MiB before the first run, 81-84 MiB peaks: flat as the page's 56-58, 25 MiB above it
+    runs = {"sqlite-sync": rss_run(tmp_path / "a", [81.0, 81.0, 82.0, 82.0], 77.0)}
+    runs["postgres-queue"] = rss_run(tmp_path / "b", [84.0], 78.0)
+    table = rss_shape_rows(runs, ("sqlite-sync", "postgres-sync", "postgres-queue"))
+    graded = grade_table(table)
+    assert graded.grades == [GREEN, NO_RATIO]
+    assert table["figure"].iloc[0] == "Peak RSS spread over 5 shapes, highest ÷ lowest - 1 (81 to 84 MiB)"
+    assert table["measured"].iloc[0] == "3.7 %" and table["page"].iloc[0] == "3.6 %"  # not PostgreSQL's 140 MiB
+    assert table["measured"].iloc[1] == "+7 MiB"  # 84 over the 77 before the first run
+    growing = {"sqlite-sync": rss_run(tmp_path / "c", [81.0, 84.0, 88.0, 92.0], 77.0)}
+    assert (
+        grade_table(rss_shape_rows(growing, ("sqlite-sync",))).grades[0] == RED
+    )  # 13.6 %: past twice the page's 5.4 %
+
+
+def test_a_peak_rss_spread_within_the_pages_own_words_is_flat_and_past_them_is_not(tmp_path):
+    # the page's table spreads 3.6 % (56-58 MiB), its text calls ~56-59 MiB flat (5.4 %)
+    within = {"sqlite-sync": rss_run(tmp_path / "a", [79.0, 80.0, 81.0, 83.0], 78.0)}  # 5.1 %, a loaded run's
+    assert grade_table(rss_shape_rows(within, ("sqlite-sync",))).grades[0] == GREEN
+    past = {"sqlite-sync": rss_run(tmp_path / "b", [79.0, 80.0, 81.0, 85.0], 78.0)}  # 7.6 %
+    assert grade_table(rss_shape_rows(past, ("sqlite-sync",))).grades[0] == AMBER
+
+
+def test_a_sweep_row_measured_while_others_filled_the_machine_says_so():
+    why = cpu_why(8, (12.0, 4.1), (13.0, 4.7), load=8.2, cores=2)
+    assert why.startswith("machine-bound: others filled the machine (load average 8.2 on 2 cores): kneo-serv 12 %")
+    assert not cpu_why(8, (12.0, 4.1), (13.0, 4.7), load=0.9, cores=2).startswith("machine-bound")

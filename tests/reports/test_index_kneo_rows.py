@@ -12,6 +12,7 @@ import pandas as pd
 from swarmgauge.reports.index_figures import PageSection
 from swarmgauge.reports.index_grades import AMBER, GREEN, RED, grade_table
 from swarmgauge.reports.index_kneo_rows import add_kneo_rows, cpu_by_side, side_of
+from swarmgauge.reports.index_kneo_soak import threads_check
 
 KNEO_PID = "psutil:pidfile=/tmp/swarmgauge-kneo-x/kneo-serv-{}.pid"
 PG = "psutil:match=-D /tmp/swarmgauge\\-pg\\-x/data( |$)"
@@ -119,7 +120,7 @@ def test_the_queue_row_is_the_batch_drained_and_the_store_rows_carry_each_sides_
         resources(tmp_path / name, samples)
     runs = {name: tmp_path / name for name in ("postgres-queue", "sqlite-sync", "postgres-sync", "postgres-x2-sync")}
     section = PageSection()
-    add_kneo_rows(section, runs)
+    add_kneo_rows(section, runs, cores=4)
     queue_table = table(section, "postgres / queue")
     assert list(queue_table["measured"][:3]) == ["500", "12", "21.00 s"]  # dispatched, drain rate, p50 wait
     assert list(queue_table["page"][:3]) == ["500", "44", "5.04 s"]
@@ -139,6 +140,51 @@ def test_the_queue_row_is_the_batch_drained_and_the_store_rows_carry_each_sides_
     assert row["kneo-serv CPU a run"] == "8.33 ms"  # 50 % of a core over 60 runs/s
     assert any(note.startswith("PostgreSQL ÷ SQLite at 1 does not hold here") for note in section.notes)
     assert any("reliability lanes" in row for row, _ in section.not_reproducible)
+
+
+def store_runs(tmp_path: Path, cpu: dict[str, float]) -> dict[str, Path | None]:
+    """The three store workloads at 1 and 8 concurrent, kneo-serv's CPU (all its processes) per workload."""
+    for name, rates in (
+        ("sqlite-sync", (39.0, 42.0)),
+        ("postgres-sync", (39.0, 32.0)),
+        ("postgres-x2-sync", (37.0, 73.0)),
+    ):
+        steps(tmp_path / name, [sync(1, 0, rates[0], 25.0), sync(8, 1, rates[1], 190.0)])
+        samples = [(r, r // 3, KNEO_PID.format(0), "cpu_percent", cpu[name]) for r in range(6)]
+        samples += [(r, r // 3, src, "cpu_percent", 10.0) for r in range(6) for src in ("generator", PG)]
+        resources(tmp_path / name, samples)
+    return {name: tmp_path / name for name in cpu}
+
+
+def test_store_ratios_where_kneo_serv_computes_longer_than_it_waits_are_machine_bound_and_not_graded(tmp_path):
+    # the baseline's figures: one process at 83-87 % of a core on either store, two at 68 % each
+    runs = store_runs(tmp_path, {"sqlite-sync": 85.0, "postgres-sync": 83.0, "postgres-x2-sync": 136.0})
+    section = PageSection()
+    add_kneo_rows(section, runs, cores=2)
+    graded = grade_table(table(section, "PostgreSQL against SQLite"))
+    rows = graded.table.set_index("figure")
+    at_1, at_8 = (
+        "PostgreSQL ÷ SQLite runs/s at 1 (1 service process)",
+        "PostgreSQL ÷ SQLite runs/s at 8 (2 service processes)",
+    )
+    assert dict(zip(graded.table["figure"], graded.grades))[at_1] == "no ratio"
+    assert dict(zip(graded.table["figure"], graded.grades))[at_8] == "no ratio"
+    assert rows.loc[at_1, "x"] == "machine-bound" and rows.loc[at_1, "measured"] == "1.00"
+    assert rows.loc[at_8, "bound by"].startswith(
+        "machine-bound: SQLite: kneo-serv 85 % of a core (1 process), a run computing longer than it waits; "
+        "PostgreSQL: kneo-serv 68 % of a core in each of 2 processes"
+    )
+    assert any(c.text.endswith("(page: 1.54x), machine-bound") for c in section.checks)
+
+
+def test_a_store_ratio_where_kneo_serv_waits_longer_than_it_computes_is_graded(tmp_path):
+    runs = store_runs(tmp_path, {"sqlite-sync": 40.0, "postgres-sync": 40.0, "postgres-x2-sync": 60.0})
+    section = PageSection()
+    add_kneo_rows(section, runs, cores=2)
+    graded = grade_table(table(section, "PostgreSQL against SQLite"))
+    shown = dict(zip(graded.table["figure"], graded.grades))
+    assert shown["PostgreSQL ÷ SQLite runs/s at 1 (1 service process)"] == RED  # 1.00 against 1.55
+    assert shown["PostgreSQL ÷ SQLite runs/s at 8 (2 service processes)"] == AMBER  # 1.74 against 1.54
 
 
 def test_the_provider_delay_and_the_soak_rows(tmp_path):
@@ -166,7 +212,7 @@ def test_the_provider_delay_and_the_soak_rows(tmp_path):
     by_figure = dict(zip(soaked["figure"], soaked["measured"]))
     assert by_figure["peak queued (kneo_runs_queued)"] == "24" and by_figure["runs left queued after the drain"] == "0"
     # the backlog in seconds of arrivals is graded, not the count (which the arrival rate sets)
-    assert by_figure["peak backlog in seconds of arrivals (peak queued ÷ runs/s)"] == "1.20 s"
+    assert by_figure["peak backlog in seconds of arrivals (the gauge's peak queued ÷ runs/s)"] == "1.20 s"
     assert by_figure["RSS first (before the first run) to last"] == "80.0 to 82.3 MiB"
     warm = next(f for f in by_figure if f.startswith("RSS after the 3 s warm-up"))
     assert warm.startswith("RSS after the 3 s warm-up to last (82.0 to 82.3 MiB)")  # the 80 MiB sample is before it
@@ -207,3 +253,83 @@ def test_the_worker_drain_ratio_beside_the_pages_roughly_n_times(tmp_path):
     assert list(drained.table["measured"]) == ["4.4", "15", "3.41x"]
     assert drained.grades[-1] == GREEN  # 3.41 of the page's 4: "roughly" within ±25 %
     assert not any("N worker threads" in row for row, _ in section.not_reproducible)
+
+
+def test_threads_bounded_is_a_ceiling_the_count_falls_back_under_not_an_exact_count():
+    # a loaded run's soak: more runs in flight in its second half lift every sample, then the count falls back
+    threads = pd.Series([19, 24, 28, 29, 28, 33, 37, 42, 45, 41, 35, 33, 28, 27, 28])
+    running = pd.Series([0, 1, 1, 2, 1, 3, 7, 8, 12, 10, 4, 2, 0, 0, 1])
+    warm = pd.Series([r >= 3 for r in range(15)])
+    check = threads_check(threads, running, warm)
+    assert check.holds and "highest 45" in check.text and "30 after the warm-up and 27 at the end" in check.text
+    leaking = threads + pd.Series([r // 2 for r in range(15)])  # a thread kept every other second: the floor climbs
+    assert not threads_check(leaking, running, warm).holds
+
+
+def test_a_soak_backlog_off_the_pages_says_what_it_was_made_of(tmp_path):
+    soak = tmp_path / "soak"
+    submit = {"step": 0, "request_type": "run submit", "name": "agent:echo.yaml", "users": 16, "requests": 1368}
+    steps(soak, [{**submit, "failures": 0, "rps": 24.0, "p50_ms": 30, "p99_ms": 90, "duration_s": 57}])
+    gauge = "prom:http://x/metrics#kneo_runs_queued"
+    samples = [(r, 0, gauge, "kneo_runs_queued", 15.0 if r == 17 else 1.0, float(r)) for r in range(62)]
+    samples += [(r, 0, gauge, "kneo_runs_running", 0.0 if r == 17 else 2.0, float(r)) for r in range(62)]
+    frame = pd.DataFrame(samples, columns=["round", "step", "source", "metric", "value", "elapsed_s"])
+    frame.to_csv(soak / "resources.csv", index=False)
+    drain = {"runs": 1368, "unfinished": 0, "runs_per_s": 24.0, "batch": 4000, "dispatched": 1368}
+    (soak / "kneo.json").write_text(json.dumps({"mismatches": 0, "queue_drain": drain}))
+    options = {"kneo_embedded_idle_poll": 1.0, "sample_interval": 1.0}
+    (soak / "run.json").write_text(json.dumps({"options": options}))
+    section = PageSection()
+    add_kneo_rows(section, {"soak": soak})
+    soaked = grade_table(table(section, "Sustained-load soak"))
+    row = soaked.table.set_index("figure").loc["peak backlog in seconds of arrivals (the gauge's peak queued ÷ runs/s)"]
+    assert row["measured"] == "0.62 s" and row["row"].endswith("amber")  # 0.46 of the page's 1.34 s stays amber
+    assert row["why it does not hold"].startswith(
+        "15 runs queued at the peak sample with 0 running (every worker asleep in its idle poll), one of 62 samples "
+        "read every 1 s"
+    )
+    assert "one 1 s idle poll of arrivals is 24 runs here, 44 on the page" in row["why it does not hold"]
+
+
+def test_the_soak_backlog_is_the_stores_peak_when_the_store_kept_start_stamps(tmp_path):
+    soak = tmp_path / "soak"
+    submit = {"step": 0, "request_type": "run submit", "name": "agent:echo.yaml", "users": 16, "requests": 1368}
+    steps(soak, [{**submit, "failures": 0, "rps": 24.0, "p50_ms": 30, "p99_ms": 90, "duration_s": 57}])
+    gauge = "prom:http://x/metrics#kneo_runs_queued"
+    samples = [(r, 0, gauge, "kneo_runs_queued", 15.0 if r == 17 else 1.0, float(r)) for r in range(62)]
+    frame = pd.DataFrame(samples, columns=["round", "step", "source", "metric", "value", "elapsed_s"])
+    frame.to_csv(soak / "resources.csv", index=False)
+    drain = {"runs": 1368, "unfinished": 0, "runs_per_s": 24.0, "peak_queued": 23, "batch": 4000}
+    (soak / "kneo.json").write_text(json.dumps({"mismatches": 0, "queue_drain": drain}))
+    (soak / "run.json").write_text(json.dumps({"options": {"kneo_embedded_idle_poll": 1.0, "sample_interval": 1.0}}))
+    section = PageSection()
+    add_kneo_rows(section, {"soak": soak})
+    soaked = grade_table(table(section, "Sustained-load soak"))
+    shown = soaked.table.set_index("figure")
+    assert shown.loc["peak queued (kneo_runs_queued, read every 1 s)", "measured"] == "15"  # the sampler's
+    assert shown.loc["peak queued (from the store: saved, not yet started, at every instant)", "measured"] == "23"
+    row = shown.loc["peak backlog in seconds of arrivals (the store's peak queued ÷ runs/s)"]
+    assert row["measured"] == "0.96 s" and row["row"].endswith("green")  # 0.72 of the page's 1.34 s
+
+
+def test_a_store_ratio_measured_while_others_filled_the_machine_is_machine_bound(tmp_path):
+    # kneo-serv far below a core looks store-bound, but at load 8 on 2 cores it was waiting for a core
+    demo = tmp_path / "demo"
+    runs = store_runs(demo / "kneo", {"sqlite-sync": 13.0, "postgres-sync": 24.0, "postgres-x2-sync": 38.0})
+    for name, run in list(runs.items()):
+        folder = run / "20261205T113920Z"
+        folder.mkdir()
+        for item in run.iterdir():
+            if item.is_file():
+                item.rename(folder / item.name)
+        runs[name] = folder
+    loads = {"sqlite-sync": 8.2, "postgres-sync": 8.7, "postgres-x2-sync": 5.9}
+    workloads = [{"name": n, "run_folder": f"kneo/{n}/20261205T113920Z", "load_avg": v} for n, v in loads.items()]
+    (demo / "demo.json").write_text(json.dumps({"pages": [{"name": "kneo", "workloads": workloads}]}))
+    section = PageSection()
+    add_kneo_rows(section, runs, cores=2)
+    shown = table(section, "PostgreSQL against SQLite").set_index("figure")
+    row = shown.loc["PostgreSQL ÷ SQLite runs/s at 1 (1 service process)"]
+    assert row["x"] == "machine-bound"
+    assert row["bound by"].startswith("machine-bound: SQLite: others filled the machine (load average 8.2 on 2 cores)")
+    assert not any(note.startswith("PostgreSQL ÷ SQLite at 1 does not hold here") for note in section.notes)

@@ -24,3 +24,20 @@ def test_no_finished_run_gives_no_rate_and_unreadable_stamps_count_as_unfinished
     figures = drain_figures([("not a time", "2026-06-18T10:00:01+00:00", "completed")])
     assert figures["runs"] == 0 and figures["unfinished"] == 1
     assert figures["runs_per_s"] is None and figures["wait_p50_ms"] is None
+
+
+def test_the_peak_queued_counts_runs_saved_and_not_yet_started_at_every_instant():
+    def at(second: float) -> str:
+        return f"2026-06-18T10:00:{second:06.3f}+00:00"
+
+    # three runs queued together while the workers sleep, then one saved as another starts: the peak is 3
+    times = [
+        (at(0.0), at(1.1), "completed", at(1.0)),
+        (at(0.2), at(1.2), "completed", at(1.0)),
+        (at(0.4), at(1.3), "completed", at(1.0)),
+        (at(1.0), at(1.5), "completed", at(1.4)),
+        (at(2.0), None, "running", None),
+    ]
+    figures = drain_figures(times)
+    assert figures["peak_queued"] == 3 and figures["unfinished"] == 1
+    assert drain_figures([(at(0.0), at(1.0), "completed")])["peak_queued"] is None  # no start stamp: not known
