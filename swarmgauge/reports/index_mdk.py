@@ -29,6 +29,7 @@ from swarmgauge.reports.index_mdk_machine import (
     step_row,
     unjudged,
 )
+from swarmgauge.reports.index_mdk_notes import STAND_IN, WHY_ROWS
 from swarmgauge.reports.index_mdk_unreproduced import NOT_REPRODUCIBLE
 from swarmgauge.reports.mdk import ORDER, verdict_table
 
@@ -386,27 +387,7 @@ def mdk(runs: dict[str, Path | None]) -> PageSection:
     if drills:
         section.tables.append(("Failure drills (every time from the kill)", drill_table(drills)))
         section.checks += drill_checks(drills)
-    section.notes.append(
-        'Why rows read as they do. Fleet summary: the page prints one figure, "about 1.3 s at p50" at 2,000 devices, '
-        "and names no Worker count; a summary is 2,000 parallel device reads (the harness's route: every device's "
-        "metrics pulled at once through the Kernel, the snap channel live, nothing cached), so the page's own read "
-        "rates put its 1.3 s on the 4-Worker site (2,000 reads at 1,766 reads/s + one read: 1.4 s) and one Worker's "
-        "at about 2.3 s (994 reads/s): 2,000 / 4 is graded against 1.3 s, 2,000 / 1 against the derived 2.3 s, "
-        "shown as derived and set by the Worker lane fitted to 994 reads/s. 5,000 / 1 headroom: the page's is the "
-        "mean of its harness's sweeps over the Worker's devices, measured in their own checklist step with no read "
-        "load; the stand-in's is its Worker's collection sweep, and the one sweep that ends inside the run at 5,000 "
-        "devices runs under the 1,000 saturation readers and the one-at-a-time summaries (5,000 reads each) that share "
-        "its devices' locks, the mocks and the Worker's CPU: 16.7 s (1.67) at the baseline, where the sweep before it, "
-        "under the summaries only, took 14.2 s (1.42); a quiet sweep needs ~13 s of no load that the fleet's run "
-        "does not have. Saturation reads at 2,000 / 4: reaching the page's rate takes more CPU than the 2 cores hold "
-        "at the CPU a read costs here (the row says how much), so it and the 4-over-1 gain are machine-bound."
-    )
+    section.notes.append(WHY_ROWS)
     section.not_reproducible += NOT_REPRODUCIBLE
-    section.notes.append(
-        "The MDK stand-in (Kernel, Gateway, Workers and CGMiner mocks as Python processes) at each of the page's fleet "
-        "sizes on this 2-core machine; the page's per-profile tables are not in the copy we have, so its text's "
-        "figures and verdicts are the reference. A fleet or figure marked machine-bound is shown, not judged: its "
-        "ratio column says machine-bound where the generator and the stand-in together filled the 2 cores (or others "
-        "did), so the machine's limit is never read as the page's shape failing."
-    )
+    section.notes.append(STAND_IN)
     return section
