@@ -21,6 +21,7 @@ from swarmgauge.reports.index_mdk_drills import drill_checks, drill_table
 from swarmgauge.reports.index_mdk_machine import (
     BURST,
     SATURATION,
+    generator_stall,
     machine_load,
     machine_text,
     needs_text,
@@ -157,8 +158,8 @@ def latency_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], li
         extra += measured_rows
         load = machine_load(run, doc) if isinstance(doc, dict) and run is not None else None
         for row in rows[before:]:
-            row["machine"] = machine_text(load) if load and load["bound"] else ""
-            if load and load["bound"]:
+            row["machine"] = machine_text(load) if load and load["bound"] else row.get("machine", "")
+            if (load and load["bound"]) or row["machine"]:
                 unjudged(row, "machine-bound")
     return rows, extra
 
@@ -254,12 +255,13 @@ def _burst_rows(
         return [], []
     rows, extra = [], []
     p50_label, p99_label = f"{label}: accept p50 at 1,000 submits/s", f"{label}: accept p99 at 1,000 submits/s"
+    stalled = generator_stall(burst)
     if name in BURST_P50:
-        rows.append(_page_words(p50_label, burst["p50_ms"], BURST_P50[name]))
+        rows.append(_page_words(p50_label, burst["p50_ms"], BURST_P50[name]) | stalled)
     else:
         extra.append(figure(p50_label, burst["p50_ms"], None, ms))
     if name in BURST_P99:
-        rows.append(_page_words(p99_label, burst["p99_ms"], BURST_P99[name]))
+        rows.append(_page_words(p99_label, burst["p99_ms"], BURST_P99[name]) | stalled)
     else:
         extra.append(figure(p99_label, burst["p99_ms"], None, ms))
     accepted = float(burst["requests"]) - float(burst["failures"])

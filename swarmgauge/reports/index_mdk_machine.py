@@ -96,6 +96,23 @@ def needs_text(needs: dict[str, Any], page: float, unit: str, load: dict[str, An
     return shown
 
 
+def generator_stall(step: pd.Series) -> dict[str, str]:
+    """``{"machine": why}`` when the generator stalled in the burst (the steps table's own flag), else nothing.
+
+    The Kernel's lane keeps up with 1,000 submits/s only when they arrive evenly (2 % slack at 2,000 devices): a
+    stall of the generator's process sends the submits it held back at once, a queue the lane drains at ~20/s, so
+    the acceptance measured is the generator's stall on this machine, not the Kernel's pace."""
+    if str(step.get("generator_stalled", "")).strip() != "True":
+        return {}
+    stall = pd.to_numeric(step.get("generator_stall_ms"), errors="coerce")
+    late = pd.to_numeric(step.get("stalled_requests"), errors="coerce")
+    said = (
+        f"the generator stalled {float(stall):.0f} ms in the burst" if not pd.isna(stall) else "the generator stalled"
+    )
+    said += f" ({int(late):,} submits late)" if not pd.isna(late) else ""
+    return {"machine": f"machine-bound: {said}, a clump the Kernel's lane cannot drain within the burst"}
+
+
 def machine_text(load: dict[str, Any]) -> str:
     if load.get("generator") is None:
         return ""

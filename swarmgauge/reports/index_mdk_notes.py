@@ -21,8 +21,9 @@ WHY_ROWS = (
     "now wake as it begins, but the lane keeps up only with even arrivals, so a loaded machine's lag that clumps "
     "them (the generator's, the Gateway's or the Kernel's own) shows as the same standing wait, capped near the "
     "200 ms that the burst's 200 users allow at 1,000/s (at load average 2.5: 56-62 ms p50 in its first second, "
-    "then a stall's clump held ~190 ms to the end, the lane's 2 % slack draining it at ~20/s): the Kernel's own "
-    "accept p50 is in the table of figures measured here. Saturation reads at 2,000 / 4: reaching the page's rate "
+    "then a stall's clump held ~190 ms to the end, the lane's 2 % slack draining it at ~20/s): a burst in which the "
+    "generator stalled is shown machine-bound with the stall, and the Kernel's own accept p50 is in the table of "
+    "figures measured here. Saturation reads at 2,000 / 4: reaching the page's rate "
     "takes more CPU than the 2 cores hold at the CPU a read costs here (the row says how much), so it and the "
     "4-over-1 gain are machine-bound."
 )

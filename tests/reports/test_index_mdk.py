@@ -16,7 +16,8 @@ from swarmgauge.reports.index_grades import MACHINE, RED, SET, grade_table
 from swarmgauge.reports.index_mdk import mdk
 
 COLUMNS = ["step", "label", "request_type", "name", "users", "target_rate", "requests", "failures", "rps"]
-COLUMNS += ["p50_ms", "p99_ms", "generator_cpu_max", "generator_bound"]
+COLUMNS += ["p50_ms", "p99_ms", "generator_cpu_max", "generator_bound", "generator_stall_ms", "stalled_requests"]
+COLUMNS += ["generator_stalled"]
 
 
 @pytest.fixture(autouse=True)
@@ -292,3 +293,21 @@ def test_drills_mark_the_boot_as_set_and_grade_the_cached_channels_against_the_c
     cached = shown.iloc[by_event["cached channels failed"]]
     assert cached["page"] == "about 4.7 s (one sample of the 0 to 5 s window)" and cached["x"] == "1.11x"
     assert graded.grades[by_event["cached channels failed"]] == "set by the stand-in"  # within the window, not red
+
+
+def test_acceptance_of_a_burst_the_generator_stalled_in_is_machine_bound_and_says_the_stall(tmp_path):
+    """A generator stall sends the submits it held back at once, a queue the Kernel's lane (2 % slack at 2,000
+    devices) cannot drain within the burst: the figure is the machine's, shown, not judged against the page."""
+    stall = {"generator_stalled": True, "generator_stall_ms": 195.7, "stalled_requests": 226, "p50_ms": 207.0}
+    runs = {
+        "fleet-2000x1": fleet_run(tmp_path, "fleet-2000x1", 0.6, burst=stall),
+        "fleet-2000x4": fleet_run(tmp_path, "fleet-2000x4", 0.2),
+    }
+    latency = table(mdk(runs), "Latency")
+    rows = {r["figure"]: r for _, r in latency.iterrows()}
+    stalled = rows["2,000 / 1: accept p50 at 1,000 submits/s"]
+    assert stalled["x"] == "machine-bound"
+    assert stalled["machine"].startswith("machine-bound: the generator stalled 196 ms in the burst (226 submits late)")
+    assert rows["2,000 / 1: device read p50"]["x"] == "1.02x"  # the other steps' figures stay judged
+    assert rows["2,000 / 4: accept p50 at 1,000 submits/s"]["machine"] == ""
+    assert grade_table(latency).grades[list(latency["figure"]).index(stalled["figure"])] == MACHINE
