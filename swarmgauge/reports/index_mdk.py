@@ -203,6 +203,9 @@ BURST_P50 = {
     "fleet-5000x5": ("423 ms", 423.0, 1.0),
     "fleet-5000x5-ping": ("951 ms", 951.0, 1.0),
 }
+#: the fleets whose Kernel lane keeps up with 1,000 submits/s (0.98 ms a turn): their acceptance is the generator's
+#: pacing, so a burst the generator stalled in is machine-bound (``index_mdk_machine.generator_stall``)
+KEEPS_UP = ("fleet-2000x1", "fleet-2000x4")
 #: acceptance p99 at 1,000 submits/s where the page gives one: the red run's 2,591 ms, and the green run's pass of the
 #: 2,000 ms action threshold (a ceiling: 1,000 ms +- 100 % is green from none to the threshold, red past 3,000 ms)
 BURST_P99 = {
@@ -255,7 +258,8 @@ def _burst_rows(
         return [], []
     rows, extra = [], []
     p50_label, p99_label = f"{label}: accept p50 at 1,000 submits/s", f"{label}: accept p99 at 1,000 submits/s"
-    stalled = generator_stall(burst)
+    # where the lane keeps up (2,000 devices) a stall's clump is the whole wait; at 5,000 the lane saturates anyway
+    stalled = generator_stall(burst) if name in KEEPS_UP else {}
     if name in BURST_P50:
         rows.append(_page_words(p50_label, burst["p50_ms"], BURST_P50[name]) | stalled)
     else:
