@@ -53,6 +53,13 @@ PING_IN_BURST = "--health-ping-s 0.5"
 #: so with the Kernel's random ping phase about one run in five turns red by chance, as the page's pair did. The green
 #: run's first ping comes after the run: none meets the burst, so this option sets the green, as the other sets the red.
 NO_PING_IN_BURST = "--health-phase-s 600"
+#: The saturation step's hold where its reads/s are compared with the page's (the 10- and 2,000-device fleets and
+#: the 1,000-device pairs): long enough for a steady rate. The 5,000-device fleets, whose reads/s the page does not
+#: give, hold the page's own read load, "1000 concurrent closed-loop readers for 3 s": their reads count only in the
+#: verdict's rejected and timed out, and a 10 s hold put the 5,000 / 1 Worker's one measured collection sweep under
+#: 1,000 readers for most of it (16.7 s, headroom 1.67 against the page's 1.24, measured with no read load).
+SATURATION_S = 10
+PAGE_READ_LOAD_S = 3
 #: Submits the 5,000 / 5 bursts may have in flight: the page's harness fires 1,000/s whatever the Kernel's pace, and
 #: the red run needs the full rate to hold the Kernel's lane busy past a ping's 3 s timeout (200 in flight capped it at
 #: about 600/s and no ping missed). The other fleets keep 200: 1,000 greenlets on a loaded 2-core machine put seconds
@@ -134,7 +141,7 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
             {
                 "label": "saturation reads",
                 "users": saturation_readers(fleet.devices),
-                "duration": _scaled(10, scale),
+                "duration": _scaled(PAGE_READ_LOAD_S if fleet.devices >= 5000 else SATURATION_S, scale),
                 "user_classes": ["MDKReader"],
             },
             SWITCH,
@@ -173,7 +180,7 @@ def throughput_workload(name: str, devices: int, workers: int, scale: float) -> 
             {
                 "label": "saturation reads",
                 "users": SATURATION_READERS,
-                "duration": _scaled(10, scale),
+                "duration": _scaled(SATURATION_S, scale),
                 "user_classes": ["MDKReader"],
             },
         ],

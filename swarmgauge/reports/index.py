@@ -23,6 +23,7 @@ from swarmgauge.reports import chart_html
 from swarmgauge.reports.index_grades import (
     AMBER,
     GREEN,
+    MACHINE,
     NO_RATIO,
     RED,
     RULE,
@@ -232,7 +233,8 @@ def whole_run(manifest: dict[str, Any], sections: list[dict[str, Any]]) -> str:
     graded = [parts for parts in sections if "skipped" not in parts]
     grades = [grade for parts in graded for grade in parts["grades"]]
     listed = sum(len(parts["not_reproducible"]) for parts in graded)
-    counts = ", ".join(f"{grades.count(state)} {state}" for state in (GREEN, AMBER, RED, SET, NO_RATIO))
+    shown_states = (GREEN, AMBER, RED, SET, *([MACHINE] if MACHINE in grades else []), NO_RATIO)
+    counts = ", ".join(f"{grades.count(state)} {state}" for state in shown_states)
     pages = f"{len(graded)} of {len(sections)}" if len(graded) != len(sections) else f"{len(sections)}"
     pages += " page" if len(sections) == 1 else " pages"
     line = (

@@ -10,8 +10,9 @@ page has the figure and the run did not measure it. Where a ratio says nothing t
 ("0 = 0"), a measured figure above the page's 0 red, or amber within an absolute tolerance (``tolerance abs``); a
 page's own bound (``at most``, e.g. "< 50 MiB") is green at or below it. A figure a stand-in's setting fixes is never
 green: within its tolerance it is "set by the stand-in", beyond it amber or red like any other. A row is its worst
-figure; a row with nothing to compare (no page figure, or the page's words) has "no ratio". A workload whose exit is
-not the one it declared is red.
+figure; a row with nothing to compare (no page figure, or the page's words) has "no ratio"; a figure whose ratio cell
+says "machine-bound" (the 2-core machine, not the target, was its bound) is "machine-bound", never counted as holding.
+A workload whose exit is not the one it declared is red.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ import pandas as pd
 from swarmgauge.reports.index_figures import AT_MOST, SET_BY, TOLERANCE, TOLERANCE_ABS, VALUE
 
 GREEN, AMBER, RED, SET, NO_RATIO = "green", "amber", "red", "set by the stand-in", "no ratio"
+MACHINE = "machine-bound"
 #: worst last: a row, and a page, take the worst state of what they hold
-ORDER = {GREEN: 0, NO_RATIO: 1, SET: 2, AMBER: 3, RED: 4}
-MARK = {GREEN: "🟢", AMBER: "🟡", RED: "🔴", SET: "⚙️", NO_RATIO: "⚪"}
+ORDER = {GREEN: 0, NO_RATIO: 1, SET: 2, MACHINE: 3, AMBER: 4, RED: 5}
+MARK = {GREEN: "🟢", AMBER: "🟡", RED: "🔴", SET: "⚙️", NO_RATIO: "⚪", MACHINE: "🖥️"}
 DEFAULT_TOLERANCE = 0.2
 GRADE, SHOWN_TOLERANCE, SHOWN_SET_BY = "row", "tolerance", "stand-in"
 
@@ -37,7 +39,8 @@ RULE = (
     "evidence: within its tolerance it shows as set, beyond it amber or red like any other. Where the page's figure "
     'is 0 the two are compared as they are: a measured 0 is green ("0 = 0"), anything else red, or amber within an '
     'absolute tolerance shown beside it; a figure the page bounds in absolute terms ("< 50 MiB") is green at or '
-    'below the bound. A row with nothing to compare (no page figure, or the page\'s words) shows "no ratio". A '
+    'below the bound. A row with nothing to compare (no page figure, or the page\'s words) shows "no ratio"; one '
+    'the 2-core machine bounded (not the target) shows "machine-bound", shown and never counted as holding. A '
     "workload whose exit code is not the one it declares (a gate or drill may be meant to fail) is red. A page takes "
     "its worst row or workload; its shape checks are listed apart and never make it green."
 )
@@ -139,6 +142,8 @@ def figure_state(
         return None, None
     if blank(measured):
         return RED, None
+    if str(ratio).strip() == MACHINE:
+        return MACHINE, None
     measured_value, page_value = values
     if criterion.at_most is not None and measured_value is not None:
         under = measured_value <= criterion.at_most
@@ -241,7 +246,7 @@ def tally(grades: list[str], not_reproducible: int) -> str:
     """``11 of 14 rows green, 2 amber, 1 red; 3 rows not reproducible here``."""
     counts = {state: grades.count(state) for state in ORDER}
     text = f"{counts[GREEN]} of {len(grades)} rows green"
-    text += "".join(f", {counts[state]} {state}" for state in (AMBER, RED, SET, NO_RATIO) if counts[state])
+    text += "".join(f", {counts[state]} {state}" for state in (AMBER, RED, SET, MACHINE, NO_RATIO) if counts[state])
     if not_reproducible:
         text += f"; {not_reproducible} row{'s' if not_reproducible != 1 else ''} not reproducible here"
     return text

@@ -61,6 +61,58 @@ def machine_load(run: Path, doc: dict[str, Any], cores: int | None = None) -> di
     return worst
 
 
+def rate_needs(run: Path, doc: dict[str, Any], label: str, measured: float, page: float) -> dict[str, Any] | None:
+    """What the page's rate would cost this machine: the generator's and the stand-in's CPU in the step of that
+    label, per request measured, times the page's rate. None when the step has no CPU or measured no rate."""
+    index = step_index(read_steps(run), label)
+    cpu = (doc.get("cpu_by_step") or {}).get(index or "", {})
+    if not cpu or measured <= 0:
+        return None
+    generator = float(cpu.get("generator", 0.0))
+    stand_in = sum(float(v) for k, v in cpu.items() if k != "generator")
+    return {
+        "generator": generator,
+        "stand-in": stand_in,
+        "ms": 10.0 * (generator + stand_in) / measured,
+        "needs": (generator + stand_in) / measured * page,
+    }
+
+
+def short_of_cores(needs: dict[str, Any] | None, measured: float, page: float, cores: int) -> bool:
+    """The run fell short of the page's rate, and reaching it would take more CPU than the machine's cores hold (at
+    the CPU a request cost here): the 2 cores, not the stand-in's model, were the ceiling."""
+    return needs is not None and measured < page and needs["needs"] >= MACHINE_SHARE * 100 * cores
+
+
+def needs_text(needs: dict[str, Any], page: float, unit: str, load: dict[str, Any]) -> str:
+    """``machine-bound: the page's 1,766 reads/s needs about 260 % of a core here ...``."""
+    shown = (
+        f"machine-bound: the page's {page:,.0f} {unit} needs about {needs['needs']:.0f} % of a core here "
+        f"({needs['ms']:.2f} ms of CPU a request: generator {needs['generator']:.0f} % + stand-in "
+        f"{needs['stand-in']:.0f} % of a core), more than {load['cores']} cores"
+    )
+    if load.get("load") is not None:
+        shown += f"; load average {float(load['load']):.1f}"
+    return shown
+
+
+def generator_stall(step: pd.Series) -> dict[str, str]:
+    """``{"machine": why}`` when the generator stalled in the burst (the steps table's own flag), else nothing.
+
+    The Kernel's lane keeps up with 1,000 submits/s only when they arrive evenly (2 % slack at 2,000 devices): a
+    stall of the generator's process sends the submits it held back at once, a queue the lane drains at ~20/s, so
+    the acceptance measured is the generator's stall on this machine, not the Kernel's pace."""
+    if str(step.get("generator_stalled", "")).strip() != "True":
+        return {}
+    stall = pd.to_numeric(step.get("generator_stall_ms"), errors="coerce")
+    late = pd.to_numeric(step.get("stalled_requests"), errors="coerce")
+    said = (
+        f"the generator stalled {float(stall):.0f} ms in the burst" if not pd.isna(stall) else "the generator stalled"
+    )
+    said += f" ({int(late):,} submits late)" if not pd.isna(late) else ""
+    return {"machine": f"machine-bound: {said}, a clump the Kernel's lane cannot drain within the burst"}
+
+
 def machine_text(load: dict[str, Any]) -> str:
     if load.get("generator") is None:
         return ""
