@@ -26,6 +26,9 @@ from swarmgauge.reports.index_figures import AT_MOST, SET_BY, TOLERANCE, TOLERAN
 
 GREEN, AMBER, RED, SET, NO_RATIO = "green", "amber", "red", "set by the stand-in", "no ratio"
 MACHINE = "machine-bound"
+#: every side of a run together (generator, stand-in, its store) above this share of the machine's cores: the machine,
+#: not the model, was the bound, and a figure short of the page's says "machine-bound"
+MACHINE_SHARE = 0.9
 #: worst last: a row, and a page, take the worst state of what they hold
 ORDER = {GREEN: 0, NO_RATIO: 1, SET: 2, MACHINE: 3, AMBER: 4, RED: 5}
 MARK = {GREEN: "🟢", AMBER: "🟡", RED: "🔴", SET: "⚙️", NO_RATIO: "⚪", MACHINE: "🖥️"}

@@ -26,6 +26,7 @@ from swarmgauge.reports.index_figures import (
     run_json,
     times,
 )
+from swarmgauge.reports.index_grades import MACHINE, MACHINE_SHARE
 
 SIDES = ("generator", "kneo-serv", "PostgreSQL")
 #: the page's profile shapes whose peak RSS it calls flat: each sync step and the queue batch (one process each)
@@ -42,9 +43,6 @@ STORE_RATIO_TOLERANCE = 0.1
 #: of a core spends more of each run on its own CPU than waiting on anything (its store included), so the store's
 #: difference is diluted more than 2x and the ratio of two stores is a ratio of CPU time
 STORE_BOUND_CPU_SHARE = 50.0
-#: every side together (generator, kneo-serv, PostgreSQL) above this share of the machine's cores: the machine is full
-MACHINE_SHARE = 0.9
-MACHINE_BOUND = "machine-bound"
 BOUND_BY = "bound by"
 
 NOT_ATTEMPTED = [
@@ -293,9 +291,9 @@ def _store_ratios(
             if (why := cpu_bound(sides_of.get(key, {}), processes, cores, loads.get(key[0])))
         ]
         if bounds:
-            row["x"] = MACHINE_BOUND  # shown, not graded: the index grades a ratio only
+            row["x"] = MACHINE  # shown, not graded: the index grades a ratio only
             row[BOUND_BY] = (
-                f"{MACHINE_BOUND}: {'; '.join(f'{name}: {why}' for name, why in bounds)}: the ratio is this "
+                f"{MACHINE}: {'; '.join(f'{name}: {why}' for name, why in bounds)}: the ratio is this "
                 "machine's, not the stores'"
             )
         rows.append(row)
@@ -303,7 +301,7 @@ def _store_ratios(
             Check(
                 ratio > 1.0,
                 f"at {users} concurrent PostgreSQL {best:.0f} runs/s against SQLite {sqlite[0]:.0f}: "
-                f"{ratio:.2f}x (page: {page:.2f}x){f', {MACHINE_BOUND}' if bounds else ''}",
+                f"{ratio:.2f}x (page: {page:.2f}x){f', {MACHINE}' if bounds else ''}",
             )
         )
         # the serial note reads a run as kneo-serv's CPU plus its waits: not where others held the cores

@@ -10,11 +10,10 @@ from typing import Any
 import pandas as pd
 
 from swarmgauge.reports.index_figures import read_steps
+from swarmgauge.reports.index_grades import MACHINE_SHARE
 
 SATURATION = "saturation reads"
 BURST = "action burst"
-#: the generator and the stand-in together above this share of the machine's cores: the machine, not the model, bound
-MACHINE_SHARE = 0.9
 
 
 def step_row(steps: pd.DataFrame, label: str, name: str) -> pd.Series | None:
