@@ -167,8 +167,8 @@ def test_store_ratios_where_kneo_serv_computes_longer_than_it_waits_are_machine_
         "PostgreSQL ÷ SQLite runs/s at 1 (1 service process)",
         "PostgreSQL ÷ SQLite runs/s at 8 (2 service processes)",
     )
-    assert dict(zip(graded.table["figure"], graded.grades))[at_1] == "no ratio"
-    assert dict(zip(graded.table["figure"], graded.grades))[at_8] == "no ratio"
+    assert dict(zip(graded.table["figure"], graded.grades))[at_1] == "machine-bound"
+    assert dict(zip(graded.table["figure"], graded.grades))[at_8] == "machine-bound"
     assert rows.loc[at_1, "x"] == "machine-bound" and rows.loc[at_1, "measured"] == "1.00"
     assert rows.loc[at_8, "bound by"].startswith(
         "machine-bound: SQLite: kneo-serv 85 % of a core (1 process), a run computing longer than it waits; "
