@@ -27,6 +27,7 @@ BACKGROUND = {
     "red": "#f4bcc0",
     "set by the stand-in": "#d6e0f5",
     "no ratio": "#ececec",
+    "few samples": "#e4dcef",
 }
 #: the index's own rules, after the report pages' (``chart_html.STYLE``): smaller cells, the rule and legend boxes
 STYLE = (

@@ -125,3 +125,13 @@ def test_every_fleet_and_throughput_run_caps_a_workers_reads_as_the_pages_one_co
         if workload.name.startswith(("fleet-", "reads-")):
             options = workload.options
             assert options[options.index("--mdk-embedded-args") + 1].startswith(WORKER_READ)
+
+
+def test_a_drill_outlasts_its_kill_the_boot_and_the_recovery_at_any_scale():
+    """At --scale 0.25 a 4 s drill ended before the restarted Worker was READY (exit 3, not the declared 1)."""
+    from swarmgauge.cli.demo_mdk import DRILL_LEAST_S, DRILLS, drill_workload
+
+    for scale in (0.1, 0.25, 1.0):
+        for name in DRILLS:
+            (stage,) = drill_workload(name, scale).plan["stages"]
+            assert float(stage["duration"].rstrip("s")) >= DRILL_LEAST_S >= 2 + 5  # the kill at 2 s, the 5 s boot
