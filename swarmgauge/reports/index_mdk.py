@@ -122,14 +122,26 @@ def latency_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], li
         if read is not None:
             # "about 220 to 390 ms at p50 in every profile": the band is +-28 % around its middle
             rows.append(
-                figure(f"{label}: device read p50", read["p50_ms"], 305.0, ms, tolerance=0.28, set_by=READ_COST)
+                figure(
+                    f"{label}: device read p50",
+                    read["p50_ms"],
+                    305.0,
+                    ms,
+                    tolerance=0.28,
+                    set_by=READ_COST,
+                    samples=read.get("requests"),
+                )
             )
         summary = step_row(steps, ONE_AT_A_TIME, "summary")
         if summary is not None:
             shown = figure(f"{label}: fleet summary p50", summary["p50_ms"], None, ms)
             if name.startswith("fleet-2000"):
                 # "about 1.3 s" on a page whose one-at-a-time columns rest on 50 samples: a third either way
-                rows.append(figure(shown["figure"], summary["p50_ms"], 1300.0, ms, tolerance=0.33))
+                rows.append(
+                    figure(
+                        shown["figure"], summary["p50_ms"], 1300.0, ms, tolerance=0.33, samples=summary.get("requests")
+                    )
+                )
             else:
                 extra.append(shown)
         accept = step_row(steps, ONE_AT_A_TIME, "action")
@@ -143,6 +155,7 @@ def latency_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], li
                     ms,
                     tolerance=0.5,
                     set_by=f"{LANE_SETTING} (the Kernel's lane turn)",
+                    samples=accept.get("requests"),
                 )
             )
         page_rows, measured_rows = _burst_rows(name, label, steps, doc if isinstance(doc, dict) else None)

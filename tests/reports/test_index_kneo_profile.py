@@ -80,3 +80,10 @@ def test_a_rising_sweep_says_what_kneo_serv_s_cpu_did_and_the_rss_note_starts_be
     assert "80 % of a core, 21.1 ms of CPU a run at 1; 88 % of a core, 20.5 ms of CPU a run at 4" in note
     assert sweep_note(sweep([(1, 40.0, 25.0), (4, 41.0, 98.0)]), tmp_path, "sqlite / sync") is None  # flat: no note
     assert "It is 77 MiB before the first run" in (rss_note(tmp_path) or "")
+
+
+def test_a_step_that_holds_its_shape_over_few_runs_says_few_samples():
+    """At --scale 0.25 a sweep step is a second of runs: the flat shape's ±10 % needs 100 of them."""
+    rows = sweep([(1, 40.0, 25.0), (8, 39.0, 25.0 * 8 * 1.12), (16, 39.0, 25.0 * 16 * 1.16)])
+    rows["requests"] = [40, 39, 390]
+    assert grades(rows) == [NO_RATIO, "few samples", GREEN]
