@@ -1,5 +1,7 @@
 """The end of a headless run on the console: the per-step table, the trend sentence, the exceptions user code raised,
-the SLO verdicts and the exit code with every reason for it, one line each.
+the SLO verdicts and the exit code with every reason for it, one line each. ``--brief-summary`` leaves the step tables out (the SLO verdicts
+and the exit code stay): they cost pandas' import, about half a second at every run's end, and a run whose report is
+rendered afterwards (``swarmgauge demo``'s) has them there.
 
 Locust ends with its whole-run table, which mixes every step and the warm-ups; what the user came for is the step
 table (k6's end summary is the model). It prints after Locust's own tables, from Locust's ``quit`` event, with the
@@ -16,6 +18,7 @@ from locust import events
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
+from swarmgauge.core.options import add_option
 from swarmgauge.core.run_context import RunContext
 from swarmgauge.listeners import outcome, rundir, slo, steps, user_errors
 
@@ -52,8 +55,14 @@ def unfinished_sentence(count: int) -> str:
     )
 
 
-def summary_text(environment: Environment, code: int) -> str:
-    """The step tables with their trend sentences, the SLO verdicts and the exit code, as plain text.
+def summary_text(environment: Environment, code: int, *, tables: bool = True) -> str:
+    """The step tables with their trend sentences (``tables``), the SLO verdicts and the exit code, as plain text."""
+    lines = _step_tables(environment) if tables else []
+    return "\n".join(lines + _closing_lines(environment, code)) + "\n"
+
+
+def _step_tables(environment: Environment) -> list[str]:
+    """The per-step tables and their sentences.
 
     pandas and the report's tables are imported here, not with the module: every Locust process (a worker too)
     imports this module, and only a headless master or local runner prints the summary.
@@ -80,6 +89,13 @@ def summary_text(environment: Environment, code: int) -> str:
             lines += ["", unfinished_sentence(cut_off)]
     else:
         lines.append("no steps were measured")
+    return lines
+
+
+def _closing_lines(environment: Environment, code: int) -> list[str]:
+    """What cut the run short, the exceptions user code raised, the SLO verdicts, the report and the exit code."""
+    lines: list[str] = []
+    directory = rundir.run_dir(environment)
     cut = RunContext.of(environment).run_info.get("cut_short")
     if cut:
         by = cut.get("by") or "-t/--run-time"
@@ -94,7 +110,20 @@ def summary_text(environment: Environment, code: int) -> str:
     if directory is not None and (directory / "report.html").is_file():
         lines += ["", f"report: {directory / 'report.html'}"]
     lines += ["", exit_reason(code, verdicts, outcome.recorded(environment))]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+@events.init_command_line_parser.add_listener
+def _add_options(parser: Any) -> None:
+    add_option(
+        parser,
+        "--brief-summary",
+        action="store_true",
+        default=False,
+        include_in_web_ui=False,
+        help="At a headless run's end print only the SLO verdicts and the exit code with its reasons, not the "
+        "per-step tables (they are in the run's report; skipping them saves pandas' import)",
+    )
 
 
 @events.init.add_listener
@@ -110,7 +139,8 @@ def _on_quit(exit_code: int, **_kwargs: Any) -> None:
             continue
         try:
             sys.stderr.flush()  # Locust's table goes to stderr: the summary must come after it on a terminal
-            sys.stdout.write(summary_text(environment, exit_code))
+            tables = not getattr(options, "brief_summary", False)
+            sys.stdout.write(summary_text(environment, exit_code, tables=tables))
             sys.stdout.flush()
         except Exception as exc:  # noqa: BLE001 - the run's files are written; a summary problem must not hide that
             logger.warning("could not print the end-of-run summary: %s", exc)

@@ -14,21 +14,20 @@ here says why and the others go on.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from swarmgauge.cli.demo_pages import BUILDERS, Page, Workload, pages, reads_workload
-from swarmgauge.cli.demo_progress import REPORT_S, Progress
+from swarmgauge.cli.demo_progress import REPORT_S, Progress, minutes
 from swarmgauge.cli.demo_reports import render_reports
+from swarmgauge.cli.demo_runs import StartedRun, abandon, finish_run, start_run
 
-#: start-up, teardown and the run's own report come on top of a workload's planned load time
-OVERHEAD_S = 240.0
 MANIFEST = "demo.json"
 
 
@@ -67,10 +66,18 @@ def _steps(text: str) -> list[int]:
 
 
 def locust_command(
-    workload: Workload, locustfile: Path, plan_path: Path | None, run_dir: Path, *, report: bool = True
+    workload: Workload,
+    locustfile: Path,
+    plan_path: Path | None,
+    run_dir: Path,
+    *,
+    report: bool = True,
+    handoff: Path | None = None,
 ) -> list[str]:
     """The headless Locust run of one workload (``locustfile``: its scenario as a file) into its own ``--run-dir``;
-    ``report=False`` leaves the run's report to :func:`render_reports` (``--no-report``)."""
+    ``report=False`` leaves the run's report, and the step tables of its console summary, to :func:`render_reports`
+    (``--no-report --brief-summary``: the log keeps the verdicts and the exit's reasons); ``handoff``: its
+    ``--handoff`` directory (``cli/demo_runs.py``)."""
     plan = ["--plan", str(plan_path)] if plan_path else []
     return [
         sys.executable,
@@ -86,48 +93,38 @@ def locust_command(
         "--csv",
         str(run_dir / "locust"),
         "--only-summary",
-        *([] if report else ["--no-report"]),
+        *([] if report else ["--no-report", "--brief-summary"]),
+        *(["--handoff", str(handoff)] if handoff else []),
     ]
 
 
-def run_workload(workload: Workload, run_dir: Path, log: Path | None, *, report: bool = True) -> int:
+def start_workload(workload: Workload, run_dir: Path, log: Path | None, *, report: bool = True) -> StartedRun:
+    """The workload's Locust process, started up and waiting for its go (``demo_runs.finish_run`` gives it)."""
+    return start_run(
+        workload,
+        run_dir,
+        log,
+        lambda locustfile, plan, handoff: locust_command(
+            workload, locustfile, plan, run_dir, report=report, handoff=handoff
+        ),
+    )
+
+
+def run_workload(
+    workload: Workload,
+    run_dir: Path,
+    log: Path | None,
+    *,
+    report: bool = True,
+    started: StartedRun | None = None,
+    when_load_done: Callable[[], None] | None = None,
+) -> int:
     """One Locust subprocess in its own session, bounded by the plan's time plus start-up; its exit code.
 
-    The scenario is package data of ``swarmgauge.locustfiles`` (the top-level ``locustfiles/`` of a clone, shipped
-    in the package), so it runs wherever swarmgauge is installed. The run's own folder is Locust's working directory:
-    a ``locust.conf`` or ``pyproject.toml`` where the demo was started does not change the pages' runs.
-    """
-    from importlib import resources
-
-    import yaml
-
-    from swarmgauge.targets.launch import child_env
-
-    run_dir.mkdir(parents=True, exist_ok=True)
-    plan_path = run_dir / "plan.yaml" if workload.plan is not None else None
-    if plan_path:
-        plan_path.write_text(yaml.safe_dump(workload.plan, sort_keys=False), encoding="utf-8")
-    scenario = resources.files("swarmgauge.locustfiles") / workload.locustfile
-    output = open(log, "w", encoding="utf-8") if log else None
-    try:
-        with resources.as_file(scenario) as locustfile:
-            command = locust_command(workload, locustfile, plan_path, run_dir, report=report)
-            process = subprocess.Popen(
-                command, cwd=run_dir, env=child_env(), stdout=output, stderr=output, start_new_session=True
-            )
-            try:
-                return process.wait(timeout=workload.planned_seconds() + OVERHEAD_S)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait(timeout=30)
-                return -1
-    finally:
-        if output:
-            output.close()
+    ``started``: its process, started ahead while the workload before it ended; ``when_load_done`` is called once
+    its measurements are over (the demo starts the next workload's process then)."""
+    run = started or start_workload(workload, run_dir, log, report=report)
+    return finish_run(run, when_load_done=when_load_done)
 
 
 def gather_into_run_folder(run_dir: Path) -> Path:
@@ -165,6 +162,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     ``scale`` (the pages' ``--scale``) is kept in the manifest: the index weighs the time taken against its budget."""
     from swarmgauge.reports.index import write_index
     from swarmgauge.reports.index_grades import exit_state
+    from swarmgauge.reports.index_scale import budget_minutes
     from swarmgauge.run_folders import new_run_folder
 
     folder = new_run_folder(parent)
@@ -172,6 +170,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     if scale is not None:
         manifest["scale"] = scale
     todo: list[tuple[Page, Workload, dict[str, Any]]] = []
+    plans: list[str] = []
     for page in chosen:
         reason = page.unavailable()
         entry: dict[str, Any] = {"name": page.name, "title": page.title, "reference": page.reference, "skipped": reason}
@@ -183,31 +182,59 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
         if reason:
             print(f"{page.name}: skipped, {reason}", flush=True)
             continue
+        planned = sum(w.planned_seconds() for w in page.workloads)
+        plans.append(f"{page.name}: {len(page.workloads)} workloads, {minutes(planned)} of load planned")
         todo += [(page, w, entry["workloads"][i]) for i, w in enumerate(page.workloads)]
     cores = max(1, min(os.cpu_count() or 1, len(todo)))
     progress = Progress([w.planned_seconds() for _page, w, _entry in todo], reports_s=REPORT_S * len(todo) / cores)
     print(f"demo: {len(todo)} workloads, {progress.opening()}, into {folder}", flush=True)
+    print("; ".join(plans) + f" (--all's budget at --scale {scale or 1:g}: {budget_minutes(scale or 1.0):.3g} min)")
     _save(folder, manifest)
     lost = 0
     rendered: list[Path] = []
-    for number, (page, workload, entry) in enumerate(todo, start=1):
-        run_dir = folder / entry["folder"]
-        print(progress.starting(number, f"{page.name}/{workload.name}", workload.what), end="", flush=True)
-        began = time.monotonic()
-        code = run_workload(workload, run_dir, run_dir.parent / f"{workload.name}.log", report=False)
-        entry["elapsed_s"] = round(time.monotonic() - began, 1)
-        entry["exit_code"] = code
-        entry["load_avg"] = round(os.getloadavg()[0], 1)
-        found = gather_into_run_folder(run_dir)
-        has_steps = (found / "steps.csv").is_file()
-        entry["run_folder"] = str(found.relative_to(folder)) if has_steps else None
-        lost += not has_steps
-        if found.is_dir() and (found / "run.json").is_file():
-            rendered.append(found)
-        shown = found if has_steps else f"no run folder (see {run_dir.parent / (workload.name + '.log')})"
-        state = exit_state(code, workload.expected_exit)[1]
-        print(f" {entry['elapsed_s']:.0f} s, {state}: {shown}; {progress.finished(entry['elapsed_s'])}", flush=True)
-        _save(folder, manifest)
+    ahead: list[StartedRun] = []  # the next workload's process, started while this one ends
+
+    def start_next(number: int) -> None:
+        if number < len(todo):
+            _page, following, following_entry = todo[number]
+            following_dir = folder / following_entry["folder"]
+            log = following_dir.parent / f"{following.name}.log"
+            ahead.append(start_workload(following, following_dir, log, report=False))
+
+    try:
+        for number, (page, workload, entry) in enumerate(todo, start=1):
+            run_dir = folder / entry["folder"]
+            print(progress.starting(number, f"{page.name}/{workload.name}", workload.what), end="", flush=True)
+            started = ahead.pop() if ahead else None
+            began = time.monotonic()
+            if started is not None:
+                entry["started_ahead_s"] = round(began - started.started, 1)  # start-up under the one before's end
+            code = run_workload(
+                workload,
+                run_dir,
+                run_dir.parent / f"{workload.name}.log",
+                report=False,
+                started=started,
+                when_load_done=functools.partial(start_next, number),
+            )
+            entry["elapsed_s"] = round(time.monotonic() - began, 1)
+            entry["planned_s"] = workload.planned_seconds()
+            entry["exit_code"] = code
+            entry["load_avg"] = round(os.getloadavg()[0], 1)
+            found = gather_into_run_folder(run_dir)
+            has_steps = (found / "steps.csv").is_file()
+            entry["run_folder"] = str(found.relative_to(folder)) if has_steps else None
+            lost += not has_steps
+            if found.is_dir() and (found / "run.json").is_file():
+                rendered.append(found)
+            shown = found if has_steps else f"no run folder (see {run_dir.parent / (workload.name + '.log')})"
+            state = exit_state(code, workload.expected_exit)[1]
+            done = progress.finished(entry["elapsed_s"])
+            print(f" {entry['elapsed_s']:.0f} s, {state}: {shown}; {done}", flush=True)
+            _save(folder, manifest)
+    finally:
+        for started in ahead:
+            abandon(started)
     took, processes, failed = render_reports(rendered)
     print(f"reports: {len(rendered)} run reports in {took:.0f} s on {processes} process(es)", flush=True)
     for why in failed:
@@ -229,12 +256,30 @@ def quick(run_dir: Path, steps: list[int], step_time: float, warmup: float) -> i
     return code
 
 
-def list_pages() -> str:
-    lines = []
-    for page in pages([]):
-        lines.append(f"{page.name:9} {page.title} ({page.reference})")
-        lines += [f"    {w.name:15} {w.what} ({w.planned_seconds():.0f} s)" for w in page.workloads]
+#: the scales ``demo --list`` plans at: the issue's two budgets (``reports/index_scale.py``)
+LISTED_SCALES = (0.25, 1.0)
+
+
+def list_pages(scale: float | None = None) -> str:
+    """Each page and its workloads with the load seconds planned at the listed scales (and ``scale`` when another),
+    then the whole demo's."""
+    scales = sorted({*LISTED_SCALES, *([scale] if scale else [])})
+    at = {s: pages([], s) for s in scales}
+    heads = " / ".join(f"--scale {s:g}" for s in scales)
+    lines = [f"load seconds planned at {heads} (start-up and the reports come on top)"]
+    for number, page in enumerate(at[1.0]):
+        planned = [sum(w.planned_seconds() for w in at[s][number].workloads) for s in scales]
+        lines.append(f"{page.name:9} {page.title} ({page.reference}): {_planned(planned)}")
+        for index, workload in enumerate(page.workloads):
+            each = [at[s][number].workloads[index].planned_seconds() for s in scales]
+            lines.append(f"    {workload.name:15} {workload.what} ({_planned(each)})")
+    totals = [sum(w.planned_seconds() for p in at[s] for w in p.workloads) for s in scales]
+    lines.append(f"all pages: {_planned(totals)}")
     return "\n".join(lines)
+
+
+def _planned(seconds: list[float]) -> str:
+    return " / ".join(f"{value:.0f}" for value in seconds) + " s"
 
 
 def main(argv: list[str]) -> int:
@@ -253,7 +298,7 @@ def main(argv: list[str]) -> int:
         if unknown:
             raise DemoUsageError(f"unknown page {unknown[0]!r}: choose from {', '.join(BUILDERS)} (or --all)")
         if args.list:
-            print(list_pages())
+            print(list_pages(_positive(args.scale, "--scale")))
             return 0
         run_dir = Path(args.run_dir).resolve()
         if args.all or args.pages:

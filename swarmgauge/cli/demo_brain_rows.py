@@ -7,7 +7,7 @@ and the pool's size are the stand-in's settings, named beside the figures they f
 
 from __future__ import annotations
 
-from swarmgauge.cli.demo_pages import Workload
+from swarmgauge.cli.demo_pages import Workload, hold
 
 MODEL_LOAD_MS = 1429  # the page: p50 1,429 ms per search before the fix (the model reloaded per search)
 #: the page's p50 after the fix is 6.0 ms end to end; the stand-in's own HTTP floor is about 1 ms kept open
@@ -29,7 +29,7 @@ AFTER_FIX = f"--model-load-ms {MODEL_LOAD_MS} --search-ms {SEARCH_MS}"
 
 
 def _hold(seconds: float, scale: float, least: float) -> str:
-    return f"{max(least, round(seconds * scale)):g}s"
+    return hold(seconds, scale, least)
 
 
 def leak(name: str, what: str, target: str, scale: float, expected_exit: int) -> Workload:

@@ -1,9 +1,9 @@
 """The demarkus page's read rows as demo workloads: pooled FETCH at every step of its table, fresh connections, LOOKUP
 and LIST, each a headless Locust run against the embedded Mark server with the page's bottleneck simulated.
 
-Holds are the demo's (12 s a step, 3 s of it warm-up, at scale 1; the pooled ramp 14 s and 6 s, never under 9 s and
-5 s, so the 256-user step's queue is full, its spawn held 2 s and 192 handshakes done, before its measured requests
-start); the steps and the page's figures are the page's (``../shared/docs/reference-pages/demarkus-kind-bench.md``,
+Holds are the demo's (12 s a step, 3 s of it warm-up, at scale 1; the pooled ramp 14 s and 6 s, its warm-up never
+under 5 s, so the 256-user step's queue is full, its spawn held 2 s and 192 handshakes done, before its measured
+requests start, and its measured part 8 s, at least 4 s at scale 1 and above, 2 s at 0.25); the steps and the page's figures are the page's (``../shared/docs/reference-pages/demarkus-kind-bench.md``,
 Reads).
 
 A request counts in the step it started in, and the last step ends the run: without ``--stop-timeout`` the users are
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from swarmgauge.cli.demo_pages import MARK_BOTTLENECK, Workload, reads_plan
+from swarmgauge.cli.demo_pages import MARK_BOTTLENECK, Workload, hold_seconds, reads_plan
 
 PAGE = "demarkus-kind-bench.md#reads"
 STEP_S, WARMUP_S = 12.0, 3.0
@@ -72,8 +72,11 @@ def _workload(
 
 def read_workloads(scale: float) -> tuple[Workload, ...]:
     """Every read row of the page: pooled FETCH at 1 to 256 users, fresh at 16 and 64, LOOKUP at 16 and 64, LIST."""
-    step_s, warmup_s = (max(full, least / scale) for full, least in (POOLED_STEP_S, POOLED_WARMUP_S))
-    pooled = reads_plan(POOLED_STEPS, step_s, warmup_s, scale)
+    # the warm-up's least is the 256-user step's spawn and handshakes, whatever the scale; the measured part's is a
+    # sample count, which shrinks below scale 1 (``demo_pages.least_at``)
+    warmup_s = hold_seconds(POOLED_WARMUP_S[0], scale, needs=POOLED_WARMUP_S[1])
+    measured_s = hold_seconds(POOLED_STEP_S[0] - POOLED_WARMUP_S[0], scale, POOLED_STEP_S[1] - POOLED_WARMUP_S[1])
+    pooled = reads_plan(POOLED_STEPS, warmup_s + measured_s, warmup_s)  # scaled already
     pooled["reference"] = dict(pooled["reference"], target={"embedded": "mark", "args": MARK_BOTTLENECK})
     return (
         _workload("reads", "QUIC FETCH, pooled, 1 to 256 users, against the simulated bucket", "FetchUser", pooled),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from swarmgauge.cli.demo_pages import MARK_BOTTLENECK, Workload
+from swarmgauge.cli.demo_pages import MARK_BOTTLENECK, Workload, hold
 
 #: the page's pacing and the commit's own bucket writes (spaced writes about 60 ms, the soak's p50 58 ms)
 WRITE_PACING = "--commit-interval 1.5s --commit-cost 56ms"
@@ -34,7 +34,7 @@ GATEWAY_AS_MCP_GO = "--json-response"
 
 
 def held(seconds: float, scale: float, least: float = 1.0) -> str:
-    return f"{max(least, round(seconds * scale)):g}s"
+    return hold(seconds, scale, least)
 
 
 def burst_writes(scale: float) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from swarmgauge.cli.demo_pages import Workload
+from swarmgauge.cli.demo_pages import Workload, hold, hold_seconds
 
 QUEUE_BATCH = 500  # the page's --total-runs 500
 QUEUE_DISPATCHERS = 8  # the page's queue row: concurrency 8, one worker per process
@@ -42,7 +42,7 @@ POSTGRES_FSYNC = ("--kneo-embedded-store", "postgres", "--kneo-embedded-fsync", 
 
 
 def _hold(seconds: float, scale: float, least: float = 3.0) -> str:
-    return f"{max(least, round(seconds * scale)):g}s"
+    return hold(seconds, scale, least)
 
 
 def _steps(name: str, steps: list[int], hold: float, scale: float, **more: Any) -> dict[str, Any]:
@@ -65,7 +65,7 @@ def queue_batch(scale: float) -> Workload:
         "description": f"{QUEUE_DISPATCHERS} dispatchers submit {QUEUE_BATCH} runs, then one worker drains them",
         "kind": "soak",
         "users": QUEUE_DISPATCHERS,
-        "duration": _hold(QUEUE_DISPATCH_S, scale, QUEUE_DISPATCH_LEAST_S),
+        "duration": hold(QUEUE_DISPATCH_S, scale, needs=QUEUE_DISPATCH_LEAST_S),  # the batch's sending: no floor
         "slos": ["kneo_mismatches==0"],
     }
     options = (*POSTGRES_FSYNC, "--kneo-mode", "batch", "--kneo-batch", str(QUEUE_BATCH))
@@ -116,7 +116,7 @@ def soak(scale: float) -> Workload:
     """The 1-hour soak shortened by ``scale`` (one minute at scale 1): runs arrive at ``SOAK_RATE`` without waiting for
     each other (a dispatcher, not closed-loop submitters that cap the backlog at their own count) and 16 worker
     threads drain them at kneo-serv's default idle poll; the service's RSS, threads and backlog sampled throughout."""
-    seconds = max(15.0, SOAK_SECONDS_AT_SCALE_1 * scale)
+    seconds = hold_seconds(SOAK_SECONDS_AT_SCALE_1, scale, 15.0)
     plan = {
         "name": "demo-kneo-soak",
         "description": f"the page's 1-hour soak in {seconds:g} s: {SOAK_RATE:g} runs/s dispatched, {SOAK_WORKERS} workers",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from swarmgauge.cli.demo_pages import Workload
+from swarmgauge.cli.demo_pages import Workload, hold_seconds
 
 #: Closed-loop readers of the saturation step: the page's harness's 1,000 ("1,000 readers against 10 devices"). Fewer
 #: would make the readers the bound (each waits about 0.3 s for its read: 200 readers cap near 600 reads/s at any
@@ -73,6 +73,10 @@ DRILLS = ("worker-restart", "kernel-restart", "device-outage")
 #: its start-up, not MDK's recovery. The index marks READY and the first read as set by this; the gap between them
 #: (the re-registration and the first routed read) is the stand-in's own.
 RESTART_BOOT = "--restart-boot-s 5"
+#: A drill's reads last at least this long at any scale: the kill at 2 s, the 5 s boot, and reads after the recovery
+#: for the RSS slope its gate reads (at --scale 0.25 a 4 s hold ended before the restarted Worker was READY: 98 % of
+#: reads failed and the slope had no data, exit 3 instead of the drill's declared 1).
+DRILL_LEAST_S = 12.0
 SWITCH = {"label": "switch", "users": 0, "duration": "1s"}  # Locust swaps classes only through 0 users
 DISCOVER = {"label": "discover", "users": 1, "duration": "2s", "user_classes": ["MDKBurstUser"]}
 BURST = {
@@ -96,7 +100,7 @@ def saturation_readers(devices: int) -> int:
 
 def _scaled(seconds: float, scale: float, more: float = 0.0) -> str:
     """A hold stretched by ``scale`` (at least 1 s), plus ``more`` unscaled seconds."""
-    return f"{max(1, round(seconds * scale)) + more:g}s"
+    return f"{hold_seconds(seconds, scale) + more:g}s"
 
 
 @dataclass(frozen=True)
@@ -199,11 +203,12 @@ def throughput_workload(name: str, devices: int, workers: int, scale: float) -> 
 
 
 def drill_workload(name: str, scale: float) -> Workload:
+    drill_hold = f"{hold_seconds(15, scale, needs=DRILL_LEAST_S):g}s"
     plan = {
         "name": f"demo-mdk-{name}",
         "description": f"readers on the fleet while the {name} drill kills and restarts",
         "kind": "stages",
-        "stages": [{"label": "reads", "users": 20, "duration": _scaled(15, scale), "user_classes": ["MDKReader"]}],
+        "stages": [{"label": "reads", "users": 20, "duration": drill_hold, "user_classes": ["MDKReader"]}],
     }
     options: tuple[str, ...] = ("--mdk-profile", "50x1", "--mdk-drill", name, "--mdk-drill-after", "2s")
     if name != "device-outage":  # the mocks are devices, not MDK processes: they come back at once

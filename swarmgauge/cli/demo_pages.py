@@ -9,6 +9,7 @@ whole ``demo --all`` at scale 1 plans about 6 minutes of load; start-up and repo
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,8 +66,32 @@ def _seconds(text: Any) -> float:
     return float(value.rstrip("s"))
 
 
+def least_at(least: float, scale: float) -> float:
+    """A hold's floor at ``scale``: the floor itself at 1 and above; below 1 it shrinks with the square root of the
+    scale (a quarter of the time keeps half the floor), to whole seconds, never under 1 s when it had one.
+
+    A floor is there for a sample count: a hold shorter than it leaves a row noisier, and the noise of a figure read
+    over n samples goes as 1/sqrt(n), so at --scale 0.25 a floored row's figure is read over about half its samples
+    and the index says so (its header, and "few samples" on a row under what its tolerance needs). A floor of 2 s or
+    more never shrinks under 2 s: a step keeps a second measured after a second of warm-up."""
+    if scale >= 1 or least <= 0:
+        return least
+    return min(least, max(float(math.ceil(least * math.sqrt(scale))), min(least, 2.0)))
+
+
+def hold_seconds(seconds: float, scale: float, least: float = 1.0, *, needs: float = 0.0) -> float:
+    """``seconds`` stretched by ``scale`` to whole seconds, not under the floor ``least`` has at that scale, nor
+    under ``needs``: time the workload takes whatever the scale (a fixed batch sent), which never shrinks."""
+    return max(least_at(least, scale), needs, float(round(seconds * scale)))
+
+
+def hold(seconds: float, scale: float, least: float = 1.0, *, needs: float = 0.0) -> str:
+    """:func:`hold_seconds` as a plan's duration (``"12s"``): every page's holds go through here."""
+    return f"{hold_seconds(seconds, scale, least, needs=needs):g}s"
+
+
 def _scaled(seconds: float, scale: float, least: float = 1.0) -> str:
-    return f"{max(least, round(seconds * scale)):g}s"
+    return hold(seconds, scale, least)
 
 
 def _base(name: str) -> dict[str, Any]:
@@ -75,15 +100,25 @@ def _base(name: str) -> dict[str, Any]:
     return yaml.safe_load(plans.bundled(name).read_text(encoding="utf-8"))
 
 
-def _ramp(base: str, steps: list[int], step_time: float, warmup: float, scale: float, **more: Any) -> dict[str, Any]:
-    """A page's step-ramp plan at the demo's steps and holds, keeping its SLOs and reference rows."""
+def _ramp(
+    base: str,
+    steps: list[int],
+    step_time: float,
+    warmup: float,
+    scale: float,
+    *,
+    least: tuple[float, float] = (1.0, 0.0),
+    **more: Any,
+) -> dict[str, Any]:
+    """A page's step-ramp plan at the demo's steps and holds, keeping its SLOs and reference rows; ``least``: the
+    floors of the step and of its warm-up (shrinking below scale 1 as :func:`least_at` says)."""
     plan = {**copy.deepcopy(_base(base)), **more}
     plan.update(
         name=f"demo-{base}",
         kind="step_ramp",
         steps=steps,
-        step_time=_scaled(step_time, scale),
-        warmup=_scaled(warmup, scale, 0.0),
+        step_time=hold(step_time, scale, least[0]),
+        warmup=hold(warmup, scale, least[1]),
     )
     return plan
 

@@ -13,7 +13,9 @@ from collections.abc import Callable
 
 #: start-up and teardown per workload, until one has been measured: with its report rendered in it, a workload took
 #: 4.4 s over its plan on average at --scale 1 and 5.8 s at --scale 0.25 (2 cores, load average 1 to 4; the guess of
-#: 20 s said 26.2 and 17.2 min for runs of 17.9 and 9.7); rendered after the load, about 3 s of that remain
+#: 20 s said 26.2 and 17.2 min for runs of 17.9 and 9.7); rendered after the load, about 3 s of that remained; with
+#: each start-up under the end before it (``cli/demo_runs.py``) 3.7 s at --scale 0.25 (load average 3 to 7), kneo's
+#: queue drain and the writers' stop included
 FIRST_GUESS_OVERHEAD_S = 4.0
 #: one run's report, rendered after the load (0.4 to 4 s each on one core of 2): the demo's estimate of that tail is
 #: this times the workloads over the cores that share them

@@ -48,7 +48,8 @@ OPENING: tuple[str, ...] = (
 #: After every other ``quitting`` listener (a locustfile's own included).
 CLOSING: tuple[str, ...] = (
     "ledgers reconciled",  # users/kneo_ledger.py: runs sent against kneo's store, kneo.json
-    "resources sampled",  # listeners/resources.py: sampling stopped, resources.csv and its verdict
+    "resources sampled",  # listeners/resources.py: sampling stopped, resources.csv and its verdict; then
+    # listeners/handoff.py: the measurements are over (--handoff: the driver may start the next run's process)
     "tables rewritten",  # listeners/steps.py: steps.csv and timeline.csv from every figure
     "verdicts decided",  # listeners/slo.py: slo.json, JUnit, the exit code
     "run folder closed",  # listeners/rundir.py: Locust's CSVs, the final run.json, the report rendered

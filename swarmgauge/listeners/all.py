@@ -26,6 +26,7 @@ LISTENER_MODULES = (
     "swarmgauge.listeners.signals",
     "swarmgauge.listeners.privacy",
     "swarmgauge.listeners.feeder",
+    "swarmgauge.listeners.handoff",
 )
 
 for _name in LISTENER_MODULES:

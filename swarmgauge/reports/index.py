@@ -22,6 +22,7 @@ from swarmgauge.files import write_atomic
 from swarmgauge.reports import chart_html
 from swarmgauge.reports.index_grades import (
     AMBER,
+    FEW,
     GREEN,
     MACHINE,
     NO_RATIO,
@@ -45,6 +46,7 @@ from swarmgauge.reports.index_render import (
     page_html,
     page_markdown,
 )
+from swarmgauge.reports.index_scale import BUDGET_MIN, budget_minutes, scale_note
 from swarmgauge.run_folders import resolve
 
 logger = logging.getLogger("swarmgauge.index")
@@ -55,8 +57,6 @@ PLOTS_DIR = "index_plots"
 ISSUE_PAGES = ("demarkus", "kneo", "mdk", "brain")
 #: the issue's count of the four pages' rows (issue 30: "attempts 36 of the pages' 73 rows")
 ISSUE_ROWS = 73
-#: minutes ``demo --all`` may take on 2 cores, by ``--scale`` (issue 30's figures to reach)
-BUDGET_MIN = {1.0: 20.0, 0.25: 6.0}
 
 
 class IndexInputError(ValueError):
@@ -235,6 +235,8 @@ def whole_run(manifest: dict[str, Any], sections: list[dict[str, Any]]) -> str:
     listed = sum(len(parts["not_reproducible"]) for parts in graded)
     shown_states = (GREEN, AMBER, RED, SET, *([MACHINE] if MACHINE in grades else []), NO_RATIO)
     counts = ", ".join(f"{grades.count(state)} {state}" for state in shown_states)
+    if FEW in grades:
+        counts += f", {grades.count(FEW)} {FEW}"
     pages = f"{len(graded)} of {len(sections)}" if len(graded) != len(sections) else f"{len(sections)}"
     pages += " page" if len(sections) == 1 else " pages"
     line = (
@@ -243,7 +245,8 @@ def whole_run(manifest: dict[str, Any], sections: list[dict[str, Any]]) -> str:
         "four pages; these tables split a page's row into a row per figure, step or route, so their count is not "
         "the issue's."
     )
-    return f"{line} {took_line(manifest)}"
+    note = scale_note(manifest.get("scale"))
+    return f"{line} {took_line(manifest)}" + (f" {note}" if note else "")
 
 
 def took_line(manifest: dict[str, Any]) -> str:
@@ -257,12 +260,11 @@ def took_line(manifest: dict[str, Any]) -> str:
     if not set(ISSUE_PAGES) <= set(names):
         return f"Took {took:.1f} min for {', '.join(names)} (the budgets are for --all: {budgets})."
     scale = manifest.get("scale")
-    budget = BUDGET_MIN.get(float(scale)) if isinstance(scale, int | float) else None
-    if budget is None:
-        said = f"--scale {scale:g}" if isinstance(scale, int | float) else "a scale demo.json does not record"
-        return f"Took {took:.1f} min at {said} (the budgets of --all: {budgets})."
+    if not isinstance(scale, int | float):
+        return f"Took {took:.1f} min at a scale demo.json does not record (the budgets of --all: {budgets})."
+    budget = budget_minutes(float(scale))
     verdict = "within" if took <= budget else "OVER"
-    return f"Took {took:.1f} min, {verdict} the {budget:g} min budget of --all at --scale {scale:g} on 2 cores."
+    return f"Took {took:.1f} min, {verdict} the {budget:.3g} min budget of --all at --scale {scale:g} on 2 cores."
 
 
 def write_index(folder: Path | str) -> tuple[Path, Path]:

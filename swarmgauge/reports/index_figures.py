@@ -23,6 +23,8 @@ VALUE = "value"
 TOLERANCE_ABS = "tolerance abs"
 #: the page's own ceiling for a figure (e.g. "< 50 MiB"): green at or below it, amber to twice it, red beyond
 AT_MOST = "at most"
+#: the requests a row's figures were read over: under what its tolerance needs, a row that holds says "few samples"
+SAMPLES = "samples"
 
 
 @dataclass
@@ -178,6 +180,7 @@ def step_table(
         beside(row, "p50", measured["p50_ms"], figures[1], ms)
         beside(row, "p99", measured["p99_ms"], figures[2], ms)
         row[TOLERANCE], row[SET_BY] = tolerance, set_by or ""
+        row[SAMPLES] = as_number(measured.get("requests"))
         out.append(row)
     return pd.DataFrame(out)
 
@@ -200,8 +203,10 @@ def figure(
     set_by: str | None = None,
     tolerance_abs: float | None = None,
     at_most: float | None = None,
+    samples: float | None = None,
 ) -> dict[str, Any]:
-    """One figure beside the page's; ``tolerance`` and ``set_by`` as in :func:`step_table`.
+    """One figure beside the page's; ``tolerance`` and ``set_by`` as in :func:`step_table`; ``samples``: the requests
+    it was read over, when the row should say "few samples" below what its tolerance needs (``index_grades``).
 
     Where a ratio says nothing, the figure's numbers are compared as they are (``index_grades``): the page's 0
     against a measured 0 is green ("0 = 0"), a measured figure above the page's 0 amber within ``tolerance_abs``
@@ -221,4 +226,6 @@ def figure(
         row[TOLERANCE_ABS] = tolerance_abs
     if at_most is not None:
         row[AT_MOST] = at_most
+    if samples is not None:
+        row[SAMPLES] = samples
     return row

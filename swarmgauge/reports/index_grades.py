@@ -5,7 +5,9 @@ tolerance and the stand-in setting come from the row's ``tolerance`` and ``set b
 ``index_figures.figure`` and ``step_table`` fill, or per figure from ``<label> tolerance`` and ``<label> set by``
 (``index_figures.beside``'s keywords, for a row of several figures only some of which a stand-in fixes). The rule (also written in the index's header, ``RULE``):
 a figure is green when its ratio is within the tolerance of 1, amber within twice that, red beyond, and red when the
-page has the figure and the run did not measure it. Where a ratio says nothing the figures' numbers are compared
+page has the figure and the run did not measure it. A row that would hold (green or set) over fewer requests than its
+tolerance needs (``samples``: :func:`samples_needed`) says "few samples" instead: a shortened run (``--scale`` below
+1) is noisier, and its colour must not be kinder than its numbers. Where a ratio says nothing the figures' numbers are compared
 (``<column> value``, which ``index_figures.figure`` and ``beside`` keep): the page's 0 against a measured 0 is green
 ("0 = 0"), a measured figure above the page's 0 red, or amber within an absolute tolerance (``tolerance abs``); a
 page's own bound (``at most``, e.g. "< 50 MiB") is green at or below it. A figure a stand-in's setting fixes is never
@@ -17,21 +19,24 @@ A workload whose exit is not the one it declared is red.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from swarmgauge.reports.index_figures import AT_MOST, SET_BY, TOLERANCE, TOLERANCE_ABS, VALUE
+from swarmgauge.reports.index_figures import AT_MOST, SAMPLES, SET_BY, TOLERANCE, TOLERANCE_ABS, VALUE
 
 GREEN, AMBER, RED, SET, NO_RATIO = "green", "amber", "red", "set by the stand-in", "no ratio"
 MACHINE = "machine-bound"
 #: every side of a run together (generator, stand-in, its store) above this share of the machine's cores: the machine,
 #: not the model, was the bound, and a figure short of the page's says "machine-bound"
 MACHINE_SHARE = 0.9
+FEW = "few samples"
 #: worst last: a row, and a page, take the worst state of what they hold
-ORDER = {GREEN: 0, NO_RATIO: 1, SET: 2, MACHINE: 3, AMBER: 4, RED: 5}
-MARK = {GREEN: "🟢", AMBER: "🟡", RED: "🔴", SET: "⚙️", NO_RATIO: "⚪", MACHINE: "🖥️"}
+ORDER = {GREEN: 0, NO_RATIO: 1, SET: 2, FEW: 2.5, MACHINE: 3, AMBER: 4, RED: 5}
+MARK = {GREEN: "🟢", AMBER: "🟡", RED: "🔴", SET: "⚙️", NO_RATIO: "⚪", FEW: "🔘", MACHINE: "🖥️"}
 DEFAULT_TOLERANCE = 0.2
 GRADE, SHOWN_TOLERANCE, SHOWN_SET_BY = "row", "tolerance", "stand-in"
 
@@ -43,7 +48,9 @@ RULE = (
     'is 0 the two are compared as they are: a measured 0 is green ("0 = 0"), anything else red, or amber within an '
     'absolute tolerance shown beside it; a figure the page bounds in absolute terms ("< 50 MiB") is green at or '
     'below the bound. A row with nothing to compare (no page figure, or the page\'s words) shows "no ratio"; one '
-    'the 2-core machine bounded (not the target) shows "machine-bound", shown and never counted as holding. A '
+    'the 2-core machine bounded (not the target) shows "machine-bound", shown and never counted as holding. A row '
+    'within its tolerance but read over fewer requests than it needs says "few samples" instead (the standard error '
+    "of its figure within the tolerance: 25 requests for a rate at ±20 %, 53 for a p50, 117 for a p99). A "
     "workload whose exit code is not the one it declares (a gate or drill may be meant to fail) is red. A page takes "
     "its worst row or workload; its shape checks are listed apart and never make it green."
 )
@@ -195,8 +202,32 @@ def criterion_of(row: pd.Series, label: str | None) -> Criterion:
 
 def _grading_columns(columns: list[str]) -> list[str]:
     """The columns a row carries for its grade only: dropped from the table as shown."""
-    kinds = (TOLERANCE, SET_BY, TOLERANCE_ABS, AT_MOST, VALUE)
+    kinds = (TOLERANCE, SET_BY, TOLERANCE_ABS, AT_MOST, VALUE, SAMPLES)
     return [c for c in columns if c in kinds or c.endswith(tuple(f" {kind}" for kind in kinds))]
+
+
+def samples_needed(label: str, tolerance: float) -> int:
+    """Requests a figure must be read over for its standard error to be within ``tolerance`` (as a fraction).
+
+    A rate or a mean of n requests strays about 1/sqrt(n): 1/tolerance² (25 at ±20 %). A latency quantile ``pNN``
+    of a tail that falls off exponentially strays sqrt(q / (n (1 - q))) / -ln(1 - q) of itself: a p50 needs 53 at
+    ±20 %, a p99 117 (467 at ±10 %)."""
+    tolerance = max(tolerance, 0.01)
+    match = re.fullmatch(r"p(\d+(?:\.\d+)?)", label.strip())
+    quantile = float(match.group(1)) / 100 if match else 0.0
+    if not 0 < quantile < 1:
+        return math.ceil(1 / tolerance**2 - 1e-9)
+    spread = quantile / (1 - quantile) / math.log(1 - quantile) ** 2
+    return math.ceil(spread / tolerance**2 - 1e-9)
+
+
+def _few(state: str, samples: float | None, label: str, criterion: Criterion) -> tuple[str, str]:
+    """A holding figure read over fewer requests than it needs: "few samples", and the count beside its tolerance.
+    Figures graded against an absolute tolerance or the page's own bound are counts, not samples: left as they are."""
+    if samples is None or state not in (GREEN, SET) or criterion.tolerance_abs is not None or criterion.at_most:
+        return state, ""
+    need = samples_needed(label, criterion.tolerance)
+    return (FEW, f", {samples:,.0f} requests of {need:,}") if samples < need else (state, "")
 
 
 def worst(states: list[str], empty: str = NO_RATIO) -> str:
@@ -216,11 +247,12 @@ def grade_table(table: pd.DataFrame) -> GradedTable:
             state, text = figure_state(row[ratio], row[measured], row[page], criterion, values)
             if state is None:
                 continue
+            state, counted = _few(state, _number(row, SAMPLES), measured, criterion)
             cells[(position, ratio)] = state
             states.append(state)
             if text is not None:
                 shown.iloc[position, shown.columns.get_loc(ratio)] = text
-            shown_tolerance[measured] = criterion.shown(values[1] == 0)
+            shown_tolerance[measured] = criterion.shown(values[1] == 0) + counted
             shown_set_by[measured] = f"set by the stand-in: {criterion.set_by}" if criterion.set_by else ""
         grades.append(worst(states))
         tolerances.append(_per_figure(shown_tolerance))
@@ -249,7 +281,9 @@ def tally(grades: list[str], not_reproducible: int) -> str:
     """``11 of 14 rows green, 2 amber, 1 red; 3 rows not reproducible here``."""
     counts = {state: grades.count(state) for state in ORDER}
     text = f"{counts[GREEN]} of {len(grades)} rows green"
-    text += "".join(f", {counts[state]} {state}" for state in (AMBER, RED, SET, MACHINE, NO_RATIO) if counts[state])
+    text += "".join(
+        f", {counts[state]} {state}" for state in (AMBER, RED, SET, FEW, MACHINE, NO_RATIO) if counts[state]
+    )
     if not_reproducible:
         text += f"; {not_reproducible} row{'s' if not_reproducible != 1 else ''} not reproducible here"
     return text

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from swarmgauge.reports.index_figures import MIB, beside, figure, ms, rate, times
+from swarmgauge.reports.index_figures import MIB, SAMPLES, as_number, beside, figure, ms, rate, times
 
 #: how far a sweep's runs/s against its concurrency-1 row may stray from the page's and be flat: the page calls a
 #: 5 % drift flat (PostgreSQL 79 at 1 to 75 at 32), and a ratio of two such figures carries that drift twice
@@ -109,6 +109,7 @@ def profile_rows(
         users = int(step["users"])
         figures = page.get(users, (None, None, None, None))
         row: dict[str, Any] = {"Store / mode": store_mode if position == 0 else "", "Concurrency": users}
+        row[SAMPLES] = as_number(step.get("requests"))  # under what the shape's tolerance needs: "few samples"
         absolute(row, "runs/s", step["rps"], figures[0], rate)
         absolute(row, "p50", step["p50_ms"], figures[1], ms)
         absolute(row, "p95", p95.get(int(step["step"])), page_p95.get(users), ms)

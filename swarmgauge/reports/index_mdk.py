@@ -134,12 +134,22 @@ def latency_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], li
         if read is not None:
             # "about 220 to 390 ms at p50 in every profile": the band is +-28 % around its middle
             rows.append(
-                figure(f"{label}: device read p50", read["p50_ms"], 305.0, ms, tolerance=0.28, set_by=READ_COST)
+                figure(
+                    f"{label}: device read p50",
+                    read["p50_ms"],
+                    305.0,
+                    ms,
+                    tolerance=0.28,
+                    set_by=READ_COST,
+                    samples=read.get("requests"),
+                )
             )
         summary = step_row(steps, ONE_AT_A_TIME, "summary")
         if summary is not None:
             rows_or_extra = rows if name in SUMMARY_2000 else extra
-            rows_or_extra.append(summary_row(name, f"{label}: fleet summary p50", summary["p50_ms"]))
+            rows_or_extra.append(
+                summary_row(name, f"{label}: fleet summary p50", summary["p50_ms"], samples=summary.get("requests"))
+            )
         accept = step_row(steps, ONE_AT_A_TIME, "action")
         if accept is not None:
             # "about 3 to 4 ms" at every fleet size: the lane turn is a setting; the rest is Gateway and RPC hops
@@ -151,6 +161,7 @@ def latency_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], li
                     ms,
                     tolerance=0.5,
                     set_by=f"{LANE_SETTING} (the Kernel's lane turn)",
+                    samples=accept.get("requests"),
                 )
             )
         page_rows, measured_rows = _burst_rows(name, label, steps, doc if isinstance(doc, dict) else None)
@@ -176,14 +187,14 @@ SUMMARY_2000 = {
 }
 
 
-def summary_row(name: str, label: str, measured: Any) -> dict[str, Any]:
+def summary_row(name: str, label: str, measured: Any, *, samples: Any = None) -> dict[str, Any]:
     """A fleet summary's p50 beside the page's figure for that fleet (graded), or alone (the page gives none)."""
     if name not in SUMMARY_2000:
         return figure(label, measured, None, ms)
     shown, against, set_by = SUMMARY_2000[name]
     # a page whose one-at-a-time columns rest on 50 samples: a third either way; one Worker's figure follows from the
     # stand-in's Worker lane (fitted to the page's 994 reads/s), so it is set by that setting
-    row = figure(label, measured, against, ms, tolerance=0.33, set_by=set_by)
+    row = figure(label, measured, against, ms, tolerance=0.33, set_by=set_by, samples=samples)
     row["page"] = shown
     return row
 

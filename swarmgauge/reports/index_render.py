@@ -28,6 +28,7 @@ BACKGROUND = {
     "set by the stand-in": "#d6e0f5",
     "no ratio": "#ececec",
     "machine-bound": "#e3d4ef",
+    "few samples": "#e4dcef",
 }
 #: the index's own rules, after the report pages' (``chart_html.STYLE``): smaller cells, the rule and legend boxes
 STYLE = (

@@ -156,6 +156,7 @@ class PostgresCluster:
                 "-E",
                 "UTF8",
                 "--no-instructions",
+                "--no-sync",  # the bootstrap files need no fsync: a cluster that crashes is thrown away, not recovered
                 timeout=120,
             )
             pwfile.unlink()
@@ -204,7 +205,8 @@ class PostgresCluster:
             return
         if (self.data_dir / "postmaster.pid").exists():
             try:
-                self._pg("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "30", "stop", timeout=45)
+                # immediate: no shutdown checkpoint writing and syncing buffers of a data dir removed next
+                self._pg("pg_ctl", "-D", str(self.data_dir), "-m", "immediate", "-w", "-t", "30", "stop", timeout=45)
             except (PostgresError, subprocess.SubprocessError) as exc:
                 log.warning("pg_ctl stop: %s", exc)
         shutil.rmtree(self.root, ignore_errors=True)

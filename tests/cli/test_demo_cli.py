@@ -87,3 +87,34 @@ def test_a_page_that_cannot_run_says_why_in_one_line_and_in_the_index(tmp_path, 
     assert out.splitlines()[0] == "kneo: skipped, no PostgreSQL here (test)"
     index = (tmp_path / "latest" / "report.md").read_text()
     assert "**Skipped:** no PostgreSQL here (test)" in index and "| skipped " in index
+
+
+def test_a_floor_stays_at_scale_1_and_shrinks_with_the_square_root_of_a_smaller_scale():
+    from swarmgauge.cli.demo_pages import hold, hold_seconds, least_at
+
+    assert [least_at(16, scale) for scale in (2.0, 1.0, 0.25)] == [16, 16, 8]
+    assert least_at(0.0, 0.25) == 0.0 and least_at(9, 0.01) == 2.0  # no floor stays none; a floor keeps 2 s
+    assert hold(30, 0.25, 10.0) == "8s" and hold(20, 1.0, 16.0) == "20s" and hold(20, 0.25, 16.0) == "8s"
+    assert hold_seconds(24, 0.25, needs=20) == 20  # what a fixed batch takes to send never shrinks
+
+
+def test_every_workload_runs_at_every_scale_and_only_shorter():
+    """A smaller scale never drops a workload; each plans no more load than at scale 1."""
+    full = {w.name: w.planned_seconds() for page in pages([]) for w in page.workloads}
+    for scale in (0.1, 0.25, 0.5):
+        short = {w.name: w.planned_seconds() for page in pages([], scale) for w in page.workloads}
+        assert short.keys() == full.keys()
+        assert all(short[name] <= full[name] for name in full)
+
+
+def test_list_says_each_pages_planned_load_at_a_quarter_and_at_full_scale(capsys):
+    assert main(["--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0].startswith("load seconds planned at --scale 0.25 / --scale 1")
+    for page in pages([]):
+        quarter = sum(w.planned_seconds() for w in pages([page.name], 0.25)[0].workloads)
+        full = sum(w.planned_seconds() for w in page.workloads)
+        assert any(
+            line.startswith(f"{page.name} ") and line.endswith(f": {quarter:.0f} / {full:.0f} s") for line in listed
+        )
+    assert listed[-1].startswith("all pages: ")

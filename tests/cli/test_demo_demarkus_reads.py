@@ -68,7 +68,9 @@ def test_the_last_steps_requests_in_flight_finish_and_count():
 
 
 def test_the_pooled_ramp_keeps_a_warm_up_that_covers_the_256_user_handshakes_at_any_scale():
-    for scale in (1.0, 0.5, 0.25):
+    """The warm-up is what the 256-user step needs at any scale; the measured part's floor is a sample count, which
+    shrinks below scale 1 with the others (to half at 0.25, the index saying the rows are noisier)."""
+    for scale, least_measured in ((1.0, 4), (0.5, 3), (0.25, 2)):
         pooled = {w.name: w for w in read_workloads(scale)}["reads"].plan
         assert float(pooled["warmup"].rstrip("s")) >= 5  # the 2 s spawn hold and the handshakes of 192 users
-        assert float(pooled["step_time"].rstrip("s")) - float(pooled["warmup"].rstrip("s")) >= 4
+        assert float(pooled["step_time"].rstrip("s")) - float(pooled["warmup"].rstrip("s")) >= least_measured

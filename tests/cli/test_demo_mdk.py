@@ -137,3 +137,13 @@ def test_the_5000_device_fleets_hold_the_pages_3_s_read_load_and_the_compared_fl
                 held[workload.name] = stage["duration"]
     assert held["fleet-5000x1"] == held["fleet-5000x5"] == "3s"
     assert held["fleet-2000x1"] == held["fleet-2000x4"] == held["reads-1000x1"] == "10s"
+
+
+def test_a_drill_outlasts_its_kill_the_boot_and_the_recovery_at_any_scale():
+    """At --scale 0.25 a 4 s drill ended before the restarted Worker was READY (exit 3, not the declared 1)."""
+    from swarmgauge.cli.demo_mdk import DRILL_LEAST_S, DRILLS, drill_workload
+
+    for scale in (0.1, 0.25, 1.0):
+        for name in DRILLS:
+            (stage,) = drill_workload(name, scale).plan["stages"]
+            assert float(stage["duration"].rstrip("s")) >= DRILL_LEAST_S >= 2 + 5  # the kill at 2 s, the 5 s boot

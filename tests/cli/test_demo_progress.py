@@ -49,7 +49,7 @@ def test_a_workload_quicker_than_its_plan_counts_no_negative_start_up():
 def fake_locust_run(codes: dict[str, int]):
     """Stands in for the Locust subprocess of a workload: a run folder with a ``steps.csv``, and the exit given."""
 
-    def run(workload: Workload, run_dir: Path, log: Path | None, *, report: bool = True) -> int:
+    def run(workload: Workload, run_dir: Path, log: Path | None, *, report: bool = True, **_handoff: object) -> int:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "steps.csv").write_text("step,label,request_type,name,users,requests,rps,p50_ms,p99_ms\n")
         return codes[workload.name]
@@ -102,4 +102,5 @@ def test_the_scale_is_kept_for_the_index_to_weigh_the_time_against_its_budget(
     folder = tmp_path / "latest"
     assert json.loads((folder / "demo.json").read_text())["scale"] == 0.25
     index = (folder / "report.md").read_text()
-    assert " min for brain (the budgets are for --all: 20 min at --scale 1, 6 min at --scale 0.25).**" in index
+    assert " min for brain (the budgets are for --all: 20 min at --scale 1, 6 min at --scale 0.25)." in index
+    assert "--scale 0.25: steps and soaks shortened to a quarter" in index

@@ -18,7 +18,7 @@ import swarmgauge.locust  # noqa: F401 - every listener, so every step has its r
 from swarmgauge.core import lifecycle
 from swarmgauge.core.lifecycle import END_STEPS, NOT_AT_STOP, OPENING, RUN_END, STOP_STEPS, RunEnd
 from swarmgauge.core.run_context import RunContext
-from swarmgauge.listeners import resources, rundir, signals, slo, steps, webui_close
+from swarmgauge.listeners import handoff, resources, rundir, signals, slo, steps, webui_close
 from swarmgauge.targets import embedded
 from swarmgauge.users import kneo_ledger, mark_user
 
@@ -59,7 +59,7 @@ def test_every_step_has_the_handler_of_the_module_that_owns_it():
     assert RUN_END.handlers["final reports in"] == [signals.send_last_figures]
     assert RUN_END.handlers["web run closed"] == [webui_close.finish_close_at_quit]
     assert RUN_END.handlers["ledgers reconciled"] == [kneo_ledger._on_quitting]
-    assert RUN_END.handlers["resources sampled"] == [resources.finish_sampling]
+    assert RUN_END.handlers["resources sampled"] == [resources.finish_sampling, handoff.say_load_done]
     assert RUN_END.handlers["tables rewritten"] == [steps.finalize]
     assert RUN_END.handlers["verdicts decided"] == [slo._on_quitting]
     assert RUN_END.handlers["run folder closed"] == [rundir.close_run]

@@ -296,3 +296,38 @@ def test_a_figure_beside_others_keeps_its_own_zero_and_bound(monkeypatch, tmp_pa
     assert list(table["row"]) == ["green"]
     assert (table["errors x"].iloc[0], table["RSS kept x"].iloc[0]) == ("0 = 0", "≤ 50")
     assert table["tolerance"].iloc[0] == "errors: exact; RSS kept: ≤ 50 (the page's bound)"
+
+
+def few_samples_section(runs: dict[str, Path | None]) -> PageSection:
+    """Rows read over few requests and over enough: only a row that would hold is kept from its colour."""
+    rows = [
+        figure("within, 10 requests", 1.0, 1.0, str, samples=10),
+        figure("within, 100 requests", 1.0, 1.0, str, samples=100),
+        figure("set, 10 requests", 1.0, 1.0, str, set_by="--a-setting", samples=10),
+        figure("3x, 10 requests", 3.0, 1.0, str, samples=10),
+        figure("within, not counted", 1.0, 1.0, str),
+    ]
+    return PageSection(tables=[("Counted", pd.DataFrame(rows))])
+
+
+def test_a_row_that_holds_over_fewer_requests_than_its_tolerance_needs_says_few_samples(monkeypatch, tmp_path):
+    monkeypatch.setitem(index_pages.SECTIONS, "counted", few_samples_section)
+    manifest(tmp_path, [page("counted", "w")])
+    text = write_index(tmp_path)[0].read_text()
+    table = table_of(tmp_path, "counted")
+    assert list(table["row"]) == ["few samples", "green", "few samples", "red", "green"]
+    assert table["tolerance"].iloc[0] == "±20 %, 10 requests of 25"
+    assert "samples" not in table.columns  # the count is a grading column: shown beside the tolerance only
+    assert "🔘 few samples" in text and "2 few samples" in text
+
+
+def test_a_steps_rows_are_counted_by_the_requests_of_their_step():
+    from swarmgauge.reports.index_grades import grade_table, samples_needed
+
+    steps = pd.DataFrame(
+        [{"users": 1, "rps": 53.0, "p50_ms": 20.0, "p99_ms": 26.0, "requests": 60}],
+    )
+    graded = grade_table(step_table(steps, PAGE_POOLED, "pooled", "Step", tolerance=0.2))
+    assert samples_needed("p99", 0.2) > 60 >= samples_needed("p50", 0.2)  # the p99 is what 60 requests cannot hold
+    assert graded.grades == ["few samples"]
+    assert graded.table["tolerance"].iloc[0] == "req/s: ±20 %; p50: ±20 %; p99: ±20 %, 60 requests of 117"

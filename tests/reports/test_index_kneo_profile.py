@@ -150,3 +150,10 @@ def test_a_sweep_row_measured_while_others_filled_the_machine_says_so():
     why = cpu_why(8, (12.0, 4.1), (13.0, 4.7), load=8.2, cores=2)
     assert why.startswith("machine-bound: others filled the machine (load average 8.2 on 2 cores): kneo-serv 12 %")
     assert not cpu_why(8, (12.0, 4.1), (13.0, 4.7), load=0.9, cores=2).startswith("machine-bound")
+
+
+def test_a_step_that_holds_its_shape_over_few_runs_says_few_samples():
+    """At --scale 0.25 a sweep step is a second of runs: the flat shape's ±10 % needs 100 of them."""
+    rows = sweep([(1, 40.0, 25.0), (8, 39.0, 25.0 * 8 * 1.12), (16, 39.0, 25.0 * 16 * 1.16)])
+    rows["requests"] = [40, 39, 390]
+    assert grades(rows) == [NO_RATIO, "few samples", GREEN]

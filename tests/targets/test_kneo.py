@@ -211,3 +211,34 @@ def test_idle_poll_below_zero_is_a_usage_error_and_a_set_one_reaches_the_service
     with KneoService(store="sqlite", extra_env=idle_poll_env(1.0)) as service:
         environ = Path(f"/proc/{service.pids[0]}/environ").read_bytes().split(b"\0")
     assert b"KNEO_SERV_WORKER_IDLE_POLL_SECONDS=1" in environ  # kneo-serv's default, not the harness's 0.2
+
+
+def test_processes_after_the_first_boot_side_by_side_once_it_has_migrated_the_store(kneo_venv, monkeypatch):
+    """The first process alone (it runs the migrations), then the others all spawned before any of them is waited
+    for; each then serves runs on the one store."""
+    from swarmgauge.targets.postgres import PostgresCluster
+
+    try:
+        find_bindir()
+    except PostgresError as exc:
+        pytest.skip(f"no PostgreSQL here: {exc}")
+    seen: list[str] = []
+    spawn, wait_ready = KneoService.spawn_process, KneoService._wait_ready
+
+    def recording_spawn(self, index):
+        seen.append(f"spawn {index}")
+        spawn(self, index)
+
+    def recording_wait(self, index):
+        wait_ready(self, index)
+        seen.append(f"ready {index}")
+
+    monkeypatch.setattr(KneoService, "spawn_process", recording_spawn)
+    monkeypatch.setattr(KneoService, "_wait_ready", recording_wait)
+    with (
+        PostgresCluster(fsync=False) as cluster,
+        KneoService(store="postgres", dsn=cluster.dsn, processes=3) as service,
+    ):
+        assert seen == ["spawn 0", "ready 0", "spawn 1", "spawn 2", "ready 1", "ready 2"]
+        assert len(set(service.pids)) == 3
+        assert all(_post_run(url)["status"] == "completed" for url in service.urls)

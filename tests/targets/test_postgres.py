@@ -64,6 +64,30 @@ def test_stop_removes_the_cluster_directory():
     running.stop()  # a second stop is harmless
 
 
+def test_a_throwaway_cluster_skips_the_syncs_no_one_reads_but_keeps_its_fsync_setting(monkeypatch):
+    """initdb's bootstrap files are not synced and the stop does not checkpoint (the directory is removed next); the
+    running cluster keeps the fsync it was asked for, which the measured writes pay."""
+    _bindir_or_skip()
+    calls: list[tuple[str, ...]] = []
+    run_tool = PostgresCluster._pg
+
+    def recording(self, tool, *args, timeout):
+        calls.append((tool, *args))
+        return run_tool(self, tool, *args, timeout=timeout)
+
+    monkeypatch.setattr(PostgresCluster, "_pg", recording)
+    running = PostgresCluster(fsync=True).start()
+    try:
+        with psycopg.connect(running.dsn) as conn:
+            assert conn.execute("SHOW fsync").fetchone()[0] == "on"
+    finally:
+        running.stop()
+    initdb = next(call for call in calls if call[0] == "initdb")
+    stop = next(call for call in calls if call[0] == "pg_ctl" and call[-1] == "stop")
+    assert "--no-sync" in initdb
+    assert stop[stop.index("-m") + 1] == "immediate"
+
+
 def test_bad_bindir_is_a_named_error(tmp_path):
     with pytest.raises(PostgresError, match="no PostgreSQL binaries"):
         PostgresCluster(bindir=str(tmp_path))

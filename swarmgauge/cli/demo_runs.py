@@ -1,0 +1,138 @@
+"""The Locust processes of ``swarmgauge demo``: each workload's started, let go and waited for, the next one started
+while the one before it ends.
+
+A workload's process spent seconds starting (the interpreter, Locust, its embedded targets) and seconds ending (its
+files, its targets stopped), one workload after the other. Each process now runs with ``--handoff``
+(``listeners/handoff.py``): it starts up and waits for its go before any load, and says when its own measurements are
+over; the demo then starts the next workload's process, and lets it go once this one has exited. Start-up overlaps
+the end before it, never a load or a measurement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from swarmgauge.cli.demo_pages import Workload
+
+#: start-up, teardown and the run's own report come on top of a workload's planned load time
+OVERHEAD_S = 240.0
+#: how often the demo looks at a running workload (its exit, its handoff)
+POLL_S = 0.05
+GO, LOAD_DONE = "go", "load-done"  # the files of listeners/handoff.py
+
+
+@dataclass
+class StartedRun:
+    """A workload's Locust process, started and waiting for its go (or already let go)."""
+
+    workload: Workload
+    process: subprocess.Popen
+    handoff: Path
+    output: IO[str] | None
+    files: contextlib.ExitStack
+    started: float = field(default_factory=time.monotonic)
+    let_go: float | None = None
+
+    def load_done(self) -> bool:
+        """Its measurements are over (it said so), or it has ended."""
+        return (self.handoff / LOAD_DONE).exists() or self.process.poll() is not None
+
+    def go(self) -> None:
+        if self.let_go is None:
+            (self.handoff / GO).touch()
+            self.let_go = time.monotonic()
+
+    def close(self) -> None:
+        self.files.close()
+        if self.output:
+            self.output.close()
+        shutil.rmtree(self.handoff, ignore_errors=True)
+
+
+def start_run(
+    workload: Workload, run_dir: Path, log: Path | None, command: Callable[[Path, Path | None, Path], list[str]]
+) -> StartedRun:
+    """Start the workload's Locust process in its own session (``command(locustfile, plan, handoff)`` builds its
+    command line); it starts up and waits for :meth:`StartedRun.go`.
+
+    The scenario is package data of ``swarmgauge.locustfiles`` (the top-level ``locustfiles/`` of a clone, shipped
+    in the package), so it runs wherever swarmgauge is installed. The run's own folder is Locust's working directory:
+    a ``locust.conf`` or ``pyproject.toml`` where the demo was started does not change the pages' runs.
+    """
+    from importlib import resources
+
+    import yaml
+
+    from swarmgauge.targets.launch import child_env
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    plan_path = run_dir / "plan.yaml" if workload.plan is not None else None
+    if plan_path:
+        plan_path.write_text(yaml.safe_dump(workload.plan, sort_keys=False), encoding="utf-8")
+    handoff = Path(tempfile.mkdtemp(prefix="swarmgauge-handoff-"))
+    files = contextlib.ExitStack()
+    output = open(log, "w", encoding="utf-8") if log else None
+    try:
+        scenario = resources.files("swarmgauge.locustfiles") / workload.locustfile
+        locustfile = files.enter_context(resources.as_file(scenario))
+        process = subprocess.Popen(
+            command(locustfile, plan_path, handoff),
+            cwd=run_dir,
+            env=child_env(),
+            stdout=output,
+            stderr=output,
+            start_new_session=True,
+        )
+    except BaseException:
+        files.close()
+        if output:
+            output.close()
+        shutil.rmtree(handoff, ignore_errors=True)
+        raise
+    return StartedRun(workload, process, handoff, output, files)
+
+
+def finish_run(run: StartedRun, *, when_load_done: Callable[[], None] | None = None) -> int:
+    """Let the run go and wait for its exit, bounded by its plan's time plus start-up (-1 when it ran past that and
+    was stopped); ``when_load_done`` is called once, as soon as its measurements are over."""
+    run.go()
+    deadline = time.monotonic() + run.workload.planned_seconds() + OVERHEAD_S
+    told = when_load_done is None
+    try:
+        while run.process.poll() is None:
+            if not told and run.load_done():
+                told = True
+                when_load_done()  # type: ignore[misc]  # told is False only when it is given
+            if time.monotonic() >= deadline:
+                _stop(run.process)
+                return -1
+            time.sleep(POLL_S)
+        return run.process.returncode
+    finally:
+        run.close()
+
+
+def abandon(run: StartedRun) -> None:
+    """A run started ahead and never let go (the demo stopped first): its process group ended, its files removed."""
+    if run.process.poll() is None:
+        _stop(run.process)
+    run.close()
+
+
+def _stop(process: subprocess.Popen) -> None:
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)

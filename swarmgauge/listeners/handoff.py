@@ -1,0 +1,87 @@
+"""``--handoff DIR``: a headless run a driver starts while the run before it is still ending (``swarmgauge demo``).
+
+A run's start-up (the interpreter, Locust, its embedded targets: PostgreSQL, kneo-serv, a fleet) and a run's end
+(its files, its targets stopped, the summary) each took seconds of every demo workload, one after the other. With
+``--handoff DIR`` the process does its start-up, then waits, before any load, until ``DIR/go`` exists; and once its
+own measurements are over (the ``resources sampled`` step of its end: its users stopped, a kneo queue drained, the
+sampling finished) it writes ``DIR/load-done``, so the driver starts the next run's process then, and lets it go
+when this one has exited. No load ever overlaps another run's load or measurements.
+
+The wait is bounded (:data:`MAX_WAIT_S`), and ends the run (exit 2, one line) if the driver that started it is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from locust import events
+from locust.env import Environment
+from locust.runners import WorkerRunner
+
+from swarmgauge.core.lifecycle import at_end
+from swarmgauge.core.options import add_option
+from swarmgauge.errors import UsageError, stop_on_usage_error
+
+GO = "go"
+LOAD_DONE = "load-done"
+#: how long a started run waits for its go: the run before it may hold for minutes
+MAX_WAIT_S = 1800.0
+POLL_S = 0.02
+
+
+def handoff_dir(environment: Environment) -> Path | None:
+    """The ``--handoff`` directory of a headless master or local run (None otherwise: a worker, the web UI)."""
+    options = getattr(environment, "parsed_options", None)
+    directory = getattr(options, "handoff", "") or ""
+    if not directory or not getattr(options, "headless", False) or isinstance(environment.runner, WorkerRunner):
+        return None
+    return Path(directory)
+
+
+def wait_for_go(directory: Path, *, max_wait_s: float = MAX_WAIT_S, poll_s: float = POLL_S) -> None:
+    """Return once ``directory/go`` exists; a UsageError when the wait runs out or the parent is gone."""
+    parent = os.getppid()
+    deadline = time.monotonic() + max_wait_s
+    while not (directory / GO).exists():
+        if os.getppid() != parent:
+            raise UsageError(f"--handoff {directory}: the driver that started this run is gone; no load sent")
+        if time.monotonic() >= deadline:
+            raise UsageError(f"--handoff {directory}: no {GO} within {max_wait_s:.0f} s; no load sent")
+        time.sleep(poll_s)
+
+
+def _wait_after_the_locustfile(environment: Environment, **_kwargs: Any) -> None:
+    directory = handoff_dir(environment)
+    if directory is not None:
+        stop_on_usage_error(lambda _env: wait_for_go(directory), environment)
+
+
+@events.init_command_line_parser.add_listener
+def _add_options(parser: Any, **_kwargs: Any) -> None:
+    add_option(
+        parser,
+        "--handoff",
+        default="",
+        include_in_web_ui=False,
+        help="A directory a driver hands runs over in: a headless run starts up, waits for DIR/go before any load, and "
+        "writes DIR/load-done once its measurements are over, so the next run starts up while this one ends",
+    )
+    # registered now, after the locustfile's own init listeners (they start its targets): the wait comes last
+    if _wait_after_the_locustfile not in _registered:
+        events.init.add_listener(_wait_after_the_locustfile)
+        _registered.append(_wait_after_the_locustfile)
+
+
+_registered: list[Any] = []
+
+
+@at_end("resources sampled")
+def say_load_done(environment: Environment) -> None:
+    """After the run's last measurement (users stopped, a kneo drain reconciled, the sampling finished)."""
+    directory = handoff_dir(environment)
+    if directory is not None:
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / LOAD_DONE).touch()

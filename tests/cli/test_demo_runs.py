@@ -1,0 +1,67 @@
+"""The demo's workload processes: the next one starts up while the one before ends, and its load waits for that one's
+exit. The Locust process is replaced by a fake (a script that keeps the handoff as ``listeners/handoff.py`` does)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from swarmgauge.cli.demo_pages import Workload
+from swarmgauge.cli.demo_runs import GO, LOAD_DONE, abandon, finish_run, start_run
+
+FAKE_LOCUST = """
+import sys, time
+from pathlib import Path
+name, handoff, journal = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+def say(what):
+    with open(journal, "a") as out:
+        out.write(f"{name} {what}\\n")
+say("started up")
+for _ in range(1000):
+    if (handoff / "go").exists():
+        break
+    time.sleep(0.01)
+say("load")
+(handoff / "load-done").touch()
+time.sleep(0.5)
+say("ended")
+"""
+
+
+def _fake(tmp_path: Path, name: str, journal: Path):
+    script = tmp_path / "fake_locust.py"
+    script.write_text(FAKE_LOCUST)
+
+    def command(_locustfile: Path, _plan: Path | None, handoff: Path) -> list[str]:
+        return [sys.executable, str(script), name, str(handoff), str(journal)]
+
+    return command
+
+
+def test_the_next_run_starts_up_while_the_one_before_ends_and_loads_only_after_it_exited(tmp_path):
+    journal = tmp_path / "journal"
+    workload = Workload("w", "a fake run", "brain_leak.py", ("-t", "1s"), None)
+    first = start_run(workload, tmp_path / "first", None, _fake(tmp_path, "first", journal))
+    ahead = []
+    assert GO == "go" and LOAD_DONE == "load-done"  # the files listeners/handoff.py keeps
+    code = finish_run(
+        first,
+        when_load_done=lambda: ahead.append(
+            start_run(workload, tmp_path / "second", None, _fake(tmp_path, "second", journal))
+        ),
+    )
+    assert code == 0 and len(ahead) == 1
+    assert finish_run(ahead[0]) == 0
+    lines = journal.read_text().splitlines()
+    assert lines.index("first load") < lines.index("second started up") < lines.index("first ended")
+    assert lines.index("first ended") < lines.index("second load")
+    assert not first.handoff.exists() and not ahead[0].handoff.exists()
+
+
+def test_a_run_started_ahead_and_never_let_go_is_stopped_and_cleaned_up(tmp_path):
+    journal = tmp_path / "journal"
+    workload = Workload("w", "a fake run", "brain_leak.py", ("-t", "1s"), None)
+    waiting = start_run(workload, tmp_path / "run", None, _fake(tmp_path, "waiting", journal))
+    abandon(waiting)
+    assert waiting.process.poll() is not None and not waiting.handoff.exists()
+    assert "waiting load" not in (journal.read_text() if journal.exists() else "")
