@@ -138,6 +138,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="lognormal sigma of each simulated round trip (0 = always --read-delay-ms)",
     )
     p.add_argument(
+        "--backend-stall-ms",
+        type=_non_negative(float),
+        default=0.0,
+        help="the simulated backend stands still this long, every read in it waiting, about once per "
+        "--backend-stall-every (0 = never)",
+    )
+    p.add_argument(
+        "--backend-stall-every",
+        type=_duration,
+        default=4.0,
+        help="mean time between two backend stalls (spread evenly from half to one and a half of it, seeded)",
+    )
+    p.add_argument(
         "--commit-interval", type=_duration, default=0.0, help="least time between two write commits' starts"
     )
     p.add_argument(
@@ -212,7 +225,11 @@ def build_service(args: argparse.Namespace) -> MarkService:
         gap_shape=args.backend_gap_shape,
         delay_jitter=args.read_delay_jitter,
         backend_concurrency=args.backend_concurrency,
+        stall_length=args.backend_stall_ms / 1000,
+        stall_every=args.backend_stall_every,
     )
+    if knobs.stall_length and knobs.stall_every <= knobs.stall_length:
+        raise UsageError("--backend-stall-every must be longer than --backend-stall-ms")
     return MarkService(handler, settings, SimulatedBackend(knobs))
 
 
