@@ -12,25 +12,24 @@ from typing import Any
 
 import pandas as pd
 
-from swarmgauge.reports.index_demarkus_reads import with_reasons
-from swarmgauge.reports.index_figures import Check, figure, ms, read_steps, requests_of, step_table
+from swarmgauge.reports.index_demarkus_reads import bucket_setting, with_reasons
+from swarmgauge.reports.index_figures import Check, figure, ms, read_steps, requests_of, run_json, step_table
 
-#: the MCP workload's Mark server has the reads' bottleneck (``cli.demo_pages.MARK_BOTTLENECK``)
-BUCKET = "--backend-concurrency 3 (3 slots of two round trips: 160 reads/s)"
 #: why an MCP row is out of reach here, in one line (shown only when the row strays past its tolerance)
 ONE_WORKER = (
-    "one worker waits out every call in turn: the Python gateway's own ~2.3 ms a call (uvicorn, the MCP SDK) and the "
-    "generator's MCP client's ~0.8 ms ride on each 20 ms read, where the page's Go gateway adds nothing visible"
+    "one worker waits out every call in turn: the Python gateway's own ~1.6 ms of CPU a call (uvicorn, the MCP SDK, "
+    "its QUIC hop) and the generator's MCP client's ~0.8 ms ride on each 20 ms read, where the page's Go gateway adds "
+    "nothing visible"
 )
 EIGHT_WORKERS = (
-    "p99 below the page's (85 and 104 ms about Little's mean of 8 / 160 req/s = 50 ms): as in the pooled 16-user "
-    "row, a first-come queue of reads that spread 1.3x alone cannot spread that much"
+    "the page's two 8-worker rows through one bucket end p99 at 85 and 104 ms and put p50 at 60 and 40 ms about "
+    "Little's mean of 8 / 160 req/s = 50 ms; the stand-in gives both tools the same, about 50 and 105 ms"
 )
 MCP_REASONS = {
     ("MCP `mark_fetch`", 1): ONE_WORKER,
     ("MCP `mark_lookup_all` (one world)", 1): ONE_WORKER,
     ("MCP `mark_fetch`", 8): EIGHT_WORKERS,
-    ("MCP `mark_lookup_all` (one world)", 8): EIGHT_WORKERS + "; the page's p50 there (40 ms) is below that mean",
+    ("MCP `mark_lookup_all` (one world)", 8): EIGHT_WORKERS,
 }
 MCP_FETCH: dict[int, tuple[float, ...]] = {1: (53, 20, 26), 8: (160, 60, 85), 32: (160, 260, 268)}
 MCP_LOOKUP_ALL: dict[int, tuple[float, ...]] = {1: (53, 20, 27), 8: (160, 40, 104), 32: (160, 240, 287)}
@@ -50,6 +49,9 @@ def mcp_tables(runs: dict[str, Path | None], checks: list[Check]) -> list[pd.Dat
     if steps.empty:
         return []
     cpu = cpu_by_step(run_resources(run))
+    # the MCP workload's Mark server has the reads' bottleneck (``cli.demo_pages.MARK_BOTTLENECK``), as the run had it
+    options = (run_json(runs, "mcp-tools", "run.json") or {}).get("options") or {}
+    bucket = bucket_setting(str(options.get("mcp_mark_args") or ""))
     tables = []
     for tool, page, label in (
         ("mark_fetch", MCP_FETCH, "MCP `mark_fetch`"),
@@ -61,7 +63,7 @@ def mcp_tables(runs: dict[str, Path | None], checks: list[Check]) -> list[pd.Dat
             # the gateway is Python on 2 shared cores against the page's Go: the ceiling is the bucket's 160 only
             # while the gateway (and the Mark server behind it) keep up, so past 8 workers the rows carry the
             # machine's load; the gateway's and the generator's CPU are beside each row to tell them apart
-            shown = step_table(rows, page, label, "Step", tolerance=0.25, set_by=BUCKET)
+            shown = step_table(rows, page, label, "Step", tolerance=0.25, set_by=bucket)
             shown["gateway CPU"] = [f"{cpu[int(step)]:.0f} %" if int(step) in cpu else "" for step in rows["step"]]
             if "generator_cpu_max" in rows:
                 shown["generator CPU"] = [
