@@ -17,7 +17,7 @@ from swarmgauge.reports.index_figures import Check, figure, ms, read_steps, requ
 
 #: why an MCP row is out of reach here, in one line (shown only when the row strays past its tolerance)
 ONE_WORKER = (
-    "one worker waits out every call in turn: the Python gateway's own ~1.6 ms of CPU a call (uvicorn, the MCP SDK, "
+    "one worker waits out every call in turn: the Python gateway's own ~1.7 ms of CPU a call (uvicorn, the MCP SDK, "
     "its QUIC hop) and the generator's MCP client's ~0.8 ms ride on each 20 ms read, where the page's Go gateway adds "
     "nothing visible"
 )

@@ -3,7 +3,7 @@ checks of its read bullets, and the read rows that cannot be reproduced here.
 
 The measured rows come from the ``reads``, ``fresh``, ``lookup`` and ``list`` workloads' ``steps.csv``; the page's
 figures are transcribed from ``../shared/docs/reference-pages/demarkus-kind-bench.md``. The stand-in's bottleneck is
-3 backend slots of two ~9.4 ms round trips and a 60 ms stall of the whole backend about every 4 s
+3 backend slots of two ~9.4 ms round trips and a 60 ms stall of the whole backend after about every 640 reads
 (``swarmgauge.cli.demo_pages.MARK_BOTTLENECK``): it fixes the 1-user figures, the 160 req/s ceiling and the tail past
 the knee, so those rows say so (``set_by``, as each run had it); past the knee p50 follows from the ceiling by Little's
 law.
@@ -45,10 +45,6 @@ READ_VERBS = ("FETCH", "LOOKUP", "LIST")
 
 ROUND_TRIPS = "--read-delay-ms 9.2 --reads-stat-head"
 SLOTS = "--backend-concurrency 3 (3 slots of two round trips: 160 reads/s)"
-STALLS = (
-    "--backend-concurrency 3 --backend-stall-ms {ms} --backend-stall-every {every} (3 slots of two round trips: "
-    "160 reads/s; the whole backend stands still {ms} ms about every {every})"
-)
 
 #: (the page's row, why it is not attempted here)
 NOT_REPRODUCIBLE = [
@@ -101,12 +97,12 @@ NOTE = (
     "sits about 65 ms above p50 at 16 users (166 vs 100 ms) and at 64 (486 vs 423 ms), 20 ms at 256 (on 1.77 s) and "
     "6 ms at 1 user; spread reads in a first-come queue tighten as it grows (115 ms at 16 users, 0.69x). A pause that "
     "every read in the system sits through at once gives it: a 100 ms read at 16 users spans one or not, a 1.7 s read "
-    "at 256 spans about one whatever it does. So the whole backend stands still 60 ms about every 4 s (2 to 6 s "
-    "apart, seeded: --backend-stall-ms 60 --backend-stall-every 4s); the page does not say what paused (a collection "
-    "cycle of fake-gcs-server, a pod throttled at its 1-CPU limit to the end of its CFS period would). Fitted on the "
-    "16- and 64-user p99s, it leaves the 1-, 4- and 256-user rows where they were (a simulation of the model: 28, 40 "
-    "and 1,690 ms against the page's 26, 45 and 1,790) and puts MCP's 8-worker p99 at about 105 ms (the page: 85 and "
-    "104). Fresh connections are timed as demarkus-loadtest times them (dial, request and answer: FETCH+dial). "
+    "at 256 spans about one whatever it does. So the whole backend stands still 60 ms after about every 640 reads "
+    "(320 to 960 apart, seeded: --backend-stall-ms 60 --backend-stall-reads 640; about every 4 s at the ceiling): the "
+    "page does not say what paused, and a collection cycle of fake-gcs-server, paced by what it allocates and so by "
+    "the reads it serves, would. Fitted on the 16- and 64-user p99s, it leaves the 1-, 4- and 256-user rows near "
+    "where they were (one user meets a stall every 14 s) and puts MCP's 8-worker p99 at about 105 ms (the page: 85 "
+    "and 104). Fresh connections are timed as demarkus-loadtest times them (dial, request and answer: FETCH+dial). "
     "The page's fresh rows are bimodal: at 16 users p50 23 ms against a mean of 102 ms by Little's law (16 / 157 "
     "req/s) and p99 323 ms, so some of its dials waited a retransmit timer before their handshake, off the bucket "
     "(lost Initial packets on kind's UDP path would do it; the page does not say). Loopback loses nothing, so the "
@@ -173,11 +169,11 @@ def _stalls(words: list[str]) -> tuple[str, str]:
     stall_ms = words[words.index("--backend-stall-ms") + 1] if "--backend-stall-ms" in words[:-1] else "0"
     if not float(stall_ms):
         return "", ""
-    every = words[words.index("--backend-stall-every") + 1] if "--backend-stall-every" in words[:-1] else "4s"
+    every = words[words.index("--backend-stall-reads") + 1] if "--backend-stall-reads" in words[:-1] else "640"
     shown = f"{float(stall_ms):g}"
     return (
-        f" --backend-stall-ms {shown} --backend-stall-every {every}",
-        f"; the whole backend stands still {shown} ms about every {every}",
+        f" --backend-stall-ms {shown} --backend-stall-reads {every}",
+        f"; the whole backend stands still {shown} ms after about every {every} reads",
     )
 
 

@@ -97,13 +97,13 @@ def test_the_fresh_rows_name_the_lossy_path_and_the_clients_timer_the_run_used(t
 
 def test_the_rows_past_the_knee_name_the_backend_stalls_only_when_the_run_had_them(tmp_path):
     runs = runs_of(tmp_path)
-    stalled = "--backend-concurrency 3 --backend-stall-ms 60 --backend-stall-every 4s"
+    stalled = "--backend-concurrency 3 --backend-stall-ms 60 --backend-stall-reads 640"
     for name, args in (("reads", stalled), ("lookup", "--backend-concurrency 3")):
         (tmp_path / name / "run.json").write_text(json.dumps({"options": {"mark_embedded_args": args}}))
     table = reads(runs, PageSection())
     set_by = dict(zip(zip(table["Step"].replace("", pd.NA).ffill(), table["Workers"]), table[SET_BY], strict=True))
-    assert "--backend-stall-ms 60 --backend-stall-every 4s" in set_by[("QUIC FETCH, pooled connections", 16)]
-    assert "stands still 60 ms about every 4s" in set_by[("QUIC FETCH, pooled connections", 64)]
+    assert "--backend-stall-ms 60 --backend-stall-reads 640" in set_by[("QUIC FETCH, pooled connections", 16)]
+    assert "stands still 60 ms after about every 640 reads" in set_by[("QUIC FETCH, pooled connections", 64)]
     assert "stall" not in set_by[("QUIC FETCH, pooled connections", 4)]  # the knee is the slots' alone
     assert "stall" not in set_by[("QUIC LOOKUP", 16)]  # a run without them is not said to have them
 

@@ -142,13 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=_non_negative(float),
         default=0.0,
         help="the simulated backend stands still this long, every read in it waiting, about once per "
-        "--backend-stall-every (0 = never)",
+        "--backend-stall-reads reads (0 = never)",
     )
     p.add_argument(
-        "--backend-stall-every",
-        type=_duration,
-        default=4.0,
-        help="mean time between two backend stalls (spread evenly from half to one and a half of it, seeded)",
+        "--backend-stall-reads",
+        type=int,
+        default=BackendKnobs.stall_reads,
+        metavar="N",
+        help="mean reads between two backend stalls (spread evenly from half to one and a half of it, seeded)",
     )
     p.add_argument(
         "--commit-interval", type=_duration, default=0.0, help="least time between two write commits' starts"
@@ -226,10 +227,10 @@ def build_service(args: argparse.Namespace) -> MarkService:
         delay_jitter=args.read_delay_jitter,
         backend_concurrency=args.backend_concurrency,
         stall_length=args.backend_stall_ms / 1000,
-        stall_every=args.backend_stall_every,
+        stall_reads=args.backend_stall_reads,
     )
-    if knobs.stall_length and knobs.stall_every <= knobs.stall_length:
-        raise UsageError("--backend-stall-every must be longer than --backend-stall-ms")
+    if knobs.stall_length and knobs.stall_reads < 2:
+        raise UsageError("--backend-stall-reads must be at least 2")
     return MarkService(handler, settings, SimulatedBackend(knobs))
 
 

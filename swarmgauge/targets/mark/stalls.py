@@ -3,12 +3,14 @@
 The kind page's read tails add a fixed amount past the knee: p99 sits about 65 ms above p50 at 16 users (166 vs
 100 ms) and at 64 (486 vs 423 ms), while 1 user's spreads 6 ms and 256 users' 20 ms on 1.77 s. Service that
 varies per read cannot do that (a first-come queue of reads that spread 1.3x alone tightens as it grows); a pause
-that every read in the system sits through at once can: a 100 ms read at 16 users either spans one or not, a
-1.7 s read at 256 spans about one whatever it does. The page does not say what paused (a garbage-collection cycle of
-fake-gcs-server, a pod throttled to the end of its CFS period at its 1-CPU limit would); its rows fit one stall of
-about 60 ms every 4 s (between 2 and 6 s apart, as an allocation-paced collector's cycles are).
+that every read in the system sits through at once can: a 100 ms read at 16 users spans one or not, a 1.7 s read
+at 256 spans about one whatever it does. The page does not say what paused; a collection cycle of fake-gcs-server
+would, and a collector's cycles are paced by what it allocates, so by the reads it serves: its rows fit one stall of
+about 60 ms every 640 reads (between 320 and 960 apart; about every 4 s at the 160 reads/s ceiling, every 14 s at one
+user's 47 a second, which keeps one user's p99 clear of them).
 
-Pure (the time passed in) and seeded, so two runs at one setting stall at the same moments after start-up.
+A stall begins when the work already booked ends, so no booked read's answer moves and every later one waits it out.
+Pure (the time passed in) and seeded, so two runs at one setting stall after the same reads.
 """
 
 from __future__ import annotations
@@ -17,48 +19,50 @@ import bisect
 import random
 
 SEED = 6309
-#: the gaps between stalls spread evenly over this share either side of ``every``
+#: the reads between stalls spread evenly over this share either side of ``every_reads``
 GAP_SPREAD = 0.5
 
 
 class StallSchedule:
-    """Stalls of ``length`` seconds, about one per ``every`` seconds from the first time asked, drawn as needed."""
+    """Stalls of ``length`` seconds, one after about every ``every_reads`` reads booked."""
 
-    def __init__(self, length: float, every: float, seed: int = SEED) -> None:
-        if length <= 0 or every <= length:
-            raise ValueError("a stall schedule needs a length above 0 and stalls further apart than they last")
+    def __init__(self, length: float, every_reads: int, seed: int = SEED) -> None:
+        if length <= 0 or every_reads < 2:
+            raise ValueError("a stall schedule needs a length above 0 and at least 2 reads between stalls")
         self.length = length
-        self.every = every
+        self.every_reads = every_reads
         self._random = random.Random(seed)
         self._starts: list[float] = []
+        self.reads = 0
+        self._next_at = self._gap()
 
-    def _draw_until(self, moment: float) -> None:
-        if not self._starts:
-            self._starts.append(moment + self._gap())
-        while self._starts[-1] <= moment:
-            self._starts.append(self._starts[-1] + self._gap())
+    def _gap(self) -> int:
+        spread = GAP_SPREAD * self.every_reads
+        return max(1, round(self.every_reads + self._random.uniform(-spread, spread)))
 
-    def _gap(self) -> float:
-        return self.every * self._random.uniform(1.0 - GAP_SPREAD, 1.0 + GAP_SPREAD)
+    @property
+    def stalls(self) -> int:
+        return len(self._starts)
+
+    def read_booked(self, booked_until: float) -> None:
+        """Count one read; after every ``every_reads`` or so, stall from ``booked_until`` (when the work already
+        booked ends: no booked answer moves)."""
+        self.reads += 1
+        if self.reads < self._next_at:
+            return
+        self._next_at = self.reads + self._gap()
+        start = booked_until if not self._starts else max(booked_until, self._starts[-1] + self.length)
+        self._starts.append(start)
 
     def finish(self, start: float, work: float) -> float:
         """When ``work`` seconds of service begun at ``start`` are done, the stalls on the way sat out."""
         moment = start
-        self._draw_until(moment)
         index = bisect.bisect_right(self._starts, moment) - 1
         if index >= 0 and moment < self._starts[index] + self.length:
             moment = self._starts[index] + self.length
-        index += 1
-        while True:
-            self._draw_until(moment + work)
-            stall = self._starts[index]
+        for stall in self._starts[index + 1 :]:
             if stall >= moment + work:
-                return moment + work
+                break
             work -= stall - moment
             moment = stall + self.length
-            index += 1
-
-    def next_stall(self, moment: float) -> float:
-        """When the first stall that begins after ``moment`` begins."""
-        self._draw_until(moment)
-        return self._starts[bisect.bisect_right(self._starts, moment)]
+        return moment + work

@@ -60,7 +60,7 @@ def test_ipv6_loopback_url():
         (["--commit-order", "lifo"], "invalid choice"),
         (["--clock", "yesterday"], "not an RFC 3339 time"),
         (["--backend-stall-ms", "-5"], "must not be negative"),
-        (["--backend-stall-ms", "500", "--backend-stall-every", "0.2s"], "must be longer than --backend-stall-ms"),
+        (["--backend-stall-ms", "50", "--backend-stall-reads", "1"], "--backend-stall-reads must be at least 2"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(args, says):

@@ -1,48 +1,82 @@
-"""The backend's stalls: every read in service or queued sits one out, at seeded moments about ``every`` apart."""
+"""The backend's stalls: after about every N reads the whole backend stands still, and every read booked after the
+stall begins, in a slot or queued for one, sits it out; reads already booked keep their answers."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from swarmgauge.targets.mark.backend import BackendKnobs, SimulatedBackend
 from swarmgauge.targets.mark.pacing import Slots
 from swarmgauge.targets.mark.stalls import StallSchedule
 
 
-def test_work_that_spans_a_stall_ends_the_stall_later_and_work_between_stalls_is_untouched():
-    schedule = StallSchedule(0.06, 4.0)
-    stall = schedule.next_stall(100.0)
-    assert 100.0 + 2.0 <= stall <= 100.0 + 6.0  # between half and one and a half of ``every`` after start-up
-    assert schedule.finish(stall - 0.01, 0.02) == pytest.approx(stall - 0.01 + 0.02 + 0.06)
-    assert schedule.finish(stall + 0.07, 0.02) == pytest.approx(stall + 0.09)
+def test_stalls_come_after_about_every_n_reads_and_one_seed_stalls_after_the_same_reads():
+    one, two = StallSchedule(0.06, 100), StallSchedule(0.06, 100)
+    counts = []
+    for read in range(2000):
+        one.read_booked(float(read))
+        two.read_booked(float(read))
+        counts.append(one.stalls)
+    assert 14 <= one.stalls <= 30  # 20 on average, gaps of 50 to 150 reads
+    assert counts.index(1) >= 50
+    assert [one.finish(t, 0.5) for t in range(0, 2000, 7)] == [two.finish(t, 0.5) for t in range(0, 2000, 7)]
 
 
-def test_work_begun_inside_a_stall_waits_for_its_end():
-    schedule = StallSchedule(0.06, 4.0)
-    stall = schedule.next_stall(0.0)
-    assert schedule.finish(stall + 0.01, 0.02) == pytest.approx(stall + 0.06 + 0.02)
+def _stalled_at(moment: float) -> StallSchedule:
+    schedule = StallSchedule(0.06, 2)
+    while not schedule.stalls:
+        schedule.read_booked(moment)
+    return schedule
 
 
-def test_stalls_come_about_every_period_and_two_schedules_with_one_seed_agree():
-    one, two = StallSchedule(0.06, 4.0), StallSchedule(0.06, 4.0)
-    starts = [one.next_stall(0.0)]
-    while starts[-1] < 100.0:
-        starts.append(one.next_stall(starts[-1]))
-    assert all(2.0 <= b - a <= 6.0 for a, b in zip(starts, starts[1:], strict=False))
-    assert 20 <= len(starts) <= 30  # 25 on average
-    assert [one.finish(t, 0.5) for t in range(0, 100, 3)] == [two.finish(t, 0.5) for t in range(0, 100, 3)]
+def test_work_that_spans_a_stall_ends_later_by_it_and_work_begun_in_one_waits_for_its_end():
+    schedule = _stalled_at(10.0)
+    assert schedule.finish(9.0, 0.5) == pytest.approx(9.5)  # done before the stall
+    assert schedule.finish(9.99, 0.02) == pytest.approx(10.07)
+    assert schedule.finish(10.01, 0.02) == pytest.approx(10.08)
+    assert schedule.finish(10.1, 0.02) == pytest.approx(10.12)  # after it
 
 
 def test_a_stall_delays_every_slot_so_queued_reads_wait_it_out_too():
-    schedule = StallSchedule(0.06, 4.0)
-    stall = schedule.next_stall(0.0)
+    schedule = _stalled_at(0.0)
     slots, plain = Slots(3), Slots(3)
     slots.finish = schedule.finish
-    start = stall - 0.005
-    stalled = [slots.reserve(start, 0.02, 10.0) for _ in range(4)]
-    even = [plain.reserve(start, 0.02, 10.0) for _ in range(4)]
+    stalled = [slots.reserve(0.0, 0.02, 10.0) for _ in range(4)]
+    even = [plain.reserve(0.0, 0.02, 10.0) for _ in range(4)]
     assert stalled == pytest.approx([e + 0.06 for e in even])
 
 
-def test_a_schedule_refuses_stalls_that_last_as_long_as_the_gaps():
+class FakeClock:
+    now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_backend_stalls_after_the_work_already_booked_so_no_booked_answer_moves(monkeypatch):
+    clock, slept = FakeClock(), []
+
+    async def record_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr("swarmgauge.targets.mark.backend.asyncio.sleep", record_sleep)
+    knobs = BackendKnobs(
+        read_delay=0.01, stat_head=True, backend_concurrency=3, delay_jitter=0, stall_length=0.06, stall_reads=2
+    )
+    backend = SimulatedBackend(knobs, clock=clock)
+
+    async def reads(count: int) -> None:
+        for _ in range(count):
+            await backend.read(clock.now + 10)
+
+    asyncio.run(reads(5))
+    assert backend.stalls is not None and backend.stalls.stalls >= 1
+    assert slept[:3] == pytest.approx([0.02, 0.02, 0.02])  # booked before any stall began
+    assert slept[3] == pytest.approx(0.04 + 0.06)  # queued behind the first slot, then the stall
+
+
+def test_a_schedule_refuses_a_stall_after_every_read():
     with pytest.raises(ValueError):
-        StallSchedule(4.0, 4.0)
+        StallSchedule(0.06, 1)
