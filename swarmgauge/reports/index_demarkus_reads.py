@@ -98,7 +98,7 @@ NOTE = (
     "6 ms at 1 user; spread reads in a first-come queue tighten as it grows (115 ms at 16 users, 0.69x). A pause that "
     "every read in the system sits through at once gives it: a 100 ms read at 16 users spans one or not, a 1.7 s read "
     "at 256 spans about one whatever it does. So the whole backend stands still 60 ms after about every 640 reads "
-    "(320 to 960 apart, seeded: --backend-stall-ms 60 --backend-stall-reads 640; about every 4 s at the ceiling): the "
+    "(576 to 704 apart, seeded: --backend-stall-ms 60 --backend-stall-reads 640; about every 4 s at the ceiling): the "
     "page does not say what paused, and a collection cycle of fake-gcs-server, paced by what it allocates and so by "
     "the reads it serves, would. Fitted on the 16- and 64-user p99s, it leaves the 1-, 4- and 256-user rows near "
     "where they were (one user meets a stall every 14 s) and puts MCP's 8-worker p99 at about 105 ms (the page: 85 "

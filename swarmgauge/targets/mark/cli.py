@@ -149,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=BackendKnobs.stall_reads,
         metavar="N",
-        help="mean reads between two backend stalls (spread evenly from half to one and a half of it, seeded)",
+        help="mean reads between two backend stalls (spread evenly 10 %% either side of it, seeded)",
     )
     p.add_argument(
         "--commit-interval", type=_duration, default=0.0, help="least time between two write commits' starts"
