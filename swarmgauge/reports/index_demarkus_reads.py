@@ -3,7 +3,7 @@ checks of its read bullets, and the read rows that cannot be reproduced here.
 
 The measured rows come from the ``reads``, ``fresh``, ``lookup`` and ``list`` workloads' ``steps.csv``; the page's
 figures are transcribed from ``../shared/docs/reference-pages/demarkus-kind-bench.md``. The stand-in's bottleneck is
-3 backend slots of two ~9.4 ms round trips and a 60 ms stall of the whole backend after about every 640 reads
+3 backend slots of two ~9.4 ms round trips and a 45 ms stall of the whole backend after about every 640 reads
 (``swarmgauge.cli.demo_pages.MARK_BOTTLENECK``): it fixes the 1-user figures, the 160 req/s ceiling and the tail past
 the knee, so those rows say so (``set_by``, as each run had it); past the knee p50 follows from the ceiling by Little's
 law.
@@ -97,12 +97,12 @@ NOTE = (
     "sits about 65 ms above p50 at 16 users (166 vs 100 ms) and at 64 (486 vs 423 ms), 20 ms at 256 (on 1.77 s) and "
     "6 ms at 1 user; spread reads in a first-come queue tighten as it grows (115 ms at 16 users, 0.69x). A pause that "
     "every read in the system sits through at once gives it: a 100 ms read at 16 users spans one or not, a 1.7 s read "
-    "at 256 spans about one whatever it does. So the whole backend stands still 60 ms after about every 640 reads "
-    "(576 to 704 apart, seeded: --backend-stall-ms 60 --backend-stall-reads 640; about every 4 s at the ceiling): the "
+    "at 256 spans about one whatever it does. So the whole backend stands still 45 ms after about every 640 reads "
+    "(576 to 704 apart, seeded: --backend-stall-ms 45 --backend-stall-reads 640; about every 4 s at the ceiling): the "
     "page does not say what paused, and a collection cycle of fake-gcs-server, paced by what it allocates and so by "
-    "the reads it serves, would. Fitted on the 16- and 64-user p99s, it leaves the 1-, 4- and 256-user rows near "
-    "where they were (one user meets a stall every 14 s) and puts MCP's 8-worker p99 at about 105 ms (the page: 85 "
-    "and 104). Fresh connections are timed as demarkus-loadtest times them (dial, request and answer: FETCH+dial). "
+    "the reads it serves, would. The length is fitted on the rows a stall decides: the 16-user FETCH p99 "
+    "(166 ms) wants at least 40 ms, MCP's 8-worker p99 (85 ms) at most 53; 60 ms put that MCP row at 1.29x. It "
+    "leaves the 1-, 4- and 256-user rows near where they were (one user meets a stall every 14 s). Fresh connections are timed as demarkus-loadtest times them (dial, request and answer: FETCH+dial). "
     "Its -fresh mode builds a new client per request (tools/demarkus-loadtest/main.go, client/fetch/fetch.go): a new "
     "UDP socket and a full handshake each time, with no session cache, so no resumption and no 0-RTT; the close is "
     "outside the timed call, and a failed dial would be retried 100 ms later (no errors on the page). "

@@ -6,7 +6,7 @@ varies per read cannot do that (a first-come queue of reads that spread 1.3x alo
 that every read in the system sits through at once can: a 100 ms read at 16 users spans one or not, a 1.7 s read
 at 256 spans about one whatever it does. The page does not say what paused; a collection cycle of fake-gcs-server
 would, and a collector's cycles are paced by what it allocates, so by the reads it serves: its rows fit one stall of
-about 60 ms every 640 reads (between 576 and 704 apart, as a collector at a steady allocation rate runs nearly
+about 45 to 60 ms every 640 reads (between 576 and 704 apart, as a collector at a steady allocation rate runs nearly
 periodically; about every 4 s at the 160 reads/s ceiling, every 14 s at one user's 47 a second, which keeps one
 user's p99 clear of them). Nearly even gaps also give a measured window of a few seconds its share of stalls: with
 gaps of 320 to 960 reads the 4 s mark_lookup_all step at 8 workers met none in one run (p99 0.62x).
