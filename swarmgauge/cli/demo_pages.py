@@ -17,8 +17,13 @@ from typing import Any
 from swarmgauge import plans
 
 #: the embedded Mark server's bottleneck simulation: two bucket round trips of about 9.4 ms (lognormal, sigma 0.2), at
-#: most 3 reads in the bucket at once: 3 / 18.8 ms = 160 reads/s, reached at 4 users (the page's knee)
-MARK_BOTTLENECK = "--read-delay-ms 9.2 --reads-stat-head --backend-concurrency 3 --read-delay-jitter 0.2"
+#: most 3 reads in the bucket at once: 3 / 18.8 ms = 160 reads/s, reached at 4 users (the page's knee); and a 45 ms
+#: stall of the whole read path after about every 640 reads (4 s at the ceiling: ``targets/mark/stalls.py``), the
+#: page's fixed tail past the knee
+MARK_BOTTLENECK = (
+    "--read-delay-ms 9.2 --reads-stat-head --backend-concurrency 3 --read-delay-jitter 0.2 "
+    "--backend-stall-ms 45 --backend-stall-reads 640"
+)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from swarmgauge.reports.index_demarkus_reads import with_reasons
+from swarmgauge.reports.index_demarkus_mcp import mcp_over_quic, mcp_tables, run_resources
 from swarmgauge.reports.index_figures import (
     MIB,
     Check,
@@ -27,26 +27,8 @@ from swarmgauge.reports.index_figures import (
     read_steps,
     requests_of,
     run_json,
-    step_table,
 )
 
-#: the MCP workload's Mark server has the reads' bottleneck (``cli.demo_pages.MARK_BOTTLENECK``)
-BUCKET = "--backend-concurrency 3 (3 slots of two round trips: 160 reads/s)"
-#: why an MCP row is out of reach here, in one line (shown only when the row strays past its tolerance)
-ONE_WORKER = (
-    "one worker waits out every call in turn: the Python gateway's own ~2.3 ms a call (uvicorn, the MCP SDK) and the "
-    "generator's MCP client's ~0.8 ms ride on each 20 ms read, where the page's Go gateway adds nothing visible"
-)
-EIGHT_WORKERS = (
-    "p99 below the page's (85 and 104 ms about Little's mean of 8 / 160 req/s = 50 ms): as in the pooled 16-user "
-    "row, a first-come queue of reads that spread 1.3x alone cannot spread that much"
-)
-MCP_REASONS = {
-    ("MCP `mark_fetch`", 1): ONE_WORKER,
-    ("MCP `mark_lookup_all` (one world)", 1): ONE_WORKER,
-    ("MCP `mark_fetch`", 8): EIGHT_WORKERS,
-    ("MCP `mark_lookup_all` (one world)", 8): EIGHT_WORKERS + "; the page's p50 there (40 ms) is below that mean",
-}
 WRITES_PER_S = 0.67
 SECONDS_PER_WRITE = 1.51
 CONCURRENT_WAIT_S = 6.0
@@ -54,8 +36,6 @@ BURST_LOST, BURST_WRITES = 49, 200
 SPACED_WRITE_MS = 60.0
 SOAK_WRITES_PER_S = 899 / 1800
 SOAK_P50_MS, SOAK_P99_MS = 58.0, 86.0
-MCP_FETCH: dict[int, tuple[float, ...]] = {1: (53, 20, 26), 8: (160, 60, 85), 32: (160, 260, 268)}
-MCP_LOOKUP_ALL: dict[int, tuple[float, ...]] = {1: (53, 20, 27), 8: (160, 40, 104), 32: (160, 240, 287)}
 CHURN_RATE = 11_999 / 2400
 CALLS_P50_MS = 10.0
 HEAP_PER_SESSION = 9.6 * 1000  # bytes of Go live heap (the page's "about 9.6 KB")
@@ -98,12 +78,6 @@ def _seconds(text: str | None) -> float | None:
         return None
     value = float(found.group(1))
     return value / 1000 if found.group(2) == "ms" else value
-
-
-def _resources(run: Path | None) -> pd.DataFrame:
-    if run is None or not (run / "resources.csv").is_file():
-        return pd.DataFrame()
-    return pd.read_csv(run / "resources.csv")
 
 
 def gateway_metric(resources: pd.DataFrame, metric: str) -> float | None:
@@ -238,7 +212,7 @@ def write_rows(runs: dict[str, Path | None], checks: list[Check]) -> list[dict[s
                 f"{int(soak['failures'].sum())} errors (page: 899 writes, 0 errors)",
             )
         )
-        rss = _target_rss(_resources(soak_run))
+        rss = _target_rss(run_resources(soak_run))
         if len(rss) >= 4:
             half = rss.iloc[len(rss) // 2 :]
             growth = (float(half.iloc[-1]) - float(half.iloc[0])) / MIB
@@ -254,66 +228,6 @@ def write_rows(runs: dict[str, Path | None], checks: list[Check]) -> list[dict[s
                 Check(growth <= 2.0, f"writer RSS {growth:+.1f} MiB over the soak's second half (page: flat)")
             )
     return rows
-
-
-def cpu_by_step(resources: pd.DataFrame) -> dict[int, float]:
-    """The sampled target's (the gateway's) mean CPU per step, in % of one core."""
-    if resources.empty:
-        return {}
-    rows = resources[(resources["metric"] == "cpu_percent") & resources["source"].astype(str).str.startswith("psutil:")]
-    return {int(step): float(value) for step, value in rows.groupby("step")["value"].mean().items()}
-
-
-def mcp_tables(runs: dict[str, Path | None], checks: list[Check]) -> list[pd.DataFrame]:
-    run = runs.get("mcp-tools")
-    steps = read_steps(run)
-    if steps.empty:
-        return []
-    cpu = cpu_by_step(_resources(run))
-    tables = []
-    for tool, page, label in (
-        ("mark_fetch", MCP_FETCH, "MCP `mark_fetch`"),
-        ("mark_lookup_all", MCP_LOOKUP_ALL, "MCP `mark_lookup_all` (one world)"),
-    ):
-        rows = requests_of(steps[steps["label"].astype(str).str.startswith(tool + " ")], "MCP")
-        rows = rows[rows["name"] == f"tools/call {tool}"].reset_index(drop=True)
-        if not rows.empty:
-            # the gateway is Python on 2 shared cores against the page's Go: the ceiling is the bucket's 160 only
-            # while the gateway (and the Mark server behind it) keep up, so past 8 workers the rows carry the
-            # machine's load; the gateway's and the generator's CPU are beside each row to tell them apart
-            shown = step_table(rows, page, label, "Step", tolerance=0.25, set_by=BUCKET)
-            shown["gateway CPU"] = [f"{cpu[int(step)]:.0f} %" if int(step) in cpu else "" for step in rows["step"]]
-            if "generator_cpu_max" in rows:
-                shown["generator CPU"] = [
-                    "" if pd.isna(value) else f"{float(value):.0f} %" for value in rows["generator_cpu_max"]
-                ]
-            tables.append(with_reasons(shown, MCP_REASONS))
-    return tables
-
-
-def mcp_over_quic(runs: dict[str, Path | None], checks: list[Check]) -> dict[str, Any] | None:
-    steps = read_steps(runs.get("mcp-tools"))
-    if steps.empty:
-        return None
-    tool = steps[(steps["label"].astype(str) == "mark_fetch 1") & (steps["name"] == "tools/call mark_fetch")]
-    direct = requests_of(steps[steps["label"].astype(str) == "QUIC FETCH 1"], "FETCH")
-    if tool.empty or direct.empty:
-        return None
-    mcp_p50, quic_p50 = float(tool["p50_ms"].iloc[0]), float(direct["p50_ms"].iloc[0])
-    checks.append(
-        Check(
-            mcp_p50 - quic_p50 <= 0.25 * quic_p50,
-            f"MCP mark_fetch p50 {ms(mcp_p50)} against QUIC FETCH {ms(quic_p50)} at 1 worker (page: identical, 20 ms)",
-        )
-    )
-    # the page rounds both to 20 ms; the Python gateway's own few ms on a 20 ms floor are inside a quarter
-    return figure(
-        f"MCP over QUIC at 1 worker, p50 ratio ({ms(mcp_p50)} / {ms(quic_p50)})",
-        mcp_p50 / quic_p50,
-        1.0,
-        lambda v: f"{float(v):.2f}",
-        tolerance=0.25,
-    )
 
 
 def _kilobytes(value: float) -> str:
@@ -374,7 +288,7 @@ def churn_rows(runs: dict[str, Path | None], checks: list[Check]) -> list[dict[s
     options = _options(runs, "churn")
     gateway_args = str(options.get("mcp_embedded_args") or "")
     ttl = _seconds(_flag(gateway_args, "--session-idle-timeout"))
-    resources = _resources(run)
+    resources = run_resources(run)
     swept_by = f"--session-idle-timeout {ttl:g} (swept every TTL/2)" if ttl else None
     peak = gateway_metric(resources, "mcp_gateway_sessions_live")
     if ttl and peak is not None:

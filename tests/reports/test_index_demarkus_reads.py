@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+
 from swarmgauge.reports.index_demarkus_reads import WHY, fresh_setting, reads
-from swarmgauge.reports.index_figures import PageSection
+from swarmgauge.reports.index_figures import SET_BY, PageSection
 from tests.reports.test_index import step, write_steps
 
 
@@ -91,3 +93,27 @@ def test_the_fresh_rows_name_the_lossy_path_and_the_clients_timer_the_run_used(t
     assert "30% of dials lose their first flight and wait the client's 200 ms retransmit timer" in setting
     (tmp_path / "fresh" / "run.json").write_text(json.dumps({"options": {"mark_embedded_args": "--read-delay-ms 9"}}))
     assert "--initial-loss" not in fresh_setting(runs)  # a run without the lossy path is not said to have one
+
+
+def test_the_rows_past_the_knee_name_the_backend_stalls_only_when_the_run_had_them(tmp_path):
+    runs = runs_of(tmp_path)
+    stalled = "--backend-concurrency 3 --backend-stall-ms 60 --backend-stall-reads 640"
+    for name, args in (("reads", stalled), ("lookup", "--backend-concurrency 3")):
+        (tmp_path / name / "run.json").write_text(json.dumps({"options": {"mark_embedded_args": args}}))
+    table = reads(runs, PageSection())
+    set_by = dict(zip(zip(table["Step"].replace("", pd.NA).ffill(), table["Workers"]), table[SET_BY], strict=True))
+    assert "--backend-stall-ms 60 --backend-stall-reads 640" in set_by[("QUIC FETCH, pooled connections", 16)]
+    assert "stands still 60 ms after about every 640 reads" in set_by[("QUIC FETCH, pooled connections", 64)]
+    assert "stall" not in set_by[("QUIC FETCH, pooled connections", 4)]  # the knee is the slots' alone
+    assert "stall" not in set_by[("QUIC LOOKUP", 16)]  # a run without them is not said to have them
+
+
+def test_a_sixteen_user_lookup_tail_past_the_pages_says_the_pages_own_rows_differ(tmp_path):
+    runs = runs_of(tmp_path)
+    write_steps(
+        tmp_path / "lookup",
+        [step(0, 16, "LOOKUP", "/", 159.0, 100.0, 160.0), step(1, 64, "LOOKUP", "/", 158.0, 405.0, 470.0)],
+    )
+    table = reads(runs, PageSection())
+    lookup16 = table[(table["Step"] == "QUIC LOOKUP") & (table["Workers"].astype(int) == 16)]
+    assert "124 (LOOKUP), 166 (FETCH) and 185 ms (LIST)" in str(lookup16[WHY].iloc[0])

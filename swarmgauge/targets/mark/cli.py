@@ -138,6 +138,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="lognormal sigma of each simulated round trip (0 = always --read-delay-ms)",
     )
     p.add_argument(
+        "--backend-stall-ms",
+        type=_non_negative(float),
+        default=0.0,
+        help="the simulated backend stands still this long, every read in it waiting, about once per "
+        "--backend-stall-reads reads (0 = never)",
+    )
+    p.add_argument(
+        "--backend-stall-reads",
+        type=int,
+        default=BackendKnobs.stall_reads,
+        metavar="N",
+        help="mean reads between two backend stalls (spread evenly 10 %% either side of it, seeded)",
+    )
+    p.add_argument(
         "--commit-interval", type=_duration, default=0.0, help="least time between two write commits' starts"
     )
     p.add_argument(
@@ -212,7 +226,11 @@ def build_service(args: argparse.Namespace) -> MarkService:
         gap_shape=args.backend_gap_shape,
         delay_jitter=args.read_delay_jitter,
         backend_concurrency=args.backend_concurrency,
+        stall_length=args.backend_stall_ms / 1000,
+        stall_reads=args.backend_stall_reads,
     )
+    if knobs.stall_length and knobs.stall_reads < 2:
+        raise UsageError("--backend-stall-reads must be at least 2")
     return MarkService(handler, settings, SimulatedBackend(knobs))
 
 

@@ -6,6 +6,7 @@ into an ``asyncio.sleep``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -49,9 +50,12 @@ class Slots:
 
     A reservation books the slot that frees first, so the capacity is ``count`` over the mean hold however late the
     caller's sleeps wake (an event loop under load oversleeps; a slot held until the sleep returned would lose it).
+    ``finish(start, hold)`` says when a hold begun at ``start`` ends (later than ``start + hold`` across a stall of
+    the backend: ``targets/mark/stalls.py``).
     """
 
     count: int
+    finish: Callable[[float, float], float] = lambda start, hold: start + hold
     free_at: list[float] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -63,7 +67,7 @@ class Slots:
         """Seconds from ``now`` until this work is done (queueing plus ``hold``), or None (nothing booked) when
         that exceeds ``max_wait``."""
         slot = min(range(self.count), key=self.free_at.__getitem__)
-        done = max(now, self.free_at[slot]) + hold
+        done = self.finish(max(now, self.free_at[slot]), hold)
         if done - now > max_wait:
             return None
         self.free_at[slot] = done

@@ -59,6 +59,8 @@ def test_ipv6_loopback_url():
         (["--commit-cost", "a while"], "not a duration"),
         (["--commit-order", "lifo"], "invalid choice"),
         (["--clock", "yesterday"], "not an RFC 3339 time"),
+        (["--backend-stall-ms", "-5"], "must not be negative"),
+        (["--backend-stall-ms", "50", "--backend-stall-reads", "1"], "--backend-stall-reads must be at least 2"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(args, says):
