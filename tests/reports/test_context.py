@@ -159,7 +159,7 @@ def test_an_external_host_cannot_be_checked_and_says_so():
 
 def test_an_embedded_target_configured_like_the_page_has_no_caveat():
     knobs = ["--seed-corpus", "300", "--backend-concurrency=3", "--reads-stat-head", "--read-delay-ms", "9.2"]
-    knobs += ["--read-delay-jitter", "0.2"]
+    knobs += ["--read-delay-jitter", "0.2", "--backend-stall-ms", "45", "--backend-stall-reads", "640"]
     assert target_caveat(demarkus_reads_run(knobs)) is None
     assert target_caveat(RUN_JSON) is None, "a plan that says nothing of the page's target gets no caveat"
     with pytest.raises(UsageError, match="reference target must be a mapping with embedded"):
