@@ -109,14 +109,12 @@ class QuicDriver:
         self._credit_waiters = 0
         self._error: QuicError | None = None
         self._connected = False
+        #: connected and not failed since: a field, not a property, as the client reads it before every request
+        self.alive = False
 
     def __repr__(self) -> str:
         state = "alive" if self.alive else ("new" if self._quic is None else "closed")
         return f"<QuicDriver {self.host}:{self.port} {state} streams={len(self._streams)}>"
-
-    @property
-    def alive(self) -> bool:
-        return self._connected and self._error is None
 
     @property
     def in_flight(self) -> int:
@@ -140,7 +138,7 @@ class QuicDriver:
         self._engine.delay_acks(self._quic)  # as quic-go: the ACK of an answer rides on the next request
         self._quic.connect(self._transport.peer, now=time.monotonic())
         self._hub_loop = gevent.get_hub().loop
-        self._transport.set_on_readable(self._schedule)
+        self._transport.set_on_readable(self._on_readable)
         self._flush()
         self._arm_timer()
         try:
@@ -155,6 +153,7 @@ class QuicDriver:
             raise
         self.handshake_seconds = time.perf_counter() - started
         self._connected = True
+        self.alive = self._error is None
         self._last_heard = time.monotonic()
         self.stats.handshakes += 1
         return self.handshake_seconds
@@ -173,13 +172,16 @@ class QuicDriver:
         try:
             if self._error is not None or not self._connected:  # it failed while this request waited for a slot
                 self._check_usable()
-            self._wait_for_stream_credit(deadline, timeout)
-            stream_id = self._quic.get_next_available_stream_id()
+            quic, quic_engine = self._quic, self._engine
+            if not quic_engine.can_open_stream(quic):
+                self._wait_for_stream_credit(deadline, timeout)
+            stream_id = quic.get_next_available_stream_id()
             pending = self._streams.open(stream_id, deadline, timeout)
-            self._quic.send_stream_data(stream_id, data, end_stream=finish)
+            quic.send_stream_data(stream_id, data, end_stream=finish)
             self.stats.streams_opened += 1
-            self._engine.ack_with_next_packet(self._quic, time.monotonic())
-            self._flush()
+            now = time.monotonic()
+            quic_engine.ack_with_next_packet(quic, now)
+            self._flush(now)
             self._arm_timer()
             return self._streams.wait(pending)  # the hub's pass answers it, or times it out (``_expire``)
         finally:
@@ -219,8 +221,15 @@ class QuicDriver:
         if not self._connected:
             raise ConnectionLost("not connected")
 
+    def _on_readable(self) -> None:
+        """Datagrams arrived (the transport calls this in the hub): the pass runs now, without the hop through the
+        hub's callback queue that ``_schedule`` takes (a callback object and a queue turn per answer). A pass already
+        queued drains them itself."""
+        if not self._service_pending and not self._closed:
+            self._service()
+
     def _schedule(self) -> None:
-        """Ask the hub for one service pass (from a watcher or a transport callback; never blocks)."""
+        """Ask the hub for one service pass (from a timer, or from a greenlet that must not run it itself)."""
         if not self._service_pending and not self._closed:
             self._service_pending = True
             self._hub_loop.run_callback(self._service)
@@ -382,6 +391,7 @@ class QuicDriver:
         if self._error is not None:
             return
         self._error = error
+        self.alive = False
         if self._connected:
             self.stats.connections_lost += 1
         if not self._handshake.ready():
@@ -399,11 +409,11 @@ class QuicDriver:
             self._ack_wait_until = now + MAX_ACK_DELAY
         return now < self._ack_wait_until
 
-    def _flush(self) -> None:
+    def _flush(self, now: float | None = None) -> None:
         self._ack_wait_until = None
         if self._transport is None:
             return
-        for data in self._engine.datagrams_to_send(self._quic, time.monotonic()):
+        for data in self._engine.datagrams_to_send(self._quic, time.monotonic() if now is None else now):
             try:
                 self._transport.send(data)
             except OSError as exc:
