@@ -223,10 +223,9 @@ class QuicDriver:
 
     def _on_readable(self) -> None:
         """Datagrams arrived (the transport calls this in the hub): the pass runs now, without the hop through the
-        hub's callback queue that ``_schedule`` takes (a callback object and a queue turn per answer). A pass already
-        queued drains them itself."""
-        if not self._service_pending and not self._closed:
-            self._service()
+        hub's callback queue that ``_schedule`` takes (a callback object and a queue turn per answer)."""
+        if not self._closed:
+            self._service(True)
 
     def _schedule(self) -> None:
         """Ask the hub for one service pass (from a timer, or from a greenlet that must not run it itself)."""
@@ -234,8 +233,13 @@ class QuicDriver:
             self._service_pending = True
             self._hub_loop.run_callback(self._service)
 
-    def _service(self) -> None:
-        """One pass in the hub: receive, timers, events, flush, re-arm. Must not block or raise."""
+    def _service(self, readable: bool = False) -> None:
+        """One pass in the hub: receive, timers, events, flush, re-arm. Must not block or raise.
+
+        Only a pass the transport asked for (``readable``) reads the socket: a timer's or a failure's pass would find
+        it empty but for a datagram that just arrived, and that one makes the transport call back anyway (the io
+        watcher is level-triggered), so the timer's pass, about one per ACK delay per connection, saves a receive
+        that fails with EAGAIN."""
         self._service_pending = False
         if self._closed:
             self._streams.deliver()
@@ -245,7 +249,7 @@ class QuicDriver:
         transport: DatagramTransport = self._transport  # type: ignore[assignment]
         held, timer_at = False, None
         try:
-            received = transport.drain()
+            received = transport.drain() if readable else None
             now = time.monotonic()
             if received:
                 self._engine.receive_datagrams(quic, received, transport.peer, now)
@@ -300,14 +304,18 @@ class QuicDriver:
             return
         if not known:
             timer_at = self._quic.get_timer()
-        if self._ack_wait_until is not None and timer_at is not None:
-            timer_at = max(timer_at, self._ack_wait_until)
-        if self.keepalive is not None and self._connected:
-            ping_at = self._last_heard + self.keepalive
-            timer_at = ping_at if timer_at is None else min(timer_at, ping_at)
+        # comparisons rather than min()/max(): this runs once or twice per request
+        ack_wait_until = self._ack_wait_until
+        if ack_wait_until is not None and timer_at is not None and ack_wait_until > timer_at:
+            timer_at = ack_wait_until
+        keepalive = self.keepalive
+        if keepalive is not None and self._connected:
+            ping_at = self._last_heard + keepalive
+            if timer_at is None or ping_at < timer_at:
+                timer_at = ping_at
         request_deadline = self._streams.next_deadline
-        if request_deadline is not None:
-            timer_at = request_deadline if timer_at is None else min(timer_at, request_deadline)
+        if request_deadline is not None and (timer_at is None or request_deadline < timer_at):
+            timer_at = request_deadline
         armed_at = self._timer_at
         if self._timer is not None and armed_at is not None and (timer_at is None or armed_at <= timer_at):
             return
