@@ -263,8 +263,10 @@ class QuicDriver:
             # is re-armed below at zero delay and handled on the next pass)
             if self._timer_fired or (self._timer_at is not None and now >= self._timer_at):
                 self._timer_fired = False
-                timer_at = quic.get_timer()
-                if timer_at is not None and now >= timer_at:
+                timer_at, ack_only = self._engine.next_timer(quic)
+                # an ACK alone is due and may still wait: handling qh3's ACK timer would make it go out now, in a
+                # datagram of its own, where the next request (or the hold's end) carries it
+                if timer_at is not None and now >= timer_at and not (ack_only and self._ack_may_wait(now)):
                     quic.handle_timer(now)
             self._process_events()
             next_deadline = self._streams.next_deadline
