@@ -167,7 +167,6 @@ PATCHES: tuple[Patch, ...] = (
         private_names=(
             "_core",
             "_quic_logger",
-            "_call_core",
             "_drain_core",
             "_close_event",
             "_handshake_complete",

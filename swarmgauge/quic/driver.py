@@ -109,14 +109,12 @@ class QuicDriver:
         self._credit_waiters = 0
         self._error: QuicError | None = None
         self._connected = False
+        #: connected and not failed since: a field, not a property, as the client reads it before every request
+        self.alive = False
 
     def __repr__(self) -> str:
         state = "alive" if self.alive else ("new" if self._quic is None else "closed")
         return f"<QuicDriver {self.host}:{self.port} {state} streams={len(self._streams)}>"
-
-    @property
-    def alive(self) -> bool:
-        return self._connected and self._error is None
 
     @property
     def in_flight(self) -> int:
@@ -140,7 +138,7 @@ class QuicDriver:
         self._engine.delay_acks(self._quic)  # as quic-go: the ACK of an answer rides on the next request
         self._quic.connect(self._transport.peer, now=time.monotonic())
         self._hub_loop = gevent.get_hub().loop
-        self._transport.set_on_readable(self._schedule)
+        self._transport.set_on_readable(self._on_readable)
         self._flush()
         self._arm_timer()
         try:
@@ -155,6 +153,7 @@ class QuicDriver:
             raise
         self.handshake_seconds = time.perf_counter() - started
         self._connected = True
+        self.alive = self._error is None
         self._last_heard = time.monotonic()
         self.stats.handshakes += 1
         return self.handshake_seconds
@@ -173,13 +172,16 @@ class QuicDriver:
         try:
             if self._error is not None or not self._connected:  # it failed while this request waited for a slot
                 self._check_usable()
-            self._wait_for_stream_credit(deadline, timeout)
-            stream_id = self._quic.get_next_available_stream_id()
+            quic, quic_engine = self._quic, self._engine
+            if not quic_engine.can_open_stream(quic):
+                self._wait_for_stream_credit(deadline, timeout)
+            stream_id = quic.get_next_available_stream_id()
             pending = self._streams.open(stream_id, deadline, timeout)
-            self._quic.send_stream_data(stream_id, data, end_stream=finish)
+            quic.send_stream_data(stream_id, data, end_stream=finish)
             self.stats.streams_opened += 1
-            self._engine.ack_with_next_packet(self._quic, time.monotonic())
-            self._flush()
+            now = time.monotonic()
+            quic_engine.ack_with_next_packet(quic, now)
+            self._flush(now)
             self._arm_timer()
             return self._streams.wait(pending)  # the hub's pass answers it, or times it out (``_expire``)
         finally:
@@ -219,14 +221,25 @@ class QuicDriver:
         if not self._connected:
             raise ConnectionLost("not connected")
 
+    def _on_readable(self) -> None:
+        """Datagrams arrived (the transport calls this in the hub): the pass runs now, without the hop through the
+        hub's callback queue that ``_schedule`` takes (a callback object and a queue turn per answer)."""
+        if not self._closed:
+            self._service(True)
+
     def _schedule(self) -> None:
-        """Ask the hub for one service pass (from a watcher or a transport callback; never blocks)."""
+        """Ask the hub for one service pass (from a timer, or from a greenlet that must not run it itself)."""
         if not self._service_pending and not self._closed:
             self._service_pending = True
             self._hub_loop.run_callback(self._service)
 
-    def _service(self) -> None:
-        """One pass in the hub: receive, timers, events, flush, re-arm. Must not block or raise."""
+    def _service(self, readable: bool = False) -> None:
+        """One pass in the hub: receive, timers, events, flush, re-arm. Must not block or raise.
+
+        Only a pass the transport asked for (``readable``) reads the socket: a timer's or a failure's pass would find
+        it empty but for a datagram that just arrived, and that one makes the transport call back anyway (the io
+        watcher is level-triggered), so the timer's pass, about one per ACK delay per connection, saves a receive
+        that fails with EAGAIN."""
         self._service_pending = False
         if self._closed:
             self._streams.deliver()
@@ -236,7 +249,7 @@ class QuicDriver:
         transport: DatagramTransport = self._transport  # type: ignore[assignment]
         held, timer_at = False, None
         try:
-            received = transport.drain()
+            received = transport.drain() if readable else None
             now = time.monotonic()
             if received:
                 self._engine.receive_datagrams(quic, received, transport.peer, now)
@@ -250,8 +263,10 @@ class QuicDriver:
             # is re-armed below at zero delay and handled on the next pass)
             if self._timer_fired or (self._timer_at is not None and now >= self._timer_at):
                 self._timer_fired = False
-                timer_at = quic.get_timer()
-                if timer_at is not None and now >= timer_at:
+                timer_at, ack_only = self._engine.next_timer(quic)
+                # an ACK alone is due and may still wait: handling qh3's ACK timer would make it go out now, in a
+                # datagram of its own, where the next request (or the hold's end) carries it
+                if timer_at is not None and now >= timer_at and not (ack_only and self._ack_may_wait(now)):
                     quic.handle_timer(now)
             self._process_events()
             next_deadline = self._streams.next_deadline
@@ -291,14 +306,18 @@ class QuicDriver:
             return
         if not known:
             timer_at = self._quic.get_timer()
-        if self._ack_wait_until is not None and timer_at is not None:
-            timer_at = max(timer_at, self._ack_wait_until)
-        if self.keepalive is not None and self._connected:
-            ping_at = self._last_heard + self.keepalive
-            timer_at = ping_at if timer_at is None else min(timer_at, ping_at)
+        # comparisons rather than min()/max(): this runs once or twice per request
+        ack_wait_until = self._ack_wait_until
+        if ack_wait_until is not None and timer_at is not None and ack_wait_until > timer_at:
+            timer_at = ack_wait_until
+        keepalive = self.keepalive
+        if keepalive is not None and self._connected:
+            ping_at = self._last_heard + keepalive
+            if timer_at is None or ping_at < timer_at:
+                timer_at = ping_at
         request_deadline = self._streams.next_deadline
-        if request_deadline is not None:
-            timer_at = request_deadline if timer_at is None else min(timer_at, request_deadline)
+        if request_deadline is not None and (timer_at is None or request_deadline < timer_at):
+            timer_at = request_deadline
         armed_at = self._timer_at
         if self._timer is not None and armed_at is not None and (timer_at is None or armed_at <= timer_at):
             return
@@ -382,6 +401,7 @@ class QuicDriver:
         if self._error is not None:
             return
         self._error = error
+        self.alive = False
         if self._connected:
             self.stats.connections_lost += 1
         if not self._handshake.ready():
@@ -399,11 +419,11 @@ class QuicDriver:
             self._ack_wait_until = now + MAX_ACK_DELAY
         return now < self._ack_wait_until
 
-    def _flush(self) -> None:
+    def _flush(self, now: float | None = None) -> None:
         self._ack_wait_until = None
         if self._transport is None:
             return
-        for data in self._engine.datagrams_to_send(self._quic, time.monotonic()):
+        for data in self._engine.datagrams_to_send(self._quic, time.monotonic() if now is None else now):
             try:
                 self._transport.send(data)
             except OSError as exc:

@@ -340,8 +340,17 @@ class Qh3Engine(QuicEngine):
         if core is None or not quic._handshake_complete or quic._quic_logger is not None or not datagrams:
             quic.receive_many_datagrams(datagrams, peer, now)  # datagram by datagram until the handshake is done
             return
-        quic._call_core(core.receive_many_datagrams, datagrams, peer, now)  # a core error as QuicConnectionError
+        try:
+            core.receive_many_datagrams(datagrams, peer, now)
+        except RuntimeError as exc:
+            raise self._core_error(exc) from exc
         quic._drain_core()
+
+    def _core_error(self, error: RuntimeError) -> Exception:
+        """A native core failure as qh3's own ``_call_core`` wrapper raises it (an internal-error
+        ``QuicConnectionError``); the two hot calls below make it here instead, without that wrapper's frame."""
+        connection_error = self._module("quic.connection").QuicConnectionError
+        return connection_error(self.QuicErrorCode.INTERNAL_ERROR, None, str(error))  # type: ignore[no-any-return]
 
     def datagrams_to_send(self, quic: Any, now: float) -> list[bytes]:
         """qh3's ``datagrams_to_send`` parses every packet header of every datagram for its logger even when there is
@@ -349,13 +358,16 @@ class Qh3Engine(QuicEngine):
         core = quic._core
         if core is None or quic._quic_logger is not None:
             return super().datagrams_to_send(quic, now)
-        poll, call_core = core.poll_transmit, quic._call_core  # _call_core: a core error as QuicConnectionError
+        poll = core.poll_transmit
         datagrams = []
-        for _ in range(MAX_DATAGRAMS_PER_FLUSH):
-            transmit = call_core(poll, now)
-            if transmit is None:
-                break
-            datagrams.append(transmit[0])
+        try:
+            for _ in range(MAX_DATAGRAMS_PER_FLUSH):
+                transmit = poll(now)
+                if transmit is None:
+                    break
+                datagrams.append(transmit[0])
+        except RuntimeError as exc:
+            raise self._core_error(exc) from exc
         return datagrams
 
     def delay_acks(self, quic: Any) -> None:

@@ -75,7 +75,10 @@ class InFlight:
             pending.outcome = outcome
             self._answered.append(pending)
             if pending.deadline == self.next_deadline:
-                self._next_deadline_again()
+                if len(self.streams) <= 1:  # it is the only stream (a pooled user's): no deadline is left
+                    self.next_deadline = None
+                else:
+                    self._next_deadline_again()
 
     def _next_deadline_again(self) -> None:
         """Only unanswered streams have a deadline that still matters (at most ``max_streams`` of them)."""

@@ -56,7 +56,8 @@ class DatagramTransport(Protocol):
         """Return the datagrams that have arrived, without blocking (may raise ``OSError``)."""
 
     def set_on_readable(self, callback: Callable[[], None] | None) -> None:
-        """Call ``callback`` (from the hub, so it must not block) whenever datagrams arrive."""
+        """Call ``callback`` whenever datagrams arrive: in the hub (so it must not block), never from inside
+        ``send()`` or another caller's greenlet, for the driver runs its whole pass, answers included, in it."""
 
     def close(self) -> None: ...
 
@@ -239,14 +240,23 @@ class MemoryTransport:
         self.peer = ("127.0.0.1", 4433)
         self._inbox: deque[bytes] = deque()
         self._on_readable: Callable[[], None] | None = None
+        self._readable_queued = False
         self.server: MemoryServer | None = None
         self._closed = False
 
     def _deliver(self, data: bytes) -> None:
+        """A server datagram for the client: the readable callback runs in the hub, as a socket's would, not in the
+        greenlet whose ``send()`` (or the server's timer) made the answer."""
         if self._closed:
             return
         self._inbox.append(data)
-        if self._on_readable is not None:
+        if self._on_readable is not None and not self._readable_queued:
+            self._readable_queued = True
+            gevent.get_hub().loop.run_callback(self._readable)
+
+    def _readable(self) -> None:
+        self._readable_queued = False
+        if self._on_readable is not None and self._inbox:
             self._on_readable()
 
     def send(self, data: bytes) -> None:

@@ -336,7 +336,9 @@ class MarkClient:
         if driver is None or not driver.alive:  # the lock only when a connection has to be (re)made
             driver = self._pooled_driver()
         answer = driver.request(data, timeout=self.timeout)
-        self._answered_now()
+        self._answered = True  # _answered_now() inline: once per pooled request
+        if self._backoff.faults:
+            self._backoff.succeeded()
         return answer
 
     def _answered_now(self) -> None:
@@ -358,7 +360,11 @@ class MarkClient:
         fields = {key: value for key, value in (metadata or {}).items() if value is not None}
         if self._token is not None:
             fields.setdefault("auth", self._token)
-        raw = self._exchange(encode_request(verb, path, fields, _as_bytes(body)))
+        return self._send(verb, path, fields, _as_bytes(body))
+
+    def _send(self, verb: str, path: str, fields: Mapping[str, str] | None, body: bytes) -> Response:
+        """Encode, exchange and parse one request whose fields are final (the token already in them)."""
+        raw = self._exchange(encode_request(verb, path, fields, body))
         try:
             response = parse_response(raw)
         except MarkParseError as exc:
@@ -369,6 +375,8 @@ class MarkClient:
         self, path: str, *, if_none_match: str | None = None, if_modified_since: str | _dt.datetime | None = None
     ) -> Response:
         """FETCH a document, ``/doc.md/vN`` or ``/sha256-…``; a conditional match returns ``not-modified``."""
+        if if_none_match is None and if_modified_since is None:  # the plain FETCH of a read load: no field to filter
+            return self._send("FETCH", path, None if self._token is None else {"auth": self._token}, b"")
         return self.request(
             "FETCH",
             path,

@@ -125,49 +125,60 @@ class RecordedMarkClient:
         self._environment = environment
         self.last_error: BaseException | None = None
 
-    def _call(self, verb: str, name: str, run: Callable[[], Response], reraise: bool) -> Response | None:
-        if not self.inner.ready:
+    def _call(
+        self,
+        verb: str,
+        name: str,
+        operation: Callable[..., Response],
+        args: tuple[Any, ...],
+        options: dict[str, Any],
+        reraise: bool,
+    ) -> Response | None:
+        """``operation(*args, **options)`` timed as one event: the operation and its arguments, not a closure made per
+        request (a lambda and its frame on every FETCH)."""
+        inner = self.inner
+        if not inner.ready:
             try:
-                self.inner.connect()  # recorded as QUIC/handshake by the client's hook, success or failure
+                inner.connect()  # recorded as QUIC/handshake by the client's hook, success or failure
             except QuicError as exc:
                 self.last_error = exc
                 if reraise:
                     raise
                 return None
         with measure(self._environment.events, verb, name, reraise=reraise) as outcome:
-            response = run()
+            response = operation(*args, **options)
             outcome.response_length = len(response.body)
         self.last_error = outcome.exception
-        return response if outcome.ok else None
+        return response if outcome.exception is None else None
 
     def fetch(self, path: str, *, name: str | None = None, reraise: bool = False, **options: Any) -> Response | None:
-        return self._call("FETCH", name or path, lambda: self.inner.fetch(path, **options), reraise)
+        return self._call("FETCH", name or path, self.inner.fetch, (path,), options, reraise)
 
     def list(
         self, path: str = "/", *, name: str | None = None, reraise: bool = False, **options: Any
     ) -> Response | None:
-        return self._call("LIST", name or path, lambda: self.inner.list(path, **options), reraise)
+        return self._call("LIST", name or path, self.inner.list, (path,), options, reraise)
 
     def versions(self, path: str, *, name: str | None = None, reraise: bool = False) -> Response | None:
-        return self._call("VERSIONS", name or path, lambda: self.inner.versions(path), reraise)
+        return self._call("VERSIONS", name or path, self.inner.versions, (path,), {}, reraise)
 
     def lookup(
         self, scope: str, query: str, *, name: str | None = None, reraise: bool = False, **options: Any
     ) -> Response | None:
-        return self._call("LOOKUP", name or scope, lambda: self.inner.lookup(scope, query, **options), reraise)
+        return self._call("LOOKUP", name or scope, self.inner.lookup, (scope, query), options, reraise)
 
     def publish(
         self, path: str, body: bytes | str, *, name: str | None = None, reraise: bool = False, **options: Any
     ) -> Response | None:
-        return self._call("PUBLISH", name or path, lambda: self.inner.publish(path, body, **options), reraise)
+        return self._call("PUBLISH", name or path, self.inner.publish, (path, body), options, reraise)
 
     def append(
         self, path: str, body: bytes | str, *, name: str | None = None, reraise: bool = False, **options: Any
     ) -> Response | None:
-        return self._call("APPEND", name or path, lambda: self.inner.append(path, body, **options), reraise)
+        return self._call("APPEND", name or path, self.inner.append, (path, body), options, reraise)
 
     def archive(self, path: str, *, name: str | None = None, reraise: bool = False, **options: Any) -> Response | None:
-        return self._call("ARCHIVE", name or path, lambda: self.inner.archive(path, **options), reraise)
+        return self._call("ARCHIVE", name or path, self.inner.archive, (path,), options, reraise)
 
 
 def _option(environment: Environment, name: str, default: Any) -> Any:
@@ -204,7 +215,8 @@ class MarkUser(User):
 
     def fed_path(self) -> str | None:
         """The ``path`` of the next ``--feeder`` row, or None when no feeder is given (the task picks its own)."""
-        row = hooks.next_row(self)
+        hook = hooks.next_row  # its implementation called directly: this runs before every fed request
+        row = (hook.implementation or hook.default)(self)
         return None if row is None else str(row["path"])
 
     def _settings(self) -> dict[str, Any]:

@@ -65,7 +65,7 @@ def redacted_exception(exception: BaseException) -> BaseException:
     return RedactedFailure(f"{type(exception).__name__}: {clean}")
 
 
-@dataclass
+@dataclass(slots=True)
 class Outcome:
     """What a measured operation reports: set ``response_length`` (and ``context``) inside the block."""
 
@@ -139,7 +139,7 @@ class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH
     ``@contextmanager``: it runs once per request, and a generator-based context manager costs several times more.
     """
 
-    __slots__ = ("_events", "_outcome", "_reraise", "_since", "_started", "_wall_start")
+    __slots__ = ("_events", "_lag", "_outcome", "_reraise", "_since", "_started", "_wall_start")
 
     def __init__(
         self,
@@ -153,7 +153,7 @@ class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH
     ) -> None:
         self._events = events
         self._reraise = reraise
-        self._outcome = Outcome(request_type, name, context=dict(context) if context else {})
+        self._outcome = Outcome(request_type, name, 0, dict(context) if context else {})
         self._since = since
 
     def __enter__(self) -> Outcome:
@@ -165,14 +165,32 @@ class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH
             started = since
         self._started = started
         self._wall_start = wall_start
-        self._outcome.start_time = intended.as_counted(0.0, wall_start)[1]
+        # the open-model lag of this greenlet's iteration (``intended.as_counted``), read once: it holds until the
+        # iteration ends, so the start and the response time the event counts use the same one
+        self._lag = lag = intended.current_lag()
+        self._outcome.start_time = wall_start - lag if lag else wall_start
         return self._outcome
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, _traceback: Any) -> bool:
         outcome = self._outcome
         measured = (time.perf_counter() - self._started) * 1000.0
-        outcome.response_time = intended.as_counted(measured, self._wall_start)[0]
-        stopped = exc is not None and not isinstance(exc, Exception)  # stopped mid-request: recorded as unfinished
+        lag = self._lag
+        outcome.response_time = measured + lag * 1000.0 if lag else measured
+        if exc is None:  # the common case, fired without fire()'s redaction step (there is no failure to redact)
+            if self._events is not None:
+                self._events.request.fire(
+                    request_type=outcome.request_type,
+                    name=outcome.name,
+                    response_time=measured,
+                    response_length=outcome.response_length,
+                    exception=None,
+                    context=outcome.context,
+                    start_time=self._wall_start,
+                    url=None,
+                    response=None,
+                )
+            return False
+        stopped = not isinstance(exc, Exception)  # stopped mid-request: recorded as unfinished
         outcome.exception = Unfinished() if stopped else exc
         if self._events is not None:
             fire(
@@ -187,7 +205,7 @@ class measure:  # noqa: N801 - used as a function: ``with measure(events, "FETCH
             )
         if stopped:
             return False  # the stop goes on up
-        return exc is not None and not self._reraise
+        return not self._reraise
 
 
 @locust_events.init.add_listener

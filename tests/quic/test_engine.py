@@ -291,3 +291,37 @@ def test_qh3s_direct_batch_receive_after_the_handshake_delivers_what_its_wrapper
             if isinstance(event, qh3.StreamDataReceived):
                 received.append(event.data)
     assert b"".join(received) == b"answer" and client._close_event is None
+
+
+class FailingNativeCoreFake:
+    """A fake of qh3's native core (below the engine seam): the real one, except that sending and receiving fail as
+    the Rust core reports an internal failure (``RuntimeError``)."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def poll_transmit(self, now):
+        raise RuntimeError("native send failed")
+
+    def receive_many_datagrams(self, datagrams, peer, now):
+        raise RuntimeError("native receive failed")
+
+
+@pytest.mark.parametrize("failing", ["datagrams_to_send", "receive_datagrams"])
+def test_a_qh3_native_failure_on_the_direct_datagram_path_is_qh3s_connection_error(failing):
+    """The engine calls the native core itself on the datagram path (no ``_call_core`` frame per call): a core
+    failure still surfaces as qh3's internal-error ``QuicConnectionError``, as qh3's own wrapper raises it."""
+    qh3 = engine("qh3")
+    client, server, clock = connected_pair(qh3)
+    client._core = FailingNativeCoreFake(client._core)
+    connection_error = qh3._module("quic.connection").QuicConnectionError
+    with pytest.raises(connection_error) as caught:
+        if failing == "datagrams_to_send":
+            qh3.datagrams_to_send(client, clock)
+        else:
+            qh3.receive_datagrams(client, [b"\x40" + b"\x00" * 40], SERVER, clock)
+    assert caught.value.error_code == qh3.QuicErrorCode.INTERNAL_ERROR
+    assert "native" in caught.value.reason_phrase

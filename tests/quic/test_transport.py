@@ -55,3 +55,28 @@ def test_what_a_drain_returned_keeps_its_bytes_after_other_transports_drain():
     finally:
         for closing in (first, second, first_peer, second_peer):
             closing.close()
+
+
+def test_the_memory_pair_calls_back_in_the_hub_not_inside_send():
+    """The driver runs its whole pass (answers switched to their greenlets included) in the readable callback, so a
+    transport must call it from the hub: the in-memory server answers inside ``send()``, and its callback waits for
+    the hub instead of running in the sender's greenlet."""
+    import gevent
+
+    from swarmgauge.quic.engine import engine
+    from swarmgauge.quic.settings import client_configuration
+    from swarmgauge.quic.transport import MemoryPair
+
+    pair = MemoryPair(lambda request: request, quic_engine="qh3")
+    transport = pair.transport_factory("127.0.0.1", 4433)
+    called_in: list[object] = []
+    transport.set_on_readable(lambda: called_in.append(gevent.getcurrent()))
+    client = engine("qh3").QuicConnection(configuration=client_configuration(insecure=True, quic_engine="qh3"))
+    client.connect(transport.peer, now=time.monotonic())
+    for data, _ in client.datagrams_to_send(time.monotonic()):
+        transport.send(data)
+    assert called_in == []  # the server's first flight is waiting in the inbox, not handed over inside send()
+    gevent.sleep(0)
+    assert called_in == [gevent.get_hub()]  # once for the whole flight, from the hub
+    assert transport.drain()
+    transport.close()
