@@ -8,33 +8,15 @@ Each is abstract; ``locustfiles/mdk_fleet.py`` runs them as thin subclasses of t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from gevent.event import Event
 from locust import constant
 
 from swarmgauge.core import hooks
-from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.users.mdk_user import MDKUser
 
-#: The longest wait without a ticket (a closed step): the same as ``shapes.open_model.tickets()``'s.
+#: A wait without a ticket (a closed step): the same as ``shapes.open_model.tickets()``'s.
 IDLE_WAIT_S = 0.5
-
-
-@dataclass
-class _StepStart(PerEnvironment):
-    """Owned by ``users/mdk_fleet_users.py``: an event set when the next step begins (then replaced), so a burst user
-    idle in a closed step looks for a ticket at the burst's first instant instead of up to ``IDLE_WAIT_S`` into it."""
-
-    event: Event = field(default_factory=Event)
-
-
-@hooks.step_changed.add_listener
-def _wake_idle_burst_users(environment: Any, **_kwargs: Any) -> None:
-    started = _StepStart.of(environment)
-    ended, started.event = started.event, Event()
-    ended.set()
 
 
 class MDKReader(MDKUser):
@@ -55,14 +37,9 @@ class MDKOneAtATime(MDKUser):
 
 
 class MDKBurstUser(MDKUser):
-    """One ``--mdk-action`` submit per open-model ticket (the burst), and none without a ticket: the iteration after an
-    idle wait submits nothing. The first ticket is waited for at the end of ``on_start``, through Locust's own
-    ``wait()``, as the ``OpenModel`` mixin does.
-
-    Idle in a closed step (the discover stage), a user waits for the next step's start, at most ``IDLE_WAIT_S``: a
-    fixed 0.5 s sleep woke the users up to 0.5 s into the burst, ~500 tickets already due, and ~200 submits reached
-    the Kernel at once, a queue its lane (just faster than 1,000/s) never worked off: every accept of the 2,000-device
-    bursts waited ~130-190 ms where the page's harness, submitting evenly, waited tens of ms."""
+    """One ``--mdk-action`` submit per open-model ticket (the burst), and none without a ticket: the wait returns 0
+    only for a ticket, so the idle returns of a closed step (the discover stage) submit nothing. The first ticket is
+    waited for at the end of ``on_start``, through Locust's own ``wait()``, as the ``OpenModel`` mixin does."""
 
     abstract = True
     takes_tickets: ClassVar[bool] = True  # read by shapes.open_model.takes_tickets
@@ -75,9 +52,7 @@ class MDKBurstUser(MDKUser):
 
     def wait_time(self) -> float:
         self.ticketed = bool(hooks.take_ticket(self))
-        if not self.ticketed:
-            _StepStart.of(self.environment).event.wait(IDLE_WAIT_S)
-        return 0.0
+        return 0.0 if self.ticketed else IDLE_WAIT_S
 
     def do_action(self) -> None:
         if self.ticketed:
