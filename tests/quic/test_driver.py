@@ -240,9 +240,8 @@ class DatagramCountingMemoryPair(MemoryPair):
         return transport
 
 
-def test_back_to_back_requests_carry_the_ack_of_the_previous_answer(quic_engine):
-    """quic-go's habit on either engine: the ACK owed for an answer goes out in the next request's datagram, one
-    datagram per request (aioquic alone sends an ACK-only one 1 ms after each answer, qh3 alone at once after a FIN)."""
+def _counted_warm_driver(quic_engine: str) -> tuple[DatagramCountingMemoryPair, QuicDriver]:
+    """A driver on a datagram-counting pair, past its handshake and a first request, the count at 0."""
     pair = DatagramCountingMemoryPair(lambda request: b"a" * 600, quic_engine)
     driver = QuicDriver(
         "127.0.0.1",
@@ -254,6 +253,13 @@ def test_back_to_back_requests_carry_the_ack_of_the_previous_answer(quic_engine)
     driver.request(b"warm", timeout=5)
     gevent.sleep(0.1)
     pair.client_datagrams = 0
+    return pair, driver
+
+
+def test_back_to_back_requests_carry_the_ack_of_the_previous_answer(quic_engine):
+    """quic-go's habit on either engine: the ACK owed for an answer goes out in the next request's datagram, one
+    datagram per request (aioquic alone sends an ACK-only one 1 ms after each answer, qh3 alone at once after a FIN)."""
+    pair, driver = _counted_warm_driver(quic_engine)
     for i in range(30):
         driver.request(b"n%d" % i, timeout=5)
     assert 30 <= pair.client_datagrams <= 32
@@ -264,17 +270,7 @@ def test_requests_spaced_under_the_ack_delay_send_no_ack_of_their_own(quic_engin
     """A user whose requests come a few ms apart: the held ACK's timer, armed for an earlier answer, fires between
     them while the latest answer's ACK may still wait for the next request. That pass must leave it waiting (qh3
     sent it at once in a datagram of its own: about one extra datagram per four requests at 16 users)."""
-    pair = DatagramCountingMemoryPair(lambda request: b"a" * 600, quic_engine)
-    driver = QuicDriver(
-        "127.0.0.1",
-        4433,
-        client_configuration(insecure=True, quic_engine=quic_engine),
-        transport_factory=pair.transport_factory,
-    )
-    driver.connect(timeout=5)
-    driver.request(b"warm", timeout=5)
-    gevent.sleep(0.1)
-    pair.client_datagrams = 0
+    pair, driver = _counted_warm_driver(quic_engine)
     for i in range(30):
         driver.request(b"n%d" % i, timeout=5)
         gevent.sleep(0.008)
