@@ -18,8 +18,10 @@ MIN_REQUESTS = 15
 
 
 def _requests(web) -> int:
-    stats = web.get_json("/stats/requests")["stats"]
-    return next(row for row in stats if row["name"] == "Aggregated")["num_requests"]
+    """This run's requests as its live steps count them (reset as START opens the run; Locust's own table is reset
+    only at the shape's first tick, so a poll right after START may read the last run's)."""
+    rows = web.get_json("/swarmgauge/api/live")["steps"]
+    return sum(int(r["requests"]) + int(r.get("warmup_requests") or 0) for r in rows if r["name"] == "Aggregated")
 
 
 def _one_run(web, page, runs: Path, count: int, least: int = MIN_REQUESTS) -> Path:
