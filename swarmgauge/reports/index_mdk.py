@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from swarmgauge.reports.index_figures import Check, PageSection, figure, ms, rate, read_json, read_steps, run_json
+from swarmgauge.reports.index_grades import AMBER, RED, grade_table
 from swarmgauge.reports.index_mdk_drills import drill_checks, drill_table
 from swarmgauge.reports.index_mdk_machine import (
     BURST,
@@ -170,9 +171,14 @@ def latency_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], li
         load = machine_load(run, doc) if isinstance(doc, dict) and run is not None else None
         for row in rows[before:]:
             row["machine"] = machine_text(load) if load and load["bound"] else row.get("machine", "")
-            if (load and load["bound"]) or row["machine"]:
-                unjudged(row, "machine-bound")
+            if ((load and load["bound"]) or row["machine"]) and misses(row):
+                unjudged(row, "machine-bound")  # a figure that held on a full machine held: it keeps its grade
     return rows, extra
+
+
+def misses(row: dict[str, Any]) -> bool:
+    """The row, graded by its own figures, is amber or red: only such a row is put down to a full machine."""
+    return grade_table(pd.DataFrame([row])).grades[0] in (AMBER, RED)
 
 
 #: "A fleet summary at 2,000 devices took about 1.3 s at p50 on one site": the page names no Worker count, and its own
