@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import gevent
 import pytest
 from gevent import socket as gsocket
@@ -240,9 +242,8 @@ class DatagramCountingMemoryPair(MemoryPair):
         return transport
 
 
-def _counted_warm_driver(quic_engine: str) -> tuple[DatagramCountingMemoryPair, QuicDriver]:
-    """A driver on a datagram-counting pair, past its handshake and a first request, the count at 0."""
-    pair = DatagramCountingMemoryPair(lambda request: b"a" * 600, quic_engine)
+def _driver_on(pair: Any, quic_engine: str) -> QuicDriver:
+    """A driver to the in-memory pair ``pair``, connected."""
     driver = QuicDriver(
         "127.0.0.1",
         4433,
@@ -250,6 +251,13 @@ def _counted_warm_driver(quic_engine: str) -> tuple[DatagramCountingMemoryPair, 
         transport_factory=pair.transport_factory,
     )
     driver.connect(timeout=5)
+    return driver
+
+
+def _counted_warm_driver(quic_engine: str) -> tuple[DatagramCountingMemoryPair, QuicDriver]:
+    """A driver on a datagram-counting pair, past its handshake and a first request, the count at 0."""
+    pair = DatagramCountingMemoryPair(lambda request: b"a" * 600, quic_engine)
+    driver = _driver_on(pair, quic_engine)
     driver.request(b"warm", timeout=5)
     gevent.sleep(0.1)
     pair.client_datagrams = 0
@@ -308,13 +316,7 @@ def test_a_timer_pass_does_not_read_the_transport(quic_engine):
     """Only a pass the transport called for reads it: the held ACK's timer (one per ACK delay per connection) wakes
     a pass that would find the socket empty, a failed receive per wake."""
     pair = DrainCountingMemoryPair(lambda request: b"a" * 600, quic_engine)
-    driver = QuicDriver(
-        "127.0.0.1",
-        4433,
-        client_configuration(insecure=True, quic_engine=quic_engine),
-        transport_factory=pair.transport_factory,
-    )
-    driver.connect(timeout=5)
+    driver = _driver_on(pair, quic_engine)
     assert driver.request(b"one", timeout=5) == b"a" * 600
     gevent.sleep(0.2)  # the held ACK's timer fires and its pass sends the ACK; nothing arrives meanwhile but acks
     assert driver.request(b"two", timeout=5) == b"a" * 600
