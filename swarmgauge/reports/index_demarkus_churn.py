@@ -16,7 +16,18 @@ from typing import Any
 import pandas as pd
 
 from swarmgauge.reports.index_demarkus_mcp import run_resources
-from swarmgauge.reports.index_figures import Check, aggregated, figure, ms, rate, read_steps, run_json
+from swarmgauge.reports.index_demarkus_reads import WHY
+from swarmgauge.reports.index_figures import (
+    Check,
+    aggregated,
+    as_number,
+    figure,
+    ms,
+    rate,
+    read_steps,
+    requests_of,
+    run_json,
+)
 
 CHURN_RATE = 11_999 / 2400
 CALLS_P50_MS = 10.0
@@ -24,6 +35,25 @@ HEAP_PER_SESSION = 9.6 * 1000  # bytes of Go live heap (the page's "about 9.6 KB
 PEAK_OVER_RATE_TTL = 13_500 / 9_000  # "up to 13,500 sessions" at 5/s with a 30-minute TTL
 LARGEST_SWEEP_SHARE = 4_500 / (5 * 900)  # the idle sweep removed 4,500: 5/s over half the TTL
 WARN_PER_NEW_SESSION = 5_307 / (5 * 1200)  # 5,307 lines in 20 minutes at 5 new sessions a second
+
+
+def calls_why(calls: pd.DataFrame) -> str:
+    """Why the p50 over the session's calls strays from the page's 10 ms, with this run's p50 of each call.
+
+    Three calls a session pooled put the p50 in the second slowest; the page's mark_fetch waited on its bucket (its
+    20 ms floor at one worker), so its 10 ms is its broker's initialize or initialized, and its tool rows at one
+    worker (MCP 20 ms, QUIC 20 ms) say its path through kube-proxy adds nothing visible."""
+    each = {
+        str(name): as_number(p50) for name, p50 in zip(calls.get("name", []), calls.get("p50_ms", []), strict=False)
+    }
+    shown = ", ".join(f"{name} {ms(p50)}" for name, p50 in each.items() if p50 is not None)
+    return (
+        "three calls a session pooled put the p50 in the second slowest, and the page's mark_fetch waited on its "
+        "bucket (its 20 ms floor at one worker), so the page's 10 ms is its Go broker's initialize or initialized; "
+        "its tool rows at one worker (MCP 20 ms, QUIC 20 ms) show its path through kube-proxy adds nothing visible, "
+        "so that 10 ms is the broker's own session set-up, which the page does not break down (a stand-in setting "
+        f"for it would be fitted to this one row); here, p50 of each call: {shown or 'not recorded'}"
+    )
 
 
 def _options(runs: dict[str, Path | None], workload: str) -> dict[str, Any]:
@@ -95,15 +125,17 @@ def churn_rows(runs: dict[str, Path | None], checks: list[Check]) -> list[dict[s
         rows.append({**figure("errors", int(churn["failures"].sum()), None, str), "page": "0"})
         # the same three calls, but the page's each crossed kube-proxy and the pod network to a Go gateway and here
         # they cross loopback to a Python one: the same order is the shape; graded, and said why when it strays
-        rows.append(
-            figure(
-                "p50 of the session's calls (page: through kube-proxy and the pod network; here loopback)",
-                churn["p50_ms"].iloc[0],
-                CALLS_P50_MS,
-                ms,
-                tolerance=0.5,
-            )
+        calls = figure(
+            "p50 of the session's calls (page: through kube-proxy and the pod network; here loopback)",
+            churn["p50_ms"].iloc[0],
+            CALLS_P50_MS,
+            ms,
+            tolerance=0.5,
         )
+        measured = as_number(churn["p50_ms"].iloc[0])
+        if measured is not None and abs(measured / CALLS_P50_MS - 1.0) > 0.5:
+            calls[WHY] = calls_why(requests_of(read_steps(run), "MCP"))
+        rows.append(calls)
     memory = summary.get("memory_per_session") or {}
     if memory:
         rows.append(memory_row(float(memory["bytes"]), str(memory.get("metric"))))
