@@ -28,6 +28,7 @@ def test_a_calls_p50_far_below_the_pages_says_the_page_timed_its_brokers_session
     calls = measured(table(section, "MCP session churn"), CALLS)
     why = str(calls[WHY])
     assert "initialize 3.7 ms, initialized 1.6 ms, tools/call mark_fetch 3.5 ms" in why
+    assert "the three together 8.8 ms" in why and "does not break its 10 ms down" in why
     assert "second slowest" in why and "kube-proxy adds nothing visible" in why and "\n" not in why
 
 
