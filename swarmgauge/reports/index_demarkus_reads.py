@@ -82,7 +82,8 @@ REASONS = {
     f"workers (p50 100 and 101 ms at 159 req/s) show it at 159; {SIXTEEN_TAILS}",
     ("QUIC FETCH, fresh connection per request", 16): "p50 above the page's at any share of lost first flights: "
     "the model simulated (benchmarks/fresh_dial_model.py, quic-go's 200 ms timer, shares 0 to 0.6) gives p50 43 ms "
-    "at best (1.88x, shares 0.40-0.45, at 143-135 req/s) and 215 ms once half the dials wait; the users not in a "
+    "at best (1.88x, shares 0.40-0.45, at 143-135 req/s; 42 ms with the page's 0.5 ms handshake for the stand-in's "
+    "2.8) and 215 ms once half the dials wait; the users not in a "
     "timer outnumber the 3 slots whenever the bucket is full, so the median read queues, where the page's 23 ms at "
     "157 req/s is a full bucket its median read never queued at",
     ("QUIC FETCH, fresh connection per request", 64): "p99 below the page's at any share: the same simulation gives "
