@@ -70,17 +70,34 @@ SIXTEEN_TAILS = (
 REASONS = {
     ("QUIC FETCH, pooled connections", 16): "a first-come queue of reads that spread 1.3x alone (the page's 1 user) "
     "cannot spread 1.66x at 16 users; the backend's stalls (--backend-stall-ms) give that tail, and this run had none",
-    ("QUIC LOOKUP", 16): f"{SIXTEEN_TAILS}: the stalls that give FETCH its tail give LOOKUP the same, and the page's "
-    "LOOKUP run saw less of them",
-    ("QUIC LIST", 16): "the page's LIST p50 (80 ms) sits below its own mean by Little's law (16 users / 159 req/s = "
-    f"101 ms), as no FETCH row's does: a fifth of its reads must have waited about 100 ms more; {SIXTEEN_TAILS}",
-    ("QUIC FETCH, fresh connection per request", 16): "p50 above the page's: with about 9 of the 16 users in their "
-    "retransmit timers, the rest at times queue and at times leave a slot idle; the page's 23 ms at 157 req/s (a full "
-    "bucket that never queues) no random mix of dial waits gives",
-    ("QUIC FETCH, fresh connection per request", 64): "p99 below the page's: its 1.16 s needs over 1 % of dials to "
-    "lose their retransmit too (200 + 400 ms of timers), which its own 16-user p99 (323 ms) rules out at one loss rate",
-    ("QUIC LOOKUP", 64): "the page's p50 (501 ms, p99 506) sits above its own mean by Little's law (64 users / 158 "
-    "req/s = 405 ms): its figures disagree with each other; the stand-in keeps Little's law",
+    ("QUIC LOOKUP", 16): "the page's 16-user FETCH and LOOKUP share a p50 (100 and 101 ms at 159 req/s) but not a "
+    "tail: FETCH's p99 holds with a tail over p50 of 41 ms or more (0.85 x 166 = 141 ms), LOOKUP's with 42 or less "
+    "(1.15 x 124 = 143 ms); the backend's stalls give both verbs the same tail, about a stall long, so one stall "
+    "length holds both only inside that 1 ms, and the page's LOOKUPs do meet the stalls (its mark_lookup_all at 8 "
+    f"workers: p99 104 over p50 40 ms); {SIXTEEN_TAILS}",
+    ("QUIC LIST", 16): "the page's LIST p50 (80 ms) sits below its own mean by Little's law (16 / 159 req/s = 101 "
+    "ms): each of demarkus-loadtest's 16 workers waits for its answer before its next request, so a read no stall "
+    "meets waits behind the other 15, 16 / the bucket's rate; 80 ms needs the bucket at 200 reads/s between stalls, "
+    "and stalled a fifth of the time to come down to 159 req/s, where FETCH and LOOKUP through the same bucket at 16 "
+    f"workers (p50 100 and 101 ms at 159 req/s) show it at 159; {SIXTEEN_TAILS}",
+    ("QUIC FETCH, fresh connection per request", 16): "p50 above the page's at any share of lost first flights: "
+    "the model simulated (benchmarks/fresh_dial_model.py, quic-go's 200 ms timer, shares 0 to 0.6) gives p50 43 ms "
+    "at best (1.88x, shares 0.40-0.45, at 143-135 req/s; 42 ms with the page's 0.5 ms handshake for the stand-in's "
+    "2.8) and 215 ms once half the dials wait; the users not in a "
+    "timer outnumber the 3 slots whenever the bucket is full, so the median read queues, where the page's 23 ms at "
+    "157 req/s is a full bucket its median read never queued at",
+    ("QUIC FETCH, fresh connection per request", 64): "p99 below the page's at any share: the same simulation gives "
+    "0.45-0.51x (a lost dial waits 200 ms, then the ~340 ms queue); the page's 1.16 s needs over 1 % of dials to "
+    "lose their retransmit too (200 + 400 ms of timers and the queue: about 0.94 s), and the same 1 % at 16 users "
+    "would put that row's p99 near 0.63 s (1.95x its 323 ms): both rows dial about 158 times a second, so one loss "
+    "rate cannot give both",
+    ("QUIC LOOKUP", 64): "the page's figures disagree for a closed loop: each of demarkus-loadtest's 64 workers "
+    "waits for its answer before its next request, so by Little's law they wait 64 / 158 req/s = 405 ms on average "
+    "(at most: its rate's time includes each worker's uncounted warm-up read); p50 501 and p99 506 put half the "
+    "reads at 501 ms or more, so the other half would average 309 ms or less (2 x 405 - 501) with the slowest 1 % "
+    "only 5 ms above the median, or 158 req/s x 501 ms = 79 reads in flight from 64 workers; a closed loop of 64 "
+    "reaches p50 426 ms (0.85x) only at 150 req/s or less, a LOOKUP slower at the bucket than FETCH, which the "
+    "page's LOOKUP rows (158-159 req/s, as FETCH) do not show",
 }
 #: the fresh rows of a run made without the lossy path (``--initial-loss``)
 NO_LOSSY_PATH = {

@@ -117,3 +117,17 @@ def test_a_sixteen_user_lookup_tail_past_the_pages_says_the_pages_own_rows_diffe
     table = reads(runs, PageSection())
     lookup16 = table[(table["Step"] == "QUIC LOOKUP") & (table["Workers"].astype(int) == 16)]
     assert "124 (LOOKUP), 166 (FETCH) and 185 ms (LIST)" in str(lookup16[WHY].iloc[0])
+
+
+def test_a_sixty_four_user_lookup_at_littles_mean_shows_the_arithmetic_of_the_pages_own_figures(tmp_path):
+    table = reads(runs_of(tmp_path), PageSection())  # LOOKUP at 64 users: p50 405 ms against the page's 501
+    why = dict(zip(zip(table["Step"].replace("", pd.NA).ffill(), table["Workers"]), table[WHY], strict=True))
+    lookup64 = str(why[("QUIC LOOKUP", 64)])
+    assert "64 / 158 req/s = 405 ms" in lookup64 and "2 x 405 - 501" in lookup64
+    assert "158 req/s x 501 ms = 79 reads in flight from 64 workers" in lookup64
+
+
+def test_a_sixteen_user_list_at_littles_mean_says_what_its_p50_would_need_of_the_bucket(tmp_path):
+    table = reads(runs_of(tmp_path), PageSection())  # LIST at 16 users: p50 100 ms against the page's 80
+    why = str(table[table["Step"] == "QUIC LIST"][WHY].iloc[0])
+    assert "16 / 159 req/s = 101 ms" in why and "200 reads/s between stalls" in why
