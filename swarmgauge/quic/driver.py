@@ -33,8 +33,8 @@ from swarmgauge.quic.errors import (
     StreamReset,
     TLSVerificationFailed,
 )
-from swarmgauge.quic.settings import QuicStats, client_configuration
 from swarmgauge.quic.service_pass import ServicePass
+from swarmgauge.quic.settings import QuicStats, client_configuration
 from swarmgauge.quic.streams import InFlight
 from swarmgauge.quic.transport import DatagramTransport, TransportFactory, UdpTransport
 
