@@ -32,7 +32,6 @@ from swarmgauge.quic.transport import DatagramTransport
 log = logging.getLogger("swarmgauge.quic.driver")  # the driver's own name, as before the hub's side moved here
 
 ABORT_ERROR_CODE = 0x10  # application code sent with RESET_STREAM / STOP_SENDING when we give up on a stream
-MAX_EXTRA_READS = 4  # reads a pass adds while an answer is still part-way in (``_read_rest``)
 
 
 class ServicePass:
@@ -113,11 +112,7 @@ class ServicePass:
                 # datagram of its own, where the next request (or the hold's end) carries it
                 if timer_at is not None and now >= timer_at and not (ack_only and self._ack_may_wait(now)):
                     quic.handle_timer(now)
-            streams = self._streams
-            streams.partial = False
             self._process_events()
-            if readable and streams.partial:
-                self._read_rest(quic, transport)
             next_deadline = self._streams.next_deadline
             if next_deadline is not None and now >= next_deadline:
                 self._expire(now)
@@ -137,26 +132,6 @@ class ServicePass:
         else:
             self._arm_timer()
         self._streams.deliver()  # last: each answered greenlet runs (and may send its next request) from here
-
-    def _read_rest(self, quic: Any, transport: DatagramTransport) -> None:
-        """An answer is part-way in: read again before this pass ends, so that its rest, which the peer sent a few µs
-        after the part this pass has just decrypted, completes it here instead of waking a pass of its own (the
-        reference server sends an answer's datagrams one ``sendto`` each, and a client that wakes on the first one
-        took 1.2 passes per FETCH). Bounded: ``MAX_EXTRA_READS`` reads, each ``drain()``'s own bound of datagrams."""
-        streams = self._streams
-        for _ in range(MAX_EXTRA_READS):
-            received = transport.drain()
-            if not received:
-                return
-            now = time.monotonic()
-            self._engine.receive_datagrams(quic, received, transport.peer, now)
-            self._last_heard = now
-            if self._credit_waiters and self._credit is not None:
-                self._credit.set()
-            streams.partial = False
-            self._process_events()
-            if not streams.partial:
-                return
 
     def _expire(self, now: float) -> None:
         """Answer every stream past its deadline with ``RequestTimeout`` and give it up on the wire."""

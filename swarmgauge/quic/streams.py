@@ -39,15 +39,13 @@ class PendingStream:
 class InFlight:
     """The streams of one connection awaiting their answer, and the earliest deadline among them."""
 
-    __slots__ = ("_answered", "_hub", "next_deadline", "partial", "streams")
+    __slots__ = ("_answered", "_hub", "next_deadline", "streams")
 
     def __init__(self, hub: Any) -> None:
         self._hub = hub
         self.streams: dict[int, PendingStream] = {}
         self.next_deadline: float | None = None
         self._answered: list[PendingStream] = []
-        #: an answer got data without its FIN since the driver last cleared this: the rest may already be waiting
-        self.partial = False
 
     def __len__(self) -> int:
         return len(self.streams)
@@ -105,8 +103,6 @@ class InFlight:
         if end_stream:
             chunks = pending.chunks
             self.finish(pending, chunks[0] if len(chunks) == 1 else b"".join(chunks))
-        else:
-            self.partial = True
         return False
 
     def fail(self, stream_id: int, error: BaseException) -> None:

@@ -287,40 +287,24 @@ def test_requests_spaced_under_the_ack_delay_send_no_ack_of_their_own(quic_engin
 
 
 class DrainCountingMemoryPair(MemoryPair):
-    """The in-memory pair, counting the client's reads of its transport and the transport's readable callbacks.
+    """The in-memory pair, counting the client's reads of its transport and the transport's readable callbacks."""
 
-    ``one_per_drain``: each read returns one datagram, as a socket does when the peer's next datagram lands just after
-    a read, and the callback comes again while any is left (a socket's io watcher is level-triggered): such a pass,
-    for datagrams that were there when the one before it ended, counts in ``passes_for_leftovers``."""
-
-    def __init__(self, handler, quic_engine, *, one_per_drain=False):
+    def __init__(self, handler, quic_engine):
         super().__init__(handler, quic_engine=quic_engine)
-        self.drains = self.readable_calls = self.datagrams = self.passes_for_leftovers = 0
-        self.one_per_drain = one_per_drain
+        self.drains = self.readable_calls = 0
 
     def transport_factory(self, host, port):
         transport = super().transport_factory(host, port)
         drain, set_on_readable = transport.drain, transport.set_on_readable
-        backlog: list[bytes] = []
 
         def counted_drain():
             self.drains += 1
-            backlog.extend(drain())
-            taken = backlog[:1] if self.one_per_drain else backlog[:]
-            del backlog[: len(taken)]
-            self.datagrams += len(taken)
-            return taken
+            return drain()
 
         def counted_set_on_readable(callback):
             def counted_callback():
                 self.readable_calls += 1
                 callback()
-                if backlog:
-                    gevent.get_hub().loop.run_callback(leftover_callback)
-
-            def leftover_callback():
-                self.passes_for_leftovers += 1
-                counted_callback()
 
             set_on_readable(None if callback is None else counted_callback)
 
@@ -337,23 +321,6 @@ def test_a_timer_pass_does_not_read_the_transport(quic_engine):
     gevent.sleep(0.2)  # the held ACK's timer fires and its pass sends the ACK; nothing arrives meanwhile but acks
     assert driver.request(b"two", timeout=5) == b"a" * 600
     assert pair.readable_calls > 0 and pair.drains == pair.readable_calls
-    driver.close()
-
-
-def test_an_answer_of_several_datagrams_is_read_in_one_pass(quic_engine):
-    """Its datagrams land one after another while the pass decrypts the first: the pass reads again while an answer
-    is part-way in, so the wake-up that took its first datagram takes the rest that has landed (each took a pass of
-    its own: 1.2 passes per FETCH on UDP). Passes that datagrams sent later (the server's pacing) wake are fine."""
-    pair = DrainCountingMemoryPair(lambda request: b"a" * 3000, quic_engine, one_per_drain=True)
-    driver = _driver_on(pair, quic_engine)
-    assert driver.request(b"warm", timeout=5) == b"a" * 3000
-    gevent.sleep(0.1)  # the handshake's late datagrams (tickets, HANDSHAKE_DONE) are in
-    pair.drains = pair.readable_calls = pair.datagrams = pair.passes_for_leftovers = 0
-    for i in range(10):
-        assert driver.request(b"n%d" % i, timeout=5) == b"a" * 3000
-    assert pair.datagrams >= 20  # every answer came in several datagrams
-    assert pair.passes_for_leftovers == 0
-    assert pair.readable_calls < pair.datagrams
     driver.close()
 
 

@@ -78,17 +78,3 @@ def test_one_stream_keeps_its_deadline_until_answered_then_none():
     assert in_flight.next_deadline is None
     in_flight.forget(0)
     assert in_flight.next_deadline is None
-
-
-def test_a_chunk_without_its_fin_marks_an_answer_part_way_in_and_the_fin_completes_it():
-    """What makes the driver's pass read again before it ends (``partial``): data on an open stream, short of its FIN."""
-    in_flight = InFlight(gevent.get_hub())
-    pending = in_flight.open(0, deadline=100.0, timeout=10.0)
-    assert not in_flight.partial
-    assert not in_flight.receive(0, b"first half, ", False, 1000)
-    assert in_flight.partial and not pending.done
-    in_flight.partial = False  # the driver clears it before each batch of events
-    assert not in_flight.receive(0, b"second half", True, 1000)
-    assert not in_flight.partial and pending.outcome == b"first half, second half"
-    assert not in_flight.receive(8, b"a stream nobody waits for", False, 1000)
-    assert not in_flight.partial
