@@ -134,7 +134,7 @@ def start_target(environment: Environment) -> None:
     if target is not None:
         _target.root = Path(target.lines["root"])
         if isinstance(environment.runner, LocalRunner):
-            _discover_first(environment)
+            _discover_first(environment, devices)
     elif getattr(options, "mdk_root", ""):
         _target.root = Path(options.mdk_root)
         if not (_target.root / "stack.json").is_file():
@@ -149,15 +149,23 @@ def start_target(environment: Environment) -> None:
         environment.stop_timeout = STOP_TIMEOUT_S  # in-flight submits finish: Locust counts each QUEUED the Kernel does
 
 
-def _discover_first(environment: Environment) -> None:
-    """The embedded fleet's device ids before the load (``users/mdk_user.py``), the time it took in ``run.json``."""
-    found = mdk.discover_before_load(environment, environment.host or "")
+def _discover_first(environment: Environment, devices: int) -> None:
+    """The embedded fleet's device ids before the load (``users/mdk_user.py``), what it found and the time it took in
+    ``run.json``."""
+    found = mdk.discover_before_load(environment, environment.host or "", devices)
     if found is None:
         log.warning("the fleet's discovery before the load failed: the users discover at their start")
         return
-    devices, seconds = found
-    hooks.add_run_info(environment, "mdk_discovered_before_load", {"devices": devices, "seconds": round(seconds, 2)})
-    log.info("discovered %d devices before the load in %.1f s", devices, seconds)
+    answered, seconds = found
+    info = {"devices": answered, "of": devices, "seconds": round(seconds, 2)}
+    hooks.add_run_info(environment, "mdk_discovered_before_load", info)
+    log.log(
+        logging.INFO if answered >= devices else logging.WARNING,
+        "discovered %d of %d devices before the load in %.1f s",
+        answered,
+        devices,
+        seconds,
+    )
 
 
 @hooks.step_changed.add_listener

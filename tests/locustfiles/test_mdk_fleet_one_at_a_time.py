@@ -40,7 +40,7 @@ def test_one_user_times_reads_accepts_and_summaries_and_mdk_json_has_each_steps_
     # the users' discovery came before the load, once, and is no request of the run
     assert "discover" not in names
     info = json.loads((resolve(run_dir) / "run.json").read_text())["mdk_discovered_before_load"]
-    assert info["devices"] == 10 and info["seconds"] > 0
+    assert info["devices"] == info["of"] == 10 and info["seconds"] > 0
     doc = json.loads((resolve(run_dir) / "mdk.json").read_text())
     assert isinstance(doc["load_avg"], float)
     step = doc["cpu_by_step"]["0"]
