@@ -153,6 +153,10 @@ def gather_into_run_folder(run_dir: Path) -> Path:
     return found
 
 
+def _keep_phases(entry: dict[str, Any], phases: Phases) -> None:
+    entry["phases_s"] = phases.seconds()
+
+
 def _save(folder: Path, manifest: dict[str, Any]) -> None:
     from swarmgauge.files import write_json
 
@@ -220,7 +224,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
                 report=False,
                 started=started,
                 when_load_done=functools.partial(start_next, number),
-                on_phases=lambda phases, entry=entry: entry.update(phases_s=phases.seconds()),
+                on_phases=functools.partial(_keep_phases, entry),
             )
             entry["elapsed_s"] = round(time.monotonic() - began, 1)
             entry["planned_s"] = workload.planned_seconds()
