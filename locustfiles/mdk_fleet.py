@@ -3,7 +3,8 @@
 Without ``--host`` the locustfile starts the MDK stand-in (``swarmgauge target mdk``; size it with
 ``--mdk-profile 1000x2`` or ``cap-1000devices-2workers``, knobs with ``--mdk-embedded-args``), samples its
 ``/metrics`` (Worker cycle time, headroom, routable) and every component's RSS and CPU by pid file, and stops it
-when Locust quits. Scenarios (``--mdk-scenario``, when no ``--plan`` is given):
+when Locust quits; a local run reads the fleet's device ids (one fleet summary) at its start-up, before any load, so
+no step waits for a summary of every device (``run.json`` ``mdk_discovered_before_load``). Scenarios (``--mdk-scenario``, when no ``--plan`` is given):
 
 - ``reads``: ``--mdk-readers`` closed-loop readers (``MDKReader``, telemetry only) for ``--mdk-read-time``;
 - ``burst``: the benchmark's action burst, 1,000 submits/s for 3 s, open model (``MDKBurstUser``);
@@ -36,7 +37,7 @@ from typing import Any
 
 from locust import events
 from locust.env import Environment
-from locust.runners import MasterRunner, WorkerRunner
+from locust.runners import LocalRunner, MasterRunner, WorkerRunner
 
 import swarmgauge.locust  # noqa: F401 - steps, SLOs, resources, run directory
 from swarmgauge.core import hooks, option_kinds, run_context
@@ -132,6 +133,8 @@ def start_target(environment: Environment) -> None:
         raise UsageError(f"could not start the embedded MDK stand-in: {exc}") from None
     if target is not None:
         _target.root = Path(target.lines["root"])
+        if isinstance(environment.runner, LocalRunner):
+            _discover_first(environment, devices)
     elif getattr(options, "mdk_root", ""):
         _target.root = Path(options.mdk_root)
         if not (_target.root / "stack.json").is_file():
@@ -144,6 +147,25 @@ def start_target(environment: Environment) -> None:
     mdk_results.watch_target(environment, _target.url, pid_files, mdk_plan.plan_submits_actions(environment))
     if not getattr(options, "stop_timeout", None):
         environment.stop_timeout = STOP_TIMEOUT_S  # in-flight submits finish: Locust counts each QUEUED the Kernel does
+
+
+def _discover_first(environment: Environment, devices: int) -> None:
+    """The embedded fleet's device ids before the load (``users/mdk_user.py``), what it found and the time it took in
+    ``run.json``."""
+    found = mdk.discover_before_load(environment, environment.host or "", devices)
+    if found is None:
+        log.warning("the fleet's discovery before the load failed: the users discover at their start")
+        return
+    answered, seconds = found
+    info = {"devices": answered, "of": devices, "seconds": round(seconds, 2)}
+    hooks.add_run_info(environment, "mdk_discovered_before_load", info)
+    log.log(
+        logging.INFO if answered >= devices else logging.WARNING,
+        "discovered %d of %d devices before the load in %.1f s",
+        answered,
+        devices,
+        seconds,
+    )
 
 
 @hooks.step_changed.add_listener

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmgauge.cli.demo_pages import BUILDERS, Page, Workload, pages, reads_workload
+from swarmgauge.cli.demo_phases import Phases, PhaseTotals, phase_text
 from swarmgauge.cli.demo_progress import REPORT_S, Progress, minutes
 from swarmgauge.cli.demo_reports import render_reports
 from swarmgauge.cli.demo_runs import StartedRun, abandon, finish_run, start_run
@@ -118,13 +119,15 @@ def run_workload(
     report: bool = True,
     started: StartedRun | None = None,
     when_load_done: Callable[[], None] | None = None,
+    on_phases: Callable[[Phases], None] | None = None,
 ) -> int:
     """One Locust subprocess in its own session, bounded by the plan's time plus start-up; its exit code.
 
     ``started``: its process, started ahead while the workload before it ended; ``when_load_done`` is called once
-    its measurements are over (the demo starts the next workload's process then)."""
+    its measurements are over (the demo starts the next workload's process then); ``on_phases``: given where its
+    time went once it has ended (``cli/demo_phases.py``)."""
     run = started or start_workload(workload, run_dir, log, report=report)
-    return finish_run(run, when_load_done=when_load_done)
+    return finish_run(run, when_load_done=when_load_done, on_phases=on_phases)
 
 
 def gather_into_run_folder(run_dir: Path) -> Path:
@@ -148,6 +151,10 @@ def gather_into_run_folder(run_dir: Path) -> Path:
         else:
             path.replace(found / path.name)
     return found
+
+
+def _keep_phases(entry: dict[str, Any], phases: Phases) -> None:
+    entry["phases_s"] = phases.seconds()
 
 
 def _save(folder: Path, manifest: dict[str, Any]) -> None:
@@ -191,6 +198,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     print("; ".join(plans) + f" (--all's budget at --scale {scale or 1:g}: {budget_minutes(scale or 1.0):.3g} min)")
     _save(folder, manifest)
     lost = 0
+    totals = PhaseTotals()
     rendered: list[Path] = []
     ahead: list[StartedRun] = []  # the next workload's process, started while this one ends
 
@@ -216,6 +224,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
                 report=False,
                 started=started,
                 when_load_done=functools.partial(start_next, number),
+                on_phases=functools.partial(_keep_phases, entry),
             )
             entry["elapsed_s"] = round(time.monotonic() - began, 1)
             entry["planned_s"] = workload.planned_seconds()
@@ -230,7 +239,10 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
             shown = found if has_steps else f"no run folder (see {run_dir.parent / (workload.name + '.log')})"
             state = exit_state(code, workload.expected_exit)[1]
             done = progress.finished(entry["elapsed_s"])
-            print(f" {entry['elapsed_s']:.0f} s, {state}: {shown}; {done}", flush=True)
+            spent = entry.get("phases_s") or {}
+            totals.add(spent, entry["planned_s"])
+            phased = f" ({phase_text(spent)})" if spent else ""
+            print(f" {entry['elapsed_s']:.0f} s{phased}, {state}: {shown}; {done}", flush=True)
             _save(folder, manifest)
     finally:
         for started in ahead:
@@ -241,8 +253,10 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
         print(f"reports: could not render {why}", flush=True)
     manifest["ended_at"] = time.time()
     _save(folder, manifest)
+    indexing = time.monotonic()
     paths = write_index(folder)
     print(f"index: {paths[1]} ({paths[0].name}); {(manifest['ended_at'] - manifest['started_at']) / 60:.1f} min")
+    print(totals.text(took, time.monotonic() - indexing, time.time() - manifest["started_at"]), flush=True)
     return 1 if lost else 0
 
 

@@ -1,10 +1,12 @@
 """The demarkus page's read rows as demo workloads: pooled FETCH at every step of its table, fresh connections, LOOKUP
 and LIST, each a headless Locust run against the embedded Mark server with the page's bottleneck simulated.
 
-Holds are the demo's (12 s a step, 3 s of it warm-up, at scale 1; the pooled ramp 14 s and 6 s, its warm-up never
-under 5 s, so the 256-user step's queue is full, its spawn held 2 s and 192 handshakes done, before its measured
-requests start, and its measured part 8 s, at least 4 s at scale 1 and above, 2 s at 0.25); the steps and the page's figures are the page's (``../shared/docs/reference-pages/demarkus-kind-bench.md``,
-Reads).
+Holds are the demo's (12 s a step, 3 s of it warm-up, at scale 1; the pooled ramp 14 s and 6 s, the 256-user step's
+warm-up never under 5 s, so its queue is full, its spawn held 2 s and 192 handshakes done, before its measured
+requests start, and its measured part 8 s, at least 4 s at scale 1 and above, 2 s at 0.25); the steps and the page's
+figures are the page's (``../shared/docs/reference-pages/demarkus-kind-bench.md``, Reads). Below 256 users a step
+adds at most 48 users (a tenth of a second of handshakes) and its queue fills in one round of reads (0.4 s at 64
+users), so its warm-up shrinks with the scale like any hold.
 
 A request counts in the step it started in, and the last step ends the run: without ``--stop-timeout`` the users are
 stopped with their requests in flight, and those are lost. At 256 users that is 1.6 s of requests (256 of them), so
@@ -21,6 +23,8 @@ PAGE = "demarkus-kind-bench.md#reads"
 STEP_S, WARMUP_S = 12.0, 3.0
 STOP_TIMEOUT = "3"  # seconds: above the slowest read's answer (the page's 256-user p99 is 1.79 s)
 POOLED_STEP_S, POOLED_WARMUP_S = (14.0, 9.0), (6.0, 5.0)  # (at scale 1, the least at any scale)
+#: the pooled steps whose warm-up keeps POOLED_WARMUP_S's least at any scale: the 256-user step's spawn and handshakes
+WARMUP_FLOOR_STEPS = (256,)
 
 #: the page's rows: (users, req/s, p50 ms, p99 ms)
 POOLED_STEPS = [1, 4, 16, 64, 256]
@@ -70,14 +74,31 @@ def _workload(
     return Workload(name, what, "demarkus_reads.py", options, plan)
 
 
+def pooled_plan(scale: float) -> dict[str, Any]:
+    """The pooled ramp as stages (a warm-up each): the same measured part at every step, the warm-up's floor only where
+    ``WARMUP_FLOOR_STEPS`` says; at scale 1 and above every step's is the same 6 s."""
+    # the 256-user step's warm-up least is its spawn and handshakes, whatever the scale; the measured part's is a
+    # sample count, which shrinks below scale 1 (``demo_pages.least_at``)
+    floored_s = hold_seconds(POOLED_WARMUP_S[0], scale, needs=POOLED_WARMUP_S[1])
+    warmup_s = hold_seconds(POOLED_WARMUP_S[0], scale)
+    measured_s = hold_seconds(POOLED_STEP_S[0] - POOLED_WARMUP_S[0], scale, POOLED_STEP_S[1] - POOLED_WARMUP_S[1])
+    pooled = reads_plan(POOLED_STEPS, floored_s + measured_s, floored_s)  # scaled already
+    for key in ("steps", "step_time", "warmup"):
+        del pooled[key]
+    stages = []
+    for users in POOLED_STEPS:
+        warm = floored_s if users in WARMUP_FLOOR_STEPS else warmup_s
+        stages.append(
+            {"label": f"{users} users", "users": users, "duration": f"{warm + measured_s:g}s", "warmup": f"{warm:g}s"}
+        )
+    pooled.update(kind="stages", stages=stages)
+    pooled["reference"] = dict(pooled["reference"], target={"embedded": "mark", "args": MARK_BOTTLENECK})
+    return pooled
+
+
 def read_workloads(scale: float) -> tuple[Workload, ...]:
     """Every read row of the page: pooled FETCH at 1 to 256 users, fresh at 16 and 64, LOOKUP at 16 and 64, LIST."""
-    # the warm-up's least is the 256-user step's spawn and handshakes, whatever the scale; the measured part's is a
-    # sample count, which shrinks below scale 1 (``demo_pages.least_at``)
-    warmup_s = hold_seconds(POOLED_WARMUP_S[0], scale, needs=POOLED_WARMUP_S[1])
-    measured_s = hold_seconds(POOLED_STEP_S[0] - POOLED_WARMUP_S[0], scale, POOLED_STEP_S[1] - POOLED_WARMUP_S[1])
-    pooled = reads_plan(POOLED_STEPS, warmup_s + measured_s, warmup_s)  # scaled already
-    pooled["reference"] = dict(pooled["reference"], target={"embedded": "mark", "args": MARK_BOTTLENECK})
+    pooled = pooled_plan(scale)
     return (
         _workload("reads", "QUIC FETCH, pooled, 1 to 256 users, against the simulated bucket", "FetchUser", pooled),
         _workload(

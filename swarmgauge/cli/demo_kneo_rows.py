@@ -1,21 +1,25 @@
 """The kneo-serv page's rows beyond its sync sweeps: the queue mode as its harness runs it, PostgreSQL against
 SQLite where the store is the bottleneck, the 0.5 s provider delay and the 1-hour soak (scaled).
 
-Every PostgreSQL here keeps fsync on, as the page's. ``scale`` shortens holds and the soak; the queue batch stays
-the page's 500 runs, since its p50 is half the batch's drain time and a smaller batch would change the figure.
+Every PostgreSQL here keeps fsync on, as the page's. ``scale`` shortens holds and the soak; the queue batch is the
+page's 500 runs at scale 1 and above, and below it shrinks as a hold's floor does (with the square root of the scale:
+250 at 0.25), since its drain is most of the row's time. Its p50 is half the batch's drain time, so the index reads a
+smaller batch's waits against the page's scaled to that batch, and says so on the row.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from swarmgauge.cli.demo_pages import Workload, hold, hold_seconds
+from swarmgauge.cli.demo_pages import Workload, hold, hold_seconds, least_at
 
 QUEUE_BATCH = 500  # the page's --total-runs 500
 QUEUE_DISPATCHERS = 8  # the page's queue row: concurrency 8, one worker per process
 #: time the dispatchers have to submit the whole batch at scale 1, and the least at any scale: 500 submits at ~35/s
 #: with fsync on here (a 5 s hold dispatched 177, 16 s at load 10 dispatched 405; at load < 3 the whole batch was
-#: dispatched and drained in 13 s); the drain goes on after it, within --kneo-drain-timeout
+#: dispatched and drained in 13 s), a smaller batch's in proportion; the drain goes on after it, within
+#: --kneo-drain-timeout
 QUEUE_DISPATCH_S = 24.0
 QUEUE_DISPATCH_LEAST_S = 20.0
 PROVIDER_DELAY_S = 0.5
@@ -57,21 +61,29 @@ def _steps(name: str, steps: list[int], hold: float, scale: float, **more: Any) 
     }
 
 
+def queue_batch_size(scale: float) -> int:
+    """The queue row's batch: the page's 500 at scale 1 and above, shrinking below it as a floor does (250 at 0.25)."""
+    return round(least_at(float(QUEUE_BATCH), scale))
+
+
 def queue_batch(scale: float) -> Workload:
     """The page's queue mode: 8 dispatchers submit the whole batch, then one worker drains it (wait read from the
     store), instead of 8 closed-loop submitters that never let more than 8 runs queue."""
+    batch = queue_batch_size(scale)
+    sending = math.ceil(QUEUE_DISPATCH_LEAST_S * batch / QUEUE_BATCH)  # the batch's sending at this machine's rate
+    page = "" if batch == QUEUE_BATCH else f" (the page's {QUEUE_BATCH} shortened with --scale)"
     plan = {
         "name": "demo-kneo-queue-batch",
-        "description": f"{QUEUE_DISPATCHERS} dispatchers submit {QUEUE_BATCH} runs, then one worker drains them",
+        "description": f"{QUEUE_DISPATCHERS} dispatchers submit {batch} runs{page}, then one worker drains them",
         "kind": "soak",
         "users": QUEUE_DISPATCHERS,
-        "duration": hold(QUEUE_DISPATCH_S, scale, needs=QUEUE_DISPATCH_LEAST_S),  # the batch's sending: no floor
+        "duration": hold(QUEUE_DISPATCH_S, scale, needs=sending),  # no floor: the batch's sending
         "slos": ["kneo_mismatches==0"],
     }
-    options = (*POSTGRES_FSYNC, "--kneo-mode", "batch", "--kneo-batch", str(QUEUE_BATCH))
+    options = (*POSTGRES_FSYNC, "--kneo-mode", "batch", "--kneo-batch", str(batch))
     return Workload(
         "postgres-queue",
-        f"queue mode on PostgreSQL: {QUEUE_BATCH} runs dispatched, then drained by one worker",
+        f"queue mode on PostgreSQL: {batch} runs dispatched{page}, then drained by one worker",
         "kneo_dispatch.py",
         (*options, "--kneo-drain-timeout", "150"),
         plan,

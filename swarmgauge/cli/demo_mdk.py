@@ -115,19 +115,15 @@ class Fleet:
         return f"{self.devices}x{self.workers}"
 
 
-def discovery_s(devices: int) -> float:
-    """Unscaled seconds the first fleet summary (the users' device discovery) may take: about 2.5 ms a device on a
-    loaded 2-core machine; the step that discovers is this much longer, so its measured part keeps its length."""
-    return float(max(1, -(-devices // 400)))
-
-
 def fleets() -> list[Fleet]:
     return [Fleet(name, *spec) for name, spec in FLEETS.items()]
 
 
 def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
-    """One profile of the page: one-at-a-time requests, saturation reads, the burst (only the burst for the ping run)."""
-    discovery = discovery_s(fleet.devices)
+    """One profile of the page: one-at-a-time requests, saturation reads, the burst (only the burst for the ping run).
+
+    No step waits for the users' device discovery: the run does it at its start-up, before the load
+    (``locustfiles/mdk_fleet.py``; a summary of 5,000 devices on one Worker took 5.7 s, 2,000 on four 1.9 s)."""
     burst = {**BURST, "max_users": FULL_RATE_USERS} if fleet.devices == 5000 and fleet.workers == 5 else BURST
     # The burst's users start in the step before it (they submit nothing without a ticket): spawned at the burst's
     # start instead, the tickets of their spawn time came due at once, a bunch of ~200 submits the Kernel's lane (about
@@ -136,9 +132,9 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
     if fleet.name == "fleet-5000x5-ping":
         # the drain: the Kernel's queue lasts seconds after the burst, and a SICK Worker comes back at a later ping
         drain = {"label": "drain", "users": 0, "duration": _scaled(4, scale)}
-        stages = [{**discover, "duration": f"{max(2.0, discovery):g}s"}, burst, drain]
+        stages = [discover, burst, drain]
     else:
-        one = _scaled(7, scale, discovery)
+        one = _scaled(7, scale)
         stages = [
             {"label": "one at a time", "users": 1, "duration": one, "user_classes": ["MDKOneAtATime"]},
             SWITCH,
@@ -180,7 +176,6 @@ def throughput_workload(name: str, devices: int, workers: int, scale: float) -> 
         "description": f"saturation reads on {devices:,} devices over {workers} Worker(s)",
         "kind": "stages",
         "stages": [
-            {"label": "discover", "users": 1, "duration": f"{discovery_s(devices):g}s", "user_classes": ["MDKReader"]},
             {
                 "label": "saturation reads",
                 "users": SATURATION_READERS,

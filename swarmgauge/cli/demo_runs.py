@@ -23,12 +23,14 @@ from pathlib import Path
 from typing import IO
 
 from swarmgauge.cli.demo_pages import Workload
+from swarmgauge.cli.demo_phases import Phases
 
 #: start-up, teardown and the run's own report come on top of a workload's planned load time
 OVERHEAD_S = 240.0
 #: how often the demo looks at a running workload (its exit, its handoff)
 POLL_S = 0.05
 GO, LOAD_DONE = "go", "load-done"  # the files of listeners/handoff.py
+READY, LOAD_END = "ready", "load-end"  # its phases' marks: start-up done, users stopped
 
 
 @dataclass
@@ -42,6 +44,8 @@ class StartedRun:
     files: contextlib.ExitStack
     started: float = field(default_factory=time.monotonic)
     let_go: float | None = None
+    started_at: float = field(default_factory=time.time)  # wall clock, as the handoff files' times
+    let_go_at: float | None = None
 
     def load_done(self) -> bool:
         """Its measurements are over (it said so), or it has ended."""
@@ -51,6 +55,18 @@ class StartedRun:
         if self.let_go is None:
             (self.handoff / GO).touch()
             self.let_go = time.monotonic()
+            self.let_go_at = time.time()
+
+    def phases(self, exited: float | None = None) -> Phases:
+        """Its phases so far, from the handoff files' times (``exited``: when its process was seen gone)."""
+
+        def mark(name: str) -> float | None:
+            try:
+                return (self.handoff / name).stat().st_mtime
+            except OSError:
+                return None
+
+        return Phases(self.started_at, mark(READY), self.let_go_at, mark(LOAD_END), mark(LOAD_DONE), exited)
 
     def close(self) -> None:
         self.files.close()
@@ -102,9 +118,15 @@ def start_run(
     return StartedRun(workload, process, handoff, output, files)
 
 
-def finish_run(run: StartedRun, *, when_load_done: Callable[[], None] | None = None) -> int:
+def finish_run(
+    run: StartedRun,
+    *,
+    when_load_done: Callable[[], None] | None = None,
+    on_phases: Callable[[Phases], None] | None = None,
+) -> int:
     """Let the run go and wait for its exit, bounded by its plan's time plus start-up (-1 when it ran past that and
-    was stopped); ``when_load_done`` is called once, as soon as its measurements are over."""
+    was stopped); ``when_load_done`` is called once, as soon as its measurements are over; ``on_phases`` is given
+    its phases once it has ended."""
     run.go()
     deadline = time.monotonic() + run.workload.planned_seconds() + OVERHEAD_S
     told = when_load_done is None
@@ -119,6 +141,8 @@ def finish_run(run: StartedRun, *, when_load_done: Callable[[], None] | None = N
             time.sleep(POLL_S)
         return run.process.returncode
     finally:
+        if on_phases is not None:
+            on_phases(run.phases(time.time()))
         run.close()
 
 

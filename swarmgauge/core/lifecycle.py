@@ -42,7 +42,8 @@ H = TypeVar("H", bound=Handler)
 #: Before anything else at ``quitting``: no request left in flight, every figure in.
 OPENING: tuple[str, ...] = (
     "users stopped",  # listeners/signals.py: a master's or local runner's users, stopped and waited for (bounded)
-    "final reports in",  # listeners/signals.py: a worker sends its last per-step figures before it says it quit
+    "final reports in",  # listeners/signals.py: a worker sends its last per-step figures before it says it quit;
+    # listeners/handoff.py: the load is over (--handoff: the driver's progress line times the drain from here)
     "web run closed",  # listeners/webui.py: a STOP's close under way finishes before the rest
 )
 #: After every other ``quitting`` listener (a locustfile's own included).

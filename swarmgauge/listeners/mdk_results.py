@@ -64,8 +64,8 @@ def headroom_by_worker(environment: Any, step: int | None = None) -> dict[str, f
     """Mean sampled cycle time / interval per Worker (the page averages its sweep rounds).
 
     A Worker's first sweep starts when the stand-in does, before the run: it runs while the rest of the stack, the
-    generator and the users' first fleet discovery start, as the page's harness does before it measures (its
-    profiles first check that every device answers). Once a later sweep has ended, the samples that still show the
+    generator and the users' fleet discovery (at a local run's start-up, before its load) start, as the page's
+    harness does before it measures (its profiles first check that every device answers). Once a later sweep has ended, the samples that still show the
     first one are left out; a Worker whose second sweep never ends in the run keeps them (and its lower bound)."""
     sampler = resources.sampler_for(environment)
     headroom: dict[str, dict[int, float]] = {}

@@ -33,6 +33,7 @@ SIDES = ("generator", "kneo-serv", "PostgreSQL")
 RSS_SHAPES = ("sqlite-sync", "postgres-sync", "postgres-queue")
 #: the page's queue row: postgres / queue at 8, runs/s, p50, p95, p99 (ms) and peak RSS (MiB)
 QUEUE_PAGE = (44.0, 5039.0, 5830.0, 6233.0, 57.0)
+QUEUE_PAGE_BATCH = 500  # the page's --total-runs
 #: the page's sync rows the store comparison stands on: (store, concurrency) -> runs/s
 STORE_PAGE = {("sqlite", 1): 51.0, ("sqlite", 8): 50.0, ("postgres", 1): 79.0, ("postgres", 8): 77.0}
 DELAY_PAGE = (15.0, 513.0)  # runs/s and p50 ms at 0.5 s provider delay, postgres / sync, 8 concurrent
@@ -122,21 +123,22 @@ def queue_row(runs: dict[str, Path | None], section: PageSection) -> None:
         return
     peaks = service_series(read_resources(runs.get("postgres-queue")), "rss_bytes")
     peak = float(peaks.max()) / MIB if not peaks.empty else None
-    # queue wait is half the batch's drain time: it moves with the drain rate, which is this machine's fsync
+    # queue wait is half the batch's drain time: it moves with the drain rate, which is this machine's fsync, and
+    # with the batch's length, so a batch shortened by --scale is read against the page's waits shortened alike
+    batch = int(drain.get("batch") or QUEUE_PAGE_BATCH)
+    share = batch / QUEUE_PAGE_BATCH
+    dispatched, waits = "runs dispatched (the page's --total-runs)", ""
+    if batch != QUEUE_PAGE_BATCH:
+        dispatched = f"runs dispatched (the page's --total-runs {QUEUE_PAGE_BATCH}, {batch} at this run's --scale)"
+        waits = f" (page × {batch}/{QUEUE_PAGE_BATCH}, the batch's share)"
     rows = [
-        figure(
-            "runs dispatched (the page's --total-runs)",
-            drain.get("dispatched"),
-            500,
-            lambda v: f"{int(v):,}",
-            tolerance=0.0,
-        ),
+        figure(dispatched, drain.get("dispatched"), batch, lambda v: f"{int(v):,}", tolerance=0.0),
         figure(
             "throughput (runs/s, the one worker's drain)", drain.get("runs_per_s"), QUEUE_PAGE[0], rate, tolerance=0.5
         ),
-        figure("p50 (queue wait)", drain.get("wait_p50_ms"), QUEUE_PAGE[1], ms, tolerance=0.5),
-        figure("p95", drain.get("wait_p95_ms"), QUEUE_PAGE[2], ms, tolerance=0.5),
-        figure("p99", drain.get("wait_p99_ms"), QUEUE_PAGE[3], ms, tolerance=0.5),
+        figure(f"p50 (queue wait){waits}", drain.get("wait_p50_ms"), QUEUE_PAGE[1] * share, ms, tolerance=0.5),
+        figure(f"p95{waits}", drain.get("wait_p95_ms"), QUEUE_PAGE[2] * share, ms, tolerance=0.5),
+        figure(f"p99{waits}", drain.get("wait_p99_ms"), QUEUE_PAGE[3] * share, ms, tolerance=0.5),
         # the absolute is the build's (see the RSS note), shown beside the page's as in the profile; its shape is
         # graded in the RSS table
         {

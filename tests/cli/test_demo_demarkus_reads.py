@@ -14,7 +14,7 @@ from swarmgauge.targets.mark.cli import build_parser
 def test_every_read_row_of_the_page_has_a_step_at_every_scale():
     for scale in (1.0, 0.5, 0.25):
         plans = {w.name: w.plan for w in read_workloads(scale)}
-        assert plans["reads"]["steps"] == [1, 4, 16, 64, 256]
+        assert [stage["users"] for stage in plans["reads"]["stages"]] == [1, 4, 16, 64, 256]
         assert plans["fresh"]["steps"] == [16, 64] and plans["fresh"]["user_classes"] == ["FreshFetchUser"]
         assert plans["lookup"]["steps"] == [16, 64] and plans["lookup"]["user_classes"] == ["LookupUser"]
         assert plans["list"]["steps"] == [16] and plans["list"]["user_classes"] == ["ListUser"]
@@ -33,7 +33,8 @@ def test_the_read_workloads_simulate_the_pages_bottleneck_as_their_plans_say():
             "embedded_targets": {"mark": {"args": ["--port", "0", *shlex.split(target_args)]}},
         }
         assert target_caveat(run) is None, workload.name
-        assert 6 <= workload.planned_seconds() / len(workload.plan["steps"]) <= 15  # the contract's hold per step
+        steps = len(workload.plan.get("steps") or workload.plan["stages"])
+        assert 6 <= workload.planned_seconds() / steps <= 15  # the contract's hold per step
 
 
 def test_the_fresh_rows_compare_the_iteration_the_page_times():
@@ -67,10 +68,27 @@ def test_the_last_steps_requests_in_flight_finish_and_count():
         assert float(options[options.index("--stop-timeout") + 1]) > 1.79  # the page's slowest read, 256 users' p99
 
 
+def seconds(text: str) -> float:
+    return float(text.rstrip("s"))
+
+
 def test_the_pooled_ramp_keeps_a_warm_up_that_covers_the_256_user_handshakes_at_any_scale():
     """The warm-up is what the 256-user step needs at any scale; the measured part's floor is a sample count, which
     shrinks below scale 1 with the others (to half at 0.25, the index saying the rows are noisier)."""
     for scale, least_measured in ((1.0, 4), (0.5, 3), (0.25, 2)):
-        pooled = {w.name: w for w in read_workloads(scale)}["reads"].plan
-        assert float(pooled["warmup"].rstrip("s")) >= 5  # the 2 s spawn hold and the handshakes of 192 users
-        assert float(pooled["step_time"].rstrip("s")) - float(pooled["warmup"].rstrip("s")) >= least_measured
+        stages = {w.name: w for w in read_workloads(scale)}["reads"].plan["stages"]
+        last = stages[-1]
+        assert last["users"] == 256 and seconds(last["warmup"]) >= 5  # the 2 s spawn hold, 192 users' handshakes
+        measured = {seconds(stage["duration"]) - seconds(stage["warmup"]) for stage in stages}
+        assert len(measured) == 1 and measured.pop() >= least_measured  # every step measured alike
+
+
+def test_only_the_256_user_step_keeps_its_warm_up_floor_below_scale_1_and_the_plan_is_the_same_at_1():
+    """Below 256 users a step adds at most 48 users and fills its queue in a round of reads: its warm-up shrinks with
+    the scale as any hold does. At scale 1 every step keeps the 6 s it had as a step ramp."""
+    quarter = {w.name: w for w in read_workloads(0.25)}["reads"].plan["stages"]
+    assert [seconds(stage["warmup"]) for stage in quarter] == [2, 2, 2, 2, 5]
+    assert [stage["label"] for stage in quarter] == [f"{users} users" for users in (1, 4, 16, 64, 256)]
+    whole = {w.name: w for w in read_workloads(1.0)}["reads"]
+    assert {(seconds(s["duration"]), seconds(s["warmup"])) for s in whole.plan["stages"]} == {(14, 6)}
+    assert whole.planned_seconds() == 70  # as before: five steps of 14 s

@@ -3,7 +3,7 @@ poll, the worker drain runs at 1 and 4 workers on a provider-bound batch, and th
 
 from __future__ import annotations
 
-from swarmgauge.cli.demo_kneo_rows import DRAIN_BATCH, SOAK_RATE, drain, soak
+from swarmgauge.cli.demo_kneo_rows import DRAIN_BATCH, QUEUE_BATCH, SOAK_RATE, drain, queue_batch, soak
 from swarmgauge.cli.demo_pages import pages
 
 
@@ -32,3 +32,15 @@ def test_the_kneo_page_plans_no_more_load_than_before_its_drain_rows():
     kneo = pages(["kneo"])[0]
     assert {"drain-1", "drain-4", "soak", "postgres-queue"} <= {w.name for w in kneo.workloads}
     assert sum(w.planned_seconds() for w in kneo.workloads) <= 214  # the page's planned load before (3.6 min)
+
+
+def test_the_queue_batch_is_the_pages_at_scale_1_and_shrinks_below_it_as_a_floor_does_saying_so():
+    """The drain is most of the queue row's time: below scale 1 the batch shrinks with the square root of the scale
+    (250 at 0.25) and its sending time with it; the workload's line and plan name both batch sizes."""
+    for scale, batch, sending in ((2.0, QUEUE_BATCH, 48), (1.0, QUEUE_BATCH, 24), (0.5, 354, 15), (0.25, 250, 10)):
+        workload = queue_batch(scale)
+        assert option(workload, "--kneo-batch") == str(batch) and option(workload, "--kneo-mode") == "batch"
+        assert workload.planned_seconds() == sending
+        shortened = "the page's 500 shortened with --scale"
+        assert (shortened in workload.what) == (batch != QUEUE_BATCH), workload.what
+        assert f"submit {batch} runs" in workload.plan["description"]

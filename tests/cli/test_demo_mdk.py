@@ -12,7 +12,6 @@ from swarmgauge.cli.demo_mdk import (
     SWEEP,
     TEN_DEVICE_READERS,
     WORKER_READ,
-    discovery_s,
     workloads,
 )
 from swarmgauge.cli.demo_pages import pages
@@ -70,10 +69,16 @@ def test_the_page_plans_about_4_minutes_at_scale_1_and_scale_never_drops_a_row()
     assert sum(w.planned_seconds() for w in half) < sum(w.planned_seconds() for w in full)
 
 
-def test_discovery_time_grows_with_the_fleet_and_is_not_scaled():
-    assert discovery_s(10) == 1 and discovery_s(2000) == 5 and discovery_s(5000) == 13
-    fleet = next(w for w in workloads(0.1) if w.name == "fleet-5000x1")
-    assert fleet.plan is not None and fleet.plan["stages"][0]["duration"] == "14s"
+def test_no_step_waits_for_the_fleets_discovery_which_the_run_does_before_its_load():
+    """A summary reads every device (5.7 s at 5,000 on one Worker): the run discovers at its start-up, so the
+    one-at-a-time step is the same at every fleet size, the ping run's burst users spawn in the usual 2 s and the
+    throughput pairs start with their readers."""
+    for scale in (1.0, 0.25):
+        plans = {w.name: w.plan for w in workloads(scale)}
+        ones = {plans[n]["stages"][0]["duration"] for n in plans if n.startswith("fleet-") and not n.endswith("ping")}
+        assert len(ones) == 1
+        assert plans["fleet-5000x5-ping"]["stages"][0]["duration"] == "2s"
+        assert [stage["label"] for stage in plans["reads-1000x1"]["stages"]] == ["saturation reads"]
 
 
 def test_only_the_5000_by_5_bursts_may_have_1000_submits_in_flight():

@@ -40,7 +40,8 @@ def test_demo_brain_builds_the_index_from_its_run_folders(tmp_path):
     names = ("before-fix", "after-fix", "pool-before-fix", "pool-after-fix")
     assert len(progress) == len(names)  # one line per workload: name, elapsed, exit, run folder, time left
     for line, name, code in zip(progress, names, (3, 0, 3, 0)):  # the gates that fail by design exit 3
-        assert f"brain/{name}:" in line and f" s, exit {code}" in line and str(demo / "brain" / name) in line
+        assert f"brain/{name}:" in line and f" s), exit {code}" in line and str(demo / "brain" / name) in line
+        assert " s (start-up " in line and ", load " in line and ", drain " in line and ", end " in line  # its phases
         assert " elapsed, " in line
     assert progress[0].endswith(" left") and " no workload left, the reports next (about " in progress[-1]
     assert "reports: 4 run reports in " in result.stdout  # rendered after the load, not inside each workload

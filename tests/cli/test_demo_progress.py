@@ -104,3 +104,24 @@ def test_the_scale_is_kept_for_the_index_to_weigh_the_time_against_its_budget(
     index = (folder / "report.md").read_text()
     assert " min for brain (the budgets are for --all: 20 min at --scale 1, 6 min at --scale 0.25)." in index
     assert "--scale 0.25: steps and soaks shortened to a quarter" in index
+
+
+def test_each_line_says_where_its_workload_spent_its_time_and_the_demo_ends_with_the_sum(
+    monkeypatch, tmp_path, capsys, two_workloads
+):
+    from swarmgauge.cli.demo_phases import Phases
+
+    def run(workload: Workload, run_dir: Path, log: Path | None, *, on_phases=None, **_handoff: object) -> int:
+        fake_locust_run({"gate": 1, "soak": 0})(workload, run_dir, log)
+        on_phases(Phases(started=10.0, ready=13.0, let_go=12.0, load_end=15.0, load_done=15.5, exited=16.5))
+        return {"gate": 1, "soak": 0}[workload.name]
+
+    monkeypatch.setattr(demo, "run_workload", run)
+    demo.run_pages([two_workloads], tmp_path)
+    lines = capsys.readouterr().out.splitlines()
+    gate = next(line for line in lines if line.startswith("[1/2]"))
+    assert " s (start-up 3.0 s (1.0 s waited), load 2.0 s, drain 0.5 s, end 1.0 s), exit 1 (expected): " in gate
+    assert lines[-1].startswith("time by phase: start-up waited 2 s (of 6 s, the rest under the runs before), load 4 s")
+    assert "(4 planned), drain 1 s, end 2 s, reports " in lines[-1]
+    kept = json.loads((tmp_path / "latest" / "demo.json").read_text())["pages"][0]["workloads"][0]["phases_s"]
+    assert kept == {"startup": 3.0, "waited": 1.0, "load": 2.0, "drain": 0.5, "end": 1.0}

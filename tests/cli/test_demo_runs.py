@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from swarmgauge.cli.demo_pages import Workload
-from swarmgauge.cli.demo_runs import GO, LOAD_DONE, abandon, finish_run, start_run
+from swarmgauge.cli.demo_phases import PHASES, Phases
+from swarmgauge.cli.demo_runs import GO, LOAD_DONE, LOAD_END, READY, abandon, finish_run, start_run
 
 FAKE_LOCUST = """
 import sys, time
@@ -17,11 +18,15 @@ def say(what):
     with open(journal, "a") as out:
         out.write(f"{name} {what}\\n")
 say("started up")
+(handoff / "ready").touch()
 for _ in range(1000):
     if (handoff / "go").exists():
         break
     time.sleep(0.01)
 say("load")
+time.sleep(0.2)
+(handoff / "load-end").touch()
+time.sleep(0.2)
 (handoff / "load-done").touch()
 time.sleep(0.5)
 say("ended")
@@ -65,3 +70,18 @@ def test_a_run_started_ahead_and_never_let_go_is_stopped_and_cleaned_up(tmp_path
     abandon(waiting)
     assert waiting.process.poll() is not None and not waiting.handoff.exists()
     assert "waiting load" not in (journal.read_text() if journal.exists() else "")
+
+
+def test_a_finished_run_says_where_its_time_went_from_its_handoff_marks(tmp_path):
+    """Start-up to the ready mark, load from the go to the users' stop, drain to the measurements' end, then the end
+    to the exit: each phase measured, none negative, and they add up to the time from the go to the exit."""
+    assert (READY, LOAD_END) == ("ready", "load-end")  # the marks listeners/handoff.py keeps
+    workload = Workload("w", "a fake run", "brain_leak.py", ("-t", "1s"), None)
+    run = start_run(workload, tmp_path / "run", None, _fake(tmp_path, "run", tmp_path / "journal"))
+    seen: list[Phases] = []
+    assert finish_run(run, on_phases=seen.append) == 0
+    spent = seen[0].seconds()
+    assert set(spent) == {"startup", *PHASES} and min(spent.values()) >= 0
+    assert spent["load"] >= 0.15 and spent["drain"] >= 0.15 and spent["end"] >= 0.4  # the fake's sleeps
+    whole = seen[0].exited - seen[0].let_go
+    assert abs(sum(spent[name] for name in PHASES) - whole) < 0.3  # rounded to 0.1 s each

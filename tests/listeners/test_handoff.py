@@ -10,7 +10,7 @@ import time
 import pytest
 
 from swarmgauge.errors import UsageError
-from swarmgauge.listeners.handoff import GO, LOAD_DONE, wait_for_go
+from swarmgauge.listeners.handoff import GO, LOAD_DONE, LOAD_END, READY, wait_for_go
 
 IDLE_LOCUSTFILE = """
 import swarmgauge.locust  # noqa: F401 - every listener
@@ -31,6 +31,7 @@ def test_the_wait_ends_at_the_go_and_a_go_that_never_comes_is_one_line_not_a_loa
     timer.start()
     wait_for_go(tmp_path, max_wait_s=60)
     timer.join()
+    assert (tmp_path / READY).stat().st_mtime <= (tmp_path / GO).stat().st_mtime  # its start-up's end, marked first
     with pytest.raises(UsageError, match=r"--handoff .*: no go within 0 s; no load sent"):
         wait_for_go(tmp_path / "elsewhere", max_wait_s=0.1)
 
@@ -59,3 +60,6 @@ def test_a_headless_run_starts_up_waits_for_its_go_then_says_its_load_is_done(tm
         if process.poll() is None:
             process.kill()
     assert (handoff / LOAD_DONE).exists() and list(runs.rglob("steps.csv"))
+    # the phases' marks, in order: start-up done, users stopped, measurements over (cli/demo_phases.py reads them)
+    marks = [(handoff / name).stat().st_mtime for name in (READY, GO, LOAD_END, LOAD_DONE)]
+    assert marks == sorted(marks)

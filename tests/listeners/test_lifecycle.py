@@ -56,7 +56,7 @@ class FakeTarget:
 
 def test_every_step_has_the_handler_of_the_module_that_owns_it():
     assert RUN_END.handlers["users stopped"] == [signals.stop_users_first]
-    assert RUN_END.handlers["final reports in"] == [signals.send_last_figures]
+    assert RUN_END.handlers["final reports in"] == [signals.send_last_figures, handoff.say_load_ended]
     assert RUN_END.handlers["web run closed"] == [webui_close.finish_close_at_quit]
     assert RUN_END.handlers["ledgers reconciled"] == [kneo_ledger._on_quitting]
     assert RUN_END.handlers["resources sampled"] == [resources.finish_sampling, handoff.say_load_done]

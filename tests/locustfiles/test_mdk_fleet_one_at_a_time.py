@@ -37,6 +37,10 @@ def test_one_user_times_reads_accepts_and_summaries_and_mdk_json_has_each_steps_
     steps = (resolve(run_dir) / "steps.csv").read_text().splitlines()
     names = {line.split(",")[3] for line in steps[1:] if line.split(",")[1] == "one at a time"}
     assert {"telemetry", "action", "summary"} <= names
+    # the users' discovery came before the load, once, and is no request of the run
+    assert "discover" not in names
+    info = json.loads((resolve(run_dir) / "run.json").read_text())["mdk_discovered_before_load"]
+    assert info["devices"] == info["of"] == 10 and info["seconds"] > 0
     doc = json.loads((resolve(run_dir) / "mdk.json").read_text())
     assert isinstance(doc["load_avg"], float)
     step = doc["cpu_by_step"]["0"]

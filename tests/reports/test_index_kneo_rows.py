@@ -333,3 +333,22 @@ def test_a_store_ratio_measured_while_others_filled_the_machine_is_machine_bound
     assert row["x"] == "machine-bound"
     assert row["bound by"].startswith("machine-bound: SQLite: others filled the machine (load average 8.2 on 2 cores)")
     assert not any(note.startswith("PostgreSQL ÷ SQLite at 1 does not hold here") for note in section.notes)
+
+
+def test_a_batch_shortened_by_the_scale_is_read_against_the_pages_waits_shortened_alike_and_says_so(tmp_path):
+    """Half the page's batch drained at the same rate waits half as long: the row names both batch sizes, and its
+    p50/p95/p99 sit beside the page's times the batch's share, so the ratio is the one a whole batch would show."""
+    queue = tmp_path / "postgres-queue"
+    queue.mkdir()
+    drain = {"runs": 250, "unfinished": 0, "runs_per_s": 12.5, "batch": 250, "dispatched": 250}
+    drain |= {"wait_p50_ms": 10500.0, "wait_p95_ms": 19000.0, "wait_p99_ms": 19750.0}
+    (queue / "kneo.json").write_text(json.dumps({"mismatches": 0, "queue_drain": drain}))
+    section = PageSection()
+    add_kneo_rows(section, {"postgres-queue": queue}, cores=4)
+    rows = table(section, "postgres / queue").set_index("figure")
+    dispatched = "runs dispatched (the page's --total-runs 500, 250 at this run's --scale)"
+    assert rows.loc[dispatched, "measured"] == "250" and rows.loc[dispatched, "page"] == "250"
+    p50 = rows.loc["p50 (queue wait) (page × 250/500, the batch's share)"]
+    assert (p50["measured"], p50["page"], p50["x"]) == ("10.50 s", "2.52 s", "4.17x")
+    assert rows.loc["p99 (page × 250/500, the batch's share)", "page"] == "3.12 s"
+    assert any("queue wait dominates: 250 of 250 runs dispatched" in check.text for check in section.checks)

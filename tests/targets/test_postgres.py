@@ -11,7 +11,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from swarmgauge.targets.postgres import PostgresCluster, PostgresError, find_bindir, redact_dsn
+from swarmgauge.targets import postgres
+from swarmgauge.targets.postgres import TEMPLATE_READY, PostgresCluster, PostgresError, find_bindir, redact_dsn
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -64,18 +65,25 @@ def test_stop_removes_the_cluster_directory():
     running.stop()  # a second stop is harmless
 
 
-def test_a_throwaway_cluster_skips_the_syncs_no_one_reads_but_keeps_its_fsync_setting(monkeypatch):
-    """initdb's bootstrap files are not synced and the stop does not checkpoint (the directory is removed next); the
-    running cluster keeps the fsync it was asked for, which the measured writes pay."""
-    _bindir_or_skip()
+def recorded_tools(monkeypatch, tmp_path: Path) -> list[tuple[str, ...]]:
+    """Every PostgreSQL tool the clusters run from now on, with a template of their own (made afresh here)."""
     calls: list[tuple[str, ...]] = []
     run_tool = PostgresCluster._pg
 
-    def recording(self, tool, *args, timeout):
+    def recording(self, tool, *args, **kwargs):
         calls.append((tool, *args))
-        return run_tool(self, tool, *args, timeout=timeout)
+        return run_tool(self, tool, *args, **kwargs)
 
     monkeypatch.setattr(PostgresCluster, "_pg", recording)
+    monkeypatch.setattr(postgres, "template_dir", lambda *_key: tmp_path / "template")
+    return calls
+
+
+def test_a_throwaway_cluster_skips_the_syncs_no_one_reads_but_keeps_its_fsync_setting(monkeypatch, tmp_path):
+    """initdb's bootstrap files are not synced and the stop does not checkpoint (the directory is removed next); the
+    running cluster keeps the fsync it was asked for, which the measured writes pay."""
+    _bindir_or_skip()
+    calls = recorded_tools(monkeypatch, tmp_path)
     running = PostgresCluster(fsync=True).start()
     try:
         with psycopg.connect(running.dsn) as conn:
@@ -86,6 +94,29 @@ def test_a_throwaway_cluster_skips_the_syncs_no_one_reads_but_keeps_its_fsync_se
     stop = next(call for call in calls if call[0] == "pg_ctl" and call[-1] == "stop")
     assert "--no-sync" in initdb
     assert stop[stop.index("-m") + 1] == "immediate"
+
+
+def test_initdb_runs_once_and_each_cluster_starts_from_its_copy_with_a_password_of_its_own(monkeypatch, tmp_path):
+    """The first cluster makes the template (initdb, the database); the next copies it and runs no initdb; each
+    answers only its own password and has the database; the password goes on no command line."""
+    _bindir_or_skip()
+    calls = recorded_tools(monkeypatch, tmp_path)
+    first = PostgresCluster(fsync=False).start()
+    try:
+        second = PostgresCluster(fsync=False).start()
+        try:
+            for cluster, other in ((first, second), (second, first)):
+                with psycopg.connect(cluster.dsn, connect_timeout=5) as connection:
+                    assert connection.execute("select current_database()").fetchone() == ("swarmgauge",)
+                with pytest.raises(psycopg.OperationalError):
+                    psycopg.connect(cluster.dsn.replace(cluster.password, other.password), connect_timeout=5)
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+    assert [call[0] for call in calls].count("initdb") == 1
+    assert (tmp_path / "template" / TEMPLATE_READY).is_file()
+    assert not any(first.password in " ".join(call) or second.password in " ".join(call) for call in calls)
 
 
 def test_bad_bindir_is_a_named_error(tmp_path):

@@ -317,3 +317,35 @@ def test_with_forwarded_for_many_users_share_no_limit(limited_stand_in, tmp_path
     assert result.returncode == 0, result.stderr[-2000:]
     total = next(r for r in stats if r["Name"] == "Aggregated")
     assert int(total["Request Count"]) > 300 and int(total["Failure Count"]) == 0 and not failures
+
+
+class PartialSummaries:
+    """Stands in for MDKClient below the users' discovery: each summary has the devices that answered that time."""
+
+    answers = [["d1", "d2"], None, ["d2", "d3"], ["d4"]]  # None: a summary that failed as a whole
+
+    def __init__(self, *_args, **_kwargs) -> None:
+        self.asked = 0
+
+    def summary(self, *_args, **_kwargs):
+        answer = self.answers[min(self.asked, len(self.answers) - 1)]
+        self.asked += 1
+        return None if answer is None else {"deviceCount": len(answer), "devices": [{"deviceId": d} for d in answer]}
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_discovery_before_the_load_asks_again_until_every_device_answered_and_keeps_each_that_did(monkeypatch):
+    """A summary leaves out a device whose read failed: the discovery before the load keeps every device that answered
+    any of its summaries, in the order they first did, and stops asking once the profile's count is reached."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(mdk_user, "MDKClient", PartialSummaries)
+    monkeypatch.setattr(mdk_user, "DISCOVERY_RETRY_S", 0.0)
+    environment = SimpleNamespace(parsed_options=SimpleNamespace(mdk_timeout=1.0))
+    found = mdk_user.discover_before_load(environment, "http://127.0.0.1:9", 4)
+    assert found is not None and found[0] == 4
+    assert mdk_user.fleet_cache(environment).device_ids == ["d1", "d2", "d3", "d4"]
+    monkeypatch.setattr(mdk_user, "DISCOVERY_S", 0.0)  # out of time after the first summary: what it has
+    assert mdk_user.discover_before_load(SimpleNamespace(parsed_options=None), "http://127.0.0.1:9", 4)[0] == 2
