@@ -118,8 +118,9 @@ def run_child(url: str, kind: str, mode: str, users: int, pace: float, top: int)
         if runner.user_count >= users and (kind == "noop" or handshakes[0] >= users):
             break
     gevent.sleep(1.0)
-    result: dict[str, Any] = {"rss_kib_per_user": round((process.memory_info().rss - before) / users / 1024, 2)}
-    if snapshot is None:
+    result: dict[str, Any] = {}
+    if snapshot is None:  # RSS from this child only: tracemalloc's own bookkeeping would be in the other's
+        result["rss_kib_per_user"] = round((process.memory_info().rss - before) / users / 1024, 2)
         result["stack_pages_resident"] = _resident_stack_pages(list(runner.user_greenlets))
     else:
         stats = tracemalloc.take_snapshot().compare_to(snapshot, "lineno")
