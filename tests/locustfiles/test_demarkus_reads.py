@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
 import os
 import re
@@ -221,3 +222,24 @@ def test_a_fresh_iteration_is_one_request_one_handshake_and_one_dialled_fetch(tm
     dialled = counts[("FETCH+dial", "/corpus/{topic}/{doc}")]
     assert fetches > 0 and abs(dialled - fetches) <= 2  # the run's end may cut an iteration between its two events
     assert abs(counts[("QUIC", "handshake")] - fetches) <= 2
+
+
+@pytest.mark.parametrize("user_name", ["FetchUser", "LookupUser", "ListUser"])
+def test_a_reader_has_its_corpus_when_made_and_starting_adds_no_attribute(user_name):
+    """Locust makes a batch of users before their first task; an attribute first set in ``on_start`` would no longer
+    fit the class's shared attribute table and give every user a dictionary of its own (issue 34)."""
+    from locust.env import Environment
+
+    import swarmgauge.locustfiles.demarkus_reads as reads
+
+    user_class = getattr(reads, user_name)
+    options = argparse.Namespace(
+        mark_insecure=True, mark_connection="", mark_timeout=10.0, mark_corpus=40, mark_quic_engine="qh3"
+    )
+    environment = Environment(user_classes=[user_class], host="mark://127.0.0.1:6309", parsed_options=options)
+    user = user_class(environment)
+    made = set(vars(user))
+    assert len(user.paths) == 40 and all(path.startswith("/corpus/") for path in user.paths)
+    assert 0.0 <= user.random.random() < 1.0
+    user.on_start()
+    assert set(vars(user)) == made
