@@ -8,6 +8,7 @@ saturation reads, then the 1,000 submits/s burst. The stand-in's collection cycl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +66,26 @@ PAGE_READ_LOAD_S = 3
 #: about 600/s and no ping missed). The other fleets keep 200: 1,000 greenlets on a loaded 2-core machine put seconds
 #: of the generator's and the Gateway's own lag into a 10-device fleet's acceptance, which the Kernel answers in ms.
 FULL_RATE_USERS = 1000
+#: The one-at-a-time step's requests of each kind, sent in turn with one in flight (``--mdk-one-at-a-time-mix``): what
+#: the index's figures need at their tolerances by its "few samples" rule (13 reads at +-28 %, 10 summaries at +-33 %,
+#: 4 accepts at +-50 %), and one or two more. The page's rest on 50 each, one request at a time: its device read is
+#: the driver's 220-390 ms "in every profile", never queued behind a summary's 2,000 reads on the same Worker (at
+#: 2,000 / 1 that queue alone is 2 s), so the kinds share one serial user, as there.
+ONE_READS, ONE_ACCEPTS, GRADED_SUMMARIES = 15, 5, 11
+#: Summaries per fleet: the page gives a figure only at 2,000 devices; elsewhere a few, measured only.
+SUMMARIES = {"fleet-2000x1": GRADED_SUMMARIES, "fleet-2000x4": GRADED_SUMMARIES, "fleet-10x1": 5}
+OTHER_SUMMARIES = 2
+#: Seconds a one-at-a-time request takes, to size the step (the baseline's one-at-a-time p50s): a read the mock's
+#: 220-390 ms snap and the hops, an accept a lane turn and the hops; a summary reads every device at once, through its
+#: Worker's lane (``WORKER_READ``) or at the stand-in's own pace a device where more Workers leave that the bound
+#: (1.06 s at 2,000 / 4, 2.82 s at 5,000 / 5), plus one read. The first summary, the users' discovery, reads every
+#: device's cached channels too (1.86 s and 4.54 s there).
+READ_S, ACCEPT_S = 0.32, 0.01
+WORKER_READ_S = 1040e-6
+SUMMARY_S_PER_DEVICE = 0.5e-3
+DISCOVERY_S_PER_DEVICE = 0.9e-3
+#: The step's time over its requests' planned time: room for a loaded machine's slower requests.
+ONE_AT_A_TIME_SLACK = 1.1
 #: The throughput pairs not among the fleets (the 2,000-device pair is the fleets' own saturation step).
 THROUGHPUT: dict[str, tuple[int, int]] = {"reads-1000x1": (1000, 1), "reads-1000x2": (1000, 2)}
 DRILLS = ("worker-restart", "kernel-restart", "device-outage")
@@ -125,6 +146,26 @@ def fleets() -> list[Fleet]:
     return [Fleet(name, *spec) for name, spec in FLEETS.items()]
 
 
+def summary_s(devices: int, workers: int, per_device: float = SUMMARY_S_PER_DEVICE) -> float:
+    """Seconds a fleet summary takes on the stand-in: every device read at once, through its Worker's lane."""
+    return READ_S + devices * max(WORKER_READ_S / workers, per_device)
+
+
+def one_at_a_time_mix(fleet: Fleet) -> dict[str, int]:
+    """The one-at-a-time step's requests of each kind for this fleet."""
+    summaries = SUMMARIES.get(fleet.name, OTHER_SUMMARIES)
+    return {"telemetry": ONE_READS, "action": ONE_ACCEPTS, "summary": summaries}
+
+
+def one_at_a_time_s(fleet: Fleet) -> tuple[float, float]:
+    """Unscaled seconds of the one-at-a-time step: its users' discovery (never scaled), and its mix, with slack."""
+    mix = one_at_a_time_mix(fleet)
+    planned = mix["telemetry"] * READ_S + mix["action"] * ACCEPT_S
+    planned += mix["summary"] * summary_s(fleet.devices, fleet.workers)
+    discovery = summary_s(fleet.devices, fleet.workers, DISCOVERY_S_PER_DEVICE)
+    return float(math.ceil(discovery * ONE_AT_A_TIME_SLACK)), float(round(planned * ONE_AT_A_TIME_SLACK))
+
+
 def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
     """One profile of the page: one-at-a-time requests, saturation reads, the burst (only the burst for the ping run)."""
     discovery = discovery_s(fleet.devices)
@@ -138,7 +179,8 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
         drain = {"label": "drain", "users": 0, "duration": _scaled(4, scale)}
         stages = [{**discover, "duration": f"{max(2.0, discovery):g}s"}, burst, drain]
     else:
-        one = _scaled(7, scale, discovery)
+        discovered, mix = one_at_a_time_s(fleet)
+        one = _scaled(mix, scale, discovered)
         stages = [
             {"label": "one at a time", "users": 1, "duration": one, "user_classes": ["MDKOneAtATime"]},
             SWITCH,
@@ -164,6 +206,9 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
 def fleet_workload(fleet: Fleet, scale: float) -> Workload:
     embedded = {"fleet-5000x5": NO_PING_IN_BURST, "fleet-5000x5-ping": PING_IN_BURST}.get(fleet.name, "")
     options: tuple[str, ...] = ("--mdk-profile", fleet.profile, *CLIENT_TIMEOUT, *SAMPLING)
+    if fleet.name != "fleet-5000x5-ping":  # the ping run is the burst alone
+        mix = ",".join(f"{kind}={n}" for kind, n in one_at_a_time_mix(fleet).items())
+        options += ("--mdk-one-at-a-time-mix", mix)
     options += ("--mdk-embedded-args", f"{WORKER_READ} {SWEEP} {embedded}".strip())
     readers = saturation_readers(fleet.devices)
     what = f"{fleet.devices:,} devices / {fleet.workers} Worker(s): one at a time, {readers:,} readers, burst"
