@@ -331,3 +331,19 @@ def test_on_a_fleet_the_machine_could_not_hold_a_figure_that_held_keeps_its_grad
     assert ratio["2,000 / 4: device read p50"] == "1.02x"
     assert all(x == "machine-bound" or not x.endswith("x") or 0.5 <= float(x[:-1]) <= 1.5 for x in ratio.values())
     assert all(str(m).startswith("machine-bound: generator 70 %") for m in latency["machine"])
+
+
+def test_the_red_5000_by_5_runs_accepted_and_rejected_submits_say_why_they_cannot_hold_here(tmp_path):
+    """The page's red run let 419 commands through its Kernel in the ~3 s before its SICK mark (about 7 ms each, its
+    green run 1.3 ms): the stand-in's one lane, fitted to the green run, cannot give both, and the row says so."""
+    from swarmgauge.reports.index_mdk_burst import WHY
+
+    rejected = {"failures": 240, "p99_ms": 1170.0}
+    latency = table(
+        mdk({"fleet-5000x5-ping": fleet_run(tmp_path, "fleet-5000x5-ping", 0.3, burst=rejected)}), "Latency"
+    )
+    rows = latency.set_index("figure")
+    for figure in ("accepted submits of the burst", "submits rejected (ERR_WORKER_NOT_ROUTABLE)"):
+        why = rows.loc[f"5,000 / 5 (run 2): {figure}", WHY]
+        assert "419 commands" in why and "7 ms" in why and "1.3 ms" in why and "one row" in why
+    assert not isinstance(rows.loc["5,000 / 5 (run 2): accept p99 at 1,000 submits/s", WHY], str)  # that one holds
