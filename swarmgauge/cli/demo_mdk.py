@@ -85,7 +85,7 @@ WORKER_READ_S = 1040e-6
 SUMMARY_S_PER_DEVICE = 0.5e-3
 DISCOVERY_S_PER_DEVICE = 0.9e-3
 #: The step's time over its requests' planned time: room for a loaded machine's slower requests.
-ONE_AT_A_TIME_SLACK = 1.1
+ONE_AT_A_TIME_SLACK = 1.15
 #: The throughput pairs not among the fleets (the 2,000-device pair is the fleets' own saturation step).
 THROUGHPUT: dict[str, tuple[int, int]] = {"reads-1000x1": (1000, 1), "reads-1000x2": (1000, 2)}
 DRILLS = ("worker-restart", "kernel-restart", "device-outage")
