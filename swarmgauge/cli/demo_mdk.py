@@ -72,9 +72,11 @@ FULL_RATE_USERS = 1000
 #: the driver's 220-390 ms "in every profile", never queued behind a summary's 2,000 reads on the same Worker (at
 #: 2,000 / 1 that queue alone is 2 s), so the kinds share one serial user, as there.
 ONE_READS, ONE_ACCEPTS, GRADED_SUMMARIES = 15, 5, 11
-#: Summaries per fleet: the page gives a figure only at 2,000 devices; elsewhere a few, measured only.
-SUMMARIES = {"fleet-2000x1": GRADED_SUMMARIES, "fleet-2000x4": GRADED_SUMMARIES, "fleet-10x1": 5}
-OTHER_SUMMARIES = 2
+#: Summaries per fleet: the page gives a figure only at 2,000 devices. At 10 devices a few (0.4 s each), measured only;
+#: at 5,000 none past the users' discovery (3 to 6 s each, and the demo's 20 minutes had no room for them): the index
+#: shows that first summary's time, measured only.
+SUMMARIES = {"fleet-2000x1": GRADED_SUMMARIES, "fleet-2000x4": GRADED_SUMMARIES, "fleet-10x1": 3}
+OTHER_SUMMARIES = 0
 #: Seconds a one-at-a-time request takes, to size the step (the baseline's one-at-a-time p50s): a read the mock's
 #: 220-390 ms snap and the hops, an accept a lane turn and the hops; a summary reads every device at once, through its
 #: Worker's lane (``WORKER_READ``) or at the stand-in's own pace a device where more Workers leave that the bound
@@ -85,7 +87,7 @@ WORKER_READ_S = 1040e-6
 SUMMARY_S_PER_DEVICE = 0.5e-3
 DISCOVERY_S_PER_DEVICE = 0.9e-3
 #: The step's time over its requests' planned time: room for a loaded machine's slower requests.
-ONE_AT_A_TIME_SLACK = 1.15
+ONE_AT_A_TIME_SLACK = 1.1
 #: The throughput pairs not among the fleets (the 2,000-device pair is the fleets' own saturation step).
 THROUGHPUT: dict[str, tuple[int, int]] = {"reads-1000x1": (1000, 1), "reads-1000x2": (1000, 2)}
 DRILLS = ("worker-restart", "kernel-restart", "device-outage")

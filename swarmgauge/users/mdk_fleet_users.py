@@ -57,7 +57,7 @@ class MDKOneAtATime(MDKUser):
     """The page's one-at-a-time latencies: device reads, single action submits and fleet summaries, back to back,
     one request in flight. The kinds take turns by ``--mdk-one-at-a-time-mix``, the one furthest behind its share
     next, not drawn at random: a step sized for the mix gives every kind its share, so each figure the samples its
-    tolerance needs (at random, a 12 s step at 2,000 devices drew 3 to 5 summaries of 2.5 s and starved the rest)."""
+    tolerance needs (drawn at random, the 12 s step at 2,000 / 1 sent 4 summaries of 2.5 s and 2 device reads)."""
 
     abstract = True
     wait_time = constant(0)

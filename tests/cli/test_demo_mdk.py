@@ -1,7 +1,7 @@
 """The MDK page's demo workloads: the page's five fleets at the page's sizes (never the 100-device fleet the page
 does not have), both 5,000 / 5 runs, the read-throughput pairs, the drills, each red fleet and drill declaring the
 non-zero exit it ends with, user classes the locustfile has, the one-at-a-time mix each graded figure needs, and
-the page's load within about 4.5 minutes at scale 1."""
+the page's load within about 4.2 minutes at scale 1."""
 
 from __future__ import annotations
 
@@ -75,10 +75,10 @@ def test_every_user_class_a_stage_names_is_in_the_locustfile():
     assert named <= classes
 
 
-def test_the_page_plans_about_4_and_a_half_minutes_at_scale_1_and_scale_never_drops_a_row():
+def test_the_page_plans_about_4_minutes_at_scale_1_and_scale_never_drops_a_row():
     full, half = workloads(1.0), workloads(0.5)
-    # 277 s: the one-at-a-time steps hold each graded figure's requests (234 s before, when they drew too few)
-    assert sum(w.planned_seconds() for w in full) <= 280
+    # 253 s: the one-at-a-time steps hold each graded figure's requests (234 s before, when they drew too few)
+    assert sum(w.planned_seconds() for w in full) <= 255
     assert [w.name for w in half] == [w.name for w in full]
     assert sum(w.planned_seconds() for w in half) < sum(w.planned_seconds() for w in full)
 
@@ -110,7 +110,7 @@ def test_one_at_a_time_sends_each_graded_figure_the_requests_the_index_needs():
             continue
         mix = _mix(workload)
         assert _holds_over(mix["telemetry"], READ_TOLERANCE) and _holds_over(mix["action"], ACCEPT_TOLERANCE)
-        assert mix["summary"] >= 1 and not _holds_over(mix["telemetry"] - 3, READ_TOLERANCE)  # a margin, no more
+        assert not _holds_over(mix["telemetry"] - 3, READ_TOLERANCE)  # a margin, no more
         if workload.name in SUMMARY_2000:
             assert _holds_over(mix["summary"], SUMMARY_TOLERANCE)
     assert "--mdk-one-at-a-time-mix" not in next(w for w in workloads(1.0) if w.name == "fleet-5000x5-ping").options

@@ -347,3 +347,16 @@ def test_the_red_5000_by_5_runs_accepted_and_rejected_submits_say_why_they_canno
         why = rows.loc[f"5,000 / 5 (run 2): {figure}", WHY]
         assert "419 commands" in why and "7 ms" in why and "1.3 ms" in why and "one row" in why
     assert not isinstance(rows.loc["5,000 / 5 (run 2): accept p99 at 1,000 submits/s", WHY], str)  # that one holds
+
+
+def test_a_fleet_whose_step_sends_no_summary_past_the_discovery_shows_that_one_measured_only(tmp_path):
+    """At 5,000 devices the demo sends no summary past the users' discovery (3 to 6 s each): the first, cold, is shown
+    apart, never graded."""
+    run = fleet_run(tmp_path, "fleet-5000x1", 1.3)
+    steps = run / "steps.csv"
+    steps.write_text(steps.read_text().replace(",summary,", ",discover,"))
+    section = mdk({"fleet-5000x1": run})
+    apart = next(frame for heading, frame in section.measured_only if heading.startswith("Latency measured here"))
+    shown = dict(zip(apart["figure"], apart["measured"]))
+    assert shown["5,000 / 1: fleet summary, the users' first (cold)"] == "1.25 s"
+    assert not any("summary" in figure for figure in table(section, "Latency")["figure"])
