@@ -360,3 +360,18 @@ def test_a_fleet_whose_step_sends_no_summary_past_the_discovery_shows_that_one_m
     shown = dict(zip(apart["figure"], apart["measured"]))
     assert shown["5,000 / 1: fleet summary, the users' first (cold)"] == "1.25 s"
     assert not any("summary" in figure for figure in table(section, "Latency")["figure"])
+
+
+def test_a_one_at_a_time_step_that_sent_no_read_or_accept_shows_the_pages_rows_red_not_left_out(tmp_path):
+    """On a loaded machine a 5,000-device discovery outlasted its step: the page's read and accept rows were dropped
+    from the index (46 rows instead of 50); a figure the page has and the run did not measure is red."""
+    run = fleet_run(tmp_path, "fleet-5000x1", 1.3)
+    steps = run / "steps.csv"
+    kept = [line for line in steps.read_text().splitlines() if ",one at a time,MDK,telemetry," not in line]
+    kept = [line for line in kept if ",one at a time,MDK,action," not in line]
+    steps.write_text("\n".join(kept).replace(",one at a time,MDK,summary,", ",one at a time,MDK,discover,") + "\n")
+    latency = table(mdk({"fleet-5000x1": run}), "Latency")
+    graded = dict(zip(latency["figure"], grade_table(latency).grades))
+    shown = dict(zip(latency["figure"], latency["measured"]))
+    for figure in ("5,000 / 1: device read p50", "5,000 / 1: single action accept p50"):
+        assert shown[figure] == "" and graded[figure] == RED
