@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from swarmgauge.cli.demo_pages import Workload, hold_seconds
+from swarmgauge.reports.index_grades import samples_needed
+from swarmgauge.reports.index_mdk import ACCEPT_TOLERANCE, READ_TOLERANCE, SUMMARY_TOLERANCE
 
 #: Closed-loop readers of the saturation step: the page's harness's 1,000 ("1,000 readers against 10 devices"). Fewer
 #: would make the readers the bound (each waits about 0.3 s for its read: 200 readers cap near 600 reads/s at any
@@ -65,6 +67,27 @@ PAGE_READ_LOAD_S = 3
 #: about 600/s and no ping missed). The other fleets keep 200: 1,000 greenlets on a loaded 2-core machine put seconds
 #: of the generator's and the Gateway's own lag into a 10-device fleet's acceptance, which the Kernel answers in ms.
 FULL_RATE_USERS = 1000
+#: The one-at-a-time step's requests of each kind, sent in turn with one in flight (``--mdk-one-at-a-time-mix``): what
+#: the index's p50 figures need at their tolerances by its "few samples" rule (``samples_needed``: 27 reads at +-28 %,
+#: 20 summaries at +-33 %, 9 accepts at +-50 %), and two more. The page's rest on 50 each, one request at a time: its
+#: device read is the driver's 220-390 ms "in every profile", never queued behind a summary's 2,000 reads on the same
+#: Worker (at 2,000 / 1 that queue alone is 2 s), so the kinds share one serial user, as there.
+ONE_READS = samples_needed("p50", READ_TOLERANCE) + 2
+ONE_ACCEPTS = samples_needed("p50", ACCEPT_TOLERANCE) + 2
+GRADED_SUMMARIES = samples_needed("p50", SUMMARY_TOLERANCE) + 2
+#: Summaries per fleet: the page gives a figure only at 2,000 devices. At 10 devices a few (0.4 s each), measured only;
+#: at 5,000 none (3 to 6 s each; the run's discovery before the load reads the fleet once, no request of the run).
+SUMMARIES = {"fleet-2000x1": GRADED_SUMMARIES, "fleet-2000x4": GRADED_SUMMARIES, "fleet-10x1": 3}
+OTHER_SUMMARIES = 0
+#: Seconds a one-at-a-time request takes, to size the step (the baseline's one-at-a-time p50s): a read the mock's
+#: 220-390 ms snap and the hops, an accept a lane turn and the hops; a summary reads every device at once, through its
+#: Worker's lane (``WORKER_READ``) or at the stand-in's own pace a device where more Workers leave that the bound
+#: (1.06 s at 2,000 / 4, 2.82 s at 5,000 / 5), plus one read.
+READ_S, ACCEPT_S = 0.32, 0.01
+WORKER_READ_S = 1040e-6
+SUMMARY_S_PER_DEVICE = 0.5e-3
+#: The step's time over its requests' planned time: room for a loaded machine's slower requests.
+ONE_AT_A_TIME_SLACK = 1.1
 #: The throughput pairs not among the fleets (the 2,000-device pair is the fleets' own saturation step).
 THROUGHPUT: dict[str, tuple[int, int]] = {"reads-1000x1": (1000, 1), "reads-1000x2": (1000, 2)}
 DRILLS = ("worker-restart", "kernel-restart", "device-outage")
@@ -119,6 +142,26 @@ def fleets() -> list[Fleet]:
     return [Fleet(name, *spec) for name, spec in FLEETS.items()]
 
 
+def summary_s(devices: int, workers: int, per_device: float = SUMMARY_S_PER_DEVICE) -> float:
+    """Seconds a fleet summary takes on the stand-in: every device read at once, through its Worker's lane."""
+    return READ_S + devices * max(WORKER_READ_S / workers, per_device)
+
+
+def one_at_a_time_mix(fleet: Fleet) -> dict[str, int]:
+    """The one-at-a-time step's requests of each kind for this fleet."""
+    summaries = SUMMARIES.get(fleet.name, OTHER_SUMMARIES)
+    return {"telemetry": ONE_READS, "action": ONE_ACCEPTS, "summary": summaries}
+
+
+def one_at_a_time_s(fleet: Fleet) -> float:
+    """Unscaled seconds of the one-at-a-time step: its mix one request after another, with slack (the fleet's
+    discovery is done before the load, ``locustfiles/mdk_fleet.py``)."""
+    mix = one_at_a_time_mix(fleet)
+    planned = mix["telemetry"] * READ_S + mix["action"] * ACCEPT_S
+    planned += mix["summary"] * summary_s(fleet.devices, fleet.workers)
+    return float(round(planned * ONE_AT_A_TIME_SLACK))
+
+
 def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
     """One profile of the page: one-at-a-time requests, saturation reads, the burst (only the burst for the ping run).
 
@@ -134,7 +177,7 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
         drain = {"label": "drain", "users": 0, "duration": _scaled(4, scale)}
         stages = [discover, burst, drain]
     else:
-        one = _scaled(7, scale)
+        one = _scaled(one_at_a_time_s(fleet), scale)
         stages = [
             {"label": "one at a time", "users": 1, "duration": one, "user_classes": ["MDKOneAtATime"]},
             SWITCH,
@@ -160,6 +203,9 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
 def fleet_workload(fleet: Fleet, scale: float) -> Workload:
     embedded = {"fleet-5000x5": NO_PING_IN_BURST, "fleet-5000x5-ping": PING_IN_BURST}.get(fleet.name, "")
     options: tuple[str, ...] = ("--mdk-profile", fleet.profile, *CLIENT_TIMEOUT, *SAMPLING)
+    if fleet.name != "fleet-5000x5-ping":  # the ping run is the burst alone
+        mix = ",".join(f"{kind}={n}" for kind, n in one_at_a_time_mix(fleet).items())
+        options += ("--mdk-one-at-a-time-mix", mix)
     options += ("--mdk-embedded-args", f"{WORKER_READ} {SWEEP} {embedded}".strip())
     readers = saturation_readers(fleet.devices)
     what = f"{fleet.devices:,} devices / {fleet.workers} Worker(s): one at a time, {readers:,} readers, burst"

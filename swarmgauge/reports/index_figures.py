@@ -25,6 +25,8 @@ TOLERANCE_ABS = "tolerance abs"
 AT_MOST = "at most"
 #: the requests a row's figures were read over: under what its tolerance needs, a row that holds says "few samples"
 SAMPLES = "samples"
+#: what a ``figure`` with ``samples`` is ("p50", "p99"; a rate or a mean without one): how many requests it needs
+STATISTIC = "statistic"
 
 
 @dataclass
@@ -204,9 +206,11 @@ def figure(
     tolerance_abs: float | None = None,
     at_most: float | None = None,
     samples: float | None = None,
+    statistic: str | None = None,
 ) -> dict[str, Any]:
     """One figure beside the page's; ``tolerance`` and ``set_by`` as in :func:`step_table`; ``samples``: the requests
-    it was read over, when the row should say "few samples" below what its tolerance needs (``index_grades``).
+    it was read over, when the row should say "few samples" below what its tolerance needs (``index_grades``), and
+    ``statistic`` what the figure is ("p50": a quantile needs more requests than a rate or a mean at one tolerance).
 
     Where a ratio says nothing, the figure's numbers are compared as they are (``index_grades``): the page's 0
     against a measured 0 is green ("0 = 0"), a measured figure above the page's 0 amber within ``tolerance_abs``
@@ -228,4 +232,6 @@ def figure(
         row[AT_MOST] = at_most
     if samples is not None:
         row[SAMPLES] = samples
+    if statistic is not None:
+        row[STATISTIC] = statistic
     return row

@@ -26,7 +26,15 @@ from typing import Any
 
 import pandas as pd
 
-from swarmgauge.reports.index_figures import AT_MOST, SAMPLES, SET_BY, TOLERANCE, TOLERANCE_ABS, VALUE
+from swarmgauge.reports.index_figures import (
+    AT_MOST,
+    SAMPLES,
+    SET_BY,
+    STATISTIC,
+    TOLERANCE,
+    TOLERANCE_ABS,
+    VALUE,
+)
 
 GREEN, AMBER, RED, SET, NO_RATIO = "green", "amber", "red", "set by the stand-in", "no ratio"
 MACHINE = "machine-bound"
@@ -202,7 +210,7 @@ def criterion_of(row: pd.Series, label: str | None) -> Criterion:
 
 def _grading_columns(columns: list[str]) -> list[str]:
     """The columns a row carries for its grade only: dropped from the table as shown."""
-    kinds = (TOLERANCE, SET_BY, TOLERANCE_ABS, AT_MOST, VALUE, SAMPLES)
+    kinds = (TOLERANCE, SET_BY, TOLERANCE_ABS, AT_MOST, VALUE, SAMPLES, STATISTIC)
     return [c for c in columns if c in kinds or c.endswith(tuple(f" {kind}" for kind in kinds))]
 
 
@@ -247,7 +255,9 @@ def grade_table(table: pd.DataFrame) -> GradedTable:
             state, text = figure_state(row[ratio], row[measured], row[page], criterion, values)
             if state is None:
                 continue
-            state, counted = _few(state, _number(row, SAMPLES), measured, criterion)
+            statistic = row.get(STATISTIC)
+            label = statistic if isinstance(statistic, str) and statistic else measured
+            state, counted = _few(state, _number(row, SAMPLES), label, criterion)
             cells[(position, ratio)] = state
             states.append(state)
             if text is not None:

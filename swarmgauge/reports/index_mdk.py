@@ -18,11 +18,10 @@ import pandas as pd
 
 from swarmgauge.reports.index_figures import Check, PageSection, figure, ms, rate, read_json, read_steps, run_json
 from swarmgauge.reports.index_grades import AMBER, RED, grade_table
+from swarmgauge.reports.index_mdk_burst import LANE_SETTING, burst_rows, percent
 from swarmgauge.reports.index_mdk_drills import drill_checks, drill_table
 from swarmgauge.reports.index_mdk_machine import (
-    BURST,
     SATURATION,
-    generator_stall,
     machine_load,
     machine_text,
     needs_text,
@@ -52,8 +51,11 @@ FLEET_SET_BY = {
     "fleet-5000x5": "--health-phase-s 600: no health ping meets the burst (the page's green run by chance)",
     "fleet-5000x5-ping": "--health-ping-s 0.5: a health ping surely meets the burst (the page's red run by chance)",
 }
-PING_SETTING = "--health-ping-s 0.5"
 ONE_AT_A_TIME = "one at a time"
+#: the one-at-a-time figures' tolerances (the demo's one-at-a-time mix gives each the requests these need): "about 220
+#: to 390 ms at p50 in every profile" is +-28 % around its middle; a single accept's "about 3 to 4 ms", +-50 %; the
+#: 2,000-device summary's one figure on a page whose one-at-a-time columns rest on 50 samples, a third either way
+READ_TOLERANCE, ACCEPT_TOLERANCE, SUMMARY_TOLERANCE = 0.28, 0.5, 0.33
 READ_COST = "--read-cost-ms 220-390 (the stand-in mock's live snap read)"
 #: saturation reads/s -> the page's figure
 THROUGHPUT = {
@@ -131,41 +133,48 @@ def latency_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], li
         doc = read_json(run / "mdk.json") if run is not None else None
         if name == "fleet-5000x1" and isinstance(doc, dict):
             rows += red_fleet_rows(label, doc)
+        # a fleet whose one-at-a-time step ran has the page's rows even when a kind sent nothing in it (a discovery
+        # that outlasted the step on a loaded machine): the page's figure, not measured, is red, never left out
+        ran = not steps.empty and "label" in steps and bool((steps["label"] == ONE_AT_A_TIME).any())
         read = step_row(steps, ONE_AT_A_TIME, "telemetry")
-        if read is not None:
-            # "about 220 to 390 ms at p50 in every profile": the band is +-28 % around its middle
+        if read is not None or ran:
             rows.append(
                 figure(
                     f"{label}: device read p50",
-                    read["p50_ms"],
+                    _p50(read),
                     305.0,
                     ms,
-                    tolerance=0.28,
+                    tolerance=READ_TOLERANCE,
                     set_by=READ_COST,
-                    samples=read.get("requests"),
+                    samples=_requests(read),
+                    statistic="p50",
                 )
             )
         summary = step_row(steps, ONE_AT_A_TIME, "summary")
-        if summary is not None:
+        if summary is not None or (ran and name in SUMMARY_2000):
             rows_or_extra = rows if name in SUMMARY_2000 else extra
             rows_or_extra.append(
-                summary_row(name, f"{label}: fleet summary p50", summary["p50_ms"], samples=summary.get("requests"))
+                summary_row(name, f"{label}: fleet summary p50", _p50(summary), samples=_requests(summary))
             )
+        elif (discovery := step_row(steps, ONE_AT_A_TIME, "discover")) is not None:
+            # a fleet whose step sends no summary past its users' discovery (5,000 devices): that one, cold, alone
+            extra.append(figure(f"{label}: fleet summary, the users' first (cold)", discovery["p50_ms"], None, ms))
         accept = step_row(steps, ONE_AT_A_TIME, "action")
-        if accept is not None:
+        if accept is not None or ran:
             # "about 3 to 4 ms" at every fleet size: the lane turn is a setting; the rest is Gateway and RPC hops
             rows.append(
                 figure(
                     f"{label}: single action accept p50",
-                    accept["p50_ms"],
+                    _p50(accept),
                     3.5,
                     ms,
-                    tolerance=0.5,
+                    tolerance=ACCEPT_TOLERANCE,
                     set_by=f"{LANE_SETTING} (the Kernel's lane turn)",
-                    samples=accept.get("requests"),
+                    samples=_requests(accept),
+                    statistic="p50",
                 )
             )
-        page_rows, measured_rows = _burst_rows(name, label, steps, doc if isinstance(doc, dict) else None)
+        page_rows, measured_rows = burst_rows(name, label, steps, doc if isinstance(doc, dict) else None)
         rows += page_rows
         extra += measured_rows
         load = machine_load(run, doc) if isinstance(doc, dict) and run is not None else None
@@ -174,6 +183,14 @@ def latency_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], li
             if ((load and load["bound"]) or row["machine"]) and misses(row):
                 unjudged(row, "machine-bound")  # a figure that held on a full machine held: it keeps its grade
     return rows, extra
+
+
+def _p50(measured: pd.Series | None) -> Any:
+    return None if measured is None else measured["p50_ms"]
+
+
+def _requests(measured: pd.Series | None) -> Any:
+    return 0 if measured is None else measured.get("requests")
 
 
 def misses(row: dict[str, Any]) -> bool:
@@ -200,35 +217,11 @@ def summary_row(name: str, label: str, measured: Any, *, samples: Any = None) ->
     shown, against, set_by = SUMMARY_2000[name]
     # a page whose one-at-a-time columns rest on 50 samples: a third either way; one Worker's figure follows from the
     # stand-in's Worker lane (fitted to the page's 994 reads/s), so it is set by that setting
-    row = figure(label, measured, against, ms, tolerance=0.33, set_by=set_by, samples=samples)
+    row = figure(
+        label, measured, against, ms, tolerance=SUMMARY_TOLERANCE, set_by=set_by, samples=samples, statistic="p50"
+    )
     row["page"] = shown
     return row
-
-
-#: The Kernel's dispatch lane of the stand-in's defaults (targets/mdk/common.py), fitted to the page's green 5,000 / 5
-#: run (423 ms p50 at 1,000 submits/s) and its "tens of milliseconds at p50 from 1,000 devices up"
-LANE_SETTING = "--accept-base-us 780 --accept-us-per-device 0.1 --accept-us-per-inflight 0.02"
-LANE_SET_BY = f"{LANE_SETTING} (the Kernel's lane turn grows with the fleet)"
-#: acceptance p50 at 1,000 submits/s, the page's words or figure per fleet run: (shown, against in ms, tolerance)
-BURST_P50 = {
-    # "from 1,000 devices up it took tens of milliseconds at p50": 10 to 99 ms is 55 ms +- 82 %
-    "fleet-2000x1": ("tens of ms", 55.0, 0.82),
-    "fleet-2000x4": ("tens of ms", 55.0, 0.82),
-    # the TL;DR's "tens to hundreds of milliseconds at p50 from 1,000 devices up": 10 to 999 ms is 505 ms +- 98 %
-    "fleet-5000x1": ("tens to hundreds of ms", 505.0, 0.98),
-    # the page's two 5,000 / 5 runs differ 2.2x at p50 under the same load: a ratio within 2x either way is its noise
-    "fleet-5000x5": ("423 ms", 423.0, 1.0),
-    "fleet-5000x5-ping": ("951 ms", 951.0, 1.0),
-}
-#: the fleets whose Kernel lane keeps up with 1,000 submits/s (0.98 ms a turn): their acceptance is the generator's
-#: pacing, so a burst the generator stalled in is machine-bound (``index_mdk_machine.generator_stall``)
-KEEPS_UP = ("fleet-2000x1", "fleet-2000x4")
-#: acceptance p99 at 1,000 submits/s where the page gives one: the red run's 2,591 ms, and the green run's pass of the
-#: 2,000 ms action threshold (a ceiling: 1,000 ms +- 100 % is green from none to the threshold, red past 3,000 ms)
-BURST_P99 = {
-    "fleet-5000x5": ("under 2,000 ms (the green run)", 1000.0, 1.0),
-    "fleet-5000x5-ping": ("2.59 s", 2591.0, 1.0),
-}
 
 
 def red_fleet_rows(label: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -239,79 +232,12 @@ def red_fleet_rows(label: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
         # one run on the page; the stand-in's sweep is its concurrency x read cost, so a third either way
         figure(f"{label}: headroom", headroom, 1.24, _ratio, tolerance=0.33, set_by=FLEET_SET_BY["fleet-5000x1"]),
         # a Python stand-in's CPU, not Node.js's: only its order of magnitude is comparable
-        figure(f"{label}: Worker CPU", worker, 108.0, _percent, tolerance=0.5),
+        figure(f"{label}: Worker CPU", worker, 108.0, percent, tolerance=0.5),
     ]
 
 
 def _ratio(value: Any) -> str:
     return f"{float(value):.2f}"
-
-
-def kernel_accept_rows(label: str, doc: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The Kernel's own acceptance (arrival to answer, over the run's submits, nearly all the burst's) beside
-    Locust's: the part of the latency that is not the generator's or the Gateway's lag on a loaded machine."""
-    accept = ((doc or {}).get("kernel") or {}).get("accept_ms") or {}
-    return [
-        figure(f"{label}: the Kernel's own accept {name}", accept[quantile], None, ms)
-        for quantile, name in (("0.5", "p50"), ("0.99", "p99"))
-        if quantile in accept
-    ]
-
-
-def _page_words(label: str, measured: Any, page: tuple[str, float, float]) -> dict[str, Any]:
-    """A figure graded against the middle of the page's words (``tens of ms``), the words shown as the page's."""
-    shown, against, tolerance = page
-    row = figure(label, measured, against, ms, tolerance=tolerance, set_by=LANE_SET_BY)
-    row["page"] = shown
-    return row
-
-
-def _burst_rows(
-    name: str, label: str, steps: pd.DataFrame, doc: dict[str, Any] | None
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Acceptance under the burst: the page's rows, and the figures it gives none for (measured only)."""
-    burst = step_row(steps, BURST, "action")
-    if burst is None:
-        return [], []
-    rows, extra = [], []
-    p50_label, p99_label = f"{label}: accept p50 at 1,000 submits/s", f"{label}: accept p99 at 1,000 submits/s"
-    # where the lane keeps up (2,000 devices) a stall's clump is the whole wait; at 5,000 the lane saturates anyway
-    stalled = generator_stall(burst) if name in KEEPS_UP else {}
-    if name in BURST_P50:
-        rows.append(_page_words(p50_label, burst["p50_ms"], BURST_P50[name]) | stalled)
-    else:
-        extra.append(figure(p50_label, burst["p50_ms"], None, ms))
-    if name in BURST_P99:
-        rows.append(_page_words(p99_label, burst["p99_ms"], BURST_P99[name]) | stalled)
-    else:
-        extra.append(figure(p99_label, burst["p99_ms"], None, ms))
-    accepted = float(burst["requests"]) - float(burst["failures"])
-    # "about 2,500 to 2,700 accepted submits per run, 419 in the red 5,000 / 5 run": the band is +-4 % of its middle,
-    # and the generator's own 3,000 tickets (1,000/s for 3 s) are 1.15x it, so a fifth either way
-    page_accepted = 419.0 if name == "fleet-5000x5-ping" else 2600.0
-    rows.append(figure(f"{label}: accepted submits of the burst", accepted, page_accepted, _count, tolerance=0.2))
-    extra += kernel_accept_rows(label, doc)
-    if name == "fleet-5000x5-ping":
-        share = 100.0 * float(burst["failures"]) / max(1.0, float(burst["requests"]))
-        rows.append(
-            figure(
-                f"{label}: submits rejected (ERR_WORKER_NOT_ROUTABLE)",
-                share,
-                100.0 * 2105 / 2524,
-                _percent,
-                tolerance=0.5,
-                set_by=PING_SETTING,
-            )
-        )
-    return rows, extra
-
-
-def _count(value: Any) -> str:
-    return f"{float(value):,.0f}"
-
-
-def _percent(value: Any) -> str:
-    return f"{float(value):.0f} %"
 
 
 def kernel_cpu_row(runs: dict[str, Path | None]) -> dict[str, Any] | None:
@@ -325,7 +251,7 @@ def kernel_cpu_row(runs: dict[str, Path | None]) -> dict[str, Any] | None:
     if not found:
         return None
     # the page's figure is a ceiling: anything from none to twice it is green; the stand-in is Python, not Node.js
-    return figure("Kernel CPU, highest over the fleets", max(found), 32.0, _percent, tolerance=1.0)
+    return figure("Kernel CPU, highest over the fleets", max(found), 32.0, percent, tolerance=1.0)
 
 
 def _bound_text(steps: pd.DataFrame, reads: pd.Series, load: dict[str, Any]) -> str:

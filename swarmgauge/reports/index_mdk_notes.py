@@ -4,7 +4,12 @@ beside the tables (``reports/index_mdk.py`` appends them)."""
 from __future__ import annotations
 
 WHY_ROWS = (
-    'Why rows read as they do. Fleet summary: the page prints one figure, "about 1.3 s at p50" at 2,000 devices, '
+    "Why rows read as they do. One at a time: device reads, single accepts and fleet summaries take turns in one "
+    "serial user, as the page's \"one request at a time\" (its reads are the driver's 220-390 ms in every profile, "
+    "never queued behind a summary's 2,000 reads on the same Worker), each kind sent what its row's tolerance needs "
+    "(15 reads, 5 accepts, 11 summaries at 2,000 devices); at 5,000 devices only the users' discovery reads the "
+    "fleet, its time shown apart; a row the step sent nothing for (a discovery that outlasted it) is red. "
+    'Fleet summary: the page prints one figure, "about 1.3 s at p50" at 2,000 devices, '
     "and names no Worker count; a summary is 2,000 parallel device reads (the harness's route: every device's "
     "metrics pulled at once through the Kernel, the snap channel live, nothing cached), so the page's own read "
     "rates put its 1.3 s on the 4-Worker site (2,000 reads at 1,766 reads/s + one read: 1.4 s) and one Worker's "

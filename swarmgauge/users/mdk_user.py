@@ -86,20 +86,21 @@ def _add_options(parser) -> None:
     )
 
 
-def parse_weights(text: str) -> dict[str, int]:
+def parse_weights(text: str, flag: str = "--mdk-weights") -> dict[str, int]:
+    """``NAME=N,...`` over the task names; a refusal names ``flag``, the option it came from."""
     weights = {name: 0 for name in TASK_NAMES}
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, sep, value = item.partition("=")
         if not sep or name.strip() not in weights:
-            raise UsageError(f"--mdk-weights: want NAME=N with NAME in {', '.join(TASK_NAMES)}, got {item!r}")
+            raise UsageError(f"{flag}: want NAME=N with NAME in {', '.join(TASK_NAMES)}, got {item!r}")
         try:
             weights[name.strip()] = int(value)
         except ValueError as exc:
-            raise UsageError(f"--mdk-weights: {item!r} is not NAME=integer") from exc
+            raise UsageError(f"{flag}: {item!r} is not NAME=integer") from exc
         if weights[name.strip()] < 0:
-            raise UsageError(f"--mdk-weights: {item!r} is negative")
+            raise UsageError(f"{flag}: {item!r} is negative")
     if not any(weights.values()):
-        raise UsageError("--mdk-weights: every task has weight 0")
+        raise UsageError(f"{flag}: every task has weight 0")
     return weights
 
 
@@ -249,8 +250,11 @@ class MDKUser(User):
             self.client.action(device_id, self.action_name, self.action_params)
             self._forget_if_gone(device_id)
 
+    def next_kind(self) -> str:
+        """The next request's kind, drawn at random by the mix's weights."""
+        names = [n for n in TASK_NAMES if self.mix.get(n)]
+        return random.choices(names, weights=[self.mix[n] for n in names])[0]
+
     @task
     def step(self) -> None:
-        names = [n for n in TASK_NAMES if self.mix.get(n)]
-        choice = random.choices(names, weights=[self.mix[n] for n in names])[0]
-        getattr(self, f"do_{choice}")()
+        getattr(self, f"do_{self.next_kind()}")()

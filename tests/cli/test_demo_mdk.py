@@ -1,21 +1,34 @@
 """The MDK page's demo workloads: the page's five fleets at the page's sizes (never the 100-device fleet the page
 does not have), both 5,000 / 5 runs, the read-throughput pairs, the drills, each red fleet and drill declaring the
-non-zero exit it ends with, user classes the locustfile has, and the page's load within about 4 minutes at scale 1."""
+non-zero exit it ends with, user classes the locustfile has, the one-at-a-time mix each graded figure needs, and
+the page's load within about 4.2 minutes at scale 1."""
 
 from __future__ import annotations
 
 import ast
 
+import pandas as pd
+
 from swarmgauge.cli.demo_mdk import (
+    ACCEPT_S,
+    READ_S,
     RESTART_BOOT,
     SATURATION_READERS,
     SWEEP,
     TEN_DEVICE_READERS,
     WORKER_READ,
+    fleets,
+    one_at_a_time_mix,
+    one_at_a_time_s,
+    summary_s,
     workloads,
 )
 from swarmgauge.cli.demo_pages import pages
+from swarmgauge.reports.index_figures import figure, ms
+from swarmgauge.reports.index_grades import FEW, grade_table
+from swarmgauge.reports.index_mdk import ACCEPT_TOLERANCE, READ_TOLERANCE, SUMMARY_2000, SUMMARY_TOLERANCE
 from swarmgauge.reports.index_mdk_drills import BOOT_SET_BY
+from swarmgauge.users.mdk_user import parse_weights
 from tests import REPO_ROOT as ROOT
 
 
@@ -64,21 +77,67 @@ def test_every_user_class_a_stage_names_is_in_the_locustfile():
 
 def test_the_page_plans_about_4_minutes_at_scale_1_and_scale_never_drops_a_row():
     full, half = workloads(1.0), workloads(0.5)
-    assert sum(w.planned_seconds() for w in full) <= 250  # 248 s: about 4 minutes
+    # 286 s: the one-at-a-time steps hold the requests each graded p50 needs (234 s when they drew too few)
+    assert sum(w.planned_seconds() for w in full) <= 290
     assert [w.name for w in half] == [w.name for w in full]
     assert sum(w.planned_seconds() for w in half) < sum(w.planned_seconds() for w in full)
 
 
 def test_no_step_waits_for_the_fleets_discovery_which_the_run_does_before_its_load():
     """A summary reads every device (5.7 s at 5,000 on one Worker): the run discovers at its start-up, so the
-    one-at-a-time step is the same at every fleet size, the ping run's burst users spawn in the usual 2 s and the
-    throughput pairs start with their readers."""
+    one-at-a-time step is its mix alone, the ping run's burst users spawn in the usual 2 s and the throughput pairs
+    start with their readers."""
     for scale in (1.0, 0.25):
         plans = {w.name: w.plan for w in workloads(scale)}
-        ones = {plans[n]["stages"][0]["duration"] for n in plans if n.startswith("fleet-") and not n.endswith("ping")}
-        assert len(ones) == 1
         assert plans["fleet-5000x5-ping"]["stages"][0]["duration"] == "2s"
         assert [stage["label"] for stage in plans["reads-1000x1"]["stages"]] == ["saturation reads"]
+    big = next(f for f in fleets() if f.name == "fleet-5000x1")
+    assert one_at_a_time_s(big) == round(one_at_a_time_s_of_mix(big) * 1.1)
+
+
+def one_at_a_time_s_of_mix(fleet) -> float:
+    mix = one_at_a_time_mix(fleet)
+    serial = mix["telemetry"] * READ_S + mix["action"] * ACCEPT_S
+    return serial + mix["summary"] * summary_s(fleet.devices, fleet.workers)
+
+
+def _mix(workload) -> dict[str, int]:
+    return parse_weights(workload.options[workload.options.index("--mdk-one-at-a-time-mix") + 1])
+
+
+def _holds_over(requests: int, tolerance: float) -> bool:
+    """A figure on the page's value read over ``requests`` is not "few samples" by the index's own rule."""
+    row = figure("figure", 305.0, 305.0, ms, tolerance=tolerance, samples=requests, statistic="p50")
+    return grade_table(pd.DataFrame([row])).grades[0] != FEW
+
+
+def test_one_at_a_time_sends_each_graded_figure_the_requests_the_index_needs():
+    """Drawn at random, a 12 s step at 2,000 / 1 sent 2 reads and 4 summaries of 2.5 s: the index said "few samples".
+    The mix gives the reads, the single accepts and the page's 2,000-device summaries what their tolerances need."""
+    for workload in workloads(1.0):
+        if not workload.name.startswith("fleet-") or workload.name == "fleet-5000x5-ping":
+            continue
+        mix = _mix(workload)
+        assert _holds_over(mix["telemetry"], READ_TOLERANCE) and _holds_over(mix["action"], ACCEPT_TOLERANCE)
+        assert not _holds_over(mix["telemetry"] - 3, READ_TOLERANCE)  # a margin, no more
+        if workload.name in SUMMARY_2000:
+            assert _holds_over(mix["summary"], SUMMARY_TOLERANCE)
+    assert "--mdk-one-at-a-time-mix" not in next(w for w in workloads(1.0) if w.name == "fleet-5000x5-ping").options
+
+
+def test_the_one_at_a_time_step_holds_its_mix_at_the_requests_planned_costs():
+    """One request in flight: the step lasts every request of the mix, one after another, with slack; a 2,000 / 1
+    summary is 2,000 reads through one Worker's lane, about 2.4 s."""
+    assert 2.3 <= summary_s(2000, 1) <= 2.5 and summary_s(2000, 4) < summary_s(2000, 1)
+    by_name = {w.name: w for w in workloads(1.0)}
+    for fleet in fleets():
+        if fleet.name == "fleet-5000x5-ping":
+            continue
+        mix = _mix(by_name[fleet.name])
+        serial = mix["telemetry"] * READ_S + mix["action"] * ACCEPT_S
+        serial += mix["summary"] * summary_s(fleet.devices, fleet.workers)
+        stage = by_name[fleet.name].plan["stages"][0]
+        assert stage["label"] == "one at a time" and float(stage["duration"].rstrip("s")) >= serial
 
 
 def test_only_the_5000_by_5_bursts_may_have_1000_submits_in_flight():

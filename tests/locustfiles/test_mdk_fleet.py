@@ -171,6 +171,7 @@ def test_a_read_sweep_gives_a_headroom_figure_and_its_colour(tmp_path, profile, 
         (["--host", "http://127.0.0.1:9", "--mdk-drill", "kernel-restart"], "--mdk-drill needs the stand-in's root"),
         (["--mdk-readers", "0"], "--mdk-readers"),
         (["--mdk-burst-users", "0"], "--mdk-burst-users"),
+        (["--mdk-one-at-a-time-mix", "reads=3"], "--mdk-one-at-a-time-mix: want NAME=N"),
     ],
 )
 def test_bad_options_stop_the_run_in_one_line(args, says):

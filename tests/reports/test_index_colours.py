@@ -321,6 +321,22 @@ def test_a_row_that_holds_over_fewer_requests_than_its_tolerance_needs_says_few_
     assert "🔘 few samples" in text and "2 few samples" in text
 
 
+def test_a_p50_figure_needs_a_quantiles_requests_not_a_rates():
+    """A ``figure`` row's column is "measured" whatever it is: one that says it is a p50 is counted as one (53
+    requests at ±20 %), never by the rate's 25, which let a 2,000-device read p50 over 13 requests hold."""
+    from swarmgauge.reports.index_grades import FEW, GREEN, grade_table
+
+    rows = [
+        figure("p50, 30 requests", 1.0, 1.0, str, samples=30, statistic="p50"),
+        figure("rate, 30 requests", 1.0, 1.0, str, samples=30),
+        figure("p50, 60 requests", 1.0, 1.0, str, samples=60, statistic="p50"),
+    ]
+    graded = grade_table(pd.DataFrame(rows))
+    assert graded.grades == [FEW, GREEN, GREEN]
+    assert graded.table["tolerance"].iloc[0] == "±20 %, 30 requests of 53"
+    assert "statistic" not in graded.table.columns
+
+
 def test_a_steps_rows_are_counted_by_the_requests_of_their_step():
     from swarmgauge.reports.index_grades import grade_table, samples_needed
 

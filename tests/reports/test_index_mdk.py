@@ -331,3 +331,47 @@ def test_on_a_fleet_the_machine_could_not_hold_a_figure_that_held_keeps_its_grad
     assert ratio["2,000 / 4: device read p50"] == "1.02x"
     assert all(x == "machine-bound" or not x.endswith("x") or 0.5 <= float(x[:-1]) <= 1.5 for x in ratio.values())
     assert all(str(m).startswith("machine-bound: generator 70 %") for m in latency["machine"])
+
+
+def test_the_red_5000_by_5_runs_accepted_and_rejected_submits_say_why_they_cannot_hold_here(tmp_path):
+    """The page's red run let 419 commands through its Kernel in the ~3 s before its SICK mark (about 7 ms each, its
+    green run 1.3 ms): the stand-in's one lane, fitted to the green run, cannot give both, and the row says so."""
+    from swarmgauge.reports.index_mdk_burst import WHY
+
+    rejected = {"failures": 240, "p99_ms": 1170.0}
+    latency = table(
+        mdk({"fleet-5000x5-ping": fleet_run(tmp_path, "fleet-5000x5-ping", 0.3, burst=rejected)}), "Latency"
+    )
+    rows = latency.set_index("figure")
+    for figure in ("accepted submits of the burst", "submits rejected (ERR_WORKER_NOT_ROUTABLE)"):
+        why = rows.loc[f"5,000 / 5 (run 2): {figure}", WHY]
+        assert "419 commands" in why and "7 ms" in why and "1.3 ms" in why and "one row" in why
+    assert not isinstance(rows.loc["5,000 / 5 (run 2): accept p99 at 1,000 submits/s", WHY], str)  # that one holds
+
+
+def test_a_fleet_whose_step_sends_no_summary_past_the_discovery_shows_that_one_measured_only(tmp_path):
+    """At 5,000 devices the demo sends no summary past the users' discovery (3 to 6 s each): the first, cold, is shown
+    apart, never graded."""
+    run = fleet_run(tmp_path, "fleet-5000x1", 1.3)
+    steps = run / "steps.csv"
+    steps.write_text(steps.read_text().replace(",summary,", ",discover,"))
+    section = mdk({"fleet-5000x1": run})
+    apart = next(frame for heading, frame in section.measured_only if heading.startswith("Latency measured here"))
+    shown = dict(zip(apart["figure"], apart["measured"]))
+    assert shown["5,000 / 1: fleet summary, the users' first (cold)"] == "1.25 s"
+    assert not any("summary" in figure for figure in table(section, "Latency")["figure"])
+
+
+def test_a_one_at_a_time_step_that_sent_no_read_or_accept_shows_the_pages_rows_red_not_left_out(tmp_path):
+    """On a loaded machine a 5,000-device discovery outlasted its step: the page's read and accept rows were dropped
+    from the index (46 rows instead of 50); a figure the page has and the run did not measure is red."""
+    run = fleet_run(tmp_path, "fleet-5000x1", 1.3)
+    steps = run / "steps.csv"
+    kept = [line for line in steps.read_text().splitlines() if ",one at a time,MDK,telemetry," not in line]
+    kept = [line for line in kept if ",one at a time,MDK,action," not in line]
+    steps.write_text("\n".join(kept).replace(",one at a time,MDK,summary,", ",one at a time,MDK,discover,") + "\n")
+    latency = table(mdk({"fleet-5000x1": run}), "Latency")
+    graded = dict(zip(latency["figure"], grade_table(latency).grades))
+    shown = dict(zip(latency["figure"], latency["measured"]))
+    for figure in ("5,000 / 1: device read p50", "5,000 / 1: single action accept p50"):
+        assert shown[figure] == "" and graded[figure] == RED
