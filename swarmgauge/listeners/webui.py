@@ -53,6 +53,7 @@ from swarmgauge.listeners import (
     prom_export,
     rundir,
     slo,
+    slo_abort,
     steps,
     webui_close,
     webui_fields,
@@ -114,7 +115,7 @@ def start_fresh_run(environment: Environment) -> None:
     webui_close.finish_close(environment)
     steps.reset(environment)
     slo.clear_verdicts(environment)
-    live.clear_abort(environment)
+    slo_abort.clear_abort(environment)
     RunContext.of(environment).closed_run = None
     environment.process_exit_code = None
     form_steps.restore_shape(environment)
@@ -126,7 +127,7 @@ def start_fresh_run(environment: Environment) -> None:
         shape.check_stage_classes()  # the plan, rebuilt; a class the picker left out stops the START with its reason
     feeder_plan.take_plan_feeder(environment)  # the form may name another plan: its feeder, or none
     slo.validate(environment)
-    live.validate_abort(environment)
+    slo_abort.validate_abort(environment)
 
 
 # -- what Locust's page is told ------------------------------------------------------------------------------------
