@@ -19,7 +19,7 @@ from swarmgauge.core.slo_units import verdict_text
 from swarmgauge.core.sources import source_title
 from swarmgauge.core.trend import MIB
 from swarmgauge.core.verdict import GENERATOR_SOURCE, trends
-from swarmgauge.listeners import resources, rundir, slo, steps, workers
+from swarmgauge.listeners import resources, rundir, slo, step_state, steps, workers
 from swarmgauge.listeners.step_stats import AGGREGATED, RIDE_ALONG
 
 MEMORY_METRICS = (
@@ -185,7 +185,7 @@ def snapshot(environment: Environment) -> dict[str, Any]:
         "state": run_state(environment),
         "runner": "master" if isinstance(runner, MasterRunner) else "local",
         "workers": getattr(runner, "worker_count", 0) if isinstance(runner, MasterRunner) else None,
-        "current_step": _step_doc(steps.current_step(environment)),
+        "current_step": _step_doc(step_state.current_step(environment)),
         "steps": step_rows(environment),
         "slo": slo_verdicts(environment),
         "resources": resource_series(environment),
