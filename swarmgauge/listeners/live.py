@@ -19,7 +19,7 @@ from swarmgauge.core.slo_units import verdict_text
 from swarmgauge.core.sources import source_title
 from swarmgauge.core.trend import MIB
 from swarmgauge.core.verdict import GENERATOR_SOURCE, trends
-from swarmgauge.listeners import resources, rundir, slo, step_state, steps, workers
+from swarmgauge.listeners import resources, run_redaction, slo, step_state, steps, workers
 from swarmgauge.listeners.step_stats import AGGREGATED, RIDE_ALONG
 
 MEMORY_METRICS = (
@@ -194,7 +194,7 @@ def snapshot(environment: Environment) -> dict[str, Any]:
         "aborted": RunContext.of(environment).aborted,
         "closed_run": closed.name if closed is not None else None,
     }
-    return rundir.redact_tree(doc, environment)
+    return run_redaction.redact_tree(doc, environment)
 
 
 def _step_doc(info: Any) -> dict[str, Any] | None:

@@ -51,6 +51,7 @@ from swarmgauge.listeners import (
     form_steps,
     live,
     prom_export,
+    run_redaction,
     rundir,
     slo,
     slo_abort,
@@ -193,7 +194,7 @@ def _form_doc(environment: Environment, web_ui: Any) -> dict[str, Any]:
     """What the form's script needs: each field's label, flag and help, and the plan START would run now."""
     picker = bool(web_ui.userclass_picker_is_active)
     doc = {"fields": webui_fields.field_docs(), "preview": webui_fields.plan_preview(environment, None, picker)}
-    return rundir.redact_tree(doc, environment)
+    return run_redaction.redact_tree(doc, environment)
 
 
 def _form_script_tags(environment: Environment, web_ui: Any) -> str:
@@ -291,7 +292,9 @@ def _install(environment: Environment, web_ui: Any) -> None:
     @protect
     def swarmgauge_plan() -> Any:
         picker = bool(web_ui.userclass_picker_is_active)
-        return jsonify(rundir.redact_tree(webui_fields.plan_preview(environment, request.form, picker), environment))
+        return jsonify(
+            run_redaction.redact_tree(webui_fields.plan_preview(environment, request.form, picker), environment)
+        )
 
     @app.route("/swarmgauge/")
     @protect
