@@ -18,7 +18,6 @@ from swarmgauge.redaction import known_secrets
 # are redacted too, in case a plugin forgot the flag.
 SECRET_OPTION_NAMES: set[str] = set()
 _SECRET_LOOKING = re.compile(r"(token|password|passwd|secret|api[_-]?key|credential)", re.IGNORECASE)
-
 _URL_PASSWORD = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:)(?P<password>[^@\s/]+)(?P<at>@)")
 _KEY_VALUE_PASSWORD = re.compile(r"(?P<key>\b(?:password|passwd|token|secret)\s*=\s*)(?P<value>[^\s&;\"',]+)", re.I)
 REDACTED = "***"
@@ -95,7 +94,8 @@ def _jsonable(value: Any) -> Any:
 
 @dataclass
 class _Initialised(PerEnvironment):
-    """Owned by ``listeners/run_redaction.py`` (``rundir``'s init notes it): when Locust's ``init`` reached this Environment (its order among those alive)."""
+    """Owned by ``listeners/run_redaction.py`` (``rundir``'s init notes it): when Locust's ``init`` reached this
+    Environment (its order among those alive)."""
 
     order: int = 0
 
