@@ -5,6 +5,7 @@ anyio, so the patch is done here, first, exactly as the ``locust`` command does 
 """
 
 import os
+from pathlib import Path
 
 import locust  # noqa: F401  (patches the standard library on import)
 import pytest
@@ -14,6 +15,23 @@ from swarmgauge.targets.postgres import PostgresCluster, PostgresError, find_bin
 from tests.xdist_native import keep_execnet_native
 
 keep_execnet_native()
+
+
+#: kneo-serv's working folder (its SQLite store) as it lands in the repository when one runs with its cwd there
+KNEO_IN_REPOSITORY = Path(__file__).resolve().parents[1] / ".kneo"
+
+
+@pytest.fixture(autouse=True)
+def no_kneo_folder_left_in_the_repository():
+    """A ``.kneo/`` store appeared once in the repository's root during a test run (and was committed): the test
+    that writes one fails by name instead. Checked only while the root has none (one left there is no test's)."""
+    before = KNEO_IN_REPOSITORY.exists()
+    yield
+    if not before and KNEO_IN_REPOSITORY.exists():
+        pytest.fail(
+            f"{KNEO_IN_REPOSITORY} appeared during this test (or one beside it on another xdist worker): a kneo-serv "
+            "ran with the repository as its working folder"
+        )
 
 
 @pytest.fixture(scope="session")

@@ -106,7 +106,7 @@ class RunContext(PerEnvironment):
     slo_verdicts: list[Any] | None = None
     #: ``listeners/slo.py``: SLOs a locustfile added in code (``hooks.add_slos``), checked beside ``--slo``.
     default_slos: list[str] = field(default_factory=list)
-    #: ``listeners/live.py``: why ``--abort-on`` stopped the run, None while it has not.
+    #: ``listeners/slo_abort.py``: why ``--abort-on`` stopped the run, None while it has not.
     aborted: dict[str, Any] | None = None
     #: ``listeners/webui.py``: the folder of the web UI's last closed run, None while a run is open.
     closed_run: Path | None = None

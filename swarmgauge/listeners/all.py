@@ -17,6 +17,7 @@ LISTENER_MODULES = (
     "swarmgauge.listeners.slo",
     "swarmgauge.listeners.resources",
     "swarmgauge.listeners.live",
+    "swarmgauge.listeners.slo_abort",
     "swarmgauge.listeners.prom_export",
     "swarmgauge.listeners.prom_push",
     "swarmgauge.listeners.webui",

@@ -30,8 +30,6 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 import gevent
@@ -42,13 +40,13 @@ from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
 from swarmgauge.core import feeder_settings, hooks, option_kinds
-from swarmgauge.core.feeder_rows import FeederRows, RowDealer, check_columns, check_json_objects, read_rows
-from swarmgauge.core.feeder_settings import EXHAUSTED, MAX_BATCH, MODES, FeederSettings, needed_columns, settings_from
-from swarmgauge.core.locust_compat import default_stop_timeout, has_message_handler, live_worker_ids, missing_worker_ids
+from swarmgauge.core.feeder_rows import RowDealer, check_columns, check_json_objects, read_rows
+from swarmgauge.core.feeder_settings import EXHAUSTED, MAX_BATCH, MODES, needed_columns, settings_from
+from swarmgauge.core.locust_compat import default_stop_timeout, has_message_handler, live_worker_ids
 from swarmgauge.core.options import add_option
-from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import UsageError, stop_on_usage_error
 from swarmgauge.listeners import feeder_plan
+from swarmgauge.listeners.feeder_state import Feeder, FeederState, state_of, summary
 
 logger = logging.getLogger("swarmgauge.feeder")
 
@@ -94,36 +92,6 @@ def _add_options(parser: Any) -> None:
     )
 
 
-@dataclass
-class FeederState:
-    """One process's feeder: its rows (if it reads the file), its dealer or buffer, and what it counted."""
-
-    settings: FeederSettings
-    rows: FeederRows | None = None
-    dealer: RowDealer | None = None
-    held: deque = field(default_factory=deque)  # a worker's rows from the master, not yet drawn
-    asking: gevent.event.Event | None = None
-    out: bool = False
-    used: int = 0
-    sent: dict[str, int] = field(default_factory=dict)  # master: rows sent per worker
-    reported: dict[str, dict[str, int]] = field(default_factory=dict)  # master: each worker's last report
-    out_workers: set[str] = field(default_factory=set)
-    stopping: bool = False
-    stopped: dict[str, Any] = field(default_factory=dict)  # the reason and time the feeder ended the run
-    lost_said: bool = False
-
-
-@dataclass
-class _Feeder(PerEnvironment):
-    """Owned by ``listeners/feeder.py``: this Environment's feeder, None while it has none."""
-
-    state: FeederState | None = None
-
-
-def _state(environment: Environment) -> FeederState | None:
-    return _Feeder.of(environment).state
-
-
 def load(environment: Environment) -> None:
     """At init: read and check the file where it is needed, before any user spawns (UsageError on bad input)."""
     settings = settings_from(getattr(environment, "parsed_options", None))
@@ -142,13 +110,13 @@ def load(environment: Environment) -> None:
         state.dealer = RowDealer(len(state.rows), recycle=not settings.stops)
     if settings.stops:
         default_stop_timeout(environment, DEFAULT_STOP_TIMEOUT)
-    _Feeder.of(environment).state = state
+    Feeder.of(environment).state = state
 
 
 def next_row(user: Any) -> dict[str, Any] | None:
     """The row for this iteration of ``user``; None without a feeder; StopUser once rows ran out in stop mode."""
     environment = user.environment
-    state = _state(environment)
+    state = state_of(environment)
     if state is None:
         return None
     if state.held or state.dealer is None:
@@ -182,7 +150,7 @@ def _from_master(environment: Environment, state: FeederState) -> dict[str, Any]
 
 def _on_rows(environment: Environment, msg: Any, **_kwargs: Any) -> None:
     """Worker: the master's answer; an empty one means no row is left for this run."""
-    state = _state(environment)
+    state = state_of(environment)
     if state is None:
         return
     rows = list(msg.data.get("rows") or [])
@@ -196,7 +164,7 @@ def _on_rows(environment: Environment, msg: Any, **_kwargs: Any) -> None:
 
 def _on_want(environment: Environment, msg: Any, **_kwargs: Any) -> None:
     """Master: deal the next rows to the worker that asked; none left means that worker is out."""
-    state = _state(environment)
+    state = state_of(environment)
     if state is None or state.dealer is None or state.rows is None:
         return
     worker = str(msg.node_id)
@@ -211,7 +179,7 @@ def _on_want(environment: Environment, msg: Any, **_kwargs: Any) -> None:
 
 def _on_out(environment: Environment, msg: Any, **_kwargs: Any) -> None:
     """Master: a worker in shared stop mode finished its pass over the file."""
-    state = _state(environment)
+    state = state_of(environment)
     if state is not None:
         _worker_out(environment, state, str(msg.node_id))
 
@@ -254,7 +222,7 @@ def _reason(state: FeederState) -> str:
 
 def stop_run(environment: Environment, reason: str) -> None:
     """End the run the way the end of its plan does, saying why in the log and ``run.json``."""
-    state = _state(environment)
+    state = state_of(environment)
     if state is None or state.stopping:
         return
     state.stopping, state.stopped = True, {"reason": reason, "at": time.time()}
@@ -276,36 +244,6 @@ def stop_run(environment: Environment, reason: str) -> None:
             runner.quit()
         else:
             runner.stop()
-
-
-def summary(environment: Environment) -> dict[str, Any] | None:
-    """What ``run.json`` says of the feeder: file, mode, rows, what was dealt and used, per worker, lost workers."""
-    state = _state(environment)
-    if state is None:
-        return None
-    settings = state.settings
-    info: dict[str, Any] = {"file": settings.path, "mode": settings.mode, "exhausted": settings.exhausted}
-    if state.rows is not None:
-        info["rows"] = len(state.rows)
-    if state.dealer is not None and isinstance(environment.runner, MasterRunner) and settings.mode == "unique":
-        info["dealt"], info["passes"] = state.dealer.dealt, state.dealer.passes
-        workers = sorted(set(state.sent) | set(state.reported))
-        info["workers"] = {w: {"sent": state.sent.get(w, 0), **state.reported.get(w, {})} for w in workers}
-        lost = {}
-        for worker in missing_worker_ids(environment.runner):
-            if worker in state.sent:
-                used = state.reported.get(worker, {}).get("used", 0)
-                lost[worker] = {"sent": state.sent[worker], "used_at_last_report": used, "not_reissued": True}
-        if lost:
-            info["lost"] = lost
-    elif isinstance(environment.runner, MasterRunner):
-        info["workers"] = dict(state.reported)
-    else:
-        info["used"] = state.used
-    if state.stopped:
-        info["stopped"] = dict(state.stopped)
-    info.update(feeder_plan.summary(environment))
-    return info
 
 
 @events.init.add_listener
@@ -339,17 +277,17 @@ def begin_run(environment: Environment) -> None:
     The master checked the file before any load; a process that cannot read it now (a worker in shared mode without
     the file, a file changed since) says so in its log and its users stop at their first draw.
     """
-    state = _state(environment)
+    state = state_of(environment)
     if state is not None and not _touched(state) and _same_settings(state, environment):
         return
-    _Feeder.of(environment).state = None
+    Feeder.of(environment).state = None
     try:
         load(environment)
     except UsageError as exc:
         logger.error("swarmgauge: %s: this process's users stop", exc)
         settings = settings_from(environment.parsed_options)
         if settings is not None:
-            _Feeder.of(environment).state = FeederState(settings, out=True)
+            Feeder.of(environment).state = FeederState(settings, out=True)
 
 
 def _same_settings(state: FeederState, environment: Environment) -> bool:
@@ -368,7 +306,7 @@ def _touched(state: FeederState) -> bool:
 @events.report_to_master.add_listener
 def _on_report_to_master(client_id: str, data: dict[str, Any]) -> None:
     for environment in _envs[-1:]:
-        state = _state(environment)
+        state = state_of(environment)
         if state is not None:
             data[REPORT_KEY] = {"used": state.used, "held": len(state.held)}
 
@@ -377,7 +315,7 @@ def _on_report_to_master(client_id: str, data: dict[str, Any]) -> None:
 def _on_worker_report(client_id: str, data: dict[str, Any]) -> None:
     report = data.get(REPORT_KEY)
     for environment in _envs[-1:]:
-        state = _state(environment)
+        state = state_of(environment)
         if state is not None and report:
             state.reported[str(client_id)] = dict(report)
 
@@ -400,7 +338,7 @@ def _record_summary(environment: Environment) -> None:
     if info is None:
         return
     hooks.add_run_info(environment, "feeder", info)
-    state = _state(environment)
+    state = state_of(environment)
     if info.get("lost") and state is not None and not state.lost_said:
         state.lost_said = True
         logger.warning("feeder rows held by lost workers are not reissued: %s", info["lost"])

@@ -36,7 +36,7 @@ from swarmgauge.core.numbers import number
 from swarmgauge.core.options import add_option
 from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import UsageError, stop_on_usage_error
-from swarmgauge.listeners import live, rundir, steps
+from swarmgauge.listeners import live, run_redaction, steps
 from swarmgauge.listeners.prom_histogram import BUCKETS_SECONDS, cumulative_buckets, sum_seconds
 
 logger = logging.getLogger("swarmgauge.prom_export")
@@ -101,7 +101,7 @@ class RunCollector:
         )
         step_labels = {row["step"]: str(row["label"]) for row in view["steps"]}
         for (step, request_type, name), stats in sorted(steps.merged(self.environment).entries.items()):
-            labels = [str(step), step_labels.get(step, ""), request_type, rundir.redact(name, self.environment)]
+            labels = [str(step), step_labels.get(step, ""), request_type, run_redaction.redact(name, self.environment)]
             buckets = list(zip(BUCKET_LABELS, (float(count) for count in cumulative_buckets(stats)), strict=True))
             family.add_metric(labels, buckets, sum_seconds(stats))
         return family

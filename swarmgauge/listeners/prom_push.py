@@ -37,7 +37,7 @@ from swarmgauge.core.durations import parse_duration
 from swarmgauge.core.options import add_option
 from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import UsageError, stop_on_usage_error
-from swarmgauge.listeners import remote_write, rundir, steps
+from swarmgauge.listeners import remote_write, run_redaction, rundir, steps
 from swarmgauge.listeners.prom_export import RunCollector
 from swarmgauge.redaction import register_secret
 
@@ -220,7 +220,7 @@ def push_once(environment: Environment, targets: list[Endpoint], record: PushRec
         except Exception as exc:  # noqa: BLE001 - a push must never stop the run
             kind = failure_kind(exc)
             if record.failed(endpoint.target, kind):
-                message = rundir.redact(f"{exc}", environment)
+                message = run_redaction.redact(f"{exc}", environment)
                 logger.warning("%s push to %s failed (%s): %s", endpoint.target, endpoint.shown, kind, message)
 
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from locust.env import Environment
 
-from swarmgauge.listeners.rundir import REDACTED, is_secret_name, redact, run_info
+from swarmgauge.listeners.run_redaction import REDACTED, is_secret_name, redact
+from swarmgauge.listeners.rundir import run_info
 from swarmgauge.listeners.webui_form import set_at_start_up, web_options
 
 LOCUST_RUN_OPTIONS = (("stop_timeout", "--stop-timeout"),)

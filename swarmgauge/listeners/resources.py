@@ -50,7 +50,7 @@ from swarmgauge.listeners.rundir import add_run_info, run_dir
 from swarmgauge.listeners.sample_rows import SampleRows
 from swarmgauge.listeners.sources import Source, SourceError, parse_source
 from swarmgauge.listeners.sources.proc import PsutilSource
-from swarmgauge.listeners.steps import current_step
+from swarmgauge.listeners.step_state import current_step
 
 log = logging.getLogger(__name__)
 REPORT_KEY = "swarmgauge_resources"

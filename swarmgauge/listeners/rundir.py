@@ -29,14 +29,11 @@ from __future__ import annotations
 import csv
 import functools
 import io
-import itertools
 import json
 import logging
 import platform
-import re
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +49,15 @@ from swarmgauge.core.run_context import PerEnvironment, RunContext
 from swarmgauge.errors import stop_on_usage_error
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import participants
-from swarmgauge.redaction import known_secrets
+from swarmgauge.listeners.run_redaction import (
+    initialised,
+    keep_parser,
+    note_initialised,
+    redact,
+    redact_argv,
+    redact_tree,
+    redacted_options,
+)
 from swarmgauge.run_folders import (  # noqa: F401 - resolve is part of this API
     ENDED,
     LATEST,
@@ -65,16 +70,6 @@ from swarmgauge.run_folders import (  # noqa: F401 - resolve is part of this API
 )
 
 logger = logging.getLogger("swarmgauge.rundir")
-
-# Filled from the parser: every option declared with is_secret=True, by dest name. Names that look like secrets
-# are redacted too, in case a plugin forgot the flag.
-SECRET_OPTION_NAMES: set[str] = set()
-_SECRET_LOOKING = re.compile(r"(token|password|passwd|secret|api[_-]?key|credential)", re.IGNORECASE)
-_URL_PASSWORD = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:)(?P<password>[^@\s/]+)(?P<at>@)")
-_KEY_VALUE_PASSWORD = re.compile(r"(?P<key>\b(?:password|passwd|token|secret)\s*=\s*)(?P<value>[^\s&;\"',]+)", re.I)
-REDACTED = "***"
-
-_parser_ref: list[Any] = []
 
 
 @events.init_command_line_parser.add_listener
@@ -103,91 +98,7 @@ def _add_options(parser: Any) -> None:
         include_in_web_ui=False,
         help="Render the report at the end of a run with a run directory (the default)",
     )
-    _parser_ref[:] = [parser]
-
-
-def secret_option_names() -> set[str]:
-    """Option dests declared secret, read from the parser once every listener has added its options."""
-    for parser in _parser_ref:
-        for action in getattr(parser, "_actions", []):
-            if getattr(action, "is_secret", False):
-                SECRET_OPTION_NAMES.add(action.dest)
-    return SECRET_OPTION_NAMES
-
-
-def _is_secret_name(name: str) -> bool:
-    return name in secret_option_names() or bool(_SECRET_LOOKING.search(name))
-
-
-def is_secret_name(name: str) -> bool:
-    """An option declared secret, or named like one (token, password, ...): its value is never written out."""
-    return _is_secret_name(name)
-
-
-_secret_values: list[str] = []
-
-
-def _known_secret_values(environment: Environment | None = None) -> list[str]:
-    values = set(_secret_values) | set(known_secrets())
-    options = getattr(environment, "parsed_options", None) if environment is not None else None
-    if options is not None:
-        for name, value in vars(options).items():
-            if _is_secret_name(name) and isinstance(value, str) and len(value) >= 3:
-                values.add(value)
-    return sorted(values, key=len, reverse=True)
-
-
-def redact(text: str, environment: Environment | None = None) -> str:
-    """Hide secret option values, URL passwords and ``password=...`` pairs in ``text``."""
-    for value in _known_secret_values(environment if environment is not None else _current_env()):
-        text = text.replace(value, REDACTED)
-    text = _URL_PASSWORD.sub(lambda m: m.group("scheme") + REDACTED + m.group("at"), text)
-    return _KEY_VALUE_PASSWORD.sub(lambda m: m.group("key") + REDACTED, text)
-
-
-def redacted_options(environment: Environment) -> dict[str, Any]:
-    """The parsed options as JSON-able values, secrets replaced by ``***``."""
-    options = getattr(environment, "parsed_options", None)
-    result: dict[str, Any] = {}
-    for name, value in sorted(vars(options).items() if options is not None else []):
-        if _is_secret_name(name):
-            result[name] = REDACTED if value not in (None, "", False) else value
-            continue
-        value = value if isinstance(value, (int, float, bool, type(None))) else _jsonable(value)
-        result[name] = json.loads(redact(json.dumps(value), environment))
-    return result
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (str, int, float, bool, type(None))):
-        return value
-    return str(value)
-
-
-@dataclass
-class _Initialised(PerEnvironment):
-    """Owned by ``listeners/rundir.py``: when Locust's ``init`` reached this Environment (its order among those alive)."""
-
-    order: int = 0
-
-
-_inits = itertools.count(1)
-
-
-def _initialised() -> list[Any]:
-    """The Environments ``init`` reached that are still alive, oldest first (a gone one has no record left)."""
-    found = [(record.order, env) for env in run_context.environments() if (record := _Initialised.peek(env))]
-    return [env for _order, env in sorted(found, key=lambda pair: pair[0])]
-
-
-def _current_env() -> Any:
-    """The Environment last initialised and still alive (``redact`` called without one), or None."""
-    alive = _initialised()
-    return alive[-1] if alive else None
+    keep_parser(parser)
 
 
 class _RunFolder(PerEnvironment):
@@ -315,42 +226,12 @@ def build_run_json(environment: Environment, *, final: bool) -> dict[str, Any]:
         "versions": _versions(),
         "runner": type(runner).__name__ if runner is not None else None,
         "workers": _workers(runner, environment) if runner is not None else 0,
-        "argv": [redact(a, environment) for a in _redact_argv(sys.argv)],
+        "argv": [redact(a, environment) for a in redact_argv(sys.argv)],
     }
     doc.update(_info(environment))
     if final:
         doc["exit_code"] = exit_code_as_locust_decides(environment)
     return doc
-
-
-def _redact_argv(argv: list[str]) -> list[str]:
-    result, hide_next = [], False
-    for arg in argv:
-        if hide_next:
-            result.append(REDACTED)
-            hide_next = False
-            continue
-        name = arg.lstrip("-").split("=", 1)[0].replace("-", "_")
-        if arg.startswith("--") and _is_secret_name(name):
-            if "=" in arg:
-                result.append(arg.split("=", 1)[0] + "=" + REDACTED)
-            else:
-                result.append(arg)
-                hide_next = True
-            continue
-        result.append(arg)
-    return result
-
-
-def redact_tree(value: Any, environment: Environment | None = None) -> Any:
-    """:func:`redact` applied to every string inside a JSON-able value, so the JSON around them stays intact."""
-    if isinstance(value, str):
-        return redact(value, environment)
-    if isinstance(value, dict):
-        return {key: redact_tree(item, environment) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact_tree(item, environment) for item in value]
-    return value
 
 
 def run_json_text(environment: Environment, *, final: bool) -> str:
@@ -393,7 +274,7 @@ def _locust_csvs(environment: Environment, directory: Path) -> None:
 def _final_csv_prefix_files(**_kwargs: Any) -> None:
     """Locust rewrites its ``--csv`` tables once a second and not at the end, so they miss up to a second of the
     run's last requests; after the runner has quit (nothing is measured any more) they get the final figures."""
-    for environment in _initialised():
+    for environment in initialised():
         options = run_context.options(environment)
         prefix = getattr(options, "csv_prefix", None)
         if not prefix or isinstance(getattr(environment, "runner", None), WorkerRunner):
@@ -411,7 +292,7 @@ def _final_csv_prefix_files(**_kwargs: Any) -> None:
 
 @events.init.add_listener
 def _on_init(environment: Environment, **_kwargs: Any) -> None:
-    _Initialised.of(environment).order = next(_inits)
+    note_initialised(environment)
     add_run_info(environment, "started_at", None)
     parent = parent_dir(environment)
     if parent is not None:  # before any user and any embedded target (a locustfile's init listeners come later)
@@ -461,4 +342,3 @@ def close_run(environment: Environment) -> Path | None:
 
 hooks.add_run_info.implement(add_run_info)
 hooks.run_dir.implement(run_dir)
-hooks.redact.implement(redact)

@@ -51,7 +51,7 @@ from swarmgauge.core.options import add_option
 from swarmgauge.core.run_context import RunContext
 from swarmgauge.core.slo_units import LATENCY_METRICS, UNITS, in_unit
 from swarmgauge.errors import UsageError, stop_on_usage_error
-from swarmgauge.listeners import outcome, rundir, slo_junit, steps, unanswered, user_errors
+from swarmgauge.listeners import outcome, run_redaction, rundir, slo_junit, steps, unanswered, user_errors
 from swarmgauge.listeners.outcome import (  # noqa: F401 - covers_failures: API
     FAILING,
     NOT_REACHED,
@@ -309,7 +309,7 @@ def check(environment: Environment) -> list[dict[str, Any]]:
             "verdicts": verdicts,
         }
         rundir.write_atomic(
-            directory / "slo.json", json.dumps(rundir.redact_tree(doc, environment), indent=2, default=str)
+            directory / "slo.json", json.dumps(run_redaction.redact_tree(doc, environment), indent=2, default=str)
         )
     rundir.add_run_info(environment, "slo", {"passed": passed, "failed": failed, "not_reached": not_reached})
     rundir.add_run_info(environment, "user_errors", {"total": raised["total"], "by_class": raised["by_class"]})

@@ -20,7 +20,7 @@ from locust.env import Environment
 from swarmgauge.core.slo_units import in_unit
 from swarmgauge.errors import UsageError
 from swarmgauge.files import write_atomic
-from swarmgauge.listeners import rundir
+from swarmgauge.listeners import run_redaction
 from swarmgauge.listeners.outcome import FAILING, NOT_REACHED, Outcome
 
 logger = logging.getLogger("swarmgauge.slo_junit")
@@ -92,7 +92,7 @@ def write_if_asked(environment: Environment, verdicts: list[dict[str, Any]], dec
     if path is None:
         return None
     try:
-        write_atomic(path, rundir.redact(junit_xml(verdicts, decided), environment))
+        write_atomic(path, run_redaction.redact(junit_xml(verdicts, decided), environment))
     except OSError as exc:
         logger.error("could not write --slo-junit %s: %s", path, exc)
         return None

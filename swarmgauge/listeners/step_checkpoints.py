@@ -34,13 +34,13 @@ from swarmgauge.core.hooks import StepInfo, step_changed, step_counter_names
 from swarmgauge.core.locust_compat import live_worker_ids
 from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.files import discard, stage
-from swarmgauge.listeners import rundir, steps
+from swarmgauge.listeners import rundir, step_state, steps
 from swarmgauge.listeners.steps_csv import step_rows, write_rows
 
 logger = logging.getLogger("swarmgauge.step_checkpoints")
 
 SETTLE_SECONDS = 1.0
-WORKER_WAIT_SECONDS = 2 * steps.WORKER_REPORT_SECONDS + SETTLE_SECONDS
+WORKER_WAIT_SECONDS = 2 * step_state.WORKER_REPORT_SECONDS + SETTLE_SECONDS
 POLL_SECONDS = 0.2
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import Any
@@ -41,15 +40,25 @@ from swarmgauge.core.locust_compat import (
     send_worker_stats_now,
     thin_history,
 )
-from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.errors import Unfinished
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import rundir, stalls
 from swarmgauge.listeners.heap_trim import trim_malloc_heap
 from swarmgauge.listeners.step_percentiles import COLUMNS as PERCENTILE_COLUMNS
 from swarmgauge.listeners.step_percentiles import percentile_rows
-from swarmgauge.listeners.step_stats import NameStats, StepMerge, StepRecorder, TimelinePoint
-from swarmgauge.listeners.steps_csv import TIMELINE_COLUMNS, Timeline, step_rows, timeline_rows, write_rows
+from swarmgauge.listeners.step_state import (
+    LOCAL_DRAIN_INTERVAL,
+    StepState,
+    close_bucket,
+    current_step,
+    fresh_state,
+    merge_batch,
+    state_of,
+    step_at,
+    timeline_bucket,
+)
+from swarmgauge.listeners.step_stats import StepMerge
+from swarmgauge.listeners.steps_csv import TIMELINE_COLUMNS, step_rows, timeline_rows, write_rows
 
 logger = logging.getLogger("swarmgauge.steps")
 
@@ -58,86 +67,26 @@ FLUSH_MESSAGE = "swarmgauge_flush"
 FLUSHED_MESSAGE = "swarmgauge_flushed"
 GENERATOR_BOUND_CPU = 90.0
 SAMPLE_INTERVAL = 1.0
-LOCAL_DRAIN_INTERVAL = 1.0
 LOCUST_PRUNE_INTERVAL = 10.0
 HEAP_TRIM_INTERVAL = 30.0
-WORKER_REPORT_SECONDS = 3.0  # Locust's WORKER_REPORT_INTERVAL: a master's timeline cannot be finer than this
 MAX_SAMPLER_SECONDS = 30 * 24 * 3600.0
 
 register_step_counter = hooks.register_step_counter  # kept here for locustfiles that declare counters
 
 
-class _StepState(PerEnvironment):
-    """Owned by ``listeners/steps.py``: everything this process knows about the steps of the current run."""
-
-    def __init__(self) -> None:
-        self.transitions: list[tuple[float, StepInfo]] = []
-        self.recorder = StepRecorder()
-        self.merged = StepMerge()
-        self.announced: dict[int, StepInfo] = {}
-        self.timeline = Timeline()
-        self.open_bucket: int | None = None
-        self.open_step = 0
-        self.open_stats: NameStats | None = None
-        self.stopped_at: float | None = None
-        self.finalized = False
-        self.sampler: gevent.Greenlet | None = None
-        self.sampler_stop = False
-        self.flush_pending: set[str] = set()
-        self.stall_watch = stalls.StallWatch(self.recorder.note_stall)
-
-
-#: [weak reference to the Environment last asked for, its state]: every request and iteration asks, nearly always
-#: for the same Environment; every replacement of the slot clears it
-_last_state: list[Any] = [None, None]
-
-
-def _state(environment: Environment) -> _StepState:
-    last, state = _last_state
-    if last is not None and last() is environment:
-        return state
-    state = _StepState.of(environment)
-    try:
-        _last_state[:] = [weakref.ref(environment), state]
-    except TypeError:  # a stand-in that takes no weak reference is not cached
-        _last_state[:] = [None, None]
-    return state
-
-
-def _fresh_state(environment: Environment) -> _StepState:
-    """A new run's state in place of the old one (and the cache of the last one asked for cleared)."""
-    _last_state[:] = [None, None]
-    return _StepState.renew(environment)
-
-
 def reset(environment: Environment) -> None:
     """A new run in the same process (the web UI's next START): step clock, recorder and sampler start clean."""
-    old = _StepState.peek(environment)
+    old = StepState.peek(environment)
     if old is not None and old.sampler is not None:
         old.sampler_stop = True
         old.sampler.kill(block=False)
-    _fresh_state(environment)
-
-
-def current_step(environment: Environment) -> StepInfo | None:
-    """The step this process is in now, or None before the first announcement."""
-    transitions = _state(environment).transitions
-    return transitions[-1][1] if transitions else None
-
-
-def step_at(environment: Environment, wall_time: float) -> tuple[StepInfo, float] | None:
-    """The step that was current on this process at ``wall_time``, with the local time it began."""
-    transitions = _state(environment).transitions
-    for began, info in reversed(transitions):
-        if wall_time >= began:
-            return info, began
-    return (transitions[0][1], transitions[0][0]) if transitions else None
+    fresh_state(environment)
 
 
 def _apply(environment: Environment, info: StepInfo) -> None:
-    state = _state(environment)
+    state = state_of(environment)
     if info.index == 0 and state.transitions:
-        state = _fresh_state(environment)
+        state = fresh_state(environment)
     state.transitions.append((time.time(), info))
     _ensure_sampler(environment)
     step_changed.fire(environment=environment, step=info)
@@ -147,7 +96,7 @@ def announce(environment: Environment, info: StepInfo) -> None:
     """Called by the shape on the master (or a local run) when a new stage begins."""
     runner = environment.runner
     _apply(environment, info)
-    _state(environment).announced[info.index] = info  # after _apply: step 0 of a new run starts a fresh state
+    state_of(environment).announced[info.index] = info  # after _apply: step 0 of a new run starts a fresh state
     if isinstance(runner, MasterRunner):
         workers = _live_workers(runner)
         for slot, client_id in enumerate(workers):
@@ -167,19 +116,19 @@ def _live_workers(runner: Any) -> list[str]:
 def request_final_reports(environment: Environment) -> None:
     """Ask every worker for what it has not reported yet (locally: fire :data:`before_flush` and fold it in)."""
     runner = environment.runner
-    state = _state(environment)
+    state = state_of(environment)
     if isinstance(runner, MasterRunner):
         state.flush_pending = set(_live_workers(runner))
         for client_id in sorted(state.flush_pending):
             runner.send_message(FLUSH_MESSAGE, None, client_id=client_id)
         return
     before_flush.fire(environment=environment)
-    _merge_batch(environment, "local", state.recorder.drain())
+    merge_batch(environment, "local", state.recorder.drain())
 
 
 def final_reports_in(environment: Environment) -> bool:
     """True once every worker asked by :func:`request_final_reports` has answered."""
-    return not _state(environment).flush_pending
+    return not state_of(environment).flush_pending
 
 
 def _on_flush_message(environment: Environment, msg: Any, **_kwargs: Any) -> None:
@@ -192,19 +141,19 @@ def send_last_figures(environment: Environment) -> None:
     if isinstance(environment.runner, WorkerRunner):
         send_worker_stats_now(environment.runner)  # Locust's own counts arrive before FLUSHED, so before the quit
     if environment.runner is not None:
-        environment.runner.send_message(FLUSHED_MESSAGE, _state(environment).recorder.drain())
+        environment.runner.send_message(FLUSHED_MESSAGE, state_of(environment).recorder.drain())
 
 
 def _on_flushed_message(environment: Environment, msg: Any, **_kwargs: Any) -> None:
-    state = _state(environment)
+    state = state_of(environment)
     if msg.data:
-        _merge_batch(environment, str(msg.node_id), msg.data)
+        merge_batch(environment, str(msg.node_id), msg.data)
     state.flush_pending.discard(str(msg.node_id))
 
 
 def end_run(environment: Environment) -> None:
     """The shape calls this when its plan is over, so the last step's duration ends here."""
-    state = _state(environment)
+    state = state_of(environment)
     if state.stopped_at is None:
         state.stopped_at = time.time()
 
@@ -223,7 +172,7 @@ def count(environment: Environment, name: str, n: int = 1, step: int | None = No
         found = step_at(environment, at) if at is not None else None
         info = found[0] if found else current_step(environment)
         step = info.index if info else 0
-    _state(environment).recorder.count(step, name, n)
+    state_of(environment).recorder.count(step, name, n)
 
 
 def _implicit_step(environment: Environment) -> None:
@@ -231,7 +180,7 @@ def _implicit_step(environment: Environment) -> None:
     options = getattr(environment, "parsed_options", None)
     users = getattr(options, "num_users", None) if options is not None else None
     info = StepInfo(index=0, label="run", users=users, rate=None, started_at=time.time())
-    state = _state(environment)
+    state = state_of(environment)
     state.transitions.append((0.0, info))
     state.announced[0] = info
     _ensure_sampler(environment)
@@ -246,7 +195,7 @@ def on_request(
     start_time: float | None = None,
     **_kwargs: Any,
 ) -> None:
-    state = _state(environment)
+    state = state_of(environment)
     transitions = state.transitions
     if not transitions:
         _implicit_step(environment)
@@ -265,7 +214,7 @@ def on_request(
 
 
 def _ensure_sampler(environment: Environment) -> None:
-    state = _state(environment)
+    state = state_of(environment)
     if state.sampler is None or state.sampler.dead:
         state.sampler_stop = False
         state.sampler = gevent.spawn(_sample_loop, environment)
@@ -275,7 +224,7 @@ def _ensure_sampler(environment: Environment) -> None:
 
 def _stall_watch(environment: Environment) -> stalls.StallWatch | None:
     """The current run's stall watch, None once its sampling stopped (the watch greenlet then ends)."""
-    state = _state(environment)
+    state = state_of(environment)
     return None if state.sampler_stop else state.stall_watch
 
 
@@ -287,16 +236,16 @@ def _sample_loop(environment: Environment) -> None:
     generates_load = not isinstance(environment.runner, MasterRunner)
     began = time.monotonic()
     last_drain = last_prune = last_trim = began
-    while not _state(environment).sampler_stop and time.monotonic() - began < MAX_SAMPLER_SECONDS:
+    while not state_of(environment).sampler_stop and time.monotonic() - began < MAX_SAMPLER_SECONDS:
         gevent.sleep(SAMPLE_INTERVAL)
-        state = _state(environment)
+        state = state_of(environment)
         info = current_step(environment)
         cpu = process.cpu_percent(None)
         if info is not None and generates_load:
             state.recorder.note_cpu(info.index, cpu)
         if not is_worker and time.monotonic() - last_drain >= LOCAL_DRAIN_INTERVAL:
             last_drain = time.monotonic()
-            _merge_batch(environment, "local", state.recorder.drain())
+            merge_batch(environment, "local", state.recorder.drain())
         if time.monotonic() - last_prune >= LOCUST_PRUNE_INTERVAL:
             last_prune = time.monotonic()
             bound_locust_stats(environment)
@@ -311,32 +260,6 @@ def bound_locust_stats(environment: Environment) -> None:
     if stats is not None:
         prune_per_second_counts(stats)
         thin_history(stats)
-
-
-def _timeline_bucket(environment: Environment) -> float:
-    """Seconds per ``timeline.csv`` row: as often as the figures arrive (local drains, or worker reports)."""
-    return WORKER_REPORT_SECONDS if isinstance(environment.runner, MasterRunner) else LOCAL_DRAIN_INTERVAL
-
-
-def _merge_batch(environment: Environment, source: str, batch: dict[str, Any]) -> None:
-    state = _state(environment)
-    combined = state.merged.add_batch(source, batch)
-    if combined.requests:
-        bucket = int(time.time() // _timeline_bucket(environment))
-        if state.open_bucket is not None and bucket != state.open_bucket:
-            _close_bucket(state)
-        if state.open_stats is None:
-            state.open_bucket, state.open_stats = bucket, NameStats()
-        state.open_stats.add(combined)
-        info = current_step(environment)
-        state.open_step = info.index if info else 0
-
-
-def _close_bucket(state: _StepState) -> None:
-    """A finished bucket (buckets follow the wall clock) kept as its figures, its histogram dropped: flat memory."""
-    if state.open_bucket is not None and state.open_stats is not None:
-        state.timeline.add(state.open_bucket, state.open_step, TimelinePoint.of(state.open_stats))
-    state.open_bucket, state.open_stats = None, None
 
 
 @events.init.add_listener
@@ -378,7 +301,7 @@ def _request_listener(environment: Environment) -> Callable[..., None]:
 
 
 def _on_report_to_master(environment: Environment, client_id: str, data: dict[str, Any]) -> None:
-    state = _state(environment)
+    state = state_of(environment)
     if not state.recorder.empty():
         data["swarmgauge_steps"] = state.recorder.drain()
 
@@ -386,7 +309,7 @@ def _on_report_to_master(environment: Environment, client_id: str, data: dict[st
 def _on_worker_report(environment: Environment, client_id: str, data: dict[str, Any]) -> None:
     batch = data.get("swarmgauge_steps")
     if batch:
-        _merge_batch(environment, str(client_id), batch)
+        merge_batch(environment, str(client_id), batch)
 
 
 @events.test_stop.add_listener
@@ -398,13 +321,13 @@ def _on_test_stop(environment: Environment, **_kwargs: Any) -> None:
 @at_end("tables rewritten")
 def finalize(environment: Environment) -> StepMerge:
     """Fold in the last local recordings and write ``steps.csv``/``timeline.csv`` once; returns the merge."""
-    state = _state(environment)
+    state = state_of(environment)
     if isinstance(environment.runner, WorkerRunner):
         return state.merged
     if not state.finalized:
         state.sampler_stop = True
-        _merge_batch(environment, "local", state.recorder.drain())
-        _close_bucket(state)
+        merge_batch(environment, "local", state.recorder.drain())
+        close_bucket(state)
         end_run(environment)
         state.finalized = True
         directory = rundir.run_dir(environment)
@@ -413,7 +336,7 @@ def finalize(environment: Environment) -> StepMerge:
             write_atomic(directory / "steps.csv", write_rows(rows))
             write_atomic(
                 directory / "timeline.csv",
-                write_rows(timeline_rows(state.timeline, _timeline_bucket(environment)), TIMELINE_COLUMNS),
+                write_rows(timeline_rows(state.timeline, timeline_bucket(environment)), TIMELINE_COLUMNS),
             )
             rundir.add_run_info(environment, "steps", [asdict(i) for i in step_infos(environment)])
             write_atomic(directory / "percentiles.csv", write_rows(percentile_rows(state.merged), PERCENTILE_COLUMNS))
@@ -422,13 +345,13 @@ def finalize(environment: Environment) -> StepMerge:
 
 def step_infos(environment: Environment) -> list[StepInfo]:
     """The steps announced in this run, in order (on the master or a local run)."""
-    state = _state(environment)
+    state = state_of(environment)
     return [state.announced[i] for i in sorted(state.announced)]
 
 
 def rows_now(environment: Environment) -> list[dict[str, Any]]:
     """``steps.csv`` rows from what the master has merged so far, without writing anything (live views, summary)."""
-    state = _state(environment)
+    state = state_of(environment)
     return step_rows(state.merged, step_infos(environment), state.stopped_at or time.time(), step_counter_names())
 
 
@@ -436,21 +359,21 @@ def merge_local_now(environment: Environment) -> None:
     """On a local run, fold this process's latest recordings in now, so a live check sees them (a master merges
     what its workers report)."""
     if not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
-        _merge_batch(environment, "local", _state(environment).recorder.drain())
+        merge_batch(environment, "local", state_of(environment).recorder.drain())
 
 
 def merged(environment: Environment) -> StepMerge:
     """The master's merged per-step statistics so far (for SLO checks and the web UI)."""
-    return _state(environment).merged
+    return state_of(environment).merged
 
 
 def stopped_at(environment: Environment) -> float | None:
-    return _state(environment).stopped_at
+    return state_of(environment).stopped_at
 
 
 def finalized(environment: Environment) -> bool:
     """The run's final ``steps.csv`` is written: nothing may write a partial one over it."""
-    return _state(environment).finalized
+    return state_of(environment).finalized
 
 
 hooks.count_step.implement(count)

@@ -26,7 +26,7 @@ from locust.runners import WorkerRunner
 
 from swarmgauge.core import hooks, run_context
 from swarmgauge.core.run_context import PerEnvironment
-from swarmgauge.listeners import rundir, steps
+from swarmgauge.listeners import run_redaction, steps
 
 COUNTER = "user_errors"
 REPORT_KEY = "swarmgauge_user_errors"
@@ -107,7 +107,7 @@ def by_class(environment: Environment) -> list[dict[str, Any]]:
     """The classes raised, most frequent first, messages redacted like every file of the run."""
     ranked = sorted(tally(environment).by_class.items(), key=lambda item: (-item[1].count, item[0]))
     return [
-        {"class": name, "count": raised.count, "message": rundir.redact(raised.message, environment)}
+        {"class": name, "count": raised.count, "message": run_redaction.redact(raised.message, environment)}
         for name, raised in ranked
     ]
 

@@ -51,8 +51,10 @@ from swarmgauge.listeners import (
     form_steps,
     live,
     prom_export,
+    run_redaction,
     rundir,
     slo,
+    slo_abort,
     steps,
     webui_close,
     webui_fields,
@@ -114,7 +116,7 @@ def start_fresh_run(environment: Environment) -> None:
     webui_close.finish_close(environment)
     steps.reset(environment)
     slo.clear_verdicts(environment)
-    live.clear_abort(environment)
+    slo_abort.clear_abort(environment)
     RunContext.of(environment).closed_run = None
     environment.process_exit_code = None
     form_steps.restore_shape(environment)
@@ -126,7 +128,7 @@ def start_fresh_run(environment: Environment) -> None:
         shape.check_stage_classes()  # the plan, rebuilt; a class the picker left out stops the START with its reason
     feeder_plan.take_plan_feeder(environment)  # the form may name another plan: its feeder, or none
     slo.validate(environment)
-    live.validate_abort(environment)
+    slo_abort.validate_abort(environment)
 
 
 # -- what Locust's page is told ------------------------------------------------------------------------------------
@@ -192,7 +194,7 @@ def _form_doc(environment: Environment, web_ui: Any) -> dict[str, Any]:
     """What the form's script needs: each field's label, flag and help, and the plan START would run now."""
     picker = bool(web_ui.userclass_picker_is_active)
     doc = {"fields": webui_fields.field_docs(), "preview": webui_fields.plan_preview(environment, None, picker)}
-    return rundir.redact_tree(doc, environment)
+    return run_redaction.redact_tree(doc, environment)
 
 
 def _form_script_tags(environment: Environment, web_ui: Any) -> str:
@@ -290,7 +292,9 @@ def _install(environment: Environment, web_ui: Any) -> None:
     @protect
     def swarmgauge_plan() -> Any:
         picker = bool(web_ui.userclass_picker_is_active)
-        return jsonify(rundir.redact_tree(webui_fields.plan_preview(environment, request.form, picker), environment))
+        return jsonify(
+            run_redaction.redact_tree(webui_fields.plan_preview(environment, request.form, picker), environment)
+        )
 
     @app.route("/swarmgauge/")
     @protect

@@ -20,7 +20,7 @@ from werkzeug.datastructures import ImmutableMultiDict
 
 from swarmgauge.core.options import check_options
 from swarmgauge.core.run_context import PerEnvironment
-from swarmgauge.listeners.rundir import is_secret_name, redact
+from swarmgauge.listeners.run_redaction import is_secret_name, redact
 from swarmgauge.run_folders import is_inside
 
 LIST_SEPARATORS = (",", ";")

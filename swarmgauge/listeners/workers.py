@@ -26,7 +26,7 @@ from locust.env import Environment
 from locust.runners import MasterRunner
 
 from swarmgauge.core.locust_compat import missing_worker_ids
-from swarmgauge.listeners import rundir, steps
+from swarmgauge.listeners import rundir, step_state
 
 log = logging.getLogger(__name__)
 
@@ -100,10 +100,10 @@ class WorkerLossWatcher:
 
     def _step_at(self, wall_time: float | None) -> Any:
         if wall_time is not None:
-            found = steps.step_at(self.environment, wall_time)
+            found = step_state.step_at(self.environment, wall_time)
             if found is not None:
                 return found[0]
-        return steps.current_step(self.environment)
+        return step_state.current_step(self.environment)
 
     def _record(self, client_id: str) -> None:
         last_seen = self.last_seen.get(client_id)

@@ -1,6 +1,6 @@
 """Report section "Run aborted": which ``--slo-abort`` threshold stopped the run, in which step, on what value.
 
-Input: ``run.json``'s ``aborted`` (written by :mod:`listeners.live`). Without it (the run was not aborted) there is no
+Input: ``run.json``'s ``aborted`` (written by :mod:`listeners.slo_abort`). Without it (the run was not aborted) there is no
 section.
 """
 

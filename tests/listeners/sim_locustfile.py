@@ -20,7 +20,7 @@ import swarmgauge.listeners.step_checkpoints
 import swarmgauge.listeners.steps
 import swarmgauge.reports.report  # noqa: F401 - the report at the end of a run
 from swarmgauge.errors import SwarmgaugeError
-from swarmgauge.listeners import steps
+from swarmgauge.listeners import step_state
 from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 from swarmgauge.shapes.open_model import OpenModel
 from swarmgauge.users.recording import measure
@@ -45,7 +45,7 @@ class _SimUserBase(User):
 
     @task
     def item(self) -> None:
-        info = steps.current_step(self.environment)
+        info = step_state.current_step(self.environment)
         request_id = f"{os.getpid()}-{next(_request_ids)}"
         path = f"/item?step={info.index if info else ''}&id={request_id}"
         if self.status:

@@ -10,7 +10,7 @@ from locust.env import Environment
 from locust.exception import StopUser
 
 from swarmgauge.core import hooks
-from swarmgauge.listeners import feeder
+from swarmgauge.listeners import feeder, feeder_state
 
 
 def _environment(tmp_path, mode: str, exhausted: str = "") -> Environment:
@@ -31,7 +31,7 @@ def test_unique_stop_hands_each_row_once_then_stops_the_user(tmp_path):
     assert _draws(user, 3) == [0, 1, 2]
     with pytest.raises(StopUser):
         hooks.next_row(user)
-    assert feeder.summary(user.environment)["used"] == 3
+    assert feeder_state.summary(user.environment)["used"] == 3
 
 
 def test_shared_recycles_by_default_in_file_order(tmp_path):

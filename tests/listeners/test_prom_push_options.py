@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from swarmgauge.errors import UsageError
-from swarmgauge.listeners import rundir
+from swarmgauge.listeners import run_redaction
 from swarmgauge.listeners.prom_push import PushRecord, PushRejected, failure_kind, parse_endpoint
 
 
@@ -16,7 +16,7 @@ def test_credentials_leave_the_url_and_become_secrets():
     assert endpoint.url == "https://h.example:9443/w?x=1"
     assert (endpoint.username, endpoint.password) == ("pusher", "hunter#42")
     assert endpoint.shown == "https://***@h.example:9443/w?x=1"
-    assert "hunter" not in rundir.redact("failed: https://pusher:hunter%2342@h.example:9443/w and hunter#42")
+    assert "hunter" not in run_redaction.redact("failed: https://pusher:hunter%2342@h.example:9443/w and hunter#42")
 
 
 def test_a_url_without_credentials_is_kept_as_given():

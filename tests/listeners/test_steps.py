@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import msgpack
 import pytest
 
-from swarmgauge.listeners import steps
+from swarmgauge.listeners import step_state, steps
 from swarmgauge.listeners.step_stats import StepMerge, StepRecorder, TimelinePoint
 from swarmgauge.listeners.steps_csv import (
     BASE_COLUMNS,
@@ -79,7 +79,7 @@ def _environment() -> SimpleNamespace:
 
 def test_requests_count_in_the_step_they_started_in_and_warmup_is_apart():
     environment = _environment()
-    state = steps._state(environment)
+    state = step_state.state_of(environment)
     now = time.time()
     state.transitions += [
         (now - 10.0, steps.StepInfo(0, "1 users", 1, None, now - 10.0, 5.0, warmup=1.0)),
@@ -98,7 +98,7 @@ def test_requests_count_in_the_step_they_started_in_and_warmup_is_apart():
 
 def test_a_counter_given_a_start_time_lands_in_the_step_its_request_started_in():
     environment = _environment()
-    state = steps._state(environment)
+    state = step_state.state_of(environment)
     now = time.time()
     state.transitions += [
         (now - 10.0, steps.StepInfo(0, "churn", 8, 10.0, now - 10.0, 5.0)),
@@ -156,33 +156,6 @@ def test_per_step_counts_and_percentiles_match_the_targets_own_record(tmp_path, 
                 f"step {row['step']} p{percentile}: HDR {measured} ms, target {truth:.3f} ms "
                 f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
             )
-
-
-def test_closed_timeline_buckets_keep_figures_only_and_one_histogram_stays_open(monkeypatch):
-    """Long runs stay flat: a finished one-second bucket is kept as four figures, its histogram dropped."""
-    environment = _environment()
-    state = steps._state(environment)
-    clock = [1000.2]
-    monkeypatch.setattr(steps.time, "time", lambda: clock[0])
-    for second in range(300):
-        clock[0] = 1000.2 + second
-        for _ in range(2):
-            recorder = StepRecorder()
-            recorder.record(0, "GET", "/", 10.0 + second % 7, failed=second % 10 == 0)
-            steps._merge_batch(environment, "local", recorder.drain())
-    assert len(state.timeline) == 299 and isinstance(state.timeline, Timeline)
-    assert state.open_bucket == 1299 and state.open_stats.requests == 2
-    steps._close_bucket(state)
-    rows = timeline_rows(state.timeline, 1.0)
-    assert len(rows) == 300
-    assert {k: rows[0][k] for k in ("time", "step", "requests", "failures")} == {
-        "time": 1000.0,
-        "step": 0,
-        "requests": 2,
-        "failures": 2,
-    }
-    assert rows[0]["p50_ms"] == pytest.approx(10.0, rel=1e-3)
-    assert rows[3]["p99_ms"] == pytest.approx(13.0, rel=1e-3) and rows[3]["failures"] == 0
 
 
 def test_the_timeline_gives_back_each_closed_bucket_in_order_with_missing_percentiles_as_none():

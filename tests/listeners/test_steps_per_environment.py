@@ -8,7 +8,7 @@ import gc
 from locust.env import Environment
 
 from swarmgauge.core import run_context
-from swarmgauge.listeners import steps, user_errors
+from swarmgauge.listeners import step_state, steps, user_errors
 from swarmgauge.listeners.step_stats import StepRecorder
 
 
@@ -31,10 +31,10 @@ def test_report_to_master_drains_the_recorder_of_the_environment_that_reports():
     first, second = Environment(), Environment()
     steps._on_init(first)
     steps._on_init(second)
-    steps._state(first).recorder.record(0, "GET", "/a", 5.0, failed=False)
+    step_state.state_of(first).recorder.record(0, "GET", "/a", 5.0, failed=False)
     sent: dict = {}
     first.events.report_to_master.fire(client_id="w1", data=sent)
-    assert "swarmgauge_steps" in sent and steps._state(first).recorder.empty()
+    assert "swarmgauge_steps" in sent and step_state.state_of(first).recorder.empty()
     quiet: dict = {}
     second.events.report_to_master.fire(client_id="w2", data=quiet)
     assert "swarmgauge_steps" not in quiet

@@ -20,7 +20,7 @@ from locust.env import Environment
 from prometheus_client.parser import text_string_to_metric_families
 
 from swarmgauge.core.hooks import StepInfo
-from swarmgauge.listeners import live, steps, webui
+from swarmgauge.listeners import live, step_state, webui
 from swarmgauge.listeners.step_stats import StepRecorder
 from swarmgauge.targets.launch import stop_processes
 from tests.listeners.sim_run import ROOT, free_port, locust_command, sim_target
@@ -261,12 +261,12 @@ def test_start_then_the_swarmgauge_tab_shows_each_request_types_live_rate_and_pe
 
 def _steps_of(environment: Environment, requests: dict[tuple[str, str], list[float]]) -> None:
     """Step 0 (10 s old) of a local run with these requests merged, as the master's per-step table holds them."""
-    steps._state(environment).announced[0] = StepInfo(0, "8 users", 8, None, time.time() - 10.0)
+    step_state.state_of(environment).announced[0] = StepInfo(0, "8 users", 8, None, time.time() - 10.0)
     recorder = StepRecorder()
     for (rtype, name), times in requests.items():
         for ms in times:
             recorder.record(0, rtype, name, ms, failed=False)
-    steps._merge_batch(environment, "local", recorder.drain())
+    step_state.merge_batch(environment, "local", recorder.drain())
 
 
 def test_the_tab_has_a_row_per_request_type_and_a_mixed_steps_aggregated_row_is_counts_only():

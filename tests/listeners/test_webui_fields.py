@@ -12,7 +12,7 @@ from werkzeug.datastructures import ImmutableMultiDict
 
 from swarmgauge.core.hooks import StepInfo
 from swarmgauge.core.trend import Warmup
-from swarmgauge.listeners import live, rundir, steps, webui, webui_fields
+from swarmgauge.listeners import live, rundir, step_state, webui, webui_fields
 from swarmgauge.listeners.step_stats import StepRecorder
 from swarmgauge.shapes import PlanShape
 from tests.listeners.test_live import TARGET, _local_environment, _sampled
@@ -92,11 +92,11 @@ def test_the_class_picker_keeps_the_shape_in_effect():
 
 
 def _one_step(environment, latencies: list[float]) -> None:
-    steps._state(environment).announced[0] = StepInfo(0, "2 users", 2, None, time.time() - 10.0)
+    step_state.state_of(environment).announced[0] = StepInfo(0, "2 users", 2, None, time.time() - 10.0)
     recorder = StepRecorder()
     for ms in latencies:
         recorder.record(0, "GET", "/", ms, failed=False)
-    steps._merge_batch(environment, "local", recorder.drain())
+    step_state.merge_batch(environment, "local", recorder.drain())
 
 
 def test_the_tab_shows_a_run_scope_verdict_with_its_unit_and_figures_with_three_digits():

@@ -108,6 +108,21 @@ def test_embedded_sqlite_sync_run_reconciles_and_reports_backlog_and_rss(kneo_ve
     assert {r["request_type"] for r in steps} == {"run sync", ""} and "queue_full" in steps[0]
 
 
+def test_an_embedded_run_leaves_no_kneo_folder_in_the_folder_it_was_started_from(kneo_venv, tmp_path):
+    """kneo-serv keeps its SQLite store in ``.kneo/`` under its own working folder: the embedded one gets a folder of
+    its own, so a run started from any folder (a test's is the repository's root) leaves nothing there."""
+    started_in, run_dir = tmp_path / "cwd", tmp_path / "runs"
+    started_in.mkdir()
+    locustfile = str(ROOT / "locustfiles" / "kneo_dispatch.py")
+    cmd = [LOCUST, "-f", locustfile, "--headless", "--only-summary", "--run-dir", str(run_dir), "--steps", "1"]
+    proc = subprocess.run([*cmd, "--step-time", "2s"], cwd=started_in, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, _explain(run_dir, proc)
+    assert list(started_in.iterdir()) == []
+    store = Path(_result(run_dir)["store"])
+    assert store.is_absolute() and store.parent.name == ".kneo" and started_in not in store.parents
+    assert not store.parent.parent.exists()  # the service's own folder went with it
+
+
 def test_postgres_queued_run_with_auth_reconciles_and_never_shows_the_key_or_password(kneo_venv, pg_cluster, tmp_path):
     dsn = _database(pg_cluster)
     key = f"key-{uuid.uuid4().hex}"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from swarmgauge.reports.index_figures import PageSection
-from swarmgauge.reports.index_grades import AMBER, GREEN, RED, grade_table
+from swarmgauge.reports.index_grades import AMBER, GREEN, RED, GradedTable, grade_table
 from swarmgauge.reports.index_kneo_rows import add_kneo_rows, cpu_by_side, side_of
 from swarmgauge.reports.index_kneo_soak import threads_check
 
@@ -266,22 +266,29 @@ def test_threads_bounded_is_a_ceiling_the_count_falls_back_under_not_an_exact_co
     assert not threads_check(leaking, running, warm).holds
 
 
-def test_a_soak_backlog_off_the_pages_says_what_it_was_made_of(tmp_path):
+def backlog_soak(tmp_path: Path, *, running: bool, **drain: int) -> GradedTable:
+    """The soak table, graded, of 1,368 runs submitted at 24/s whose queued gauge read 15 at one of 62 one-second
+    samples (1 at the others) with a 1 s idle poll; ``running`` adds the running gauge (0 at that sample), ``drain``
+    the store's own figures beside the drain's runs, rate and batch."""
     soak = tmp_path / "soak"
     submit = {"step": 0, "request_type": "run submit", "name": "agent:echo.yaml", "users": 16, "requests": 1368}
     steps(soak, [{**submit, "failures": 0, "rps": 24.0, "p50_ms": 30, "p99_ms": 90, "duration_s": 57}])
     gauge = "prom:http://x/metrics#kneo_runs_queued"
     samples = [(r, 0, gauge, "kneo_runs_queued", 15.0 if r == 17 else 1.0, float(r)) for r in range(62)]
-    samples += [(r, 0, gauge, "kneo_runs_running", 0.0 if r == 17 else 2.0, float(r)) for r in range(62)]
+    if running:
+        samples += [(r, 0, gauge, "kneo_runs_running", 0.0 if r == 17 else 2.0, float(r)) for r in range(62)]
     frame = pd.DataFrame(samples, columns=["round", "step", "source", "metric", "value", "elapsed_s"])
     frame.to_csv(soak / "resources.csv", index=False)
-    drain = {"runs": 1368, "unfinished": 0, "runs_per_s": 24.0, "batch": 4000, "dispatched": 1368}
-    (soak / "kneo.json").write_text(json.dumps({"mismatches": 0, "queue_drain": drain}))
-    options = {"kneo_embedded_idle_poll": 1.0, "sample_interval": 1.0}
-    (soak / "run.json").write_text(json.dumps({"options": options}))
+    queue_drain = {"runs": 1368, "unfinished": 0, "runs_per_s": 24.0, "batch": 4000, **drain}
+    (soak / "kneo.json").write_text(json.dumps({"mismatches": 0, "queue_drain": queue_drain}))
+    (soak / "run.json").write_text(json.dumps({"options": {"kneo_embedded_idle_poll": 1.0, "sample_interval": 1.0}}))
     section = PageSection()
     add_kneo_rows(section, {"soak": soak})
-    soaked = grade_table(table(section, "Sustained-load soak"))
+    return grade_table(table(section, "Sustained-load soak"))
+
+
+def test_a_soak_backlog_off_the_pages_says_what_it_was_made_of(tmp_path):
+    soaked = backlog_soak(tmp_path, running=True, dispatched=1368)
     row = soaked.table.set_index("figure").loc["peak backlog in seconds of arrivals (the gauge's peak queued ÷ runs/s)"]
     assert row["measured"] == "0.62 s" and row["row"].endswith("amber")  # 0.46 of the page's 1.34 s stays amber
     assert row["why it does not hold"].startswith(
@@ -292,19 +299,7 @@ def test_a_soak_backlog_off_the_pages_says_what_it_was_made_of(tmp_path):
 
 
 def test_the_soak_backlog_is_the_stores_peak_when_the_store_kept_start_stamps(tmp_path):
-    soak = tmp_path / "soak"
-    submit = {"step": 0, "request_type": "run submit", "name": "agent:echo.yaml", "users": 16, "requests": 1368}
-    steps(soak, [{**submit, "failures": 0, "rps": 24.0, "p50_ms": 30, "p99_ms": 90, "duration_s": 57}])
-    gauge = "prom:http://x/metrics#kneo_runs_queued"
-    samples = [(r, 0, gauge, "kneo_runs_queued", 15.0 if r == 17 else 1.0, float(r)) for r in range(62)]
-    frame = pd.DataFrame(samples, columns=["round", "step", "source", "metric", "value", "elapsed_s"])
-    frame.to_csv(soak / "resources.csv", index=False)
-    drain = {"runs": 1368, "unfinished": 0, "runs_per_s": 24.0, "peak_queued": 23, "batch": 4000}
-    (soak / "kneo.json").write_text(json.dumps({"mismatches": 0, "queue_drain": drain}))
-    (soak / "run.json").write_text(json.dumps({"options": {"kneo_embedded_idle_poll": 1.0, "sample_interval": 1.0}}))
-    section = PageSection()
-    add_kneo_rows(section, {"soak": soak})
-    soaked = grade_table(table(section, "Sustained-load soak"))
+    soaked = backlog_soak(tmp_path, running=False, peak_queued=23)
     shown = soaked.table.set_index("figure")
     assert shown.loc["peak queued (kneo_runs_queued, read every 1 s)", "measured"] == "15"  # the sampler's
     assert shown.loc["peak queued (from the store: saved, not yet started, at every instant)", "measured"] == "23"
