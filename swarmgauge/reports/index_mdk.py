@@ -100,7 +100,8 @@ def fleet_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], list
         load = machine_load(run, doc)
         observed = dict(zip(verdicts["criterion"], verdicts["observed"]))
         cpu = doc.get("cpu_percent") or {}
-        holds = overall == page and not load["bound"]
+        found, of = devices_read(run)
+        holds = overall == page and not load["bound"] and found >= of
         rows.append(
             {
                 "Devices / Workers": label,
@@ -112,13 +113,26 @@ def fleet_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], list
                 "busiest process": observed.get("Steady CPU, busiest process", ""),
                 "rejected + timed out": observed.get("Rejected + timed out", ""),
                 "Kernel CPU": f"{cpu['kernel']:.0f} %" if "kernel" in cpu else "",
+                "devices read": f"{found:,} of {of:,}" if of else "",
                 "machine": machine_text(load),
                 "set by": FLEET_SET_BY.get(name, ""),
             }
         )
         text = f"{label}: {overall} (page {page})"
+        if found < of:
+            rows[-1]["shape"] = "machine-bound"
+            text += f", only {found:,} of {of:,} devices answered the discovery before the load"
         checks.append(Check(holds, text + (f", {machine_text(load)}" if load["bound"] else "")))
     return rows, checks, measured
+
+
+def devices_read(run: Path) -> tuple[int, int]:
+    """(devices that answered the run's discovery before its load, the fleet's devices); (0, 0) when the run did
+    none. A fleet whose stand-in could not answer for every device ran smaller than the page's: said, never silent."""
+    found = (read_json(run / "run.json") or {}).get("mdk_discovered_before_load")
+    if not isinstance(found, dict):
+        return 0, 0
+    return int(found.get("devices") or 0), int(found.get("of") or 0)
 
 
 def latency_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -98,6 +98,22 @@ def test_each_fleet_is_beside_the_pages_verdict_at_the_pages_size(tmp_path):
     assert all(c.holds for c in section.checks)
 
 
+def test_a_fleet_whose_discovery_found_fewer_devices_than_the_page_is_said_and_never_holds(tmp_path):
+    runs = {
+        "fleet-2000x1": fleet_run(tmp_path, "fleet-2000x1", 0.62),
+        "fleet-5000x1": fleet_run(tmp_path, "fleet-5000x1", 1.55),
+    }
+    for name, found in (("fleet-2000x1", 2000), ("fleet-5000x1", 383)):
+        info = {"mdk_discovered_before_load": {"devices": found, "of": int(name[6:10]), "seconds": 3.0}}
+        (runs[name] / "run.json").write_text(json.dumps(info))
+    section = mdk(runs)
+    verdicts = table(section, "Capacity")
+    assert list(verdicts["devices read"]) == ["2,000 of 2,000", "383 of 5,000"]
+    assert list(verdicts["shape"]) == ["holds", "machine-bound"]
+    assert [c.holds for c in section.checks] == [True, False]
+    assert "only 383 of 5,000 devices answered the discovery before the load" in section.checks[1].text
+
+
 def test_a_fleet_the_machine_cannot_hold_is_machine_bound_with_the_generators_and_the_stand_ins_cpu(tmp_path):
     runs = {"fleet-2000x1": fleet_run(tmp_path, "fleet-2000x1", 0.62, generator=70.0, stand_in=130.0, load=2.1)}
     section = mdk(runs)
