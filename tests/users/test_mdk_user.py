@@ -317,3 +317,22 @@ def test_with_forwarded_for_many_users_share_no_limit(limited_stand_in, tmp_path
     assert result.returncode == 0, result.stderr[-2000:]
     total = next(r for r in stats if r["Name"] == "Aggregated")
     assert int(total["Request Count"]) > 300 and int(total["Failure Count"]) == 0 and not failures
+
+
+class AsideUser(mdk_user.MDKUser):
+    host = "http://127.0.0.1:9"
+
+
+def test_readers_leave_a_device_set_aside_for_a_drill_while_another_is_left(monkeypatch):
+    from locust.env import Environment
+
+    from swarmgauge.core import hooks
+
+    monkeypatch.setattr(hooks, "next_row", lambda user: None)  # no --feeder
+    environment = Environment(user_classes=[AsideUser])
+    user = AsideUser(environment)
+    user.device_ids = ["timed", "other-1", "other-2"]
+    mdk_user.fleet_cache(environment).set_aside("timed")
+    assert {user.pick_device() for _ in range(200)} == {"other-1", "other-2"}
+    user.device_ids = ["timed"]
+    assert user.pick_device() == "timed"  # the only device is still read
