@@ -16,7 +16,7 @@ RESTART_BOOT_S = 5.0
 BOOT_SET_BY = f"--restart-boot-s {RESTART_BOOT_S:g} (a Node.js Kernel or Worker's boot: the page's 'about 4 to 6 s')"
 #: the stand-in mock's live snap read (``--read-cost-ms``, the page's 220 to 390 ms per device read): the first read
 #: after the devices are back is one such read, so the setting makes that figure
-READ_COST_SET_BY = "--read-cost-ms 220-390 (the mock's live snap read: the first read after the devices are back is one)"
+READ_COST_SET_BY = "--read-cost-ms 220-390 (the mock's live snap read; the first read after the return is one)"
 #: drill figure -> (the page's figure as shown, the number the ratio is taken against in s, tolerance, set by)
 MDK_DRILL_PAGE: dict[str, tuple[str, float, float, str | None]] = {
     # the page's 3.4 to 8.5 s is 6.0 s +- 43 %; the boot setting makes most of it
