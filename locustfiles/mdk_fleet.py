@@ -140,6 +140,7 @@ def start_target(environment: Environment) -> None:
         if not (_target.root / "stack.json").is_file():
             raise UsageError(f"--mdk-root {options.mdk_root}: no stack.json there")
     _target.url = environment.host or ""
+    _target.set_aside = mdk.fleet_cache(environment).set_aside  # the outage drill times a device no reader queues on
     if getattr(options, "mdk_drill", "") and _target.root is None:
         raise UsageError("--mdk-drill needs the stand-in's root: run without --host, or give --mdk-root")
     root = _target.root

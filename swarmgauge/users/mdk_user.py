@@ -115,6 +115,7 @@ def parse_params(text: str) -> dict:
 
 
 _user_index = itertools.count()
+PICK_TRIES = 8  # random draws before a scan for a device not set aside
 
 
 class FleetCache(PerEnvironment):
@@ -124,10 +125,16 @@ class FleetCache(PerEnvironment):
     def __init__(self) -> None:
         self.lock = gevent.lock.BoundedSemaphore()
         self.device_ids: list[str] = []
+        self.aside: set[str] = set()
 
     def forget(self, device_id: str) -> None:
         if device_id in self.device_ids:
             self.device_ids.remove(device_id)
+
+    def set_aside(self, device_id: str) -> None:
+        """Leave ``device_id`` to a drill's own timed reads: reads to one device run one after another, so a user's
+        read of it would queue ahead of the drill's and count in the drill's time (the page's drill read alone)."""
+        self.aside.add(device_id)
 
 
 def fleet_cache(environment: Environment) -> FleetCache:
@@ -216,13 +223,19 @@ class MDKUser(User):
         self.client.close()
 
     def pick_device(self) -> str | None:
-        """The next ``--feeder`` row's ``device_id``, else a discovered device at random."""
+        """The next ``--feeder`` row's ``device_id``, else a discovered device at random, not one set aside for a
+        drill (``FleetCache.set_aside``) while another is left."""
         row = hooks.next_row(self)
         if row is not None:
             return str(row["device_id"])
         if not self.device_ids:
             self.discover()
-        return random.choice(self.device_ids) if self.device_ids else None
+        aside = fleet_cache(self.environment).aside
+        for _ in range(PICK_TRIES):
+            device_id = random.choice(self.device_ids) if self.device_ids else None
+            if device_id not in aside:
+                return device_id
+        return next((d for d in self.device_ids if d not in aside), device_id)
 
     def _forget_if_gone(self, device_id: str) -> None:
         if isinstance(self.client.last_error, DeviceNotFound) and device_id in self.device_ids:

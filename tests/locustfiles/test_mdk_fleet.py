@@ -158,6 +158,7 @@ def test_a_read_sweep_gives_a_headroom_figure_and_its_colour(tmp_path, profile, 
     if drill:
         outage = json.loads((resolve(run_dir) / "mdk_drills.json").read_text())["drills"][0]
         assert outage["drill"] == "device-outage" and outage["recovered"]
+        assert outage["device_set_aside"] is True  # the readers left the timed device to the drill
         assert outage["snap_failed_s"] <= outage["cached_failed_s"] < outage["restored_read_s"]
         assert "| device-outage" in report.split("### Failure drills")[1]
         errors = {r["Error"] for r in read_csv(resolve(run_dir) / "locust_failures.csv")}

@@ -316,6 +316,10 @@ def test_drills_mark_the_boot_as_set_and_grade_the_cached_channels_against_the_c
     cached = shown.iloc[by_event["cached channels failed"]]
     assert cached["page"] == "about 4.7 s (one sample of the 0 to 5 s window)" and cached["x"] == "1.11x"
     assert graded.grades[by_event["cached channels failed"]] == "set by the stand-in"  # within the window, not red
+    back = shown.iloc[by_event["reads again after devices back"]]
+    assert back["measured"] == "0.50 s" and back["page"] == "about 0.35 s"
+    assert "--read-cost-ms 220-390" in back["set by"]  # one read after the devices are back: the mock's read cost
+    assert graded.grades[by_event["reads again after devices back"]] == "set by the stand-in"
 
 
 def test_acceptance_of_a_burst_the_generator_stalled_in_is_machine_bound_and_says_the_stall(tmp_path):

@@ -1,4 +1,6 @@
-"""targets/mdk/drill_under_load.py: the readers' reads that arm a drill, and their failures counted during it."""
+"""targets/mdk/drill_under_load.py: the readers' reads that arm a drill, their failures counted during it, and the
+outage drill's timed device left to the drill (``MDKStack.attach`` and ``run_drill`` are fakes: the seam under test is
+the order of set-aside, arming and drill)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,11 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
+from swarmgauge.targets.mdk import drill_under_load
 from swarmgauge.targets.mdk.drill_under_load import DRILLS_NAME, FleetTarget
+from swarmgauge.targets.mdk.drills import DrillResult
 
 
 def test_only_the_readers_telemetry_is_remembered():
@@ -33,3 +39,36 @@ def test_no_drill_writes_no_drill_file(tmp_path: Path):
     target.join_drill()
     target.save_drills(tmp_path)
     assert not (tmp_path / DRILLS_NAME).exists()
+
+
+class FakeStack:
+    """The stand-in's device list, and nothing to kill."""
+
+    def device_ids(self, worker_id: str | None = None) -> list[str]:
+        return ["d-0", "d-1", "d-2"]
+
+
+@pytest.mark.parametrize(
+    "drill, counted, aside",
+    [("device-outage", True, ["d-0"]), ("device-outage", False, []), ("worker-restart", True, [])],
+)
+def test_the_outage_drill_sets_its_timed_device_aside_before_it_runs(monkeypatch, tmp_path, drill, counted, aside):
+    target = FleetTarget()
+    target.root = tmp_path
+    set_aside: list[str] = []
+    target.set_aside = set_aside.append
+    target.read_ok = {"d-1"}  # a reader's good read arms the drill
+    target.reads_seen = 1
+    aside_when_run: list[list[str]] = []
+
+    def fake_run_drill(name, stack, url, **kwargs):
+        aside_when_run.append(list(set_aside))
+        return DrillResult(name, "mocks", "d-0", killed_at=time.time(), recovered=True, ended_at=time.time())
+
+    monkeypatch.setattr(drill_under_load.MDKStack, "attach", staticmethod(lambda root: FakeStack()))
+    monkeypatch.setattr(drill_under_load, "run_drill", fake_run_drill)
+    options = SimpleNamespace(mdk_drill=drill, mdk_drill_after="0s", mdk_drill_worker="worker-0")
+    target.run_drill(options, counted=counted)
+    assert aside_when_run == [aside]
+    expected = (aside != []) if drill == "device-outage" else None
+    assert target.drill_results[0].device_set_aside is expected

@@ -11,6 +11,8 @@ import pytest
 import requests
 
 from swarmgauge.targets.launch import child_env, launch_target
+from swarmgauge.targets.mdk.drills import outage_device
+from swarmgauge.targets.mdk.stack import MDKStack
 from tests import REPO_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -37,8 +39,6 @@ def drill(*args: str) -> subprocess.CompletedProcess:
 
 
 def _pids(root: str) -> dict[str, int]:
-    from swarmgauge.targets.mdk.stack import MDKStack
-
     stack = MDKStack.attach(root)
     return {c: stack.pid(c) for c in stack.components}
 
@@ -69,6 +69,7 @@ def test_device_outage_fails_snap_first_then_the_cached_channels_then_recovers(s
     assert result.returncode == 0, result.stderr
     row = json.loads(result.stdout.strip().splitlines()[-1])
     assert row["recovered"] is True and row["ready_s"] is None
+    assert row["device_id"] == outage_device(MDKStack.attach(root)) and row["device_set_aside"] is None  # no readers
     assert row["snap_failed_s"] <= row["cached_failed_s"] < row["restored_s"] < row["restored_read_s"]
     assert "snap failed after" in result.stdout and "cached channels after" in result.stdout
     summary = requests.get(stand_in.url + "/api/fleet/summary", timeout=10).json()

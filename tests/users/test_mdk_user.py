@@ -349,3 +349,22 @@ def test_the_discovery_before_the_load_asks_again_until_every_device_answered_an
     assert mdk_user.fleet_cache(environment).device_ids == ["d1", "d2", "d3", "d4"]
     monkeypatch.setattr(mdk_user, "DISCOVERY_S", 0.0)  # out of time after the first summary: what it has
     assert mdk_user.discover_before_load(SimpleNamespace(parsed_options=None), "http://127.0.0.1:9", 4)[0] == 2
+
+
+class AsideUser(mdk_user.MDKUser):
+    host = "http://127.0.0.1:9"
+
+
+def test_readers_leave_a_device_set_aside_for_a_drill_while_another_is_left(monkeypatch):
+    from locust.env import Environment
+
+    from swarmgauge.core import hooks
+
+    monkeypatch.setattr(hooks, "next_row", lambda user: None)  # no --feeder
+    environment = Environment(user_classes=[AsideUser])
+    user = AsideUser(environment)
+    user.device_ids = ["timed", "other-1", "other-2"]
+    mdk_user.fleet_cache(environment).set_aside("timed")
+    assert {user.pick_device() for _ in range(200)} == {"other-1", "other-2"}
+    user.device_ids = ["timed"]
+    assert user.pick_device() == "timed"  # the only device is still read

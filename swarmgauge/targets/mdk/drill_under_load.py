@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from swarmgauge.core.durations import parse_duration
 from swarmgauge.core.options import add_option
 from swarmgauge.core.request_names import MDK_REQUEST_TYPE
 from swarmgauge.errors import SwarmgaugeError
-from swarmgauge.targets.mdk.drills import DrillResult, format_result, run_drill, save_results
+from swarmgauge.targets.mdk.drills import DrillResult, format_result, outage_device, run_drill, save_results
 from swarmgauge.targets.mdk.stack import MDKStack
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,8 @@ class FleetTarget:
         self.read_ok: set[str] = set()
         self.reads_seen = 0
         self.failed_reads: collections.deque[tuple[float, str]] = collections.deque(maxlen=READ_LOG_SIZE)
+        #: tells this process's readers to leave a device to the drill's own timed reads (the locustfile's hook)
+        self.set_aside: Callable[[str], None] | None = None
 
     def on_request(
         self, request_type: str, name: str, exception: Any = None, context: Any = None, **_kwargs: Any
@@ -114,6 +117,9 @@ class FleetTarget:
         try:
             stack = MDKStack.attach(self.root)
             victims = set(stack.device_ids(options.mdk_drill_worker if options.mdk_drill == "worker-restart" else None))
+            aside = options.mdk_drill == "device-outage" and counted and self.set_aside is not None
+            if aside and self.set_aside is not None:
+                self.set_aside(outage_device(stack))
             started = time.monotonic()
             while counted and not (self.read_ok & victims) and time.monotonic() < started + ARM_TIMEOUT_S:
                 if not self.reads_seen and time.monotonic() > started + NO_READERS_S:
@@ -129,6 +135,8 @@ class FleetTarget:
             return
         if counted:
             self.count_failed_reads(result, victims)
+        if options.mdk_drill == "device-outage":
+            result.device_set_aside = aside
         self.drill_results.append(result)
         log.info("drill %s", format_result(result))
 

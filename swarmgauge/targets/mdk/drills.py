@@ -5,7 +5,8 @@ where the drill says so, and time what a user of the fleet sees, every time coun
 shows the Worker routable with all its devices; for the Kernel, ``getStatus`` answers) and the first successful
 device read through the Gateway. ``device-outage`` stops the mocks process (every device refuses at once) and times
 the first failed live ``snap`` read, the moment the cached channels fail too, and, after the mocks come back, the
-first good read again. No drill kills before a read of the victim's devices has succeeded (``armed_s``: how long that
+first good read again: one read of one device, as the page's drill timed one telemetry call after its load had
+finished (a run with readers leaves that device to the drill, ``outage_device``). No drill kills before a read of the victim's devices has succeeded (``armed_s``: how long that
 took), so a drill started while the fleet is still being discovered still hits readers that were reading; a run
 that counts its readers' failed reads during the drill adds them (``failed_reads``). Results are JSON rows appended
 to ``mdk_drills.json`` in the run directory.
@@ -64,6 +65,7 @@ class DrillResult:
     armed_s: float | None = None
     failed_reads: int | None = None
     victim_failed_reads: int | None = None
+    device_set_aside: bool | None = None
     ended_at: float | None = None
     note: str = ""
 
@@ -216,11 +218,16 @@ def kernel_restart(stack: MDKStack, url: str, timeout_s: float = DEFAULT_TIMEOUT
     )
 
 
+def outage_device(stack: MDKStack) -> str:
+    """The device the outage drill times its reads on (a run with readers sets it aside for the drill)."""
+    return stack.device_ids()[0]
+
+
 def device_outage(
     stack: MDKStack, url: str, outage_s: float = DEFAULT_OUTAGE_S, timeout_s: float = DEFAULT_TIMEOUT_S, **_: Any
 ) -> DrillResult:
     """Stop every device (the mocks process), hold the outage, bring them back; reads are polled throughout."""
-    device_id = stack.device_ids()[0]
+    device_id = outage_device(stack)
     armed = await_read(url, [device_id], timeout_s, "a device")
     killed = stack.kill("mocks")
     result = DrillResult("device-outage", "mocks", device_id, killed_at=time.time(), armed_s=armed)
