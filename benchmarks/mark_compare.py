@@ -25,6 +25,7 @@ from typing import Any
 
 from benchmarks.mark_client import child_command, read_result
 from benchmarks.mark_client_cases import CLOCK, ROOT, BenchmarkError
+from benchmarks.mark_receive_passes import launch_server_of
 from swarmgauge.errors import UsageError
 from swarmgauge.files import write_json
 from swarmgauge.quic.engine import ENGINES
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         one = servers["one"] = launch_target("mark", args) if opts.servers == "one" else None
         for label, tree in trees.items():
-            servers[label] = one or launch_target("mark", args, env={"PYTHONPATH": str(tree)})
+            servers[label] = one or launch_server_of(tree, args)
         for round_index in range(opts.rounds):
             for case in opts.case_list:
                 name = "/".join(map(str, case))

@@ -104,6 +104,15 @@ def measure(url: str, users: int, duration: float, warmup: float, corpus: int) -
     }
 
 
+def launch_server_of(tree: Path, args: list[str]) -> Any:
+    """A reference server run from ``tree``: first on ``PYTHONPATH`` and its working directory (``python -m`` puts
+    the working directory ahead of ``PYTHONPATH``, so from this tree's directory this tree's server would run)."""
+    from swarmgauge.targets.launch import launch_target
+
+    with contextlib.chdir(tree):
+        return launch_target("mark", args, env={"PYTHONPATH": str(tree)})
+
+
 def run_child(tree: Path, url: str, opts: argparse.Namespace) -> dict[str, Any]:
     command = [sys.executable, str(Path(__file__).resolve()), "--child", url, "--users", str(opts.users)]
     command += ["--duration", str(opts.duration), "--warmup", str(opts.warmup), "--corpus", str(opts.corpus)]
@@ -149,10 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ["--port", "0", "--seed-corpus", str(opts.corpus), "--clock", CLOCK, "--quic-engine", "qh3"]
     with contextlib.ExitStack() as stack:
         one = stack.enter_context(launch_target("mark", args)) if opts.servers == "one" else None
-        servers = {
-            name: one or stack.enter_context(launch_target("mark", args, env={"PYTHONPATH": str(tree)}))
-            for name, tree in trees.items()
-        }
+        servers = {name: one or stack.enter_context(launch_server_of(tree, args)) for name, tree in trees.items()}
         for index in range(opts.rounds):
             for name, tree in list(trees.items()) if index % 2 == 0 else list(trees.items())[::-1]:
                 rounds[name].append(run_child(tree, servers[name].url, opts))
