@@ -124,6 +124,9 @@ class BatchingTransport:
         held, self._held = self._held, None
         if not held:
             return
+        if len(held) == 1:  # an ACK or a short answer alone: straight to the transport, as before
+            self.sender.transport.sendto(*held[0])
+            return
         start = 0
         for index in range(1, len(held) + 1):
             if index == len(held) or held[index][1] != held[start][1]:
