@@ -2,12 +2,14 @@
 checkout and of this one, run alternately against one reference server, so a shared machine's load falls on both.
 
 ``python -m benchmarks.mark_compare --baseline DIR [--cases qh3/pooled/1,qh3/pooled/16,qh3/fresh/1,qh3/paced/1]
-[--rounds 3] [--duration 5] [--warmup 2] [--out benchmarks/results/mark_compare.json]``
+[--rounds 3] [--duration 5] [--warmup 2] [--servers one|each] [--out benchmarks/results/mark_compare.json]``
 
 ``DIR`` is another commit's tree (``git worktree add`` or ``git archive COMMIT | tar -x -C DIR``); each case runs as
 ``python -m benchmarks.mark_client --child locust`` from that tree with it first on ``PYTHONPATH``. A case is
 ``ENGINE/POLICY/USERS`` with POLICY ``pooled``, ``fresh`` or ``paced`` (pooled users paced together to
 ``--pace`` FETCH/s). Each case reports its median round per tree and new/baseline. Figures only: nothing asserts.
+``--servers one`` (the default) runs one reference server from this tree for both trees (a client change);
+``--servers each`` runs each tree's cases against a server run from that tree (a change of the server itself).
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ from typing import Any
 
 from benchmarks.mark_client import child_command, read_result
 from benchmarks.mark_client_cases import CLOCK, ROOT, BenchmarkError
+from benchmarks.mark_receive_passes import launch_server_of
 from swarmgauge.errors import UsageError
 from swarmgauge.files import write_json
 from swarmgauge.quic.engine import ENGINES
 
 DEFAULT_CASES = "qh3/pooled/1,qh3/pooled/16,qh3/fresh/1,qh3/paced/1,qh3/paced/64"
 POLICIES = ("pooled", "fresh", "paced")
+SERVERS = ("one", "each")
 
 
 def parse_case(text: str) -> tuple[str, str, int]:
@@ -47,6 +51,7 @@ def parse_options(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--pace", type=float, default=160.0, help="FETCH/s of a paced case's users together")
+    parser.add_argument("--servers", choices=SERVERS, default="one", help="one server from this tree, or each tree's")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "mark_compare.json")
     opts = parser.parse_args(argv)
     opts.case_list = [parse_case(text) for text in opts.cases.split(",") if text.strip()]
@@ -114,27 +119,44 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from swarmgauge.targets.launch import launch_target
 
-    server = launch_target("mark", ["--port", "0", "--seed-corpus", "300", "--clock", CLOCK])
+    trees = {"baseline": opts.baseline.resolve(), "new": ROOT}
+    args = ["--port", "0", "--seed-corpus", "300", "--clock", CLOCK]
+    servers: dict[str, Any] = {}
     rows: dict[str, dict[str, list[float]]] = {}
     try:
+        one = servers["one"] = launch_target("mark", args) if opts.servers == "one" else None
+        for label, tree in trees.items():
+            servers[label] = one or launch_server_of(tree, args)
         for round_index in range(opts.rounds):
             for case in opts.case_list:
                 name = "/".join(map(str, case))
-                for label, tree in (("baseline", opts.baseline.resolve()), ("new", ROOT)):
+                for label, tree in trees.items():
+                    server = servers[label]
                     result = run_case(opts, tree, server.url, server.pid, case)
                     rows.setdefault(name, {}).setdefault(label, []).append(result["cpu_us_per_fetch"])
+                    if opts.servers == "each" and result.get("server_cpu_us_per_fetch") is not None:
+                        server_row = rows.setdefault(f"{name} server", {}).setdefault(label, [])
+                        server_row.append(result["server_cpu_us_per_fetch"])
                     print(f"round {round_index + 1} {name} {label}: {result['cpu_us_per_fetch']} µs", file=sys.stderr)
     except BenchmarkError as exc:
         print(f"mark_compare: {exc}", file=sys.stderr)
         return 1
     finally:
-        server.stop()
+        for server in {id(server): server for server in servers.values() if server is not None}.values():
+            server.stop()
     table = summary(rows)
     doc = {
         "benchmark": "mark_compare",
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "baseline": str(opts.baseline),
-        "settings": {"rounds": opts.rounds, "duration_s": opts.duration, "warmup_s": opts.warmup, "pace": opts.pace},
+        "settings": {
+            "rounds": opts.rounds,
+            "duration_s": opts.duration,
+            "warmup_s": opts.warmup,
+            "pace": opts.pace,
+            "servers": opts.servers,
+        },
+        "load_average": [round(value, 2) for value in os.getloadavg()],
         "cases": table,
     }
     print(render(table))

@@ -3,18 +3,21 @@ datagrams behind them, for pooled closed-loop users on real UDP against the refe
 baseline tree side by side, in alternating rounds against one server.
 
 ``python -m benchmarks.mark_receive_passes [--baseline DIR] [--users 16] [--rounds 3] [--duration 4] [--warmup 1]
-[--corpus 300] [--out benchmarks/results/mark_receive_passes.json]``
+[--corpus 300] [--servers one|each] [--out benchmarks/results/mark_receive_passes.json]``
 
 Counts, not time: each case runs in a child process with its tree first on ``PYTHONPATH`` (``DIR`` is another
 commit's tree, e.g. ``git archive COMMIT | tar -x -C DIR``), and a subclass of ``UdpTransport`` under ``MarkClient``
 counts the readable callbacks (passes), the reads and the datagrams over the steady window. The CPU per FETCH is
 printed beside them; ``benchmarks/mark_client`` (against a FastHttpUser GET) and ``benchmarks/mark_compare`` (two
-trees under Locust) are the figures of record. Nothing here asserts.
+trees under Locust) are the figures of record. Nothing here asserts. ``--servers one`` (the default) runs one
+reference server from this tree for both trees' clients (a client change); ``--servers each`` runs each tree's
+clients against a server run from that tree (a change of the reference server itself, as issue 34's).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -27,6 +30,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CLOCK = "2026-01-01T00:00:00Z"
+SERVERS = ("one", "each")
 FIGURES = (
     "passes_per_fetch",
     "reads_per_fetch",
@@ -100,6 +104,15 @@ def measure(url: str, users: int, duration: float, warmup: float, corpus: int) -
     }
 
 
+def launch_server_of(tree: Path, args: list[str]) -> Any:
+    """A reference server run from ``tree``: first on ``PYTHONPATH`` and its working directory (``python -m`` puts
+    the working directory ahead of ``PYTHONPATH``, so from this tree's directory this tree's server would run)."""
+    from swarmgauge.targets.launch import launch_target
+
+    with contextlib.chdir(tree):
+        return launch_target("mark", args, env={"PYTHONPATH": str(tree)})
+
+
 def run_child(tree: Path, url: str, opts: argparse.Namespace) -> dict[str, Any]:
     command = [sys.executable, str(Path(__file__).resolve()), "--child", url, "--users", str(opts.users)]
     command += ["--duration", str(opts.duration), "--warmup", str(opts.warmup), "--corpus", str(opts.corpus)]
@@ -124,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=4.0)
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--corpus", type=int, default=300)
+    parser.add_argument("--servers", choices=SERVERS, default="one", help="one server from this tree, or each tree's")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "mark_receive_passes.json")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     opts = parser.parse_args(argv)
@@ -142,10 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     trees = {"this": ROOT, **({"baseline": opts.baseline.resolve()} if opts.baseline is not None else {})}
     rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
     args = ["--port", "0", "--seed-corpus", str(opts.corpus), "--clock", CLOCK, "--quic-engine", "qh3"]
-    with launch_target("mark", args) as server:
+    with contextlib.ExitStack() as stack:
+        one = stack.enter_context(launch_target("mark", args)) if opts.servers == "one" else None
+        servers = {name: one or stack.enter_context(launch_server_of(tree, args)) for name, tree in trees.items()}
         for index in range(opts.rounds):
             for name, tree in list(trees.items()) if index % 2 == 0 else list(trees.items())[::-1]:
-                rounds[name].append(run_child(tree, server.url, opts))
+                rounds[name].append(run_child(tree, servers[name].url, opts))
                 print(f"round {index + 1} {name}: {rounds[name][-1]}", file=sys.stderr, flush=True)
     medians = {name: {key: statistics.median(r[key] for r in runs) for key in FIGURES} for name, runs in rounds.items()}
     doc = {

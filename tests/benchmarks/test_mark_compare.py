@@ -37,3 +37,10 @@ def test_each_case_shows_both_medians_and_their_ratio():
         }
     ]
     assert "| qh3/pooled/1 | 260.0 | 200.0 | 0.77 | 300, 250, 260 | 200, 210, 190 |" in render(table)
+
+
+def test_servers_other_than_one_or_each_are_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["--baseline", str(tmp_path), "--servers", "both"])
+    assert exited.value.code == 2
+    assert "--servers: invalid choice" in capsys.readouterr().err

@@ -257,6 +257,7 @@ async def serve_until_stopped(args: argparse.Namespace, service: MarkService) ->
         log.info("stopping after --max-seconds %s", args.max_seconds)
     finally:
         server.close()
+        service.close()
         counters = service.counters
         log.info(
             "served %d requests (%d rate-limited, %d deadline expiries)",

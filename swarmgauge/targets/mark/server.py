@@ -19,6 +19,7 @@ from typing import Any
 from swarmgauge.protocols.mark import MAX_PAYLOAD, MAX_REQUEST_LINE, encode_response, error_response
 from swarmgauge.quic.engine import DEFAULT_SERVER_ENGINE, QuicEngine, engine
 from swarmgauge.targets.mark.backend import BackendTimeout, SimulatedBackend
+from swarmgauge.targets.mark.batch_send import BatchingTransport, BatchSender
 from swarmgauge.targets.mark.handler import READ_VERBS, WRITE_VERBS, Handler
 from swarmgauge.targets.mark.initial_loss import InitialLoss, lose_initials
 from swarmgauge.targets.mark.pacing import PerClientLimiter
@@ -87,6 +88,20 @@ class MarkService:
         self.counters = ServerCounters()
         self.limiter = PerClientLimiter(settings.rate_limit, settings.rate_burst) if settings.rate_limit > 0 else None
         self.initial_loss = InitialLoss(settings.initial_loss) if settings.initial_loss > 0 else None
+        self.batch_sender: BatchSender | None = None
+
+    def sender_for(self, transport: Any) -> BatchSender:
+        """The one :class:`BatchSender` over the server's transport (one server a service), made with the first
+        connection."""
+        if self.batch_sender is None:
+            self.batch_sender = BatchSender.over(transport)
+        return self.batch_sender
+
+    def close(self) -> None:
+        """Release the sender's duplicate of the server's socket (after the server itself is closed)."""
+        if self.batch_sender is not None:
+            self.batch_sender.close()
+            self.batch_sender = None
 
     @property
     def answers_at_once(self) -> bool:
@@ -145,10 +160,23 @@ class MarkStreams:
         self._opened: dict[int, float] = {}
         self._timers: dict[int, asyncio.TimerHandle] = {}
         self._tasks: dict[int, asyncio.Task] = {}
+        self._batching: BatchingTransport | None = None
+
+    def connection_made(self, transport: Any) -> None:
+        """Give the library a transport that holds each flush's datagrams and sends them a peer at once."""
+        self._batching = BatchingTransport(self._service.sender_for(transport))
+        super().connection_made(self._batching)  # type: ignore[misc]
 
     def transmit(self) -> None:
-        """Send, with the credit of streams retired by this pass sent at once (``QuicEngine.transmit``)."""
-        self._engine.transmit(self._quic, super().transmit)  # type: ignore[misc]
+        """Send, with the credit of streams retired by this pass sent at once (``QuicEngine.transmit``), and the
+        whole flush's datagrams for the peer in one system call where the kernel allows (``batch_send.py``)."""
+        batching = self._batching
+        started = batching is not None and batching.begin()
+        try:
+            self._engine.transmit(self._quic, super().transmit)  # type: ignore[misc]
+        finally:
+            if started and batching is not None:
+                batching.flush()
 
     def quic_event_received(self, event: Any) -> None:
         quic_engine = self._engine
