@@ -22,8 +22,6 @@ def percentile_rows(merge: StepMerge) -> list[dict[str, Any]]:
     for (step, rtype, name), stats in sorted(merge.entries.items()):
         if stats.histogram.get_total_count() == 0:
             continue
-        for percentile in LADDER:
-            ms = stats.percentile_ms(percentile)
-            if ms is not None:
-                rows.append({"step": step, "request_type": rtype, "name": name, "percentile": percentile, "ms": ms})
+        for percentile, ms in stats.percentiles_ms(LADDER).items():
+            rows.append({"step": step, "request_type": rtype, "name": name, "percentile": percentile, "ms": ms})
     return rows

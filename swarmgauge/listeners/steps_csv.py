@@ -26,16 +26,17 @@ def _round(value: float | None, digits: int = 3) -> float | str:
 
 def _figures(stats: NameStats, duration: float | None) -> dict[str, Any]:
     rps = stats.requests / duration if duration and duration > 0 else None
+    at = stats.percentiles_ms((50, 90, 99, 99.9))
     return {
         "requests": stats.requests,
         "failures": stats.failures,
         "unfinished": stats.unfinished,
         "fail_ratio": _round(stats.failures / stats.requests if stats.requests else None, 6),
         "rps": _round(rps),
-        "p50_ms": _round(stats.percentile_ms(50)),
-        "p90_ms": _round(stats.percentile_ms(90)),
-        "p99_ms": _round(stats.percentile_ms(99)),
-        "p999_ms": _round(stats.percentile_ms(99.9)),
+        "p50_ms": _round(at.get(50)),
+        "p90_ms": _round(at.get(90)),
+        "p99_ms": _round(at.get(99)),
+        "p999_ms": _round(at.get(99.9)),
         "max_ms": _round(stats.max_ms if stats.requests - stats.none_times else None),
         "avg_ms": _round(stats.avg_ms),
     }

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from swarmgauge.errors import UsageError
-from swarmgauge.listeners.handoff import GO, LOAD_DONE, LOAD_END, READY, wait_for_go
+from swarmgauge.listeners.handoff import GO, LOAD_DONE, LOAD_END, READY, say_load_done, wait_for_go
 
 IDLE_LOCUSTFILE = """
 import swarmgauge.locust  # noqa: F401 - every listener
@@ -34,6 +36,21 @@ def test_the_wait_ends_at_the_go_and_a_go_that_never_comes_is_one_line_not_a_loa
     assert (tmp_path / READY).stat().st_mtime <= (tmp_path / GO).stat().st_mtime  # its start-up's end, marked first
     with pytest.raises(UsageError, match=r"--handoff .*: no go within 0 s; no load sent"):
         wait_for_go(tmp_path / "elsewhere", max_wait_s=0.1)
+
+
+def test_load_done_freezes_the_heap_out_of_the_collector_only_for_a_run_handed_over(tmp_path):
+    """Past load-done a handed-over run only writes its files and exits: its heap leaves the cyclic collector, so the
+    interpreter's teardown does not scan it again; a run without --handoff keeps it."""
+    plain = SimpleNamespace(parsed_options=SimpleNamespace(handoff="", headless=True), runner=None)
+    handed = SimpleNamespace(parsed_options=SimpleNamespace(handoff=str(tmp_path), headless=True), runner=None)
+    gc.unfreeze()
+    try:
+        say_load_done(plain)
+        assert gc.get_freeze_count() == 0 and not (tmp_path / LOAD_DONE).exists()
+        say_load_done(handed)
+        assert gc.get_freeze_count() > 0 and (tmp_path / LOAD_DONE).exists()
+    finally:
+        gc.unfreeze()
 
 
 @pytest.mark.integration

@@ -29,6 +29,19 @@ def test_percentiles_read_every_recorded_time_as_the_histogram_would():
     assert (stats.requests, stats.failures) == (len(TIMES_MS) + 1, 1)
 
 
+def test_a_ladder_read_in_one_pass_is_each_percentile_read_alone():
+    """percentiles.csv and steps.csv read their percentiles in one pass over the histogram: the same values."""
+    from swarmgauge.listeners.step_percentiles import LADDER
+
+    assert NameStats().percentiles_ms(LADDER) == {}
+    for times in (TIMES_MS, [3.0], [float(i % 997) / 7 for i in range(5000)]):
+        stats = NameStats()
+        for ms in times:
+            stats.record(ms, failed=False)
+        assert stats.percentiles_ms(LADDER) == {p: stats.percentile_ms(p) for p in LADDER}
+        assert list(stats.percentiles_ms((99.9, 50, 50))) == [99.9, 50]  # asked order kept, a repeat read once
+
+
 def test_a_drained_batch_merges_to_the_same_histogram_as_recording_directly():
     recorder = StepRecorder()
     for ms in TIMES_MS:

@@ -8,6 +8,7 @@ started again on the same port, for drills. Stdlib only.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -43,6 +44,8 @@ IDLE_POLL_VARIABLE = "KNEO_SERV_WORKER_IDLE_POLL_SECONDS"
 #: the idle poll this harness runs at unless told: kneo-serv's default (1 s) would add up to a second to every queued
 #: run of a quiet service
 DEFAULT_IDLE_POLL_S = 0.2
+#: how long the stopping processes have, together, for their own exit before SIGKILL
+STOP_GRACE_S = 15.0
 
 
 def idle_poll_env(seconds: float) -> dict[str, str]:
@@ -231,22 +234,30 @@ class KneoService:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
 
-    def _stop_process(self, index: int) -> None:
-        proc = self._procs[index]
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        except ProcessLookupError:
-            pass
+    def _stop_processes(self, indexes: list[int]) -> None:
+        """SIGTERM to every one first, then wait for each (SIGKILL after 15 s): the processes stop side by side, so
+        a service of 8 processes takes one process's stop at a run's end, not 8 one after the other."""
+        stopping = []
+        for index in indexes:
+            proc = self._procs[index]
+            if proc is None or proc.poll() is not None:
+                continue
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            stopping.append(proc)
+        deadline = time.monotonic() + STOP_GRACE_S
+        for proc in stopping:
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
 
     def stop(self, *, remove_workdir: bool | None = None) -> None:
-        for index in range(len(self._procs)):
-            self._stop_process(index)
+        self._stop_processes(list(range(len(self._procs))))
         remove = self._own_workdir if remove_workdir is None else remove_workdir
         if remove and self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
