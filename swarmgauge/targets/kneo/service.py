@@ -107,6 +107,10 @@ class KneoService:
     def pids(self) -> list[int]:
         return [proc.pid for proc in self._procs if proc is not None and proc.poll() is None]
 
+    def adopt(self, proc: subprocess.Popen) -> None:
+        """Take a process started elsewhere as one of the service's: :meth:`stop` ends it with the others."""
+        self._procs.append(proc)
+
     @property
     def sqlite_path(self) -> Path | None:
         return self.workdir / SQLITE_RELATIVE if self.store == "sqlite" and self.workdir else None

@@ -34,15 +34,17 @@ while time.monotonic() < deadline:
 """
 
 
-def _stand_ins(tmp_path: Path, count: int, leave_s: float) -> tuple[KneoService, Path]:
+def _stand_ins(tmp_path: Path, count: int, leave_s: float) -> tuple[KneoService, Path, list[subprocess.Popen]]:
     journal = tmp_path / "journal"
     service = KneoService(workdir=tmp_path)  # workdir given: stop() leaves it in place
-    for index in range(count):
-        service._procs.append(  # the stand-ins take the started processes' place
-            subprocess.Popen(
-                [sys.executable, "-c", STAND_IN, str(index), str(journal), str(leave_s)], start_new_session=True
-            )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", STAND_IN, str(index), str(journal), str(leave_s)], start_new_session=True
         )
+        for index in range(count)
+    ]
+    for proc in procs:
+        service.adopt(proc)  # the stand-ins take the started processes' place
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if journal.exists() and journal.read_text().count("ready") == count:
@@ -50,23 +52,23 @@ def _stand_ins(tmp_path: Path, count: int, leave_s: float) -> tuple[KneoService,
         time.sleep(0.05)
     else:
         pytest.fail("the stand-in processes never started")
-    return service, journal
+    return service, journal, procs
 
 
 def test_stop_signals_every_process_before_waiting_for_any(tmp_path: Path) -> None:
-    service, journal = _stand_ins(tmp_path, 3, leave_s=0.5)
+    service, journal, procs = _stand_ins(tmp_path, 3, leave_s=0.5)
     service.stop()
     events = [line for line in journal.read_text().splitlines() if not line.startswith("ready")]
     assert sorted(events) == ["exit 0", "exit 1", "exit 2", "term 0", "term 1", "term 2"]
     first_exit = next(i for i, line in enumerate(events) if line.startswith("exit"))
     assert sorted(events[:first_exit]) == ["term 0", "term 1", "term 2"]
-    assert all(proc is not None and proc.poll() is not None for proc in service._procs)
+    assert all(proc.poll() is not None for proc in procs)
     assert tmp_path.is_dir()
 
 
 def test_a_process_that_ignores_sigterm_is_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(service_module, "STOP_GRACE_S", 0.5)
-    service, _journal = _stand_ins(tmp_path, 2, leave_s=-1)
+    service, _journal, procs = _stand_ins(tmp_path, 2, leave_s=-1)
     service.stop()
-    codes = [proc.returncode for proc in service._procs if proc is not None]
+    codes = [proc.returncode for proc in procs]
     assert codes == [-9, -9]
