@@ -139,6 +139,31 @@ def metric_terms() -> list[str]:
     return list(_METRIC_PROVIDERS)
 
 
+def collect_final_reports(environment: Any, seconds: float, poll_s: float = 0.05) -> bool:
+    """Ask every worker for its last figures and wait until all are in or ``seconds`` have passed; True when in.
+    The one wait behind a plan's end, a STOP, an abort and a feeder's stop."""
+    import time
+
+    import gevent
+
+    request_final_reports(environment)
+    deadline = time.monotonic() + seconds
+    while not final_reports_in(environment) and time.monotonic() < deadline:
+        gevent.sleep(poll_s)
+    return bool(final_reports_in(environment))
+
+
+def stop_locust(environment: Any) -> None:
+    """End Locust's run as its own end would: a headless run quits, a web UI run stops and waits for another START."""
+    runner = environment.runner
+    if runner is None:
+        return
+    if getattr(environment.parsed_options, "headless", False):
+        runner.quit()
+    else:
+        runner.stop()
+
+
 ALL_HOOKS = (
     count_step,
     current_step,

@@ -234,16 +234,8 @@ def stop_run(environment: Environment, reason: str) -> None:
     if callable(request_end):
         request_end()  # the plan ends at its next tick: users stop, final reports come in, Locust quits
         return
-    hooks.request_final_reports(environment)
-    deadline = time.monotonic() + FINAL_REPORT_SECONDS
-    while not hooks.final_reports_in(environment) and time.monotonic() < deadline:
-        gevent.sleep(POLL_SECONDS)
-    runner = environment.runner
-    if runner is not None:
-        if getattr(environment.parsed_options, "headless", False):
-            runner.quit()
-        else:
-            runner.stop()
+    hooks.collect_final_reports(environment, FINAL_REPORT_SECONDS, POLL_SECONDS)
+    hooks.stop_locust(environment)
 
 
 @events.init.add_listener

@@ -24,6 +24,7 @@ from locust import events
 from locust.env import Environment
 from locust.runners import STATE_RUNNING, STATE_SPAWNING, WorkerRunner
 
+from swarmgauge.core import hooks
 from swarmgauge.core.durations import parse_duration
 from swarmgauge.core.options import add_option
 from swarmgauge.core.run_context import PerEnvironment, RunContext
@@ -207,17 +208,8 @@ def _abort(environment: Environment, record: dict[str, Any]) -> None:
     logger.error(message)
     sys.stderr.write(message + "\n")
     steps.end_run(environment)
-    steps.request_final_reports(environment)
-    deadline = time.monotonic() + FINAL_REPORT_SECONDS
-    while not steps.final_reports_in(environment) and time.monotonic() < deadline:
-        gevent.sleep(0.05)
-    runner = environment.runner
-    if runner is None:
-        return
-    if getattr(environment.parsed_options, "headless", False):
-        runner.quit()
-    else:
-        runner.stop()
+    hooks.collect_final_reports(environment, FINAL_REPORT_SECONDS)
+    hooks.stop_locust(environment)
 
 
 @events.init.add_listener

@@ -19,7 +19,7 @@ import gevent
 from locust.env import Environment
 from locust.runners import STATE_STOPPED, MasterRunner
 
-from swarmgauge.core import lifecycle
+from swarmgauge.core import hooks, lifecycle
 from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.run_context import PerEnvironment, RunContext
 from swarmgauge.listeners import form_steps, rundir, slo, steps
@@ -88,10 +88,7 @@ def wait_for_workers(environment: Environment) -> None:
 def wait_for_final_reports(environment: Environment) -> None:
     """The workers' last per-step figures (locally: the last recordings folded in), within the close's bound. A
     quit's run got them at its plan's end, or from the STOP close it waits for."""
-    deadline = _Closing.of(environment).deadline
-    steps.request_final_reports(environment)
-    while not steps.final_reports_in(environment) and time.monotonic() < deadline:
-        gevent.sleep(POLL_SECONDS)
+    hooks.collect_final_reports(environment, _Closing.of(environment).deadline - time.monotonic(), POLL_SECONDS)
 
 
 @at_end("verdicts decided", only_at_stop=True)
