@@ -15,8 +15,8 @@ run as Locust runs them. A User class that runs its own loop (it overrides ``Use
 plan that would run it in an open-model step stops with exit 2 before any load.
 
 A User may still take its ticket in its own ``wait_time`` (``tickets()``, or the ``OpenModel`` mixin, which also
-waits for the first ticket in ``on_start``): ``MDKBurstUser`` does, to know whether the iteration it is about to
-run has one. An iteration never takes a second ticket.
+waits for the first ticket in ``on_start``): ``MDKBurstUser`` does, and submits only in an iteration that began on
+a ticket (``intended.in_ticketed_iteration``). An iteration never takes a second ticket.
 """
 
 from __future__ import annotations

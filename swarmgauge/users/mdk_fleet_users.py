@@ -8,17 +8,35 @@ Each is abstract; ``locustfiles/mdk_fleet.py`` runs them as thin subclasses of t
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from gevent.event import Event
 from locust import constant, events
 
-from swarmgauge.core import hooks, option_kinds
+from swarmgauge.core import hooks, intended, option_kinds
 from swarmgauge.core.options import add_option
+from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.users.mdk_client import TASK_NAMES
 from swarmgauge.users.mdk_user import MDKUser, parse_weights
 
-#: A wait without a ticket (a closed step): the same as ``shapes.open_model.tickets()``'s.
+#: The longest wait without a ticket (a closed step): the same as ``shapes.open_model.tickets()``'s.
 IDLE_WAIT_S = 0.5
+
+
+@dataclass
+class _NextStep(PerEnvironment):
+    """Owned by ``users/mdk_fleet_users.py``: set when the next step begins (then replaced by a fresh one), so a burst
+    user idle in a closed step is waiting for a ticket at the burst's first instant, not up to ``IDLE_WAIT_S`` in."""
+
+    began: Event = field(default_factory=Event)
+
+
+@hooks.step_changed.add_listener
+def _wake_idle_burst_users(environment: Any, **_kwargs: Any) -> None:
+    state = _NextStep.of(environment)
+    began, state.began = state.began, Event()
+    began.set()
 
 
 class MDKReader(MDKUser):
@@ -77,24 +95,32 @@ class MDKOneAtATime(MDKUser):
 
 
 class MDKBurstUser(MDKUser):
-    """One ``--mdk-action`` submit per open-model ticket (the burst), and none without a ticket: the wait returns 0
-    only for a ticket, so the idle returns of a closed step (the discover stage) submit nothing. The first ticket is
-    waited for at the end of ``on_start``, through Locust's own ``wait()``, as the ``OpenModel`` mixin does."""
+    """One ``--mdk-action`` submit per open-model ticket (the burst), and none without a ticket: an iteration submits
+    only when it began on a ticket (``core/intended.py``), whoever took it, this wait or Locust's wait routed through
+    ``core/intended.py``. The first ticket is waited for at the end of ``on_start``, through Locust's own ``wait()``,
+    as the ``OpenModel`` mixin does.
+
+    Idle in a closed step (the step before the burst, where the burst's users start), a user waits for the next step
+    to begin, at most ``IDLE_WAIT_S``. A fixed 0.5 s sleep woke the 200 users over the burst's first 0.5 s with ~500
+    tickets due, so they sent a clump of ~200 submits that the Kernel's lane at 2,000 devices (about 1,020 turns a
+    second) never worked off: every accept waited ~170 ms where the page's evenly paced harness waited tens of ms."""
 
     abstract = True
     takes_tickets: ClassVar[bool] = True  # read by shapes.open_model.takes_tickets
     weights = {"action": 1}
-    ticketed = False
 
     def on_start(self) -> None:
         super().on_start()
         self.wait()
 
     def wait_time(self) -> float:
-        self.ticketed = bool(hooks.take_ticket(self))
-        return 0.0 if self.ticketed else IDLE_WAIT_S
+        if not hooks.take_ticket(self):
+            # Not slept: the wait routed through core/intended.py takes the next step's first ticket if it is open.
+            _NextStep.of(self.environment).began.wait(IDLE_WAIT_S)
+        return 0.0
 
     def do_action(self) -> None:
-        if self.ticketed:
-            self.ticketed = False
+        # Keyed on the iteration's own ticket, not on what this wait took: when the wake above lands in an open step,
+        # Locust's routed wait takes the ticket, and a flag of this wait's would have skipped that ticket's submit.
+        if intended.in_ticketed_iteration():
             super().do_action()
