@@ -301,8 +301,7 @@ class SwarmShape(LoadTestShape):
             lambda: self._live_runner().user_count == 0,
             float(getattr(environment, "stop_timeout", 0) or 0) + STOP_GRACE_SECONDS,
         )
-        hooks.request_final_reports(environment)
-        self._wait_until(lambda: hooks.final_reports_in(environment), FINAL_REPORT_SECONDS)
+        hooks.collect_final_reports(environment, FINAL_REPORT_SECONDS, POLL_SECONDS)
         return None
 
     @staticmethod
