@@ -27,7 +27,7 @@ from swarmgauge.core import option_kinds, worker_channel
 from swarmgauge.core.options import add_option
 from swarmgauge.shapes import PlanShape  # noqa: F401
 from swarmgauge.targets.mark.embedded import start_embedded_default
-from swarmgauge.users.mark_client import Conflict, MarkError
+from swarmgauge.users.mark_errors import Conflict, MarkError
 from swarmgauge.users.mark_user import MarkUser
 
 

@@ -35,7 +35,12 @@ CORE_MODULES = (
 #: The sans-IO half of ``swarmgauge/quic/``, the engine adapter (aioquic or qh3), its qh3 seams and the ACK timing:
 #: below the users and the targets, which both run QUIC on it. The rest of ``swarmgauge/quic/`` (the gevent driver)
 #: is the ``quic`` layer, below the users only.
-ENGINE_MODULES = ("swarmgauge.quic.engine", "swarmgauge.quic.qh3_patches", "swarmgauge.quic.acks")
+ENGINE_MODULES = (
+    "swarmgauge.quic.engine",
+    "swarmgauge.quic.engine_base",
+    "swarmgauge.quic.qh3_patches",
+    "swarmgauge.quic.acks",
+)
 
 #: layer -> the project layers it may import (besides itself). The top (``app``) may import everything.
 MAY_IMPORT: dict[str, set[str]] = {

@@ -38,9 +38,9 @@ def load_declarations() -> None:
 
     get_parser()
     from swarmgauge.core import hooks
-    from swarmgauge.users import mark_user, mcp_user
+    from swarmgauge.users import mark_user, mcp_options
 
-    for name in (*mcp_user.STEP_COUNTERS, mark_user.RECONNECT_COUNTER):  # registered at init, which none fires here
+    for name in (*mcp_options.STEP_COUNTERS, mark_user.RECONNECT_COUNTER):  # registered at init, which none fires here
         hooks.register_step_counter(name)
 
 

@@ -86,7 +86,7 @@ PATCHES: tuple[Patch, ...] = (
         name="qh3-stream-limits",
         dependency="qh3",
         kind=Kind.REWRITES_ARGUMENTS,
-        where=("swarmgauge.quic.engine", "swarmgauge.quic.qh3_patches"),
+        where=("swarmgauge.quic.engine", "swarmgauge.quic.engine_base", "swarmgauge.quic.qh3_patches"),
         touches=(
             "qh3.quic.connection.QuicConnectionCore",
             "qh3.quic.connection.QuicConnection._create_core",
@@ -118,7 +118,7 @@ PATCHES: tuple[Patch, ...] = (
         name="qh3-connection-slots",
         dependency="qh3",
         kind=Kind.SUBCLASSES,
-        where=("swarmgauge.quic.qh3_patches", "swarmgauge.quic.engine"),
+        where=("swarmgauge.quic.qh3_patches", "swarmgauge.quic.engine", "swarmgauge.quic.engine_base"),
         touches=(
             "qh3.quic.connection.QuicConnection.__init__",
             "qh3.quic.connection.QuicConnection.next_event",
@@ -162,7 +162,7 @@ PATCHES: tuple[Patch, ...] = (
         name="qh3-private-reads",
         dependency="qh3",
         kind=Kind.READS_PRIVATE,
-        where=("swarmgauge.quic.engine",),
+        where=("swarmgauge.quic.engine", "swarmgauge.quic.engine_base"),
         touches=("qh3.quic.connection.QuicConnection",),
         private_names=(
             "_core",
@@ -182,7 +182,7 @@ PATCHES: tuple[Patch, ...] = (
         name="aioquic-private-reads",
         dependency="aioquic",
         kind=Kind.READS_PRIVATE,
-        where=("swarmgauge.quic.engine",),
+        where=("swarmgauge.quic.engine", "swarmgauge.quic.engine_base"),
         touches=("aioquic.quic.connection.QuicConnection", "aioquic.asyncio.server.QuicServer"),
         private_names=(
             "_ack_delay",
@@ -202,7 +202,7 @@ PATCHES: tuple[Patch, ...] = (
         name="aioquic-two-key-shares",
         dependency="aioquic",
         kind=Kind.SUBCLASSES,
-        where=("swarmgauge.quic.engine",),
+        where=("swarmgauge.quic.engine", "swarmgauge.quic.engine_base"),
         touches=("aioquic.quic.connection.QuicConnection._initialize", "aioquic.tls.Context._supported_groups"),
         private_names=("_supported_groups",),
         why="aioquic's client sends four key shares; qh3's server answers with more Initial data than one datagram "

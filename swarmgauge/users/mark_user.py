@@ -31,7 +31,8 @@ from swarmgauge.protocols.mark import Response
 from swarmgauge.quic.driver import QuicError, QuicStats
 from swarmgauge.quic.engine import DEFAULT_ENGINE, ENGINES
 from swarmgauge.users import option_checks  # noqa: F401 - range-checks the options at init
-from swarmgauge.users.mark_client import CONNECTION_MODES, MarkClient, MarkError
+from swarmgauge.users.mark_client import CONNECTION_MODES, MarkClient
+from swarmgauge.users.mark_errors import MarkError
 from swarmgauge.users.recording import fire, measure
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,8 @@ from swarmgauge.protocols.mcp import MCPError
 from swarmgauge.quic.driver import QuicError
 from swarmgauge.users.brain_user import BrainUser
 from swarmgauge.users.kneo_client import KneoClient
-from swarmgauge.users.mark_client import MarkClient, MarkError
+from swarmgauge.users.mark_client import MarkClient
+from swarmgauge.users.mark_errors import MarkError
 from swarmgauge.users.mcp_client import MCPClient
 from swarmgauge.users.mdk_client import MDKClient
 from tests.quic.misbehaving_quic import MisbehavingQuicServer

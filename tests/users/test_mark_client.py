@@ -19,12 +19,12 @@ from swarmgauge.quic.driver import (
     TLSVerificationFailed,
 )
 from swarmgauge.quic.transport import MemoryPair
-from swarmgauge.users.mark_client import (
+from swarmgauge.users.mark_client import MarkClient
+from swarmgauge.users.mark_errors import (
     Archived,
     BadRequest,
     Conflict,
     IncompleteListing,
-    MarkClient,
     MarkMalformedResponse,
     MarkRateLimited,
     MarkStatusError,

@@ -13,7 +13,7 @@ from locust.env import Environment
 
 from swarmgauge.quic.driver import QuicError
 from swarmgauge.targets.launch import launch_target
-from swarmgauge.users.mark_client import MarkUnauthorized, NotFound
+from swarmgauge.users.mark_errors import MarkUnauthorized, NotFound
 from swarmgauge.users.mark_user import MarkUser
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
