@@ -14,6 +14,8 @@ page's own bound (``at most``, e.g. "< 50 MiB") is green at or below it. A figur
 green: within its tolerance it is "set by the stand-in", beyond it amber or red like any other. A row is its worst
 figure; a row with nothing to compare (no page figure, or the page's words) has "no ratio"; a figure whose ratio cell
 says "machine-bound" (the 2-core machine, not the target, was its bound) is "machine-bound", never counted as holding.
+A verdict (the page's green, amber or red against the run's) holds when it is the same, is amber one step off and red
+two steps off: the fleets' verdicts are the page's headline rows and are graded like any figure.
 A workload whose exit is not the one it declared is red.
 """
 
@@ -46,6 +48,9 @@ FEW = "few samples"
 ORDER = {GREEN: 0, NO_RATIO: 1, SET: 2, FEW: 2.5, MACHINE: 3, AMBER: 4, RED: 5}
 MARK = {GREEN: "🟢", AMBER: "🟡", RED: "🔴", SET: "⚙️", NO_RATIO: "⚪", FEW: "🔘", MACHINE: "🖥️"}
 DEFAULT_TOLERANCE = 0.2
+#: a verdict's steps from green: the same verdict holds, one step off is amber, two red (as twice a tolerance is)
+VERDICT_STEPS = {GREEN: 0, AMBER: 1, RED: 2}
+SAME_VERDICT = "the same verdict"
 GRADE, SHOWN_TOLERANCE, SHOWN_SET_BY = "row", "tolerance", "stand-in"
 
 RULE = (
@@ -55,7 +60,8 @@ RULE = (
     "evidence: within its tolerance it shows as set, beyond it amber or red like any other. Where the page's figure "
     'is 0 the two are compared as they are: a measured 0 is green ("0 = 0"), anything else red, or amber within an '
     'absolute tolerance shown beside it; a figure the page bounds in absolute terms ("< 50 MiB") is green at or '
-    'below the bound. A row with nothing to compare (no page figure, or the page\'s words) shows "no ratio"; one '
+    "below the bound. A fleet's verdict (green, amber, red) is green when it is the page's, amber one step off and "
+    'red two. A row with nothing to compare (no page figure, or the page\'s words) shows "no ratio"; one '
     'the 2-core machine bounded (not the target) shows "machine-bound", shown and never counted as holding. A row '
     'within its tolerance but read over fewer requests than it needs says "few samples" instead (the standard error '
     "of its figure within the tolerance: 25 requests for a rate at ±20 %, 53 for a p50, 117 for a p99). A "
@@ -162,6 +168,10 @@ def figure_state(
         return RED, None
     if str(ratio).strip() == MACHINE:
         return MACHINE, None
+    if str(page).strip() in VERDICT_STEPS and str(measured).strip() in VERDICT_STEPS:
+        steps = abs(VERDICT_STEPS[str(measured).strip()] - VERDICT_STEPS[str(page).strip()])
+        shown = ("same", "one step off", "two steps off")[steps]
+        return (SET if criterion.set_by else GREEN) if steps == 0 else AMBER if steps == 1 else RED, shown
     measured_value, page_value = values
     if criterion.at_most is not None and measured_value is not None:
         under = measured_value <= criterion.at_most
@@ -262,7 +272,8 @@ def grade_table(table: pd.DataFrame) -> GradedTable:
             states.append(state)
             if text is not None:
                 shown.iloc[position, shown.columns.get_loc(ratio)] = text
-            shown_tolerance[measured] = criterion.shown(values[1] == 0) + counted
+            verdict = str(row[page]).strip() in VERDICT_STEPS
+            shown_tolerance[measured] = SAME_VERDICT if verdict else criterion.shown(values[1] == 0) + counted
             shown_set_by[measured] = f"set by the stand-in: {criterion.set_by}" if criterion.set_by else ""
         grades.append(worst(states))
         tolerances.append(_per_figure(shown_tolerance))

@@ -5,8 +5,8 @@ A fleet's run (``swarmgauge/demo_mdk.py``) has the steps "one at a time", "satur
 "action burst"; its ``mdk.json`` holds the verdict inputs, each step's CPU per process (``cpu_by_step``, the
 generator as ``generator``) and the load average. A fleet is "machine-bound" when the generator hit its own CPU
 bound, the generator and the stand-in together used nearly the whole machine in a measured step, or the load average
-less our own processes filled every core (others loading the shared machine): its verdict is shown, never judged
-against the page's.
+less our own processes filled every core (others loading the shared machine). A bound machine only slows a fleet:
+a verdict no worse than the page's, and not red, is graded as any; a worse or a red one says "machine-bound".
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from swarmgauge.reports.index_figures import Check, PageSection, figure, ms, rate, read_json, read_steps, run_json
-from swarmgauge.reports.index_grades import AMBER, RED, grade_table
+from swarmgauge.reports.index_grades import AMBER, MACHINE, RED, VERDICT_STEPS, grade_table
 from swarmgauge.reports.index_mdk_burst import LANE_SETTING, burst_rows, percent
 from swarmgauge.reports.index_mdk_drills import drill_checks, drill_table
 from swarmgauge.reports.index_mdk_machine import (
@@ -101,13 +101,17 @@ def fleet_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], list
         observed = dict(zip(verdicts["criterion"], verdicts["observed"]))
         cpu = doc.get("cpu_percent") or {}
         found, of = devices_read(run)
-        holds = overall == page and not load["bound"] and found >= of
+        # a machine that bounded the run only slows a fleet: a verdict no worse than the page's, and not red, stands;
+        # a worse one or a red may be the machine's own, and is machine-bound
+        machine_made = load["bound"] and (VERDICT_STEPS.get(overall, 2) > VERDICT_STEPS[page] or overall == RED)
+        holds = overall == page and not machine_made and found >= of
         rows.append(
             {
                 "Devices / Workers": label,
-                "page": page,
+                "page verdict": page,
                 "verdict": overall,
-                "shape": "machine-bound" if load["bound"] else "holds" if holds else "differs",
+                # graded against the page's verdict (``index_grades``): the same holds, a step off is amber
+                "verdict x": MACHINE if machine_made else "",
                 "headroom": observed.get("Telemetry freshness (headroom)", ""),
                 "action p99": observed.get("Action submit p99", ""),
                 "busiest process": observed.get("Steady CPU, busiest process", ""),
@@ -120,9 +124,9 @@ def fleet_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], list
         )
         text = f"{label}: {overall} (page {page})"
         if found < of:
-            rows[-1]["shape"] = "machine-bound"
+            rows[-1]["verdict x"] = MACHINE
             text += f", only {found:,} of {of:,} devices answered the discovery before the load"
-        checks.append(Check(holds, text + (f", {machine_text(load)}" if load["bound"] else "")))
+        checks.append(Check(holds, text + (f", {machine_text(load)}" if machine_made else "")))
     return rows, checks, measured
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from swarmgauge.reports import index_mdk_machine
-from swarmgauge.reports.index_grades import MACHINE, RED, SET, grade_table
+from swarmgauge.reports.index_grades import AMBER, MACHINE, RED, SET, grade_table
 from swarmgauge.reports.index_mdk import mdk
 
 COLUMNS = ["step", "label", "request_type", "name", "users", "target_rate", "requests", "failures", "rps"]
@@ -91,8 +91,10 @@ def test_each_fleet_is_beside_the_pages_verdict_at_the_pages_size(tmp_path):
     section = mdk(runs)
     verdicts = table(section, "Capacity")
     assert list(verdicts["Devices / Workers"]) == ["2,000 / 1", "5,000 / 1"]
-    assert list(verdicts["page"]) == ["green", "red"] and list(verdicts["verdict"]) == ["green", "red"]
-    assert list(verdicts["shape"]) == ["holds", "holds"]
+    assert list(verdicts["page verdict"]) == ["green", "red"] and list(verdicts["verdict"]) == ["green", "red"]
+    graded = grade_table(verdicts)
+    assert graded.grades == [SET, SET]  # the same verdicts, each set by the stand-in's sweep
+    assert list(graded.table["verdict x"]) == ["same", "same"]
     assert "--query-concurrency 123" in verdicts["set by"].iloc[1]  # the red headroom is the stand-in's arithmetic
     assert [c.text for c in section.checks] == ["2,000 / 1: green (page green)", "5,000 / 1: red (page red)"]
     assert all(c.holds for c in section.checks)
@@ -109,16 +111,17 @@ def test_a_fleet_whose_discovery_found_fewer_devices_than_the_page_is_said_and_n
     section = mdk(runs)
     verdicts = table(section, "Capacity")
     assert list(verdicts["devices read"]) == ["2,000 of 2,000", "383 of 5,000"]
-    assert list(verdicts["shape"]) == ["holds", "machine-bound"]
+    assert grade_table(verdicts).grades == [SET, MACHINE]
     assert [c.holds for c in section.checks] == [True, False]
     assert "only 383 of 5,000 devices answered the discovery before the load" in section.checks[1].text
 
 
 def test_a_fleet_the_machine_cannot_hold_is_machine_bound_with_the_generators_and_the_stand_ins_cpu(tmp_path):
-    runs = {"fleet-2000x1": fleet_run(tmp_path, "fleet-2000x1", 0.62, generator=70.0, stand_in=130.0, load=2.1)}
+    # amber against the page's green on a machine the run filled: the machine may have made the amber
+    runs = {"fleet-2000x1": fleet_run(tmp_path, "fleet-2000x1", 0.8, generator=70.0, stand_in=130.0, load=2.1)}
     section = mdk(runs)
     verdicts = table(section, "Capacity")
-    assert verdicts["shape"].iloc[0] == "machine-bound"
+    assert grade_table(verdicts).grades == [MACHINE]
     assert verdicts["machine"].iloc[0].startswith("machine-bound: generator 70 %, stand-in 130 % of a core")
     assert not section.checks[0].holds and "machine-bound" in section.checks[0].text
 
@@ -138,6 +141,7 @@ def test_the_5000_by_5_pair_holds_as_one_green_and_one_red_run(tmp_path):
     }
     section = mdk(runs)
     assert list(table(section, "Capacity")["verdict"]) == ["green", "red"]
+    assert grade_table(table(section, "Capacity")).grades == [SET, SET]
     assert section.checks[-1].text == "5,000 / 5: green and red (page: one green, one red)" and section.checks[-1].holds
     latency = table(section, "Latency")
     rejected_row = latency[latency["figure"].str.contains("ERR_WORKER_NOT_ROUTABLE")].iloc[0]
@@ -395,3 +399,26 @@ def test_a_one_at_a_time_step_that_sent_no_read_or_accept_shows_the_pages_rows_r
     shown = dict(zip(latency["figure"], latency["measured"]))
     for figure in ("5,000 / 1: device read p50", "5,000 / 1: single action accept p50"):
         assert shown[figure] == "" and graded[figure] == RED
+
+
+def test_a_fleet_whose_verdict_is_not_the_pages_is_amber_a_step_off_and_red_two(tmp_path):
+    runs = {
+        "fleet-2000x1": fleet_run(tmp_path, "fleet-2000x1", 0.8),  # amber headroom against the page's green
+        "fleet-5000x1": fleet_run(tmp_path, "fleet-5000x1", 0.3),  # green against the page's red
+    }
+    verdicts = table(mdk(runs), "Capacity")
+    graded = grade_table(verdicts)
+    assert list(verdicts["verdict"]) == ["amber", "green"]
+    assert graded.grades == [AMBER, RED]
+    assert list(graded.table["verdict x"]) == ["one step off", "two steps off"]
+    assert set(graded.table["tolerance"]) == {"the same verdict"}
+
+
+def test_a_fleet_as_good_as_the_pages_on_a_bound_machine_holds_as_the_machine_only_slows_it(tmp_path):
+    green = fleet_run(tmp_path, "fleet-2000x1", 0.62, generator=70.0, stand_in=130.0, load=2.1)
+    red = fleet_run(tmp_path, "fleet-5000x1", 1.55, generator=70.0, stand_in=130.0, load=2.1)
+    section = mdk({"fleet-2000x1": green, "fleet-5000x1": red})
+    verdicts = table(section, "Capacity")
+    assert verdicts["machine"].iloc[0].startswith("machine-bound")  # said beside it all the same
+    assert grade_table(verdicts).grades == [SET, MACHINE]  # a red on a bound machine may be the machine's
+    assert [c.holds for c in section.checks] == [True, False]
