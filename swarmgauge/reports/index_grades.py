@@ -170,8 +170,8 @@ def figure_state(
         return MACHINE, None
     if str(page).strip() in VERDICT_STEPS and str(measured).strip() in VERDICT_STEPS:
         steps = abs(VERDICT_STEPS[str(measured).strip()] - VERDICT_STEPS[str(page).strip()])
-        shown = ("same", "one step off", "two steps off")[steps]
-        return (SET if criterion.set_by else GREEN) if steps == 0 else AMBER if steps == 1 else RED, shown
+        said = ("same", "one step off", "two steps off")[steps]
+        return (SET if criterion.set_by else GREEN) if steps == 0 else AMBER if steps == 1 else RED, said
     measured_value, page_value = values
     if criterion.at_most is not None and measured_value is not None:
         under = measured_value <= criterion.at_most
