@@ -1,8 +1,8 @@
 """From sample rows to per-series trends, SLO term values and the one-line leak verdict.
 
 Shared by the live listener (rows in memory) and the report (rows read back from ``resources.csv``). A series is
-one (node, source, metric); the target's series are every source but the load generators' own (``generator``)
-and Locust's request counter (``locust``).
+one (node, source, metric); the target's series are every source but the load generators' own (``generator``),
+Locust's request counter (``locust``) and the whole machine's CPU (``machine``): ``OWN_SOURCES``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,10 @@ from swarmgauge.core.trend import MIB, Trend, Warmup, format_bytes, trend
 COLUMNS = tuple(names(RESOURCES))  # resources.csv, declared with meanings in swarmgauge/core/run_files.py
 GENERATOR_SOURCE = "generator"
 REQUESTS_SOURCE = "locust"
+#: the whole machine's busy CPU (% of one core, every process together): who else used the cores a run shared
+MACHINE_SOURCE = "machine"
+#: the rows that are not a target's: never judged, never a target's CPU or memory
+OWN_SOURCES = (GENERATOR_SOURCE, REQUESTS_SOURCE, MACHINE_SOURCE)
 RSS_METRICS = ("rss_bytes", "process_resident_memory_bytes")
 HEAP_METRICS = ("live_heap_bytes", "heap_inuse_bytes", "go_memstats_heap_inuse_bytes", "heap_alloc_bytes")
 WORKING_SET_METRICS = ("working_set_bytes",)
@@ -70,7 +74,7 @@ def series(
     for row in sorted(rows, key=lambda r: r.elapsed_s):
         if row.metric not in metrics or (step is not None and row.step != step):
             continue
-        if target_only and row.source in (GENERATOR_SOURCE, REQUESTS_SOURCE):
+        if target_only and row.source in OWN_SOURCES:
             continue
         ts, vs = out.setdefault((row.node, row.source, row.metric), ([], []))
         ts.append(row.elapsed_s)

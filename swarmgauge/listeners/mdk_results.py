@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmgauge.core.request_names import MDK_REQUEST_TYPE
-from swarmgauge.core.verdict import GENERATOR_SOURCE
+from swarmgauge.core.verdict import GENERATOR_SOURCE, MACHINE_SOURCE
 from swarmgauge.files import write_atomic
 from swarmgauge.listeners import resources, slo
 
@@ -166,8 +166,8 @@ def cpu_by_step(environment: Any) -> dict[str, dict[str, float]]:
             continue
         if row.source.startswith("psutil:pidfile="):
             name = Path(row.source.split("=", 1)[1]).stem
-        elif row.source == GENERATOR_SOURCE:
-            name = GENERATOR_SOURCE
+        elif row.source in (GENERATOR_SOURCE, MACHINE_SOURCE):
+            name = row.source
         else:
             continue
         found.setdefault(row.step, {}).setdefault(name, []).append(row.value)

@@ -36,6 +36,8 @@ from swarmgauge.core.verdict import (
     COLUMNS,
     GENERATOR_SOURCE,
     HEAP_METRICS,
+    MACHINE_SOURCE,
+    OWN_SOURCES,
     REQUESTS_SOURCE,
     RSS_METRICS,
     WORKING_SET_METRICS,
@@ -49,7 +51,7 @@ from swarmgauge.files import write_atomic
 from swarmgauge.listeners.rundir import add_run_info, run_dir
 from swarmgauge.listeners.sample_rows import SampleRows
 from swarmgauge.listeners.sources import Source, SourceError, parse_source
-from swarmgauge.listeners.sources.proc import PsutilSource
+from swarmgauge.listeners.sources.proc import MachineCpu, PsutilSource
 from swarmgauge.listeners.step_state import current_step
 
 log = logging.getLogger(__name__)
@@ -165,6 +167,7 @@ class ResourceSampler:
         self.environment = environment
         self.extra_specs: list[str] = []
         self.sources: list[Source] = []
+        self.machine = MachineCpu()
         self.rows = SampleRows()
         self.failures: dict[str, int] = {}
         self.greenlet: gevent.Greenlet | None = None
@@ -190,6 +193,7 @@ class ResourceSampler:
         generator = PsutilSource(pid=os.getpid(), children=False)  # an embedded target child is the target
         generator.label = GENERATOR_SOURCE
         self.sources.append(generator)
+        self.machine = MachineCpu()
 
     def start(self) -> None:
         self.stop()
@@ -234,6 +238,9 @@ class ResourceSampler:
         if not self.node.startswith("worker:"):
             total = self.environment.stats.total.num_requests if self.environment.stats else 0
             taken.append(Row(now, elapsed, step, self.node, REQUESTS_SOURCE, "requests", float(total), self.round))
+        busy = self.machine.sample()
+        if busy is not None:
+            taken.append(Row(now, elapsed, step, self.node, MACHINE_SOURCE, "cpu_percent", busy, self.round))
         if failed:
             for label, _ in failed:
                 self.failures[label] = self.failures.get(label, 0) + 1
@@ -344,7 +351,7 @@ def finish_sampling(environment: Environment) -> None:
     status, text = sampler.verdict()
     _write_outputs(environment, sampler, status, text)
     if getattr(environment.parsed_options, "headless", False) and any(
-        r.source not in (GENERATOR_SOURCE, REQUESTS_SOURCE) for r in sampler.rows
+        r.source not in OWN_SOURCES for r in sampler.rows
     ):
         print(text, flush=True)  # the console's copy; logging it too printed the verdict twice
     else:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from swarmgauge.core import numbers
 from swarmgauge.core.numbers import number
+from swarmgauge.core.verdict import OWN_SOURCES
 from swarmgauge.reports import trend
 from swarmgauge.reports.resources import readable_source
 
@@ -30,7 +31,7 @@ def target_cpu_by_step(run_dir: Path) -> TargetByStep:
     if not path.is_file():
         return {}
     frame = pd.read_csv(path)
-    frame = frame[~frame["source"].isin(["generator", "locust"])].dropna(subset=["step"])
+    frame = frame[~frame["source"].isin(OWN_SOURCES)].dropna(subset=["step"])
     limits = frame[frame["metric"] == "cpu_limit_percent"].groupby("source")["value"].min().to_dict()
     cpu = frame[frame["metric"] == "cpu_percent"]
     found: TargetByStep = {}

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from swarmgauge.core.verdict import MACHINE_SOURCE
 from swarmgauge.reports.index_figures import read_steps
 from swarmgauge.reports.index_grades import MACHINE_SHARE
 
@@ -33,8 +34,12 @@ def step_index(steps: pd.DataFrame, label: str) -> str | None:
 
 def machine_load(run: Path, doc: dict[str, Any], cores: int | None = None) -> dict[str, Any]:
     """The generator's and the stand-in's CPU (% of a core) in the busiest measured step, and whether the machine
-    was the bound there: the generator at its own CPU bound, both together above 90 % of the machine, or the load
-    average less our own processes at or above the cores (others loading the shared machine)."""
+    was the bound there: the generator at its own CPU bound, or the machine's cores above 90 % busy in that step.
+
+    The machine's busy CPU is measured in the step (``machine`` in ``cpu_by_step``: every process together), so what
+    others used is that less our own. A run from before it was sampled falls back on the 1-minute load average at the
+    run's end, less our own processes, at or above the cores: a lagging figure that also holds the run's own start-up.
+    """
     cores = cores or os.cpu_count() or 1
     steps = read_steps(run)
     by_step = doc.get("cpu_by_step") or {}
@@ -45,14 +50,20 @@ def machine_load(run: Path, doc: dict[str, Any], cores: int | None = None) -> di
         if not cpu:
             continue
         generator = float(cpu.get("generator", 0.0))
-        stand_in = sum(float(v) for k, v in cpu.items() if k != "generator")
+        stand_in = sum(float(v) for k, v in cpu.items() if k not in ("generator", MACHINE_SOURCE))
+        machine = cpu.get(MACHINE_SOURCE)
+        busy = max(float(machine), generator + stand_in) if machine is not None else generator + stand_in
         flagged = steps[steps["label"] == label]
         generator_bound = "generator_bound" in flagged and bool(flagged["generator_bound"].astype(str).eq("True").any())
-        bound = generator_bound or generator + stand_in >= MACHINE_SHARE * 100 * cores
-        if worst["step"] is None or generator + stand_in > (worst["generator"] or 0) + (worst["stand-in"] or 0):
-            worst = {"generator": generator, "stand-in": stand_in, "bound": bound, "step": label}
+        bound = generator_bound or busy >= MACHINE_SHARE * 100 * cores
+        if worst["step"] is None or busy > (worst.get("busy") or 0.0):
+            worst = {"generator": generator, "stand-in": stand_in, "bound": bound, "step": label, "busy": busy}
+            worst["others_cpu"] = None if machine is None else max(0.0, busy - generator - stand_in)
         worst["bound"] = worst["bound"] or bound
     worst["load"], worst["cores"] = doc.get("load_avg"), cores
+    if worst.get("others_cpu") is not None:
+        worst["others"] = worst["bound"] and worst["others_cpu"] >= (1 - MACHINE_SHARE) * 100 * cores
+        return worst
     ours = ((worst["generator"] or 0.0) + (worst["stand-in"] or 0.0)) / 100.0
     # the run's own processes taken out, the rest of the load average still filled every core: others held the machine
     worst["others"] = worst["load"] is not None and float(worst["load"]) - ours >= cores
@@ -68,7 +79,7 @@ def rate_needs(run: Path, doc: dict[str, Any], label: str, measured: float, page
     if not cpu or measured <= 0:
         return None
     generator = float(cpu.get("generator", 0.0))
-    stand_in = sum(float(v) for k, v in cpu.items() if k != "generator")
+    stand_in = sum(float(v) for k, v in cpu.items() if k not in ("generator", MACHINE_SOURCE))
     return {
         "generator": generator,
         "stand-in": stand_in,
@@ -116,6 +127,9 @@ def machine_text(load: dict[str, Any]) -> str:
     if load.get("generator") is None:
         return ""
     shown = f"generator {load['generator']:.0f} %, stand-in {load['stand-in']:.0f} % of a core"
+    if load.get("others_cpu") is not None:
+        shown += f", the machine {load['busy']:.0f} % of {load['cores'] * 100} % (others {load['others_cpu']:.0f} %)"
+        return ("machine-bound: " if load["bound"] else "") + shown
     if load.get("load") is not None:
         shown += f", load average {float(load['load']):.1f} on {load['cores']} cores"
         shown += " (others filled the machine)" if load.get("others") else ""

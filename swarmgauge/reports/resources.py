@@ -20,9 +20,8 @@ import pandas as pd
 from swarmgauge.core.sources import embedded_targets, source_title
 from swarmgauge.core.trend import MIB, parse_warmup
 from swarmgauge.core.verdict import (
-    GENERATOR_SOURCE,
     HEAP_METRICS,
-    REQUESTS_SOURCE,
+    OWN_SOURCES,
     RSS_METRICS,
     WORKING_SET_METRICS,
     Row,
@@ -58,7 +57,7 @@ def load_rows(path: Path) -> list[Row]:
 
 def memory_table(rows: list[Row]) -> pd.DataFrame:
     """Elapsed time × (source metric) in MiB, the target's memory series only, thinned to ``TABLE_ROWS`` rows."""
-    picked = [r for r in rows if r.metric in MEMORY_METRICS and r.source not in (GENERATOR_SOURCE, REQUESTS_SOURCE)]
+    picked = [r for r in rows if r.metric in MEMORY_METRICS and r.source not in OWN_SOURCES]
     if not picked:
         return pd.DataFrame()
     frame = pd.DataFrame(
@@ -117,7 +116,7 @@ def memory_plot(rows: list[Row], step_starts: list[float]) -> bytes | None:
     """Each memory series over time, steps marked as vertical lines."""
     from matplotlib.figure import Figure
 
-    picked = [r for r in rows if r.metric in MEMORY_METRICS and r.source not in (GENERATOR_SOURCE, REQUESTS_SOURCE)]
+    picked = [r for r in rows if r.metric in MEMORY_METRICS and r.source not in OWN_SOURCES]
     if not picked:
         return None
     figure = Figure(figsize=(9, 4))

@@ -76,6 +76,9 @@ def test_a_failing_source_is_counted_per_interval_and_the_run_goes_on(tmp_path):
     assert 0 < len(complaints) <= failures[f"psutil:pidfile={missing}"]
     generator = {r["metric"] for r in read_rows(tmp_path) if r["source"] == "generator"}
     assert {"rss_bytes", "cpu_percent"} <= generator
+    machine = [r for r in read_rows(tmp_path) if r["source"] == "machine"]  # every process together, per step
+    assert machine and {r["metric"] for r in machine} == {"cpu_percent"}
+    assert all(0 <= float(r["value"]) <= 100 * (os.cpu_count() or 1) for r in machine)
 
 
 def test_a_bad_sample_spec_stops_the_run_before_it_starts(tmp_path):

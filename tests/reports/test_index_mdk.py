@@ -52,6 +52,7 @@ def fleet_run(
     load: float = 0.8,
     reads_rps: float = 450.0,
     burst: dict | None = None,
+    machine: float | None = None,
 ) -> Path:
     """A fleet's run folder: one at a time (step 0), saturation reads (2), the burst (5), and its mdk.json."""
     run = folder / name
@@ -68,6 +69,8 @@ def fleet_run(
         writer.writeheader()
         writer.writerows(rows)
     cpu = {"mocks": stand_in / 2, "worker-0": stand_in / 2, "generator": generator}
+    if machine is not None:
+        cpu["machine"] = machine
     doc = {
         "headroom": {"value": headroom, "by_worker": {"worker-0": headroom}},
         "cpu_percent": {"mocks": stand_in / 2, "worker-0": stand_in / 2, "kernel": 3.0},
@@ -422,3 +425,15 @@ def test_a_fleet_as_good_as_the_pages_on_a_bound_machine_holds_as_the_machine_on
     assert verdicts["machine"].iloc[0].startswith("machine-bound")  # said beside it all the same
     assert grade_table(verdicts).grades == [SET, MACHINE]  # a red on a bound machine may be the machine's
     assert [c.holds for c in section.checks] == [True, False]
+
+
+def test_the_machines_measured_cpu_in_the_step_decides_not_a_lagging_load_average(tmp_path):
+    # the 1-minute load average at the end also holds the run's own start-up: with the machine's CPU measured in the
+    # step, a quiet machine is not "filled by others" and a full one is bound whoever filled it
+    quiet = fleet_run(tmp_path, "fleet-5000x5", 0.3, generator=36.0, stand_in=112.0, load=3.9, machine=152.0)
+    full = fleet_run(tmp_path, "fleet-2000x4", 0.3, generator=30.0, stand_in=60.0, load=0.5, machine=188.0)
+    verdicts = table(mdk({"fleet-2000x4": full, "fleet-5000x5": quiet}), "Capacity")
+    machine = list(verdicts["machine"])
+    assert machine[0].startswith("machine-bound: generator 30 %, stand-in 60 % of a core, the machine 188 % of 200 %")
+    assert "(others 98 %)" in machine[0]
+    assert machine[1] == "generator 36 %, stand-in 112 % of a core, the machine 152 % of 200 % (others 4 %)"

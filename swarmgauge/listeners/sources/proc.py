@@ -33,6 +33,24 @@ def _own_lineage() -> set[int]:
     return pids
 
 
+class MachineCpu:
+    """The whole machine's busy CPU since the last sample, in % of one core (as a process's ``cpu_percent``): what
+    every process together used, so a run can say whether the cores it shared were full, and whose they were."""
+
+    def __init__(self) -> None:
+        self._last: tuple[float, float] | None = None
+
+    def sample(self) -> float | None:
+        """None on the first call (no interval yet) and when no time passed."""
+        times = psutil.cpu_times()
+        total = sum(times)
+        busy = total - times.idle - getattr(times, "iowait", 0.0)
+        last, self._last = self._last, (total, busy)
+        if last is None or total <= last[0]:
+            return None
+        return (busy - last[1]) / (total - last[0]) * 100.0 * (psutil.cpu_count() or 1)
+
+
 class PsutilSource:
     """Reads a process tree with psutil; CPU % comes from cpu-time deltas between two samples."""
 

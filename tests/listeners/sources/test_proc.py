@@ -3,12 +3,14 @@
 import subprocess
 import sys
 import textwrap
+import time
 
+import psutil
 import pytest
 
 from swarmgauge.errors import UsageError
 from swarmgauge.listeners.sources import MIB, SourceError, parse_source
-from swarmgauge.listeners.sources.proc import PsutilSource
+from swarmgauge.listeners.sources.proc import MachineCpu, PsutilSource
 
 pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 
@@ -123,3 +125,13 @@ def test_a_missing_or_empty_pidfile_is_a_source_error(tmp_path):
 def test_bad_specs_are_usage_errors(spec):
     with pytest.raises(UsageError):
         parse_source(spec)
+
+
+def test_the_machines_cpu_is_every_process_together_in_percent_of_one_core():
+    machine = MachineCpu()
+    assert machine.sample() is None  # no interval yet
+    deadline = time.monotonic() + 0.2
+    while time.monotonic() < deadline:  # this process busy for a while: at least part of one core
+        pass
+    busy = machine.sample()
+    assert busy is not None and 0 < busy <= 100 * (psutil.cpu_count() or 1)
