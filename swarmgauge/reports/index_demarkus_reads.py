@@ -76,9 +76,10 @@ REASONS = {
     "tail: FETCH's p99 holds with a tail over p50 of 41 ms or more (0.85 x 166 = 141 ms), LOOKUP's with 42 or less "
     "(1.15 x 124 = 143 ms), and the backend's stalls give both verbs the same tail, about a stall long; no cost per "
     f"verb holds it beside the page's other LOOKUP rows ({VERB_MODEL}): the real server answers a LOOKUP from its "
-    "snapshot after one Head of the head object, but one round trip doubled LOOKUP's rate here (307-310 req/s at 16 "
-    "and 64 users, p50 0.50x and 0.40x) where the page's LOOKUPs run at FETCH's 158-160 req/s at every step; at "
-    "FETCH's cost, a LOOKUP counted as half a read towards the stalls holds this row in 79 % of 9 s windows but puts "
+    "snapshot after one Head of the head object, but one round trip all but doubled LOOKUP's rate here (282-310 "
+    "req/s at 16 and 64 users over three runs, p50 0.50-0.52x and 0.40-0.41x) where the page's LOOKUPs run at "
+    "FETCH's 158-160 req/s at every step; at FETCH's cost, a LOOKUP counted as half a read towards the stalls holds "
+    "this row in 79 % of 9 s windows but puts "
     "mark_lookup_all's 8-worker p99 at 0.61x (the page's longest 8-worker tail), and a LOOKUP spread tighter or wider "
     f"than FETCH's leaves this p99 at 1.17-1.21x; {SIXTEEN_TAILS}",
     ("QUIC LIST", 16): "the page's LIST p50 (80 ms) sits below its own mean by Little's law (16 / 159 req/s = 101 "
@@ -142,9 +143,9 @@ NOTE = (
     "2-core box, a loaded one caps them below the bucket (60-77 req/s at load average 9). LOOKUP and LIST hold a "
     "slot as long as FETCH. The real server answers them from its snapshot (catalog, directories) after one Head of "
     "the head object (bucketstore's refreshSnapshot), where a FETCH also reads the document's objects; but the page's "
-    "LOOKUP and LIST rows run at FETCH's rate at every step (158-160 req/s), and one round trip for a LOOKUP doubled "
-    "its rate here (307-310 req/s, p50 0.40-0.50x at 16 and 64 users; benchmarks/verb_cost_model.py): at the page's "
-    "ceiling a read cost the same whatever its verb."
+    "LOOKUP and LIST rows run at FETCH's rate at every step (158-160 req/s), and one round trip for a LOOKUP all but "
+    "doubled its rate here (282-310 req/s, p50 0.40-0.52x at 16 and 64 users over three runs; simulated 313 req/s: "
+    "benchmarks/verb_cost_model.py): at the page's ceiling a read cost the same whatever its verb."
 )
 
 
