@@ -64,6 +64,8 @@ NOT_REPRODUCIBLE = [
 
 WHY = "why it does not hold"
 #: (step, workers) -> why that row of the page is out of reach here, in one line; shown only when the row strays
+#: the simulation of the stand-in's bucket with a cost per verb, cited by the LOOKUP and MCP rows
+VERB_MODEL = "benchmarks/verb_cost_model.py, the stand-in's slots and stalls simulated"
 SIXTEEN_TAILS = (
     "the page's three 16-user rows through one bucket end p99 at 124 (LOOKUP), 166 (FETCH) and 185 ms (LIST)"
 )
@@ -72,9 +74,14 @@ REASONS = {
     "cannot spread 1.66x at 16 users; the backend's stalls (--backend-stall-ms) give that tail, and this run had none",
     ("QUIC LOOKUP", 16): "the page's 16-user FETCH and LOOKUP share a p50 (100 and 101 ms at 159 req/s) but not a "
     "tail: FETCH's p99 holds with a tail over p50 of 41 ms or more (0.85 x 166 = 141 ms), LOOKUP's with 42 or less "
-    "(1.15 x 124 = 143 ms); the backend's stalls give both verbs the same tail, about a stall long, so one stall "
-    "length holds both only inside that 1 ms, and the page's LOOKUPs do meet the stalls (its mark_lookup_all at 8 "
-    f"workers: p99 104 over p50 40 ms); {SIXTEEN_TAILS}",
+    "(1.15 x 124 = 143 ms), and the backend's stalls give both verbs the same tail, about a stall long; no cost per "
+    f"verb holds it beside the page's other LOOKUP rows ({VERB_MODEL}): the real server answers a LOOKUP from its "
+    "snapshot after one Head of the head object, but one round trip all but doubled LOOKUP's rate here (282-310 "
+    "req/s at 16 and 64 users over three runs, p50 0.50-0.52x and 0.40-0.41x) where the page's LOOKUPs run at "
+    "FETCH's 158-160 req/s at every step; at FETCH's cost, a LOOKUP counted as half a read towards the stalls holds "
+    "this row in 79 % of 9 s windows but puts "
+    "mark_lookup_all's 8-worker p99 at 0.61x (the page's longest 8-worker tail), and a LOOKUP spread tighter or wider "
+    f"than FETCH's leaves this p99 at 1.17-1.21x; {SIXTEEN_TAILS}",
     ("QUIC LIST", 16): "the page's LIST p50 (80 ms) sits below its own mean by Little's law (16 / 159 req/s = 101 "
     "ms): each of demarkus-loadtest's 16 workers waits for its answer before its next request, so a read no stall "
     "meets waits behind the other 15, 16 / the bucket's rate; 80 ms needs the bucket at 200 reads/s between stalls, "
@@ -133,8 +140,12 @@ NOTE = (
     "timers. The page's 300 ms between p50 and p99 fits a 300 ms timer better (26 %), which quic-go's code does not "
     "have. A fresh request costs the stand-in and the "
     "generator about 1.9 and 1.7 ms of CPU (qh3, Python), the page's Go server 0.5 ms: 160 a second fit a quiet "
-    "2-core box, a loaded one caps them below the bucket (60-77 req/s at load average 9). LOOKUP and LIST pass the "
-    "same bucket (the page: even a catalog LOOKUP stats the head object)."
+    "2-core box, a loaded one caps them below the bucket (60-77 req/s at load average 9). LOOKUP and LIST hold a "
+    "slot as long as FETCH. The real server answers them from its snapshot (catalog, directories) after one Head of "
+    "the head object (bucketstore's refreshSnapshot), where a FETCH also reads the document's objects; but the page's "
+    "LOOKUP and LIST rows run at FETCH's rate at every step (158-160 req/s), and one round trip for a LOOKUP all but "
+    "doubled its rate here (282-310 req/s, p50 0.40-0.52x at 16 and 64 users over three runs; simulated 313 req/s: "
+    "benchmarks/verb_cost_model.py): at the page's ceiling a read cost the same whatever its verb."
 )
 
 

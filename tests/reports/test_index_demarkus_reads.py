@@ -117,6 +117,9 @@ def test_a_sixteen_user_lookup_tail_past_the_pages_says_the_pages_own_rows_diffe
     table = reads(runs, PageSection())
     lookup16 = table[(table["Step"] == "QUIC LOOKUP") & (table["Workers"].astype(int) == 16)]
     assert "124 (LOOKUP), 166 (FETCH) and 185 ms (LIST)" in str(lookup16[WHY].iloc[0])
+    # the cost per verb tried, with where its numbers come from
+    assert "no cost per verb holds it" in str(lookup16[WHY].iloc[0])
+    assert "benchmarks/verb_cost_model.py" in str(lookup16[WHY].iloc[0])
 
 
 def test_a_sixty_four_user_lookup_at_littles_mean_shows_the_arithmetic_of_the_pages_own_figures(tmp_path):
