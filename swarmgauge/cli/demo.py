@@ -28,6 +28,7 @@ from swarmgauge.cli.demo_phases import Phases, PhaseTotals, phase_text
 from swarmgauge.cli.demo_progress import REPORT_S, Progress, minutes
 from swarmgauge.cli.demo_reports import render_reports
 from swarmgauge.cli.demo_runs import StartedRun, abandon, finish_run, start_run
+from swarmgauge.cli.demo_zygote import Zygote
 
 MANIFEST = "demo.json"
 
@@ -99,8 +100,11 @@ def locust_command(
     ]
 
 
-def start_workload(workload: Workload, run_dir: Path, log: Path | None, *, report: bool = True) -> StartedRun:
-    """The workload's Locust process, started up and waiting for its go (``demo_runs.finish_run`` gives it)."""
+def start_workload(
+    workload: Workload, run_dir: Path, log: Path | None, *, report: bool = True, zygote: Zygote | None = None
+) -> StartedRun:
+    """The workload's Locust process, started up and waiting for its go (``demo_runs.finish_run`` gives it);
+    ``zygote``: forked from it, Locust imported already (``cli/demo_zygote.py``)."""
     return start_run(
         workload,
         run_dir,
@@ -108,6 +112,7 @@ def start_workload(workload: Workload, run_dir: Path, log: Path | None, *, repor
         lambda locustfile, plan, handoff: locust_command(
             workload, locustfile, plan, run_dir, report=report, handoff=handoff
         ),
+        zygote,
     )
 
 
@@ -201,15 +206,22 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     totals = PhaseTotals()
     rendered: list[Path] = []
     ahead: list[StartedRun] = []  # the next workload's process, started while this one ends
+    forking = time.monotonic()
+    zygote = Zygote() if todo else None  # Locust imported once, each workload's process forked from it
+    if zygote is not None:
+        manifest["forking_ready_s"] = round(time.monotonic() - forking, 1)
+        print(f"workload processes: forked from one with Locust imported, ready in {manifest['forking_ready_s']} s")
 
     def start_next(number: int) -> None:
         if number < len(todo):
             _page, following, following_entry = todo[number]
             following_dir = folder / following_entry["folder"]
             log = following_dir.parent / f"{following.name}.log"
-            ahead.append(start_workload(following, following_dir, log, report=False))
+            ahead.append(start_workload(following, following_dir, log, report=False, zygote=zygote))
 
     try:
+        if todo:
+            start_next(0)
         for number, (page, workload, entry) in enumerate(todo, start=1):
             run_dir = folder / entry["folder"]
             print(progress.starting(number, f"{page.name}/{workload.name}", workload.what), end="", flush=True)
@@ -247,6 +259,8 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     finally:
         for started in ahead:
             abandon(started)
+        if zygote is not None:
+            zygote.close()
     took, processes, failed = render_reports(rendered)
     print(f"reports: {len(rendered)} run reports in {took:.0f} s on {processes} process(es)", flush=True)
     for why in failed:
