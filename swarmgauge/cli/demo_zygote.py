@@ -21,19 +21,20 @@ import gc
 import importlib
 import json
 import os
-import selectors
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# the forking process imports nothing more before the preloaded modules (subprocess and selectors, which import
+# threading, are the driver's side's, imported there): ``python -m locust`` has gevent patch a bare interpreter
+
 #: how long the parent waits for the forking process's imports, and for a fork to be said started
 READY_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 10.0
 #: how often the forking process looks for exited children while no job comes in
-REAP_POLL_S = 0.02
+REAP_POLL_S = 0.01
 
 
 class ZygoteError(RuntimeError):
@@ -56,6 +57,8 @@ class ForkedProcess:
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
+        import subprocess
+
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None:
             if deadline is not None and time.monotonic() >= deadline:
@@ -69,6 +72,9 @@ class Zygote:
     as its child."""
 
     def __init__(self, preload: tuple[str, ...] = ("locust.main",), env: dict[str, str] | None = None) -> None:
+        import selectors
+        import subprocess
+
         from swarmgauge.targets.launch import child_env, die_with_parent
 
         self.process = subprocess.Popen(
@@ -145,6 +151,8 @@ class Zygote:
 
     def close(self) -> None:
         """End the forking process (its children go on: the demo stops or waits for them itself)."""
+        import subprocess
+
         with contextlib.suppress(OSError):
             self.process.stdin.close()  # type: ignore[union-attr]
         try:
