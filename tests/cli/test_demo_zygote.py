@@ -4,6 +4,7 @@ the commands are small modules written into the run folder (``python -m`` finds 
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import signal
@@ -15,7 +16,7 @@ import pytest
 
 from swarmgauge.cli.demo_pages import Workload
 from swarmgauge.cli.demo_runs import abandon, finish_run, start_run
-from swarmgauge.cli.demo_zygote import Zygote
+from swarmgauge.cli.demo_zygote import DEMO_PRELOAD, Zygote
 from swarmgauge.targets.launch import child_env
 
 PROBE = """
@@ -113,3 +114,25 @@ def test_a_demo_run_forked_from_the_zygote_keeps_the_handoff_and_a_run_never_let
     waiting = start_run(workload, tmp_path / "waiting", None, command(tmp_path / "never"), zygote)
     abandon(waiting)
     assert waiting.process.poll() is not None and not (tmp_path / "never").exists()
+
+
+def test_every_demo_locustfile_imports_the_preloaded_framework_before_anything_of_its_own():
+    """The forking process imports ``swarmgauge.locust`` (its listeners register at import): a fresh process
+    registers the same listeners in the same order only when each locustfile imports it before any statement of its
+    own (a listener, an option) and before any other swarmgauge module."""
+    from importlib import resources
+
+    from swarmgauge.cli.demo_pages import pages
+
+    assert DEMO_PRELOAD == ("locust.main", "swarmgauge.locust")
+    for name in sorted({w.locustfile for page in pages([], 1.0) for w in page.workloads}):
+        tree = ast.parse((resources.files("swarmgauge.locustfiles") / name).read_text(encoding="utf-8"))
+        for statement in tree.body:
+            if isinstance(statement, ast.Import) and statement.names[0].name == "swarmgauge.locust":
+                break
+            own = isinstance(statement, ast.ImportFrom) and (statement.module or "").startswith("swarmgauge")
+            own = own or (isinstance(statement, ast.Import) and statement.names[0].name.startswith("swarmgauge"))
+            docstring = isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+            assert not own and (docstring or isinstance(statement, ast.Import | ast.ImportFrom)), (name, statement)
+        else:
+            raise AssertionError(f"{name} never imports swarmgauge.locust")
