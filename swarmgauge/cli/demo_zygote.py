@@ -76,7 +76,11 @@ class Zygote:
     """The forking process, started with ``preload`` imported; :meth:`spawn` runs a ``python -m MODULE ARGS`` command
     as its child."""
 
-    def __init__(self, preload: tuple[str, ...] = DEMO_PRELOAD, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, preload: tuple[str, ...] = DEMO_PRELOAD, env: dict[str, str] | None = None, *, wait: bool = True
+    ) -> None:
+        """Start it; ``wait=False`` returns at once (its imports go on beside the caller's work: :meth:`wait_ready`
+        or the first :meth:`spawn` waits for them)."""
         import selectors
         import subprocess
 
@@ -95,6 +99,12 @@ class Zygote:
         self._started: list[int] = []
         self._exited: dict[int, int] = {}
         self._ready = False
+        self._closed = False
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Return once its imports are done; ZygoteError (and it closed) when it ended or took too long."""
         try:
             self._wait(lambda: self._ready, READY_TIMEOUT_S, "its imports")
         except ZygoteError:
@@ -130,6 +140,7 @@ class Zygote:
         its output to ``log`` (nowhere when None)."""
         if len(command) < 3 or command[1] != "-m":
             raise ValueError(f"the forking process runs python -m commands only, not {command[:3]}")
+        self.wait_ready()
         job = {"module": command[2], "args": command[3:], "cwd": str(cwd), "env": env, "log": str(log or os.devnull)}
         try:
             self.process.stdin.write(json.dumps(job).encode() + b"\n")  # type: ignore[union-attr]
@@ -155,9 +166,12 @@ class Zygote:
         return None
 
     def close(self) -> None:
-        """End the forking process (its children go on: the demo stops or waits for them itself)."""
+        """End the forking process (its children go on: the demo stops or waits for them itself); once."""
         import subprocess
 
+        if self._closed:
+            return
+        self._closed = True
         with contextlib.suppress(OSError):
             self.process.stdin.close()  # type: ignore[union-attr]
         try:

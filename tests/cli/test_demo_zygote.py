@@ -16,7 +16,7 @@ import pytest
 
 from swarmgauge.cli.demo_pages import Workload
 from swarmgauge.cli.demo_runs import abandon, finish_run, start_run
-from swarmgauge.cli.demo_zygote import DEMO_PRELOAD, Zygote
+from swarmgauge.cli.demo_zygote import DEMO_PRELOAD, Zygote, ZygoteError
 from swarmgauge.targets.launch import child_env
 
 PROBE = """
@@ -136,3 +136,21 @@ def test_every_demo_locustfile_imports_the_preloaded_framework_before_anything_o
             assert not own and (docstring or isinstance(statement, ast.Import | ast.ImportFrom)), (name, statement)
         else:
             raise AssertionError(f"{name} never imports swarmgauge.locust")
+
+
+def test_a_forking_process_started_without_waiting_is_waited_for_at_its_first_fork_and_closes_once(tmp_path):
+    forking = Zygote(preload=("json",), wait=False)
+    try:
+        process = forking.spawn([sys.executable, "-m", "json.tool", "--help"], cwd=tmp_path, env=child_env(), log=None)
+        assert process.wait(timeout=20) == 0
+    finally:
+        forking.close()
+    forking.close()
+    assert forking.process.returncode == 0
+
+
+def test_a_forking_process_whose_imports_fail_says_so_with_a_named_error():
+    forking = Zygote(preload=("swarmgauge_no_such_module",), wait=False)
+    with pytest.raises(ZygoteError, match="ended"):
+        forking.wait_ready()
+    assert forking.process.returncode not in (0, None)
