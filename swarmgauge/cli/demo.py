@@ -28,6 +28,7 @@ from swarmgauge.cli.demo_phases import Phases, PhaseTotals, phase_text
 from swarmgauge.cli.demo_progress import REPORT_S, Progress, minutes
 from swarmgauge.cli.demo_reports import render_reports
 from swarmgauge.cli.demo_runs import StartedRun, abandon, finish_run, start_run
+from swarmgauge.cli.demo_zygote import DEMO_PRELOAD, Zygote, ZygoteError
 
 MANIFEST = "demo.json"
 
@@ -99,8 +100,11 @@ def locust_command(
     ]
 
 
-def start_workload(workload: Workload, run_dir: Path, log: Path | None, *, report: bool = True) -> StartedRun:
-    """The workload's Locust process, started up and waiting for its go (``demo_runs.finish_run`` gives it)."""
+def start_workload(
+    workload: Workload, run_dir: Path, log: Path | None, *, report: bool = True, zygote: Zygote | None = None
+) -> StartedRun:
+    """The workload's Locust process, started up and waiting for its go (``demo_runs.finish_run`` gives it);
+    ``zygote``: forked from it, Locust imported already (``cli/demo_zygote.py``)."""
     return start_run(
         workload,
         run_dir,
@@ -108,6 +112,7 @@ def start_workload(workload: Workload, run_dir: Path, log: Path | None, *, repor
         lambda locustfile, plan, handoff: locust_command(
             workload, locustfile, plan, run_dir, report=report, handoff=handoff
         ),
+        zygote,
     )
 
 
@@ -163,6 +168,24 @@ def _save(folder: Path, manifest: dict[str, Any]) -> None:
     write_json(folder / MANIFEST, manifest)
 
 
+def _forking_ready(zygote: Zygote, manifest: dict[str, Any]) -> list[Zygote]:
+    """The forking process once its imports are done ([] when it failed: the workloads start as fresh processes, as
+    the line says), its time from the demo's start in the manifest."""
+    try:
+        zygote.wait_ready()
+    except ZygoteError as exc:
+        print(f"workload processes: fresh ones, the forking process failed ({exc})", flush=True)
+        return []
+    manifest["forking_ready_s"] = round(time.time() - manifest["started_at"], 1)
+    preloaded = " and ".join(DEMO_PRELOAD)
+    print(
+        f"workload processes: the first one fresh, the others forked from one with {preloaded} imported "
+        f"(ready {manifest['forking_ready_s']} s into the demo)",
+        flush=True,
+    )
+    return [zygote]
+
+
 def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> int:
     """Every workload of every runnable page, the manifest after each, then the index; 1 when a run left no folder.
 
@@ -201,15 +224,24 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     totals = PhaseTotals()
     rendered: list[Path] = []
     ahead: list[StartedRun] = []  # the next workload's process, started while this one ends
+    # Locust imported once, each workload's process forked from it; its imports go on beside the first workload's
+    # start-up (that one a fresh process), and the first go waits for them, so they are under no load
+    zygote = Zygote(wait=False) if todo else None
+    forked: list[Zygote] = []
 
     def start_next(number: int) -> None:
         if number < len(todo):
             _page, following, following_entry = todo[number]
             following_dir = folder / following_entry["folder"]
             log = following_dir.parent / f"{following.name}.log"
-            ahead.append(start_workload(following, following_dir, log, report=False))
+            forking = forked[0] if forked else None
+            ahead.append(start_workload(following, following_dir, log, report=False, zygote=forking))
 
     try:
+        if todo:
+            start_next(0)
+        if zygote is not None:
+            forked += _forking_ready(zygote, manifest)
         for number, (page, workload, entry) in enumerate(todo, start=1):
             run_dir = folder / entry["folder"]
             print(progress.starting(number, f"{page.name}/{workload.name}", workload.what), end="", flush=True)
@@ -247,6 +279,8 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     finally:
         for started in ahead:
             abandon(started)
+        if zygote is not None:
+            zygote.close()
     took, processes, failed = render_reports(rendered)
     print(f"reports: {len(rendered)} run reports in {took:.0f} s on {processes} process(es)", flush=True)
     for why in failed:

@@ -24,11 +24,14 @@ from typing import IO
 
 from swarmgauge.cli.demo_pages import Workload
 from swarmgauge.cli.demo_phases import Phases
+from swarmgauge.cli.demo_zygote import ForkedProcess, Zygote
 
 #: start-up, teardown and the run's own report come on top of a workload's planned load time
 OVERHEAD_S = 240.0
-#: how often the demo looks at a running workload (its exit, its handoff)
-POLL_S = 0.05
+#: how often the demo looks at a running workload (its exit, its handoff): the next start-up waits for the look after
+#: load-done and the next go for the look after the exit (0.05 s was 25 ms of each twice, 34 times); a look is a stat
+#: and a poll, far under 1 % of a core at this rate
+POLL_S = 0.01
 GO, LOAD_DONE = "go", "load-done"  # the files of listeners/handoff.py
 READY, LOAD_END = "ready", "load-end"  # its phases' marks: start-up done, users stopped
 
@@ -38,7 +41,7 @@ class StartedRun:
     """A workload's Locust process, started and waiting for its go (or already let go)."""
 
     workload: Workload
-    process: subprocess.Popen
+    process: subprocess.Popen | ForkedProcess
     handoff: Path
     output: IO[str] | None
     files: contextlib.ExitStack
@@ -76,10 +79,16 @@ class StartedRun:
 
 
 def start_run(
-    workload: Workload, run_dir: Path, log: Path | None, command: Callable[[Path, Path | None, Path], list[str]]
+    workload: Workload,
+    run_dir: Path,
+    log: Path | None,
+    command: Callable[[Path, Path | None, Path], list[str]],
+    zygote: Zygote | None = None,
 ) -> StartedRun:
     """Start the workload's Locust process in its own session (``command(locustfile, plan, handoff)`` builds its
-    command line); it starts up and waits for :meth:`StartedRun.go`.
+    command line); it starts up and waits for :meth:`StartedRun.go`. With a ``zygote`` (``cli/demo_zygote.py``) the
+    process is forked from one that has Locust imported already, as the same command with the same folder,
+    environment and log.
 
     The scenario is package data of ``swarmgauge.locustfiles`` (the top-level ``locustfiles/`` of a clone, shipped
     in the package), so it runs wherever swarmgauge is installed. The run's own folder is Locust's working directory:
@@ -97,18 +106,22 @@ def start_run(
         plan_path.write_text(yaml.safe_dump(workload.plan, sort_keys=False), encoding="utf-8")
     handoff = Path(tempfile.mkdtemp(prefix="swarmgauge-handoff-"))
     files = contextlib.ExitStack()
-    output = open(log, "w", encoding="utf-8") if log else None
+    output = open(log, "w", encoding="utf-8") if log and zygote is None else None
     try:
         scenario = resources.files("swarmgauge.locustfiles") / workload.locustfile
         locustfile = files.enter_context(resources.as_file(scenario))
-        process = subprocess.Popen(
-            command(locustfile, plan_path, handoff),
-            cwd=run_dir,
-            env=child_env(),
-            stdout=output,
-            stderr=output,
-            start_new_session=True,
-        )
+        process: subprocess.Popen | ForkedProcess
+        if zygote is not None:
+            process = zygote.spawn(command(locustfile, plan_path, handoff), cwd=run_dir, env=child_env(), log=log)
+        else:
+            process = subprocess.Popen(
+                command(locustfile, plan_path, handoff),
+                cwd=run_dir,
+                env=child_env(),
+                stdout=output,
+                stderr=output,
+                start_new_session=True,
+            )
     except BaseException:
         files.close()
         if output:
@@ -131,7 +144,7 @@ def finish_run(
     deadline = time.monotonic() + run.workload.planned_seconds() + OVERHEAD_S
     told = when_load_done is None
     try:
-        while run.process.poll() is None:
+        while (code := run.process.poll()) is None:
             if not told and run.load_done():
                 told = True
                 when_load_done()  # type: ignore[misc]  # told is False only when it is given
@@ -139,7 +152,7 @@ def finish_run(
                 _stop(run.process)
                 return -1
             time.sleep(POLL_S)
-        return run.process.returncode
+        return code
     finally:
         if on_phases is not None:
             on_phases(run.phases(time.time()))
@@ -153,7 +166,7 @@ def abandon(run: StartedRun) -> None:
     run.close()
 
 
-def _stop(process: subprocess.Popen) -> None:
+def _stop(process: subprocess.Popen | ForkedProcess) -> None:
     os.killpg(process.pid, signal.SIGTERM)
     try:
         process.wait(timeout=30)

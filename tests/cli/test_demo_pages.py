@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from swarmgauge.cli.demo_pages import pages
 from swarmgauge.reports.index_figures import ms
 from swarmgauge.run_folders import resolve
 
@@ -71,3 +73,23 @@ def test_demo_brain_builds_the_index_from_its_run_folders(tmp_path):
     assert "](index_plots/brain.png)" in section and (demo / "index_plots" / "brain.png").is_file()
     html = (demo / "report.html").read_text()
     assert '<div id="chart-index-brain" class="plotly-graph-div"' in html and "2dph-brain-perf.md" in html
+
+
+def test_the_kneo_page_hands_the_python_it_found_to_its_workloads_and_keeps_one_set(monkeypatch):
+    """The availability check finds kneo-serv's Python >= 3.12 once; the workloads' processes inherit it through the
+    variable the kneo target tries first, so each start-up does not look again (a variable set by the user stays)."""
+    from swarmgauge.cli.demo_pages import KNEO_PYTHON_VARIABLE
+    from swarmgauge.targets.kneo import NoSuitablePython, find_python
+
+    try:
+        interpreter, _version = find_python()
+    except NoSuitablePython:
+        pytest.skip("no Python >= 3.12 here")
+    kneo = next(page for page in pages([], 1.0) if page.name == "kneo")
+    monkeypatch.delenv(KNEO_PYTHON_VARIABLE, raising=False)
+    kneo.unavailable()
+    assert os.environ[KNEO_PYTHON_VARIABLE] == interpreter
+    assert find_python() == (interpreter, _version)  # what a workload's process finds first with it set
+    monkeypatch.setenv(KNEO_PYTHON_VARIABLE, "/a/python/set/by/the/user")
+    kneo.unavailable()
+    assert os.environ[KNEO_PYTHON_VARIABLE] == "/a/python/set/by/the/user"

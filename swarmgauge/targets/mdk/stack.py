@@ -80,6 +80,14 @@ class MDKStack:
     def components(self) -> list[str]:
         return ["mocks", "kernel", *(w.id for w in self.plan.workers), "gateway"]
 
+    @property
+    def start_stages(self) -> list[list[str]]:
+        """The components started side by side, stage after stage: the mocks, the Kernel (it finds the Workers by
+        their key files, whenever they come) and the Gateway (it asks the Kernel per request) together, then the
+        Workers, which read the mocks' devices from their start. One after the other, each interpreter's start-up
+        added to the stand-in's (8 of them at 5 Workers)."""
+        return [["mocks", "kernel", "gateway"], [w.id for w in self.plan.workers]]
+
     def device_ids(self, worker_id: str | None = None) -> list[str]:
         return [d for w in self.plan.workers if worker_id in (None, w.id) for d in w.devices]
 
@@ -90,8 +98,10 @@ class MDKStack:
             (self.root / "owner.pid").write_text(str(os.getpid()))
             self.plan.save(self.root)
             try:
-                for component in self.components:
-                    self.wait_ready(component, self.spawn(component), self.start_timeout_s)
+                for stage in self.start_stages:
+                    offsets = {component: self.spawn(component) for component in stage}
+                    for component, offset in offsets.items():
+                        self.wait_ready(component, offset, self.start_timeout_s)
                 self.wait_workers_ready(self.start_timeout_s)
                 return self
             except StackError as exc:
