@@ -41,10 +41,6 @@ DRAIN_DELAY_S = 0.2
 #: 32 submits take about 1 s on a quiet machine (a 2 s hold left 8 unsent at load 5); the drain goes on after the hold
 DRAIN_DISPATCH_S = 4.0
 STORE_BOUND_PROCESSES = 2  # two service processes: kneo-serv's own CPU stops being the ceiling (2 cores here)
-#: the two-process rows' idle poll: kneo-serv's own default, what a user scaling it runs (sync runs never use the
-#: queue). On one SQLite file the other process's idle looks at the queue take the file's lock: at this harness's
-#: 0.2 s, 5.6 runs/s at 1 and 8.6 at 8 (kneo-serv 13-19 % of a core), at 1 s 31 and 36 (load average 3.5 to 4.9)
-STORE_BOUND_IDLE_POLL_S = 1.0
 #: every PostgreSQL of these rows, sampled each second (the CPU of each side per step)
 POSTGRES_FSYNC = ("--kneo-embedded-store", "postgres", "--kneo-embedded-fsync", "--sample-interval", "1")
 
@@ -126,13 +122,7 @@ def store_bound(scale: float, store: str = "postgres") -> Workload:
     user scaling kneo-serv would run them: each process its own connection to the one file, whose lock lets one writer
     through at a time (the page's single writer)."""
     chosen = POSTGRES_FSYNC if store == "postgres" else ("--kneo-embedded-store", "sqlite", "--sample-interval", "1")
-    options = (
-        *chosen,
-        "--kneo-embedded-processes",
-        str(STORE_BOUND_PROCESSES),
-        "--kneo-embedded-idle-poll",
-        f"{STORE_BOUND_IDLE_POLL_S:g}",
-    )
+    options = (*chosen, "--kneo-embedded-processes", str(STORE_BOUND_PROCESSES))
     steps = [1, 8] if store == "postgres" else [8]  # at 1 one process serves: the 1-process sweep's row
     name = "PostgreSQL" if store == "postgres" else "SQLite (one file)"
     return Workload(

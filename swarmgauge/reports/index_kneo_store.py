@@ -212,12 +212,12 @@ def scaling_note(
             return None
         service = sides_of.get((two, 8), {}).get("kneo-serv")
         cpu = "" if service is None else f", kneo-serv {service / 2:.0f} % of a core in each"
-        gains.append(f"{store} {found[(one, 8)][0]:.0f} to {found[(two, 8)][0]:.0f} runs/s{cpu}")
+        gains.append(f"{store} from {rate(found[(one, 8)][0])} to {rate(found[(two, 8)][0])} runs/s{cpu}")
     return (
         f"A second service process at 8 concurrent took {'; '.join(gains)}. The page's harness ran each store in one "
-        "process (scripts/bench drives PlatformManager in-process, its concurrency a thread pool), where one writer "
-        "is SQLite's ceiling; two kneo-serv processes on one SQLite file are what a user scaling kneo-serv would run, "
-        "and their writes queue on the file's lock. The two-process workloads run kneo-serv's own idle poll (1 s)."
+        "process (scripts/bench drives PlatformManager in-process, its concurrency a thread pool); two kneo-serv "
+        "processes on one SQLite file are what a user scaling kneo-serv would run: each has its own connection, and "
+        "SQLite lets one of them write at a time."
     )
 
 

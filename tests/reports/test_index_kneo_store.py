@@ -55,7 +55,9 @@ def test_postgres_held_by_its_cpu_above_the_pages_ratio_is_graded_the_ratio_a_fl
     )
     assert not any(c.text.endswith("machine-bound") for c in section.checks if "at 8" in c.text)
     note = next(n for n in section.notes if n.startswith("A second service process at 8 concurrent"))
-    assert "SQLite 42 to 37 runs/s, kneo-serv 40 % of a core in each" in note and "PostgreSQL 32 to 73" in note
+    assert (
+        "SQLite from 42 to 37 runs/s, kneo-serv 40 % of a core in each" in note and "PostgreSQL from 32 to 73" in note
+    )
 
 
 def test_postgres_held_by_its_cpu_within_the_pages_ratio_stays_machine_bound(tmp_path):
