@@ -1,13 +1,14 @@
 """The kneo-serv capacity page's sweep as HTTP load: sync at 1, 4, 8, 16 users per store, then the queue row.
 
 ``python -m benchmarks.kneo_sweep [--stores sqlite,postgres] [--users 1,4,8,16] [--pg-processes 1,2]
-[--step-time 15s] [--out DIR]``
+[--sqlite-processes 1,2] [--step-time 15s] [--out DIR]``
 
 Each store gets a fresh real kneo-serv (PostgreSQL on a throwaway cluster) and one headless Locust step ramp of
 ``locustfiles/kneo_dispatch.py`` into ``DIR/<store>[-xN]-sync``. PostgreSQL is swept once per ``--pg-processes``
 count: N service processes on the one database, the users spread over them round robin (the page's "run multiple
 service processes against shared PostgreSQL"), so where one process's CPU is the ceiling the store's own limit
-shows. The queue row is the page's queue mode: ``--queued-users`` submitters dispatch a ``--queued-batch`` of runs
+shows; SQLite likewise once per ``--sqlite-processes`` count, N processes on its one file (each its own connection,
+one writer at a time), as a user scaling kneo-serv on SQLite would run it. The queue row is the page's queue mode: ``--queued-users`` submitters dispatch a ``--queued-batch`` of runs
 and the service drains it; its runs/s is the drain rate and its latencies the per-run queue wait (save to
 terminal), read from the store. The table is printed in the page's layout (with p90 where the page has p95:
 ``steps.csv`` carries p50/p90/p99; the queue row gives p95) beside the page's figure, with the service's peak RSS
@@ -244,7 +245,7 @@ def sweep_store(store: str, args: argparse.Namespace, out: Path) -> list[dict[st
     cluster = PostgresCluster().start() if store == "postgres" else None
     rows: list[dict[str, Any]] = []
     try:
-        counts = args.pg_processes if store == "postgres" else [1]
+        counts = args.pg_processes if store == "postgres" else args.sqlite_processes
         plan = [("sync", args.users, args.step_time, n) for n in counts]
         if store in args.queued_stores:
             plan.append(("batch", [args.queued_users], args.queued_time, 1))
@@ -305,21 +306,31 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--queued-time", default="30s", help="time the queue row's users have to dispatch it")
     parser.add_argument("--drain-timeout", type=float, default=120.0, help="seconds the batch may take to drain")
     parser.add_argument("--pg-processes", default="1,2", help="PostgreSQL sync sweeps, one per process count")
+    parser.add_argument("--sqlite-processes", default="1", help="SQLite sync sweeps, one per process count")
     parser.add_argument("--worker-concurrency", type=int, default=1, help="KNEO_SERV_WORKER_CONCURRENCY")
     parser.add_argument("--out", default="runs/kneo-sweep", help="directory for run directories and the JSON")
     return parser
+
+
+def _counts(text: str) -> list[int]:
+    """A comma list of process counts, empty when any is not a whole number of at least 1."""
+    try:
+        counts = [int(n) for n in str(text).split(",") if n.strip()]
+    except ValueError:
+        return []
+    return counts if counts and min(counts) >= 1 else []
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     args.users = [int(u) for u in str(args.users).split(",") if u.strip()]
     args.queued_stores = [s for s in str(args.queued_stores).split(",") if s.strip()]
-    try:
-        args.pg_processes = [int(n) for n in str(args.pg_processes).split(",") if n.strip()]
-    except ValueError:
-        args.pg_processes = []
-    if not args.pg_processes or min(args.pg_processes) < 1 or args.queued_batch < 1:
-        print("kneo_sweep: --pg-processes takes counts of 1 or more, --queued-batch 1 or more", file=sys.stderr)
+    args.pg_processes, args.sqlite_processes = _counts(args.pg_processes), _counts(args.sqlite_processes)
+    if not args.pg_processes or not args.sqlite_processes or args.queued_batch < 1:
+        print(
+            "kneo_sweep: --pg-processes and --sqlite-processes take counts of 1 or more, --queued-batch 1 or more",
+            file=sys.stderr,
+        )
         return 2
     stores = [s for s in str(args.stores).split(",") if s.strip()]
     if not args.users or any(s not in ("sqlite", "postgres") for s in stores):
@@ -351,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
             "queued_time": args.queued_time,
             "queued_batch": args.queued_batch,
             "pg_processes": args.pg_processes,
+            "sqlite_processes": args.sqlite_processes,
             "worker_concurrency": args.worker_concurrency,
         },
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},

@@ -67,7 +67,8 @@ def _add_options(parser: Any) -> None:
         type=int,
         default=1,
         include_in_web_ui=False,
-        help="without --host: kneo-serv processes on the one PostgreSQL (users spread round robin)",
+        help="without --host: kneo-serv processes on the one store, PostgreSQL or SQLite file (users spread "
+        "round robin)",
     )
     add_option(
         parser,

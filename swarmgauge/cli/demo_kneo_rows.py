@@ -45,6 +45,32 @@ STORE_BOUND_PROCESSES = 2  # two service processes: kneo-serv's own CPU stops be
 POSTGRES_FSYNC = ("--kneo-embedded-store", "postgres", "--kneo-embedded-fsync", "--sample-interval", "1")
 
 
+#: how much longer a sync sweep's concurrency-1 step is held than its others: every other step of the sweep is read
+#: against it (runs/s ÷ c=1), so its noise is in each of them. Two quiet full runs (load average 0.6 to 1.5) put their
+#: 7 s anchors 18 % (SQLite, 31 and 38 runs/s) and 27 % (PostgreSQL, 31 and 42) apart, while the 16-concurrent steps
+#: came within 3 %: a few seconds of a slower machine (kneo-serv's CPU a run up by a third, its share of a core
+#: unchanged) weigh half as much in a window twice as long
+ANCHOR_EXTRA_S = 7.0
+
+
+def anchored(plan: dict[str, Any], scale: float) -> dict[str, Any]:
+    """A sync sweep's step ramp as the same steps written as stages, the concurrency-1 step (the sweep's anchor) held
+    ``ANCHOR_EXTRA_S`` longer (stretched by ``scale`` as every hold)."""
+    extra = hold_seconds(ANCHOR_EXTRA_S, scale, 0.0)
+    step = float(str(plan["step_time"]).rstrip("s"))  # already scaled: hold() writes whole seconds, "9s"
+    stages = [
+        {
+            "label": f"{users} users",
+            "users": users,
+            "duration": f"{step + (extra if users == 1 else 0.0):g}s",
+            "warmup": plan["warmup"],
+        }
+        for users in plan["steps"]
+    ]
+    kept = {key: value for key, value in plan.items() if key not in ("kind", "steps", "step_time", "warmup")}
+    return {**kept, "kind": "stages", "stages": stages}
+
+
 def _hold(seconds: float, scale: float, least: float = 3.0) -> str:
     return hold(seconds, scale, least)
 
@@ -90,16 +116,22 @@ def queue_batch(scale: float) -> Workload:
     )
 
 
-def store_bound(scale: float) -> Workload:
-    """PostgreSQL with two service processes at 1 and 8 concurrent: where one process's CPU no longer caps the
-    runs, the store's write path is what the figure shows (beside SQLite's one writer, from ``sqlite-sync``)."""
-    options = (*POSTGRES_FSYNC, "--kneo-embedded-processes", str(STORE_BOUND_PROCESSES))
+def store_bound(scale: float, store: str = "postgres") -> Workload:
+    """``store`` over two service processes at 8 concurrent (PostgreSQL at 1 too): where one process's CPU no longer
+    caps the runs, the store's write path is what the figure shows. SQLite gets as many processes as PostgreSQL, as a
+    user scaling kneo-serv would run them: each process its own connection to the one file, whose lock lets one writer
+    through at a time (the page's single writer)."""
+    chosen = POSTGRES_FSYNC if store == "postgres" else ("--kneo-embedded-store", "sqlite", "--sample-interval", "1")
+    options = (*chosen, "--kneo-embedded-processes", str(STORE_BOUND_PROCESSES))
+    steps = [1, 8] if store == "postgres" else [8]  # at 1 one process serves: the 1-process sweep's row
+    name = "PostgreSQL" if store == "postgres" else "SQLite (one file)"
     return Workload(
-        "postgres-x2-sync",
-        f"sync runs on PostgreSQL over {STORE_BOUND_PROCESSES} service processes, 1 and 8 concurrent",
+        f"{store}-x2-sync",
+        f"sync runs on {name} over {STORE_BOUND_PROCESSES} service processes, {' and '.join(map(str, steps))} "
+        "concurrent",
         "kneo_dispatch.py",
         options,
-        _steps("postgres-x2-sync", [1, 8], 9, scale),
+        _steps(f"{store}-x2-sync", steps, 9, scale),
     )
 
 
@@ -190,4 +222,10 @@ def drain(workers: int, scale: float) -> Workload:
 
 def kneo_rows(scale: float) -> tuple[Workload, ...]:
     """The workloads the page builder adds after its sync sweeps and backpressure."""
-    return (store_bound(scale), provider_delay(scale), *(drain(n, scale) for n in DRAIN_WORKERS), soak(scale))
+    return (
+        store_bound(scale),
+        store_bound(scale, "sqlite"),
+        provider_delay(scale),
+        *(drain(n, scale) for n in DRAIN_WORKERS),
+        soak(scale),
+    )

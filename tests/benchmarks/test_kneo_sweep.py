@@ -70,10 +70,19 @@ def test_bad_store_name_is_refused_in_one_line(capsys):
     assert capsys.readouterr().err.strip().startswith("kneo_sweep: --stores takes sqlite and/or postgres")
 
 
-@pytest.mark.parametrize("args", [["--pg-processes", "0"], ["--pg-processes", "two"], ["--queued-batch", "0"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--pg-processes", "0"],
+        ["--pg-processes", "two"],
+        ["--sqlite-processes", "0"],
+        ["--sqlite-processes", "1,x"],
+        ["--queued-batch", "0"],
+    ],
+)
 def test_bad_process_counts_and_batch_sizes_are_refused_in_one_line(args, capsys):
     assert kneo_sweep.main(args) == 2
-    assert capsys.readouterr().err.strip().startswith("kneo_sweep: --pg-processes takes counts")
+    assert capsys.readouterr().err.strip().startswith("kneo_sweep: --pg-processes and --sqlite-processes take counts")
 
 
 def test_the_table_names_the_process_count_and_leaves_the_page_figure_to_one_process():

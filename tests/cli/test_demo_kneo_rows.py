@@ -3,7 +3,17 @@ poll, the worker drain runs at 1 and 4 workers on a provider-bound batch, and th
 
 from __future__ import annotations
 
-from swarmgauge.cli.demo_kneo_rows import DRAIN_BATCH, QUEUE_BATCH, SOAK_RATE, drain, queue_batch, soak
+from swarmgauge.cli.demo_kneo_rows import (
+    ANCHOR_EXTRA_S,
+    DRAIN_BATCH,
+    QUEUE_BATCH,
+    SOAK_RATE,
+    anchored,
+    drain,
+    queue_batch,
+    soak,
+    store_bound,
+)
 from swarmgauge.cli.demo_pages import pages
 
 
@@ -28,10 +38,11 @@ def test_the_drain_runs_one_and_four_workers_on_the_same_provider_bound_batch():
         assert float(option(workload, "--kneo-embedded-provider-delay")) > 0
 
 
-def test_the_kneo_page_plans_no_more_load_than_before_its_drain_rows():
+def test_the_kneo_page_plans_no_more_than_half_a_minute_more_load_than_before_sqlite_on_two_processes():
     kneo = pages(["kneo"])[0]
     assert {"drain-1", "drain-4", "soak", "postgres-queue"} <= {w.name for w in kneo.workloads}
-    assert sum(w.planned_seconds() for w in kneo.workloads) <= 214  # the page's planned load before (3.6 min)
+    # 202 s before SQLite's two-process row and the longer anchors; the page's run may grow by half a minute
+    assert sum(w.planned_seconds() for w in kneo.workloads) <= 202 + 30
 
 
 def test_the_queue_batch_is_the_pages_at_scale_1_and_shrinks_below_it_as_a_floor_does_saying_so():
@@ -44,3 +55,35 @@ def test_the_queue_batch_is_the_pages_at_scale_1_and_shrinks_below_it_as_a_floor
         shortened = "the page's 500 shortened with --scale"
         assert (shortened in workload.what) == (batch != QUEUE_BATCH), workload.what
         assert f"submit {batch} runs" in workload.plan["description"]
+
+
+def test_both_stores_run_on_as_many_service_processes():
+    """The store comparison at 8: SQLite over two processes on its one file beside PostgreSQL over two, SQLite
+    without a PostgreSQL started for it, both at the idle poll of the one-process sweeps."""
+    postgres, sqlite = store_bound(1.0), store_bound(1.0, "sqlite")
+    assert (postgres.name, sqlite.name) == ("postgres-x2-sync", "sqlite-x2-sync")
+    for workload in (postgres, sqlite):
+        assert option(workload, "--kneo-embedded-processes") == "2"
+        assert "--kneo-embedded-idle-poll" not in workload.options
+    assert option(sqlite, "--kneo-embedded-store") == "sqlite" and "--kneo-embedded-fsync" not in sqlite.options
+    assert option(postgres, "--kneo-embedded-store") == "postgres" and "--kneo-embedded-fsync" in postgres.options
+    assert postgres.plan["steps"] == [1, 8] and sqlite.plan["steps"] == [8]
+    assert "sqlite-x2-sync" in {w.name for w in pages(["kneo"])[0].workloads}
+
+
+def test_a_sync_sweep_holds_its_concurrency_1_anchor_longer_and_keeps_its_steps_slos_and_reference():
+    """The sweep's steps as stages, each with the step's warm-up: the anchor held ANCHOR_EXTRA_S longer (stretched
+    by the scale like any hold), the others as the step ramp held them."""
+    ramp = {"name": "s", "kind": "step_ramp", "steps": [1, 8, 16], "step_time": "9s", "warmup": "2s", "slos": ["x"]}
+    plan = anchored({**ramp, "reference": {"rows": [{"name": "run sync"}]}}, 1.0)
+    assert plan["kind"] == "stages" and "steps" not in plan and plan["slos"] == ["x"] and plan["reference"]
+    assert [(s["users"], s["duration"], s["warmup"]) for s in plan["stages"]] == [
+        (1, f"{9 + ANCHOR_EXTRA_S:g}s", "2s"),
+        (8, "9s", "2s"),
+        (16, "9s", "2s"),
+    ]
+    assert [s["label"] for s in plan["stages"]] == ["1 users", "8 users", "16 users"]  # as the step ramp names them
+    quarter = anchored({**ramp, "step_time": "2s", "warmup": "0s"}, 0.25)
+    assert [s["duration"] for s in quarter["stages"]] == ["4s", "2s", "2s"]
+    for page in pages(["kneo"])[0].workloads[:2]:
+        assert page.plan["kind"] == "stages" and page.plan["stages"][0]["users"] == 1

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from swarmgauge.reports.index_figures import PageSection
-from swarmgauge.reports.index_grades import AMBER, GREEN, RED, GradedTable, grade_table
+from swarmgauge.reports.index_grades import GREEN, RED, GradedTable, grade_table
 from swarmgauge.reports.index_kneo_rows import add_kneo_rows, cpu_by_side, side_of
 from swarmgauge.reports.index_kneo_soak import threads_check
 
@@ -113,12 +113,15 @@ def test_the_queue_row_is_the_batch_drained_and_the_store_rows_carry_each_sides_
         ("sqlite-sync", (25.0, 43.0)),
         ("postgres-sync", (25.0, 20.0)),
         ("postgres-x2-sync", (32.0, 60.0)),
+        ("sqlite-x2-sync", (None, 43.0)),
     ):
-        steps(tmp_path / name, [sync(1, 0, rates[0], 30.0), sync(8, 1, rates[1], 200.0)])
+        at_1 = [] if rates[0] is None else [sync(1, 0, rates[0], 30.0)]
+        steps(tmp_path / name, [*at_1, sync(8, 1, rates[1], 200.0)])
         sources = ("generator", KNEO_PID.format(0), PG)
         samples = [(r, r // 3, src, "cpu_percent", 50.0) for r in (0, 1, 2, 3, 4, 5) for src in sources]
         resources(tmp_path / name, samples)
-    runs = {name: tmp_path / name for name in ("postgres-queue", "sqlite-sync", "postgres-sync", "postgres-x2-sync")}
+    names = ("postgres-queue", "sqlite-sync", "postgres-sync", "postgres-x2-sync", "sqlite-x2-sync")
+    runs = {name: tmp_path / name for name in names}
     section = PageSection()
     add_kneo_rows(section, runs, cores=4)
     queue_table = table(section, "postgres / queue")
@@ -134,57 +137,33 @@ def test_the_queue_row_is_the_batch_drained_and_the_store_rows_carry_each_sides_
     assert [c.holds for c in section.checks if "at 8 concurrent" in c.text] == [True]
     graded = grade_table(store)
     ratios = dict(zip(graded.table["figure"], graded.grades))
-    assert ratios["PostgreSQL ÷ SQLite runs/s at 8 (2 service processes)"] == GREEN  # 60 / 43 = 1.40 against 1.54
-    assert ratios["PostgreSQL ÷ SQLite runs/s at 1 (2 service processes)"] == AMBER  # 32 / 25 = 1.28 against 1.55
+    # each store on as many processes as the other: two at 8 (60 / 43 = 1.40 against 1.54), one at 1, where SQLite
+    # over two processes was not run (25 / 25 against 1.55)
+    assert ratios["PostgreSQL ÷ SQLite runs/s at 8 (2 service processes)"] == GREEN
+    assert ratios["PostgreSQL ÷ SQLite runs/s at 1 (1 service process)"] == RED
     assert ratios["SQLite at 1"] == "no ratio"  # the absolute is the machine's: shown beside the page's, not graded
     assert row["kneo-serv CPU a run"] == "8.33 ms"  # 50 % of a core over 60 runs/s
     assert any(note.startswith("PostgreSQL ÷ SQLite at 1 does not hold here") for note in section.notes)
     assert any("reliability lanes" in row for row, _ in section.not_reproducible)
 
 
-def store_runs(tmp_path: Path, cpu: dict[str, float]) -> dict[str, Path | None]:
-    """The three store workloads at 1 and 8 concurrent, kneo-serv's CPU (all its processes) per workload."""
+def store_runs(tmp_path: Path, cpu: dict[str, float], sqlite_x2: float = 42.0) -> dict[str, Path | None]:
+    """The store workloads named in ``cpu`` at 1 and 8 concurrent (SQLite over two processes at 8 only, as the demo
+    runs it, at ``sqlite_x2`` runs/s), kneo-serv's CPU (all its processes) per workload."""
     for name, rates in (
         ("sqlite-sync", (39.0, 42.0)),
         ("postgres-sync", (39.0, 32.0)),
         ("postgres-x2-sync", (37.0, 73.0)),
+        ("sqlite-x2-sync", (None, sqlite_x2)),
     ):
-        steps(tmp_path / name, [sync(1, 0, rates[0], 25.0), sync(8, 1, rates[1], 190.0)])
+        if name not in cpu:
+            continue
+        at_1 = [] if rates[0] is None else [sync(1, 0, rates[0], 25.0)]
+        steps(tmp_path / name, [*at_1, sync(8, 1, rates[1], 190.0)])
         samples = [(r, r // 3, KNEO_PID.format(0), "cpu_percent", cpu[name]) for r in range(6)]
         samples += [(r, r // 3, src, "cpu_percent", 10.0) for r in range(6) for src in ("generator", PG)]
         resources(tmp_path / name, samples)
     return {name: tmp_path / name for name in cpu}
-
-
-def test_store_ratios_where_kneo_serv_computes_longer_than_it_waits_are_machine_bound_and_not_graded(tmp_path):
-    # the baseline's figures: one process at 83-87 % of a core on either store, two at 68 % each
-    runs = store_runs(tmp_path, {"sqlite-sync": 85.0, "postgres-sync": 83.0, "postgres-x2-sync": 136.0})
-    section = PageSection()
-    add_kneo_rows(section, runs, cores=2)
-    graded = grade_table(table(section, "PostgreSQL against SQLite"))
-    rows = graded.table.set_index("figure")
-    at_1, at_8 = (
-        "PostgreSQL ÷ SQLite runs/s at 1 (1 service process)",
-        "PostgreSQL ÷ SQLite runs/s at 8 (2 service processes)",
-    )
-    assert dict(zip(graded.table["figure"], graded.grades))[at_1] == "machine-bound"
-    assert dict(zip(graded.table["figure"], graded.grades))[at_8] == "machine-bound"
-    assert rows.loc[at_1, "x"] == "machine-bound" and rows.loc[at_1, "measured"] == "1.00"
-    assert rows.loc[at_8, "bound by"].startswith(
-        "machine-bound: SQLite: kneo-serv 85 % of a core (1 process), a run computing longer than it waits; "
-        "PostgreSQL: kneo-serv 68 % of a core in each of 2 processes"
-    )
-    assert any(c.text.endswith("(page: 1.54x), machine-bound") for c in section.checks)
-
-
-def test_a_store_ratio_where_kneo_serv_waits_longer_than_it_computes_is_graded(tmp_path):
-    runs = store_runs(tmp_path, {"sqlite-sync": 40.0, "postgres-sync": 40.0, "postgres-x2-sync": 60.0})
-    section = PageSection()
-    add_kneo_rows(section, runs, cores=2)
-    graded = grade_table(table(section, "PostgreSQL against SQLite"))
-    shown = dict(zip(graded.table["figure"], graded.grades))
-    assert shown["PostgreSQL ÷ SQLite runs/s at 1 (1 service process)"] == RED  # 1.00 against 1.55
-    assert shown["PostgreSQL ÷ SQLite runs/s at 8 (2 service processes)"] == AMBER  # 1.74 against 1.54
 
 
 def test_the_provider_delay_and_the_soak_rows(tmp_path):

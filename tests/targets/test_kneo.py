@@ -113,7 +113,6 @@ def test_without_any_python_312_the_cli_says_where_it_looked_in_one_line(tmp_pat
     [
         ({"store": "mysql"}, "--store must be sqlite or postgres"),
         ({"store": "postgres"}, "--store postgres needs --dsn"),
-        ({"store": "sqlite", "processes": 2}, "--processes > 1 needs --store postgres"),
         ({"host": "0.0.0.0"}, "loopback only"),
     ],
 )
@@ -168,6 +167,18 @@ def test_cli_postgres_two_processes_share_one_store_and_never_print_the_password
         code, err = _stop_cli(proc)
     assert code == 0
     assert password not in err
+
+
+def test_two_processes_share_one_sqlite_file_a_run_saved_by_one_is_read_by_the_other(kneo_venv):
+    """Two service processes on one SQLite file (what a user scaling kneo-serv on SQLite runs): each serves runs, and
+    a run one of them saved is read back through the other."""
+    with KneoService(store="sqlite", processes=2) as service:
+        first, second = service.urls
+        assert len(set(service.pids)) == 2 and service.sqlite_path is not None and service.sqlite_path.is_file()
+        runs = [_post_run(url) for url in (first, second, first)]
+        assert [run["status"] for run in runs] == ["completed"] * 3
+        code, body = _get(f"{second}/v1/runs/{runs[0]['run_id']}")
+        assert code == 200 and json.loads(body)["status"] == "completed"
 
 
 def test_killed_process_restarts_on_its_port_and_the_pidfile_follows(kneo_venv):

@@ -43,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
         "--dsn", default=None, help="PostgreSQL DSN (default with --store postgres: a throwaway cluster); env KNEO_DSN"
     )
     parser.add_argument("--port", type=int, default=0, help="port of the first process (default: free)")
-    parser.add_argument("--processes", type=int, default=1, help="service processes on one PostgreSQL")
+    parser.add_argument("--processes", type=int, default=1, help="service processes on the one store")
     parser.add_argument("--worker-concurrency", type=int, default=1, help="KNEO_SERV_WORKER_CONCURRENCY")
     parser.add_argument("--max-queue-depth", type=int, default=0, help="KNEO_SERV_MAX_QUEUE_DEPTH (0: unbounded)")
     parser.add_argument(

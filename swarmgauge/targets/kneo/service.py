@@ -1,8 +1,10 @@
 """Run the real kneo-serv: N ``kneo service serve`` processes on loopback ports, one store, a provider-free spec.
 
 The working directory holds the echo spec (spec paths are confined to the cwd) and, for SQLite, the store at
-``.kneo/kneo_runs.sqlite``. With PostgreSQL, several processes share one database (horizontal scale); the first one
-is started and ready before the others so they do not race the schema migrations. Processes can be killed and
+``.kneo/kneo_runs.sqlite``. Several processes share one store (horizontal scale): one PostgreSQL database, or one
+SQLite file, each process with its own connection, where SQLite's file lock lets one writer at a time through (what a
+user scaling kneo-serv on SQLite gets: the page's single writer). The first process is started and ready before the
+others so they do not race the schema migrations. Processes can be killed and
 started again on the same port, for drills. Stdlib only.
 """
 
@@ -87,8 +89,6 @@ class KneoService:
             raise UsageError(f"--store must be sqlite or postgres, not {self.store!r}")
         if self.store == "postgres" and not self.dsn:
             raise UsageError("--store postgres needs --dsn postgresql://...")
-        if self.store == "sqlite" and self.processes > 1:
-            raise UsageError("--processes > 1 needs --store postgres (SQLite is single-writer)")
         if self.host not in ("127.0.0.1", "::1", "localhost"):
             raise UsageError(f"kneo-serv binds loopback only, not {self.host!r}")
         self._procs: list[subprocess.Popen | None] = []
