@@ -6,9 +6,15 @@ and shapes to subclass or use are re-exported by :mod:`swarmgauge.api`.
 
 Nothing here imports pandas, numpy or matplotlib: every Locust process imports this module, and a worker renders no
 report, so the report (and its pandas) is imported only when a run renders one (the master, the local runner).
+
+It also turns off gevent's documented ``track_greenlet_tree`` setting (unless ``GEVENT_TRACK_GREENLET_TREE`` is set):
+see :data:`GREENLET_TREE_ENV`.
 """
 
+import os
 from pathlib import Path
+
+import gevent
 
 import swarmgauge.shapes
 import swarmgauge.summary  # noqa: F401 - the end-of-run console summary, after the listeners
@@ -16,6 +22,14 @@ from swarmgauge.core import hooks
 from swarmgauge.listeners import all as listeners_all
 
 LISTENER_MODULES = listeners_all.LISTENER_MODULES
+
+#: gevent's environment variable for ``gevent.config.track_greenlet_tree``. On (gevent's default), every ``Greenlet``
+#: records who spawned it: up to 10 frame records of the spawning stack, a weak reference and a dict, ~340 B per
+#: Locust user for the run (``benchmarks/mark_user_memory.py``), read only by gevent's debugging dumps
+#: (``gevent.util.format_run_info``). Off unless the variable is set, which then decides as gevent documents.
+GREENLET_TREE_ENV = "GEVENT_TRACK_GREENLET_TREE"
+if GREENLET_TREE_ENV not in os.environ:
+    gevent.config.track_greenlet_tree = False
 
 
 @hooks.render_report.implement

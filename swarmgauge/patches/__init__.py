@@ -135,12 +135,14 @@ PATCHES: tuple[Patch, ...] = (
         name="qh3-post-handshake-tls",
         dependency="qh3",
         kind=Kind.MUTATES,
-        where=("swarmgauge.quic.qh3_patches",),
+        where=("swarmgauge.quic.qh3_patches", "swarmgauge.quic.engine"),
         touches=(
             "qh3.quic.connection.QuicConnection._tls",
             "qh3.quic.connection.QuicConnection._applied_transport_parameters",
             "qh3.quic.tls_bridge.QuicTlsBridge._input_offsets",
             "qh3.tls.Context._receive_buffer",
+            "qh3.tls.Context.alpn_cb",
+            "qh3.tls.Context.update_traffic_key_cb",
         ),
         private_names=(
             "_tls",
@@ -155,7 +157,8 @@ PATCHES: tuple[Patch, ...] = (
         why="a client keeps qh3's TLS bridge and context (~9 KiB: the key-share private keys, the transcript hash, "
         "the peer's parsed certificate, deques and dicts) for its life although after the handshake they only parse "
         "and drop session tickets; a pooled connection swaps them for a stand-in that does just that (get_peercert() "
-        "and QuicConnection.tls are None from then on)",
+        "and QuicConnection.tls are None from then on); the released context's callbacks (the bridge's bound methods) are "
+        "cleared so that the pair is freed at once instead of waiting for the cyclic collector",
         upstream="jawah/qh3: issue asking the client to drop its handshake state once the handshake is confirmed",
     ),
     Patch(

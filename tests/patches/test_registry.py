@@ -78,8 +78,9 @@ def test_every_dotted_thing_a_patch_touches_still_exists(patch: Patch):
 
 
 def _sets_field(cls: type, attribute: str) -> bool:
-    """Whether ``cls`` or one of its bases assigns ``self.<attribute>`` (an instance field, not a class attribute)."""
-    assigns = re.compile(rf"self\.{attribute}\b\s*(:[^=\n]+)?=")
+    """Whether ``cls`` or one of its bases assigns ``self.<attribute>`` (an instance field, not a class attribute); its
+    annotation may span lines (qh3's ``update_traffic_key_cb: Callable[...]``)."""
+    assigns = re.compile(rf"self\.{attribute}\b\s*(:[^=]+)?=")
     for klass in cls.__mro__[:-1]:
         try:
             if assigns.search(inspect.getsource(klass)):

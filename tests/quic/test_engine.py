@@ -6,9 +6,11 @@ Two in-memory connections per engine on a virtual clock, no sockets.
 
 from __future__ import annotations
 
+import gc
 import socket
 import subprocess
 import sys
+import weakref
 
 import pytest
 
@@ -325,3 +327,20 @@ def test_a_qh3_native_failure_on_the_direct_datagram_path_is_qh3s_connection_err
             qh3.receive_datagrams(client, [b"\x40" + b"\x00" * 40], SERVER, clock)
     assert caught.value.error_code == qh3.QuicErrorCode.INTERNAL_ERROR
     assert "native" in caught.value.reason_phrase
+
+
+def test_a_released_tls_bridge_and_context_are_freed_without_the_cyclic_collector():
+    """The context held the bridge's bound methods as its callbacks: the pair then waited as cyclic garbage (~9 KiB
+    a connection) for the collector, in a generator that had just made its connections."""
+    qh3 = engine("qh3")
+    client, _server, _clock = connected_pair(qh3)
+    bridge = client._tls
+    freed = [weakref.ref(bridge), weakref.ref(bridge.tls)]
+    del bridge
+    gc.disable()
+    try:
+        qh3.release_handshake_state(client)
+        assert [ref() for ref in freed] == [None, None]
+    finally:
+        gc.enable()
+    assert client.tls is None and client.get_cipher() is not None

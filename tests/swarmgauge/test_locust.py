@@ -7,6 +7,7 @@ they may load the report's libraries (52 MiB of resident memory per worker proce
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +92,34 @@ def test_a_worker_ends_its_run_without_them_while_the_master_writes_the_report(t
     assert loaded["WorkerRunner"] == []
     assert "pandas" in loaded["MasterRunner"], "the master renders the report (and proves the record sees imports)"
     assert "plotly" in loaded["MasterRunner"], "report.html's charts are drawn by the master"
+
+
+SPAWN_ONE = """
+import json, gevent, swarmgauge.locust
+glet = gevent.spawn(lambda: None)
+glet.join()
+print(json.dumps({"stack": glet.spawning_stack is not None, "spawner": glet.spawning_greenlet is not None}))
+"""
+
+
+def _spawned_greenlet_records(extra_env: dict[str, str]) -> dict[str, bool]:
+    env = {key: value for key, value in os.environ.items() if key != "GEVENT_TRACK_GREENLET_TREE"}
+    result = subprocess.run(
+        [sys.executable, "-c", SPAWN_ONE],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, **extra_env},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return dict(json.loads(result.stdout.splitlines()[-1]))
+
+
+def test_a_greenlet_spawned_after_the_import_keeps_no_record_of_its_spawner():
+    """gevent's spawning-tree records cost every Locust user ~340 B for the run; only gevent's debug dumps read them."""
+    assert _spawned_greenlet_records({}) == {"stack": False, "spawner": False}
+
+
+def test_gevents_own_variable_still_turns_the_records_on():
+    assert _spawned_greenlet_records({"GEVENT_TRACK_GREENLET_TREE": "1"}) == {"stack": True, "spawner": True}
