@@ -25,6 +25,7 @@ class Kind(Enum):
     READS_PRIVATE = "reads (or sets) private fields of the dependency's objects"
     MUTATES = "trims or rewrites the dependency's own data structures"
     FILTERS_LOG = "drops one of the dependency's log records"
+    SETS_DEFAULT = "changes the default of one of the dependency's documented settings"
 
 
 #: The versions of each dependency its patches were written for and checked against, as a PEP 440 specifier: one
@@ -35,6 +36,7 @@ CHECKED_VERSIONS: dict[str, str] = {
     "locust": ">=2.43.4,<2.48",
     "hdrhistogram": ">=0.10.3,<0.11",
     "mcp": ">=2.3,<2.4",
+    "gevent": ">=24.2,<27",
     "python": ">=3.11,<3.15",
 }
 
@@ -64,6 +66,19 @@ class Patch:
 
 
 PATCHES: tuple[Patch, ...] = (
+    Patch(
+        name="gevent-no-spawn-records",
+        dependency="gevent",
+        kind=Kind.SETS_DEFAULT,
+        where=("swarmgauge.locust",),
+        touches=("gevent.config.track_greenlet_tree",),
+        private_names=(),
+        why="on (gevent's default) every Greenlet records the stack that spawned it (up to 10 frame records, a weak "
+        "reference and a dict): ~340 B per Locust user for the whole run, read only by gevent's debugging dumps; "
+        "off unless GEVENT_TRACK_GREENLET_TREE is set, which then decides as gevent documents",
+        upstream="locust: issue asking Locust to spawn its users with gevent.config.track_greenlet_tree off (or "
+        "without a spawn tree) since nothing in Locust reads it",
+    ),
     Patch(
         name="qh3-faster-tls",
         dependency="qh3",
