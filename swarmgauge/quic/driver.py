@@ -95,6 +95,7 @@ class QuicDriver(ServicePass):
         self._hub_loop: Any = None  # gevent's hub loop, set by connect() (gevent is untyped)
         self._timer: Any | None = None  # a gevent loop timer watcher
         self._timer_at: float | None = None
+        self._wanted_at: float | None = None  # the deadline the last _arm_timer wanted (the armed one may be earlier)
         self._timer_fired = False
         self._ack_wait_until: float | None = None  # an ACK held back to ride on the next request (qh3)
         self._service_pending = False
