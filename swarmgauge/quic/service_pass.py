@@ -94,7 +94,8 @@ class ServicePass:
         transport: DatagramTransport = self._transport  # type: ignore[assignment]
         held, timer_at = False, None
         try:
-            received = transport.drain() if readable else None
+            # one request in flight (a pooled user's): its answer is all that is coming
+            received = transport.drain(len(self._streams.streams) == 1) if readable else None
             now = time.monotonic()
             if received:
                 self._engine.receive_datagrams(quic, received, transport.peer, now)

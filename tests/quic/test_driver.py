@@ -333,9 +333,9 @@ class DrainCountingMemoryPair(MemoryPair):
         transport = super().transport_factory(host, port)
         drain, set_on_readable = transport.drain, transport.set_on_readable
 
-        def counted_drain():
+        def counted_drain(one_flush=False):
             self.drains += 1
-            return drain()
+            return drain(one_flush)
 
         def counted_set_on_readable(callback):
             def counted_callback():
@@ -346,6 +346,42 @@ class DrainCountingMemoryPair(MemoryPair):
 
         transport.drain, transport.set_on_readable = counted_drain, counted_set_on_readable
         return transport
+
+
+class FlushRecordingMemoryPair(MemoryPair):
+    """The in-memory pair, recording what each of the client's drains asked for (``one_flush``)."""
+
+    def __init__(self, handler, quic_engine):
+        super().__init__(handler, quic_engine=quic_engine)
+        self.asked: list[bool] = []
+
+    def transport_factory(self, host, port):
+        transport = super().transport_factory(host, port)
+        drain = transport.drain
+
+        def recorded(one_flush=False):
+            self.asked.append(one_flush)
+            return drain(one_flush)
+
+        transport.drain = recorded
+        return transport
+
+
+def test_one_answer_awaited_drains_one_flush_several_drain_everything(quic_engine):
+    """A pooled user's connection awaits one answer at a time: its pass asks the transport for the peer's flush
+    only (no read that finds the socket empty); a connection with several requests in flight reads until empty."""
+    pair = FlushRecordingMemoryPair(lambda request: b"a" * 600, quic_engine)
+    driver = _driver_on(pair, quic_engine)
+    driver.request(b"warm", timeout=5)
+    gevent.sleep(0.05)
+    pair.asked.clear()
+    assert driver.request(b"one", timeout=5) == b"a" * 600
+    assert pair.asked[0] is True
+    pair.asked.clear()
+    answers = gevent.joinall([gevent.spawn(driver.request, b"n%d" % i, 5) for i in range(5)], raise_error=True)
+    assert [greenlet.value for greenlet in answers] == [b"a" * 600] * 5
+    assert False in pair.asked
+    driver.close()
 
 
 def test_a_timer_pass_does_not_read_the_transport(quic_engine):
