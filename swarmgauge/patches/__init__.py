@@ -189,10 +189,13 @@ PATCHES: tuple[Patch, ...] = (
             "_close_event",
             "_handshake_complete",
             "_remote_addr",
+            "_next_stream_id_bidi",
+            "_record_local_stream",
         ),
         why="the client driver batches the native core's datagrams both ways (receiving without the wrapper's "
-        "per-call address check), reads its next timer, and needs the peer address: qh3 has no public accessor "
-        "for any (get_peer_address() is aioquic's only)",
+        "per-call address check), reads its next timer, opens a request's stream in one call to the core (the "
+        "wrapper's send_stream_data checks the buffer and wraps the core call in two more frames), and needs the "
+        "peer address: qh3 has no public accessor for any (get_peer_address() is aioquic's only)",
         upstream="jawah/qh3: issue asking for get_peer_address(), get_timer() naming its kind, and a batched "
         "datagrams_to_send without a logger",
     ),

@@ -95,6 +95,7 @@ class QuicDriver(ServicePass):
         self._hub_loop: Any = None  # gevent's hub loop, set by connect() (gevent is untyped)
         self._timer: Any | None = None  # a gevent loop timer watcher
         self._timer_at: float | None = None
+        self._wanted_at: float | None = None  # the deadline the last _arm_timer wanted (the armed one may be earlier)
         self._timer_fired = False
         self._ack_wait_until: float | None = None  # an ACK held back to ride on the next request (qh3)
         self._service_pending = False
@@ -169,11 +170,13 @@ class QuicDriver(ServicePass):
             if self._error is not None or not self._connected:  # it failed while this request waited for a slot
                 self._check_usable()
             quic, quic_engine = self._quic, self._engine
-            if not quic_engine.can_open_stream(quic):
+            stream_id = quic_engine.open_stream(quic, data, finish)
+            if stream_id is None:  # no stream credit from the peer yet: wait for it, within the request's deadline
                 self._wait_for_stream_credit(deadline, timeout)
-            stream_id = quic.get_next_available_stream_id()
+                stream_id = quic_engine.open_stream(quic, data, finish)
+                if stream_id is None:
+                    raise RequestTimeout(f"no stream credit from {self.host}:{self.port} within {timeout:g} s")
             pending = self._streams.open(stream_id, deadline, timeout)
-            quic.send_stream_data(stream_id, data, end_stream=finish)
             self.stats.streams_opened += 1
             now = time.monotonic()
             quic_engine.ack_with_next_packet(quic, now)

@@ -178,6 +178,15 @@ class QuicEngine:
         """Whether a new bidirectional stream may be opened now (aioquic queues one past the peer's limit itself)."""
         return True
 
+    def open_stream(self, quic: Any, data: bytes, end_stream: bool) -> int | None:
+        """Send ``data`` on a new bidirectional stream and return its id; None, nothing sent, while the peer's
+        stream credit allows no new stream (``can_open_stream``)."""
+        if not self.can_open_stream(quic):
+            return None
+        stream_id: int = quic.get_next_available_stream_id()
+        quic.send_stream_data(stream_id, data, end_stream=end_stream)
+        return stream_id
+
     def peer_address(self, quic: Any) -> tuple[Any, ...] | None:
         """Where datagrams go now: aioquic's public ``get_peer_address()`` (qh3 has none, see ``Qh3Engine``)."""
         address = quic.get_peer_address()

@@ -54,6 +54,7 @@ class ServicePass:
     _hub_loop: Any
     _timer: Any | None
     _timer_at: float | None
+    _wanted_at: float | None
     _timer_fired: bool
     _ack_wait_until: float | None
     _service_pending: bool
@@ -93,7 +94,8 @@ class ServicePass:
         transport: DatagramTransport = self._transport  # type: ignore[assignment]
         held, timer_at = False, None
         try:
-            received = transport.drain() if readable else None
+            # one request in flight (a pooled user's): its answer is all that is coming
+            received = transport.drain(len(self._streams.streams) == 1) if readable else None
             now = time.monotonic()
             if received:
                 self._engine.receive_datagrams(quic, received, transport.peer, now)
@@ -162,6 +164,7 @@ class ServicePass:
         request_deadline = self._streams.next_deadline
         if request_deadline is not None and (timer_at is None or request_deadline < timer_at):
             timer_at = request_deadline
+        self._wanted_at = timer_at
         armed_at = self._timer_at
         if self._timer is not None and armed_at is not None and (timer_at is None or armed_at <= timer_at):
             return
@@ -174,10 +177,19 @@ class ServicePass:
             self._timer.start(self._on_timer)
 
     def _on_timer(self) -> None:
+        """The hub timer fired (in the hub). Mostly it was armed for a deadline that has moved later since (each
+        request moves the loss-detection and ACK deadlines; ``_arm_timer`` keeps the earlier timer rather than remake
+        it): then nothing is due and a timer for the deadline now wanted replaces it, without a pass. About one such
+        wake per ACK delay per busy connection, each a whole pass before (the engine asked twice, an empty flush)."""
         self._timer = None
         self._timer_at = None
+        wanted_at = self._wanted_at
+        if wanted_at is not None and wanted_at > time.monotonic():
+            self._arm_timer(wanted_at, known=True)
+            return
         self._timer_fired = True
-        self._schedule()
+        if not self._closed:
+            self._service()  # in the hub already, as the transport's callback: no hop through the callback queue
 
     def _keep_alive(self, now: float) -> None:
         """PING a quiet connection (as the Go client does every 25 s) so the server's idle timeout never fires."""

@@ -8,6 +8,7 @@ import gevent
 import pytest
 from gevent import socket as gsocket
 
+from swarmgauge.quic.acks import MAX_ACK_DELAY
 from swarmgauge.quic.driver import (
     ALPNMismatch,
     ConnectFailed,
@@ -21,6 +22,7 @@ from swarmgauge.quic.driver import (
     TLSVerificationFailed,
     client_configuration,
 )
+from swarmgauge.quic.engine import engine
 from swarmgauge.quic.transport import MemoryPair
 from tests.quic.misbehaving_quic import GOOD_RESPONSE, MisbehavingQuicServer
 
@@ -286,6 +288,40 @@ def test_requests_spaced_under_the_ack_delay_send_no_ack_of_their_own(quic_engin
     driver.close()
 
 
+def test_an_idle_connection_acknowledges_an_answer_within_the_ack_delay(quic_engine):
+    """The held ACK waits for a next request only up to ``MAX_ACK_DELAY``: with none coming, it goes out alone."""
+    pair, driver = _counted_warm_driver(quic_engine)
+    driver.request(b"one", timeout=5)
+    assert pair.client_datagrams == 1  # the request, carrying the ACK of the warm-up's answer
+    gevent.sleep(MAX_ACK_DELAY * 4)
+    # the answer's ACK, alone (qh3 then acknowledges the server's MAX_STREAMS for the finished stream too)
+    assert pair.client_datagrams >= 2
+    driver.close()
+
+
+def test_timer_wakes_that_find_nothing_due_do_not_ask_the_engine(quic_engine, monkeypatch):
+    """The driver keeps its hub timer armed at an earlier deadline rather than remake it on every request; when it
+    wakes and the deadline now wanted is later (the next request moved it), it re-arms without a pass: the engine is
+    asked for its next deadline once per answer, not once more per wake (two more calls and an empty flush each, about
+    one wake per ACK delay per connection)."""
+    pair, driver = _counted_warm_driver(quic_engine)
+    quic = engine(quic_engine)
+    asked = [0]
+    next_timer = quic.next_timer
+
+    def counted(connection: Any) -> Any:
+        asked[0] += 1
+        return next_timer(connection)
+
+    monkeypatch.setattr(quic, "next_timer", counted)
+    requests = 30
+    for i in range(requests):
+        driver.request(b"n%d" % i, timeout=5)
+        gevent.sleep(MAX_ACK_DELAY / 3)  # requests a third of the ACK delay apart: the timer wakes between them
+    assert asked[0] <= requests + 4
+    driver.close()
+
+
 class DrainCountingMemoryPair(MemoryPair):
     """The in-memory pair, counting the client's reads of its transport and the transport's readable callbacks."""
 
@@ -297,9 +333,9 @@ class DrainCountingMemoryPair(MemoryPair):
         transport = super().transport_factory(host, port)
         drain, set_on_readable = transport.drain, transport.set_on_readable
 
-        def counted_drain():
+        def counted_drain(one_flush=False):
             self.drains += 1
-            return drain()
+            return drain(one_flush)
 
         def counted_set_on_readable(callback):
             def counted_callback():
@@ -310,6 +346,42 @@ class DrainCountingMemoryPair(MemoryPair):
 
         transport.drain, transport.set_on_readable = counted_drain, counted_set_on_readable
         return transport
+
+
+class FlushRecordingMemoryPair(MemoryPair):
+    """The in-memory pair, recording what each of the client's drains asked for (``one_flush``)."""
+
+    def __init__(self, handler, quic_engine):
+        super().__init__(handler, quic_engine=quic_engine)
+        self.asked: list[bool] = []
+
+    def transport_factory(self, host, port):
+        transport = super().transport_factory(host, port)
+        drain = transport.drain
+
+        def recorded(one_flush=False):
+            self.asked.append(one_flush)
+            return drain(one_flush)
+
+        transport.drain = recorded
+        return transport
+
+
+def test_one_answer_awaited_drains_one_flush_several_drain_everything(quic_engine):
+    """A pooled user's connection awaits one answer at a time: its pass asks the transport for the peer's flush
+    only (no read that finds the socket empty); a connection with several requests in flight reads until empty."""
+    pair = FlushRecordingMemoryPair(lambda request: b"a" * 600, quic_engine)
+    driver = _driver_on(pair, quic_engine)
+    driver.request(b"warm", timeout=5)
+    gevent.sleep(0.05)
+    pair.asked.clear()
+    assert driver.request(b"one", timeout=5) == b"a" * 600
+    assert pair.asked[0] is True
+    pair.asked.clear()
+    answers = gevent.joinall([gevent.spawn(driver.request, b"n%d" % i, 5) for i in range(5)], raise_error=True)
+    assert [greenlet.value for greenlet in answers] == [b"a" * 600] * 5
+    assert False in pair.asked
+    driver.close()
 
 
 def test_a_timer_pass_does_not_read_the_transport(quic_engine):

@@ -227,6 +227,25 @@ def test_the_datagram_path_moves_a_request_and_its_answer_in_batches(name):
     assert max(batches) > 1
 
 
+@pytest.mark.parametrize("name", ENGINES)
+def test_open_stream_sends_on_each_new_stream_until_the_peers_credit_runs_out(name):
+    """``open_stream`` sends a request on the next bidirectional stream; past the streams the server allows, qh3's
+    engine opens none and sends nothing (the driver waits for credit), aioquic's queues it itself."""
+    quic_engine = engine(name)
+    client, server, clock = connected_pair(quic_engine, server_streams=2)
+    assert [quic_engine.open_stream(client, b"ask %d" % i, True) for i in range(2)] == [0, 4]
+    third = quic_engine.open_stream(client, b"ask 2", True)
+    assert third == (None if name == "qh3" else 8)
+    assert client.get_next_available_stream_id() == (8 if name == "qh3" else 12)
+    clock += 0.01
+    quic_engine.receive_datagrams(server, quic_engine.datagrams_to_send(client, clock), CLIENT, clock)
+    received: dict[int, bytes] = {}
+    while (event := server.next_event()) is not None:
+        if isinstance(event, quic_engine.StreamDataReceived):
+            received[event.stream_id] = received.get(event.stream_id, b"") + event.data
+    assert received == {0: b"ask 0", 4: b"ask 1"}
+
+
 def test_the_aioquic_client_offers_two_key_shares_and_the_qh3_server_builds_its_first_flight():
     """aioquic's own four key shares made qh3 2.1's server fail to build its first flight (over UDP the handshake
     then waited ~0.7 s for the server's PTO); with X25519 and P-256 the flight is built and goes out at once."""
@@ -311,8 +330,11 @@ class FailingNativeCoreFake:
     def receive_many_datagrams(self, datagrams, peer, now):
         raise RuntimeError("native receive failed")
 
+    def send_stream(self, stream_id, data, end_stream):
+        raise RuntimeError("native stream send failed")
 
-@pytest.mark.parametrize("failing", ["datagrams_to_send", "receive_datagrams"])
+
+@pytest.mark.parametrize("failing", ["datagrams_to_send", "receive_datagrams", "open_stream"])
 def test_a_qh3_native_failure_on_the_direct_datagram_path_is_qh3s_connection_error(failing):
     """The engine calls the native core itself on the datagram path (no ``_call_core`` frame per call): a core
     failure still surfaces as qh3's internal-error ``QuicConnectionError``, as qh3's own wrapper raises it."""
@@ -323,6 +345,8 @@ def test_a_qh3_native_failure_on_the_direct_datagram_path_is_qh3s_connection_err
     with pytest.raises(connection_error) as caught:
         if failing == "datagrams_to_send":
             qh3.datagrams_to_send(client, clock)
+        elif failing == "open_stream":
+            qh3.open_stream(client, b"ask", True)
         else:
             qh3.receive_datagrams(client, [b"\x40" + b"\x00" * 40], SERVER, clock)
     assert caught.value.error_code == qh3.QuicErrorCode.INTERNAL_ERROR

@@ -57,6 +57,78 @@ def test_what_a_drain_returned_keeps_its_bytes_after_other_transports_drain():
             closing.close()
 
 
+def test_one_flush_ends_at_a_datagram_shorter_than_the_one_before_it():
+    """A QUIC sender fills every datagram of a flush but the last: a connection awaiting one answer stops its drain
+    there, without the read that would find the socket empty; the next drain takes what came after."""
+    peer, transport = _peer_and_transport()
+    try:
+        sizes = [1200, 1200, 500, 1200, 300, 40]  # three flushes: each ends at a datagram shorter than the one before
+        sent = [bytes([index + 1]) * size for index, size in enumerate(sizes)]
+        for data in sent:
+            peer.send(data)
+        drains = _drains_until(transport, len(sent), one_flush=True)
+        assert [data for drained in drains for data in drained] == sent  # all of it, in order
+        assert len(drains) >= 3  # no drain goes on past a shorter datagram
+        for drained in drains:
+            lengths = [len(data) for data in drained]
+            assert lengths[:-1] == sorted(lengths[:-1])  # a shorter datagram is the last of its drain
+        assert transport.drain(one_flush=True) == []
+    finally:
+        transport.close()
+        peer.close()
+
+
+def test_without_one_flush_a_drain_reads_every_flush():
+    peer, transport = _peer_and_transport()
+    try:
+        sent = [b"a" * 1200, b"b" * 500, b"c" * 1200, b"d" * 300]
+        for data in sent:
+            peer.send(data)
+        time.sleep(0.02)  # loopback has them all by now, but for a very busy machine
+        drains = _drains_until(transport, len(sent), one_flush=False)
+        assert [data for drained in drains for data in drained] == sent
+        assert len(drains[0]) > 2 or len(drains) > 1  # read past the first shorter datagram, unless not yet there
+    finally:
+        transport.close()
+        peer.close()
+
+
+def _drains_until(transport: UdpTransport, count: int, *, one_flush: bool) -> list[list[bytes]]:
+    """The non-empty drains until ``count`` datagrams came (bounded: a busy machine may take a few ms)."""
+    drains: list[list[bytes]] = []
+    for _ in range(200):
+        drained = transport.drain(one_flush=one_flush)
+        if drained:
+            drains.append(drained)
+        if sum(len(d) for d in drains) >= count:
+            break
+        if not drained:
+            time.sleep(0.005)
+    return drains
+
+
+def test_what_one_flush_leaves_makes_the_transport_call_again():
+    """The io watcher is level-triggered: the flushes a drain left in the socket bring another readable callback."""
+    import gevent
+
+    peer, transport = _peer_and_transport()
+    drains: list[list[bytes]] = []
+    transport.set_on_readable(lambda: drains.append(transport.drain(one_flush=True)))
+    try:
+        sent = [b"a" * 1200, b"b" * 500, b"c" * 1200, b"d" * 300]
+        for data in sent:
+            peer.send(data)
+        for _ in range(200):  # bounded
+            if sum(len(d) for d in drains) >= len(sent):
+                break
+            gevent.sleep(0.005)
+        assert [data for drained in drains for data in drained] == sent
+        assert len([drained for drained in drains if drained]) >= 2
+    finally:
+        transport.close()
+        peer.close()
+
+
 def test_the_memory_pair_calls_back_in_the_hub_not_inside_send():
     """The driver runs its whole pass (answers switched to their greenlets included) in the readable callback, so a
     transport must call it from the hub: the in-memory server answers inside ``send()``, and its callback waits for

@@ -136,8 +136,8 @@ def test_each_answer_carries_the_ack_of_its_request(server, quic_engine):
         transport = UdpTransport.open(host, port)
         drain = transport.drain
 
-        def counted() -> list[bytes]:
-            datagrams = drain()
+        def counted(one_flush: bool = False) -> list[bytes]:
+            datagrams = drain(one_flush)
             received[0] += len(datagrams)
             return datagrams
 
