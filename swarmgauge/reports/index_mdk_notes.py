@@ -26,9 +26,9 @@ WHY_ROWS = (
     "hundreds. At 1,000 devices the same lane keeps up (0.95 ms: a few ms), where the page says tens of ms from "
     "1,000 devices up; no fleet here has a burst at 1,000 devices, and a line through 1,000 and 2,000 both inside "
     "tens of ms would give 5,000 under 370 ms. A burst in which the generator stalled is shown machine-bound with "
-    "the stall, and the Kernel's own accept p50 is in the table of figures measured here. Saturation reads at 2,000 / 4: reaching the page's rate "
-    "takes more CPU than the 2 cores hold at the CPU a read costs here (the row says how much), so it and the "
-    "4-over-1 gain are machine-bound."
+    "the stall, and the Kernel's own accept p50 is in the table of figures measured here. Saturation reads at "
+    "2,000 / 4: reaching the page's rate takes more CPU than the 2 cores hold at the CPU a read costs here (the row "
+    "says how much), so it and the 4-over-1 gain are machine-bound."
 )
 STAND_IN = (
     "The MDK stand-in (Kernel, Gateway, Workers and CGMiner mocks as Python processes) at each of the page's fleet "
@@ -37,7 +37,7 @@ STAND_IN = (
     "health pings take turns on one FIFO dispatch lane, a turn 0.87 ms + 0.082 us a device + 0.02 us a command in "
     "the Kernel (--accept-base-us 870 --accept-us-per-device 0.082 --accept-us-per-inflight 0.02), the time waited "
     "for it is slept, not spent as CPU; a single command waits one turn, and a 3 s burst at 1,000 submits/s waits "
-    "1,500 x a turn's excess over 1 ms at its median. A fleet or figure marked machine-bound is shown, not judged: its "
-    "ratio column says machine-bound where the generator and the stand-in together filled the 2 cores (or others "
+    "1,500 x a turn's excess over 1 ms at its median. A fleet or figure marked machine-bound is shown, not judged: "
+    "its ratio column says machine-bound where the generator and the stand-in together filled the 2 cores (or others "
     "did), so the machine's limit is never read as the page's shape failing."
 )

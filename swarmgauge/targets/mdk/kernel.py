@@ -9,12 +9,11 @@ in arrival order, a ping only once no command waits (a timer on a busy event loo
 under the 1,000/s burst, evenly paced, the lane keeps up at 1,000 devices (0.95 ms a turn); past 1 ms a turn the
 median submit of a 3 s burst waits 1,500 x the excess: ~50 ms at 2,000 devices (1.03 ms, the page's "tens of ms")
 and ~420 ms at 5,000 (1.28 ms, the page's green run: 423 ms at p50), where the queue lasts about a second after the
-burst, and a ping that waits out the saturation misses its timeout: the
-Worker goes SICK and the commands still waiting for it are rejected with ``ERR_WORKER_NOT_ROUTABLE`` (the MDK page's
-red 5,000 / 5 run; whether a ping falls into the burst is chance, as the page's green and red runs). Reads do not
-take the lane. Commands are checked in the real dispatcher's order, answered ``QUEUED`` before the Worker runs them,
-and executed asynchronously; after a restart, commands the WAL shows in flight settle as ``TIMEOUT`` /
-``ERR_COMMAND_UNCONFIRMED`` and are never re-sent.
+burst, and a ping that waits out the saturation misses its timeout: the Worker goes SICK and the commands still
+waiting for it are rejected with ``ERR_WORKER_NOT_ROUTABLE`` (the MDK page's red 5,000 / 5 run; whether a ping falls
+into the burst is chance, as the page's green and red runs). Reads do not take the lane. Commands are checked in
+the real dispatcher's order, answered ``QUEUED`` before the Worker runs them, and executed asynchronously; after a
+restart, commands the WAL shows in flight settle as ``TIMEOUT`` / ``ERR_COMMAND_UNCONFIRMED`` and are never re-sent.
 """
 
 from __future__ import annotations
