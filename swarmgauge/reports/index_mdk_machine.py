@@ -98,7 +98,7 @@ def needs_text(needs: dict[str, Any], page: float, unit: str, load: dict[str, An
 def generator_stall(step: pd.Series) -> dict[str, str]:
     """``{"machine": why}`` when the generator stalled in the burst (the steps table's own flag), else nothing.
 
-    At 2,000 devices the Kernel's lane is 3 % short of 1,000 submits/s: evenly paced, its queue grows to tens of ms
+    At 2,000 devices the Kernel's lane is 2 % short of 1,000 submits/s: evenly paced, its queue grows to tens of ms
     over the burst; a stall of the generator's process sends the submits it held back at once, a queue the lane
     never drains within the burst, so the acceptance measured is the generator's stall on this machine."""
     if str(step.get("generator_stalled", "")).strip() != "True":
