@@ -300,6 +300,25 @@ def test_the_red_5000_by_1_fleets_headroom_and_worker_cpu_are_beside_the_pages(t
     assert shown["5,000 / 1: Worker CPU"] == ("40 %", "108 %")
 
 
+def test_a_5000_by_1_worker_cpu_short_of_the_page_says_why_with_the_runs_numbers(tmp_path):
+    """The page's 108 % is work the stand-in's Worker does not do (it never idles and runs per-device jobs); the row
+    keeps its figures and says so with its sweep's pulls/s, its CPU a pull and what the busiest step already used."""
+    run = fleet_run(tmp_path, "fleet-5000x1", 1.25, stand_in=80.0, generator=20.0)
+    latency = table(mdk({"fleet-5000x1": run}), "Latency").set_index("figure")
+    row = latency.loc["5,000 / 1: Worker CPU"]
+    assert (row["measured"], row["page"], row["x"]) == ("40 %", "108 %", "0.37x")
+    why = row["why it cannot hold here"]
+    assert "400 device pulls/s, cycle 12.5 s" in why and "1.00 ms of CPU a pull" in why
+    assert "the other 68 % of a core" in why and "already fills to 100 % of a core" in why
+
+
+def test_a_5000_by_1_worker_cpu_within_the_pages_tolerance_gives_no_why(tmp_path):
+    run = fleet_run(tmp_path, "fleet-5000x1", 1.25, stand_in=160.0)
+    latency = table(mdk({"fleet-5000x1": run}), "Latency").set_index("figure")
+    assert latency.loc["5,000 / 1: Worker CPU", "measured"] == "80 %"
+    assert not latency.loc["5,000 / 1: Worker CPU"].get("why it cannot hold here")
+
+
 def test_drills_mark_the_boot_as_set_and_grade_the_cached_channels_against_the_caches_window():
     from swarmgauge.reports.index_mdk_drills import drill_table
 

@@ -87,18 +87,21 @@ def test_a_negative_lane_cost_is_a_one_line_usage_error():
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_the_default_lane_keeps_up_with_1000_submits_a_second_at_1000_devices_and_waits_as_the_page_at_5000(tmp_path):
-    """The page: acceptance at 1,000 submits/s took tens of ms at p50 from 1,000 devices up and 423 ms at 5,000 in its
-    green run. A 3 s burst's median submit waits 1,500 turns' excess over the 1 ms between arrivals."""
+def test_the_default_lane_waits_tens_of_ms_at_2000_devices_and_as_the_page_at_5000(tmp_path):
+    """The page: acceptance at 1,000 submits/s took tens of ms at p50 at 2,000 devices (one Worker and four) and
+    423 ms at 5,000 in its green run. A 3 s burst's median submit waits 1,500 turns' excess over the 1 ms between
+    arrivals; one parameter set for every fleet, and a single command still waits about one turn."""
     kernel = Kernel(tmp_path, StackPlan(gateway_port=1, kernel_port=2, workers=[WorkerPlan("worker-0", 3, 4, [])]))
 
-    def turn_ms(devices: int) -> float:
+    def median_wait_ms(devices: int) -> float:
         kernel.device_owner = {f"d{i}": "worker-0" for i in range(devices)}
-        return kernel.lane_cost_s() * 1000
+        return max(0.0, 1500 * (kernel.lane_cost_s() * 1000 - 1.0))
 
-    assert turn_ms(1000) < turn_ms(2000) < 1.0  # keeps up: what queues is the arrivals' own jitter, tens of ms
-    median_wait_ms = 1500 * (turn_ms(5000) - 1.0)
-    assert median_wait_ms == pytest.approx(423, rel=0.25)  # the page's green 5,000 / 5 run
+    assert median_wait_ms(1000) == 0.0  # keeps up: evenly paced submits do not queue
+    assert 10 <= median_wait_ms(2000) < 100  # "tens of ms"
+    assert median_wait_ms(5000) == pytest.approx(423, rel=0.25)  # the page's green 5,000 / 5 run
+    kernel.device_owner = {f"d{i}": "worker-0" for i in range(10)}
+    assert kernel.lane_cost_s() * 1000 < 1.0  # a single command at 10 devices: one turn, under a ms
 
 
 def test_thousands_of_unsettled_commands_do_not_saturate_a_small_fleets_lane(tmp_path):

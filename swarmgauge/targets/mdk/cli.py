@@ -53,14 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--accept-base-us",
         type=float,
-        default=780.0,
-        help="Kernel dispatch lane time of every turn, a command or a ping (default 780 us)",
+        default=845.0,
+        help="Kernel dispatch lane time of every turn, a command or a ping (default 845 us)",
     )
     parser.add_argument(
         "--accept-us-per-device",
         type=float,
-        default=0.1,
-        help="Kernel dispatch lane time per fleet device, per turn (default 0.1 us)",
+        default=0.087,
+        help="Kernel dispatch lane time per fleet device, per turn (default 0.087 us)",
     )
     parser.add_argument(
         "--accept-us-per-inflight",

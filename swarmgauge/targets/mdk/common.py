@@ -50,11 +50,12 @@ class StackPlan:
     rate_limit_per_min: int = 0
     rate_window_s: float = 60.0
     scan_s: float = 0.25
-    # The Kernel's dispatch lane (kernel.py): 0.78 ms + 0.1 us a device a turn keeps up with 1,000 submits/s up to
-    # 2,000 devices (0.98 ms: tens of ms at p50, as the page says from 1,000 devices up) and takes 1.28 ms a turn at
-    # 5,000, where a 3 s burst at 1,000/s waits about 420 ms at p50: the page's green 5,000 / 5 run (423 ms).
-    accept_base_us: float = 780.0
-    accept_us_per_device: float = 0.1
+    # The Kernel's dispatch lane (kernel.py): 0.845 ms + 0.087 us a device a turn. A 3 s burst at 1,000 submits/s
+    # waits 1,500 x (turn - 1 ms) at p50 once a turn passes 1 ms: 1.019 ms at 2,000 devices, ~30 ms (the page's
+    # "tens of ms", low in the band: a loaded machine's clumps and slower execution only add), 1.28 ms at 5,000,
+    # ~420 ms (its green 5,000 / 5 run: 423 ms); 0.93 ms at 1,000 keeps up.
+    accept_base_us: float = 845.0
+    accept_us_per_device: float = 0.087
     # per command in the Kernel: 0.1 coupled acceptance to execution (a burst after 200 readers on 10 devices queued its
     # commands behind their reads, thousands unsettled, and its lane saturated at 185 ms p50); 0.02 keeps the growth
     accept_us_per_inflight: float = 0.02

@@ -6,14 +6,14 @@ and one missed ping marks it SICK. Commands and health pings share one dispatch 
 in arrival order, a ping only once no command waits (a timer on a busy event loop runs last). A turn costs
 ``accept_base_us`` + ``accept_us_per_device`` x fleet size + ``accept_us_per_inflight`` x commands in the Kernel
 (waiting for the lane, or accepted and not settled). So a single command is accepted in a few ms at any fleet size;
-under the 1,000/s burst the lane keeps up at 1,000 devices (0.88 ms a turn), queues tens of ms at 2,000 (0.98 ms)
-and saturates at 5,000 (1.28 ms a turn), where acceptance takes hundreds of ms (the page's green run: 423 ms at p50),
-the queue lasts about a second after the burst, and a ping that waits out the saturation misses its timeout: the
-Worker goes SICK and the commands still waiting for it are rejected with ``ERR_WORKER_NOT_ROUTABLE`` (the MDK page's
-red 5,000 / 5 run; whether a ping falls into the burst is chance, as the page's green and red runs). Reads do not
-take the lane. Commands are checked in the real dispatcher's order, answered ``QUEUED`` before the Worker runs them,
-and executed asynchronously; after a restart, commands the WAL shows in flight settle as ``TIMEOUT`` /
-``ERR_COMMAND_UNCONFIRMED`` and are never re-sent.
+under the 1,000/s burst, evenly paced, the lane keeps up at 1,000 devices (0.93 ms a turn); past 1 ms a turn the
+median submit of a 3 s burst waits 1,500 x the excess: ~30 ms at 2,000 devices (1.02 ms, the page's "tens of ms")
+and ~420 ms at 5,000 (1.28 ms, the page's green run: 423 ms at p50), where the queue lasts about a second after the
+burst, and a ping that waits out the saturation misses its timeout: the Worker goes SICK and the commands still
+waiting for it are rejected with ``ERR_WORKER_NOT_ROUTABLE`` (the MDK page's red 5,000 / 5 run; whether a ping falls
+into the burst is chance, as the page's green and red runs). Reads do not take the lane. Commands are checked in
+the real dispatcher's order, answered ``QUEUED`` before the Worker runs them, and executed asynchronously; after a
+restart, commands the WAL shows in flight settle as ``TIMEOUT`` / ``ERR_COMMAND_UNCONFIRMED`` and are never re-sent.
 """
 
 from __future__ import annotations
