@@ -78,3 +78,56 @@ def test_ctrl_c_to_the_foreground_group_records_no_failure(tmp_path):
     assert requests >= REQUESTS_BEFORE_CTRL_C, log[-3000:]
     assert failures == 0, log[-3000:]
     assert process.returncode == 0, log[-3000:]
+
+
+KNEO_PARENT = """
+import sys, time
+from swarmgauge.targets.kneo.service import KneoService
+service = KneoService(store="sqlite").start()
+print(" ".join(str(pid) for pid in service.pids), flush=True)
+time.sleep(120)
+"""
+
+MDK_PARENT = """
+import sys, time
+from swarmgauge.targets.mdk.stack import MDKStack
+stack = MDKStack(devices=2, workers=1).start()
+print(" ".join(str(stack.pid(name)) for name in stack.components), flush=True)
+time.sleep(120)
+"""
+
+
+def _children_of_a_killed_parent(script: str) -> tuple[list[int], list[int]]:
+    """(the pids the parent printed, those still running 10 s after the parent was SIGKILLed)."""
+    import sys
+
+    import psutil
+
+    from swarmgauge.targets.launch import child_env
+
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=child_env())
+    try:
+        pids = [int(pid) for pid in (parent.stdout.readline() if parent.stdout else "").split()]
+        assert pids and all(psutil.pid_exists(pid) for pid in pids)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(psutil.pid_exists(pid) for pid in pids):
+            time.sleep(0.2)
+        return pids, [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
+    finally:
+        stop_processes([parent], grace=0)
+
+
+@pytest.mark.integration
+def test_kneo_serv_exits_when_the_process_that_started_it_is_killed(kneo_venv):
+    # each kneo-serv leads a session of its own (a terminal's Ctrl-C must not reach it): only the parent-death
+    # signal ends it when a SIGKILLed locust cannot; it was left serving, its port and store held, for an hour
+    pids, left = _children_of_a_killed_parent(KNEO_PARENT)
+    assert left == [], f"kneo-serv still running after its parent was killed: {left} of {pids}"
+
+
+@pytest.mark.integration
+def test_the_mdk_stand_in_exits_when_the_process_that_started_it_is_killed():
+    pids, left = _children_of_a_killed_parent(MDK_PARENT)
+    assert len(pids) >= 4 and left == [], f"stand-in processes still running after their parent was killed: {left}"

@@ -27,6 +27,7 @@ from typing import cast
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.protocols.kneo import METRIC_NAMES
 from swarmgauge.targets.kneo.venv import ensure_venv
+from swarmgauge.targets.launch import die_with_parent
 from swarmgauge.targets.postgres import free_port, redact_dsn
 
 log = logging.getLogger(__name__)
@@ -202,6 +203,7 @@ class KneoService:
                 env=self._env(),
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
+                preexec_fn=die_with_parent(os.getpid()),  # a SIGKILLed locust left kneo-serv serving (its own session)
                 start_new_session=True,
             )
         self._procs[index] = proc
