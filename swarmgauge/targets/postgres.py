@@ -28,11 +28,13 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.files import write_atomic
+from swarmgauge.targets.launch import die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +94,17 @@ def template_dir(bindir: Path, user: str, database: str) -> Path:
     return Path(tempfile.gettempdir()) / f"swarmgauge-pg-template-{key}"
 
 
+def _held_until_ready(preexec: Callable[[], None]) -> Callable[[], None]:
+    """``preexec`` with SIGTERM blocked first: the watchdog unblocks it once its handler is in, so an owner killed
+    while the watchdog still imports ends the cluster instead of killing the watchdog before it can."""
+
+    def held() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        preexec()
+
+    return held
+
+
 class PostgresCluster:
     """One throwaway cluster; use as a context manager or call ``start()`` / ``stop()``."""
 
@@ -116,6 +129,8 @@ class PostgresCluster:
         self.password = secrets.token_urlsafe(18)
         self.root: Path | None = None
         self._run_as: pwd.struct_passwd | None = None
+        #: ends the cluster if this process dies without ``stop`` (``pg_ctl`` detaches the postmaster)
+        self._watchdog: subprocess.Popen | None = None
 
     @property
     def dsn(self) -> str:
@@ -253,6 +268,12 @@ class PostgresCluster:
                 "start",
                 timeout=self.start_timeout + 10,
             )
+            self._watchdog = subprocess.Popen(
+                [sys.executable, "-m", "swarmgauge.targets.pg_watchdog", str(self.root), str(os.getpid())],
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_held_until_ready(die_with_parent(os.getpid())),
+                start_new_session=True,
+            )
         except BaseException:
             self.stop()
             raise
@@ -260,6 +281,10 @@ class PostgresCluster:
         return self
 
     def stop(self) -> None:
+        if self._watchdog is not None:  # ours to stop now: killed, it does nothing
+            self._watchdog.kill()
+            self._watchdog.wait(10)
+            self._watchdog = None
         if self.root is None:
             return
         if (self.data_dir / "postmaster.pid").exists():

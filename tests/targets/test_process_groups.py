@@ -131,3 +131,49 @@ def test_kneo_serv_exits_when_the_process_that_started_it_is_killed(kneo_venv):
 def test_the_mdk_stand_in_exits_when_the_process_that_started_it_is_killed():
     pids, left = _children_of_a_killed_parent(MDK_PARENT)
     assert len(pids) >= 4 and left == [], f"stand-in processes still running after their parent was killed: {left}"
+
+
+PG_PARENT = """
+import time
+from swarmgauge.targets.postgres import PostgresCluster
+cluster = PostgresCluster().start()
+with open(cluster.data_dir / "postmaster.pid") as handle:
+    print(handle.readline().strip(), cluster.root, flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.integration
+def test_a_throwaway_postgresql_ends_with_its_dir_when_its_owner_is_killed():
+    # pg_ctl detaches the postmaster: a watchdog with the parent-death signal ends it and removes its temp dir
+    import sys
+
+    import psutil
+
+    from swarmgauge.targets.launch import child_env
+
+    parent = subprocess.Popen([sys.executable, "-c", PG_PARENT], stdout=subprocess.PIPE, text=True, env=child_env())
+    try:
+        line = parent.stdout.readline().split() if parent.stdout else []
+        assert len(line) == 2, "the cluster did not start"
+        postmaster, root = int(line[0]), Path(line[1])
+        assert psutil.pid_exists(postmaster) and root.is_dir()
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (_alive(postmaster) or root.exists()):
+            time.sleep(0.2)
+        assert not _alive(postmaster), "the postmaster outlived its owner"
+        assert not root.exists(), "the cluster's temp dir outlived its owner"
+    finally:
+        stop_processes([parent], grace=0)
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for a parent (here init) to reap it."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
