@@ -48,7 +48,11 @@ def end_cluster(root: Path) -> None:
 
 def main(argv: list[str]) -> int:
     root, owner = Path(argv[0]), int(argv[1])
-    signal.signal(signal.SIGTERM, lambda *_: (end_cluster(root), sys.exit(0)))
+    def on_owner_death(*_: object) -> None:
+        end_cluster(root)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, on_owner_death)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the owner's to handle
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # blocked by the owner until the handler was in
     while os.getppid() == owner:  # as long as the owner lives: its stop kills this process first
