@@ -48,6 +48,7 @@ def end_cluster(root: Path) -> None:
 
 def main(argv: list[str]) -> int:
     root, owner = Path(argv[0]), int(argv[1])
+
     def on_owner_death(*_: object) -> None:
         end_cluster(root)
         sys.exit(0)
