@@ -18,7 +18,6 @@ import time
 import uuid
 from pathlib import Path
 
-from swarmgauge.targets.launch import die_with_parent
 from swarmgauge.targets.mdk import rpc
 from swarmgauge.targets.mdk.common import HOST, READY_MARK, StackError, StackPlan, WorkerPlan, log_path, pid_path
 
@@ -137,7 +136,6 @@ class MDKStack:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                preexec_fn=die_with_parent(os.getpid()),  # a SIGKILLed parent left the stand-in serving
                 start_new_session=True,
             )
         self._children.append(child)
