@@ -9,15 +9,15 @@ JSON.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks.demo_end import workload_arguments
 from swarmgauge.cli.demo import run_workload, start_workload
-from swarmgauge.cli.demo_pages import Workload, pages
+from swarmgauge.cli.demo_pages import Workload
 from swarmgauge.cli.demo_phases import Phases
 from swarmgauge.cli.demo_zygote import Zygote
 from swarmgauge.files import write_json
@@ -34,16 +34,7 @@ def phases(workload: Workload, run_dir: Path, zygote: Zygote | None) -> dict[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("page")
-    parser.add_argument("workload")
-    parser.add_argument("--scale", type=float, default=0.25)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", default=str(DEFAULT_OUT))
-    args = parser.parse_args()
-    chosen = [w for w in pages([args.page], args.scale)[0].workloads if w.name == args.workload]
-    if not chosen:
-        parser.error(f"no workload {args.workload!r} on page {args.page!r} (see swarmgauge demo --list)")
+    args, workload = workload_arguments(__doc__.splitlines()[0], DEFAULT_OUT)
     zygote = Zygote()
     pairs: list[dict[str, Any]] = []
     try:
@@ -51,7 +42,7 @@ def main() -> None:
             for number in range(args.repeats):
                 pair: dict[str, Any] = {}
                 for kind, forking in (("fresh", None), ("forked", zygote)):
-                    pair[kind] = phases(chosen[0], Path(scratch) / f"{kind}-{number}", forking)
+                    pair[kind] = phases(workload, Path(scratch) / f"{kind}-{number}", forking)
                 pair["load_avg"] = round(os.getloadavg()[0], 1)
                 print(f"{number + 1}/{args.repeats}: {pair}", flush=True)
                 pairs.append(pair)
