@@ -145,6 +145,7 @@ NOT_HTTP = {
     "brain-zombies": "a fault of the brain stand-in",
     "brain-http": "the brain stand-in's routes and server (probed as brain)",
     "brain-service": "the brain stand-in's state and route logic (probed as brain)",
+    "pg-watchdog": "ends a throwaway PostgreSQL whose owner died; serves nothing",
 }
 
 
