@@ -8,13 +8,15 @@ import csv
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
-from swarmgauge.targets.launch import launch_target, stop_processes
-from tests.listeners.sim_run import ROOT, locust_command
+from swarmgauge.targets.launch import child_env, launch_target, stop_processes
+from tests.listeners.sim_run import ROOT, locust_command, still_running
 
 READS = ROOT / "locustfiles" / "demarkus_reads.py"
 WAIT_SECONDS = 90.0
@@ -97,24 +99,16 @@ time.sleep(120)
 """
 
 
-def _children_of_a_killed_parent(script: str) -> tuple[list[int], list[int]]:
-    """(the pids the parent printed, those still running 10 s after the parent was SIGKILLed)."""
-    import sys
-
-    import psutil
-
-    from swarmgauge.targets.launch import child_env
-
+def _words_of_a_killed_parent(script: str) -> list[str]:
+    """Run ``script``, read the line it prints once its children are up (their pids running, checked), SIGKILL it;
+    the line's words."""
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=child_env())
     try:
-        pids = [int(pid) for pid in (parent.stdout.readline() if parent.stdout else "").split()]
-        assert pids and all(psutil.pid_exists(pid) for pid in pids)
+        words = (parent.stdout.readline() if parent.stdout else "").split()
+        assert all(psutil.pid_exists(int(word)) for word in words if word.isdigit()), "a child was gone before the kill"
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(10)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(psutil.pid_exists(pid) for pid in pids):
-            time.sleep(0.2)
-        return pids, [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
+        return words
     finally:
         stop_processes([parent], grace=0)
 
@@ -123,14 +117,16 @@ def _children_of_a_killed_parent(script: str) -> tuple[list[int], list[int]]:
 def test_kneo_serv_exits_when_the_process_that_started_it_is_killed(kneo_venv):
     # each kneo-serv leads a session of its own (a terminal's Ctrl-C must not reach it): only the parent-death
     # signal ends it when a SIGKILLed locust cannot; it was left serving, its port and store held, for an hour
-    pids, left = _children_of_a_killed_parent(KNEO_PARENT)
-    assert left == [], f"kneo-serv still running after its parent was killed: {left} of {pids}"
+    pids = [int(word) for word in _words_of_a_killed_parent(KNEO_PARENT)]
+    assert pids, "kneo-serv did not start"
+    assert still_running(pids, 10) == [], "kneo-serv still running after its parent was killed"
 
 
 @pytest.mark.integration
 def test_the_mdk_stand_in_exits_when_the_process_that_started_it_is_killed():
-    pids, left = _children_of_a_killed_parent(MDK_PARENT)
-    assert len(pids) >= 4 and left == [], f"stand-in processes still running after their parent was killed: {left}"
+    pids = [int(word) for word in _words_of_a_killed_parent(MDK_PARENT)]
+    assert len(pids) >= 4, "the stand-in did not start"
+    assert still_running(pids, 10) == [], "stand-in processes still running after their parent was killed"
 
 
 PG_PARENT = """
@@ -146,34 +142,11 @@ time.sleep(120)
 @pytest.mark.integration
 def test_a_throwaway_postgresql_ends_with_its_dir_when_its_owner_is_killed():
     # pg_ctl detaches the postmaster: a watchdog with the parent-death signal ends it and removes its temp dir
-    import sys
-
-    import psutil
-
-    from swarmgauge.targets.launch import child_env
-
-    parent = subprocess.Popen([sys.executable, "-c", PG_PARENT], stdout=subprocess.PIPE, text=True, env=child_env())
-    try:
-        line = parent.stdout.readline().split() if parent.stdout else []
-        assert len(line) == 2, "the cluster did not start"
-        postmaster, root = int(line[0]), Path(line[1])
-        assert psutil.pid_exists(postmaster) and root.is_dir()
-        os.kill(parent.pid, signal.SIGKILL)
-        parent.wait(10)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and (_alive(postmaster) or root.exists()):
-            time.sleep(0.2)
-        assert not _alive(postmaster), "the postmaster outlived its owner"
-        assert not root.exists(), "the cluster's temp dir outlived its owner"
-    finally:
-        stop_processes([parent], grace=0)
-
-
-def _alive(pid: int) -> bool:
-    """Running, not a zombie waiting for a parent (here init) to reap it."""
-    import psutil
-
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+    words = _words_of_a_killed_parent(PG_PARENT)
+    assert len(words) == 2, "the cluster did not start"
+    postmaster, root = int(words[0]), Path(words[1])
+    assert still_running([postmaster], 20) == [], "the postmaster outlived its owner"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and root.exists():  # removed once the postmaster is gone
+        time.sleep(0.2)
+    assert not root.exists(), "the cluster's temp dir outlived its owner"
