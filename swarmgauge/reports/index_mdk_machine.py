@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from swarmgauge.core.verdict import MACHINE_SOURCE
+from swarmgauge.core.verdict import GENERATOR_SOURCE, MACHINE_SOURCE
 from swarmgauge.reports.index_figures import read_steps
 from swarmgauge.reports.index_grades import MACHINE_SHARE
 
@@ -32,6 +32,13 @@ def step_index(steps: pd.DataFrame, label: str) -> str | None:
     return None if rows.empty else str(int(rows["step"].iloc[0]))
 
 
+def split_cpu(cpu: dict[str, Any]) -> tuple[float, float]:
+    """(the generator's, the stand-in's processes' together) CPU of one step's ``cpu_by_step`` entry, % of a core:
+    every entry but the generator's and the whole machine's is a stand-in process."""
+    generator = float(cpu.get(GENERATOR_SOURCE, 0.0))
+    return generator, sum(float(v) for k, v in cpu.items() if k not in (GENERATOR_SOURCE, MACHINE_SOURCE))
+
+
 def machine_load(run: Path, doc: dict[str, Any], cores: int | None = None) -> dict[str, Any]:
     """The generator's and the stand-in's CPU (% of a core) in the busiest measured step, and whether the machine
     was the bound there: the generator at its own CPU bound, or the machine's cores above 90 % busy in that step.
@@ -49,8 +56,7 @@ def machine_load(run: Path, doc: dict[str, Any], cores: int | None = None) -> di
         cpu = by_step.get(index or "", {})
         if not cpu:
             continue
-        generator = float(cpu.get("generator", 0.0))
-        stand_in = sum(float(v) for k, v in cpu.items() if k not in ("generator", MACHINE_SOURCE))
+        generator, stand_in = split_cpu(cpu)
         machine = cpu.get(MACHINE_SOURCE)
         busy = max(float(machine), generator + stand_in) if machine is not None else generator + stand_in
         flagged = steps[steps["label"] == label]
@@ -78,8 +84,7 @@ def rate_needs(run: Path, doc: dict[str, Any], label: str, measured: float, page
     cpu = (doc.get("cpu_by_step") or {}).get(index or "", {})
     if not cpu or measured <= 0:
         return None
-    generator = float(cpu.get("generator", 0.0))
-    stand_in = sum(float(v) for k, v in cpu.items() if k not in ("generator", MACHINE_SOURCE))
+    generator, stand_in = split_cpu(cpu)
     return {
         "generator": generator,
         "stand-in": stand_in,
