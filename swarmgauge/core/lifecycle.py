@@ -41,6 +41,7 @@ H = TypeVar("H", bound=Handler)
 
 #: Before anything else at ``quitting``: no request left in flight, every figure in.
 OPENING: tuple[str, ...] = (
+    "one end at a time",  # listeners/signals.py: a second end of the process (a SIGTERM while this one writes) waits
     "users stopped",  # listeners/signals.py: a master's or local runner's users, stopped and waited for (bounded)
     "final reports in",  # listeners/signals.py: a worker sends its last per-step figures before it says it quit;
     # listeners/handoff.py: the load is over (--handoff: the driver's progress line times the drain from here)
@@ -59,8 +60,8 @@ CLOSING: tuple[str, ...] = (
 )
 END_STEPS: tuple[str, ...] = OPENING + CLOSING
 #: Steps of the process's end only: a web STOP keeps the process, its shared connections and its targets for the next
-#: START ("web run closed" is a quit waiting for a STOP's close). Each run reconciles its own kneo ledger.
-NOT_AT_STOP: tuple[str, ...] = ("web run closed", "connections closed", "targets stopped")
+#: START ("web run closed" is a quit waiting for a STOP's close; a process ends once, a web run at each STOP). Each run reconciles its own kneo ledger.
+NOT_AT_STOP: tuple[str, ...] = ("one end at a time", "web run closed", "connections closed", "targets stopped")
 #: A run's end that keeps the process (the web UI's STOP): the end's steps in the end's order, less those.
 STOP_STEPS: tuple[str, ...] = tuple(step for step in END_STEPS if step not in NOT_AT_STOP)
 

@@ -17,7 +17,13 @@ above, and on workers and the web UI (which keep Locust's own SIGTERM handler, i
 a worker's shutdown fires ``quitting``, where it first sends its last per-step figures (here) and then tells the
 master it is gone) by sending the process SIGTERM (:func:`hang_up_as_terminate`).
 
-The order of a run's end is written in ``core/lifecycle.py``; this module does its first two steps. Locust's
+Once the process's end has begun, Locust's own SIGTERM handler (installed when the plan's run began) would run its
+whole shutdown again on a later SIGTERM: compose sends one to the master as soon as its workers exit, while the master
+still writes its report. Two ends would write the same files at once and print every table twice, and the second's
+``sys.exit`` lands in gevent's hub as a traceback. "One end at a time" (:func:`one_end_at_a_time`) holds the second
+end (bounded) while the first finishes and the process exits with the first's code.
+
+The order of a run's end is written in ``core/lifecycle.py``; this module does its first three steps. Locust's
 ``shutdown()`` fires ``quitting`` before ``runner.quit()``, so on the web UI's SIGTERM, Ctrl+C or a headless run
 without a shape the users are still sending requests then: "users stopped" (:func:`stop_users_first`) stops them on
 the master or local runner, so every step after it sees a run whose requests are all in, and "final reports in"
@@ -30,6 +36,7 @@ import logging
 import os
 import signal
 import time
+import weakref
 from typing import Any
 
 import gevent
@@ -48,6 +55,8 @@ HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 ENDED_BY = "ended_by"
 STOP_GRACE_SECONDS = 10.0
 POLL_SECONDS = 0.1
+#: The longest a second end of the process waits for the first one (its files, its exit) before going on as Locust's.
+SECOND_END_WAIT_SECONDS = 600.0
 
 
 class StopOnSignal:
@@ -116,6 +125,34 @@ def note_web_ui_signals(environment: Environment) -> None:
 
     gevent.signal_handler(signal.SIGTERM, note_sigterm)
     signal.signal(signal.SIGINT, note_sigint)
+
+
+class EndsBegun:
+    """The environments whose process end has begun, each with the greenlet that runs it."""
+
+    def __init__(self) -> None:
+        self.ends: weakref.WeakKeyDictionary[Environment, Any] = weakref.WeakKeyDictionary()
+
+    def begin(self, environment: Environment) -> bool:
+        """True for the process's first end, and again for the same greenlet (an end fired twice in turn)."""
+        first = self.ends.setdefault(environment, gevent.getcurrent())
+        return first is gevent.getcurrent()
+
+
+ENDS_BEGUN = EndsBegun()
+
+
+@at_end("one end at a time")
+def one_end_at_a_time(environment: Environment) -> None:
+    """A second end that comes from another greenlet (a SIGTERM's, while the first end writes or exits) waits here:
+    the first writes every file once and the process exits with its code before this wait is over."""
+    if ENDS_BEGUN.begin(environment):
+        return
+    logger.info(
+        "Got a second end while this one writes its files: they are written once, then the process exits "
+        "(SIGKILL stops it at once)"
+    )
+    gevent.sleep(SECOND_END_WAIT_SECONDS)
 
 
 @at_end("final reports in")

@@ -8,7 +8,7 @@ from swarmgauge.core.lifecycle import CLOSING, END_STEPS, NOT_AT_STOP, OPENING, 
 
 
 def test_the_end_of_a_run_is_these_steps_in_this_order():
-    assert OPENING == ("users stopped", "final reports in", "web run closed")
+    assert OPENING == ("one end at a time", "users stopped", "final reports in", "web run closed")
     assert CLOSING == (
         "ledgers reconciled",
         "resources sampled",
@@ -52,7 +52,7 @@ def test_an_unknown_step_is_refused_and_a_handler_registers_once():
 
 
 def test_a_stop_runs_the_same_steps_in_the_same_order_less_the_processs():
-    assert NOT_AT_STOP == ("web run closed", "connections closed", "targets stopped")
+    assert NOT_AT_STOP == ("one end at a time", "web run closed", "connections closed", "targets stopped")
     assert STOP_STEPS == (
         "users stopped",
         "final reports in",

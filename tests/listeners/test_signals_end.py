@@ -1,0 +1,69 @@
+"""``listeners/signals.py``, the process's end: a SIGTERM that comes while the end writes starts no second end."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import gevent
+import pytest
+
+from swarmgauge.listeners.signals import EndsBegun
+from swarmgauge.run_folders import resolve
+from tests.listeners.sim_run import run_local, sim_target
+
+#: A locustfile of the sim tests' users whose own ``quitting`` listener sends the process one SIGTERM and lets the
+#: hub run its handler, as compose's SIGTERM reaches a master once its workers exit, while it writes its report.
+LATE_SIGTERM_LOCUSTFILE = textwrap.dedent("""
+    import os
+    import signal
+
+    import gevent
+    from locust import events
+
+    import swarmgauge.locust  # noqa: F401 - every listener, the summary included
+    from swarmgauge.shapes import PlanShape  # noqa: F401
+    from tests.listeners.sim_locustfile import SimUser  # noqa: F401
+
+    sent = []
+
+
+    @events.quitting.add_listener
+    def _sigterm_while_the_end_writes(**_kwargs):
+        if not sent:
+            sent.append(signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGTERM)
+            gevent.sleep(0.5)
+""")
+
+
+class _Environment:
+    """Stands in for a Locust Environment: only its identity matters here."""
+
+
+def test_an_end_fired_twice_in_turn_runs_twice_and_one_from_another_greenlet_waits():
+    ends, environment = EndsBegun(), _Environment()
+    assert ends.begin(environment) and ends.begin(environment)
+    assert gevent.spawn(ends.begin, environment).get(timeout=5) is False
+    assert gevent.spawn(ends.begin, _Environment()).get(timeout=5) is True
+
+
+@pytest.mark.integration
+def test_a_sigterm_while_the_run_ends_writes_everything_once_and_exits_with_the_runs_code(tmp_path):
+    locustfile = tmp_path / "late_sigterm.py"
+    locustfile.write_text(LATE_SIGTERM_LOCUSTFILE)
+    run_dir = tmp_path / "run"
+    with sim_target() as target:
+        done = run_local(
+            target.url, "--steps", "2", "--step-time", "2", "--run-dir", str(run_dir), locustfile=locustfile
+        )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    assert output.count("Got SIGTERM signal") == 1
+    assert output.count("Shutting down (exit code 0)") == 1
+    assert output.count("\nexit code 0") == 1  # swarmgauge's summary, once
+    assert "Traceback" not in output and "failed with SystemExit" not in output
+    assert "a second end while this one writes its files" in output
+    folder = resolve(run_dir)
+    assert json.loads((folder / "run.json").read_text())["exit_code"] == 0
+    assert (folder / "report.md").is_file() and (folder / "steps.csv").is_file()
