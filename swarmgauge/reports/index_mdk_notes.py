@@ -50,5 +50,6 @@ TEN_DEVICE_WHY = (
     "at 220-390 ms, a ~30 s queue) put its request timeout at the end of its devices' queues, where chance decides: "
     "with reads of random devices, the same queue times out 771 reads at the device's 10 s timeout and 105 at the "
     "Kernel's 30 s channel timeout (red), and the best-fitting timeout, 34 s, gives amber in only 83 % of runs "
-    "(benchmarks/mdk_ten_device_timeouts.py); the stand-in keeps 200 readers, at which none to a few time out"
+    "(89 % if a device skips a read whose caller has gone; benchmarks/mdk_ten_device_timeouts.py); the stand-in "
+    "keeps 200 readers, at which none to a few time out"
 )
