@@ -32,7 +32,7 @@ from swarmgauge.reports.index_mdk_machine import (
     unjudged,
     worker_cpu_why,
 )
-from swarmgauge.reports.index_mdk_notes import STAND_IN, WHY_ROWS
+from swarmgauge.reports.index_mdk_notes import STAND_IN, TEN_DEVICE_WHY, WHY_ROWS
 from swarmgauge.reports.index_mdk_unreproduced import NOT_REPRODUCIBLE
 from swarmgauge.reports.mdk import ORDER, verdict_table
 
@@ -53,6 +53,8 @@ FLEET_SET_BY = {
     "fleet-5000x5": "--health-phase-s 600: no health ping meets the burst (the page's green run by chance)",
     "fleet-5000x5-ping": "--health-ping-s 0.5: a health ping surely meets the burst (the page's red run by chance)",
 }
+#: why a fleet's verdict other than the page's cannot hold here, where the page's own figures say so
+FLEET_WHY = {"fleet-10x1": TEN_DEVICE_WHY}
 ONE_AT_A_TIME = "one at a time"
 #: the one-at-a-time figures' tolerances (the demo's one-at-a-time mix gives each the requests these need): "about 220
 #: to 390 ms at p50 in every profile" is +-28 % around its middle; a single accept's "about 3 to 4 ms", +-50 %; the
@@ -126,6 +128,8 @@ def fleet_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], list
                 "set by": FLEET_SET_BY.get(name, ""),
             }
         )
+        if overall != page and name in FLEET_WHY:
+            rows[-1][WHY] = FLEET_WHY[name]
         text = f"{label}: {overall} (page {page})"
         if found < of:
             rows[-1]["verdict x"] = MACHINE

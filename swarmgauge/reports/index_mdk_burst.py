@@ -23,7 +23,9 @@ RED_RUN_WHY = (
     "about 1.3 ms (423 ms p50). The page gives no cause for that 5x; the stand-in's one lane is fitted to the green "
     "run (1.28 ms a turn at 5,000 devices), so here the same mark, a ping waiting out the saturated lane, ~3 s in, "
     "finds most of the burst accepted and rejects only the queue left; slowing the lane for this run alone would be a "
-    "constant keyed to one row"
+    "constant keyed to one row. Nor does a mark from before the burst fit: 4 of the 5 Workers SICK throughout and the "
+    "fifth until ~3 s in would, on the green run's lane, accept ~470 (81 % rejected) but none waiting past ~0.7 s, "
+    "not its 2,591 ms p99"
 )
 #: The Kernel's dispatch lane of the stand-in's defaults (targets/mdk/common.py), one turn of 0.845 ms + 0.087 us a
 #: device, fitted to the page's green 5,000 / 5 run (423 ms p50 at 1,000 submits/s: 1.28 ms a turn) and its "tens of

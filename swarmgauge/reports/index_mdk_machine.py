@@ -180,4 +180,28 @@ def worker_cpu_why(doc: dict[str, Any], load: dict[str, Any] | None, worker: flo
     if load and load.get("generator") is not None:
         used = float(load["generator"]) + float(load["stand-in"])
         shown += f", on {load['cores']} cores its busiest step already fills to {used:.0f} % of a core"
+    others = others_cpu(doc)
+    if others is not None:
+        # the page's own figures as a per-device cost: its Worker's CPU over one sweep of its devices
+        per_pull_ms = PAGE_WORKER_CPU / 100.0 * PAGE_CYCLE_S * 1000.0 / PAGE_DEVICES
+        shown += (
+            f"; the page's figures as a cost a device pull ({PAGE_WORKER_CPU:.0f} % x {PAGE_CYCLE_S:g} s / "
+            f"{PAGE_DEVICES:,} devices: {per_pull_ms:.2f} ms) put the Worker alone at the page's 108 %, beside the "
+            f"{others:.0f} % the run's other processes used in a step: {PAGE_WORKER_CPU + others:.0f} % of "
+            f"{100 * int((load or {}).get('cores') or os.cpu_count() or 1)} %"
+        )
     return shown
+
+
+#: the page's red 5,000 / 1 collection cycle: its one sweep figure
+PAGE_CYCLE_S, PAGE_DEVICES = 12.4, 5000
+
+
+def others_cpu(doc: dict[str, Any]) -> float | None:
+    """The most CPU the run's processes but its Workers used in one step (% of a core): the generator and the rest of
+    the stand-in, what a Worker shares the machine with."""
+    found = []
+    for cpu in (doc.get("cpu_by_step") or {}).values():
+        generator, stand_in = split_cpu(cpu)
+        found.append(generator + stand_in - sum(float(v) for k, v in cpu.items() if k.startswith("worker")))
+    return max(found) if found else None

@@ -41,3 +41,15 @@ STAND_IN = (
     "its ratio column says machine-bound where the generator and the stand-in together filled the 2 cores (or others "
     "did), so the machine's limit is never read as the page's shape failing."
 )
+
+#: Why the 10-device fleet's verdict cannot hold the page's amber here, from the page's own figures and the queue
+#: model ``benchmarks/mdk_ten_device_timeouts.py`` (its harness's read load: 1,000 closed-loop readers for 3 s, each
+#: read of a random device, then every read in flight awaited; reads of a device one after another at 220-390 ms).
+TEN_DEVICE_WHY = (
+    "the page's 14 timed-out reads of about 1,090 (1,000 readers for 3 s on 10 devices: about 100 reads a device "
+    "at 220-390 ms, a ~30 s queue) put its request timeout at the end of its devices' queues, where chance decides: "
+    "with reads of random devices, the same queue times out 771 reads at the device's 10 s timeout and 105 at the "
+    "Kernel's 30 s channel timeout (red), and the best-fitting timeout, 34 s, gives amber in only 83 % of runs "
+    "(89 % if a device skips a read whose caller has gone; benchmarks/mdk_ten_device_timeouts.py); the stand-in "
+    "keeps 200 readers, at which none to a few time out"
+)

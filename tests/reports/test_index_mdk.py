@@ -310,6 +310,8 @@ def test_a_5000_by_1_worker_cpu_short_of_the_page_says_why_with_the_runs_numbers
     why = row["why it cannot hold here"]
     assert "400 device pulls/s, cycle 12.5 s" in why and "1.00 ms of CPU a pull" in why
     assert "the other 68 % of a core" in why and "already fills to 100 % of a core" in why
+    # the page's per-device cost put on this machine: the Worker at 108 % beside the rest of the run's processes
+    assert "2.68 ms" in why and "beside the 60 % the run's other processes used in a step: 168 % of 200 %" in why
 
 
 def test_a_5000_by_1_worker_cpu_within_the_pages_tolerance_gives_no_why(tmp_path):
@@ -392,6 +394,7 @@ def test_the_red_5000_by_5_runs_accepted_and_rejected_submits_say_why_they_canno
     for figure in ("accepted submits of the burst", "submits rejected (ERR_WORKER_NOT_ROUTABLE)"):
         why = rows.loc[f"5,000 / 5 (run 2): {figure}", WHY]
         assert "419 commands" in why and "7 ms" in why and "1.3 ms" in why and "one row" in why
+        assert "4 of the 5 Workers SICK" in why and "~470" in why
     assert not isinstance(rows.loc["5,000 / 5 (run 2): accept p99 at 1,000 submits/s", WHY], str)  # that one holds
 
 
@@ -434,6 +437,21 @@ def test_a_fleet_whose_verdict_is_not_the_pages_is_amber_a_step_off_and_red_two(
     assert graded.grades == [AMBER, RED]
     assert list(graded.table["verdict x"]) == ["one step off", "two steps off"]
     assert set(graded.table["tolerance"]) == {"the same verdict"}
+
+
+def test_a_10_device_fleet_not_amber_says_why_the_pages_amber_cannot_hold_here(tmp_path):
+    """The page's 14 timed-out reads sit where chance decides (the queue model's figures); an amber run needs no why."""
+    from swarmgauge.reports.index_mdk_burst import WHY
+
+    green = table(mdk({"fleet-10x1": fleet_run(tmp_path / "green", "fleet-10x1", 0.3)}), "Capacity").iloc[0]
+    assert green["verdict"] == "green"
+    assert "14 timed-out reads" in green[WHY] and "83 % of runs" in green[WHY]
+    assert "benchmarks/mdk_ten_device_timeouts.py" in green[WHY]
+    amber_run = fleet_run(tmp_path / "amber", "fleet-10x1", 0.3)
+    doc = json.loads((amber_run / "mdk.json").read_text())
+    (amber_run / "mdk.json").write_text(json.dumps(doc | {"rejected_ratio": 0.004}))
+    amber = table(mdk({"fleet-10x1": amber_run}), "Capacity").iloc[0]
+    assert amber["verdict"] == "amber" and not isinstance(amber.get(WHY), str)
 
 
 def test_a_fleet_as_good_as_the_pages_on_a_bound_machine_holds_as_the_machine_only_slows_it(tmp_path):
