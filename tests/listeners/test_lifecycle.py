@@ -55,6 +55,7 @@ class FakeTarget:
 
 
 def test_every_step_has_the_handler_of_the_module_that_owns_it():
+    assert RUN_END.handlers["one end at a time"] == [signals.one_end_at_a_time]
     assert RUN_END.handlers["users stopped"] == [signals.stop_users_first]
     assert RUN_END.handlers["final reports in"] == [signals.send_last_figures, handoff.say_load_ended]
     assert RUN_END.handlers["web run closed"] == [webui_close.finish_close_at_quit]
