@@ -36,14 +36,17 @@ def add_override(plan: Plan, option: str, given: Any, message: str) -> None:
 
 
 def unused_common_options(plan: Plan, options: Any) -> None:
-    """``-u``/``-r`` (typed in the web form, or given) that a plan's own steps replace."""
+    """``-u``/``-r`` (typed in the web form, or given) that a plan's own steps replace; a headless run has no form, so
+    its message names the option alone (given on the command line or as ``LOCUST_USERS``/``LOCUST_SPAWN_RATE``)."""
     if plan.source == LOCUST_OPTIONS_SOURCE or options is None:
         return
     peak = max((stage.user_count for stage in plan.stages), default=0)
+    headless = bool(getattr(options, "headless", False))
     for dest, flag, field, what in COMMON_OPTIONS:
         value = getattr(options, dest, None)
         if value is not None:
-            message = f"{flag} {value:g} (the web form's {field}) is not used: plan {plan.name!r} {what}"
+            where = "" if headless else f" (the web form's {field})"
+            message = f"{flag} {value:g}{where} is not used: plan {plan.name!r} {what}"
             add_override(plan, flag, value, message.format(peak=peak))
 
 

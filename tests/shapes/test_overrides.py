@@ -76,6 +76,14 @@ def test_typed_users_and_ramp_that_a_plan_replaces_are_recorded():
     assert plan.summary()["overrides"] == plan.overrides
 
 
+def test_a_headless_run_names_the_replaced_option_without_a_web_form():
+    plan = build_plan(CHURN, source="churn.yaml")
+    unused_common_options(plan, SimpleNamespace(num_users=8, spawn_rate=None, headless=True))
+    assert [o["message"] for o in plan.overrides] == [
+        "-u/--users 8 is not used: plan 'churn-8' sets each step's users (up to 4)"
+    ]
+
+
 def test_users_and_ramp_the_run_uses_are_no_override():
     fallback = PlanShape().fallback_plan(SimpleNamespace(num_users=5, run_time=None, spawn_rate=1.0))
     unused_common_options(fallback, SimpleNamespace(num_users=5, spawn_rate=1.0))
