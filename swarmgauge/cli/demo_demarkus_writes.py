@@ -23,6 +23,11 @@ BURST_PACING = "--commit-interval 0.3s --commit-cost 11ms --request-timeout 2s"
 BURST_WRITERS = 4
 #: the concurrent writers' hold at least this long: a dozen writes at the page's real 1.5 s pacing
 CONCURRENT_LEAST_S = 16.0
+CONCURRENT_WRITERS = 4
+PAGE_PACING_S = 1.5
+#: the concurrent writers' grace at the hold's end (``--stop-timeout``, the recording users' own default): their 4
+#: writes in flight then are queued on the pacing (up to 6 s) and answered, counted, within it (13.1 s for an 8 s hold)
+CONCURRENT_STOP_S = 5.0
 PAGE_BURST_WRITES = 200
 CHURN_RATE = 5
 #: the page's dedup cap against its live sessions: 4,096 of 5/s x 1,800 s = 9,000 (0.455)
@@ -114,7 +119,8 @@ def churn_plan(scale: float) -> dict[str, Any]:
 def writes_and_mcp(scale: float) -> tuple[Workload, ...]:
     """The page's write rows, its MCP tool tables and its session churn, in the order the page has them."""
     burst = burst_writes(scale)
-    burst_cap = math.ceil(burst * 1.5 * BURST_TIME_FACTOR) + 5  # -t only caps it: the count ends the run (~50 s)
+    burst_s = burst * PAGE_PACING_S * BURST_TIME_FACTOR  # a commit slot a write: the count ends the run
+    burst_cap = math.ceil(burst_s) + 5  # -t only caps it
     ttl = churn_ttl(scale)
     return (
         Workload(
@@ -133,13 +139,14 @@ def writes_and_mcp(scale: float) -> tuple[Workload, ...]:
             "writes-concurrent",
             "4 writers back to back on their own paths, queueing on the commit pacing",
             "demarkus_writes.py",
-            ("OwnPathWriterUser", "--mark-embedded-args", WRITE_PACING),
+            ("OwnPathWriterUser", "--mark-embedded-args", WRITE_PACING, "--stop-timeout", f"{CONCURRENT_STOP_S:g}"),
             _soak(
                 "concurrent: 4 writers back to back on one world",
-                4,
+                CONCURRENT_WRITERS,
                 held(20, scale, CONCURRENT_LEAST_S),
                 ["fail_ratio<0.5"],
             ),
+            answered_after_s=min(CONCURRENT_WRITERS * PAGE_PACING_S, CONCURRENT_STOP_S),
         ),
         Workload(
             "writes-burst",
@@ -160,6 +167,7 @@ def writes_and_mcp(scale: float) -> tuple[Workload, ...]:
             ),
             None,
             expected_exit=1,  # writes lost to the request timeout are failed requests: Locust ends with 1, by design
+            count_ends_s=burst_s,
         ),
         Workload(
             "writes-soak",

@@ -32,7 +32,9 @@ class Workload:
     """One Locust run of a page: its folder name under the page, locustfile, extra options and plan.
 
     ``expected_exit`` is the exit code the run is meant to end with (a gate that must fail, a drill), so the index can
-    tell an expected non-zero exit from a broken run.
+    tell an expected non-zero exit from a broken run. ``count_ends_s``: the load time of a run a count ends before
+    its ``-t`` cap; ``answered_after_s``: requests in flight at the plan's end that are answered and counted after it
+    (writers queued on the commit pacing), so the progress line's "planned" is the time the run takes.
     """
 
     name: str
@@ -41,9 +43,16 @@ class Workload:
     options: tuple[str, ...]
     plan: dict[str, Any] | None
     expected_exit: int = 0
+    count_ends_s: float | None = None
+    answered_after_s: float = 0.0
 
     def planned_seconds(self) -> float:
-        """The load time the plan (or ``-t``) holds (start-up and the report are on top)."""
+        """The load time the plan (or ``-t``, or the count) holds (start-up and the report are on top)."""
+        return self._held_seconds() + self.answered_after_s
+
+    def _held_seconds(self) -> float:
+        if self.count_ends_s is not None:
+            return self.count_ends_s
         if self.plan is None:
             return _seconds(self.options[self.options.index("-t") + 1])
         stages = self.plan.get("stages")

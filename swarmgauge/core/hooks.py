@@ -106,6 +106,9 @@ render_report: Hook[None] = Hook("render_report", _nothing)
 take_ticket: Hook[bool] = Hook("take_ticket", lambda *_args, **_kwargs: False)
 """``take_ticket(user)``: wait for an open-model ticket while the step is open; False when none comes (no scheduler,
 a closed step). With one, the user's next iteration runs on it (``core/intended.py``)."""
+tickets_left: Hook[bool] = Hook("tickets_left", lambda *_args, **_kwargs: True)
+"""``tickets_left(env)``: this process's open-model step still has tickets to hand out (its issuer not done, or one
+queued for a free user). True when nothing says otherwise, so the run's open-model tail is waited out in full."""
 add_sample_source: Hook[None] = Hook("add_sample_source", _nothing)
 """``add_sample_source(env, spec)``: sample one more resource source (an embedded target's pid)."""
 next_row: Hook[dict[str, Any] | None] = Hook("next_row", _nothing)
@@ -178,6 +181,7 @@ ALL_HOOKS = (
     redact,
     render_report,
     take_ticket,
+    tickets_left,
     add_sample_source,
     next_row,
 )

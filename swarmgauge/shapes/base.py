@@ -290,8 +290,8 @@ class SwarmShape(LoadTestShape):
             return None
         end = self._cut_at if self._cut_at is not None else self.plan().total_duration + self.tail_seconds()
         tail_left = end - run_time
-        if tail_left > 0 and not self._end_requested:
-            gevent.sleep(tail_left)
+        if tail_left > 0 and not self._end_requested and not self._stopping_users:
+            self._wait_out_tickets(environment, tail_left)
         _STOP_TICK_WARNING.armed = False  # Locust applied the stop tick (and warned) before asking again
         if not self._stopping_users:
             self._stopping_users = True
@@ -303,6 +303,20 @@ class SwarmShape(LoadTestShape):
         )
         hooks.collect_final_reports(environment, FINAL_REPORT_SECONDS, POLL_SECONDS)
         return None
+
+    @staticmethod
+    def _wait_out_tickets(environment: Any, seconds: float) -> None:
+        """The open-model tail, at most ``seconds``: over once no ticket is left to take, seen at two looks a poll
+        apart (a user handed the last ticket sends its request in between). Waited out in full, it was a second of
+        every run that ends on a burst, with nothing left to send."""
+        deadline = time.monotonic() + seconds
+        none_left_before = False
+        while (now := time.monotonic()) < deadline:
+            none_left = not hooks.tickets_left(environment)
+            if none_left and none_left_before:
+                return
+            none_left_before = none_left
+            gevent.sleep(min(POLL_SECONDS, deadline - now))
 
     @staticmethod
     def _wait_until(condition: Any, seconds: float) -> bool:

@@ -89,6 +89,10 @@ class TicketScheduler:
         if schedule is not None and schedule.info.duration:
             self._issue_due(schedule, float("inf"))
 
+    def tickets_left(self) -> bool:
+        """Tickets still to come or to take: the issuer is running, or one waits in the queue for a free user."""
+        return (self.greenlet is not None and not self.greenlet.dead) or bool(self.queue)
+
     def _hand_out(self, due: float, step_index: int) -> None:
         while self.waiters:
             waiter = self.waiters.popleft()
@@ -231,6 +235,15 @@ def take_ticket(user: Any, timeout: float = MAX_TICKET_WAIT) -> bool:
 
 
 hooks.take_ticket.implement(take_ticket)
+
+
+@hooks.tickets_left.implement
+def tickets_left(environment: Environment) -> bool:
+    """Whether this process still has open-model tickets to hand out (a master's are its workers': True)."""
+    if isinstance(environment.runner, MasterRunner):
+        return True
+    found = _Tickets.of(environment).scheduler
+    return found is not None and found.tickets_left()
 
 
 def check_ticketed(stage_label: str, user_classes: Any) -> None:

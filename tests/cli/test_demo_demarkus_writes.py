@@ -78,3 +78,18 @@ def test_every_stand_in_setting_is_accepted_by_the_target_it_is_for():
         gateway = _value_after(workload.options, "--mcp-embedded-args")
         if gateway:
             gateway_args(["--mark", "mark://127.0.0.1:1", *shlex.split(gateway)])
+
+
+@pytest.mark.parametrize("scale", [0.25, 1.0])
+def test_the_planned_time_of_the_burst_is_its_count_at_the_pacing_and_of_the_writers_their_queue_answered(scale):
+    """The progress line's "planned" is the time the run takes: the burst's count of commit slots (its -t only a cap
+    above it), and the concurrent writers' hold plus their writes in flight answered within their stop grace."""
+    by_name = {w.name: w for w in writes_and_mcp(scale)}
+    burst, concurrent = by_name["writes-burst"], by_name["writes-concurrent"]
+    pacing = 1.5 * 0.2
+    assert burst.planned_seconds() == pytest.approx(burst_writes(scale) * pacing)
+    assert float(_value_after(burst.options, "-t").rstrip("s")) > burst.planned_seconds()
+    grace = float(_value_after(concurrent.options, "--stop-timeout"))
+    assert concurrent.plan is not None
+    hold = float(concurrent.plan["duration"].rstrip("s"))
+    assert concurrent.planned_seconds() == hold + min(4 * 1.5, grace)

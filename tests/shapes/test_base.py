@@ -174,3 +174,28 @@ def test_a_plan_class_the_command_line_left_out_stops_the_run_in_one_line(tmp_pa
     lines = [line for line in result.stderr.splitlines() if line.startswith("swarmgauge:")]
     assert len(lines) == 1 and "runs Planned, which this run left out (it runs Other)" in lines[0], result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("left", [[], [True, True, True]])
+def test_the_open_model_tail_ends_at_the_second_look_that_finds_no_ticket_left(monkeypatch, left):
+    """A run that ends on a burst: once its tickets are all taken (two looks a poll apart), the tail is over."""
+    from swarmgauge.core import hooks
+
+    looks: list[bool] = []
+
+    def tickets_left(_environment):
+        looks.append(left.pop(0) if left else False)
+        return looks[-1]
+
+    monkeypatch.setattr(hooks.tickets_left, "implementation", tickets_left)
+    PlanShape._wait_out_tickets(SimpleNamespace(), 60.0)
+    assert looks == [True] * (len(looks) - 2) + [False, False]
+
+
+def test_the_open_model_tail_is_waited_out_while_a_ticket_is_left(monkeypatch):
+    from swarmgauge.core import hooks
+
+    looks: list[bool] = []
+    monkeypatch.setattr(hooks.tickets_left, "implementation", lambda _env: looks.append(True) or True)
+    PlanShape._wait_out_tickets(SimpleNamespace(), 0.2)
+    assert looks and all(looks)  # every look found one left, and the bound ended the wait

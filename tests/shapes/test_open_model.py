@@ -330,3 +330,15 @@ def test_a_user_that_runs_its_own_loop_in_an_open_model_stage_stops_the_run_with
     assert len(lines) == 1 and "OwnLoop" in lines[0] and "open-model stage" in lines[0], result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     assert not (resolve(run_dir) / "steps.csv").exists()
+
+
+def test_tickets_are_left_while_the_issuer_runs_or_one_is_queued_and_none_once_all_are_taken():
+    scheduler = TicketScheduler(SimpleNamespace())
+    assert not scheduler.tickets_left()  # no step yet
+    scheduler.start(StepInfo(0, "open", 4, 100.0, time.time(), duration=0.05, drop_after=5.0))
+    assert scheduler.tickets_left()  # issuing
+    scheduler.greenlet.join(timeout=5)
+    assert scheduler.issued == 5 and scheduler.tickets_left()  # issued, queued for a free user
+    for _ in range(5):
+        assert scheduler.take(0.0) is not None
+    assert not scheduler.tickets_left()
