@@ -66,6 +66,8 @@ class QuicDriver(ServicePass):
     failing. After ``ConnectionLost`` (or ``close()``) the driver is dead (``alive`` is False): make a new one.
     """
 
+    __slots__ = ("_transport_factory", "_slots", "handshake_seconds")  # the rest are ServicePass's
+
     def __init__(
         self,
         host: str,
