@@ -66,7 +66,7 @@ class QuicDriver(ServicePass):
     failing. After ``ConnectionLost`` (or ``close()``) the driver is dead (``alive`` is False): make a new one.
     """
 
-    __slots__ = ("_transport_factory", "_slots", "handshake_seconds")  # the rest are ServicePass's
+    __slots__ = ("_slots", "_transport_factory", "handshake_seconds")  # the rest are ServicePass's
 
     def __init__(
         self,
