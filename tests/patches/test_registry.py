@@ -193,6 +193,17 @@ def test_locust_internals_the_compat_layer_replaces_are_still_there():
     assert "_sleep" in TaskSet.__dict__ and callable(getattr(WorkerRunner, "_send_stats", None))
 
 
+def test_locusts_taskset_still_makes_a_deque_and_calls_only_what_the_list_queue_has():
+    """locust-task-queue-list: when Locust's TaskSet no longer makes a deque per instance, remove the patch."""
+    from swarmgauge.core.locust_compat import TaskQueue
+
+    task = importlib.import_module("locust.user.task")
+    made = inspect.getsource(inspect.unwrap(task.TaskSet.__init__))
+    assert re.search(r"self\._task_queue\b[^=]*= deque\(\)", made), BY_NAME["locust-task-queue-list"].upstream
+    called = set(re.findall(r"self\._task_queue\.(\w+)", inspect.getsource(task)))
+    assert called and called <= set(dir(TaskQueue))
+
+
 def test_hdrhs_encoder_still_points_back_at_its_histogram():
     from hdrh.histogram import HdrHistogram
 
