@@ -158,6 +158,8 @@ PATCHES: tuple[Patch, ...] = (
             "qh3.tls.Context._receive_buffer",
             "qh3.tls.Context.alpn_cb",
             "qh3.tls.Context.update_traffic_key_cb",
+            "qh3.quic.connection.QuicConnection._pre_handshake_streams",
+            "qh3.quic.connection.QuicConnection._pre_handshake_writes",
         ),
         private_names=(
             "_tls",
@@ -168,12 +170,15 @@ PATCHES: tuple[Patch, ...] = (
             "_input_offsets",
             "_receive_buffer",
             "_applied_transport_parameters",
+            "_pre_handshake_streams",
+            "_pre_handshake_writes",
         ),
         why="a client keeps qh3's TLS bridge and context (~9 KiB: the key-share private keys, the transcript hash, "
         "the peer's parsed certificate, deques and dicts) for its life although after the handshake they only parse "
         "and drop session tickets; a pooled connection swaps them for a stand-in that does just that (get_peercert() "
         "and QuicConnection.tls are None from then on); the released context's callbacks (the bridge's bound methods) are "
-        "cleared so that the pair is freed at once instead of waiting for the cyclic collector",
+        "cleared so that the pair is freed at once instead of waiting for the cyclic collector; the lists of streams "
+        "and writes made before the handshake, emptied by it and read only before it, become the empty tuple",
         upstream="jawah/qh3: issue asking the client to drop its handshake state once the handshake is confirmed",
     ),
     Patch(
