@@ -296,3 +296,27 @@ def queue_tasks_in_lists() -> None:
     init_with_list.swarmgauge_list_queue = True  # type: ignore[attr-defined]
     init_with_list.__wrapped__ = made_with_deque  # type: ignore[attr-defined]
     TaskSet.__init__ = init_with_list  # type: ignore[method-assign]
+
+
+def run_user(user: Any) -> None:
+    """What every User greenlet runs, as Locust's ``User.start`` defines it (``greenlet.args[0]`` is the user)."""
+    user.run()
+
+
+def start_users_with_one_function() -> None:
+    """``User.start`` spawns the one :func:`run_user` (process-wide, idempotent).
+
+    Locust's defines its ``run_user`` inside ``start``: a new function object per user (152 B), which the user's
+    greenlet keeps for the user's life. The same body, made once, does the same."""
+    defines_one_per_user: Callable[..., Any] = User.start
+    if getattr(defines_one_per_user, "swarmgauge_one_function", False):
+        return
+
+    def start(self: Any, group: Any) -> Any:
+        self._greenlet = group.spawn(run_user, self)
+        self._group = group
+        return self._greenlet
+
+    start.swarmgauge_one_function = True  # type: ignore[attr-defined]
+    start.__wrapped__ = defines_one_per_user  # type: ignore[attr-defined]
+    User.start = start  # type: ignore[method-assign]

@@ -295,6 +295,18 @@ PATCHES: tuple[Patch, ...] = (
         upstream="locust: PR making TaskSet._task_queue a list (or creating it on the first schedule_task)",
     ),
     Patch(
+        name="locust-one-run-function",
+        dependency="locust",
+        kind=Kind.REPLACES,
+        where=("swarmgauge.core.locust_compat", "swarmgauge.users.recording"),
+        touches=("locust.user.users.User.start", "locust.user.users.User._greenlet", "locust.user.users.User._group"),
+        private_names=(),
+        why="User.start defines its run_user function inside itself, so every user's greenlet keeps a function "
+        "object of its own (152 B per user); the same function defined once is spawned instead (args[0] is still "
+        "the user)",
+        upstream="locust: PR moving User.start's run_user to module level",
+    ),
+    Patch(
         name="locust-worker-runner-early",
         dependency="locust",
         kind=Kind.REPLACES,

@@ -337,6 +337,32 @@ def test_a_taskset_queues_its_tasks_in_a_list_in_the_order_locust_schedules_them
     assert not hasattr(TaskSet.__init__.__wrapped__, "__wrapped__")  # one wrapper around Locust's own
 
 
+def test_users_started_with_one_function_run_as_locusts_and_share_it(monkeypatch):
+    from gevent.pool import Group
+    from locust import User
+    from locust.env import Environment
+
+    monkeypatch.setattr(User, "start", inspect.unwrap(User.start))  # Locust's own, restored afterwards
+    locust_compat.start_users_with_one_function()
+    locust_compat.start_users_with_one_function()  # idempotent: one wrapper
+    assert not hasattr(User.start.__wrapped__, "__wrapped__")
+    ran: list[User] = []
+
+    class Recorded(User):
+        def run(self) -> None:  # type: ignore[override]  # User.run is final; this records the call
+            ran.append(self)
+
+    environment = Environment(user_classes=[Recorded])
+    group = Group()
+    users = [Recorded(environment) for _ in range(2)]
+    greenlets = [user.start(group) for user in users]
+    assert [greenlet.args[0] for greenlet in greenlets] == users  # how Locust finds a greenlet's user
+    assert greenlets[0]._run is greenlets[1]._run is locust_compat.run_user
+    group.join(timeout=5)
+    assert ran == users
+    assert [user._greenlet for user in users] == greenlets and all(user._group is group for user in users)
+
+
 def test_runs_its_tasks_tells_a_user_with_its_own_loop():
     from locust import FastHttpUser, HttpUser, User
 

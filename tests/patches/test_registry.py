@@ -204,6 +204,15 @@ def test_locusts_taskset_still_makes_a_deque_and_calls_only_what_the_list_queue_
     assert called and called <= set(dir(TaskQueue))
 
 
+def test_locusts_user_start_still_defines_a_run_function_per_user():
+    """locust-one-run-function: when Locust's User.start spawns a function made once, remove the patch."""
+    from locust import User
+
+    started = inspect.getsource(inspect.unwrap(User.start))
+    assert "def run_user(user)" in started, BY_NAME["locust-one-run-function"].upstream
+    assert "group.spawn(run_user, self)" in started and "self._group = group" in started
+
+
 def test_hdrhs_encoder_still_points_back_at_its_histogram():
     from hdrh.histogram import HdrHistogram
 
