@@ -150,7 +150,7 @@ PATCHES: tuple[Patch, ...] = (
         name="qh3-post-handshake-tls",
         dependency="qh3",
         kind=Kind.MUTATES,
-        where=("swarmgauge.quic.qh3_patches", "swarmgauge.quic.engine"),
+        where=("swarmgauge.quic.qh3_post_handshake", "swarmgauge.quic.engine"),
         touches=(
             "qh3.quic.connection.QuicConnection._tls",
             "qh3.quic.connection.QuicConnection._applied_transport_parameters",

@@ -125,7 +125,7 @@ def test_qh3s_native_core_still_takes_28_arguments_with_the_stream_limits_at_21_
 def test_qh3s_connection_reads_of_its_tls_bridge_are_all_answered_by_the_post_handshake_stand_in():
     """qh3-post-handshake-tls: every ``self._tls.<name>`` of qh3's connection, but the two only a handshake in
     progress reaches, is one the stand-in has."""
-    from swarmgauge.quic.qh3_patches import PostHandshakeTls
+    from swarmgauge.quic.qh3_post_handshake import PostHandshakeTls
 
     source = inspect.getsource(importlib.import_module("qh3.quic.connection"))
     read = set(re.findall(r"self\._tls\.(\w+)", source))
