@@ -41,19 +41,24 @@ class PostHandshakeTls:
 
     def __init__(self, version: int, cipher_suite: Any, offsets: dict[Any, int], received: bytes) -> None:
         self.version, self.cipher_suite = version, cipher_suite
-        self._offsets, self._received = dict(offsets), received
+        # the next CRYPTO offset by epoch number (qh3's Epoch: an IntEnum numbered 0-3 in order), None at an epoch the
+        # bridge had none for: a tuple of four is 88 B where a copy of the bridge's dict was 240 B, kept for the
+        # connection's life, and it changes only when a session ticket comes
+        self._offsets = tuple(offsets.get(epoch) for epoch in importlib.import_module("qh3.tls").Epoch)
+        self._received = received
 
     def receive_crypto(self, epoch: Any, data: bytes, offset: int | None = None, *, version: int | None = None) -> None:
         """qh3's ``QuicTlsBridge.receive_crypto`` and ``Context.handle_message`` for a client after its handshake."""
         tls = importlib.import_module("qh3.tls")
-        if epoch not in self._offsets:
+        offsets, index = self._offsets, int(epoch)
+        expected = offsets[index] if 0 <= index < len(offsets) else None
+        if expected is None:
             raise ValueError(f"TLS CRYPTO is not valid at epoch {epoch!r}")
-        expected = self._offsets[epoch]
         if offset is not None and offset != expected:
             raise ValueError(f"non-contiguous CRYPTO data for {epoch.name}: expected offset {expected}, got {offset}")
         if version is not None:
             self.version = version
-        self._offsets[epoch] = expected + len(data)
+        self._offsets = (*offsets[:index], expected + len(data), *offsets[index + 1 :])
         self._received += data
         while len(self._received) >= 4:
             length = 4 + int.from_bytes(self._received[1:4], byteorder="big")

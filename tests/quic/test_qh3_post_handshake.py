@@ -132,6 +132,18 @@ def test_non_contiguous_crypto_after_the_release_is_refused_as_qh3_refuses_it():
         stand_in.receive_crypto(tls.Epoch.ZERO_RTT, b"x")
 
 
+def test_the_stand_in_follows_each_epochs_offset_on_its_own():
+    """The offsets are kept by epoch number: qh3's epochs must stay numbered 0-3 in order for that."""
+    assert [int(epoch) for epoch in tls.Epoch] == list(range(len(tls.Epoch)))
+    stand_in = post_handshake.PostHandshakeTls(1, None, {tls.Epoch.HANDSHAKE: 500, tls.Epoch.ONE_RTT: 10}, b"")
+    stand_in.receive_crypto(tls.Epoch.ONE_RTT, b"\x04\x00", 10)  # the start of a message: kept until it is whole
+    stand_in.receive_crypto(tls.Epoch.ONE_RTT, b"\x00", 12)
+    with pytest.raises(ValueError, match="expected offset 13"):
+        stand_in.receive_crypto(tls.Epoch.ONE_RTT, b"\x00", 12)
+    with pytest.raises(ValueError, match="expected offset 500"):
+        stand_in.receive_crypto(tls.Epoch.HANDSHAKE, b"\x00", 12)
+
+
 def test_releasing_before_the_handshake_ends_keeps_the_key_shares():
     from swarmgauge.quic.engine import engine
 
