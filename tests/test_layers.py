@@ -39,6 +39,7 @@ ENGINE_MODULES = (
     "swarmgauge.quic.engine",
     "swarmgauge.quic.engine_base",
     "swarmgauge.quic.qh3_patches",
+    "swarmgauge.quic.qh3_post_handshake",
     "swarmgauge.quic.acks",
 )
 

@@ -150,7 +150,7 @@ PATCHES: tuple[Patch, ...] = (
         name="qh3-post-handshake-tls",
         dependency="qh3",
         kind=Kind.MUTATES,
-        where=("swarmgauge.quic.qh3_patches", "swarmgauge.quic.engine"),
+        where=("swarmgauge.quic.qh3_post_handshake", "swarmgauge.quic.engine"),
         touches=(
             "qh3.quic.connection.QuicConnection._tls",
             "qh3.quic.connection.QuicConnection._applied_transport_parameters",
@@ -158,6 +158,8 @@ PATCHES: tuple[Patch, ...] = (
             "qh3.tls.Context._receive_buffer",
             "qh3.tls.Context.alpn_cb",
             "qh3.tls.Context.update_traffic_key_cb",
+            "qh3.quic.connection.QuicConnection._pre_handshake_streams",
+            "qh3.quic.connection.QuicConnection._pre_handshake_writes",
         ),
         private_names=(
             "_tls",
@@ -168,12 +170,15 @@ PATCHES: tuple[Patch, ...] = (
             "_input_offsets",
             "_receive_buffer",
             "_applied_transport_parameters",
+            "_pre_handshake_streams",
+            "_pre_handshake_writes",
         ),
         why="a client keeps qh3's TLS bridge and context (~9 KiB: the key-share private keys, the transcript hash, "
         "the peer's parsed certificate, deques and dicts) for its life although after the handshake they only parse "
         "and drop session tickets; a pooled connection swaps them for a stand-in that does just that (get_peercert() "
         "and QuicConnection.tls are None from then on); the released context's callbacks (the bridge's bound methods) are "
-        "cleared so that the pair is freed at once instead of waiting for the cyclic collector",
+        "cleared so that the pair is freed at once instead of waiting for the cyclic collector; the lists of streams "
+        "and writes made before the handshake, emptied by it and read only before it, become the empty tuple",
         upstream="jawah/qh3: issue asking the client to drop its handshake state once the handshake is confirmed",
     ),
     Patch(
@@ -276,6 +281,30 @@ PATCHES: tuple[Patch, ...] = (
         "ended in the same loop turn started its next task and the kill landed in that request, recorded as "
         "Unfinished though nothing was in flight at the stop; the user is marked stopping before the kill",
         upstream="locust: PR setting LOCUST_STATE_STOPPING before killing a waiting user in User.stop",
+    ),
+    Patch(
+        name="locust-task-queue-list",
+        dependency="locust",
+        kind=Kind.REPLACES,
+        where=("swarmgauge.core.locust_compat", "swarmgauge.users.recording"),
+        touches=("locust.user.task.TaskSet.__init__", "locust.user.task.TaskSet._task_queue"),
+        private_names=(),
+        why="every TaskSet (one per user: its DefaultTaskSet) queues its scheduled tasks in a deque, whose empty "
+        "block is 64 slots: 760 B per user at 1,000 users for a queue that holds at most one task between two; "
+        "a list subclass with the deque's popleft/appendleft holds nothing while empty",
+        upstream="locust: PR making TaskSet._task_queue a list (or creating it on the first schedule_task)",
+    ),
+    Patch(
+        name="locust-one-run-function",
+        dependency="locust",
+        kind=Kind.REPLACES,
+        where=("swarmgauge.core.locust_compat", "swarmgauge.users.recording"),
+        touches=("locust.user.users.User.start", "locust.user.users.User._greenlet", "locust.user.users.User._group"),
+        private_names=(),
+        why="User.start defines its run_user function inside itself, so every user's greenlet keeps a function "
+        "object of its own (152 B per user); the same function defined once is spawned instead (args[0] is still "
+        "the user)",
+        upstream="locust: PR moving User.start's run_user to module level",
     ),
     Patch(
         name="locust-worker-runner-early",

@@ -58,6 +58,11 @@ __all__ = [
 MAX_RESPONSE = 4 << 20
 DEFAULT_MAX_STREAMS = 10
 
+#: What a connected driver's handshake result becomes: one for all of them, set, so that a pooled connection does not
+#: keep its own (160 B) for its life; read only through ``ready()`` and ``exception``, which answer as its own did.
+HANDSHAKE_DONE = gevent.event.AsyncResult()
+HANDSHAKE_DONE.set(True)
+
 
 class QuicDriver(ServicePass):
     """One client QUIC connection: ``connect()`` once, then ``request()`` from any number of greenlets.
@@ -65,6 +70,8 @@ class QuicDriver(ServicePass):
     In-flight streams are bounded by a semaphore (``max_streams``), so request 11 waits for a free stream instead of
     failing. After ``ConnectionLost`` (or ``close()``) the driver is dead (``alive`` is False): make a new one.
     """
+
+    __slots__ = ("_slots", "_transport_factory", "handshake_seconds")  # the rest are ServicePass's
 
     def __init__(
         self,
@@ -84,7 +91,7 @@ class QuicDriver(ServicePass):
         self._pings = 0
         self._configuration = configuration
         self._alpn = (configuration.alpn_protocols or [None])[0]
-        self._transport_factory = transport_factory or UdpTransport.open
+        self._transport_factory = transport_factory  # None: UDP, looked up by connect() (no bound method kept)
         self._slots = gevent.lock.BoundedSemaphore(max_streams)
         self.max_response = max_response
         self.stats = stats if stats is not None else QuicStats()
@@ -128,7 +135,7 @@ class QuicDriver(ServicePass):
             raise RuntimeError("connect() is called once per driver")
         started = time.perf_counter()
         try:
-            self._transport = self._transport_factory(self.host, self.port)
+            self._transport = (self._transport_factory or UdpTransport.open)(self.host, self.port)
         except OSError as exc:
             raise ConnectFailed(f"cannot reach {self.host}:{self.port}: {exc}") from exc
         self._quic = self._engine.QuicConnection(configuration=self._configuration)
@@ -148,6 +155,7 @@ class QuicDriver(ServicePass):
             self._fail(ConnectionLost("connect interrupted"))
             self._shutdown()
             raise
+        self._handshake = HANDSHAKE_DONE
         self.handshake_seconds = time.perf_counter() - started
         self._connected = True
         self.alive = self._error is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import _socket
 import datetime
+import functools
 import ipaddress
 import threading
 import time
@@ -43,6 +44,19 @@ class _ReceiveBuffer(threading.local):
 
 
 _RECEIVE_BUFFER = _ReceiveBuffer()
+
+
+@functools.lru_cache(maxsize=64)
+def _literal_peer(host: str, port: int) -> tuple[int, NetworkAddress] | None:
+    """(address family, socket address) of an address literal, None for a name (resolved at each connection). Made
+    once per address: every connection to it shares the one tuple and its string (~110 B a pooled connection)."""
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+    if address.version == 6:
+        return gsocket.AF_INET6, (str(address), port, 0, 0)
+    return gsocket.AF_INET, (str(address), port)
 
 
 class DatagramTransport(Protocol):
@@ -85,13 +99,11 @@ class UdpTransport:
         An address literal skips the resolver: gevent's default one is a thread hand-off, about 0.1 ms of CPU, and a
         ``fresh`` user opens a connection per request.
         """
-        try:
-            address = ipaddress.ip_address(host.strip("[]"))
-        except ValueError:
+        literal = _literal_peer(host, port)
+        if literal is None:
             family, _, _, _, sockaddr = gsocket.getaddrinfo(host, port, 0, gsocket.SOCK_DGRAM)[0]
         else:
-            family = gsocket.AF_INET6 if address.version == 6 else gsocket.AF_INET
-            sockaddr = (str(address), port, 0, 0) if address.version == 6 else (str(address), port)
+            family, sockaddr = literal
         sock = _socket.socket(family, _socket.SOCK_DGRAM)
         try:
             sock.setblocking(False)

@@ -25,6 +25,8 @@ from swarmgauge.core.intended import set_intended_start
 from swarmgauge.core.locust_compat import (
     default_stop_timeout,
     mark_stop_timeout_unset,
+    queue_tasks_in_lists,
+    start_users_with_one_function,
     stop_waiting_users_between_tasks,
 )
 from swarmgauge.errors import SwarmgaugeError, Unfinished
@@ -221,6 +223,8 @@ IN_FLIGHT_GRACE_SECONDS = 5.0
 
 locust_events.init_command_line_parser.add_listener(mark_stop_timeout_unset)
 stop_waiting_users_between_tasks()  # a stop that finds a user waiting must not land in its next request
+queue_tasks_in_lists()  # Locust's deque per TaskSet holds a 64-slot block for a queue of at most one task
+start_users_with_one_function()  # Locust's User.start makes a function per user, kept by its greenlet
 
 
 @locust_events.test_start.add_listener

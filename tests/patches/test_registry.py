@@ -125,7 +125,7 @@ def test_qh3s_native_core_still_takes_28_arguments_with_the_stream_limits_at_21_
 def test_qh3s_connection_reads_of_its_tls_bridge_are_all_answered_by_the_post_handshake_stand_in():
     """qh3-post-handshake-tls: every ``self._tls.<name>`` of qh3's connection, but the two only a handshake in
     progress reaches, is one the stand-in has."""
-    from swarmgauge.quic.qh3_patches import PostHandshakeTls
+    from swarmgauge.quic.qh3_post_handshake import PostHandshakeTls
 
     source = inspect.getsource(importlib.import_module("qh3.quic.connection"))
     read = set(re.findall(r"self\._tls\.(\w+)", source))
@@ -191,6 +191,26 @@ def test_locust_internals_the_compat_layer_replaces_are_still_there():
     from locust.user.task import TaskSet
 
     assert "_sleep" in TaskSet.__dict__ and callable(getattr(WorkerRunner, "_send_stats", None))
+
+
+def test_locusts_taskset_still_makes_a_deque_and_calls_only_what_the_list_queue_has():
+    """locust-task-queue-list: when Locust's TaskSet no longer makes a deque per instance, remove the patch."""
+    from swarmgauge.core.locust_compat import TaskQueue
+
+    task = importlib.import_module("locust.user.task")
+    made = inspect.getsource(inspect.unwrap(task.TaskSet.__init__))
+    assert re.search(r"self\._task_queue\b[^=]*= deque\(\)", made), BY_NAME["locust-task-queue-list"].upstream
+    called = set(re.findall(r"self\._task_queue\.(\w+)", inspect.getsource(task)))
+    assert called and called <= set(dir(TaskQueue))
+
+
+def test_locusts_user_start_still_defines_a_run_function_per_user():
+    """locust-one-run-function: when Locust's User.start spawns a function made once, remove the patch."""
+    from locust import User
+
+    started = inspect.getsource(inspect.unwrap(User.start))
+    assert "def run_user(user)" in started, BY_NAME["locust-one-run-function"].upstream
+    assert "group.spawn(run_user, self)" in started and "self._group = group" in started
 
 
 def test_hdrhs_encoder_still_points_back_at_its_histogram():

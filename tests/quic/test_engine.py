@@ -368,3 +368,21 @@ def test_a_released_tls_bridge_and_context_are_freed_without_the_cyclic_collecto
     finally:
         gc.enable()
     assert client.tls is None and client.get_cipher() is not None
+
+
+def test_a_released_qh3_client_drops_its_pre_handshake_lists_and_still_sends_on_new_streams():
+    """Both lists were emptied by the handshake and are read or appended to only before it: the empty tuple (no
+    storage) takes their place, and qh3's own send path and the engine's still open streams after it."""
+    qh3 = engine("qh3")
+    client, server, clock = connected_pair(qh3)
+    qh3.release_handshake_state(client)
+    assert client._pre_handshake_streams == () and client._pre_handshake_writes == ()
+    client.send_stream_data(client.get_next_available_stream_id(), b"by qh3", end_stream=True)
+    assert qh3.open_stream(client, b"by the engine", True) == 4
+    clock += 0.01
+    qh3.receive_datagrams(server, qh3.datagrams_to_send(client, clock), CLIENT, clock)
+    received: dict[int, bytes] = {}
+    while (event := server.next_event()) is not None:
+        if isinstance(event, qh3.StreamDataReceived):
+            received[event.stream_id] = received.get(event.stream_id, b"") + event.data
+    assert received == {0: b"by qh3", 4: b"by the engine"}

@@ -152,3 +152,20 @@ def test_the_memory_pair_calls_back_in_the_hub_not_inside_send():
     assert called_in == [gevent.get_hub()]  # once for the whole flight, from the hub
     assert transport.drain()
     transport.close()
+
+
+def test_transports_to_one_address_literal_share_its_socket_address():
+    """Each pooled connection to the target kept a socket address of its own; now one per address."""
+    peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    peer.bind(("127.0.0.1", 0))
+    port = peer.getsockname()[1]
+    first, second = UdpTransport.open("127.0.0.1", port), UdpTransport.open("127.0.0.1", port)
+    try:
+        assert first.peer == ("127.0.0.1", port) and first.peer is second.peer
+        first.send(b"one")
+        second.send(b"two")
+        assert sorted(peer.recvfrom(64)[0] for _ in range(2)) == [b"one", b"two"]
+    finally:
+        first.close()
+        second.close()
+        peer.close()

@@ -299,3 +299,18 @@ def test_bad_urls_are_usage_errors(url):
 def test_bad_connection_mode_is_a_usage_error():
     with pytest.raises(UsageError):
         MarkClient("mark://127.0.0.1", connection="sometimes")
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:6309", "mark://h:1/docs"])
+def test_a_bad_url_is_refused_each_time_it_is_given(url):
+    for _ in range(2):  # the parsed-address cache keeps answers, never a refusal
+        with pytest.raises(UsageError):
+            MarkClient(url)
+
+
+def test_clients_of_one_url_share_its_host_and_canonical_url():
+    """A thousand users' clients of one target hold one copy of its address, not one each."""
+    first, second = MarkClient("mark://127.0.0.1:4433/"), MarkClient("mark://127.0.0.1:4433/")
+    assert (first.host, first.port, first.url) == ("127.0.0.1", 4433, "mark://127.0.0.1:4433")
+    assert first.host is second.host and first.url is second.url
+    assert MarkClient("mark://[::1]").url == "mark://[::1]:6309"
