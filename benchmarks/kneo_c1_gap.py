@@ -1,7 +1,7 @@
 """Where a kneo-serv sync run's time goes at concurrency 1 (issue 30, the sync sweeps' runs/s ÷ c=1 rows).
 
 ``python -m benchmarks.kneo_c1_gap [--stores sqlite,postgres] [--clients requests,fasthttp,kneo-client,stdlib]
-[--runs 100] [--rounds 3] [--out FILE]``
+[--runs 100] [--rounds 3] [--concurrency 8] [--out FILE]``
 
 At c=1 a run is serial: the generator builds and sends the request, kneo-serv parses it, runs the echo agent and
 saves to its store, answers, and the generator reads the answer before it sends the next. Whatever the generator
@@ -21,7 +21,8 @@ is a mean over a block, so a part that overlaps another (the generator reading a
 its request's bookkeeping, a background thread's run-queue wait) is counted in both, and ``rest`` can go below 0.
 
 The same split is taken for ``GET /livez`` (kneo-serv's HTTP path with no run) with each client, which bounds what
-the HTTP stack alone costs a request. Each figure is the median over rounds of the per-run mean of a round. Figures
+the HTTP stack alone costs a request; and for the run at ``--concurrency`` through FastHttpSession (one session per
+greenlet), which shows kneo-serv's own CPU a run when other runs are in flight. Each figure is the median over rounds of the per-run mean of a round. Figures
 only; nothing here asserts on time. Prints a table and writes JSON (``--out``, default
 ``benchmarks/results/kneo_c1_gap.json``).
 """
@@ -39,6 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import gevent
 import psutil
 from locust.clients import HttpSession  # imports gevent's monkey patching first, as a Locust run does
 from locust.contrib.fasthttp import FastHttpSession
@@ -86,10 +88,22 @@ def _postgres_pids(cluster: PostgresCluster | None) -> list[int]:
         return []
 
 
+def _fast_sender(url: str, body: bytes) -> Callable[[str], int]:
+    """``send(path)`` through a FastHttpSession of its own: a POST of the run body, or a GET of ``/livez``."""
+    fast = FastHttpSession(url, request_event=EventHook(), user=None, max_retries=0, concurrency=1)
+    headers = {"Content-Type": "application/json"}
+
+    def with_fasthttp(path: str) -> int:
+        if path == "/livez":
+            return fast.client.urlopen(url + path, method="GET").status_code
+        return fast.client.urlopen(url + path, method="POST", payload=body, headers=headers).status_code
+
+    return with_fasthttp
+
+
 def _senders(url: str, body: bytes) -> dict[str, Callable[[str], int]]:
     """One function per client kind: ``send(path)`` -> HTTP status; a POST of the run body to ``/v1/runs``."""
     requests_session = HttpSession(url, EventHook(), None)
-    fast = FastHttpSession(url, request_event=EventHook(), user=None, max_retries=0, concurrency=1)
     events = Events()
     kneo = KneoClient(url, request_events=events, tag="sg-c1-gap")
     import http.client
@@ -103,11 +117,6 @@ def _senders(url: str, body: bytes) -> dict[str, Callable[[str], int]]:
         if path == "/livez":
             return requests_session.get(path, timeout=30).status_code
         return requests_session.post(path, data=body, headers=headers, timeout=30).status_code
-
-    def with_fasthttp(path: str) -> int:
-        if path == "/livez":
-            return fast.client.urlopen(url + path, method="GET").status_code
-        return fast.client.urlopen(url + path, method="POST", payload=body, headers=headers).status_code
 
     def with_kneo_client(path: str) -> int:
         if path == "/livez":
@@ -133,13 +142,26 @@ def _senders(url: str, body: bytes) -> dict[str, Callable[[str], int]]:
 
     return {
         "requests": with_requests,
-        "fasthttp": with_fasthttp,
+        "fasthttp": _fast_sender(url, body),
         "kneo-client": with_kneo_client,
         "stdlib": with_stdlib,
     }
 
 
-def _block(send: Callable[[str], int], path: str, runs: int, server: list[int], pg: list[int]) -> dict[str, float]:
+def _block(
+    sends: list[Callable[[str], int]], path: str, runs: int, server: list[int], pg: list[int]
+) -> dict[str, float]:
+    """``runs`` requests split over ``sends``, each sender one after another in a greenlet of its own (concurrency
+    ``len(sends)``); the split of their wall time per request."""
+    each = max(1, runs // len(sends))
+    runs = each * len(sends)
+
+    def loop(send: Callable[[str], int]) -> None:
+        for _ in range(each):
+            status = send(path)
+            if status not in (200, -1):
+                raise SystemExit(f"{path}: HTTP {status}")
+
     me = [os.getpid()]
     gen0, (srv0, srq0), (pg0, pgrq0), (_, grq0) = (
         time.process_time(),
@@ -148,10 +170,10 @@ def _block(send: Callable[[str], int], path: str, runs: int, server: list[int], 
         _schedstat(me),
     )
     wall0 = time.perf_counter()
-    for _ in range(runs):
-        status = send(path)
-        if status not in (200, -1):
-            raise SystemExit(f"{path}: HTTP {status}")
+    if len(sends) == 1:
+        loop(sends[0])
+    else:
+        gevent.joinall([gevent.spawn(loop, send) for send in sends], raise_error=True)
     wall = time.perf_counter() - wall0
     (srv1, srq1), (pg1, pgrq1), (_, grq1) = _schedstat(server), _schedstat(pg), _schedstat(me)
     gen, srv, pgc = time.process_time() - gen0, srv1 - srv0, pg1 - pg0
@@ -174,7 +196,7 @@ def _median(blocks: list[dict[str, float]]) -> dict[str, float]:
     return {key: round(statistics.median(b[key] for b in blocks), 3) for key in blocks[0]}
 
 
-def measure_store(store: str, clients: list[str], runs: int, rounds: int) -> dict[str, Any]:
+def measure_store(store: str, clients: list[str], runs: int, rounds: int, concurrency: int) -> dict[str, Any]:
     cluster = PostgresCluster().start() if store == "postgres" else None
     service = KneoService(store=store, dsn=cluster.dsn if cluster else None)
     try:
@@ -183,16 +205,22 @@ def measure_store(store: str, clients: list[str], runs: int, rounds: int) -> dic
             run_request("hello", spec_path="echo.yaml", target="agent", async_mode=False, run_tag="sg-c1-gap")
         ).encode()
         senders = _senders(service.url, body)
+        many = [_fast_sender(service.url, body) for _ in range(concurrency)]
         server, pg = service.pids, _postgres_pids(cluster)
         for name in clients:  # warm-up: connections open, imports and caches of both sides warm
-            _block(senders[name], "/v1/runs", 10, server, pg)
+            _block([senders[name]], "/v1/runs", 10, server, pg)
+        _block(many, "/v1/runs", 10 * concurrency, server, pg)
         results: dict[str, list[dict[str, float]]] = {}
         for round_index in range(rounds):
             order = clients[round_index % len(clients) :] + clients[: round_index % len(clients)]
             for name in order:
-                results.setdefault(f"run {name}", []).append(_block(senders[name], "/v1/runs", runs, server, pg))
+                send = [senders[name]]
+                results.setdefault(f"run {name}", []).append(_block(send, "/v1/runs", runs, server, pg))
                 if name != "kneo-client":
-                    results.setdefault(f"livez {name}", []).append(_block(senders[name], "/livez", runs, server, pg))
+                    results.setdefault(f"livez {name}", []).append(_block(send, "/livez", runs, server, pg))
+            if concurrency > 1:  # kneo-serv's CPU a run with others' runs in flight, the same round
+                many_runs = _block(many, "/v1/runs", runs, server, pg)
+                results.setdefault(f"run fasthttp x{concurrency}", []).append(many_runs)
         return {key: _median(blocks) for key, blocks in results.items()}
     finally:
         service.stop()
@@ -223,12 +251,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--runs", type=int, default=100, help="requests per block (one client, one path)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=8, help="also FastHttpSession runs at this concurrency")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     stores = [s for s in args.stores.split(",") if s]
     clients = [c for c in args.clients.split(",") if c]
     bad = [c for c in clients if c not in CLIENTS] + [s for s in stores if s not in ("sqlite", "postgres")]
-    if bad or not 1 <= args.runs <= MAX_RUNS or not 1 <= args.rounds <= 20:
+    if bad or not 1 <= args.runs <= MAX_RUNS or not 1 <= args.rounds <= 20 or not 1 <= args.concurrency <= 64:
         print(f"kneo_c1_gap: bad --stores/--clients/--runs/--rounds ({', '.join(bad) or 'range'})", file=sys.stderr)
         return 2
     load_before = os.getloadavg()
@@ -241,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         "stores": {},
     }
     for store in stores:
-        report["stores"][store] = measure_store(store, clients, args.runs, args.rounds)
+        report["stores"][store] = measure_store(store, clients, args.runs, args.rounds, args.concurrency)
         _print(store, report["stores"][store])
     report["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     print(f"\nload average before {report['load_average_before']}, after {report['load_average_after']}")

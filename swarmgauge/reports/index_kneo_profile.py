@@ -101,7 +101,7 @@ def profile_rows(
     shape = shape_of(measured)
     page_shape = shape_of({users: (figures[0], figures[1]) for users, figures in page.items()})
     p95, rss = p95_by_step(run, str(rows.iloc[0]["request_type"])), service_rss_by_step(run)
-    cpu, load = service_cpu_by_step(run), load_average(run)
+    cpu, generator, load = service_cpu_by_step(run), side_cpu_by_step(run, "generator"), load_average(run)
     anchor_step = next((int(r["step"]) for _, r in rows.iterrows() if int(r["users"]) == 1), None)
     page_p95 = PAGE_P95.get(store_mode, {})
     out = []
@@ -125,7 +125,8 @@ def profile_rows(
             strays = outside(mine[0], theirs[0], FLAT_TOLERANCE) or outside(mine[1], theirs[1], LINEAR_TOLERANCE)
             if strays and anchor_step is not None:
                 at_step = (cpu.get(int(step["step"])), float(step["rps"]))
-                row[WHY] = cpu_why(users, at_step, (cpu.get(anchor_step), float(measured[1][0])), load)
+                at_1 = (cpu.get(anchor_step), float(measured[1][0]))
+                row[WHY] = cpu_why(users, at_step, at_1, load, generator_1=generator.get(anchor_step))
         out.append(row)
     return pd.DataFrame(out)
 
@@ -139,13 +140,31 @@ def outside(mine: Any, theirs: Any, tolerance: float) -> bool:
     return mine is not None and theirs is not None and theirs > 0 and abs(mine / theirs - 1.0) > tolerance
 
 
-def service_cpu_by_step(run: Path | None) -> dict[int, float]:
-    """kneo-serv's CPU (% of a core, its processes summed) per step: the resource sampler's, as the store rows'."""
+def side_cpu_by_step(run: Path | None, side: str) -> dict[int, float]:
+    """One side's CPU (% of a core; kneo-serv's processes summed) per step: the resource sampler's, as the store
+    rows'."""
     from swarmgauge.reports.index_kneo_rows import cpu_by_side, read_resources
 
-    return {
-        step: sides["kneo-serv"] for step, sides in cpu_by_side(read_resources(run)).items() if "kneo-serv" in sides
-    }
+    return {step: sides[side] for step, sides in cpu_by_side(read_resources(run)).items() if side in sides}
+
+
+def service_cpu_by_step(run: Path | None) -> dict[int, float]:
+    return side_cpu_by_step(run, "kneo-serv")
+
+
+def idle_at_1(users: int, share_1: float, rps_1: float, generator_1: float | None) -> str:
+    """A concurrency-1 run split into kneo-serv's CPU and the time it waited, and the generator's part of the wait:
+    at 1 the generator's CPU is on every run's path, at ``users`` other runs fill the wait
+    (``benchmarks/kneo_c1_gap.py`` splits the rest: loopback, the store, the service's hand-offs)."""
+    if generator_1 is None or rps_1 <= 0:
+        return ""
+    wall, cost, generator = 1000.0 / rps_1, share_1 * 10 / rps_1, generator_1 * 10 / rps_1
+    idle = wall - cost
+    return (
+        f"; at 1 a run took {wall:.1f} ms, kneo-serv computing {cost:.1f} and waiting {idle:.1f} of them "
+        f"({min(generator, idle):.1f} the generator's CPU, {max(0.0, idle - generator):.1f} loopback, the store and "
+        f"the service's hand-offs), a wait the runs in flight at {users} fill"
+    )
 
 
 def load_average(run: Path | None) -> float | None:
@@ -160,10 +179,13 @@ def cpu_why(
     at_1: tuple[float | None, float],
     load: float | None = None,
     cores: int | None = None,
+    *,
+    generator_1: float | None = None,
 ) -> str:
     """Why a sweep row strays from the page's shape, from kneo-serv's CPU at the step and at concurrency 1: where its
     one process is near a core at both, runs/s is its share of a core over its CPU a run, and those are what moved
-    (this machine's, not the store's shape): "machine-bound" with both figures."""
+    (this machine's, not the store's shape): "machine-bound" with both figures. With the generator's CPU at 1
+    (``generator_1``, % of a core), the concurrency-1 run's wait is split too (``idle_at_1``)."""
     (share, rps), (share_1, rps_1) = at_step, at_1
     if share is None or share_1 is None or rps <= 0 or rps_1 <= 0:
         return ""
@@ -172,15 +194,16 @@ def cpu_why(
         f"kneo-serv {share:.0f} % of a core, {cost:.1f} ms of CPU a run at {users}; {share_1:.0f} %, "
         f"{cost_1:.1f} ms at 1"
     )
+    waited = idle_at_1(users, share_1, rps_1, generator_1)
     cores = cores or os.cpu_count() or 1
     if load is not None and load - max(share, share_1) / 100 >= cores:
-        return f"machine-bound: others filled the machine (load average {load:.1f} on {cores} cores): {shown}"
+        return f"machine-bound: others filled the machine (load average {load:.1f} on {cores} cores): {shown}{waited}"
     if min(share, share_1) < CPU_CEILING_SHARE:
-        return shown
+        return shown + waited
     return (
         f"machine-bound: {shown}: its one process runs one sync run at a time near a full core at both, so runs/s is "
         f"its share of a core over its CPU a run; between the steps the share moved {share / share_1 - 1:+.0%} and "
-        f"the CPU a run {cost / cost_1 - 1:+.0%}, both this machine's, not the store's shape"
+        f"the CPU a run {cost / cost_1 - 1:+.0%}, both this machine's, not the store's shape{waited}"
     )
 
 
