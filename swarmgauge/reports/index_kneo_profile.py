@@ -101,7 +101,7 @@ def profile_rows(
     shape = shape_of(measured)
     page_shape = shape_of({users: (figures[0], figures[1]) for users, figures in page.items()})
     p95, rss = p95_by_step(run, str(rows.iloc[0]["request_type"])), service_rss_by_step(run)
-    cpu, generator, load = service_cpu_by_step(run), side_cpu_by_step(run, "generator"), load_average(run)
+    cpu, load = service_cpu_by_step(run), load_average(run)
     anchor_step = next((int(r["step"]) for _, r in rows.iterrows() if int(r["users"]) == 1), None)
     page_p95 = PAGE_P95.get(store_mode, {})
     out = []
@@ -126,7 +126,7 @@ def profile_rows(
             if strays and anchor_step is not None:
                 at_step = (cpu.get(int(step["step"])), float(step["rps"]))
                 at_1 = (cpu.get(anchor_step), float(measured[1][0]))
-                row[WHY] = cpu_why(users, at_step, at_1, load, generator_1=generator.get(anchor_step))
+                row[WHY] = cpu_why(users, at_step, at_1, load, others_1=other_sides(run, anchor_step))
         out.append(row)
     return pd.DataFrame(out)
 
@@ -152,18 +152,29 @@ def service_cpu_by_step(run: Path | None) -> dict[int, float]:
     return side_cpu_by_step(run, "kneo-serv")
 
 
-def idle_at_1(users: int, share_1: float, rps_1: float, generator_1: float | None) -> str:
-    """A concurrency-1 run split into kneo-serv's CPU and the time it waited, and the generator's part of the wait:
-    at 1 the generator's CPU is on every run's path, at ``users`` other runs fill the wait
-    (``benchmarks/kneo_c1_gap.py`` splits the rest: loopback, the store, the service's hand-offs)."""
-    if generator_1 is None or rps_1 <= 0:
+def other_sides(run: Path | None, step: int | None) -> dict[str, float]:
+    """The generator's and PostgreSQL's CPU (% of a core) at ``step``, the sides the sampler saw."""
+    sides = {side: side_cpu_by_step(run, side).get(step) for side in ("generator", "PostgreSQL")}
+    return {side: value for side, value in sides.items() if value is not None}
+
+
+def idle_at_1(users: int, share_1: float, rps_1: float, others_1: dict[str, float]) -> str:
+    """A concurrency-1 run split into kneo-serv's CPU and the time it waited, and that wait into the generator's CPU
+    and PostgreSQL's (``others_1``: % of a core at 1, each side the sampler saw) and the rest: at 1 each is on every
+    run's path, at ``users`` other runs fill the wait. ``benchmarks/kneo_c1_gap.py`` splits the rest further: a
+    ``/livez`` round trip waits about 0.3 ms, so on SQLite most of it is the store's commit."""
+    if "generator" not in others_1 or rps_1 <= 0:
         return ""
-    wall, cost, generator = 1000.0 / rps_1, share_1 * 10 / rps_1, generator_1 * 10 / rps_1
+    wall, cost = 1000.0 / rps_1, share_1 * 10 / rps_1
     idle = wall - cost
+    parts = {"the generator's": others_1["generator"] * 10 / rps_1}
+    if "PostgreSQL" in others_1:
+        parts["PostgreSQL's"] = others_1["PostgreSQL"] * 10 / rps_1
+    shown = ", ".join(f"{value:.1f} {side} CPU" for side, value in parts.items())
+    rest = max(0.0, idle - sum(parts.values()))
     return (
-        f"; at 1 a run took {wall:.1f} ms, kneo-serv computing {cost:.1f} and waiting {idle:.1f} of them "
-        f"({min(generator, idle):.1f} the generator's CPU, {max(0.0, idle - generator):.1f} loopback, the store and "
-        f"the service's hand-offs), a wait the runs in flight at {users} fill"
+        f"; at 1 a run took {wall:.1f} ms, kneo-serv computing {cost:.1f} and waiting {idle:.1f} of them ({shown}, "
+        f"{rest:.1f} loopback, the store's I/O and the service's hand-offs), a wait the runs in flight at {users} fill"
     )
 
 
@@ -180,12 +191,12 @@ def cpu_why(
     load: float | None = None,
     cores: int | None = None,
     *,
-    generator_1: float | None = None,
+    others_1: dict[str, float] | None = None,
 ) -> str:
     """Why a sweep row strays from the page's shape, from kneo-serv's CPU at the step and at concurrency 1: where its
     one process is near a core at both, runs/s is its share of a core over its CPU a run, and those are what moved
-    (this machine's, not the store's shape): "machine-bound" with both figures. With the generator's CPU at 1
-    (``generator_1``, % of a core), the concurrency-1 run's wait is split too (``idle_at_1``)."""
+    (this machine's, not the store's shape): "machine-bound" with both figures. With the other sides' CPU at 1
+    (``others_1``), the concurrency-1 run's wait is split too (``idle_at_1``)."""
     (share, rps), (share_1, rps_1) = at_step, at_1
     if share is None or share_1 is None or rps <= 0 or rps_1 <= 0:
         return ""
@@ -194,7 +205,7 @@ def cpu_why(
         f"kneo-serv {share:.0f} % of a core, {cost:.1f} ms of CPU a run at {users}; {share_1:.0f} %, "
         f"{cost_1:.1f} ms at 1"
     )
-    waited = idle_at_1(users, share_1, rps_1, generator_1)
+    waited = idle_at_1(users, share_1, rps_1, others_1 or {})
     cores = cores or os.cpu_count() or 1
     if load is not None and load - max(share, share_1) / 100 >= cores:
         return f"machine-bound: others filled the machine (load average {load:.1f} on {cores} cores): {shown}{waited}"
