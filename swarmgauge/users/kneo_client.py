@@ -108,7 +108,7 @@ class KneoClient:
                 network_timeout=timeout,
                 connection_timeout=timeout,
                 max_retries=0,
-                concurrency=1,  # one greenlet per client: one kept-open connection
+                concurrency=10,  # connections open on demand: a user's one greenlet keeps one, greenlets sharing a client more
                 headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
             )
         )
@@ -153,7 +153,8 @@ class KneoClient:
             # the class name only: the error's text carries the URL, and a poll's URL its run id (one name per run)
             raise KneoUnreachable(fault_name(exc)) from None
         self.backoff.succeeded()
-        return response.status_code, dict(response.headers), content
+        # items(), not dict(): geventhttpclient's Headers keeps (name, value) pairs under lower-cased keys
+        return response.status_code, dict(response.headers.items()), content
 
     def _post_run(self, body: dict, headers: dict, outcome: Any) -> tuple[int, dict, bytes]:
         """Send once (twice with an idempotency key); a send with no answer may still have made a row.

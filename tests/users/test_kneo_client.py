@@ -12,7 +12,7 @@ import pytest
 from gevent.pywsgi import WSGIServer
 from locust.env import Environment
 
-from swarmgauge.protocols.kneo import KneoUnreachable
+from swarmgauge.protocols.kneo import KneoUnreachable, QueueFull
 from swarmgauge.targets.postgres import free_port
 from swarmgauge.users.kneo_client import KneoClient
 
@@ -23,8 +23,9 @@ class FakeKneo:
     """A FAKE kneo-serv: answers each new run with ``run-<n>`` (n counts requests from 0), a poll with its run; the
     first request ``slow_first`` seconds late. Keeps every request's method, path, headers and body."""
 
-    def __init__(self, slow_first: float = 0.0) -> None:
+    def __init__(self, slow_first: float = 0.0, answer: tuple[str, list, bytes] | None = None) -> None:
         self.slow_first = slow_first
+        self.answer = answer  # (status line, headers, body) for every request instead of a run
         self.seen: list[dict[str, Any]] = []
         self.server = WSGIServer(("127.0.0.1", 0), self.app, log=None)
         self.server.start()
@@ -45,6 +46,10 @@ class FakeKneo:
         )
         if index == 0 and self.slow_first:
             gevent.sleep(self.slow_first)
+        if self.answer is not None:
+            status, headers, body = self.answer
+            start_response(status, [*headers, ("Content-Length", str(len(body)))])
+            return [body]
         run_id = environ["PATH_INFO"].rsplit("/", 1)[1] if environ["REQUEST_METHOD"] == "GET" else f"run-{index}"
         answer = json.dumps({"run_id": run_id, "status": "completed"}).encode()
         start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))])
@@ -105,3 +110,19 @@ def test_an_answer_later_than_the_timeout_is_never_read_as_the_next_one():
     assert state.run_id == "run-1"  # the second request's own answer, not the first one's late "run-0"
     assert [e["exception"] is None for e in recorded] == [False, True]
     assert client.ledger.indeterminate == 1  # the first send may have made a row: the ledger says so
+
+
+def test_a_full_queue_is_queue_full_with_the_answer_s_retry_after_and_counted_apart():
+    detail = {"detail": {"error": "queue_full", "message": "full", "queue_depth": 2, "limit": 2}}
+    answer = ("503 Service Unavailable", [("Retry-After", "5"), ("Content-Type", "application/json")], b"")
+    server = FakeKneo(answer=(answer[0], answer[1], json.dumps(detail).encode()))
+    try:
+        environment, recorded = recording()
+        client = KneoClient(server.url, request_events=environment.events)
+        with pytest.raises(QueueFull) as caught:
+            client.submit()
+    finally:
+        server.stop()
+    assert (caught.value.retry_after, caught.value.limit, caught.value.depth) == (5.0, 2, 2)
+    assert [type(e["exception"]).__name__ for e in recorded] == ["QueueFull"]
+    assert client.ledger.rejected_queue_full == 1 and not client.ledger.accepted
