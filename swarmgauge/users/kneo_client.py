@@ -5,8 +5,8 @@ Request types: ``run sync`` (``POST /v1/runs`` inline → 200 with a terminal st
 ``FastHttpSession`` (geventhttpclient) carries the connections; its user agent is driven directly, so the session
 fires no ``request`` event of its own and every event goes through ``users/recording.py`` once, with the named error
 class. Why not ``HttpSession`` (requests): at concurrency 1 the generator's CPU is on every run's critical path
-(kneo-serv waits for the next request), and ``benchmarks/kneo_c1_gap.py`` measured a sync run's client CPU at
-about 1.7-1.9 ms through requests against about 0.7 ms through geventhttpclient. Every run carries
+(kneo-serv waits for the next request), and ``benchmarks/kneo_c1_gap.py`` measured this client's CPU a sync run at
+1.8 ms on requests against 0.6-0.7 ms on geventhttpclient. Every run carries
 ``metadata: {swarmgauge_run: <tag>}`` and lands in the process's ``RunLedger``. ``QueueFull`` is recorded as its own
 failure class and counted apart (ledger and the per-step counter ``queue_full``).
 """
@@ -108,7 +108,7 @@ class KneoClient:
                 network_timeout=timeout,
                 connection_timeout=timeout,
                 max_retries=0,
-                concurrency=10,  # connections open on demand: a user's one greenlet keeps one, greenlets sharing a client more
+                concurrency=10,  # opened on demand: a user's greenlet keeps one, greenlets sharing a client more
                 headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
             )
         )
