@@ -22,9 +22,9 @@ its request's bookkeeping, a background thread's run-queue wait) is counted in b
 
 The same split is taken for ``GET /livez`` (kneo-serv's HTTP path with no run) with each client, which bounds what
 the HTTP stack alone costs a request; and for the run at ``--concurrency`` through FastHttpSession (one session per
-greenlet), which shows kneo-serv's own CPU a run when other runs are in flight. Each figure is the median over rounds of the per-run mean of a round. Figures
-only; nothing here asserts on time. Prints a table and writes JSON (``--out``, default
-``benchmarks/results/kneo_c1_gap.json``).
+greenlet), which shows kneo-serv's own CPU a run when other runs are in flight. Each figure is the median over
+rounds of the per-run mean of a round. Figures only; nothing here asserts on time. Prints a table and writes JSON
+(``--out``, default ``benchmarks/results/kneo_c1_gap.json``).
 """
 
 from __future__ import annotations

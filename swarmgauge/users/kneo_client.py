@@ -1,4 +1,4 @@
-"""``KneoClient``: one user's run dispatch against kneo-serv on Locust's fast HTTP client, every operation measured once.
+"""``KneoClient``: one user's run dispatch against kneo-serv on Locust's FastHttpSession, each operation measured once.
 
 Request types: ``run sync`` (``POST /v1/runs`` inline → 200 with a terminal status), ``run submit`` (async → 202),
 ``run poll`` (one ``GET /v1/runs/{id}``) and ``run queued`` (submit to terminal, end to end). Locust's
@@ -147,7 +147,7 @@ class KneoClient:
                 self.base_url + path, method=method, payload=payload, headers=sent_headers
             )
             content = response.content or b""
-        except Exception as exc:  # noqa: BLE001 - every fault below HTTP: refused, reset, cut short, timed out, not HTTP
+        except Exception as exc:  # noqa: BLE001 - any fault below HTTP: refused, reset, cut short, timed out, not HTTP
             self.close()
             self.backoff.failed()
             # the class name only: the error's text carries the URL, and a poll's URL its run id (one name per run)
