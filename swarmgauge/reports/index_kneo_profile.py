@@ -154,6 +154,8 @@ def service_cpu_by_step(run: Path | None) -> dict[int, float]:
 
 def other_sides(run: Path | None, step: int | None) -> dict[str, float]:
     """The generator's and PostgreSQL's CPU (% of a core) at ``step``, the sides the sampler saw."""
+    if step is None:
+        return {}
     sides = {side: side_cpu_by_step(run, side).get(step) for side in ("generator", "PostgreSQL")}
     return {side: value for side, value in sides.items() if value is not None}
 

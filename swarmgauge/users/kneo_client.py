@@ -112,8 +112,8 @@ class KneoClient:
                 headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
             )
         )
-        # geventhttpclient annotates this ClassVar, but a per-instance override is what we want (not every UserAgent)
-        self.session.client.valid_response_codes = _ALL_STATUSES  # type: ignore[misc]
+        # a per-instance override: every status comes back to be classified here (not on every UserAgent)
+        self.session.client.valid_response_codes = _ALL_STATUSES
         self.events = request_events
         self.environment = environment
         self.spec_path, self.target, self.input_text, self.tag = spec_path, target, input_text, tag
