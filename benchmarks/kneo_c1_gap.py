@@ -22,7 +22,9 @@ its request's bookkeeping, a background thread's run-queue wait) is counted in b
 
 The same split is taken for ``GET /livez`` (kneo-serv's HTTP path with no run) with each client, which bounds what
 the HTTP stack alone costs a request; and for the run at ``--concurrency`` through FastHttpSession (one session per
-greenlet), which shows kneo-serv's own CPU a run when other runs are in flight. Each figure is the median over
+greenlet), which shows kneo-serv's own CPU a run when other runs are in flight, and, per client, the sweeps' shape
+figure: runs/s at ``--concurrency`` over runs/s at 1 through that client, taken per round from blocks run side by
+side, so the other engineers' load moves both. Each figure is the median over
 rounds of the per-run mean of a round. Figures only; nothing here asserts on time. Prints a table and writes JSON
 (``--out``, default ``benchmarks/results/kneo_c1_gap.json``).
 """
@@ -221,7 +223,21 @@ def measure_store(store: str, clients: list[str], runs: int, rounds: int, concur
             if concurrency > 1:  # kneo-serv's CPU a run with others' runs in flight, the same round
                 many_runs = _block(many, "/v1/runs", runs, server, pg)
                 results.setdefault(f"run fasthttp x{concurrency}", []).append(many_runs)
-        return {key: _median(blocks) for key, blocks in results.items()}
+        table: dict[str, Any] = {key: _median(blocks) for key, blocks in results.items()}
+        many_key = f"run fasthttp x{concurrency}"
+        if many_key in results:  # the sweeps' shape figure, per round (the blocks side by side), then the median
+            table["shape"] = {
+                f"runs/s x{concurrency} ÷ runs/s at 1, {name}": round(
+                    statistics.median(
+                        m["per_s"] / one["per_s"]
+                        for m, one in zip(results[many_key], results[f"run {name}"], strict=True)
+                        if one["per_s"] > 0
+                    ),
+                    3,
+                )
+                for name in clients
+            }
+        return table
     finally:
         service.stop()
         if cluster is not None:
@@ -242,7 +258,10 @@ def _print(store: str, table: dict[str, Any]) -> None:
     print(f"\n{store}: ms per request at concurrency 1 (median of rounds)")
     print(f"{'':22}" + "".join(f"{c.replace('_ms', '').replace('_cpu', ' CPU'):>16}" for c in cols))
     for key, row in table.items():
-        print(f"{key:22}" + "".join(f"{row[c]:>16.2f}" for c in cols))
+        if key != "shape":
+            print(f"{key:22}" + "".join(f"{row[c]:>16.2f}" for c in cols))
+    for key, value in table.get("shape", {}).items():
+        print(f"{key}: {value:.2f} (median of rounds)")
 
 
 def main(argv: list[str] | None = None) -> int:
