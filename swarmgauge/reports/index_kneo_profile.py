@@ -176,7 +176,8 @@ def idle_at_1(users: int, share_1: float, rps_1: float, others_1: dict[str, floa
     rest = max(0.0, idle - sum(parts.values()))
     return (
         f"; at 1 a run took {wall:.1f} ms, kneo-serv computing {cost:.1f} and waiting {idle:.1f} of them ({shown}, "
-        f"{rest:.1f} loopback, the store's I/O and the service's hand-offs), a wait the runs in flight at {users} fill"
+        f"{rest:.1f} no side computing: loopback, the store's I/O, hand-offs, a wait for a core), a wait the runs in "
+        f"flight at {users} fill"
     )
 
 

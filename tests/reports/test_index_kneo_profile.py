@@ -173,6 +173,6 @@ def test_a_sweep_row_off_the_shape_splits_the_concurrency_1_run_into_kneo_serv_s
     assert why[1].startswith("machine-bound: kneo-serv 85 % of a core, 18.5 ms of CPU a run at 8; 80 %, 20.0 ms at 1")
     assert why[1].endswith(
         "; at 1 a run took 25.0 ms, kneo-serv computing 20.0 and waiting 5.0 of them (2.0 the generator's CPU, 2.5 "
-        "PostgreSQL's CPU, 0.5 loopback, the store's I/O and the service's hand-offs), a wait the runs in flight at 8 "
-        "fill"
+        "PostgreSQL's CPU, 0.5 no side computing: loopback, the store's I/O, hand-offs, a wait for a core), a wait the "
+        "runs in flight at 8 fill"
     )
