@@ -125,7 +125,8 @@ def profile_rows(
             strays = outside(mine[0], theirs[0], FLAT_TOLERANCE) or outside(mine[1], theirs[1], LINEAR_TOLERANCE)
             if strays and anchor_step is not None:
                 at_step = (cpu.get(int(step["step"])), float(step["rps"]))
-                row[WHY] = cpu_why(users, at_step, (cpu.get(anchor_step), float(measured[1][0])), load)
+                at_1 = (cpu.get(anchor_step), float(measured[1][0]))
+                row[WHY] = cpu_why(users, at_step, at_1, load, others_1=other_sides(run, anchor_step))
         out.append(row)
     return pd.DataFrame(out)
 
@@ -139,13 +140,45 @@ def outside(mine: Any, theirs: Any, tolerance: float) -> bool:
     return mine is not None and theirs is not None and theirs > 0 and abs(mine / theirs - 1.0) > tolerance
 
 
-def service_cpu_by_step(run: Path | None) -> dict[int, float]:
-    """kneo-serv's CPU (% of a core, its processes summed) per step: the resource sampler's, as the store rows'."""
+def side_cpu_by_step(run: Path | None, side: str) -> dict[int, float]:
+    """One side's CPU (% of a core; kneo-serv's processes summed) per step: the resource sampler's, as the store
+    rows'."""
     from swarmgauge.reports.index_kneo_rows import cpu_by_side, read_resources
 
-    return {
-        step: sides["kneo-serv"] for step, sides in cpu_by_side(read_resources(run)).items() if "kneo-serv" in sides
-    }
+    return {step: sides[side] for step, sides in cpu_by_side(read_resources(run)).items() if side in sides}
+
+
+def service_cpu_by_step(run: Path | None) -> dict[int, float]:
+    return side_cpu_by_step(run, "kneo-serv")
+
+
+def other_sides(run: Path | None, step: int | None) -> dict[str, float]:
+    """The generator's and PostgreSQL's CPU (% of a core) at ``step``, the sides the sampler saw."""
+    if step is None:
+        return {}
+    sides = {side: side_cpu_by_step(run, side).get(step) for side in ("generator", "PostgreSQL")}
+    return {side: value for side, value in sides.items() if value is not None}
+
+
+def idle_at_1(users: int, share_1: float, rps_1: float, others_1: dict[str, float]) -> str:
+    """A concurrency-1 run split into kneo-serv's CPU and the time it waited, and that wait into the generator's CPU
+    and PostgreSQL's (``others_1``: % of a core at 1, each side the sampler saw) and the rest: at 1 each is on every
+    run's path, at ``users`` other runs fill the wait. ``benchmarks/kneo_c1_gap.py`` splits the rest further: a
+    ``/livez`` round trip waits about 0.3 ms, so on SQLite most of it is the store's commit."""
+    if "generator" not in others_1 or rps_1 <= 0:
+        return ""
+    wall, cost = 1000.0 / rps_1, share_1 * 10 / rps_1
+    idle = wall - cost
+    parts = {"the generator's": others_1["generator"] * 10 / rps_1}
+    if "PostgreSQL" in others_1:
+        parts["PostgreSQL's"] = others_1["PostgreSQL"] * 10 / rps_1
+    shown = ", ".join(f"{value:.1f} {side} CPU" for side, value in parts.items())
+    rest = max(0.0, idle - sum(parts.values()))
+    return (
+        f"; at 1 a run took {wall:.1f} ms, kneo-serv computing {cost:.1f} and waiting {idle:.1f} of them ({shown}, "
+        f"{rest:.1f} no side computing: loopback, the store's I/O, hand-offs, a wait for a core), a wait the runs in "
+        f"flight at {users} fill"
+    )
 
 
 def load_average(run: Path | None) -> float | None:
@@ -160,10 +193,13 @@ def cpu_why(
     at_1: tuple[float | None, float],
     load: float | None = None,
     cores: int | None = None,
+    *,
+    others_1: dict[str, float] | None = None,
 ) -> str:
     """Why a sweep row strays from the page's shape, from kneo-serv's CPU at the step and at concurrency 1: where its
     one process is near a core at both, runs/s is its share of a core over its CPU a run, and those are what moved
-    (this machine's, not the store's shape): "machine-bound" with both figures."""
+    (this machine's, not the store's shape): "machine-bound" with both figures. With the other sides' CPU at 1
+    (``others_1``), the concurrency-1 run's wait is split too (``idle_at_1``)."""
     (share, rps), (share_1, rps_1) = at_step, at_1
     if share is None or share_1 is None or rps <= 0 or rps_1 <= 0:
         return ""
@@ -172,15 +208,16 @@ def cpu_why(
         f"kneo-serv {share:.0f} % of a core, {cost:.1f} ms of CPU a run at {users}; {share_1:.0f} %, "
         f"{cost_1:.1f} ms at 1"
     )
+    waited = idle_at_1(users, share_1, rps_1, others_1 or {})
     cores = cores or os.cpu_count() or 1
     if load is not None and load - max(share, share_1) / 100 >= cores:
-        return f"machine-bound: others filled the machine (load average {load:.1f} on {cores} cores): {shown}"
+        return f"machine-bound: others filled the machine (load average {load:.1f} on {cores} cores): {shown}{waited}"
     if min(share, share_1) < CPU_CEILING_SHARE:
-        return shown
+        return shown + waited
     return (
         f"machine-bound: {shown}: its one process runs one sync run at a time near a full core at both, so runs/s is "
         f"its share of a core over its CPU a run; between the steps the share moved {share / share_1 - 1:+.0%} and "
-        f"the CPU a run {cost / cost_1 - 1:+.0%}, both this machine's, not the store's shape"
+        f"the CPU a run {cost / cost_1 - 1:+.0%}, both this machine's, not the store's shape{waited}"
     )
 
 

@@ -1,23 +1,27 @@
-"""``KneoClient``: one user's run dispatch against kneo-serv on Locust's HTTP client, every operation measured once.
+"""``KneoClient``: one user's run dispatch against kneo-serv on Locust's FastHttpSession, each operation measured once.
 
 Request types: ``run sync`` (``POST /v1/runs`` inline → 200 with a terminal status), ``run submit`` (async → 202),
 ``run poll`` (one ``GET /v1/runs/{id}``) and ``run queued`` (submit to terminal, end to end). Locust's
-``HttpSession`` carries the connections, but it is given a private event hook so that every ``request`` event goes
-through ``users/recording.py`` once, with the named error class. Every run carries
+``FastHttpSession`` (geventhttpclient) carries the connections; its user agent is driven directly, so the session
+fires no ``request`` event of its own and every event goes through ``users/recording.py`` once, with the named error
+class. Why not ``HttpSession`` (requests): at concurrency 1 the generator's CPU is on every run's critical path
+(kneo-serv waits for the next request), and ``benchmarks/kneo_c1_gap.py`` measured this client's CPU a sync run at
+1.8 ms on requests against 0.6-0.7 ms on geventhttpclient. Every run carries
 ``metadata: {swarmgauge_run: <tag>}`` and lands in the process's ``RunLedger``. ``QueueFull`` is recorded as its own
 failure class and counted apart (ledger and the per-step counter ``queue_full``).
 """
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Any
 
 import gevent
-from locust.clients import HttpSession
+from geventhttpclient.useragent import ConnectionError as AgentConnectionError
+from locust.contrib.fasthttp import FastHttpSession
 from locust.env import Environment
-from locust.event import EventHook
 
 from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
@@ -36,9 +40,27 @@ from swarmgauge.protocols.kneo import (
 )
 from swarmgauge.users.backoff import Backoff
 from swarmgauge.users.recording import fire, measure
+from swarmgauge.users.single_attempt import send_once
 
 RUNS_PATH = "/v1/runs"
 TARGETS = ("agent", "workflow")
+_ALL_STATUSES = frozenset(range(100, 600))  # every answer is read and classified here, never raised by the agent
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+class _NoEvents:
+    """Stands in for FastHttpSession's request hook: the events are fired by ``users.recording`` instead."""
+
+    @staticmethod
+    def fire(**_kwargs: Any) -> None:
+        return None
+
+
+def fault_name(exc: BaseException) -> str:
+    """The class name of a transport fault, unwrapped from the user agent's ``ConnectionError`` (its text carries the
+    URL, and a poll's URL its run id: one failure row per run)."""
+    original = getattr(exc, "original", None) if isinstance(exc, AgentConnectionError) else None
+    return type(original if isinstance(original, BaseException) else exc).__name__
 
 
 def _count_step(environment: Environment, name: str) -> None:
@@ -77,9 +99,21 @@ class KneoClient:
             raise UsageError(f"--kneo-target must be agent or workflow, not {target!r}")
         if poll_timeout <= 0 or timeout <= 0:
             raise UsageError("kneo timeouts must be positive")
-        self.session = HttpSession(base_url, EventHook(), user)
-        if api_key:
-            self.session.headers["Authorization"] = f"Bearer {api_key}"
+        self.base_url = base_url.rstrip("/")
+        self.session = send_once(  # one send per request: a dropped connection is a fault, not a hidden resend
+            FastHttpSession(
+                self.base_url,
+                request_event=_NoEvents,
+                user=user,
+                network_timeout=timeout,
+                connection_timeout=timeout,
+                max_retries=0,
+                concurrency=10,  # opened on demand: a user's greenlet keeps one, greenlets sharing a client more
+                headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
+            )
+        )
+        # a per-instance override: every status comes back to be classified here (not on every UserAgent)
+        self.session.client.valid_response_codes = _ALL_STATUSES
         self.events = request_events
         self.environment = environment
         self.spec_path, self.target, self.input_text, self.tag = spec_path, target, input_text, tag
@@ -96,14 +130,31 @@ class KneoClient:
         self.max_polls = max_polls
         self.backoff = Backoff()
 
-    def _send(self, method: str, path: str, **kwargs: Any) -> tuple[int, dict, bytes]:
-        response = self.session.request(method, path, timeout=self.timeout, **kwargs)
-        if getattr(response, "error", None) is not None and not response.status_code:
+    def close(self) -> None:
+        """Drop the kept-open connection (after a fault, so a late or half-read answer is never read as the next)."""
+        try:
+            self.session.client.clientpool.close()
+        except Exception:  # noqa: BLE001 - closing a broken pool is best effort
+            pass
+
+    def _send(
+        self, method: str, path: str, body: dict | None = None, headers: dict | None = None
+    ) -> tuple[int, dict, bytes]:
+        payload = json.dumps(body).encode() if body is not None else None
+        sent_headers = {**JSON_HEADERS, **(headers or {})} if payload is not None else headers
+        try:
+            response = self.session.client.urlopen(
+                self.base_url + path, method=method, payload=payload, headers=sent_headers
+            )
+            content = response.content or b""
+        except Exception as exc:  # noqa: BLE001 - any fault below HTTP: refused, reset, cut short, timed out, not HTTP
+            self.close()
             self.backoff.failed()
             # the class name only: the error's text carries the URL, and a poll's URL its run id (one name per run)
-            raise KneoUnreachable(type(response.error).__name__)
+            raise KneoUnreachable(fault_name(exc)) from None
         self.backoff.succeeded()
-        return response.status_code, dict(response.headers), response.content or b""
+        # items(), not dict(): geventhttpclient's Headers keeps (name, value) pairs under lower-cased keys
+        return response.status_code, dict(response.headers.items()), content
 
     def _post_run(self, body: dict, headers: dict, outcome: Any) -> tuple[int, dict, bytes]:
         """Send once (twice with an idempotency key); a send with no answer may still have made a row.
@@ -114,7 +165,7 @@ class KneoClient:
         for attempt in range(attempts):
             started = time.perf_counter()
             try:
-                return self._send("POST", RUNS_PATH, json=body, headers=headers)
+                return self._send("POST", RUNS_PATH, body, headers)
             except KneoUnreachable as exc:
                 if attempt + 1 < attempts:
                     if self.events is not None:
@@ -181,7 +232,7 @@ class KneoClient:
         """``run poll``: one status read."""
         self.backoff.wait()
         with measure(self.events, "run poll", self.name, reraise=True) as outcome:
-            status, headers, content = self._send("GET", f"{RUNS_PATH}/{run_id}", name=f"{RUNS_PATH}/{{id}}")
+            status, headers, content = self._send("GET", f"{RUNS_PATH}/{run_id}")
             outcome.response_length = len(content)
             state = parse_run(status, headers, content, expect=(200,))
             if state.terminal:

@@ -157,3 +157,22 @@ def test_a_step_that_holds_its_shape_over_few_runs_says_few_samples():
     rows = sweep([(1, 40.0, 25.0), (8, 39.0, 25.0 * 8 * 1.12), (16, 39.0, 25.0 * 16 * 1.16)])
     rows["requests"] = [40, 39, 390]
     assert grades(rows) == [NO_RATIO, "few samples", GREEN]
+
+
+def test_a_sweep_row_off_the_shape_splits_the_concurrency_1_run_into_kneo_serv_s_cpu_and_its_wait(tmp_path):
+    """At 1 the generator's CPU is on every run's path (kneo-serv waits for the next request): the row says how much
+    of the run kneo-serv computed, how long it waited and the generator's and PostgreSQL's parts of that wait."""
+    samples = [(r, r // 3, KNEO_PID, "cpu_percent", 80.0 if r < 3 else 85.0) for r in range(6)]
+    samples += [(r, r // 3, "generator", "cpu_percent", 8.0 if r < 3 else 12.0) for r in range(6)]
+    samples += [(r, r // 3, PG, "cpu_percent", 10.0 if r < 3 else 14.0) for r in range(6)]
+    pd.DataFrame(samples, columns=["round", "step", "source", "metric", "value"]).to_csv(
+        tmp_path / "resources.csv", index=False
+    )
+    rows = sweep([(1, 40.0, 25.0), (8, 46.0, 25.0 * 8)])
+    why = profile_rows(rows, tmp_path, "postgres / sync", KNEO["postgres / sync"])[WHY].fillna("").tolist()
+    assert why[1].startswith("machine-bound: kneo-serv 85 % of a core, 18.5 ms of CPU a run at 8; 80 %, 20.0 ms at 1")
+    assert why[1].endswith(
+        "; at 1 a run took 25.0 ms, kneo-serv computing 20.0 and waiting 5.0 of them (2.0 the generator's CPU, 2.5 "
+        "PostgreSQL's CPU, 0.5 no side computing: loopback, the store's I/O, hand-offs, a wait for a core), a wait the "
+        "runs in flight at 8 fill"
+    )
