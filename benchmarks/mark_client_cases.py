@@ -131,6 +131,7 @@ class Window:
 # -- (a) MarkUser under Locust ---------------------------------------------------------------------------------
 def run_locust(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
     import gevent
+    import locust
     import psutil
     from locust import constant_throughput
     from locust.env import Environment
@@ -166,6 +167,10 @@ def run_locust(opts: argparse.Namespace, window: Window) -> dict[str, Any]:
 
     env.events.request.add_listener(on_request)
     runner = env.create_local_runner()
+    if opts.pace:
+        # the paced scaling table is memory per user as a run keeps it: after swarmgauge's run set-up at Locust's
+        # init (its wait seam among it); the closed-loop rows time the client alone, as the FastHttpUser anchor runs
+        locust.events.init.fire(environment=env, runner=runner, web_ui=None)
     runner.start(opts.users, spawn_rate=min(opts.users, 100))  # a faster burst of Initials overflows UDP buffers
     for _ in range(1200):  # bounded (120 s): every user spawned, and connected if pooled
         gevent.sleep(0.1)

@@ -91,6 +91,7 @@ def run_child(url: str, kind: str, mode: str, users: int, pace: float, top: int)
     import tracemalloc
 
     import gevent
+    import locust
     import psutil
     from locust.env import Environment
 
@@ -112,6 +113,9 @@ def run_child(url: str, kind: str, mode: str, users: int, pace: float, top: int)
     snapshot = tracemalloc.take_snapshot() if mode == "traced" else None
     before = process.memory_info().rss
     runner = env.create_local_runner()
+    locust.events.init.fire(
+        environment=env, runner=runner, web_ui=None
+    )  # as locust.main: a run's set-up, its wait seam
     runner.start(users, spawn_rate=min(users, 100))
     for _ in range(1200):  # bounded (120 s): every user spawned, and connected if it is a MarkUser
         gevent.sleep(0.1)
