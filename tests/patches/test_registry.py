@@ -260,3 +260,13 @@ def test_locusts_sockets_are_made_before_they_bind_or_connect_and_the_runner_bef
     source = inspect.getsource(main.main)
     assert source.index("create_master_runner(") < source.index("events.init.fire(")
     assert source.index("create_worker_runner(") < source.index("events.init.fire(")
+
+
+def test_locusts_taskset_still_sleeps_through_gevent_sleep():
+    """locust-wait-on-timer: our timer wait stands in for TaskSet._sleep's gevent.sleep(seconds); when Locust sleeps
+    otherwise, re-read it (and when gevent.sleep waits without a Waiter, remove the patch)."""
+    task = importlib.import_module("locust.user.task")
+    slept = inspect.getsource(inspect.unwrap(task.TaskSet._sleep))
+    assert re.search(r"def _sleep\(self, seconds\):\s+gevent\.sleep\(seconds\)\s*$", slept), slept
+    hub = importlib.import_module("gevent.hub")
+    assert "hub.wait(t)" in inspect.getsource(hub.sleep), BY_NAME["locust-wait-on-timer"].upstream
