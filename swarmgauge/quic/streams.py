@@ -65,7 +65,10 @@ class InFlight:
 
     def forget(self, stream_id: int) -> None:
         """The request is over (answered, failed or abandoned): drop its stream and its deadline."""
-        pending = self.streams.pop(stream_id, None)
+        streams = self.streams
+        pending = streams.pop(stream_id, None)
+        if not streams:
+            self.streams = {}  # an emptied dict keeps its table (224 B): a pooled connection idles between requests
         if pending is not None and pending.deadline == self.next_deadline:
             self._next_deadline_again()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import gevent
 import pytest
 
@@ -78,3 +80,17 @@ def test_one_stream_keeps_its_deadline_until_answered_then_none():
     assert in_flight.next_deadline is None
     in_flight.forget(0)
     assert in_flight.next_deadline is None
+
+
+def test_a_table_whose_last_stream_is_forgotten_keeps_no_slots_while_idle():
+    """A pooled connection idles between requests: its emptied table is as small as a new one (an emptied dict keeps
+    its slot array), and the next stream opens in it as before."""
+    in_flight = InFlight(gevent.get_hub())
+    for stream_id in (0, 4):
+        in_flight.open(stream_id, deadline=100.0, timeout=10.0)
+    in_flight.forget(0)
+    assert list(in_flight.streams) == [4]
+    in_flight.forget(4)
+    assert len(in_flight) == 0 and sys.getsizeof(in_flight.streams) == sys.getsizeof({})
+    in_flight.open(8, deadline=100.0, timeout=10.0)
+    assert list(in_flight.streams) == [8] and in_flight.next_deadline == 100.0
