@@ -138,12 +138,14 @@ PATCHES: tuple[Patch, ...] = (
             "qh3.quic.connection.QuicConnection.__init__",
             "qh3.quic.connection.QuicConnection.next_event",
             "qh3.quic.connection.QuicConnection._events",
+            "qh3.quic.connection.QuicConnection._created_local_stream_ids",
         ),
         private_names=(),
         why="qh3's QuicConnection sets 35 instance fields, more than the 30 keys CPython shares among a class's "
         "instances, so every connection built a dictionary of its own (~1.6 KiB per pooled connection), and keeps "
-        "its few queued events in a deque (a 624-byte block each); the engine's subclass declares the fields as "
-        "slots and queues the events in a list",
+        "its few queued events in a deque (a 624-byte block each) and its one or few local streams in flight in a "
+        "set (216 B however few); the engine's subclass declares the fields as slots, queues the events in a list "
+        "and keeps the stream ids in a list",
         upstream="jawah/qh3: PR giving QuicConnection __slots__ for its fields and a list for its event queue",
     ),
     Patch(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import sys
 
 import pytest
 from hypothesis import given
@@ -145,3 +146,48 @@ def test_a_patched_connection_hands_its_events_over_in_the_order_they_came():
             received.append((event.stream_id, event.data))
     assert received == [(stream_id, b"n%d" % index) for index, stream_id in enumerate(sent)]
     assert server.next_event() is None
+
+
+def test_qh3_asks_its_local_stream_ids_in_add_and_discard_only():
+    """qh3-connection-slots keeps them in a LocalStreamIds: what qh3 does with its set, the list does."""
+    connection = importlib.import_module("qh3.quic.connection")
+    source = inspect.getsource(connection)
+    assert set(re.findall(r"self\._created_local_stream_ids\.(\w+)", source)) == {"add", "discard"}
+    assert "stream_id in self._created_local_stream_ids" in source
+
+
+def test_local_stream_ids_answer_as_a_set_and_free_their_items_once_empty():
+    ids = patches.LocalStreamIds()
+    ids.add(0)
+    ids.add(4)
+    assert 0 in ids and 8 not in ids
+    ids.discard(8)
+    ids.discard(0)
+    ids.discard(0)
+    assert list(ids) == [4]
+    ids.discard(4)
+    assert not ids and sys.getsizeof(ids) == sys.getsizeof(patches.LocalStreamIds())
+
+
+def test_a_patched_connection_forgets_each_local_stream_once_it_finished():
+    from swarmgauge.quic.engine import engine
+    from tests.quic.test_engine import connected_pair
+
+    qh3 = engine("qh3")
+    client, server, clock = connected_pair(qh3)
+    assert type(client._created_local_stream_ids) is patches.LocalStreamIds
+    for index in range(3):
+        stream_id = client.get_next_available_stream_id()
+        client.send_stream_data(stream_id, b"n%d" % index, end_stream=True)
+        clock = move_datagrams(client, server, clock)
+        while (event := server.next_event()) is not None:
+            if isinstance(event, qh3.StreamDataReceived) and event.end_stream:
+                server.send_stream_data(event.stream_id, b"ok", end_stream=True)
+        clock = move_datagrams(client, server, clock)
+        while client.next_event() is not None:
+            pass
+    for _ in range(3):  # the last answers' acknowledgements: a stream is finished once both sides know
+        clock = move_datagrams(client, server, clock)
+        while client.next_event() is not None or server.next_event() is not None:
+            pass
+    assert list(client._created_local_stream_ids) == []
