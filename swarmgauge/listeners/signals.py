@@ -36,7 +36,7 @@ import logging
 import os
 import signal
 import time
-import weakref
+from dataclasses import dataclass
 from typing import Any
 
 import gevent
@@ -46,7 +46,7 @@ from locust.runners import STATE_CLEANUP, STATE_INIT, STATE_RUNNING, STATE_SPAWN
 
 from swarmgauge.core import hooks
 from swarmgauge.core.lifecycle import at_end
-from swarmgauge.core.run_context import RunContext
+from swarmgauge.core.run_context import PerEnvironment, RunContext
 
 logger = logging.getLogger("swarmgauge.signals")
 
@@ -127,32 +127,33 @@ def note_web_ui_signals(environment: Environment) -> None:
     signal.signal(signal.SIGINT, note_sigint)
 
 
-class EndsBegun:
-    """The environments whose process end has begun, each with the greenlet that runs it."""
+@dataclass
+class EndBegun(PerEnvironment):
+    """The greenlet that runs the process's end of this Environment, None before it began."""
 
-    def __init__(self) -> None:
-        self.ends: weakref.WeakKeyDictionary[Environment, Any] = weakref.WeakKeyDictionary()
-
-    def begin(self, environment: Environment) -> bool:
-        """True for the process's first end, and again for the same greenlet (an end fired twice in turn)."""
-        first = self.ends.setdefault(environment, gevent.getcurrent())
-        return first is gevent.getcurrent()
+    by: Any = None
 
 
-ENDS_BEGUN = EndsBegun()
+def wait_for_the_first_end() -> None:
+    """Hold a second end while the first one writes and the process exits (bounded)."""
+    gevent.sleep(SECOND_END_WAIT_SECONDS)
 
 
 @at_end("one end at a time")
 def one_end_at_a_time(environment: Environment) -> None:
     """A second end that comes from another greenlet (a SIGTERM's, while the first end writes or exits) waits here:
-    the first writes every file once and the process exits with its code before this wait is over."""
-    if ENDS_BEGUN.begin(environment):
+    the first writes every file once and the process exits with its code before this wait is over. An end fired
+    again from the greenlet that ran the first (a test's, in turn) runs as before."""
+    begun, current = EndBegun.of(environment), gevent.getcurrent()
+    if begun.by is None:
+        begun.by = current
+    if begun.by is current:
         return
     logger.info(
         "Got a second end while this one writes its files: they are written once, then the process exits "
         "(SIGKILL stops it at once)"
     )
-    gevent.sleep(SECOND_END_WAIT_SECONDS)
+    wait_for_the_first_end()
 
 
 @at_end("final reports in")

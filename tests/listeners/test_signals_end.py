@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import textwrap
+from types import SimpleNamespace
 
 import gevent
 import pytest
 
-from swarmgauge.listeners.signals import EndsBegun
+from swarmgauge.listeners import signals
 from swarmgauge.run_folders import resolve
 from tests.listeners.sim_run import run_local, sim_target
 
@@ -37,15 +38,18 @@ LATE_SIGTERM_LOCUSTFILE = textwrap.dedent("""
 """)
 
 
-class _Environment:
-    """Stands in for a Locust Environment: only its identity matters here."""
-
-
-def test_an_end_fired_twice_in_turn_runs_twice_and_one_from_another_greenlet_waits():
-    ends, environment = EndsBegun(), _Environment()
-    assert ends.begin(environment) and ends.begin(environment)
-    assert gevent.spawn(ends.begin, environment).get(timeout=5) is False
-    assert gevent.spawn(ends.begin, _Environment()).get(timeout=5) is True
+def test_an_end_fired_again_in_turn_runs_and_one_from_another_greenlet_waits(monkeypatch):
+    held: list[object] = []
+    monkeypatch.setattr(signals, "wait_for_the_first_end", lambda: held.append(gevent.getcurrent()))
+    environment, other = SimpleNamespace(), SimpleNamespace()  # a stand-in with no weak reference is kept too
+    signals.one_end_at_a_time(environment)
+    signals.one_end_at_a_time(environment)
+    assert held == []
+    second = gevent.spawn(signals.one_end_at_a_time, environment)
+    second.join(timeout=5)
+    assert held == [second]
+    gevent.spawn(signals.one_end_at_a_time, other).join(timeout=5)
+    assert held == [second]  # another Environment's first end
 
 
 @pytest.mark.integration
