@@ -59,6 +59,15 @@ def connected_pair(
     return client, server, clock
 
 
+def stream_data(quic_engine, peer) -> dict[int, bytes]:
+    """Every stream's data among ``peer``'s queued events, joined per stream id."""
+    received: dict[int, bytes] = {}
+    while (event := peer.next_event()) is not None:
+        if isinstance(event, quic_engine.StreamDataReceived):
+            received[event.stream_id] = received.get(event.stream_id, b"") + event.data
+    return received
+
+
 @pytest.mark.parametrize("name", ENGINES)
 def test_each_engine_makes_its_own_classes_and_finds_itself_from_a_configuration(name):
     quic_engine = engine(name)
@@ -239,11 +248,7 @@ def test_open_stream_sends_on_each_new_stream_until_the_peers_credit_runs_out(na
     assert client.get_next_available_stream_id() == (8 if name == "qh3" else 12)
     clock += 0.01
     quic_engine.receive_datagrams(server, quic_engine.datagrams_to_send(client, clock), CLIENT, clock)
-    received: dict[int, bytes] = {}
-    while (event := server.next_event()) is not None:
-        if isinstance(event, quic_engine.StreamDataReceived):
-            received[event.stream_id] = received.get(event.stream_id, b"") + event.data
-    assert received == {0: b"ask 0", 4: b"ask 1"}
+    assert stream_data(quic_engine, server) == {0: b"ask 0", 4: b"ask 1"}
 
 
 def test_the_aioquic_client_offers_two_key_shares_and_the_qh3_server_builds_its_first_flight():
@@ -381,8 +386,4 @@ def test_a_released_qh3_client_drops_its_pre_handshake_lists_and_still_sends_on_
     assert qh3.open_stream(client, b"by the engine", True) == 4
     clock += 0.01
     qh3.receive_datagrams(server, qh3.datagrams_to_send(client, clock), CLIENT, clock)
-    received: dict[int, bytes] = {}
-    while (event := server.next_event()) is not None:
-        if isinstance(event, qh3.StreamDataReceived):
-            received[event.stream_id] = received.get(event.stream_id, b"") + event.data
-    assert received == {0: b"by qh3", 4: b"by the engine"}
+    assert stream_data(qh3, server) == {0: b"by qh3", 4: b"by the engine"}

@@ -49,6 +49,17 @@ def _late_handshake_message(server, message: bytes) -> None:
     server._tls._output_offsets[epoch] = offset + len(message)
 
 
+def dialling_client(qh3):
+    """A qh3 client whose first flight is built (its handshake under way, nothing sent anywhere)."""
+    quic = qh3.QuicConnection(
+        configuration=qh3.client_configuration(
+            alpn="mark", insecure=True, ca_file=None, server_name="localhost", idle_timeout=5.0
+        )
+    )
+    quic.connect(("127.0.0.1", 4433), now=1.0)
+    return quic
+
+
 def move_datagrams(client, server, clock: float) -> float:
     """Ten rounds of datagrams both ways, the clock 10 ms on each (qh3 paces what it sends); the clock after."""
     from tests.quic.test_engine import CLIENT, SERVER
@@ -112,12 +123,7 @@ def test_the_release_waits_for_the_handshake_and_leaves_a_server_alone():
     from tests.quic.test_engine import connected_pair
 
     qh3 = engine("qh3")
-    fresh = qh3.QuicConnection(
-        configuration=qh3.client_configuration(
-            alpn="mark", insecure=True, ca_file=None, server_name="localhost", idle_timeout=5.0
-        )
-    )
-    fresh.connect(("127.0.0.1", 4433), now=1.0)
+    fresh = dialling_client(qh3)
     assert not post_handshake.release_handshake_tls(fresh) and fresh.tls is not None
     client, server, _ = connected_pair(qh3)
     assert not post_handshake.release_handshake_tls(server) and server.tls is not None
@@ -147,12 +153,6 @@ def test_the_stand_in_follows_each_epochs_offset_on_its_own():
 def test_releasing_before_the_handshake_ends_keeps_the_key_shares():
     from swarmgauge.quic.engine import engine
 
-    qh3 = engine("qh3")
-    quic = qh3.QuicConnection(
-        configuration=qh3.client_configuration(
-            alpn="mark", insecure=True, ca_file=None, server_name="localhost", idle_timeout=5.0
-        )
-    )
-    quic.connect(("127.0.0.1", 4433), now=1.0)
+    quic = dialling_client(engine("qh3"))
     post_handshake.release_key_exchange(quic)
     assert any(getattr(quic._tls.tls, name) is not None for name in post_handshake.KEY_EXCHANGE_FIELDS)
