@@ -12,7 +12,8 @@ Gateway stand-in, the MCP gateway in both answer modes, the real kneo-serv):
 
 Medians over ``REQUESTS`` round trips each; only behaviour is asserted, the figures are the benchmark's. A write
 pattern's stall is on every attempt, a neighbour's load on some: each check is measured up to ``ATTEMPTS`` times
-and holds when one attempt is within its bound; a failure lists every attempt.
+and holds when one attempt is within its bound (an attempt whose request timed out counts as one not within it); a
+failure lists every attempt.
 """
 
 from __future__ import annotations
@@ -55,13 +56,26 @@ def _medians(probe, cost_ms: float) -> tuple[float, float]:
     return statistics.median(kept_ms), statistics.median(fresh_ms)
 
 
+def _attempt(probe, cost_ms: float, seen: list[str]) -> tuple[float, float] | None:
+    """One attempt's medians, or None when one of its requests waited out the client's timeout: on a loaded CI
+    machine that is a stall of some attempts (one in a clean-clone run at -n 3), a hang is on every attempt."""
+    try:
+        return _medians(probe, cost_ms)
+    except TimeoutError as exc:
+        seen.append(f"an attempt at {cost_ms:g} ms timed out ({exc})")
+        return None
+
+
 @pytest.mark.parametrize("probe", CONNECTION_PROBES, ids=_ids(CONNECTION_PROBES))
 def test_a_kept_open_connection_costs_no_more_than_a_new_one(probe, request):
     if probe.needs:
         request.getfixturevalue(probe.needs)
-    seen = []
+    seen: list[str] = []
     for _ in range(ATTEMPTS):
-        kept, fresh = _medians(probe, probe.configured_ms or 0.0)
+        medians = _attempt(probe, probe.configured_ms or 0.0, seen)
+        if medians is None:
+            continue
+        kept, fresh = medians
         seen.append(f"kept p50 {kept:.1f}, fresh {fresh:.1f} ms")
         if kept <= fresh + max(OVER_FRESH_MS, OVER_FRESH_SHARE * fresh):
             return
@@ -71,10 +85,13 @@ def test_a_kept_open_connection_costs_no_more_than_a_new_one(probe, request):
 @pytest.mark.parametrize("probe", COST_PROBES, ids=_ids(COST_PROBES))
 def test_a_kept_open_connection_takes_the_configured_cost_over_the_targets_floor(probe):
     allowed = LOAD_BOUND_OVER_COST_MS.get((probe.name, probe.request), OVER_COST_MS)
-    seen = []
+    seen: list[str] = []
     for _ in range(ATTEMPTS):
-        floor, _ = _medians(probe, 0.0)
-        kept, _ = _medians(probe, probe.configured_ms)
+        floor_medians = _attempt(probe, 0.0, seen)
+        kept_medians = _attempt(probe, probe.configured_ms, seen) if floor_medians is not None else None
+        if floor_medians is None or kept_medians is None:
+            continue
+        floor, kept = floor_medians[0], kept_medians[0]
         added = kept - floor
         seen.append(f"kept-open p50 {kept:.2f} ms over a floor of {floor:.2f} ms: {added:.2f} ms")
         if abs(added - probe.configured_ms) <= allowed:
