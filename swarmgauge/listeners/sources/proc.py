@@ -48,7 +48,8 @@ class MachineCpu:
         last, self._last = self._last, (total, busy)
         if last is None or total <= last[0]:
             return None
-        return (busy - last[1]) / (total - last[0]) * 100.0 * (psutil.cpu_count() or 1)
+        share = (busy - last[1]) / (total - last[0])  # over 1 only by the float sums' rounding on full cores
+        return min(1.0, max(0.0, share)) * 100.0 * (psutil.cpu_count() or 1)
 
 
 class PsutilSource:

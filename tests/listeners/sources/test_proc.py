@@ -4,6 +4,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections import namedtuple
 
 import psutil
 import pytest
@@ -135,3 +136,16 @@ def test_the_machines_cpu_is_every_process_together_in_percent_of_one_core():
         pass
     busy = machine.sample()
     assert busy is not None and 0 < busy <= 100 * (psutil.cpu_count() or 1)
+
+
+def test_full_cores_whose_times_round_past_them_read_as_full(monkeypatch):
+    """psutil's per-field times summed twice can put busy a hair over the total on full cores (a clean-clone run read
+    200.0000000036 % of 2 cores): the share is of the elapsed time, so never over all of it, nor under none."""
+    Times = namedtuple("Times", "user system idle iowait")
+    samples = iter([Times(10.0, 0.0, 5.0, 0.0), Times(10.3, 0.0, 5.0 - 1e-9, 0.0), Times(10.3 - 1e-9, 0.0, 5.1, 0.0)])
+    monkeypatch.setattr(psutil, "cpu_times", lambda: next(samples))
+    monkeypatch.setattr(psutil, "cpu_count", lambda: 2)
+    machine = MachineCpu()
+    assert machine.sample() is None
+    assert machine.sample() == 200.0
+    assert machine.sample() == 0.0
