@@ -304,27 +304,27 @@ class SwarmShape(LoadTestShape):
         hooks.collect_final_reports(environment, FINAL_REPORT_SECONDS, POLL_SECONDS)
         return None
 
-    @staticmethod
-    def _wait_out_tickets(environment: Any, seconds: float) -> None:
+    @classmethod
+    def _wait_out_tickets(cls, environment: Any, seconds: float) -> None:
         """The open-model tail, at most ``seconds``: over once no ticket is left to take, seen at two looks a poll
         apart (a user handed the last ticket sends its request in between). Waited out in full, it was a second of
         every run that ends on a burst, with nothing left to send."""
-        deadline = time.monotonic() + seconds
-        none_left_before = False
-        while (now := time.monotonic()) < deadline:
-            none_left = not hooks.tickets_left(environment)
-            if none_left and none_left_before:
-                return
-            none_left_before = none_left
-            gevent.sleep(min(POLL_SECONDS, deadline - now))
+        looks_with_none_left = [0]
+
+        def none_left_twice() -> bool:
+            looks_with_none_left[0] = 0 if hooks.tickets_left(environment) else looks_with_none_left[0] + 1
+            return looks_with_none_left[0] >= 2
+
+        cls._wait_until(none_left_twice, seconds)
 
     @staticmethod
     def _wait_until(condition: Any, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
         while not condition():
-            if time.monotonic() >= deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 return False
-            gevent.sleep(POLL_SECONDS)
+            gevent.sleep(min(POLL_SECONDS, left))
         return True
 
     def tick(self) -> tuple[int, float] | tuple[int, float, list[Any] | None] | None:

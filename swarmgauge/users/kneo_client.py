@@ -19,8 +19,6 @@ import uuid
 from typing import Any
 
 import gevent
-from geventhttpclient.useragent import ConnectionError as AgentConnectionError
-from locust.contrib.fasthttp import FastHttpSession
 from locust.env import Environment
 
 from swarmgauge.core import hooks
@@ -40,27 +38,17 @@ from swarmgauge.protocols.kneo import (
 )
 from swarmgauge.users.backoff import Backoff
 from swarmgauge.users.recording import fire, measure
-from swarmgauge.users.single_attempt import send_once
+from swarmgauge.users.single_attempt import close_connections, underlying_fault, unrecorded_session
 
 RUNS_PATH = "/v1/runs"
 TARGETS = ("agent", "workflow")
-_ALL_STATUSES = frozenset(range(100, 600))  # every answer is read and classified here, never raised by the agent
 JSON_HEADERS = {"Content-Type": "application/json"}
-
-
-class _NoEvents:
-    """Stands in for FastHttpSession's request hook: the events are fired by ``users.recording`` instead."""
-
-    @staticmethod
-    def fire(**_kwargs: Any) -> None:
-        return None
 
 
 def fault_name(exc: BaseException) -> str:
     """The class name of a transport fault, unwrapped from the user agent's ``ConnectionError`` (its text carries the
     URL, and a poll's URL its run id: one failure row per run)."""
-    original = getattr(exc, "original", None) if isinstance(exc, AgentConnectionError) else None
-    return type(original if isinstance(original, BaseException) else exc).__name__
+    return type(underlying_fault(exc)).__name__
 
 
 def _count_step(environment: Environment, name: str) -> None:
@@ -100,20 +88,13 @@ class KneoClient:
         if poll_timeout <= 0 or timeout <= 0:
             raise UsageError("kneo timeouts must be positive")
         self.base_url = base_url.rstrip("/")
-        self.session = send_once(  # one send per request: a dropped connection is a fault, not a hidden resend
-            FastHttpSession(
-                self.base_url,
-                request_event=_NoEvents,
-                user=user,
-                network_timeout=timeout,
-                connection_timeout=timeout,
-                max_retries=0,
-                concurrency=10,  # opened on demand: a user's greenlet keeps one, greenlets sharing a client more
-                headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
-            )
+        self.session = unrecorded_session(  # one send per request: a dropped connection is a fault, not a resend
+            self.base_url,
+            user=user,
+            timeout=timeout,
+            concurrency=10,  # opened on demand: a user's greenlet keeps one, greenlets sharing a client more
+            headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
         )
-        # a per-instance override: every status comes back to be classified here (not on every UserAgent)
-        self.session.client.valid_response_codes = _ALL_STATUSES
         self.events = request_events
         self.environment = environment
         self.spec_path, self.target, self.input_text, self.tag = spec_path, target, input_text, tag
@@ -132,10 +113,7 @@ class KneoClient:
 
     def close(self) -> None:
         """Drop the kept-open connection (after a fault, so a late or half-read answer is never read as the next)."""
-        try:
-            self.session.client.clientpool.close()
-        except Exception:  # noqa: BLE001 - closing a broken pool is best effort
-            pass
+        close_connections(self.session)
 
     def _send(
         self, method: str, path: str, body: dict | None = None, headers: dict | None = None

@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 
 import gevent
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
-from geventhttpclient.useragent import ConnectionError as AgentConnectionError
 from locust.contrib.fasthttp import FastHttpSession
 from locust.env import Environment
 
@@ -22,11 +21,10 @@ from swarmgauge.core import hooks
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols import mcp as proto
 from swarmgauge.users.recording import measure
-from swarmgauge.users.single_attempt import send_once
+from swarmgauge.users.single_attempt import close_connections, underlying_fault, unrecorded_session
 
 REQUEST_TYPE = "MCP"
 READ_CHUNK = 16 * 1024
-_ALL_STATUSES = frozenset(range(100, 600))
 
 
 class MCPUnreachable(proto.MCPError):
@@ -45,7 +43,7 @@ def transport_failure(exc: BaseException) -> proto.MCPError:
     """One named MCP error for any fault below HTTP, with a message from a fixed set (bounded failure rows)."""
     if isinstance(exc, proto.MCPError):
         return exc
-    if isinstance(exc, AgentConnectionError) and isinstance(original := getattr(exc, "original", None), BaseException):
+    if (original := underlying_fault(exc)) is not exc:
         return transport_failure(original)
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return proto.MCPTimeout("no answer within the timeout")
@@ -78,16 +76,6 @@ def split_endpoint(host: str, path: str) -> tuple[str, str]:
     if parts.path not in ("", "/"):
         return base, base + parts.path + (f"?{parts.query}" if parts.query else "")
     return base, base + path + (f"?{parts.query}" if parts.query else "")
-
-
-class _NoEvents:
-    """Stands in for FastHttpSession's request hook: our events are fired by ``users.recording`` instead."""
-
-    class _Hook:
-        def fire(self, **_kwargs: Any) -> None:
-            return None
-
-    request = _Hook()
 
 
 def _count(environment: Environment | None, name: str, n: int = 1, at: float | None = None) -> None:
@@ -134,25 +122,11 @@ class MCPClient:
         return proto.MCPSession(protocol_version=self.protocol_version, require_session_id=self.require_session_id)
 
     def _new_http(self) -> FastHttpSession:
-        http = FastHttpSession(
-            self.base_url,
-            request_event=_NoEvents.request,
-            user=None,
-            network_timeout=self.timeout,
-            connection_timeout=self.timeout,
-            max_retries=0,
-            concurrency=1,
-        )
-        # geventhttpclient annotates this ClassVar, but a per-instance override is what we want (not every UserAgent)
-        http.client.valid_response_codes = _ALL_STATUSES  # type: ignore[misc]
-        return send_once(http)
+        return unrecorded_session(self.base_url, user=None, timeout=self.timeout, concurrency=1)
 
     def close(self) -> None:
         """Drop the pooled connections (also after a timeout, so a half-read answer is never reused)."""
-        try:
-            self._http.client.clientpool.close()
-        except Exception:  # noqa: BLE001 - closing a broken pool is best effort
-            pass
+        close_connections(self._http)
 
     # -- measured operations -------------------------------------------------------------------------------------
 

@@ -16,6 +16,8 @@ import gevent
 from geventhttpclient.client import HTTPClient, HTTPClientPool
 from geventhttpclient.response import HTTPConnectionClosed
 from geventhttpclient.url import URL
+from geventhttpclient.useragent import ConnectionError as AgentConnectionError
+from locust.contrib.fasthttp import FastHttpSession
 
 
 class ConnectionDropped(HTTPConnectionClosed):
@@ -89,3 +91,51 @@ def send_once(session: Any) -> Any:
     if not isinstance(agent.clientpool, SingleAttemptClientPool):
         agent.clientpool = SingleAttemptClientPool(**agent.clientpool.client_args)
     return session
+
+
+#: Every status: an unrecorded session hands each answer back for its client to classify, and never raises on one.
+ALL_STATUSES = frozenset(range(100, 600))
+
+
+class _NoRequestEvent:
+    """FastHttpSession's request hook for a client whose events ``users.recording`` fires instead."""
+
+    def fire(self, **_kwargs: Any) -> None:
+        return None
+
+
+NO_REQUEST_EVENT = _NoRequestEvent()
+
+
+def unrecorded_session(
+    base_url: str, *, user: Any, timeout: float, concurrency: int, headers: dict[str, str] | None = None
+) -> FastHttpSession:
+    """A ``FastHttpSession`` for a protocol client that measures its own operations: each request sent once
+    (:func:`send_once`), no ``request`` event of the session's own, every status handed back."""
+    session = FastHttpSession(
+        base_url,
+        request_event=NO_REQUEST_EVENT,
+        user=user,
+        network_timeout=timeout,
+        connection_timeout=timeout,
+        max_retries=0,
+        concurrency=concurrency,
+        headers=headers,
+    )
+    # a per-instance override (geventhttpclient annotates it as a class attribute): not on every UserAgent
+    session.client.valid_response_codes = ALL_STATUSES  # type: ignore[misc]
+    return send_once(session)
+
+
+def close_connections(session: Any) -> None:
+    """Drop a session's pooled connections (after a fault, so a late or half-read answer is never read as the next)."""
+    try:
+        session.client.clientpool.close()
+    except Exception:  # noqa: BLE001 - closing a broken pool is best effort
+        pass
+
+
+def underlying_fault(exc: BaseException) -> BaseException:
+    """The fault the user agent's ``ConnectionError`` wraps (its text carries the URL), else ``exc`` itself."""
+    original = getattr(exc, "original", None) if isinstance(exc, AgentConnectionError) else None
+    return original if isinstance(original, BaseException) else exc
