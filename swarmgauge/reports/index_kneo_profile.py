@@ -101,8 +101,10 @@ def profile_rows(
     shape = shape_of(measured)
     page_shape = shape_of({users: (figures[0], figures[1]) for users, figures in page.items()})
     p95, rss = p95_by_step(run, str(rows.iloc[0]["request_type"])), service_rss_by_step(run)
-    cpu, load = service_cpu_by_step(run), load_average(run)
+    by_side, load = sides_cpu_by_step(run), load_average(run)
+    cpu = {step: sides["kneo-serv"] for step, sides in by_side.items() if "kneo-serv" in sides}
     anchor_step = next((int(r["step"]) for _, r in rows.iterrows() if int(r["users"]) == 1), None)
+    others_1 = other_sides(by_side, anchor_step)
     page_p95 = PAGE_P95.get(store_mode, {})
     out = []
     for position, (_, step) in enumerate(rows.iterrows()):
@@ -126,7 +128,7 @@ def profile_rows(
             if strays and anchor_step is not None:
                 at_step = (cpu.get(int(step["step"])), float(step["rps"]))
                 at_1 = (cpu.get(anchor_step), float(measured[1][0]))
-                row[WHY] = cpu_why(users, at_step, at_1, load, others_1=other_sides(run, anchor_step))
+                row[WHY] = cpu_why(users, at_step, at_1, load, others_1=others_1)
         out.append(row)
     return pd.DataFrame(out)
 
@@ -140,24 +142,18 @@ def outside(mine: Any, theirs: Any, tolerance: float) -> bool:
     return mine is not None and theirs is not None and theirs > 0 and abs(mine / theirs - 1.0) > tolerance
 
 
-def side_cpu_by_step(run: Path | None, side: str) -> dict[int, float]:
-    """One side's CPU (% of a core; kneo-serv's processes summed) per step: the resource sampler's, as the store
+def sides_cpu_by_step(run: Path | None) -> dict[int, dict[str, float]]:
+    """Each step's CPU per side (% of a core; kneo-serv's processes summed): the resource sampler's, as the store
     rows'."""
     from swarmgauge.reports.index_kneo_rows import cpu_by_side, read_resources
 
-    return {step: sides[side] for step, sides in cpu_by_side(read_resources(run)).items() if side in sides}
+    return cpu_by_side(read_resources(run))
 
 
-def service_cpu_by_step(run: Path | None) -> dict[int, float]:
-    return side_cpu_by_step(run, "kneo-serv")
-
-
-def other_sides(run: Path | None, step: int | None) -> dict[str, float]:
+def other_sides(by_side: dict[int, dict[str, float]], step: int | None) -> dict[str, float]:
     """The generator's and PostgreSQL's CPU (% of a core) at ``step``, the sides the sampler saw."""
-    if step is None:
-        return {}
-    sides = {side: side_cpu_by_step(run, side).get(step) for side in ("generator", "PostgreSQL")}
-    return {side: value for side, value in sides.items() if value is not None}
+    sides = by_side.get(step, {}) if step is not None else {}
+    return {side: sides[side] for side in ("generator", "PostgreSQL") if side in sides}
 
 
 def idle_at_1(users: int, share_1: float, rps_1: float, others_1: dict[str, float]) -> str:
