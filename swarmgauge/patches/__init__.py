@@ -304,8 +304,8 @@ PATCHES: tuple[Patch, ...] = (
         touches=("locust.user.users.User.start", "locust.user.users.User._greenlet", "locust.user.users.User._group"),
         private_names=(),
         why="User.start defines its run_user function inside itself, so every user's greenlet keeps a function "
-        "object of its own (152 B per user); the same function defined once is spawned instead (args[0] is still "
-        "the user)",
+        "object of its own (152 B per user), held in a dict of the greenlet's own (184 B); a Greenlet subclass whose "
+        "_run (gevent's documented override) runs the user is spawned instead (args[0] is still the user)",
         upstream="locust: PR moving User.start's run_user to module level",
     ),
     Patch(

@@ -1,6 +1,7 @@
 """Locust's internals that swarmgauge uses still exist and behave as the adapter expects: an upgrade that breaks
 one fails here by name, not as a slow or silent run."""
 
+import gc
 import inspect
 
 from locust import argument_parser
@@ -357,7 +358,9 @@ def test_users_started_with_one_function_run_as_locusts_and_share_it(monkeypatch
     users = [Recorded(environment) for _ in range(2)]
     greenlets = [user.start(group) for user in users]
     assert [greenlet.args[0] for greenlet in greenlets] == users  # how Locust finds a greenlet's user
-    assert greenlets[0]._run is greenlets[1]._run is locust_compat.run_user
+    assert all(type(greenlet) is locust_compat.UserGreenlet for greenlet in greenlets)
+    assert greenlets[0]._run is greenlets[1]._run is locust_compat.run_user  # the class's, in no greenlet's dict
+    assert not [ref for ref in gc.get_referents(*greenlets) if type(ref) is dict and ref]
     group.join(timeout=5)
     assert ran == users
     assert [user._greenlet for user in users] == greenlets and all(user._group is group for user in users)

@@ -145,6 +145,19 @@ def test_more_than_ten_concurrent_requests_are_bounded_not_failed(server):
     client.close()
 
 
+def test_greenlets_connecting_at_once_share_one_handshake_and_leave_no_lock(server):
+    """One greenlet opens the pooled connection while the others wait for it; the lock goes once none waits."""
+    client = MarkClient(server.url, quic_engine=server.engine.name, insecure=True, timeout=10)
+    connects = [gevent.spawn(client.connect) for _ in range(5)]
+    gevent.joinall(connects, raise_error=True)
+    opened = [call.value for call in connects if call.value is not None]
+    assert len(opened) == 1 and opened[0] > 0  # the others found it open: None, as connect() says
+    assert client.stats.handshakes == 1 and client.stats.reconnects == 0
+    assert client._connect_lock is None  # an idle client keeps no lock
+    assert_still_usable(client)
+    client.close()
+
+
 def test_fresh_mode_uses_one_connection_per_request(server):
     seen = []
     client = MarkClient(
