@@ -11,11 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 import gevent
-from gevent.exceptions import InvalidSwitchError
 from locust import User, argument_parser
 from locust.runners import STATE_MISSING, WorkerRunner
 from locust.user.task import DefaultTaskSet, TaskSet
 from locust.user.users import LOCUST_STATE_STOPPING, LOCUST_STATE_WAITING
+
+from swarmgauge.core.sleep_wheel import wheel
 
 #: Locust's attributes used here, by object, so the tests can check every one is still there.
 PRIVATE_ATTRIBUTES = {
@@ -199,31 +200,18 @@ def route_task_iterations(run_task: RunTask, sleep_for: SleepFor) -> None:
     TaskSet._sleep = _sleep  # type: ignore[method-assign]
 
 
-#: what a sleeping user's timer hands back when it wakes it: anything else that switches in is a stray switch
-_WOKEN = object()
-
-
 def sleep_on_timer(seconds: float) -> None:
     """``gevent.sleep(seconds)`` (Locust's ``TaskSet._sleep``) with less kept while a user sleeps between tasks.
 
-    ``gevent.sleep`` waits in ``hub.wait``, through a ``Waiter``: a paced user's greenlet, asleep nearly all the run,
-    keeps that Waiter, its marker and a saved C stack one Cython frame deeper, ~0.7 KiB a user at 1,000 users
-    (``benchmarks/results/mark_user_memory_p34.md``). Here the timer switches straight back to the greenlet; a kill
-    still raises in it and closes the timer, and any other switch in is refused as gevent's own wait refuses it.
+    ``gevent.sleep`` waits in ``hub.wait``, through a ``Waiter`` and a timer of its own: a paced user's greenlet,
+    asleep nearly all the run, keeps them and a saved C stack one Cython frame deeper, ~1 KiB a user at 1,000 users
+    (``benchmarks/results/mark_user_memory_p34.md``). Here it waits in its hub's :class:`SleepWheel`, one timer for
+    all; a kill still raises in it, and any other switch in is refused as gevent's own wait refuses it.
     """
     if seconds <= 0:
         gevent.sleep(seconds)
         return
-    hub = gevent.get_hub()
-    timer = hub.loop.timer(seconds)
-    hub.loop.update_now()  # as gevent.sleep: the timer counts from now, not from the loop's last turn
-    timer.start(gevent.getcurrent().switch, _WOKEN)
-    try:
-        woken = hub.switch()
-    finally:
-        timer.close()
-    if woken is not _WOKEN:
-        raise InvalidSwitchError(f"a sleeping user was switched into with {woken!r}, not by its timer")
+    wheel().sleep(seconds)
 
 
 def _routed_execute_task(original: Callable[[Any, Any], None], run_task: RunTask) -> Callable[[Any, Any], None]:

@@ -312,12 +312,12 @@ PATCHES: tuple[Patch, ...] = (
         name="locust-wait-on-timer",
         dependency="locust",
         kind=Kind.REPLACES,
-        where=("swarmgauge.core.locust_compat",),
+        where=("swarmgauge.core.locust_compat", "swarmgauge.core.sleep_wheel"),
         touches=("locust.user.task.TaskSet._sleep",),
         private_names=("_sleep",),
-        why="TaskSet._sleep is gevent.sleep, which waits in hub.wait through a Waiter: a paced user asleep between "
-        "tasks keeps the Waiter, its marker and a saved C stack one Cython frame deeper, ~0.7 KiB per user at 1,000 "
-        "users; a timer that switches straight back to the user sleeps as long, and a kill still lands",
+        why="TaskSet._sleep is gevent.sleep, which waits in hub.wait through a Waiter and a timer of its own: a paced "
+        "user asleep between tasks keeps them and a saved C stack one Cython frame deeper, ~1 KiB per user at 1,000 "
+        "users; one heap of sleepers per hub, woken by one timer, sleeps as long, and a kill still lands",
         upstream="gevent: issue asking gevent.sleep(seconds > 0) to wait on its timer without a Waiter",
     ),
     Patch(

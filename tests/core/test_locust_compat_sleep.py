@@ -8,6 +8,7 @@ from gevent.exceptions import InvalidSwitchError
 
 from swarmgauge.core import locust_compat
 from swarmgauge.core.locust_compat import sleep_on_timer
+from swarmgauge.core.sleep_wheel import wheel
 
 
 def test_sleepers_wake_in_the_order_of_their_timers_and_return_nothing():
@@ -29,13 +30,13 @@ def test_no_wait_yields_as_gevent_sleep_zero():
     assert woke == ["other", "yielded"]
 
 
-def test_a_kill_lands_in_the_sleeping_greenlet_and_its_timer_is_gone():
+def test_a_kill_lands_in_the_sleeping_greenlet_and_it_leaves_the_wheel():
     sleeper = gevent.spawn(sleep_on_timer, 30)
     gevent.sleep(0.01)
-    active_before = gevent.get_hub().loop.activecnt
+    asleep_before = len(wheel())
     sleeper.kill(timeout=5)
     assert sleeper.dead and isinstance(sleeper.value, gevent.GreenletExit)
-    assert gevent.get_hub().loop.activecnt < active_before  # the 30 s timer closed with the kill
+    assert len(wheel()) == asleep_before - 1  # the 30 s wait left with the kill
 
 
 def test_a_switch_into_a_sleeper_that_is_not_its_timer_is_refused():
