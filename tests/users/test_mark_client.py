@@ -158,6 +158,19 @@ def test_greenlets_connecting_at_once_share_one_handshake_and_leave_no_lock(serv
     client.close()
 
 
+def test_a_client_keeps_a_backoff_only_between_a_fault_and_the_next_answer(server):
+    """A pooled client that has not failed keeps no Backoff; a refused attempt makes one; an answer lets it go."""
+    client = MarkClient(server.url, quic_engine=server.engine.name, insecure=True, timeout=5)
+    assert_still_usable(client)
+    assert client._backoff is None
+    client._fault()  # as a refused or dropped connection counts one
+    assert client._backoff is not None and client._backoff.faults == 1 and client._backoff.remaining() > 0
+    client.close()
+    assert_still_usable(client)  # waits the backoff out, reconnects, is answered
+    assert client._backoff is None
+    client.close()
+
+
 def test_fresh_mode_uses_one_connection_per_request(server):
     seen = []
     client = MarkClient(
