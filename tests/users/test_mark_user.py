@@ -136,6 +136,19 @@ def test_pooled_is_one_handshake_per_user_and_fresh_one_per_request(server, reco
     assert [r["request_type"] for r in recorded] == ["QUIC", "FETCH"] * 5
 
 
+def test_the_users_of_one_environment_share_their_clients_hooks_and_each_handshake_is_recorded(server, recorded):
+    env = make_env(server.url, recorded)
+    users = [ProbeUser(env) for _ in range(2)]
+    first, second = (user.client.inner for user in users)
+    assert first.on_handshake is second.on_handshake and first.on_reconnect is second.on_reconnect
+    for user in users:
+        user.client.fetch("/health")
+        user.on_stop()
+    handshakes = [r for r in recorded if r["request_type"] == "QUIC"]
+    assert [(r["name"], r["exception"]) for r in handshakes] == [("handshake", None)] * 2
+    assert all(r["response_time"] > 0 for r in handshakes)
+
+
 def test_shared_is_one_connection_for_all_users(server, recorded):
     users = [user_on(server.url, recorded, mark_connection="shared") for _ in range(3)]
     assert users[0].client.inner is users[1].client.inner is users[2].client.inner
