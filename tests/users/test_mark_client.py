@@ -9,7 +9,7 @@ import gevent
 import pytest
 
 from swarmgauge.errors import UsageError
-from swarmgauge.protocols.mark import Response, encode_response
+from swarmgauge.protocols.mark import Response, encode_request, encode_response
 from swarmgauge.quic.driver import (
     ALPNMismatch,
     ConnectionLost,
@@ -168,6 +168,24 @@ def test_a_client_keeps_a_backoff_only_between_a_fault_and_the_next_answer(serve
     client.close()
     assert_still_usable(client)  # waits the backoff out, reconnects, is answered
     assert client._backoff is None
+    client.close()
+
+
+def test_requests_past_the_stream_bound_wait_their_turn_and_one_that_waits_too_long_times_out(server):
+    """max_streams 2: five at once run two at a time; a request given less time than its turn fails alone."""
+    client = MarkClient(server.url, quic_engine=server.engine.name, insecure=True, timeout=10, max_streams=2)
+    assert_still_usable(client)
+    server.max_open_slow = 0
+    calls = [gevent.spawn(client.fetch, "/slow") for _ in range(5)]
+    gevent.sleep(0.05)  # the first two are in flight, three wait
+    driver = client._driver
+    assert driver is not None
+    with pytest.raises(RequestTimeout, match="no free stream"):
+        driver.request(encode_request("FETCH", "/health"), timeout=0.05)
+    gevent.joinall(calls, raise_error=True)
+    assert all(call.value.status == "ok" for call in calls) and server.max_open_slow == 2
+    assert driver._free_streams == 2 and driver._stream_freed is None  # all given back, no waiter left
+    assert_still_usable(client)
     client.close()
 
 
