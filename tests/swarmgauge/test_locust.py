@@ -34,7 +34,8 @@ from locust.util.load_locustfile import load_locustfile
 load_locustfile(sys.argv[1])
 get_parser().parse_args(["-f", sys.argv[1], "--worker"])
 heavy = sorted(name for name in sys.modules if name.split(".")[0] in {heavy})
-print(json.dumps({{"heavy": heavy, "cryptography": "cryptography" in sys.modules}}))
+remote_write = sorted(name for name in ("google.protobuf", "cramjam") if name in sys.modules)
+print(json.dumps({{"heavy": heavy, "cryptography": "cryptography" in sys.modules, "remote_write": remote_write}}))
 """
 
 
@@ -58,6 +59,7 @@ def test_what_a_worker_imports_loads_no_report_library_and_no_cryptography(locus
     loaded = json.loads(result.stdout.splitlines()[-1])
     assert loaded["heavy"] == []
     assert loaded["cryptography"] is False, "certificates are made by a server (the master's embedded target)"
+    assert loaded["remote_write"] == [], "protobuf and snappy load with the first remote-write body, not the listeners"
 
 
 @pytest.mark.integration
