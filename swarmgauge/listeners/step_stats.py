@@ -13,6 +13,7 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from swarmgauge.listeners.hdr_acyclic import acyclic
+from swarmgauge.listeners.hdr_bulk import percentiles, record_counts
 
 # Microseconds, 1 us to 1 h, 3 significant digits: 0.1 % resolution at any latency.
 LOWEST_US = 1
@@ -59,10 +60,15 @@ class NameStats:
 
     def settle(self) -> HdrHistogram:
         """The histogram with every pending response time recorded in it (clamped to its range, as recorded)."""
-        if self.pending:
-            record = self.settled.record_value
-            for micros, count in self.pending.items():
-                record(min(max(micros, LOWEST_US), HIGHEST_US), count)
+        pending = self.pending
+        if pending:
+            if min(pending) < LOWEST_US or max(pending) > HIGHEST_US:
+                clamped: dict[int, int] = {}
+                for micros, count in pending.items():
+                    micros = min(max(micros, LOWEST_US), HIGHEST_US)
+                    clamped[micros] = clamped.get(micros, 0) + count
+                pending = clamped
+            record_counts(self.settled, pending)
             self.pending.clear()
         return self.settled
 
@@ -86,20 +92,16 @@ class NameStats:
         return self.requests - self.unfinished
 
     def percentile_ms(self, percentile: float) -> float | None:
-        histogram = self.settle()
-        if histogram.get_total_count() == 0:
-            return None
-        return histogram.get_value_at_percentile(percentile) / 1000.0
+        return self.percentiles_ms((percentile,)).get(percentile)
 
-    def percentiles_ms(self, percentiles: Sequence[float]) -> dict[float, float]:
-        """Several percentiles read in one pass over the histogram, the same values :meth:`percentile_ms` reads one
-        by one (each of those walks its ~23,000 buckets: the 14 of ``percentiles.csv`` took ~20 ms per step and
-        name, most of a short run's end); empty when it holds nothing."""
+    def percentiles_ms(self, wanted: Sequence[float]) -> dict[float, float]:
+        """Several percentiles read in one pass over the histogram (``listeners/hdr_bulk.py``: hdrh's own walk calls
+        a method per bucket, ~23,000 of them); empty when it holds nothing."""
         histogram = self.settle()
         if histogram.get_total_count() == 0:
             return {}
-        found = histogram.get_percentile_to_value_dict(list(percentiles))
-        return {percentile: found.get(percentile, 0) / 1000.0 for percentile in percentiles}
+        found = percentiles(histogram, wanted)
+        return {percentile: found.get(percentile, 0) / 1000.0 for percentile in wanted}
 
     @property
     def avg_ms(self) -> float | None:
