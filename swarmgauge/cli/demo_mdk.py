@@ -95,13 +95,23 @@ DRILLS = ("worker-restart", "kernel-restart", "device-outage")
 #: procedures expect READY "in about 4 to 6 s"); the stand-in's Python process is up in 0.1 s, which would compare
 #: its start-up, not MDK's recovery. The index marks READY and the first read as set by this; the gap between them
 #: (the re-registration and the first routed read) is the stand-in's own.
-RESTART_BOOT = "--restart-boot-s 5"
-#: A drill's reads last at least this long at any scale: the kill at 2 s, the 5 s boot, and reads after the recovery
-#: for the RSS slope its gate reads (at --scale 0.25 a 4 s hold ended before the restarted Worker was READY: 98 % of
-#: reads failed and the slope had no data, exit 3 instead of the drill's declared 1).
-DRILL_LEAST_S = 12.0
+RESTART_BOOT_S = 5.0
+RESTART_BOOT = f"--restart-boot-s {RESTART_BOOT_S:g}"
+#: The drill's kill comes this long into its reads (``--mdk-drill-after``) at scale 1; it scales like a hold, not
+#: under 1 s: the readers have read the victim's devices by then (the drill arms on such a read in any case).
+DRILL_AFTER_S = 2.0
+#: From the kill to the recovery at most on a loaded machine: the restarts' 5 s boot, then the re-registration and
+#: the first routed read (READY 5.1-5.2 s, first read 5.7 s); the outage's cached channels fail within --cache-s 5,
+#: then the mocks come back and a read goes through (0.4 s).
+DRILL_RECOVERY_S = RESTART_BOOT_S + 1.0
+#: The readers read on at least this long after the recovery: they see it, and the run's RSS slope has samples past it.
+DRILL_READ_ON_S = 1.0
+#: A drill's reads at scale 1: the kill, the recovery and 8 s of reads after it.
+DRILL_HOLD_S = 15.0
 SWITCH = {"label": "switch", "users": 0, "duration": "1s"}  # Locust swaps classes only through 0 users
-DISCOVER = {"label": "discover", "users": 1, "duration": "2s", "user_classes": ["MDKBurstUser"]}
+#: The step before the burst, where the burst's users start (its name is the page's: no request of it is measured).
+DISCOVER_S = 2.0
+DISCOVER = {"label": "discover", "users": 1, "duration": f"{DISCOVER_S:g}s", "user_classes": ["MDKBurstUser"]}
 BURST = {
     "label": "action burst",
     "rate": 1000,
@@ -171,7 +181,8 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
     # The burst's users start in the step before it (they submit nothing without a ticket): spawned at the burst's
     # start instead, the tickets of their spawn time came due at once, a bunch of ~200 submits the Kernel's lane (about
     # as fast as 1,000/s) never worked off, so every accept waited ~200 ms; the page's harness submits evenly.
-    discover = {**DISCOVER, "users": burst["max_users"]}
+    # Its spawn takes a tenth of the step (``shapes/base.py``): at --scale 0.25 a second spawns 1,000 users in 0.1 s.
+    discover = {**DISCOVER, "users": burst["max_users"], "duration": _scaled(DISCOVER_S, scale)}
     if fleet.name == "fleet-5000x5-ping":
         # the drain: the Kernel's queue lasts seconds after the burst, and a SICK Worker comes back at a later ping
         drain = {"label": "drain", "users": 0, "duration": _scaled(4, scale)}
@@ -243,15 +254,27 @@ def throughput_workload(name: str, devices: int, workers: int, scale: float) -> 
     return Workload(name, what, "mdk_fleet.py", options, plan)
 
 
+def drill_after_s(scale: float) -> float:
+    """The kill's time into the drill's reads: 2 s at scale 1, scaled, never under 1 s."""
+    return hold_seconds(DRILL_AFTER_S, scale)
+
+
+def drill_least_s(scale: float) -> float:
+    """A drill's reads at the least: the kill, its recovery and the reads after it, whatever the scale (at --scale
+    0.25 a 4 s hold ended before the restarted Worker was READY: 98 % of reads failed and the slope had no data, exit
+    3 instead of the drill's declared 1)."""
+    return drill_after_s(scale) + DRILL_RECOVERY_S + DRILL_READ_ON_S
+
+
 def drill_workload(name: str, scale: float) -> Workload:
-    drill_hold = f"{hold_seconds(15, scale, needs=DRILL_LEAST_S):g}s"
+    drill_hold = f"{hold_seconds(DRILL_HOLD_S, scale, needs=drill_least_s(scale)):g}s"
     plan = {
         "name": f"demo-mdk-{name}",
         "description": f"readers on the fleet while the {name} drill kills and restarts",
         "kind": "stages",
         "stages": [{"label": "reads", "users": 20, "duration": drill_hold, "user_classes": ["MDKReader"]}],
     }
-    options: tuple[str, ...] = ("--mdk-profile", "50x1", "--mdk-drill", name, "--mdk-drill-after", "2s")
+    options: tuple[str, ...] = ("--mdk-profile", "50x1", "--mdk-drill", name, "--mdk-drill-after", f"{drill_after_s(scale):g}s")
     if name != "device-outage":  # the mocks are devices, not MDK processes: they come back at once
         options += ("--mdk-embedded-args", RESTART_BOOT)
     # the readers' reads of the killed or unreachable devices fail until recovery: Locust's exit 1 for failed requests

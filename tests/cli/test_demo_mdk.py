@@ -204,10 +204,24 @@ def test_the_5000_device_fleets_hold_the_pages_3_s_read_load_and_the_compared_fl
 
 
 def test_a_drill_outlasts_its_kill_the_boot_and_the_recovery_at_any_scale():
-    """At --scale 0.25 a 4 s drill ended before the restarted Worker was READY (exit 3, not the declared 1)."""
-    from swarmgauge.cli.demo_mdk import DRILL_LEAST_S, DRILLS, drill_workload
+    """At --scale 0.25 a 4 s drill ended before the restarted Worker was READY (exit 3, not the declared 1): whatever
+    the scale, the reads go on past the kill, the 5 s boot and the recovery."""
+    from swarmgauge.cli.demo_mdk import DRILLS, RESTART_BOOT_S, drill_workload
 
-    for scale in (0.1, 0.25, 1.0):
+    for scale in (0.1, 0.25, 0.5, 1.0):
         for name in DRILLS:
-            (stage,) = drill_workload(name, scale).plan["stages"]
-            assert float(stage["duration"].rstrip("s")) >= DRILL_LEAST_S >= 2 + 5  # the kill at 2 s, the 5 s boot
+            workload = drill_workload(name, scale)
+            (stage,) = workload.plan["stages"]
+            kill_s = float(workload.options[workload.options.index("--mdk-drill-after") + 1].rstrip("s"))
+            assert kill_s >= 1
+            assert float(stage["duration"].rstrip("s")) >= kill_s + RESTART_BOOT_S + 1
+
+
+def test_a_drill_at_scale_1_kills_at_2_s_into_15_s_of_reads_and_shorter_scales_shorten_it():
+    from swarmgauge.cli.demo_mdk import drill_workload
+
+    full, quarter = drill_workload("worker-restart", 1.0), drill_workload("worker-restart", 0.25)
+    assert full.plan["stages"][0]["duration"] == "15s"
+    assert full.options[full.options.index("--mdk-drill-after") + 1] == "2s"
+    assert quarter.planned_seconds() < full.planned_seconds()
+    assert quarter.options[quarter.options.index("--mdk-drill-after") + 1] == "1s"
