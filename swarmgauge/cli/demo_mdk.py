@@ -274,7 +274,14 @@ def drill_workload(name: str, scale: float) -> Workload:
         "kind": "stages",
         "stages": [{"label": "reads", "users": 20, "duration": drill_hold, "user_classes": ["MDKReader"]}],
     }
-    options: tuple[str, ...] = ("--mdk-profile", "50x1", "--mdk-drill", name, "--mdk-drill-after", f"{drill_after_s(scale):g}s")
+    options: tuple[str, ...] = (
+        "--mdk-profile",
+        "50x1",
+        "--mdk-drill",
+        name,
+        "--mdk-drill-after",
+        f"{drill_after_s(scale):g}s",
+    )
     if name != "device-outage":  # the mocks are devices, not MDK processes: they come back at once
         options += ("--mdk-embedded-args", RESTART_BOOT)
     # the readers' reads of the killed or unreachable devices fail until recovery: Locust's exit 1 for failed requests
