@@ -8,6 +8,7 @@ saturation reads, then the 1,000 submits/s burst. The stand-in's collection cycl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +63,11 @@ NO_PING_IN_BURST = "--health-phase-s 600"
 #: 1,000 readers for most of it (16.7 s, headroom 1.67 against the page's 1.24, measured with no read load).
 SATURATION_S = 10
 PAGE_READ_LOAD_S = 3
+#: A saturation step shorter than ``SATURATION_S`` (--scale below 1) leaves its first second out of its rate: the
+#: readers' first reads start all at once and count in the step they started in, 1,000 more than the Workers served
+#: in it, so a 2 s step read 1,216 reads/s on one Worker whose lane serves at most about 960 (a 10 s step 1,005).
+#: After a second (one read's time under 1,000 readers, 0.6-1.0 s) each read started answers one served in the step.
+SHORT_SATURATION_WARMUP_S = 1.0
 #: Submits the 5,000 / 5 bursts may have in flight: the page's harness fires 1,000/s whatever the Kernel's pace, and
 #: the red run needs the full rate to hold the Kernel's lane busy past a ping's 3 s timeout (200 in flight capped it at
 #: about 600/s and no ping missed). The other fleets keep 200: 1,000 greenlets on a loaded 2-core machine put seconds
@@ -131,6 +137,25 @@ def saturation_readers(devices: int) -> int:
     return TEN_DEVICE_READERS if devices <= 10 else SATURATION_READERS
 
 
+#: The fleets whose saturation reads/s the index compares with the page's (with the throughput pairs).
+RATE_FLEETS = ("fleet-2000x1", "fleet-2000x4")
+
+
+def saturation_step(fleet: Fleet | None, scale: float) -> dict[str, str]:
+    """The saturation step's hold and, below ``SATURATION_S``, its warm-up (none at scale 1: the plans the page's rows
+    were judged on). A fleet whose one-at-a-time step sends summaries may end it with one in flight: its Worker's lane
+    then holds a read of every device of that Worker first (2.1 s at 2,000 / 1: in a 2 s step at --scale 0.25 with a
+    1 s warm-up, no read started after it), so its warm-up waits that out too, and a second is measured."""
+    held = hold_seconds(PAGE_READ_LOAD_S if fleet is not None and fleet.devices >= 5000 else SATURATION_S, scale)
+    if (fleet is not None and fleet.name not in RATE_FLEETS) or held >= SATURATION_S:
+        return {"duration": f"{held:g}s"}
+    warmup = SHORT_SATURATION_WARMUP_S
+    if fleet is not None and one_at_a_time_mix(fleet)["summary"]:
+        warmup += fleet.devices * WORKER_READ_S / fleet.workers
+    warmup = float(math.ceil(warmup))
+    return {"duration": f"{max(held, warmup + 1):g}s", "warmup": f"{warmup:g}s"}
+
+
 def _scaled(seconds: float, scale: float, more: float = 0.0) -> str:
     """A hold stretched by ``scale`` (at least 1 s), plus ``more`` unscaled seconds."""
     return f"{hold_seconds(seconds, scale) + more:g}s"
@@ -195,8 +220,8 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
             {
                 "label": "saturation reads",
                 "users": saturation_readers(fleet.devices),
-                "duration": _scaled(PAGE_READ_LOAD_S if fleet.devices >= 5000 else SATURATION_S, scale),
                 "user_classes": ["MDKReader"],
+                **saturation_step(fleet, scale),
             },
             SWITCH,
             discover,
@@ -236,8 +261,8 @@ def throughput_workload(name: str, devices: int, workers: int, scale: float) -> 
             {
                 "label": "saturation reads",
                 "users": SATURATION_READERS,
-                "duration": _scaled(SATURATION_S, scale),
                 "user_classes": ["MDKReader"],
+                **saturation_step(None, scale),
             },
         ],
         "slos": ["headroom<1"],
