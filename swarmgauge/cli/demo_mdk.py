@@ -8,6 +8,7 @@ saturation reads, then the 1,000 submits/s burst. The stand-in's collection cycl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +63,11 @@ NO_PING_IN_BURST = "--health-phase-s 600"
 #: 1,000 readers for most of it (16.7 s, headroom 1.67 against the page's 1.24, measured with no read load).
 SATURATION_S = 10
 PAGE_READ_LOAD_S = 3
+#: A saturation step shorter than ``SATURATION_S`` (--scale below 1) leaves its first second out of its rate: the
+#: readers' first reads start all at once and count in the step they started in, 1,000 more than the Workers served
+#: in it, so a 2 s step read 1,216 reads/s on one Worker whose lane serves at most about 960 (a 10 s step 1,005).
+#: After a second (one read's time under 1,000 readers, 0.6-1.0 s) each read started answers one served in the step.
+SHORT_SATURATION_WARMUP_S = 1.0
 #: Submits the 5,000 / 5 bursts may have in flight: the page's harness fires 1,000/s whatever the Kernel's pace, and
 #: the red run needs the full rate to hold the Kernel's lane busy past a ping's 3 s timeout (200 in flight capped it at
 #: about 600/s and no ping missed). The other fleets keep 200: 1,000 greenlets on a loaded 2-core machine put seconds
@@ -95,13 +101,24 @@ DRILLS = ("worker-restart", "kernel-restart", "device-outage")
 #: procedures expect READY "in about 4 to 6 s"); the stand-in's Python process is up in 0.1 s, which would compare
 #: its start-up, not MDK's recovery. The index marks READY and the first read as set by this; the gap between them
 #: (the re-registration and the first routed read) is the stand-in's own.
-RESTART_BOOT = "--restart-boot-s 5"
-#: A drill's reads last at least this long at any scale: the kill at 2 s, the 5 s boot, and reads after the recovery
-#: for the RSS slope its gate reads (at --scale 0.25 a 4 s hold ended before the restarted Worker was READY: 98 % of
-#: reads failed and the slope had no data, exit 3 instead of the drill's declared 1).
-DRILL_LEAST_S = 12.0
+RESTART_BOOT_S = 5.0
+RESTART_BOOT = f"--restart-boot-s {RESTART_BOOT_S:g}"
+#: The drill's kill comes this long into its reads (``--mdk-drill-after``) at scale 1; it scales like a hold, not
+#: under 1 s: the readers have read the victim's devices by then (the drill arms on such a read in any case).
+DRILL_AFTER_S = 2.0
+#: From the kill's time to the recovery at most on a loaded machine: the drill arms on a good read of the victim
+#: (0.2-0.6 s), then the restarts' 5 s boot, the re-registration and the first routed read (READY 5.1-5.3 s, first
+#: read 5.4-6.1 s from the kill, load 4-5); the outage's cached channels fail within --cache-s 5, then the mocks
+#: come back and a read goes through (0.4 s).
+DRILL_RECOVERY_S = RESTART_BOOT_S + 1.7
+#: The readers read on at least this long after the recovery: they see it, and the run's RSS slope has samples past it.
+DRILL_READ_ON_S = 1.0
+#: A drill's reads at scale 1: the kill, the recovery and 8 s of reads after it.
+DRILL_HOLD_S = 15.0
 SWITCH = {"label": "switch", "users": 0, "duration": "1s"}  # Locust swaps classes only through 0 users
-DISCOVER = {"label": "discover", "users": 1, "duration": "2s", "user_classes": ["MDKBurstUser"]}
+#: The step before the burst, where the burst's users start (its name is the page's: no request of it is measured).
+DISCOVER_S = 2.0
+DISCOVER = {"label": "discover", "users": 1, "duration": f"{DISCOVER_S:g}s", "user_classes": ["MDKBurstUser"]}
 BURST = {
     "label": "action burst",
     "rate": 1000,
@@ -119,6 +136,25 @@ RED_EXIT = 3
 def saturation_readers(devices: int) -> int:
     """The saturation step's readers: the page's 1,000, the 10-device fleet's 200 (``TEN_DEVICE_READERS``)."""
     return TEN_DEVICE_READERS if devices <= 10 else SATURATION_READERS
+
+
+#: The fleets whose saturation reads/s the index compares with the page's (with the throughput pairs).
+RATE_FLEETS = ("fleet-2000x1", "fleet-2000x4")
+
+
+def saturation_step(fleet: Fleet | None, scale: float) -> dict[str, str]:
+    """The saturation step's hold and, below ``SATURATION_S``, its warm-up (none at scale 1: the plans the page's rows
+    were judged on). A fleet whose one-at-a-time step sends summaries may end it with one in flight: its Worker's lane
+    then holds a read of every device of that Worker first (2.1 s at 2,000 / 1: in a 2 s step at --scale 0.25 with a
+    1 s warm-up, no read started after it), so its warm-up waits that out too, and a second is measured."""
+    held = hold_seconds(PAGE_READ_LOAD_S if fleet is not None and fleet.devices >= 5000 else SATURATION_S, scale)
+    if (fleet is not None and fleet.name not in RATE_FLEETS) or held >= SATURATION_S:
+        return {"duration": f"{held:g}s"}
+    warmup = SHORT_SATURATION_WARMUP_S
+    if fleet is not None and one_at_a_time_mix(fleet)["summary"]:
+        warmup += fleet.devices * WORKER_READ_S / fleet.workers
+    warmup = float(math.ceil(warmup))
+    return {"duration": f"{max(held, warmup + 1):g}s", "warmup": f"{warmup:g}s"}
 
 
 def _scaled(seconds: float, scale: float, more: float = 0.0) -> str:
@@ -171,7 +207,8 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
     # The burst's users start in the step before it (they submit nothing without a ticket): spawned at the burst's
     # start instead, the tickets of their spawn time came due at once, a bunch of ~200 submits the Kernel's lane (about
     # as fast as 1,000/s) never worked off, so every accept waited ~200 ms; the page's harness submits evenly.
-    discover = {**DISCOVER, "users": burst["max_users"]}
+    # Its spawn takes a tenth of the step (``shapes/base.py``): at --scale 0.25 a second spawns 1,000 users in 0.1 s.
+    discover = {**DISCOVER, "users": burst["max_users"], "duration": _scaled(DISCOVER_S, scale)}
     if fleet.name == "fleet-5000x5-ping":
         # the drain: the Kernel's queue lasts seconds after the burst, and a SICK Worker comes back at a later ping
         drain = {"label": "drain", "users": 0, "duration": _scaled(4, scale)}
@@ -184,8 +221,8 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
             {
                 "label": "saturation reads",
                 "users": saturation_readers(fleet.devices),
-                "duration": _scaled(PAGE_READ_LOAD_S if fleet.devices >= 5000 else SATURATION_S, scale),
                 "user_classes": ["MDKReader"],
+                **saturation_step(fleet, scale),
             },
             SWITCH,
             discover,
@@ -225,8 +262,8 @@ def throughput_workload(name: str, devices: int, workers: int, scale: float) -> 
             {
                 "label": "saturation reads",
                 "users": SATURATION_READERS,
-                "duration": _scaled(SATURATION_S, scale),
                 "user_classes": ["MDKReader"],
+                **saturation_step(None, scale),
             },
         ],
         "slos": ["headroom<1"],
@@ -243,15 +280,34 @@ def throughput_workload(name: str, devices: int, workers: int, scale: float) -> 
     return Workload(name, what, "mdk_fleet.py", options, plan)
 
 
+def drill_after_s(scale: float) -> float:
+    """The kill's time into the drill's reads: 2 s at scale 1, scaled, never under 1 s."""
+    return hold_seconds(DRILL_AFTER_S, scale)
+
+
+def drill_least_s(scale: float) -> float:
+    """A drill's reads at the least: the kill, its recovery and the reads after it, whatever the scale (at --scale
+    0.25 a 4 s hold ended before the restarted Worker was READY: 98 % of reads failed and the slope had no data, exit
+    3 instead of the drill's declared 1)."""
+    return float(math.ceil(drill_after_s(scale) + DRILL_RECOVERY_S + DRILL_READ_ON_S))
+
+
 def drill_workload(name: str, scale: float) -> Workload:
-    drill_hold = f"{hold_seconds(15, scale, needs=DRILL_LEAST_S):g}s"
+    drill_hold = f"{hold_seconds(DRILL_HOLD_S, scale, needs=drill_least_s(scale)):g}s"
     plan = {
         "name": f"demo-mdk-{name}",
         "description": f"readers on the fleet while the {name} drill kills and restarts",
         "kind": "stages",
         "stages": [{"label": "reads", "users": 20, "duration": drill_hold, "user_classes": ["MDKReader"]}],
     }
-    options: tuple[str, ...] = ("--mdk-profile", "50x1", "--mdk-drill", name, "--mdk-drill-after", "2s")
+    options: tuple[str, ...] = (
+        "--mdk-profile",
+        "50x1",
+        "--mdk-drill",
+        name,
+        "--mdk-drill-after",
+        f"{drill_after_s(scale):g}s",
+    )
     if name != "device-outage":  # the mocks are devices, not MDK processes: they come back at once
         options += ("--mdk-embedded-args", RESTART_BOOT)
     # the readers' reads of the killed or unreachable devices fail until recovery: Locust's exit 1 for failed requests

@@ -35,6 +35,25 @@ def test_scale_shortens_the_holds_and_the_burst_but_keeps_its_floor():
     assert burst_writes(1.0) == 200 and burst_writes(0.1) == 40
 
 
+@pytest.mark.parametrize("scale", [0.1, 0.25, 0.3, 0.5, 0.9])
+def test_a_short_one_writer_soak_reads_whole_pacing_periods_after_its_first_free_slot(scale):
+    """A 6 s hold read 5 writes (0.83/s against the page's 0.67) because the first takes a free slot at once: below
+    scale 1 a period's warm-up goes first and the measured part is whole periods, at least two."""
+    from swarmgauge.cli.demo_demarkus_writes import PAGE_PACING_S
+
+    plan = writes_and_mcp(scale)[0].plan
+    warmup, duration = float(plan["warmup"].rstrip("s")), float(plan["duration"].rstrip("s"))
+    assert warmup == PAGE_PACING_S
+    periods = (duration - warmup) / PAGE_PACING_S
+    assert periods == round(periods) >= 2
+    build_plan(plan, source="test")
+
+
+def test_at_scale_1_the_one_writer_soak_is_the_24_s_the_rows_were_judged_on():
+    plan = writes_and_mcp(1.0)[0].plan
+    assert plan["duration"] == "24s" and "warmup" not in plan
+
+
 def test_the_burst_is_expected_to_end_with_locusts_failure_exit_and_the_others_with_zero():
     exits = {w.name: w.expected_exit for w in writes_and_mcp(1.0)}
     assert exits.pop("writes-burst") == 1 and set(exits.values()) == {0}
