@@ -7,9 +7,11 @@
 Runs the demo's own workload (``cli/demo_pages.py``, as ``demo --all`` builds it) alone ``--runs`` times, each a
 one-page demo of its own (``--before demarkus/churn``: that workload first, as ``--all`` orders them, so its processes'
 end overlaps the sweep's start as it does there). Beside each sweep a probe process times two fixed pieces of work
-once a second: an integer loop (the core's speed) and a loop building and dropping dicts and strings (the memory
-path an interpreter's work takes): CPU time each (``thread_time``), and the machine's steal and busy share from
-``/proc/stat``. Per step of each sweep it prints kneo-serv's CPU a run (the sampler's ``resources.csv``: its CPU
+once a second on the core a kneo-serv process last ran on: an integer loop (the core's speed) and a loop building and
+dropping dicts and strings (the memory path an interpreter's work takes): CPU time each (``thread_time``), the
+machine's steal and busy share from ``/proc/stat``, and kneo-serv's user and system CPU and minor faults from
+``/proc/<pid>/stat``; and per window of three sampling rounds where kneo-serv ran near a core, the probe's loop beside
+kneo-serv's CPU a run. Per step of each sweep it prints kneo-serv's CPU a run (the sampler's ``resources.csv``: its CPU
 over the runs it completed), runs/s, the probe's two loops and the steal; and the anchor's first half against its
 second, to tell a warm-up of kneo-serv (its own CPU a run falls while the probe's loops stay) from the machine (both
 move together). Figures only; writes JSON (``--out``, default ``benchmarks/results/kneo_anchor_drift.json``).
@@ -67,17 +69,22 @@ def services():
             fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        out[pidfile] = [int(fields[7]), int(fields[11]) / TICK, int(fields[12]) / TICK]
+        out[pidfile] = [int(fields[7]), int(fields[11]) / TICK, int(fields[12]) / TICK, int(fields[36])]
     return out
 deadline = time.time() + 3600
 with open(out, "w") as f:
     last = stat()
+    cores = set(range(os.cpu_count() or 1))
     while time.time() < deadline and not os.path.exists(stop):
+        seen = services()
+        # on the core a kneo-serv process last ran on, when there is one: that core's speed
+        on = sorted({v[3] for v in seen.values()} & cores)[:1]
+        os.sched_setaffinity(0, set(on) or cores)
         a, b = arith(), alloc()
         now = stat()
         total = max(1, now[0] - last[0])
         f.write(json.dumps({"t": time.time(), "arith_ms": a, "alloc_ms": b,
-                            "steal": (now[2] - last[2]) / total, "busy": 1 - (now[1] - last[1]) / total, "services": services()}) + "\n")
+                            "steal": (now[2] - last[2]) / total, "busy": 1 - (now[1] - last[1]) / total, "services": seen, "core": on}) + "\n")
         f.flush(); last = now
         time.sleep(1.0)
 """
@@ -152,6 +159,20 @@ def service_split(rounds: pd.DataFrame, seen: list[dict[str, Any]], pidfile: str
     }
 
 
+def windows(run: Path, probe: list[dict[str, Any]], rounds_each: int = 3) -> list[tuple[float, float]]:
+    """(the probe's integer loop in ms, kneo-serv's CPU a run in ms) per window of ``rounds_each`` sampling rounds
+    where kneo-serv ran near a core (70 % or more: its CPU a run is then the machine's speed, not its waits)."""
+    rounds = kneo_cpu_by_round(run)
+    rounds = rounds[(rounds["runs"] > 0) & (rounds["cpu"] >= 70.0)]
+    out = []
+    for start in range(0, len(rounds) - rounds_each + 1, rounds_each):
+        window = rounds.iloc[start : start + rounds_each]
+        inside = [p["arith_ms"] for p in probe if window["time"].min() - 1 <= p["t"] <= window["time"].max()]
+        if inside:
+            out.append((statistics.median(inside), float(window["cpu"].sum() * 10 / window["runs"].sum())))
+    return out
+
+
 def per_step(run: Path, probe: list[dict[str, float]]) -> list[dict[str, Any]]:
     """Each step: users, runs/s, kneo-serv's CPU a run and share of a core, the probe's loops and the steal."""
     steps = pd.read_csv(run / "steps.csv")
@@ -213,7 +234,12 @@ def one_sweep(workload_name: str, before: str | None, scale: float, parent: Path
     for _, workload in picked:
         runs = sorted(parent.glob(f"*/{page.name}/{workload.name}/*/steps.csv"))
         if runs:
-            found[workload.name] = {"run": str(runs[-1].parent), "steps": per_step(runs[-1].parent, samples)}
+            pairs = windows(runs[-1].parent, samples)
+            found[workload.name] = {
+                "run": str(runs[-1].parent),
+                "steps": per_step(runs[-1].parent, samples),
+                "probe_against_kneo_serv": [[round(a, 2), round(b, 1)] for a, b in pairs],
+            }
     found["probe_before_load"] = [p for p in samples if p["t"] < began + 2][:3]
     return found
 

@@ -49,9 +49,10 @@ POSTGRES_FSYNC = ("--kneo-embedded-store", "postgres", "--kneo-embedded-fsync", 
 #: step, each held as long as the other steps: every other step is read against it (runs/s ÷ c=1), so its noise is in
 #: each of them. Two quiet full runs (load average 0.6 to 1.5) put their anchors 18 % (SQLite) and 27 %
 #: (PostgreSQL) apart while the 16-concurrent steps came within 3 %, and the clean-clone run's SQLite anchor cost
-#: kneo-serv 30 ms of CPU a run against 18-20 ms at 8 and 16 (the same 87 % of a core): this machine's speed drifts
-#: for tens of seconds (a probe's fixed loops slowed 50 % with the guest half idle), while kneo-serv alone shows no
-#: warm-up, its first runs costing what its thousandth do (``benchmarks/kneo_anchor_drift.py``). The two steps are
+#: kneo-serv 30 ms of CPU a run against 18-20 ms at 8 and 16 (the same 87 % of a core). Run alone, after
+#: demarkus/churn and after the whole demarkus page, kneo-serv shows no warm-up (its first runs cost what its last
+#: do), while a probe's fixed loops on this VM slowed up to 54 % for tens of seconds with the guest at 122-147 % of
+#: its 200 % and no steal (``benchmarks/kneo_anchor_drift.py``): the machine drifts under a sweep. The two steps are
 #: pooled (``reports/index_kneo_anchor.py``) over as many measured seconds as the one 16 s anchor had (two 9 s steps
 #: less their warm-ups), and the index says when they disagree.
 BRACKET_USERS = 1

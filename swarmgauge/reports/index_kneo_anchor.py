@@ -2,8 +2,9 @@
 
 Every other step of a sweep is read against it (runs/s ÷ c=1, p50 ÷ (c × p50 at 1)), so whatever moved it moves every
 row. kneo-serv's one process runs near a full core at every step, so its runs/s is its share of a core over its CPU
-a run, and its CPU a run follows this machine's speed: a shared 2-core VM whose fixed loops slow by half for tens of
-seconds while the guest is half idle (``benchmarks/kneo_anchor_drift.py``). Measured at both ends of the sweep, the
+a run, and its CPU a run is not this machine's constant: on this shared 2-core VM a probe's fixed loops slowed up to
+54 % for tens of seconds with no steal and the guest not full, and kneo-serv's CPU a run moved 20-50 % between steps
+while it showed no warm-up of its own (``benchmarks/kneo_anchor_drift.py``). Measured at both ends of the sweep, the
 two concurrency-1 steps are pooled into one anchor (their runs summed over their measured seconds; latencies weighted
 by runs) for the steps between them, and when they disagree past the flat tolerance the rows that stray say so, with
 both figures: the machine moved under the sweep, not the store's shape.
