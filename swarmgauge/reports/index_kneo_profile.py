@@ -19,6 +19,14 @@ from typing import Any
 import pandas as pd
 
 from swarmgauge.reports.index_figures import MIB, SAMPLES, as_number, beside, figure, ms, rate, times
+from swarmgauge.reports.index_kneo_anchor import (
+    anchor_blocks,
+    bracket_note,
+    bracket_of,
+    bracket_why,
+    fold_anchor,
+    pooled_sides,
+)
 
 #: how far a sweep's runs/s against its concurrency-1 row may stray from the page's and be flat: the page calls a
 #: 5 % drift flat (PostgreSQL 79 at 1 to 75 at 32), and a ratio of two such figures carries that drift twice
@@ -96,12 +104,14 @@ def profile_rows(
     """One sweep in the page's layout (rows: the end-to-end steps with users, rps, p50_ms, p99_ms and step)."""
     if rows.empty:
         return pd.DataFrame()
-    rows = rows.sort_values("users")
+    raw_sides = sides_cpu_by_step(run)
+    bracket = bracket_of(rows, raw_sides)
+    p95, rss = anchor_pooled(rows, p95_by_step(run, str(rows.iloc[0]["request_type"])), service_rss_by_step(run))
+    by_side, load = pooled_sides(raw_sides, rows), load_average(run)
+    rows = fold_anchor(rows).sort_values("users")
     measured = {int(r["users"]): (float(r["rps"]), float(r["p50_ms"])) for _, r in rows.iterrows()}
     shape = shape_of(measured)
     page_shape = shape_of({users: (figures[0], figures[1]) for users, figures in page.items()})
-    p95, rss = p95_by_step(run, str(rows.iloc[0]["request_type"])), service_rss_by_step(run)
-    by_side, load = sides_cpu_by_step(run), load_average(run)
     cpu = {step: sides["kneo-serv"] for step, sides in by_side.items() if "kneo-serv" in sides}
     anchor_step = next((int(r["step"]) for _, r in rows.iterrows() if int(r["users"]) == 1), None)
     others_1 = other_sides(by_side, anchor_step)
@@ -128,9 +138,36 @@ def profile_rows(
             if strays and anchor_step is not None:
                 at_step = (cpu.get(int(step["step"])), float(step["rps"]))
                 at_1 = (cpu.get(anchor_step), float(measured[1][0]))
-                row[WHY] = cpu_why(users, at_step, at_1, load, others_1=others_1)
+                why = cpu_why(users, at_step, at_1, load, others_1=others_1)
+                if bracket is not None and bracket.drifted(FLAT_TOLERANCE):
+                    why = bracket_why(bracket) + (f"; {why}" if why else "")
+                row[WHY] = why
         out.append(row)
     return pd.DataFrame(out)
+
+
+def anchor_pooled(
+    rows: pd.DataFrame, p95: dict[int, float], rss: dict[int, float]
+) -> tuple[dict[int, float], dict[int, float]]:
+    """Per-step p95 and peak RSS with a sweep's concurrency-1 steps pooled under the first one's step: p95 weighted by
+    each step's runs (as ``fold_anchor`` pools p50), the peak the higher."""
+    blocks = anchor_blocks(rows)
+    steps = [int(step) for step in blocks["step"]] if not blocks.empty else []
+    if len(steps) < 2:
+        return p95, rss
+    p95, rss = dict(p95), dict(rss)
+    runs = dict(zip(steps, pd.to_numeric(blocks["requests"]).astype(float), strict=True))
+    if all(step in p95 for step in steps) and sum(runs.values()) > 0:
+        p95[steps[0]] = sum(p95[step] * runs[step] for step in steps) / sum(runs.values())
+    if any(step in rss for step in steps):
+        rss[steps[0]] = max(rss[step] for step in steps if step in rss)
+    return p95, rss
+
+
+def anchor_note(rows: pd.DataFrame, run: Path | None, store_mode: str) -> str | None:
+    """The sweep's anchor said once: its two concurrency-1 steps and whether they agree (None with one)."""
+    bracket = bracket_of(rows, sides_cpu_by_step(run))
+    return None if bracket is None else bracket_note(store_mode, bracket, FLAT_TOLERANCE)
 
 
 WHY = "why it does not hold"
@@ -224,12 +261,14 @@ def sweep_note(rows: pd.DataFrame, run: Path | None, store_mode: str) -> str | N
 
     if rows.empty or 1 not in set(rows["users"].astype(int)):
         return None
+    pooled = pooled_sides(cpu_by_side(read_resources(run)), rows)
+    rows = fold_anchor(rows)
     by_users = {int(r["users"]): r for _, r in rows.iterrows()}
     rps_1 = float(by_users[1]["rps"])
     top = max(by_users.values(), key=lambda r: float(r["rps"]))
     if rps_1 <= 0 or float(top["rps"]) / rps_1 <= 1 + FLAT_TOLERANCE / 2:
         return None
-    cpu = cpu_by_side(read_resources(run))
+    cpu = pooled
     text = (
         f"{store_mode}: runs/s rises {float(top['rps']) / rps_1 - 1:.0%} from concurrency 1 to {int(top['users'])} "
         "where the page's stays flat (the page's harness calls the platform in-process; here each run is an HTTP "

@@ -25,6 +25,7 @@ from swarmgauge.reports.index_figures import (
     run_json,
     times,
 )
+from swarmgauge.reports.index_kneo_anchor import fold_anchor, pooled_sides
 
 SIDES = ("generator", "kneo-serv", "PostgreSQL")
 #: the page's profile shapes whose peak RSS it calls flat: each sync step and the queue batch (one process each)
@@ -149,12 +150,24 @@ def queue_row(runs: dict[str, Path | None], section: PageSection) -> None:
     )
 
 
-def sync_by_users(run: Path | None) -> dict[int, tuple[float, float, int]]:
+def sync_rows(run: Path | None) -> pd.DataFrame:
+    """A run's sync-run rows, one per step (a sweep's two concurrency-1 steps apart)."""
     steps = read_steps(run)
     if steps.empty:
-        return {}
-    rows = steps[(steps["request_type"] == "run sync") & (steps["requests"] > 0)]
+        return steps
+    return steps[(steps["request_type"] == "run sync") & (steps["requests"] > 0)]
+
+
+def sync_by_users(run: Path | None) -> dict[int, tuple[float, float, int]]:
+    """Runs/s, p50 and step per concurrency; a sweep's concurrency-1 steps pooled into its anchor
+    (``index_kneo_anchor``) under the first one's step, as :func:`sync_cpu_by_side` pools their CPU."""
+    rows = fold_anchor(sync_rows(run))
     return {int(r["users"]): (float(r["rps"]), float(r["p50_ms"]), int(r["step"])) for _, r in rows.iterrows()}
+
+
+def sync_cpu_by_side(run: Path | None) -> dict[int, dict[str, float]]:
+    """:func:`cpu_by_side` with a sweep's concurrency-1 steps pooled under the first one's step."""
+    return pooled_sides(cpu_by_side(read_resources(run)), sync_rows(run))
 
 
 def cpu_per_run_ms(sides: dict[str, float], rps: float) -> float | None:

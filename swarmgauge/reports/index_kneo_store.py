@@ -14,12 +14,11 @@ import pandas as pd
 from swarmgauge.reports.index_figures import Check, PageSection, figure, ms, rate, times
 from swarmgauge.reports.index_grades import MACHINE, MACHINE_SHARE
 from swarmgauge.reports.index_kneo_rows import (
-    cpu_by_side,
     cpu_per_run_ms,
     cpu_text,
     load_average_of,
-    read_resources,
     sync_by_users,
+    sync_cpu_by_side,
 )
 
 #: the page's sync rows the store comparison stands on: (store, concurrency) -> runs/s
@@ -52,7 +51,7 @@ def store_rows(runs: dict[str, Path | None], section: PageSection, cores: int | 
     sides_of: dict[tuple[str, int], dict[str, float]] = {}
     for label, store, workload, _ in VARIANTS:
         run = runs.get(workload)
-        sync, cpu = sync_by_users(run), cpu_by_side(read_resources(run))
+        sync, cpu = sync_by_users(run), sync_cpu_by_side(run)
         for users in (1, 8):
             if users not in sync:
                 continue

@@ -23,8 +23,9 @@ from swarmgauge.reports.index_figures import (
     read_steps,
     run_json,
 )
+from swarmgauge.reports.index_kneo_anchor import fold_anchor
 from swarmgauge.reports.index_kneo_profile import CAPTION as PROFILE_CAPTION
-from swarmgauge.reports.index_kneo_profile import profile_rows, rss_note, sweep_note
+from swarmgauge.reports.index_kneo_profile import anchor_note, profile_rows, rss_note, sweep_note
 from swarmgauge.reports.index_kneo_rows import add_kneo_rows
 from swarmgauge.reports.index_mdk import mdk
 
@@ -91,9 +92,10 @@ def kneo(runs: dict[str, Path | None]) -> PageSection:
         steps = read_steps(run)
         if run is None or steps.empty:
             continue
-        measured[workload] = end_to_end(steps)
-        tables.append(profile_rows(measured[workload], run, store_mode, KNEO[store_mode]))
-        section.notes.extend(filter(None, [sweep_note(measured[workload], run, store_mode)]))
+        raw = end_to_end(steps)  # a sweep's two concurrency-1 steps apart: its anchor, pooled where it is read
+        measured[workload] = fold_anchor(raw)
+        tables.append(profile_rows(raw, run, store_mode, KNEO[store_mode]))
+        section.notes.extend(filter(None, [anchor_note(raw, run, store_mode), sweep_note(raw, run, store_mode)]))
     if tables:
         section.tables.append((PROFILE_CAPTION, pd.concat(tables, ignore_index=True).astype(object).fillna("")))
     for workload, name in (("sqlite-sync", "SQLite flat at"), ("postgres-sync", "PostgreSQL flat at")):

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 
 from swarmgauge.reports.index_demarkus_reads import FRESH, LOOKUP, POOLED
 from swarmgauge.reports.index_figures import MIB, read_json, read_steps, requests_of
+from swarmgauge.reports.index_kneo_anchor import fold_anchor
 from swarmgauge.reports.index_pages import KNEO, KNEO_RUNS, end_to_end
 from swarmgauge.reports.plots import label_users_as_run
 
@@ -82,7 +83,7 @@ def kneo_series(runs: Runs) -> list[Series]:
     for workload, store_mode in KNEO_RUNS.items():
         steps = read_steps(runs.get(workload))
         if store_mode.endswith("/ sync") and not steps.empty and store_mode in KNEO:
-            series.append((store_mode, KNEO[store_mode], end_to_end(steps).sort_values("users")))
+            series.append((store_mode, KNEO[store_mode], fold_anchor(end_to_end(steps)).sort_values("users")))
     return series
 
 

@@ -4,7 +4,6 @@ poll, the worker drain runs at 1 and 4 workers on a provider-bound batch, and th
 from __future__ import annotations
 
 from swarmgauge.cli.demo_kneo_rows import (
-    ANCHOR_EXTRA_S,
     DRAIN_BATCH,
     QUEUE_BATCH,
     SOAK_RATE,
@@ -71,19 +70,21 @@ def test_both_stores_run_on_as_many_service_processes():
     assert "sqlite-x2-sync" in {w.name for w in pages(["kneo"])[0].workloads}
 
 
-def test_a_sync_sweep_holds_its_concurrency_1_anchor_longer_and_keeps_its_steps_slos_and_reference():
-    """The sweep's steps as stages, each with the step's warm-up: the anchor held ANCHOR_EXTRA_S longer (stretched
-    by the scale like any hold), the others as the step ramp held them."""
+def test_a_sync_sweep_measures_its_concurrency_1_anchor_at_both_ends_and_keeps_its_steps_slos_and_reference():
+    """The sweep's steps as stages, each held and warmed up as the step ramp had them, and the concurrency-1 step
+    again after the last: the bracket of the machine's drift over the sweep."""
     ramp = {"name": "s", "kind": "step_ramp", "steps": [1, 8, 16], "step_time": "9s", "warmup": "2s", "slos": ["x"]}
-    plan = anchored({**ramp, "reference": {"rows": [{"name": "run sync"}]}}, 1.0)
+    plan = anchored({**ramp, "reference": {"rows": [{"name": "run sync"}]}})
     assert plan["kind"] == "stages" and "steps" not in plan and plan["slos"] == ["x"] and plan["reference"]
     assert [(s["users"], s["duration"], s["warmup"]) for s in plan["stages"]] == [
-        (1, f"{9 + ANCHOR_EXTRA_S:g}s", "2s"),
+        (1, "9s", "2s"),
         (8, "9s", "2s"),
         (16, "9s", "2s"),
+        (1, "9s", "2s"),
     ]
-    assert [s["label"] for s in plan["stages"]] == ["1 users", "8 users", "16 users"]  # as the step ramp names them
-    quarter = anchored({**ramp, "step_time": "2s", "warmup": "0s"}, 0.25)
-    assert [s["duration"] for s in quarter["stages"]] == ["4s", "2s", "2s"]
+    assert [s["label"] for s in plan["stages"]] == ["1 users", "8 users", "16 users", "1 users"]
+    unanchored = anchored({**ramp, "steps": [8, 16]})  # no concurrency-1 step: nothing to bracket
+    assert [s["users"] for s in unanchored["stages"]] == [8, 16]
     for page in pages(["kneo"])[0].workloads[:2]:
+        assert page.plan["stages"][-1]["users"] == 1
         assert page.plan["kind"] == "stages" and page.plan["stages"][0]["users"] == 1

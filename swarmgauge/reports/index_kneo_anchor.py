@@ -1,0 +1,132 @@
+"""The kneo sync sweeps' anchor: the concurrency-1 step, measured at the sweep's start and again at its end.
+
+Every other step of a sweep is read against it (runs/s ÷ c=1, p50 ÷ (c × p50 at 1)), so whatever moved it moves every
+row. kneo-serv's one process runs near a full core at every step, so its runs/s is its share of a core over its CPU
+a run, and its CPU a run is not this machine's constant: on this shared 2-core VM a probe's fixed loops slowed up to
+54 % for tens of seconds with no steal and the guest not full, and kneo-serv's CPU a run moved 20-50 % between steps
+while it showed no warm-up of its own (``benchmarks/kneo_anchor_drift.py``). Measured at both ends of the sweep, the
+two concurrency-1 steps are pooled into one anchor (their runs summed over their measured seconds; latencies weighted
+by runs) for the steps between them, and when they disagree past the flat tolerance the rows that stray say so, with
+both figures: the machine moved under the sweep, not the store's shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+ANCHOR_USERS = 1
+#: figures a step's row carries that pool as a per-run mean (weighted by the runs in each step)
+WEIGHTED = ("p50_ms", "p90_ms", "p99_ms", "p999_ms", "avg_ms")
+#: the column a folded anchor row lists its steps in ("0 4"), so per-step figures can be pooled the same way
+STEPS = "anchor_steps"
+
+
+def anchor_blocks(rows: pd.DataFrame) -> pd.DataFrame:
+    """The concurrency-1 steps of one sweep's rows (one request type), in step order."""
+    if rows.empty or "users" not in rows:
+        return rows.iloc[0:0]
+    return rows[pd.to_numeric(rows["users"]) == ANCHOR_USERS].sort_values("step")
+
+
+def fold_anchor(rows: pd.DataFrame) -> pd.DataFrame:
+    """One sweep's rows with its concurrency-1 steps pooled into one row (the first one's step and place): runs summed
+    over their measured seconds, the latency figures their per-run weighted means, max the larger; its steps listed
+    in :data:`STEPS`. Rows with one concurrency-1 step come back as they are (with that step listed)."""
+    blocks = anchor_blocks(rows)
+    if blocks.empty:
+        return rows
+    first = blocks.index[0]
+    out = rows.drop(index=[i for i in blocks.index if i != first]).copy()
+    out[STEPS] = ""
+    out.loc[first, STEPS] = " ".join(str(int(step)) for step in blocks["step"])
+    if len(blocks) == 1:
+        return out
+    runs = pd.to_numeric(blocks["requests"]).astype(float)
+    seconds = pd.to_numeric(blocks["duration_s"]).astype(float)
+    out.loc[first, "requests"] = int(runs.sum())
+    out.loc[first, "duration_s"] = float(seconds.sum())
+    out.loc[first, "rps"] = float(runs.sum() / seconds.sum()) if seconds.sum() > 0 else 0.0
+    for column in WEIGHTED:
+        if column in blocks:
+            values = pd.to_numeric(blocks[column], errors="coerce")
+            out.loc[first, column] = float((values * runs).sum() / runs.sum()) if runs.sum() > 0 else float("nan")
+    if "max_ms" in blocks:
+        out.loc[first, "max_ms"] = float(pd.to_numeric(blocks["max_ms"], errors="coerce").max())
+    return out
+
+
+def pooled_sides(by_side: dict[int, dict[str, float]], rows: pd.DataFrame) -> dict[int, dict[str, float]]:
+    """Per-step CPU by side with the concurrency-1 steps' figures pooled under the first one's step (each side's
+    mean weighted by the steps' measured seconds), as :func:`fold_anchor` pools their runs."""
+    blocks = anchor_blocks(rows)
+    if len(blocks) < 2:
+        return by_side
+    weights = {int(r["step"]): float(r["duration_s"]) for _, r in blocks.iterrows()}
+    out = dict(by_side)
+    sides = set.intersection(*(set(by_side.get(step, {})) for step in weights))
+    out[min(weights)] = {
+        side: sum(by_side[step][side] * weight for step, weight in weights.items()) / sum(weights.values())
+        for side in sides
+    }
+    return out
+
+
+@dataclass(frozen=True)
+class Bracket:
+    """The sweep's opening and closing concurrency-1 steps: runs/s and kneo-serv's CPU a run (ms) of each."""
+
+    rps: tuple[float, float]
+    cpu_ms: tuple[float | None, float | None]
+
+    def moved(self) -> tuple[float, float | None]:
+        """How far the closing step's runs/s and CPU a run moved against the opening one's (a share: 0.1 is 10 %)."""
+        cpu = None
+        if self.cpu_ms[0] and self.cpu_ms[1] is not None:
+            cpu = self.cpu_ms[1] / self.cpu_ms[0] - 1.0
+        return self.rps[1] / self.rps[0] - 1.0, cpu
+
+    def drifted(self, tolerance: float) -> bool:
+        """The two disagree past ``tolerance`` (runs/s, or kneo-serv's CPU a run)."""
+        rps, cpu = self.moved()
+        return abs(rps) > tolerance or (cpu is not None and abs(cpu) > tolerance)
+
+    def text(self) -> str:
+        rps, cpu = self.moved()
+        shown = f"runs/s {self.rps[0]:.1f} then {self.rps[1]:.1f} ({rps:+.0%})"
+        if cpu is not None:
+            shown = f"kneo-serv's CPU a run {self.cpu_ms[0]:.1f} then {self.cpu_ms[1]:.1f} ms ({cpu:+.0%}), " + shown
+        return shown
+
+
+def bracket_of(rows: pd.DataFrame, by_side: dict[int, dict[str, float]]) -> Bracket | None:
+    """The first and last concurrency-1 steps of a sweep's rows (unfolded), None with fewer than two."""
+    blocks = anchor_blocks(rows)
+    if len(blocks) < 2:
+        return None
+    ends = [blocks.iloc[0], blocks.iloc[-1]]
+    rps = tuple(float(end["rps"]) for end in ends)
+    if min(rps) <= 0:
+        return None
+    shares = [by_side.get(int(end["step"]), {}).get("kneo-serv") for end in ends]
+    cpu = tuple(share * 10 / r if share is not None else None for share, r in zip(shares, rps, strict=True))
+    return Bracket((rps[0], rps[1]), (cpu[0], cpu[1]))
+
+
+def bracket_why(bracket: Bracket) -> str:
+    """A straying row's reason when the sweep's two concurrency-1 steps disagree past the flat tolerance."""
+    return (
+        f"machine-bound: the c=1 step moved against the bracketing c=1 step at the sweep's end ({bracket.text()}), "
+        "so the pooled anchor every row is read against is this machine's drift over the sweep, not the store's shape"
+    )
+
+
+def bracket_note(store_mode: str, bracket: Bracket, tolerance: float) -> str:
+    """What the anchor is, said once per sweep: both concurrency-1 steps and whether they agree."""
+    agreed = "apart past" if bracket.drifted(tolerance) else "within"
+    return (
+        f"{store_mode}: the concurrency-1 anchor is measured at the sweep's start and again at its end and pooled "
+        f"({bracket.text()}; {agreed} the flat tolerance of {tolerance:.0%}): the steps between are read against "
+        "both ends of the time they ran in."
+    )
