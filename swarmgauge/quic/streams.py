@@ -45,7 +45,8 @@ class InFlight:
         self._hub = hub
         self.streams: dict[int, PendingStream] = {}
         self.next_deadline: float | None = None
-        self._answered: list[PendingStream] = []
+        # outcomes recorded and not yet handed over; None between passes (an idle pooled connection keeps no list)
+        self._answered: list[PendingStream] | None = None
 
     def __len__(self) -> int:
         return len(self.streams)
@@ -76,7 +77,10 @@ class InFlight:
         """Record the stream's outcome (the first one wins); it reaches the waiter at the next ``deliver``."""
         if pending.outcome is None:
             pending.outcome = outcome
-            self._answered.append(pending)
+            if self._answered is None:
+                self._answered = [pending]
+            else:
+                self._answered.append(pending)
             if pending.deadline == self.next_deadline:
                 if len(self.streams) <= 1:  # it is the only stream (a pooled user's): no deadline is left
                     self.next_deadline = None
@@ -125,7 +129,9 @@ class InFlight:
 
     def deliver(self) -> None:
         """Hand every recorded outcome to its greenlet (from the hub; each runs until it blocks again)."""
-        answered, self._answered = self._answered, []
+        answered, self._answered = self._answered, None
+        if answered is None:
+            return
         for pending in answered:
             outcome = pending.outcome
             if isinstance(outcome, BaseException):
