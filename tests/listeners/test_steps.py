@@ -149,12 +149,15 @@ def test_per_step_counts_and_percentiles_match_the_targets_own_record(tmp_path, 
         assert int(row["requests"]) == len(mine), f"step {row['step']}"
         assert int(row["failures"]) == 0
         assert int(row["workers"]) == (1 if mode == "local" or row["users"] == "1" else 2)
+        # a generator stall the run itself reports in this step (steps.csv) is time its requests were measured late:
+        # with ~20 requests a step, p99 is the slowest one, and one stall on a loaded CI machine moves it whole
+        stalled_ms = float(row["generator_stall_ms"] or 0.0)
         for percentile, column in ((50, "p50_ms"), (99, "p99_ms")):
             truth = rank_percentile([r["served_ms"] for r in mine], percentile)
             measured = float(row[column])
-            assert truth - 1.0 <= measured <= truth + _tolerance_ms(truth), (
-                f"step {row['step']} p{percentile}: HDR {measured} ms, target {truth:.3f} ms "
-                f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+            assert truth - 1.0 <= measured <= truth + _tolerance_ms(truth) + stalled_ms, (
+                f"step {row['step']} p{percentile}: HDR {measured} ms, target {truth:.3f} ms, a generator stall of "
+                f"{stalled_ms:g} ms reported (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
             )
 
 
