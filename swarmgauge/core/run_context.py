@@ -112,14 +112,20 @@ class RunContext(PerEnvironment):
     closed_run: Path | None = None
 
 
+def weakly_held(environment: Any) -> Callable[[], Any]:
+    """A call that gives ``environment`` back while it lives (None after), for a listener or record that must not
+    keep it alive; a stand-in that cannot be weakly referenced is held strongly (it lives on anyway)."""
+    try:
+        return weakref.ref(environment)
+    except TypeError:
+        return lambda: environment
+
+
 def listen(environment: Any, hook: Any, handler: Callable[..., object]) -> None:
     """Add ``handler(environment, **kwargs)`` to the event ``hook`` (one of ``environment.events``) for as long as
     ``environment`` lives: Locust's worker reports carry no Environment, and a listener holding it strongly would
     keep a finished one alive on a shared ``events``."""
-    try:
-        held: Callable[[], Any] = weakref.ref(environment)
-    except TypeError:
-        held = lambda: environment  # noqa: E731 - a stand-in that cannot be weakly referenced lives on anyway
+    held = weakly_held(environment)
 
     def call(**kwargs: Any) -> None:
         target = held()

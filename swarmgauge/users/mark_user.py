@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
@@ -28,7 +27,7 @@ from locust.env import Environment
 from swarmgauge.core import hooks, option_kinds
 from swarmgauge.core.lifecycle import at_end
 from swarmgauge.core.options import add_option
-from swarmgauge.core.run_context import PerEnvironment
+from swarmgauge.core.run_context import PerEnvironment, weakly_held
 from swarmgauge.errors import UsageError
 from swarmgauge.protocols.mark import Response
 from swarmgauge.quic.driver import QuicError, QuicStats
@@ -217,10 +216,7 @@ class ClientHooks(PerEnvironment):
 
 
 def _hooks_for(environment: Environment) -> tuple[Callable[[float, BaseException | None], None], Callable[[], None]]:
-    try:
-        held: Callable[[], Environment | None] = weakref.ref(environment)  # the record must not keep its Environment
-    except TypeError:
-        held = lambda: environment  # noqa: E731 - a stand-in that cannot be weakly referenced lives on anyway
+    held = weakly_held(environment)  # the record must not keep its Environment
 
     def on_handshake(seconds: float, error: BaseException | None) -> None:
         """One ``QUIC``/``handshake`` event, counted in the step it began in (one cut by a ramp-down too)."""
