@@ -177,6 +177,30 @@ def rank_percentile(values: list[float], percentile: float) -> float:
     return ordered[min(rank, len(ordered)) - 1]
 
 
+def communicate_or_explain(process: subprocess.Popen, timeout: float, *logs: Path) -> tuple[str, str]:
+    """``process.communicate(timeout)``; a process still running then fails the test with what it was doing (its
+    stacks, by py-spy), the tail of its stderr and of each log in ``logs`` (its workers'), and is killed: a hang in
+    CI otherwise leaves only the timeout."""
+    try:
+        return process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        py_spy = Path(sys.executable).with_name("py-spy")
+        try:
+            dump = subprocess.run(
+                [str(py_spy), "dump", "--locals", "--pid", str(process.pid)], capture_output=True, text=True, timeout=30
+            )
+            stacks = dump.stdout + dump.stderr
+        except (OSError, subprocess.TimeoutExpired) as error:
+            stacks = f"(no py-spy dump: {error})"
+        process.kill()
+        _stdout, stderr = process.communicate(timeout=10)
+        tails = "".join(f"\n--- {log.name} (tail) ---\n{log.read_text(errors='replace')[-3000:]}" for log in logs)
+        raise AssertionError(
+            f"pid {process.pid} still running {timeout:.0f} s on\n--- stacks ---\n{stacks}"
+            f"\n--- stderr (tail) ---\n{(stderr or '')[-6000:]}{tails}"
+        ) from None
+
+
 def still_running(pids: list[int], seconds: float = 30.0) -> list[int]:
     """The processes of ``pids`` still alive (zombies count as gone) after waiting at most ``seconds`` for them."""
     deadline = time.monotonic() + seconds

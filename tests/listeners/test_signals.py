@@ -29,6 +29,7 @@ from swarmgauge.targets.launch import child_env, stop_processes
 from tests import REPO_ROOT
 from tests.listeners.sim_run import (
     ROOT,
+    communicate_or_explain,
     free_port,
     locust_command,
     read_steps,
@@ -171,7 +172,7 @@ def test_a_signal_mid_step_in_a_headless_local_run_keeps_everything(tmp_path, si
         try:
             _wait_for_requests(target, 20)
             process.send_signal(signum)
-            _stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
+            _stdout, stderr = communicate_or_explain(process, WAIT_SECONDS)
         finally:
             stop_processes([process], grace=5)
     assert process.returncode == 0, stderr[-2000:]
@@ -184,11 +185,15 @@ def test_sigterm_mid_step_on_a_master_with_two_workers_stops_them_all(tmp_path):
     run_dir = tmp_path / "run"
     with sim_target("--delay", "const:5") as target:
         args = (*LONG_PLAN, "--run-dir", str(run_dir), "--csv", str(tmp_path / "locust"))
-        with start_distributed(target.url, *args, grace=5) as run:
+        worker_log = tmp_path / "workers.log"
+        with (
+            worker_log.open("w") as workers_out,
+            start_distributed(target.url, *args, grace=5, worker_output=workers_out) as run,
+        ):
             master, workers = run.master, run.workers
             _wait_for_requests(target, 40)
             master.send_signal(signal.SIGTERM)
-            _stdout, stderr = master.communicate(timeout=WAIT_SECONDS)
+            _stdout, stderr = communicate_or_explain(master, WAIT_SECONDS, worker_log)
             left = still_running([worker.pid for worker in workers])
     assert master.returncode == 0, stderr[-2000:]
     assert left == [], "workers still running after the master's SIGTERM"
@@ -223,7 +228,7 @@ def test_sigterm_stops_the_embedded_target_and_writes_the_run(tmp_path):
         assert children, "no embedded target started"
         time.sleep(3)  # into the first step
         process.send_signal(signal.SIGTERM)
-        _stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
+        _stdout, stderr = communicate_or_explain(process, WAIT_SECONDS)
     finally:
         stop_processes([process], grace=5)
     assert process.returncode == 0, stderr[-2000:]
@@ -300,7 +305,7 @@ def test_sigterm_while_a_master_waits_for_workers_exits_cleanly_and_stops_its_ta
         assert children, "no embedded target started"
         time.sleep(2)  # the master is in Locust's wait for workers
         process.send_signal(signal.SIGTERM)
-        _stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
+        _stdout, stderr = communicate_or_explain(process, WAIT_SECONDS)
     finally:
         stop_processes([process], grace=5)
     assert process.returncode == 128 + signal.SIGTERM, stderr[-2000:]
@@ -320,7 +325,7 @@ def test_sigterm_to_one_worker_mid_step_keeps_what_it_measured(tmp_path):
             workers[0].wait(WAIT_SECONDS)
             time.sleep(4)  # the master has its last report and the other worker's next ones
             master.send_signal(signal.SIGTERM)
-            _stdout, stderr = master.communicate(timeout=WAIT_SECONDS)
+            _stdout, stderr = communicate_or_explain(master, WAIT_SECONDS)
             left = still_running([workers[1].pid])
             served = len(target.records())
     assert workers[0].returncode == 0 and master.returncode == 0, stderr[-2000:]
@@ -357,7 +362,7 @@ def test_a_signal_mid_step_in_a_web_ui_run_writes_the_run(tmp_path, signum):
         try:
             _wait_for_requests(target, 20)
             process.send_signal(signum)
-            _stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
+            _stdout, stderr = communicate_or_explain(process, WAIT_SECONDS)
         finally:
             stop_processes([process], grace=5)
     assert process.returncode == 0, stderr[-2000:]
@@ -477,7 +482,7 @@ def _hang_up_run(tmp_path: Path, workers: int) -> tuple[subprocess.Popen, list[s
             _wait_for_requests(target, 20 * max(1, workers))
             for process in (master, *started):
                 process.send_signal(signal.SIGHUP)
-            stdout, stderr = master.communicate(timeout=WAIT_SECONDS)
+            stdout, stderr = communicate_or_explain(master, WAIT_SECONDS)
             for worker in started:
                 worker.wait(WAIT_SECONDS)
             served = len(target.records())
