@@ -78,11 +78,11 @@ class StopOnSignal:
             hooks.add_run_info(self.environment, ENDED_BY, name)
         request_end = getattr(shape, "request_end", None)
         if len(self.received) == 1 and callable(request_end) and runner is not None:
+            request_end()  # first: whatever the notes below meet, the plan ends at its next tick
             logger.info("Got %s: ending the plan now (files are written as at its end; again to quit at once)", name)
             note_stop = getattr(shape, "note_stop", None)
             if callable(note_stop):
                 note_stop(by=name)  # the steps it will not run are "cut short by SIGTERM", as -t's are
-            request_end()
             return
         logger.info("Got %s: stopping at once", name)
         raise KeyboardInterrupt(name)
