@@ -98,7 +98,24 @@ def adjust_request(event: dict[str, Any]) -> None:
     event["start_time"] = (start_time if start_time is not None else time.time()) - lag
 
 
+#: ids of the Environments whose last announced step has a rate: every iteration of every User asks whether its step
+#: is open-model, and in a closed-model run (nearly every run) this empty set answers at the cost of one truth test.
+#: An id left here by an Environment gone sends that question the long way round, never to a wrong answer.
+_open_step_environments: set[int] = set()
+
+
+@hooks.step_changed.add_listener
+def note_step(environment: Any, step: hooks.StepInfo, **_kwargs: Any) -> None:
+    """Keep the set above: a listener of ``hooks.step_changed``, which every process fires at each step."""
+    if step.rate is None:
+        _open_step_environments.discard(id(environment))
+    else:
+        _open_step_environments.add(id(environment))
+
+
 def in_open_step(environment: Any) -> bool:
+    if not _open_step_environments:
+        return False
     hook = hooks.current_step  # called by hand, not through Hook.__call__: twice per iteration of every User
     current = (hook.implementation or hook.default)(environment)
     return current is not None and current.rate is not None

@@ -23,6 +23,7 @@ from swarmgauge.core.intended import (
     current_lag,
     end_iteration,
     holds_ticket,
+    note_step,
     run_task,
     set_intended_start,
     sleep_for,
@@ -163,6 +164,9 @@ def test_locusts_own_http_clients_carry_the_lag_into_locusts_stats_and_every_lis
     assert environment.stats.get("/before", "GET").max_response_time < 1000 * LAG
 
 
+ENVIRONMENT = object()  # the Environment of the stand-in users below
+
+
 class _Steps:
     """Stands in for the step listener and the ticket scheduler: an open or closed step, tickets due ``LAG`` ago."""
 
@@ -171,6 +175,7 @@ class _Steps:
         self.taken = 0
         monkeypatch.setattr(hooks.current_step, "implementation", self.current_step)
         monkeypatch.setattr(hooks.take_ticket, "implementation", self.take_ticket)
+        note_step(ENVIRONMENT, self.current_step(ENVIRONMENT))  # as the step listener's announcement does
 
     def current_step(self, _environment: Any) -> StepInfo:
         return StepInfo(0, "step", 4, self.rate, time.time())
@@ -187,7 +192,7 @@ class _TaskSet:
     """What run_task and sleep_for read of a Locust TaskSet: its user's environment, and its wait."""
 
     def __init__(self, wait_time: float = 2.0) -> None:
-        self.user = type("U", (), {"environment": object()})()
+        self.user = type("U", (), {"environment": ENVIRONMENT})()
         self.wait_time = wait_time
         self.slept: list[float | None] = []
 
