@@ -124,13 +124,18 @@ def test_quitting_leaves_a_stopped_runner_alone(no_process_signal_handlers):
     assert _quit_with_a_listener_added_before_init(STATE_STOPPED) == ["run closed, runner stopped"]
 
 
-def _wait_for_requests(target, count: int) -> None:
+def _wait_for_requests(target, count: int, senders: int = 1) -> None:
+    """Until ``count`` requests reached the target from at least ``senders`` processes (a request's id starts with
+    its process's pid): a master's plan ramps its users onto its workers one by one."""
     deadline = time.monotonic() + WAIT_SECONDS
     while time.monotonic() < deadline:
-        if len(target.records()) >= count:
+        records = target.records()
+        if len(records) >= count and len({str(r["id"]).split("-")[0] for r in records}) >= senders:
             return
         time.sleep(0.5)
-    raise AssertionError(f"fewer than {count} requests reached the target within {WAIT_SECONDS:.0f}s")
+    raise AssertionError(
+        f"fewer than {count} requests from {senders} process(es) reached the target within {WAIT_SECONDS:.0f}s"
+    )
 
 
 def _assert_run_closed(run_dir: Path, returncode: int) -> None:
@@ -191,7 +196,7 @@ def test_sigterm_mid_step_on_a_master_with_two_workers_stops_them_all(tmp_path):
             start_distributed(target.url, *args, grace=5, worker_output=workers_out) as run,
         ):
             master, workers = run.master, run.workers
-            _wait_for_requests(target, 40)
+            _wait_for_requests(target, 40, senders=2)  # each worker measured something in the step
             master.send_signal(signal.SIGTERM)
             _stdout, stderr = communicate_or_explain(master, WAIT_SECONDS, worker_log)
             left = still_running([worker.pid for worker in workers])
