@@ -28,6 +28,8 @@ are the process's, not a run's (``--csv`` covers every run the process made; a w
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -35,6 +37,12 @@ from typing import Any, TypeVar
 from locust import events
 
 from swarmgauge.core import run_context
+
+logger = logging.getLogger("swarmgauge.lifecycle")
+
+#: A step of the end that takes this long is named in the log with its time (INFO; DEBUG below): an end that waits
+#: (for users, workers, a target) says where.
+SLOW_STEP_SECONDS = 2.0
 
 Handler = Callable[[Any], object]  # what it returns is not used
 H = TypeVar("H", bound=Handler)
@@ -91,6 +99,7 @@ class RunEnd:
         failure: BaseException | None = None
         for step in steps:
             chosen = self.handlers[step] + (self.stop_handlers.get(step, []) if at_stop else [])
+            began = time.monotonic()
             for handler in chosen:
                 try:
                     handler(environment)
@@ -98,6 +107,8 @@ class RunEnd:
                     failure = failure or exc
             if chosen:
                 ran.append(step)
+                took = time.monotonic() - began
+                logger.log(logging.INFO if took >= SLOW_STEP_SECONDS else logging.DEBUG, "end: %s (%.1f s)", step, took)
         if failure is not None:
             raise failure
         return ran
