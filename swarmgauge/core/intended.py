@@ -15,7 +15,8 @@ one request of the iteration spends behind another is the iteration's own work, 
 A request fired outside an iteration (``on_start``, ``on_stop``, another greenlet the task spawned) carries no lag.
 
 The one place that adjusts is :func:`adjust_request`, run on every ``request`` event before any listener (Locust's
-own statistics, the per-step HDR histograms, SLOs) sees it; :func:`install` puts it there and routes every task
+own statistics, the per-step HDR histograms, SLOs) sees it while some iteration carries a lag (a run with none pays
+nothing for it per request); :func:`install` puts it there and routes every task
 iteration through :func:`run_task` / :func:`sleep_for` (both through ``core/locust_compat``). In an open-model step
 (``hooks.current_step`` has a rate) an iteration that holds no ticket waits for one first, through Locust's own
 ``wait()`` (so a stopping user is killed there), and the User's ``wait_time`` between iterations is not slept: the
@@ -29,6 +30,7 @@ then finds them empty at the cost of one truth test.
 from __future__ import annotations
 
 import time
+import weakref
 from typing import Any
 
 from greenlet import getcurrent
@@ -38,6 +40,23 @@ from swarmgauge.core import hooks, locust_compat
 _tickets: dict[Any, float] = {}  # greenlet -> intended start of the ticket its next iteration runs on
 _lags: dict[Any, float] = {}  # greenlet -> seconds its running ticketed iteration began late (0.0: on time)
 _PRUNE_AT = 4096  # entries before those of finished greenlets (a user stopped between ticket and task) go
+#: the request hooks :func:`adjust_request` is put in front of: engaged while some iteration carries a lag (``_lags``
+#: not empty), released once none does, so a run with no lag pays nothing per request for it
+_adjustments: weakref.WeakSet[locust_compat.RequestAdjustment] = weakref.WeakSet()
+
+
+def _lag_begins(greenlet: Any, lag: float) -> None:
+    if not _lags:
+        for adjustment in _adjustments:
+            adjustment.engage()
+    _lags[greenlet] = lag
+
+
+def _lag_ends(greenlet: Any) -> None:
+    _lags.pop(greenlet, None)
+    if not _lags:
+        for adjustment in _adjustments:
+            adjustment.release()
 
 
 def set_intended_start(perf_time: float | None) -> None:
@@ -62,12 +81,12 @@ def begin_iteration() -> None:
         return
     intended = _tickets.pop(getcurrent(), None)
     if intended is not None:
-        _lags[getcurrent()] = max(0.0, time.perf_counter() - intended)
+        _lag_begins(getcurrent(), max(0.0, time.perf_counter() - intended))
 
 
 def end_iteration() -> None:
     if _lags:
-        _lags.pop(getcurrent(), None)
+        _lag_ends(getcurrent())
 
 
 def in_ticketed_iteration() -> bool:
@@ -133,7 +152,7 @@ def run_task(taskset: Any, execute: Any, task: Any) -> None:
         execute(taskset, task)
     finally:
         if _lags:
-            _lags.pop(getcurrent(), None)
+            _lag_ends(getcurrent())
 
 
 def sleep_for(taskset: Any, seconds: float) -> float | None:
@@ -154,5 +173,8 @@ def sleep_for(taskset: Any, seconds: float) -> float | None:
 
 def install(environment: Any) -> None:
     """Adjust every request event of ``environment`` and route every task iteration; idempotent."""
-    locust_compat.adjust_request_events(environment.events, adjust_request)
+    adjustment = locust_compat.request_adjustment(environment.events, adjust_request)
+    _adjustments.add(adjustment)
+    if _lags:
+        adjustment.engage()
     locust_compat.route_task_iterations(run_task, sleep_for)

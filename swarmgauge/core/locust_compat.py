@@ -150,25 +150,53 @@ def thin_history(stats: Any, keep: int = HISTORY_KEPT) -> int:
     return before - len(history)
 
 
-def adjust_request_events(events: Any, adjust: Callable[[dict[str, Any]], None]) -> None:
-    """Every ``events.request.fire(**kwargs)`` first passes its kwargs through ``adjust`` (in place); idempotent.
+class RequestAdjustment:
+    """``events.request.fire(**kwargs)`` passing its kwargs through ``adjust`` first (in place), while engaged.
 
     Locust's ``HttpSession`` and ``FastHttpSession`` fire the Environment's own ``events.request`` hook (they are
     built with ``request_event=environment.events.request``), as do ``measure()`` and ``EventHook.measure``; so
     wrapping that one instance's ``fire`` reaches every request before any listener, Locust's statistics included.
+    Engaged only while there is something to adjust: the wrapper is a Python call and a repacking of the keywords on
+    every request, which a run with nothing to adjust (a closed model, nearly every run) need not pay.
     """
+
+    __slots__ = ("__weakref__", "_fire", "_hook", "_own_fire")
+
+    def __init__(self, events: Any, adjust: Callable[[dict[str, Any]], None]) -> None:
+        self._hook = hook = events.request
+        self._own_fire = hook.__dict__.get("fire")  # a wrapper someone else put on this instance, restored at release
+        original = hook.fire
+
+        def fire(**kwargs: Any) -> None:  # ``reverse`` rides in kwargs: one repacking per request, not two
+            adjust(kwargs)
+            original(**kwargs)
+
+        fire.__wrapped__ = original  # type: ignore[attr-defined]
+        self._fire = fire
+
+    @property
+    def engaged(self) -> bool:
+        return self._hook.__dict__.get("fire") is self._fire
+
+    def engage(self) -> None:
+        self._hook.fire = self._fire
+
+    def release(self) -> None:
+        if not self.engaged:
+            return
+        if self._own_fire is None:
+            del self._hook.fire  # the class's own method again
+        else:
+            self._hook.fire = self._own_fire
+
+
+def request_adjustment(events: Any, adjust: Callable[[dict[str, Any]], None]) -> RequestAdjustment:
+    """The one :class:`RequestAdjustment` of ``events`` (made with ``adjust`` on first call, not engaged)."""
     hook = events.request
-    if getattr(hook.fire, "swarmgauge_adjusts", False):
-        return
-    original = hook.fire
-
-    def fire(**kwargs: Any) -> None:  # ``reverse`` rides in kwargs: one repacking per request, not two
-        adjust(kwargs)
-        original(**kwargs)
-
-    fire.swarmgauge_adjusts = True  # type: ignore[attr-defined]
-    fire.__wrapped__ = original  # type: ignore[attr-defined]
-    hook.fire = fire
+    found = hook.__dict__.get("swarmgauge_adjustment")
+    if found is None:
+        found = hook.swarmgauge_adjustment = RequestAdjustment(events, adjust)
+    return found
 
 
 #: ``run_task(taskset, execute, task)``: runs one iteration by calling ``execute(taskset, task)``.

@@ -164,6 +164,25 @@ def test_locusts_own_http_clients_carry_the_lag_into_locusts_stats_and_every_lis
     assert environment.stats.get("/before", "GET").max_response_time < 1000 * LAG
 
 
+def test_the_request_hook_is_locusts_own_outside_a_lagging_iteration():
+    """A run with no lag pays nothing per request for the adjustment: it is in front of the hook only while some
+    iteration carries a lag, every request of which it adjusts."""
+    events = Events()
+    seen: list[float] = []
+    events.request.add_listener(lambda response_time, **_: seen.append(response_time))
+    environment = Environment(events=events)
+    intended.install(environment)
+    assert "fire" not in vars(events.request)
+    set_intended_start(time.perf_counter() - LAG)
+    begin_iteration()
+    assert "fire" in vars(events.request)
+    events.request.fire(request_type="GET", name="/", response_time=1.0, response_length=0)
+    end_iteration()
+    assert "fire" not in vars(events.request)
+    events.request.fire(request_type="GET", name="/", response_time=1.0, response_length=0)
+    assert seen[0] >= 1000 * LAG and seen[1] == 1.0
+
+
 ENVIRONMENT = object()  # the Environment of the stand-in users below
 
 

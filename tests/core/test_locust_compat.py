@@ -189,7 +189,7 @@ def test_set_option_help_replaces_the_text_locust_gave_an_option():
     assert "Bind here. Defaults to 127.0.0.1" in shown and "Defaults to '*'" not in shown
 
 
-# --- open-model timing: the request hook and the task loop (adjust_request_events, route_task_iterations) ---------
+# --- open-model timing: the request hook and the task loop (request_adjustment, route_task_iterations) ---------
 
 
 def test_request_hooks_fire_takes_keywords_and_reverse_only():
@@ -211,8 +211,8 @@ def test_locusts_http_users_fire_the_environments_own_request_hook():
         assert "request_event=self.environment.events.request" in inspect.getsource(user_class.__init__)
 
 
-def test_adjust_request_events_adjusts_before_every_listener_once():
-    from locust.event import Events
+def test_a_request_adjustment_adjusts_before_every_listener_once_while_engaged():
+    from locust.event import EventHook, Events
 
     events = Events()
     seen = []
@@ -221,11 +221,36 @@ def test_adjust_request_events_adjusts_before_every_listener_once():
     def add_ten(event: dict) -> None:
         event["response_time"] += 10
 
-    locust_compat.adjust_request_events(events, add_ten)
-    locust_compat.adjust_request_events(events, add_ten)
+    adjustment = locust_compat.request_adjustment(events, add_ten)
+    assert locust_compat.request_adjustment(events, add_ten) is adjustment  # one per hook
     events.request.fire(request_type="GET", name="/", response_time=1.0, response_length=0)
-    events.request.fire(reverse=True, request_type="GET", name="/", response_time=2.0, response_length=0)
-    assert seen == [11.0, 12.0]
+    adjustment.engage()
+    adjustment.engage()
+    events.request.fire(request_type="GET", name="/", response_time=2.0, response_length=0)
+    events.request.fire(reverse=True, request_type="GET", name="/", response_time=3.0, response_length=0)
+    adjustment.release()
+    adjustment.release()
+    events.request.fire(request_type="GET", name="/", response_time=4.0, response_length=0)
+    assert seen == [1.0, 12.0, 13.0, 4.0]
+    assert "fire" not in vars(events.request) and type(events.request).fire is EventHook.fire  # Locust's own again
+
+
+def test_a_request_adjustment_released_gives_back_a_wrapper_someone_else_put_there():
+    from locust.event import Events
+
+    events = Events()
+    seen = []
+
+    def theirs(**kwargs) -> None:
+        seen.append(("theirs", kwargs["response_time"]))
+
+    events.request.fire = theirs
+    adjustment = locust_compat.request_adjustment(events, lambda event: event.update(response_time=0.0))
+    adjustment.engage()
+    events.request.fire(response_time=5.0)
+    adjustment.release()
+    events.request.fire(response_time=6.0)
+    assert seen == [("theirs", 0.0), ("theirs", 6.0)] and events.request.fire is theirs
 
 
 def test_locusts_task_loop_calls_execute_task_per_task_and_wait_sleeps_through__sleep():
