@@ -77,8 +77,9 @@ def test_every_user_class_a_stage_names_is_in_the_locustfile():
 
 def test_the_page_plans_about_4_minutes_at_scale_1_and_scale_never_drops_a_row():
     full, half = workloads(1.0), workloads(0.5)
-    # 286 s: the one-at-a-time steps hold the requests each graded p50 needs (234 s when they drew too few)
-    assert sum(w.planned_seconds() for w in full) <= 290
+    # 298 s: the one-at-a-time steps hold the requests each graded p50 needs on a loaded machine (234 s when they
+    # drew too few, 286 s when they were sized on a quiet one's reads)
+    assert sum(w.planned_seconds() for w in full) <= 300
     assert [w.name for w in half] == [w.name for w in full]
     assert sum(w.planned_seconds() for w in half) < sum(w.planned_seconds() for w in full)
 
@@ -227,14 +228,15 @@ def test_a_drill_at_scale_1_kills_at_2_s_into_15_s_of_reads_and_shorter_scales_s
     assert quarter.options[quarter.options.index("--mdk-drill-after") + 1] == "1s"
 
 
-#: Every MDK workload's load seconds and steps at --scale 1, as they were when the issue's 90 % of rows was judged on
-#: them (main 4843a62): a change for shorter scales must leave these as they are.
+#: Every MDK workload's load seconds and steps at --scale 1, as the issue's 90 % of rows is judged on them (main 4843a62,
+#: the one-at-a-time steps since sized on a loaded machine's 0.37 s reads): a change for shorter scales must leave
+#: these as they are.
 SCALE_1 = {
-    "fleet-10x1": (28, "one at a time 11s, switch 1s, saturation reads 10s, switch 1s, discover 2s, action burst 3s"),
-    "fleet-2000x1": (85, "one at a time 68s, switch 1s, saturation reads 10s, switch 1s, discover 2s, action burst 3s"),
-    "fleet-5000x1": (20, "one at a time 10s, switch 1s, saturation reads 3s, switch 1s, discover 2s, action burst 3s"),
-    "fleet-2000x4": (59, "one at a time 42s, switch 1s, saturation reads 10s, switch 1s, discover 2s, action burst 3s"),
-    "fleet-5000x5": (20, "one at a time 10s, switch 1s, saturation reads 3s, switch 1s, discover 2s, action burst 3s"),
+    "fleet-10x1": (30, "one at a time 13s, switch 1s, saturation reads 10s, switch 1s, discover 2s, action burst 3s"),
+    "fleet-2000x1": (88, "one at a time 71s, switch 1s, saturation reads 10s, switch 1s, discover 2s, action burst 3s"),
+    "fleet-5000x1": (22, "one at a time 12s, switch 1s, saturation reads 3s, switch 1s, discover 2s, action burst 3s"),
+    "fleet-2000x4": (62, "one at a time 45s, switch 1s, saturation reads 10s, switch 1s, discover 2s, action burst 3s"),
+    "fleet-5000x5": (22, "one at a time 12s, switch 1s, saturation reads 3s, switch 1s, discover 2s, action burst 3s"),
     "fleet-5000x5-ping": (9, "discover 2s, action burst 3s, drain 4s"),
     "reads-1000x1": (10, "saturation reads 10s"),
     "reads-1000x2": (10, "saturation reads 10s"),
