@@ -21,6 +21,7 @@ from swarmgauge.reports.index_grades import AMBER, MACHINE, RED, VERDICT_STEPS, 
 from swarmgauge.reports.index_mdk_burst import LANE_SETTING, WHY, burst_rows, percent, verdict_lag
 from swarmgauge.reports.index_mdk_drills import drill_checks, drill_table
 from swarmgauge.reports.index_mdk_machine import (
+    BURST,
     PAGE_WORKER_CPU,
     SATURATION,
     machine_load,
@@ -110,7 +111,7 @@ def fleet_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], list
         # a machine that bounded the run only slows a fleet: a verdict no worse than the page's, and not red, stands;
         # a worse one or a red may be the machine's own, and is machine-bound
         machine_made = load["bound"] and (VERDICT_STEPS.get(overall, 2) > VERDICT_STEPS[page] or overall == RED)
-        lag = verdict_lag(name, verdicts, doc) if overall != page else ""
+        lag = verdict_lag(name, verdicts, doc, step_row(read_steps(run), BURST, "action")) if overall != page else ""
         machine_made = machine_made or bool(lag)
         holds = overall == page and not machine_made and found >= of
         rows.append(

@@ -85,17 +85,34 @@ def path_lag(name: str, row: dict[str, Any], kernel_ms: Any, page: tuple[str, fl
 ACTION_P99_MS = 2000.0
 
 
-def verdict_lag(name: str, verdicts: pd.DataFrame, doc: dict[str, Any]) -> str:
-    """Why the saturating fleet's red verdict is the machine's, or "": its one red threshold is the action p99, and
-    the Kernel's own accept p99 is within the page's 2,000 ms (as ``path_lag``)."""
-    red = list(verdicts.loc[verdicts["verdict"] == "red", "criterion"])
-    kernel_p99 = ((doc.get("kernel") or {}).get("accept_ms") or {}).get("0.99")
-    if name not in SATURATES or red != ["Action submit p99"] or missing(kernel_p99) or kernel_p99 > ACTION_P99_MS:
+#: The fleets whose verdict rests on the burst saturating the Kernel's lane: the green run's action p99 under 2,000 ms,
+#: the red run's health ping waiting out the saturated lane
+VERDICT_ON_THE_LANE = ("fleet-5000x5", "fleet-5000x5-ping")
+
+
+def verdict_lag(name: str, verdicts: pd.DataFrame, doc: dict[str, Any], burst: pd.Series | None) -> str:
+    """Why a verdict off the page's is the machine's, or "", for the fleets whose verdict rests on the saturated lane:
+    its one red threshold is the action p99 while the Kernel's own accept p99 is within the page's 2,000 ms (as
+    ``path_lag``), or the generator stalled in the burst (the steps' own flag), so the lane was fed late: a lane fed
+    below 1,000 submits/s does not stay saturated, and a ping gets through where the page's missed."""
+    if name not in VERDICT_ON_THE_LANE:
         return ""
-    return (
-        f"machine-bound: its one red threshold is the action p99, and the Kernel's own accept p99 {ms(kernel_p99)} is "
-        "within the page's 2,000 ms: the rest is the generator's and the Gateway's lag on this 2-core machine"
-    )
+    red = list(verdicts.loc[verdicts["verdict"] == "red", "criterion"])
+    accept = (doc.get("kernel") or {}).get("accept_ms") or {}
+    kernel_p99 = accept.get("0.99")
+    if red == ["Action submit p99"] and not missing(kernel_p99) and kernel_p99 <= ACTION_P99_MS:
+        return (
+            f"machine-bound: its one red threshold is the action p99, and the Kernel's own accept p99 "
+            f"{ms(kernel_p99)} is within the page's 2,000 ms: the rest is the generator's and the Gateway's lag on "
+            "this 2-core machine"
+        )
+    stalled = generator_stall(burst) if burst is not None else {}
+    if not stalled:
+        return ""
+    said = f"machine-bound: the generator stalled {float(burst['generator_stall_ms']):.0f} ms in the burst"
+    said += f" ({int(float(burst['stalled_requests'])):,} submits late): the Kernel's lane was fed late, not at 1,000"
+    said += " submits/s as the page's"
+    return said + (f" (its own accept p50 {ms(accept['0.5'])})" if not missing(accept.get("0.5")) else "")
 
 
 def kernel_accept_rows(label: str, doc: dict[str, Any] | None) -> list[dict[str, Any]]:
