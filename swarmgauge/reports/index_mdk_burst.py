@@ -64,15 +64,21 @@ def _misses(row: dict[str, Any]) -> bool:
     return grade_table(pd.DataFrame([row])).grades[0] in (AMBER, RED)
 
 
-def path_lag(name: str, row: dict[str, Any], kernel_ms: Any, page: tuple[str, float, float]) -> dict[str, str]:
+def path_lag(
+    name: str, row: dict[str, Any], kernel_ms: Any, page: tuple[str, float, float], burst: pd.Series | None = None
+) -> dict[str, str]:
     """``{"machine": why}`` when, at the saturating fleet, Locust's acceptance misses the page's figure and the
     Kernel's own (arrival to answer: the lane's model) holds it. The rest is the generator's and the Gateway's lag on
     this 2-core machine (submits held back, then answered late, counted from each ticket's intended start), a path
-    the page's harness, calling the Kernel directly on a machine of its own, did not have."""
-    if name not in SATURATES or missing(kernel_ms) or not _misses(row):
+    the page's harness, calling the Kernel directly on a machine of its own, did not have. A generator stall in the
+    burst (``burst``'s own flag) is said first: it fed the lane late, so the Kernel's own figure is no model's then."""
+    if name not in SATURATES or not _misses(row):
         return {}
-    if _misses(page_words("the Kernel's own", kernel_ms, page)):
-        return {}
+    stalled = generator_stall(burst) if burst is not None else {}
+    if stalled or missing(kernel_ms) or _misses(page_words("the Kernel's own", kernel_ms, page)):
+        # a stall fed the lane late (the Kernel's own figure is then no model's either); without one, a miss of the
+        # Kernel's own figure stays judged
+        return stalled
     lag = float(row[f"measured {VALUE}"]) - float(kernel_ms)
     return {
         "machine": f"machine-bound: the Kernel's own accept {ms(kernel_ms)} holds the page's {page[0]}; the other "
@@ -92,13 +98,18 @@ VERDICT_ON_THE_LANE = ("fleet-5000x5", "fleet-5000x5-ping")
 
 def verdict_lag(name: str, verdicts: pd.DataFrame, doc: dict[str, Any], burst: pd.Series | None) -> str:
     """Why a verdict off the page's is the machine's, or "", for the fleets whose verdict rests on the saturated lane:
-    its one red threshold is the action p99 while the Kernel's own accept p99 is within the page's 2,000 ms (as
-    ``path_lag``), or the generator stalled in the burst (the steps' own flag), so the lane was fed late: a lane fed
-    below 1,000 submits/s does not stay saturated, and a ping gets through where the page's missed."""
+    the generator stalled in the burst (the steps' own flag), so the lane was fed late (a lane fed below 1,000
+    submits/s does not stay saturated, and a ping gets through where the page's missed), or its one red threshold is
+    the action p99 while the Kernel's own accept p99 is within the page's 2,000 ms (as ``path_lag``)."""
     if name not in VERDICT_ON_THE_LANE:
         return ""
-    red = list(verdicts.loc[verdicts["verdict"] == "red", "criterion"])
     accept = (doc.get("kernel") or {}).get("accept_ms") or {}
+    if burst is not None and generator_stall(burst):
+        said = f"machine-bound: the generator stalled {float(burst['generator_stall_ms']):.0f} ms in the burst"
+        said += f" ({int(float(burst['stalled_requests'])):,} submits late): the Kernel's lane was fed late, not at"
+        said += " 1,000 submits/s as the page's"
+        return said + (f" (its own accept p50 {ms(accept['0.5'])})" if not missing(accept.get("0.5")) else "")
+    red = list(verdicts.loc[verdicts["verdict"] == "red", "criterion"])
     kernel_p99 = accept.get("0.99")
     if red == ["Action submit p99"] and not missing(kernel_p99) and kernel_p99 <= ACTION_P99_MS:
         return (
@@ -106,13 +117,7 @@ def verdict_lag(name: str, verdicts: pd.DataFrame, doc: dict[str, Any], burst: p
             f"{ms(kernel_p99)} is within the page's 2,000 ms: the rest is the generator's and the Gateway's lag on "
             "this 2-core machine"
         )
-    stalled = generator_stall(burst) if burst is not None else {}
-    if not stalled:
-        return ""
-    said = f"machine-bound: the generator stalled {float(burst['generator_stall_ms']):.0f} ms in the burst"
-    said += f" ({int(float(burst['stalled_requests'])):,} submits late): the Kernel's lane was fed late, not at 1,000"
-    said += " submits/s as the page's"
-    return said + (f" (its own accept p50 {ms(accept['0.5'])})" if not missing(accept.get("0.5")) else "")
+    return ""
 
 
 def kernel_accept_rows(label: str, doc: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -148,12 +153,12 @@ def burst_rows(
     kernel = ((doc or {}).get("kernel") or {}).get("accept_ms") or {}
     if name in BURST_P50:
         row = page_words(p50_label, burst["p50_ms"], BURST_P50[name]) | stalled
-        rows.append(row | path_lag(name, row, kernel.get("0.5"), BURST_P50[name]))
+        rows.append(row | path_lag(name, row, kernel.get("0.5"), BURST_P50[name], burst))
     else:
         extra.append(figure(p50_label, burst["p50_ms"], None, ms))
     if name in BURST_P99:
         row = page_words(p99_label, burst["p99_ms"], BURST_P99[name]) | stalled
-        rows.append(row | path_lag(name, row, kernel.get("0.99"), BURST_P99[name]))
+        rows.append(row | path_lag(name, row, kernel.get("0.99"), BURST_P99[name], burst))
     else:
         extra.append(figure(p99_label, burst["p99_ms"], None, ms))
     accepted = float(burst["requests"]) - float(burst["failures"])

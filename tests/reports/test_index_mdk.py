@@ -525,3 +525,13 @@ def test_the_red_5000_by_5_run_kinder_than_the_page_after_a_generator_stall_is_m
 
     paced = _kernel_accept(fleet_run(tmp_path / "paced", "fleet-5000x5-ping", 0.91), 135.0, 544.0)
     assert table(mdk({"fleet-5000x5-ping": paced}), "Capacity").iloc[0]["verdict x"] != MACHINE  # no stall: judged
+
+
+def test_at_5000_by_5_a_miss_after_a_generator_stall_is_machine_bound_when_the_kernels_own_misses_too(tmp_path):
+    """A 1.3 s stall fed the lane late (the Kernel's own p50 76 ms, off the page's 423 too): the miss is the stall's."""
+    stall = {"generator_stalled": True, "generator_stall_ms": 1298.3, "stalled_requests": 2711, "p50_ms": 1402.0}
+    run = _kernel_accept(fleet_run(tmp_path, "fleet-5000x5", 0.5, burst=stall), 76.0, 620.0)
+    rows = {r["figure"]: r for _, r in table(mdk({"fleet-5000x5": run}), "Latency").iterrows()}
+    p50 = rows["5,000 / 5 (run 1): accept p50 at 1,000 submits/s"]
+    assert p50["x"] == "machine-bound"
+    assert p50["machine"].startswith("machine-bound: the generator stalled 1298 ms in the burst (2,711 submits late)")
