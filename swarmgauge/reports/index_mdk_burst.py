@@ -110,8 +110,8 @@ def verdict_lag(name: str, verdicts: pd.DataFrame, doc: dict[str, Any], burst: p
         said += " 1,000 submits/s as the page's"
         return said + (f" (its own accept p50 {ms(accept['0.5'])})" if not missing(accept.get("0.5")) else "")
     red = list(verdicts.loc[verdicts["verdict"] == "red", "criterion"])
-    kernel_p99 = accept.get("0.99")
-    if red == ["Action submit p99"] and not missing(kernel_p99) and kernel_p99 <= ACTION_P99_MS:
+    kernel_p99: Any = accept.get("0.99")
+    if red == ["Action submit p99"] and not missing(kernel_p99) and float(kernel_p99) <= ACTION_P99_MS:
         return (
             f"machine-bound: its one red threshold is the action p99, and the Kernel's own accept p99 "
             f"{ms(kernel_p99)} is within the page's 2,000 ms: the rest is the generator's and the Gateway's lag on "

@@ -509,7 +509,9 @@ def test_at_5000_by_5_a_miss_the_kernels_own_accept_holds_is_the_paths_lag_on_th
 
     held = _kernel_accept(fleet_run(tmp_path / "held", "fleet-5000x5", 0.5, burst={"p50_ms": 600.0}), 420.0, 900.0)
     rows = {r["figure"]: r for _, r in table(mdk({"fleet-5000x5": held}), "Latency").iterrows()}
-    assert rows["5,000 / 5 (run 1): accept p50 at 1,000 submits/s"]["x"] == "1.42x"  # a figure that held keeps its grade
+    assert (
+        rows["5,000 / 5 (run 1): accept p50 at 1,000 submits/s"]["x"] == "1.42x"
+    )  # a figure that held keeps its grade
     assert rows["5,000 / 5 (run 1): accept p50 at 1,000 submits/s"]["machine"] == ""
 
 
@@ -520,7 +522,9 @@ def test_the_red_5000_by_5_run_kinder_than_the_page_after_a_generator_stall_is_m
     stalled = _kernel_accept(fleet_run(tmp_path / "stall", "fleet-5000x5-ping", 0.91, burst=stall), 135.0, 544.0)
     verdict = table(mdk({"fleet-5000x5-ping": stalled}), "Capacity").iloc[0]
     assert verdict["page verdict"] == "red" and verdict["verdict"] == "amber" and verdict["verdict x"] == MACHINE
-    assert verdict["machine"].startswith("machine-bound: the generator stalled 433 ms in the burst (2,361 submits late)")
+    assert verdict["machine"].startswith(
+        "machine-bound: the generator stalled 433 ms in the burst (2,361 submits late)"
+    )
     assert "its own accept p50 135 ms" in verdict["machine"]
 
     paced = _kernel_accept(fleet_run(tmp_path / "paced", "fleet-5000x5-ping", 0.91), 135.0, 544.0)
