@@ -18,9 +18,10 @@ import pandas as pd
 
 from swarmgauge.reports.index_figures import Check, PageSection, figure, ms, rate, read_json, read_steps, run_json
 from swarmgauge.reports.index_grades import AMBER, MACHINE, RED, VERDICT_STEPS, grade_table
-from swarmgauge.reports.index_mdk_burst import LANE_SETTING, WHY, burst_rows, percent
+from swarmgauge.reports.index_mdk_burst import LANE_SETTING, WHY, burst_rows, percent, verdict_lag
 from swarmgauge.reports.index_mdk_drills import drill_checks, drill_table
 from swarmgauge.reports.index_mdk_machine import (
+    BURST,
     PAGE_WORKER_CPU,
     SATURATION,
     machine_load,
@@ -110,6 +111,8 @@ def fleet_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], list
         # a machine that bounded the run only slows a fleet: a verdict no worse than the page's, and not red, stands;
         # a worse one or a red may be the machine's own, and is machine-bound
         machine_made = load["bound"] and (VERDICT_STEPS.get(overall, 2) > VERDICT_STEPS[page] or overall == RED)
+        lag = verdict_lag(name, verdicts, doc, step_row(read_steps(run), BURST, "action")) if overall != page else ""
+        machine_made = machine_made or bool(lag)
         holds = overall == page and not machine_made and found >= of
         rows.append(
             {
@@ -124,7 +127,7 @@ def fleet_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], list
                 "rejected + timed out": observed.get("Rejected + timed out", ""),
                 "Kernel CPU": f"{cpu['kernel']:.0f} %" if "kernel" in cpu else "",
                 "devices read": f"{found:,} of {of:,}" if of else "",
-                "machine": machine_text(load),
+                "machine": lag or machine_text(load),
                 "set by": FLEET_SET_BY.get(name, ""),
             }
         )
@@ -134,7 +137,7 @@ def fleet_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], list
         if found < of:
             rows[-1]["verdict x"] = MACHINE
             text += f", only {found:,} of {of:,} devices answered the discovery before the load"
-        checks.append(Check(holds, text + (f", {machine_text(load)}" if machine_made else "")))
+        checks.append(Check(holds, text + (f", {lag or machine_text(load)}" if machine_made else "")))
     return rows, checks, measured
 
 

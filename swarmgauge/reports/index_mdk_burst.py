@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from swarmgauge.reports.index_figures import figure, ms
+from swarmgauge.reports.index_figures import VALUE, figure, missing, ms
+from swarmgauge.reports.index_grades import AMBER, RED, grade_table
 from swarmgauge.reports.index_mdk_machine import BURST, generator_stall, step_row
 
 PING_SETTING = "--health-ping-s 0.5"
@@ -53,6 +54,71 @@ BURST_P99 = {
     "fleet-5000x5-ping": ("2.59 s", 2591.0, 1.0),
 }
 
+#: The fleet whose burst saturates the Kernel's lane (1.28 ms a turn against a submit a ms): its median submit waits
+#: the lane's ~420 ms whatever the path's lag, so where Locust's figure misses and the Kernel's own holds, the miss is
+#: the path's (``path_lag``)
+SATURATES = ("fleet-5000x5",)
+
+
+def _misses(row: dict[str, Any]) -> bool:
+    return grade_table(pd.DataFrame([row])).grades[0] in (AMBER, RED)
+
+
+def path_lag(
+    name: str, row: dict[str, Any], kernel_ms: Any, page: tuple[str, float, float], burst: pd.Series | None = None
+) -> dict[str, str]:
+    """``{"machine": why}`` when, at the saturating fleet, Locust's acceptance misses the page's figure and the
+    Kernel's own (arrival to answer: the lane's model) holds it. The rest is the generator's and the Gateway's lag on
+    this 2-core machine (submits held back, then answered late, counted from each ticket's intended start), a path
+    the page's harness, calling the Kernel directly on a machine of its own, did not have. A generator stall in the
+    burst (``burst``'s own flag) is said first: it fed the lane late, so the Kernel's own figure is no model's then."""
+    if name not in SATURATES or not _misses(row):
+        return {}
+    stalled = generator_stall(burst) if burst is not None else {}
+    if stalled or missing(kernel_ms) or _misses(page_words("the Kernel's own", kernel_ms, page)):
+        # a stall fed the lane late (the Kernel's own figure is then no model's either); without one, a miss of the
+        # Kernel's own figure stays judged
+        return stalled
+    lag = float(row[f"measured {VALUE}"]) - float(kernel_ms)
+    return {
+        "machine": f"machine-bound: the Kernel's own accept {ms(kernel_ms)} holds the page's {page[0]}; the other "
+        f"{ms(lag)} is the generator's and the Gateway's lag on this 2-core machine, a path the page's harness "
+        "(calling the Kernel directly) did not have"
+    }
+
+
+#: The page's action threshold: an action submit p99 above it is red
+ACTION_P99_MS = 2000.0
+
+
+#: The fleets whose verdict rests on the burst saturating the Kernel's lane: the green run's action p99 under 2,000 ms,
+#: the red run's health ping waiting out the saturated lane
+VERDICT_ON_THE_LANE = ("fleet-5000x5", "fleet-5000x5-ping")
+
+
+def verdict_lag(name: str, verdicts: pd.DataFrame, doc: dict[str, Any], burst: pd.Series | None) -> str:
+    """Why a verdict off the page's is the machine's, or "", for the fleets whose verdict rests on the saturated lane:
+    the generator stalled in the burst (the steps' own flag), so the lane was fed late (a lane fed below 1,000
+    submits/s does not stay saturated, and a ping gets through where the page's missed), or its one red threshold is
+    the action p99 while the Kernel's own accept p99 is within the page's 2,000 ms (as ``path_lag``)."""
+    if name not in VERDICT_ON_THE_LANE:
+        return ""
+    accept = (doc.get("kernel") or {}).get("accept_ms") or {}
+    if burst is not None and generator_stall(burst):
+        said = f"machine-bound: the generator stalled {float(burst['generator_stall_ms']):.0f} ms in the burst"
+        said += f" ({int(float(burst['stalled_requests'])):,} submits late): the Kernel's lane was fed late, not at"
+        said += " 1,000 submits/s as the page's"
+        return said + (f" (its own accept p50 {ms(accept['0.5'])})" if not missing(accept.get("0.5")) else "")
+    red = list(verdicts.loc[verdicts["verdict"] == "red", "criterion"])
+    kernel_p99: Any = accept.get("0.99")
+    if red == ["Action submit p99"] and not missing(kernel_p99) and float(kernel_p99) <= ACTION_P99_MS:
+        return (
+            f"machine-bound: its one red threshold is the action p99, and the Kernel's own accept p99 "
+            f"{ms(kernel_p99)} is within the page's 2,000 ms: the rest is the generator's and the Gateway's lag on "
+            "this 2-core machine"
+        )
+    return ""
+
 
 def kernel_accept_rows(label: str, doc: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The Kernel's own acceptance (arrival to answer, over the run's submits, nearly all the burst's) beside
@@ -84,12 +150,15 @@ def burst_rows(
     p50_label, p99_label = f"{label}: accept p50 at 1,000 submits/s", f"{label}: accept p99 at 1,000 submits/s"
     # where the lane keeps up (2,000 devices) a stall's clump is the whole wait; at 5,000 the lane saturates anyway
     stalled = generator_stall(burst) if name in KEEPS_UP else {}
+    kernel = ((doc or {}).get("kernel") or {}).get("accept_ms") or {}
     if name in BURST_P50:
-        rows.append(page_words(p50_label, burst["p50_ms"], BURST_P50[name]) | stalled)
+        row = page_words(p50_label, burst["p50_ms"], BURST_P50[name]) | stalled
+        rows.append(row | path_lag(name, row, kernel.get("0.5"), BURST_P50[name], burst))
     else:
         extra.append(figure(p50_label, burst["p50_ms"], None, ms))
     if name in BURST_P99:
-        rows.append(page_words(p99_label, burst["p99_ms"], BURST_P99[name]) | stalled)
+        row = page_words(p99_label, burst["p99_ms"], BURST_P99[name]) | stalled
+        rows.append(row | path_lag(name, row, kernel.get("0.99"), BURST_P99[name], burst))
     else:
         extra.append(figure(p99_label, burst["p99_ms"], None, ms))
     accepted = float(burst["requests"]) - float(burst["failures"])

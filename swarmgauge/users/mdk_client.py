@@ -263,6 +263,15 @@ class MDKClient:
 
         return self._measured("action", run, {"device_id": device_id, "action": action})
 
+    def connect(self) -> bool:
+        """Open the keep-alive connection ahead of the load with one request that is not measured (``GET /echo``;
+        a Gateway without that route answers 404 and keeps the connection just the same): whether it answered."""
+        try:
+            self._request("GET", "/echo")
+        except MDKError:
+            return False
+        return True
+
     def echo(self, value: str = "x") -> bool:
         def run(outcome) -> bool:
             body = self._json("GET", f"/echo?value={quote(value)}", outcome)

@@ -111,6 +111,7 @@ class MDKBurstUser(MDKUser):
 
     def on_start(self) -> None:
         super().on_start()
+        self.client.connect()
         self.wait()
 
     def wait_time(self) -> float:

@@ -474,3 +474,68 @@ def test_the_machines_measured_cpu_in_the_step_decides_not_a_lagging_load_averag
     assert machine[0].startswith("machine-bound: generator 30 %, stand-in 60 % of a core, the machine 188 % of 200 %")
     assert "(others 98 %)" in machine[0]
     assert machine[1] == "generator 36 %, stand-in 112 % of a core, the machine 152 % of 200 % (others 4 %)"
+
+
+def _kernel_accept(run: Path, p50: float, p99: float) -> Path:
+    doc = json.loads((run / "mdk.json").read_text())
+    doc["kernel"] = {"accept_ms": {"0.5": p50, "0.99": p99}}
+    (run / "mdk.json").write_text(json.dumps(doc))
+    return run
+
+
+def test_at_5000_by_5_a_miss_the_kernels_own_accept_holds_is_the_paths_lag_on_the_machine(tmp_path):
+    """The 5,000 / 5 burst saturates the Kernel's lane: where Locust's acceptance misses the page's and the Kernel's
+    own (the lane's model) holds it, the rest is the generator's and the Gateway's lag on the 2-core machine, shown as
+    machine-bound with both figures; where the Kernel's own misses too, the miss stays judged."""
+    burst = {"p50_ms": 1196.0, "p99_ms": 2048.0}
+    lagged = _kernel_accept(fleet_run(tmp_path / "lag", "fleet-5000x5", 0.5, burst=burst), 824.0, 1300.0)
+    section = mdk({"fleet-5000x5": lagged})
+    rows = {r["figure"]: r for _, r in table(section, "Latency").iterrows()}
+    p50 = rows["5,000 / 5 (run 1): accept p50 at 1,000 submits/s"]
+    assert p50["x"] == "machine-bound"
+    assert p50["machine"].startswith("machine-bound: the Kernel's own accept 824 ms holds the page's 423 ms; the other")
+    assert rows["5,000 / 5 (run 1): accept p99 at 1,000 submits/s"]["x"] == "machine-bound"
+    verdict = table(section, "Capacity").iloc[0]
+    assert verdict["verdict"] == "red" and verdict["verdict x"] == MACHINE
+    assert "the Kernel's own accept p99 1.30 s is within the page's 2,000 ms" in verdict["machine"]
+    assert not section.checks[0].holds  # shown as the machine's, never counted as holding
+
+    slow = _kernel_accept(fleet_run(tmp_path / "slow", "fleet-5000x5", 0.5, burst=burst), 1900.0, 2600.0)
+    section = mdk({"fleet-5000x5": slow})
+    rows = {r["figure"]: r for _, r in table(section, "Latency").iterrows()}
+    assert rows["5,000 / 5 (run 1): accept p50 at 1,000 submits/s"]["x"] == "2.83x"
+    assert rows["5,000 / 5 (run 1): accept p50 at 1,000 submits/s"]["machine"] == ""
+    assert table(section, "Capacity").iloc[0]["verdict x"] != MACHINE
+
+    held = _kernel_accept(fleet_run(tmp_path / "held", "fleet-5000x5", 0.5, burst={"p50_ms": 600.0}), 420.0, 900.0)
+    rows = {r["figure"]: r for _, r in table(mdk({"fleet-5000x5": held}), "Latency").iterrows()}
+    assert (
+        rows["5,000 / 5 (run 1): accept p50 at 1,000 submits/s"]["x"] == "1.42x"
+    )  # a figure that held keeps its grade
+    assert rows["5,000 / 5 (run 1): accept p50 at 1,000 submits/s"]["machine"] == ""
+
+
+def test_the_red_5000_by_5_run_kinder_than_the_page_after_a_generator_stall_is_machine_bound(tmp_path):
+    """Its red rests on the burst holding the Kernel's lane saturated past a ping's timeout: a generator that stalled
+    in the burst fed the lane late, no ping missed, and the kinder verdict is the machine's, said with the stall."""
+    stall = {"generator_stalled": True, "generator_stall_ms": 433.3, "stalled_requests": 2361, "p99_ms": 1998.0}
+    stalled = _kernel_accept(fleet_run(tmp_path / "stall", "fleet-5000x5-ping", 0.91, burst=stall), 135.0, 544.0)
+    verdict = table(mdk({"fleet-5000x5-ping": stalled}), "Capacity").iloc[0]
+    assert verdict["page verdict"] == "red" and verdict["verdict"] == "amber" and verdict["verdict x"] == MACHINE
+    assert verdict["machine"].startswith(
+        "machine-bound: the generator stalled 433 ms in the burst (2,361 submits late)"
+    )
+    assert "its own accept p50 135 ms" in verdict["machine"]
+
+    paced = _kernel_accept(fleet_run(tmp_path / "paced", "fleet-5000x5-ping", 0.91), 135.0, 544.0)
+    assert table(mdk({"fleet-5000x5-ping": paced}), "Capacity").iloc[0]["verdict x"] != MACHINE  # no stall: judged
+
+
+def test_at_5000_by_5_a_miss_after_a_generator_stall_is_machine_bound_when_the_kernels_own_misses_too(tmp_path):
+    """A 1.3 s stall fed the lane late (the Kernel's own p50 76 ms, off the page's 423 too): the miss is the stall's."""
+    stall = {"generator_stalled": True, "generator_stall_ms": 1298.3, "stalled_requests": 2711, "p50_ms": 1402.0}
+    run = _kernel_accept(fleet_run(tmp_path, "fleet-5000x5", 0.5, burst=stall), 76.0, 620.0)
+    rows = {r["figure"]: r for _, r in table(mdk({"fleet-5000x5": run}), "Latency").iterrows()}
+    p50 = rows["5,000 / 5 (run 1): accept p50 at 1,000 submits/s"]
+    assert p50["x"] == "machine-bound"
+    assert p50["machine"].startswith("machine-bound: the generator stalled 1298 ms in the burst (2,711 submits late)")

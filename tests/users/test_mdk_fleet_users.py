@@ -117,3 +117,15 @@ def test_one_at_a_time_without_the_option_sends_its_default_mix():
     user = _one_at_a_time(None)
     sent = Counter(user.next_kind() for _ in range(7))
     assert sent == {"telemetry": 3, "action": 3, "summary": 1}
+
+
+def test_a_burst_user_connects_at_its_start_before_it_waits_for_a_ticket(monkeypatch):
+    """Its connection is opened in the step before the burst, not by its first submit: the page's harness submits on a
+    client already connected, and 1,000 connections opened in the burst's first second clumped its submits."""
+    user, _picked = _user(monkeypatch, ticket=False)
+    done: list[str] = []
+    monkeypatch.setattr(user, "discover", lambda: done.append("discover"))
+    monkeypatch.setattr(user.client, "connect", lambda: done.append("connect") or True)
+    monkeypatch.setattr(user, "wait", lambda: done.append("wait"))
+    user.on_start()
+    assert done == ["discover", "connect", "wait"]

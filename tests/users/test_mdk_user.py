@@ -33,6 +33,7 @@ class FakeGateway:
     def __init__(self) -> None:
         self.summaries = 0
         self.gone_reads = 0
+        self.peers: set[tuple[str, int]] = set()  # the client ends of the connections answered on
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -42,6 +43,7 @@ class FakeGateway:
                 pass
 
             def send(self, status: int, body: bytes) -> None:
+                fake.peers.add(self.client_address)
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -146,6 +148,17 @@ def test_each_bad_answer_is_its_own_named_failure(fake):
     refused = mdk_client.MDKClient(f"http://127.0.0.1:{closed_port()}", recorder.events, timeout=0.5)
     assert refused.summary() is None and recorder.last().startswith("GatewayUnreachable(")
     assert all(e["request_type"] == "MDK" and e["response_time"] >= 0 for e in recorder.seen)
+
+
+def test_connect_opens_the_connection_the_next_request_uses_and_records_no_request(fake):
+    """The burst's users connect before the burst (the page's harness has its client connected), unmeasured."""
+    recorder = Recorder()
+    client = mdk_client.MDKClient(fake.url, recorder.events, timeout=0.5)
+    assert client.connect() is True and recorder.seen == []
+    assert client.action("ok-2") == "c1" and len(recorder.seen) == 1
+    assert len(fake.peers) == 1  # the submit went on the connection connect() opened
+    refused = mdk_client.MDKClient(f"http://127.0.0.1:{closed_port()}", recorder.events, timeout=0.5)
+    assert refused.connect() is False and len(recorder.seen) == 1
 
 
 @pytest.mark.parametrize("url", ["mark://127.0.0.1:1", "http://"])
