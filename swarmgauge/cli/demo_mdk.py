@@ -146,15 +146,20 @@ def saturation_step(fleet: Fleet | None, scale: float) -> dict[str, str]:
     """The saturation step's hold and, below ``SATURATION_S``, its warm-up (none at scale 1: the plans the page's rows
     were judged on). A fleet whose one-at-a-time step sends summaries may end it with one in flight: its Worker's lane
     then holds a read of every device of that Worker first (2.1 s at 2,000 / 1: in a 2 s step at --scale 0.25 with a
-    1 s warm-up, no read started after it), so its warm-up waits that out too, and a second is measured."""
+    1 s warm-up, no read started after it), so its warm-up waits out what of it the switch between them (1 s, no
+    user) left, and a second is measured."""
     held = hold_seconds(PAGE_READ_LOAD_S if fleet is not None and fleet.devices >= 5000 else SATURATION_S, scale)
     if (fleet is not None and fleet.name not in RATE_FLEETS) or held >= SATURATION_S:
         return {"duration": f"{held:g}s"}
     warmup = SHORT_SATURATION_WARMUP_S
     if fleet is not None and one_at_a_time_mix(fleet)["summary"]:
-        warmup += fleet.devices * WORKER_READ_S / fleet.workers
+        warmup += max(0.0, fleet.devices * WORKER_READ_S / fleet.workers - _seconds_of(SWITCH))
     warmup = float(math.ceil(warmup))
     return {"duration": f"{max(held, warmup + 1):g}s", "warmup": f"{warmup:g}s"}
+
+
+def _seconds_of(stage: dict[str, Any]) -> float:
+    return float(str(stage["duration"]).rstrip("s"))
 
 
 def _scaled(seconds: float, scale: float, more: float = 0.0) -> str:
