@@ -115,6 +115,7 @@ DRILL_RECOVERY_S = RESTART_BOOT_S + 1.7
 DRILL_READ_ON_S = 1.0
 #: A drill's reads at scale 1: the kill, the recovery and 8 s of reads after it.
 DRILL_HOLD_S = 15.0
+DRILL_DEVICES = 50
 SWITCH = {"label": "switch", "users": 0, "duration": "1s"}  # Locust swaps classes only through 0 users
 #: The step before the burst, where the burst's users start (its name is the page's: no request of it is measured).
 DISCOVER_S = 2.0
@@ -131,6 +132,25 @@ BURST = {
 #: and a red one exits 3 (a failed gate) rather than Locust's 1 for any failure.
 GATES = ["headroom<1", "MDK:action:p99<=2000ms", "mdk_rejected_ratio<0.01", "fail_ratio<0.01"]
 RED_EXIT = 3
+
+
+#: The Worker's collection sweep, a device: the page's one figure, 12.4 s for 5,000 devices on one Worker (``SWEEP``).
+SWEEP_S_PER_DEVICE = 12.4 / 5000
+#: Below scale 1 a fleet whose planned load outlasts this many first sweeps of its Workers takes its device ids from
+#: the stand-in Kernel's worker list (``--mdk-discover kernel``) rather than a summary that reads every device (5-6 s
+#: at 5,000 devices, 4-9 s on 5 Workers on a loaded 2-core machine): the sweep began at the Workers' start, and the
+#: headroom is its time, which must end inside the run. Three: a 5,000 / 5 sweep took 6.7 s of a 2.5 s estimate (the
+#: machine's CPU). A shorter run keeps the summary, whose seconds (1.4 s at 1,000 / 1, 5.6 s at 5,000 / 1) put the
+#: sweep's end inside it. Scale 1 keeps the summary everywhere: the plans its rows were judged on.
+KERNEL_LIST_SWEEPS = 3.0
+DISCOVER_BY_KERNEL = ("--mdk-discover", "kernel")
+
+
+def discovery(devices: int, workers: int, planned_s: float, scale: float) -> tuple[str, ...]:
+    """The options of the fleet's discovery before its load: none (the summary) at scale 1 and where the run is too
+    short for its Workers' first sweep to end inside it without the summary's seconds."""
+    sweep_s = math.ceil(devices / workers) * SWEEP_S_PER_DEVICE
+    return DISCOVER_BY_KERNEL if scale < 1 and planned_s >= KERNEL_LIST_SWEEPS * sweep_s else ()
 
 
 def saturation_readers(devices: int) -> int:
@@ -255,7 +275,13 @@ def fleet_workload(fleet: Fleet, scale: float) -> Workload:
         what = f"5,000 devices / 5 Workers, the burst with a health ping in it ({PING_IN_BURST})"
     # A fleet whose page verdict is red fails its gates by design: its run ends with the failed gate's exit.
     expected = RED_EXIT if fleet.page_verdict == "red" else 0
-    return Workload(fleet.name, what, "mdk_fleet.py", options, fleet_plan(fleet, scale), expected_exit=expected)
+    plan = fleet_plan(fleet, scale)
+    options += discovery(fleet.devices, fleet.workers, _planned_s(plan), scale)
+    return Workload(fleet.name, what, "mdk_fleet.py", options, plan, expected_exit=expected)
+
+
+def _planned_s(plan: dict[str, Any]) -> float:
+    return sum(_seconds_of(stage) for stage in plan["stages"])
 
 
 def throughput_workload(name: str, devices: int, workers: int, scale: float) -> Workload:
@@ -281,6 +307,7 @@ def throughput_workload(name: str, devices: int, workers: int, scale: float) -> 
         *SAMPLING,
         "--mdk-embedded-args",
         f"{WORKER_READ} {SWEEP}",
+        *discovery(devices, workers, _planned_s(plan), scale),
     )
     return Workload(name, what, "mdk_fleet.py", options, plan)
 
@@ -307,7 +334,7 @@ def drill_workload(name: str, scale: float) -> Workload:
     }
     options: tuple[str, ...] = (
         "--mdk-profile",
-        "50x1",
+        f"{DRILL_DEVICES}x1",
         "--mdk-drill",
         name,
         "--mdk-drill-after",
@@ -315,6 +342,7 @@ def drill_workload(name: str, scale: float) -> Workload:
     )
     if name != "device-outage":  # the mocks are devices, not MDK processes: they come back at once
         options += ("--mdk-embedded-args", RESTART_BOOT)
+    options += discovery(DRILL_DEVICES, 1, _planned_s(plan), scale)
     # the readers' reads of the killed or unreachable devices fail until recovery: Locust's exit 1 for failed requests
     return Workload(name, f"the {name} drill under 20 readers", "mdk_fleet.py", options, plan, expected_exit=1)
 

@@ -474,3 +474,11 @@ def test_the_machines_measured_cpu_in_the_step_decides_not_a_lagging_load_averag
     assert machine[0].startswith("machine-bound: generator 30 %, stand-in 60 % of a core, the machine 188 % of 200 %")
     assert "(others 98 %)" in machine[0]
     assert machine[1] == "generator 36 %, stand-in 112 % of a core, the machine 152 % of 200 % (others 4 %)"
+
+
+def test_a_fleet_whose_ids_the_kernel_listed_says_no_device_was_read_before_its_load(tmp_path):
+    runs = {"fleet-2000x1": fleet_run(tmp_path, "fleet-2000x1", 0.62)}
+    info = {"mdk_discovered_before_load": {"devices": 2000, "of": 2000, "seconds": 0.01, "by": "kernel"}}
+    (runs["fleet-2000x1"] / "run.json").write_text(json.dumps(info))
+    verdicts = table(mdk(runs), "Capacity")
+    assert list(verdicts["devices read"]) == ["2,000 of 2,000, listed by the Kernel (none read before the load)"]
