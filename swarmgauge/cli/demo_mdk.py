@@ -136,21 +136,24 @@ RED_EXIT = 3
 
 #: The Worker's collection sweep, a device: the page's one figure, 12.4 s for 5,000 devices on one Worker (``SWEEP``).
 SWEEP_S_PER_DEVICE = 12.4 / 5000
-#: Below scale 1 a fleet whose planned load outlasts this many first sweeps of its Workers takes its device ids from
-#: the stand-in Kernel's worker list (``--mdk-discover kernel``) rather than a summary that reads every device (5-6 s
-#: at 5,000 devices, 4-9 s on 5 Workers on a loaded 2-core machine): the sweep began at the Workers' start, and the
-#: headroom is its time, which must end inside the run. Three: a 5,000 / 5 sweep took 6.7 s of a 2.5 s estimate (the
-#: machine's CPU). A shorter run keeps the summary, whose seconds (1.4 s at 1,000 / 1, 5.6 s at 5,000 / 1) put the
-#: sweep's end inside it. Scale 1 keeps the summary everywhere: the plans its rows were judged on.
+#: Below scale 1 a fleet whose first step outlasts this many first sweeps of its Workers takes its device ids from
+#: the stand-in Kernel's worker list (``--mdk-discover kernel``) rather than a summary that reads every device (2.5 s
+#: at 2,000 / 1, 5-6 s at 5,000 devices on a quiet machine, 4-9 s on a loaded one). That sweep begins at the Workers'
+#: start: without the summary's seconds before the load it runs under the first step's requests (at 5,000 / 5, whose
+#: 2 s first step it covers, a one-at-a-time read's p50 was 794 and 937 ms against 299 and 325 ms after a summary,
+#: paired runs at load 7-9), and the headroom is its time, which must end inside the run. Three sweeps keep it to the
+#: step's first third; the fleets with a shorter first step keep the summary. Scale 1 keeps it everywhere: the plans
+#: its rows were judged on.
 KERNEL_LIST_SWEEPS = 3.0
 DISCOVER_BY_KERNEL = ("--mdk-discover", "kernel")
 
 
-def discovery(devices: int, workers: int, planned_s: float, scale: float) -> tuple[str, ...]:
-    """The options of the fleet's discovery before its load: none (the summary) at scale 1 and where the run is too
-    short for its Workers' first sweep to end inside it without the summary's seconds."""
+def discovery(devices: int, workers: int, plan: dict[str, Any], scale: float) -> tuple[str, ...]:
+    """The options of the fleet's discovery before its load: none (the summary) at scale 1 and where the plan's first
+    step is too short for its Workers' first sweep to stay in its first third."""
     sweep_s = math.ceil(devices / workers) * SWEEP_S_PER_DEVICE
-    return DISCOVER_BY_KERNEL if scale < 1 and planned_s >= KERNEL_LIST_SWEEPS * sweep_s else ()
+    first_s = _seconds_of(plan["stages"][0])
+    return DISCOVER_BY_KERNEL if scale < 1 and first_s >= KERNEL_LIST_SWEEPS * sweep_s else ()
 
 
 def saturation_readers(devices: int) -> int:
@@ -276,12 +279,9 @@ def fleet_workload(fleet: Fleet, scale: float) -> Workload:
     # A fleet whose page verdict is red fails its gates by design: its run ends with the failed gate's exit.
     expected = RED_EXIT if fleet.page_verdict == "red" else 0
     plan = fleet_plan(fleet, scale)
-    options += discovery(fleet.devices, fleet.workers, _planned_s(plan), scale)
+    options += discovery(fleet.devices, fleet.workers, plan, scale)
     return Workload(fleet.name, what, "mdk_fleet.py", options, plan, expected_exit=expected)
 
-
-def _planned_s(plan: dict[str, Any]) -> float:
-    return sum(_seconds_of(stage) for stage in plan["stages"])
 
 
 def throughput_workload(name: str, devices: int, workers: int, scale: float) -> Workload:
@@ -307,7 +307,7 @@ def throughput_workload(name: str, devices: int, workers: int, scale: float) -> 
         *SAMPLING,
         "--mdk-embedded-args",
         f"{WORKER_READ} {SWEEP}",
-        *discovery(devices, workers, _planned_s(plan), scale),
+        *discovery(devices, workers, plan, scale),
     )
     return Workload(name, what, "mdk_fleet.py", options, plan)
 
@@ -342,7 +342,7 @@ def drill_workload(name: str, scale: float) -> Workload:
     )
     if name != "device-outage":  # the mocks are devices, not MDK processes: they come back at once
         options += ("--mdk-embedded-args", RESTART_BOOT)
-    options += discovery(DRILL_DEVICES, 1, _planned_s(plan), scale)
+    options += discovery(DRILL_DEVICES, 1, plan, scale)
     # the readers' reads of the killed or unreachable devices fail until recovery: Locust's exit 1 for failed requests
     return Workload(name, f"the {name} drill under 20 readers", "mdk_fleet.py", options, plan, expected_exit=1)
 
