@@ -283,7 +283,6 @@ def fleet_workload(fleet: Fleet, scale: float) -> Workload:
     return Workload(fleet.name, what, "mdk_fleet.py", options, plan, expected_exit=expected)
 
 
-
 def throughput_workload(name: str, devices: int, workers: int, scale: float) -> Workload:
     plan = {
         "name": f"demo-mdk-{name}",
