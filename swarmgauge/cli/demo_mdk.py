@@ -134,26 +134,19 @@ GATES = ["headroom<1", "MDK:action:p99<=2000ms", "mdk_rejected_ratio<0.01", "fai
 RED_EXIT = 3
 
 
-#: The Worker's collection sweep, a device: the page's one figure, 12.4 s for 5,000 devices on one Worker (``SWEEP``).
-SWEEP_S_PER_DEVICE = 12.4 / 5000
-#: Below scale 1 a fleet whose first step outlasts this many first sweeps of its Workers takes its device ids from
-#: the stand-in Kernel's worker list (``--mdk-discover kernel``) rather than a summary that reads every device (2.5 s
-#: at 2,000 / 1, 5-6 s at 5,000 devices on a quiet machine, 4-9 s on a loaded one). That sweep begins at the Workers'
-#: start: without the summary's seconds before the load it runs under the first step's requests (at 5,000 / 5, whose
-#: 2 s first step it covers, a one-at-a-time read's p50 was 794 and 937 ms against 299 and 325 ms after a summary,
-#: paired runs at load 7-9), and the headroom is its time, which must end inside the run. Three sweeps keep it to the
-#: step's first third; the fleets with a shorter first step keep the summary. Scale 1 keeps it everywhere: the plans
-#: its rows were judged on.
-KERNEL_LIST_SWEEPS = 3.0
+#: Below scale 1 a drill takes its device ids from the stand-in Kernel's worker list (``--mdk-discover kernel``), not
+#: from a summary that reads every device first: its rows time a restart and the reads after it, which no Worker sweep
+#: or device-data cache before the load changes (READY 5.15-5.25 s, first read 5.55-5.74 s, the outage's channels
+#: 4.03 s, as with the summary). A fleet keeps the summary: without its seconds the Workers' sweeps (every 10 s from
+#: their start) and the devices' 5 s caches meet a quarter-scale run's 1-3 s steps at other times, and paired runs
+#: moved its figures (2,000 / 4 saturation 556 and 849 reads/s against 1,289 and 1,291; 10 / 1 read p50 328 and 337
+#: ms against 294 and 296; 5,000 / 5 read p50 794 and 937 ms against 299 and 325). Scale 1 keeps the summary.
 DISCOVER_BY_KERNEL = ("--mdk-discover", "kernel")
 
 
-def discovery(devices: int, workers: int, plan: dict[str, Any], scale: float) -> tuple[str, ...]:
-    """The options of the fleet's discovery before its load: none (the summary) at scale 1 and where the plan's first
-    step is too short for its Workers' first sweep to stay in its first third."""
-    sweep_s = math.ceil(devices / workers) * SWEEP_S_PER_DEVICE
-    first_s = _seconds_of(plan["stages"][0])
-    return DISCOVER_BY_KERNEL if scale < 1 and first_s >= KERNEL_LIST_SWEEPS * sweep_s else ()
+def drill_discovery(scale: float) -> tuple[str, ...]:
+    """The options of a drill's discovery before its load: the Kernel's list below scale 1, the summary at it."""
+    return DISCOVER_BY_KERNEL if scale < 1 else ()
 
 
 def saturation_readers(devices: int) -> int:
@@ -278,9 +271,7 @@ def fleet_workload(fleet: Fleet, scale: float) -> Workload:
         what = f"5,000 devices / 5 Workers, the burst with a health ping in it ({PING_IN_BURST})"
     # A fleet whose page verdict is red fails its gates by design: its run ends with the failed gate's exit.
     expected = RED_EXIT if fleet.page_verdict == "red" else 0
-    plan = fleet_plan(fleet, scale)
-    options += discovery(fleet.devices, fleet.workers, plan, scale)
-    return Workload(fleet.name, what, "mdk_fleet.py", options, plan, expected_exit=expected)
+    return Workload(fleet.name, what, "mdk_fleet.py", options, fleet_plan(fleet, scale), expected_exit=expected)
 
 
 def throughput_workload(name: str, devices: int, workers: int, scale: float) -> Workload:
@@ -306,7 +297,6 @@ def throughput_workload(name: str, devices: int, workers: int, scale: float) -> 
         *SAMPLING,
         "--mdk-embedded-args",
         f"{WORKER_READ} {SWEEP}",
-        *discovery(devices, workers, plan, scale),
     )
     return Workload(name, what, "mdk_fleet.py", options, plan)
 
@@ -341,7 +331,7 @@ def drill_workload(name: str, scale: float) -> Workload:
     )
     if name != "device-outage":  # the mocks are devices, not MDK processes: they come back at once
         options += ("--mdk-embedded-args", RESTART_BOOT)
-    options += discovery(DRILL_DEVICES, 1, plan, scale)
+    options += drill_discovery(scale)
     # the readers' reads of the killed or unreachable devices fail until recovery: Locust's exit 1 for failed requests
     return Workload(name, f"the {name} drill under 20 readers", "mdk_fleet.py", options, plan, expected_exit=1)
 

@@ -285,21 +285,14 @@ def test_below_scale_1_the_mdk_page_is_shorter_and_keeps_every_workload_and_step
     assert sum(w.planned_seconds() for w in quarter) < sum(w.planned_seconds() for w in full) / 2
 
 
-def test_below_scale_1_a_fleet_whose_first_step_outlasts_its_first_sweeps_takes_its_ids_from_the_kernel_list():
-    """A summary reads every device (2.5 s at 2,000 / 1, 5-6 s at 5,000): below scale 1 a fleet whose first step
-    outlasts three of its Workers' first sweeps lists the ids from the Kernel; one whose first step that sweep would
-    cover keeps the summary (5,000 / 5's 2 s step: read p50 tripled without it); scale 1 keeps the summary everywhere."""
-    from swarmgauge.cli.demo_mdk import KERNEL_LIST_SWEEPS, SWEEP_S_PER_DEVICE
-
+def test_below_scale_1_only_the_drills_take_their_ids_from_the_kernels_list_and_scale_1_keeps_the_summary():
+    """A summary reads every device before the load (0.6 s at the drills' 50, 2.5 s at 2,000 / 1, 5-6 s at 5,000): a
+    drill's rows time a restart, which the Kernel's list leaves as they were; a fleet's short steps met the Workers'
+    sweeps and the devices' caches at other times without the summary's seconds, and its figures moved."""
     assert not [w.name for w in workloads(1.0) if "--mdk-discover" in w.options]
-    listed = {w.name for w in workloads(0.25) if "--mdk-discover" in w.options}
-    assert {"fleet-10x1", "fleet-2000x1", "fleet-2000x4", "worker-restart"} <= listed
-    assert not listed & {"fleet-5000x1", "fleet-5000x5", "fleet-5000x5-ping", "reads-1000x1", "reads-1000x2"}
-    for workload in workloads(0.25):
-        devices, workers = map(int, profiles()[workload.name].split("x"))
-        sweeps_s = KERNEL_LIST_SWEEPS * -(-devices // workers) * SWEEP_S_PER_DEVICE
-        first_s = float(workload.plan["stages"][0]["duration"].rstrip("s"))
-        assert (workload.name in listed) == (first_s >= sweeps_s)
-        if workload.name in listed:
-            options = workload.options
-            assert options[options.index("--mdk-discover") + 1] == "kernel"
+    for scale in (0.1, 0.25, 0.5):
+        listed = {w.name for w in workloads(scale) if "--mdk-discover" in w.options}
+        assert listed == {"worker-restart", "kernel-restart", "device-outage"}
+        for workload in workloads(scale):
+            if workload.name in listed:
+                assert workload.options[workload.options.index("--mdk-discover") + 1] == "kernel"
