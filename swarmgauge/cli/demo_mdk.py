@@ -139,8 +139,9 @@ RED_EXIT = 3
 #: or device-data cache before the load changes (READY 5.15-5.25 s, first read 5.55-5.74 s, the outage's channels
 #: 4.03 s, as with the summary). A fleet keeps the summary: without its seconds the Workers' sweeps (every 10 s from
 #: their start) and the devices' 5 s caches meet a quarter-scale run's 1-3 s steps at other times, and paired runs
-#: moved its figures (2,000 / 4 saturation 556 and 849 reads/s against 1,289 and 1,291; 10 / 1 read p50 328 and 337
-#: ms against 294 and 296; 5,000 / 5 read p50 794 and 937 ms against 299 and 325). Scale 1 keeps the summary.
+#: moved its figures (2,000 / 4 saturation 556 and 849 reads/s against 1,289 and 1,291, though a third pair read 1,190
+#: against 1,130; 10 / 1 read p50 328 and 337 ms against 294 and 296; 5,000 / 5 read p50 794 and 937 ms against 299
+#: and 325; ``benchmarks/mdk_discovery_pairs.py``). Scale 1 keeps the summary.
 DISCOVER_BY_KERNEL = ("--mdk-discover", "kernel")
 
 
