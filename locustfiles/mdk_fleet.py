@@ -4,7 +4,8 @@ Without ``--host`` the locustfile starts the MDK stand-in (``swarmgauge target m
 ``--mdk-profile 1000x2`` or ``cap-1000devices-2workers``, knobs with ``--mdk-embedded-args``), samples its
 ``/metrics`` (Worker cycle time, headroom, routable) and every component's RSS and CPU by pid file, and stops it
 when Locust quits; a local run reads the fleet's device ids (one fleet summary) at its start-up, before any load, so
-no step waits for a summary of every device (``run.json`` ``mdk_discovered_before_load``). Scenarios (``--mdk-scenario``, when no ``--plan`` is given):
+no step waits for a summary of every device (``run.json`` ``mdk_discovered_before_load``); ``--mdk-discover kernel``
+takes them from the stand-in Kernel's worker list instead, reading no device. Scenarios (``--mdk-scenario``, when no ``--plan`` is given):
 
 - ``reads``: ``--mdk-readers`` closed-loop readers (``MDKReader``, telemetry only) for ``--mdk-read-time``;
 - ``burst``: the benchmark's action burst, 1,000 submits/s for 3 s, open model (``MDKBurstUser``);
@@ -32,6 +33,7 @@ from __future__ import annotations
 import logging
 import re
 import shlex
+import time
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,8 @@ from swarmgauge.users import mdk_user as mdk
 
 log = logging.getLogger(__name__)
 STOP_TIMEOUT_S = 10.0
+#: ``--mdk-discover``: a fleet summary until every device answered (the page's harness), or the Kernel's worker list
+DISCOVER_SUMMARY, DISCOVER_KERNEL = "summary", "kernel"
 _PROFILE = re.compile(r"^(?:cap-)?(\d+)(?:devices-|x)(\d+)(?:workers)?$")
 
 
@@ -80,6 +84,17 @@ def _add_options(parser: Any) -> None:
         default="",
         include_in_web_ui=False,
         help="root of a stand-in you started (its 'root DIR' line), for drills and sampling",
+    )
+    add_option(
+        parser,
+        "--mdk-discover",
+        default=DISCOVER_SUMMARY,
+        choices=(DISCOVER_SUMMARY, DISCOVER_KERNEL),
+        include_in_web_ui=False,
+        help="how a local run with the embedded stand-in finds its device ids before the load: summary (fleet "
+        "summaries until every device answered, each reading every device, as the page's harness) or kernel (the "
+        "stand-in Kernel's worker list, the ids a summary reads, no device read; its start waited for every Worker "
+        "routable with all its devices)",
     )
     drill_under_load.add_options(parser)
 
@@ -131,6 +146,12 @@ def start_target(environment: Environment) -> None:
         )
     except (SwarmgaugeError, OSError) as exc:
         raise UsageError(f"could not start the embedded MDK stand-in: {exc}") from None
+    if getattr(options, "mdk_discover", DISCOVER_SUMMARY) == DISCOVER_KERNEL and (
+        target is None or not isinstance(environment.runner, LocalRunner)
+    ):
+        raise UsageError(
+            "--mdk-discover kernel lists the embedded stand-in's devices in a local run: not with --host nor --master"
+        )
     if target is not None:
         _target.root = Path(target.lines["root"])
         if isinstance(environment.runner, LocalRunner):
@@ -153,12 +174,16 @@ def start_target(environment: Environment) -> None:
 def _discover_first(environment: Environment, devices: int) -> None:
     """The embedded fleet's device ids before the load (``users/mdk_user.py``), what it found and the time it took in
     ``run.json``."""
-    found = mdk.discover_before_load(environment, environment.host or "", devices)
+    by = getattr(run_context.options(environment), "mdk_discover", DISCOVER_SUMMARY) or DISCOVER_SUMMARY
+    if by == DISCOVER_KERNEL:
+        found = _listed_by_kernel(environment)
+    else:
+        found = mdk.discover_before_load(environment, environment.host or "", devices)
     if found is None:
         log.warning("the fleet's discovery before the load failed: the users discover at their start")
         return
     answered, seconds = found
-    info = {"devices": answered, "of": devices, "seconds": round(seconds, 2)}
+    info = {"devices": answered, "of": devices, "seconds": round(seconds, 2), "by": by}
     hooks.add_run_info(environment, "mdk_discovered_before_load", info)
     log.log(
         logging.INFO if answered >= devices else logging.WARNING,
@@ -167,6 +192,21 @@ def _discover_first(environment: Environment, devices: int) -> None:
         devices,
         seconds,
     )
+
+
+def _listed_by_kernel(environment: Environment) -> tuple[int, float] | None:
+    """The embedded stand-in's device ids as its Kernel lists them, no device read (a summary of 5,000 devices reads
+    each through its Worker, 5-6 s on one, 4-9 s on five on a loaded 2-core machine): (ids, seconds), or None."""
+    began = time.monotonic()
+    try:
+        ids = MDKStack.attach(_target.root or "").listed_device_ids()
+    except (SwarmgaugeError, OSError, ValueError) as exc:
+        log.warning("the stand-in Kernel's worker list failed: %s", exc)
+        return None
+    if not ids:
+        return None
+    mdk.fleet_cache(environment).device_ids = ids
+    return len(ids), time.monotonic() - began
 
 
 @hooks.step_changed.add_listener

@@ -116,6 +116,7 @@ DRILL_RECOVERY_S = RESTART_BOOT_S + 1.7
 DRILL_READ_ON_S = 1.0
 #: A drill's reads at scale 1: the kill, the recovery and 8 s of reads after it.
 DRILL_HOLD_S = 15.0
+DRILL_DEVICES = 50
 SWITCH = {"label": "switch", "users": 0, "duration": "1s"}  # Locust swaps classes only through 0 users
 #: The step before the burst, where the burst's users start (its name is the page's: no request of it is measured).
 DISCOVER_S = 2.0
@@ -134,6 +135,22 @@ GATES = ["headroom<1", "MDK:action:p99<=2000ms", "mdk_rejected_ratio<0.01", "fai
 RED_EXIT = 3
 
 
+#: Below scale 1 a drill takes its device ids from the stand-in Kernel's worker list (``--mdk-discover kernel``), not
+#: from a summary that reads every device first: its rows time a restart and the reads after it, which no Worker sweep
+#: or device-data cache before the load changes (READY 5.15-5.25 s, first read 5.55-5.74 s, the outage's channels
+#: 4.03 s, as with the summary). A fleet keeps the summary: without its seconds the Workers' sweeps (every 10 s from
+#: their start) and the devices' 5 s caches meet a quarter-scale run's 1-3 s steps at other times, and paired runs
+#: moved its figures (2,000 / 4 saturation 556 and 849 reads/s against 1,289 and 1,291, though a third pair read 1,190
+#: against 1,130; 10 / 1 read p50 328 and 337 ms against 294 and 296; 5,000 / 5 read p50 794 and 937 ms against 299
+#: and 325; ``benchmarks/mdk_discovery_pairs.py``). Scale 1 keeps the summary.
+DISCOVER_BY_KERNEL = ("--mdk-discover", "kernel")
+
+
+def drill_discovery(scale: float) -> tuple[str, ...]:
+    """The options of a drill's discovery before its load: the Kernel's list below scale 1, the summary at it."""
+    return DISCOVER_BY_KERNEL if scale < 1 else ()
+
+
 def saturation_readers(devices: int) -> int:
     """The saturation step's readers: the page's 1,000, the 10-device fleet's 200 (``TEN_DEVICE_READERS``)."""
     return TEN_DEVICE_READERS if devices <= 10 else SATURATION_READERS
@@ -147,15 +164,20 @@ def saturation_step(fleet: Fleet | None, scale: float) -> dict[str, str]:
     """The saturation step's hold and, below ``SATURATION_S``, its warm-up (none at scale 1: the plans the page's rows
     were judged on). A fleet whose one-at-a-time step sends summaries may end it with one in flight: its Worker's lane
     then holds a read of every device of that Worker first (2.1 s at 2,000 / 1: in a 2 s step at --scale 0.25 with a
-    1 s warm-up, no read started after it), so its warm-up waits that out too, and a second is measured."""
+    1 s warm-up, no read started after it), so its warm-up waits out what of it the switch between them (1 s, no
+    user) left, and a second is measured."""
     held = hold_seconds(PAGE_READ_LOAD_S if fleet is not None and fleet.devices >= 5000 else SATURATION_S, scale)
     if (fleet is not None and fleet.name not in RATE_FLEETS) or held >= SATURATION_S:
         return {"duration": f"{held:g}s"}
     warmup = SHORT_SATURATION_WARMUP_S
     if fleet is not None and one_at_a_time_mix(fleet)["summary"]:
-        warmup += fleet.devices * WORKER_READ_S / fleet.workers
+        warmup += max(0.0, fleet.devices * WORKER_READ_S / fleet.workers - _seconds_of(SWITCH))
     warmup = float(math.ceil(warmup))
     return {"duration": f"{max(held, warmup + 1):g}s", "warmup": f"{warmup:g}s"}
+
+
+def _seconds_of(stage: dict[str, Any]) -> float:
+    return float(str(stage["duration"]).rstrip("s"))
 
 
 def _scaled(seconds: float, scale: float, more: float = 0.0) -> str:
@@ -303,7 +325,7 @@ def drill_workload(name: str, scale: float) -> Workload:
     }
     options: tuple[str, ...] = (
         "--mdk-profile",
-        "50x1",
+        f"{DRILL_DEVICES}x1",
         "--mdk-drill",
         name,
         "--mdk-drill-after",
@@ -311,6 +333,7 @@ def drill_workload(name: str, scale: float) -> Workload:
     )
     if name != "device-outage":  # the mocks are devices, not MDK processes: they come back at once
         options += ("--mdk-embedded-args", RESTART_BOOT)
+    options += drill_discovery(scale)
     # the readers' reads of the killed or unreachable devices fail until recovery: Locust's exit 1 for failed requests
     return Workload(name, f"the {name} drill under 20 readers", "mdk_fleet.py", options, plan, expected_exit=1)
 

@@ -126,7 +126,7 @@ def fleet_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], list
                 "busiest process": observed.get("Steady CPU, busiest process", ""),
                 "rejected + timed out": observed.get("Rejected + timed out", ""),
                 "Kernel CPU": f"{cpu['kernel']:.0f} %" if "kernel" in cpu else "",
-                "devices read": f"{found:,} of {of:,}" if of else "",
+                "devices read": f"{found:,} of {of:,}{LISTED if listed_by_kernel(run) else ''}" if of else "",
                 "machine": lag or machine_text(load),
                 "set by": FLEET_SET_BY.get(name, ""),
             }
@@ -139,6 +139,16 @@ def fleet_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], list
             text += f", only {found:,} of {of:,} devices answered the discovery before the load"
         checks.append(Check(holds, text + (f", {lag or machine_text(load)}" if machine_made else "")))
     return rows, checks, measured
+
+
+#: beside a fleet's devices when its run took their ids from the stand-in Kernel's worker list (``--mdk-discover``)
+LISTED = ", listed by the Kernel (none read before the load)"
+
+
+def listed_by_kernel(run: Path) -> bool:
+    """Whether the run's discovery before its load listed the ids from the Kernel rather than reading every device."""
+    found = (read_json(run / "run.json") or {}).get("mdk_discovered_before_load")
+    return isinstance(found, dict) and found.get("by") == "kernel"
 
 
 def devices_read(run: Path) -> tuple[int, int]:

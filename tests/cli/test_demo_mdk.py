@@ -260,8 +260,9 @@ def test_scale_1_keeps_the_plans_the_pages_rows_were_judged_on():
 
 def test_a_short_saturation_step_leaves_out_the_readers_first_flood_and_a_summarys_lane_backlog():
     """A 2 s step counted 1,000 first reads the Workers had not served (1,216 reads/s on a 960/s lane), and at 2,000 /
-    1 the one-at-a-time step's last summary holds the lane 2.1 s: the compared rates measure past both, a second."""
-    from swarmgauge.cli.demo_mdk import RATE_FLEETS, THROUGHPUT, WORKER_READ_S
+    1 the one-at-a-time step's last summary holds the lane 2.1 s, 1.1 s of it past the switch (no user) between the
+    steps: the compared rates measure past both, a second."""
+    from swarmgauge.cli.demo_mdk import RATE_FLEETS, SWITCH, THROUGHPUT, WORKER_READ_S
 
     by_name = {w.name: w for w in workloads(0.25)}
     for name in (*RATE_FLEETS, *THROUGHPUT):
@@ -270,7 +271,9 @@ def test_a_short_saturation_step_leaves_out_the_readers_first_flood_and_a_summar
         assert duration - warmup >= 1 and warmup >= 1
         if name in RATE_FLEETS:
             fleet = next(f for f in fleets() if f.name == name)
-            assert warmup >= 1 + fleet.devices * WORKER_READ_S / fleet.workers
+            switch_s = float(SWITCH["duration"].rstrip("s"))
+            assert warmup >= 1 + max(0.0, fleet.devices * WORKER_READ_S / fleet.workers - switch_s)
+            assert by_name[name].plan["stages"][1] == SWITCH  # the switch is what comes between them
     for name in ("fleet-10x1", "fleet-5000x1", "fleet-5000x5"):  # their reads count in the verdict, every one
         assert all("warmup" not in s for s in by_name[name].plan["stages"])
 
@@ -282,3 +285,16 @@ def test_below_scale_1_the_mdk_page_is_shorter_and_keeps_every_workload_and_step
         assert [s["label"] for s in short.plan["stages"]] == [s["label"] for s in long.plan["stages"]]
         assert short.planned_seconds() <= long.planned_seconds()
     assert sum(w.planned_seconds() for w in quarter) < sum(w.planned_seconds() for w in full) / 2
+
+
+def test_below_scale_1_only_the_drills_take_their_ids_from_the_kernels_list_and_scale_1_keeps_the_summary():
+    """A summary reads every device before the load (0.6 s at the drills' 50, 2.5 s at 2,000 / 1, 5-6 s at 5,000): a
+    drill's rows time a restart, which the Kernel's list leaves as they were; a fleet's short steps met the Workers'
+    sweeps and the devices' caches at other times without the summary's seconds, and its figures moved."""
+    assert not [w.name for w in workloads(1.0) if "--mdk-discover" in w.options]
+    for scale in (0.1, 0.25, 0.5):
+        listed = {w.name for w in workloads(scale) if "--mdk-discover" in w.options}
+        assert listed == {"worker-restart", "kernel-restart", "device-outage"}
+        for workload in workloads(scale):
+            if workload.name in listed:
+                assert workload.options[workload.options.index("--mdk-discover") + 1] == "kernel"

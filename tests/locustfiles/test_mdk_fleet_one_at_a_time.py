@@ -46,3 +46,29 @@ def test_one_user_times_reads_accepts_and_summaries_and_mdk_json_has_each_steps_
     step = doc["cpu_by_step"]["0"]
     assert {"generator", "worker-0", "kernel", "gateway", "mocks"} <= set(step)
     assert all(value >= 0 for value in step.values())
+
+
+def _locust(tmp_path, *more: str) -> tuple[subprocess.CompletedProcess, object]:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump(PLAN))
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "locustfiles" / "mdk_fleet.py"), "--headless"]
+    command += ["--plan", str(plan), "--mdk-profile", "10x1", "--run-dir", str(run_dir), *more]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=100, env=child_env(), cwd=REPO_ROOT)
+    return result, run_dir
+
+
+def test_the_kernels_worker_list_gives_the_fleets_ids_before_the_load_and_the_run_says_so(tmp_path):
+    result, run_dir = _locust(tmp_path, "--mdk-discover", "kernel", "--mdk-embedded-args", "--read-cost-ms 20-40")
+    assert result.returncode == 0, result.stderr[-3000:]
+    info = json.loads((resolve(run_dir) / "run.json").read_text())["mdk_discovered_before_load"]
+    assert info["devices"] == info["of"] == 10 and info["by"] == "kernel"
+    steps = (resolve(run_dir) / "steps.csv").read_text().splitlines()
+    read = [line.split(",") for line in steps[1:] if line.split(",")[3] == "telemetry"]
+    assert read and all(int(row[9]) == 0 for row in read)  # every read of a listed device answered
+
+
+def test_the_kernels_worker_list_is_refused_without_the_embedded_stand_in(tmp_path):
+    result, _run_dir = _locust(tmp_path, "--mdk-discover", "kernel", "--host", "http://127.0.0.1:9")
+    assert result.returncode == 2
+    assert "--mdk-discover kernel" in result.stderr

@@ -539,3 +539,11 @@ def test_at_5000_by_5_a_miss_after_a_generator_stall_is_machine_bound_when_the_k
     p50 = rows["5,000 / 5 (run 1): accept p50 at 1,000 submits/s"]
     assert p50["x"] == "machine-bound"
     assert p50["machine"].startswith("machine-bound: the generator stalled 1298 ms in the burst (2,711 submits late)")
+
+
+def test_a_fleet_whose_ids_the_kernel_listed_says_no_device_was_read_before_its_load(tmp_path):
+    runs = {"fleet-2000x1": fleet_run(tmp_path, "fleet-2000x1", 0.62)}
+    info = {"mdk_discovered_before_load": {"devices": 2000, "of": 2000, "seconds": 0.01, "by": "kernel"}}
+    (runs["fleet-2000x1"] / "run.json").write_text(json.dumps(info))
+    verdicts = table(mdk(runs), "Capacity")
+    assert list(verdicts["devices read"]) == ["2,000 of 2,000, listed by the Kernel (none read before the load)"]

@@ -50,6 +50,14 @@ def test_summary_lists_every_device_by_uuid_and_reads_carry_every_channel(gatewa
     assert requests.get(gateway.url + "/echo", params={"value": "x1"}, timeout=5).json() == {"value": "x1"}
 
 
+def test_the_kernels_worker_list_has_the_ids_a_summary_reads_without_reading_a_device(gateway):
+    stack = MDKStack.attach(gateway.lines["root"])
+    listed = stack.listed_device_ids()
+    summary = requests.get(gateway.url + "/api/fleet/summary", timeout=10).json()
+    assert sorted(listed) == sorted(d["deviceId"] for d in summary["devices"]) and len(listed) == 12
+    assert sorted(listed) == sorted(stack.device_ids())  # the plan's: every Worker registered all of its devices
+
+
 def test_actions_are_queued_then_executed_and_bad_ones_rejected_with_their_code(gateway):
     ids = [d["deviceId"] for d in requests.get(gateway.url + "/api/fleet/summary", timeout=10).json()["devices"]]
     before = metric(gateway.url, r'mdk_commands_total\{status="SUCCESS"\}') or 0

@@ -166,6 +166,12 @@ class MDKStack:
                 raise StackError(f"stand-in {component} {why}; log tail:\n{tail}")
             time.sleep(0.02)
 
+    def listed_device_ids(self, timeout_s: float = 2.0) -> list[str]:
+        """The device ids the Kernel lists (``listWorkers``), in its order: the list a fleet summary then reads device
+        by device."""
+        workers = rpc.call_blocking(self.plan.host, self.plan.kernel_port, "listWorkers", timeout=timeout_s)
+        return [device for worker in workers or [] for device in worker.get("deviceIds", [])]
+
     def kernel_status(self, timeout_s: float = 2.0) -> dict:
         return rpc.call_blocking(self.plan.host, self.plan.kernel_port, "getStatus", timeout=timeout_s)
 
