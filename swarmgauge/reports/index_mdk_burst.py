@@ -10,7 +10,7 @@ import pandas as pd
 
 from swarmgauge.reports.index_figures import VALUE, figure, missing, ms
 from swarmgauge.reports.index_grades import AMBER, RED, grade_table
-from swarmgauge.reports.index_mdk_machine import BURST, generator_stall, step_row
+from swarmgauge.reports.index_mdk_machine import BURST, generator_stall, stall_words, step_row
 
 PING_SETTING = "--health-ping-s 0.5"
 WHY = "why it cannot hold here"
@@ -104,10 +104,9 @@ def verdict_lag(name: str, verdicts: pd.DataFrame, doc: dict[str, Any], burst: p
     if name not in VERDICT_ON_THE_LANE:
         return ""
     accept = (doc.get("kernel") or {}).get("accept_ms") or {}
-    if burst is not None and generator_stall(burst):
-        said = f"machine-bound: the generator stalled {float(burst['generator_stall_ms']):.0f} ms in the burst"
-        said += f" ({int(float(burst['stalled_requests'])):,} submits late): the Kernel's lane was fed late, not at"
-        said += " 1,000 submits/s as the page's"
+    stalled = stall_words(burst) if burst is not None else ""
+    if stalled:
+        said = f"machine-bound: {stalled}: the Kernel's lane was fed late, not at 1,000 submits/s as the page's"
         return said + (f" (its own accept p50 {ms(accept['0.5'])})" if not missing(accept.get("0.5")) else "")
     red = list(verdicts.loc[verdicts["verdict"] == "red", "criterion"])
     kernel_p99: Any = accept.get("0.99")

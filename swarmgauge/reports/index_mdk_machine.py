@@ -117,15 +117,23 @@ def generator_stall(step: pd.Series) -> dict[str, str]:
     At 2,000 devices the Kernel's lane is 2 % short of 1,000 submits/s: evenly paced, its queue grows to tens of ms
     over the burst; a stall of the generator's process sends the submits it held back at once, a queue the lane
     never drains within the burst, so the acceptance measured is the generator's stall on this machine."""
+    said = stall_words(step)
+    return (
+        {"machine": f"machine-bound: {said}, a clump the Kernel's lane cannot drain within the burst"} if said else {}
+    )
+
+
+def stall_words(step: pd.Series) -> str:
+    """ "the generator stalled N ms in the burst (M submits late)" from the steps table's own flag and figures, or ""
+    when it shows no stall in the step."""
     if str(step.get("generator_stalled", "")).strip() != "True":
-        return {}
+        return ""
     stall = pd.to_numeric(step.get("generator_stall_ms"), errors="coerce")
     late = pd.to_numeric(step.get("stalled_requests"), errors="coerce")
     said = (
         f"the generator stalled {float(stall):.0f} ms in the burst" if not pd.isna(stall) else "the generator stalled"
     )
-    said += f" ({int(late):,} submits late)" if not pd.isna(late) else ""
-    return {"machine": f"machine-bound: {said}, a clump the Kernel's lane cannot drain within the burst"}
+    return said + (f" ({int(late):,} submits late)" if not pd.isna(late) else "")
 
 
 def machine_text(load: dict[str, Any]) -> str:
