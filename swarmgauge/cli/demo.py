@@ -26,8 +26,8 @@ from typing import Any
 from swarmgauge.cli.demo_pages import BUILDERS, Page, Workload, pages, reads_workload
 from swarmgauge.cli.demo_phases import Phases, PhaseTotals, phase_text
 from swarmgauge.cli.demo_progress import REPORT_S, Progress, minutes
-from swarmgauge.cli.demo_reports import render_reports
-from swarmgauge.cli.demo_runs import StartedRun, abandon, finish_run, start_run
+from swarmgauge.cli.demo_reports import StartUpReports, render_reports
+from swarmgauge.cli.demo_runs import BetweenLoads, StartedRun, abandon, finish_run, start_run
 from swarmgauge.cli.demo_zygote import DEMO_PRELOAD, Zygote, ZygoteError
 
 MANIFEST = "demo.json"
@@ -125,14 +125,15 @@ def run_workload(
     started: StartedRun | None = None,
     when_load_done: Callable[[], None] | None = None,
     on_phases: Callable[[Phases], None] | None = None,
+    between: BetweenLoads | None = None,
 ) -> int:
     """One Locust subprocess in its own session, bounded by the plan's time plus start-up; its exit code.
 
     ``started``: its process, started ahead while the workload before it ended; ``when_load_done`` is called once
     its measurements are over (the demo starts the next workload's process then); ``on_phases``: given where its
-    time went once it has ended (``cli/demo_phases.py``)."""
+    time went once it has ended (``cli/demo_phases.py``); ``between``: work done only while no load runs."""
     run = started or start_workload(workload, run_dir, log, report=report)
-    return finish_run(run, when_load_done=when_load_done, on_phases=on_phases)
+    return finish_run(run, when_load_done=when_load_done, on_phases=on_phases, between=between)
 
 
 def gather_into_run_folder(run_dir: Path) -> Path:
@@ -222,7 +223,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     _save(folder, manifest)
     lost = 0
     totals = PhaseTotals()
-    rendered: list[Path] = []
+    reports = StartUpReports()  # each run's report, rendered while the next workload starts up
     ahead: list[StartedRun] = []  # the next workload's process, started while this one ends
     # Locust imported once, each workload's process forked from it; its imports go on beside the first workload's
     # start-up (that one a fresh process), and the first go waits for them, so they are under no load
@@ -257,6 +258,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
                 started=started,
                 when_load_done=functools.partial(start_next, number),
                 on_phases=functools.partial(_keep_phases, entry),
+                between=reports,
             )
             entry["elapsed_s"] = round(time.monotonic() - began, 1)
             entry["planned_s"] = workload.planned_seconds()
@@ -267,7 +269,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
             entry["run_folder"] = str(found.relative_to(folder)) if has_steps else None
             lost += not has_steps
             if found.is_dir() and (found / "run.json").is_file():
-                rendered.append(found)
+                reports.add(found)
             shown = found if has_steps else f"no run folder (see {run_dir.parent / (workload.name + '.log')})"
             state = exit_state(code, workload.expected_exit)[1]
             done = progress.finished(entry["elapsed_s"])
@@ -281,9 +283,15 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
             abandon(started)
         if zygote is not None:
             zygote.close()
-    took, processes, failed = render_reports(rendered)
-    print(f"reports: {len(rendered)} run reports in {took:.0f} s on {processes} process(es)", flush=True)
-    for why in failed:
+        left = reports.finish()
+    took, processes, failed = render_reports(left)
+    early = len(reports.rendered) + len(reports.failed)
+    print(
+        f"reports: {early + len(left)} run reports, {early} rendered while workloads started up, "
+        f"{len(left)} in {took:.0f} s on {processes} process(es)",
+        flush=True,
+    )
+    for why in reports.failed + failed:
         print(f"reports: could not render {why}", flush=True)
     manifest["ended_at"] = time.time()
     _save(folder, manifest)

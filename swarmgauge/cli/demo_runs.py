@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from swarmgauge.cli.demo_pages import Workload
 from swarmgauge.cli.demo_phases import Phases
@@ -54,11 +54,19 @@ class StartedRun:
         """Its measurements are over (it said so), or it has ended."""
         return (self.handoff / LOAD_DONE).exists() or self.process.poll() is not None
 
-    def go(self) -> None:
+    def ready(self) -> bool:
+        """Its start-up is done (it waits for its go), or it has ended."""
+        return (self.handoff / READY).exists() or self.process.poll() is not None
+
+    def turn(self) -> None:
+        """The demo's turn has come to this run: from here its start-up adds to the demo's time ("waited")."""
         if self.let_go is None:
-            (self.handoff / GO).touch()
             self.let_go = time.monotonic()
             self.let_go_at = time.time()
+
+    def go(self) -> None:
+        self.turn()
+        (self.handoff / GO).touch()
 
     def phases(self, exited: float | None = None) -> Phases:
         """Its phases so far, from the handoff files' times (``exited``: when its process was seen gone)."""
@@ -131,23 +139,48 @@ def start_run(
     return StartedRun(workload, process, handoff, output, files)
 
 
+class BetweenLoads(Protocol):
+    """Work the demo does only while no load runs (``cli/demo_reports.StartUpReports``)."""
+
+    def resume(self) -> None: ...
+
+    def tick(self) -> None: ...
+
+    def pause(self) -> None: ...
+
+
 def finish_run(
     run: StartedRun,
     *,
     when_load_done: Callable[[], None] | None = None,
     on_phases: Callable[[Phases], None] | None = None,
+    between: BetweenLoads | None = None,
 ) -> int:
     """Let the run go and wait for its exit, bounded by its plan's time plus start-up (-1 when it ran past that and
     was stopped); ``when_load_done`` is called once, as soon as its measurements are over; ``on_phases`` is given
-    its phases once it has ended."""
-    run.go()
+    its phases once it has ended. ``between``: resumed while the run starts up and once its load is over, paused
+    before its go, so it never runs beside a measurement."""
     deadline = time.monotonic() + run.workload.planned_seconds() + OVERHEAD_S
-    told = when_load_done is None
+    if between is None:
+        run.go()
+    else:
+        run.turn()
+        between.resume()
+        while not run.ready() and time.monotonic() < deadline:
+            between.tick()
+            time.sleep(POLL_S)
+        between.pause()
+        run.go()
+    over = False
     try:
         while (code := run.process.poll()) is None:
-            if not told and run.load_done():
-                told = True
-                when_load_done()  # type: ignore[misc]  # told is False only when it is given
+            if not over and run.load_done():
+                over = True
+                if when_load_done is not None:
+                    when_load_done()
+            if over and between is not None:
+                between.resume()
+                between.tick()
             if time.monotonic() >= deadline:
                 _stop(run.process)
                 return -1

@@ -46,7 +46,7 @@ def test_demo_brain_builds_the_index_from_its_run_folders(tmp_path):
         assert " s (start-up " in line and ", load " in line and ", drain " in line and ", end " in line  # its phases
         assert " elapsed, " in line
     assert progress[0].endswith(" left") and " no workload left, the reports next (about " in progress[-1]
-    assert "reports: 4 run reports in " in result.stdout  # rendered after the load, not inside each workload
+    assert "reports: 4 run reports, " in result.stdout  # rendered between the loads, not inside each workload
     assert f"index: {demo / 'report.html'}" in result.stdout
 
     manifest = json.loads((demo / "demo.json").read_text())

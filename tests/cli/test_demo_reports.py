@@ -4,11 +4,12 @@ that cannot be rendered is said in one line without losing the others."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from swarmgauge.cli.demo import locust_command
 from swarmgauge.cli.demo_pages import Workload
-from swarmgauge.cli.demo_reports import render_reports
+from swarmgauge.cli.demo_reports import StartUpReports, render_reports
 
 HEADER = (
     "step,label,request_type,name,users,target_rate,started_at,duration_s,requests,failures,unfinished,fail_ratio,rps,"
@@ -66,3 +67,46 @@ def test_a_report_process_that_dies_is_said_even_when_another_said_a_failure(mon
     assert processes == 2
     assert failed[0] == "/runs/a: ValueError: no rows"
     assert failed[1].startswith("a report process ended with -11: Segmentation fault")
+
+
+def _stopped(pid: int) -> bool:
+    """The process is stopped (state T), looked at for up to 5 s: a signal is delivered asynchronously."""
+    for _ in range(100):
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T":
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_start_up_reports_render_one_run_at_a_time_pause_and_give_back_what_they_did_not_render(tmp_path):
+    runs = [run_folder(tmp_path / f"run-{n}") for n in range(2)]
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "run.json").write_text("{")
+    (broken / "steps.csv").write_text("not,a\n1")
+    reports = StartUpReports()
+    for run in [runs[0], broken]:
+        reports.add(run)
+    reports.resume()
+    for _ in range(1200):  # bounded: 120 s
+        reports.tick()
+        if len(reports.rendered) + len(reports.failed) == 2:
+            break
+        time.sleep(0.1)
+    assert reports.rendered == [runs[0]] and (runs[0] / "report.html").is_file()
+    assert len(reports.failed) == 1 and reports.failed[0].startswith(f"{broken}: ")
+    reports.pause()
+    pid = reports.pid
+    assert pid is not None and _stopped(pid)  # stopped: nothing runs beside a load
+    reports.add(runs[1])  # a run finished during the load: not rendered while paused
+    reports.tick()
+    left = reports.finish()
+    assert left == [runs[1]] and reports.pid is None and not Path(f"/proc/{pid}").exists()  # handed on, ended
+    assert not (runs[1] / "report.html").exists()
+
+
+def test_start_up_reports_never_started_give_back_every_run():
+    reports = StartUpReports()
+    reports.add(Path("/runs/a"))
+    reports.pause()
+    assert reports.finish() == [Path("/runs/a")]

@@ -85,3 +85,56 @@ def test_a_finished_run_says_where_its_time_went_from_its_handoff_marks(tmp_path
     assert spent["load"] >= 0.15 and spent["drain"] >= 0.15 and spent["end"] >= 0.4  # the fake's sleeps
     whole = seen[0].exited - seen[0].let_go
     assert abs(sum(spent[name] for name in PHASES) - whole) < 0.3  # rounded to 0.1 s each
+
+
+class JournalledWork:
+    """What the demo does between loads (the start-up reports), as a journal of its calls: a fake of the seam."""
+
+    def __init__(self, journal: Path) -> None:
+        self.journal = journal
+        self.running = False
+
+    def _say(self, what: str) -> None:
+        with open(self.journal, "a") as out:
+            out.write(f"between {what}\n")
+
+    def resume(self) -> None:
+        if not self.running:
+            self._say("resumed")
+        self.running = True
+
+    def tick(self) -> None:
+        pass
+
+    def pause(self) -> None:
+        if self.running:
+            self._say("paused")
+        self.running = False
+
+
+def test_work_between_loads_runs_while_a_run_starts_up_and_after_its_load_and_never_during_it(tmp_path):
+    journal = tmp_path / "journal"
+    workload = Workload("w", "a fake run", "brain_leak.py", ("-t", "1s"), None)
+    between = JournalledWork(journal)
+    first = start_run(workload, tmp_path / "first", None, _fake(tmp_path, "first", journal))
+    ahead = []
+    code = finish_run(
+        first,
+        when_load_done=lambda: ahead.append(
+            start_run(workload, tmp_path / "second", None, _fake(tmp_path, "second", journal))
+        ),
+        between=between,
+    )
+    assert code == 0
+    seen: list[Phases] = []
+    assert finish_run(ahead[0], between=between, on_phases=seen.append) == 0
+    lines = journal.read_text().splitlines()
+    loads = [lines.index("first load"), lines.index("second load")]
+    pauses = [i for i, line in enumerate(lines) if line == "between paused"]
+    resumes = [i for i, line in enumerate(lines) if line == "between resumed"]
+    assert lines[0] == "between resumed" or lines.index("first started up") < resumes[0]
+    for load in loads:  # every load comes after a pause, with no resume between them
+        last_pause = max(i for i in pauses if i < load)
+        assert not [i for i in resumes if last_pause < i < load]
+    assert lines.index("first ended") < lines.index("second load")
+    assert seen[0].waited() is not None and seen[0].waited() >= 0  # the start-up waited for counts from the turn
