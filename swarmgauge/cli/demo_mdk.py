@@ -206,19 +206,29 @@ def summary_s(devices: int, workers: int, per_device: float = SUMMARY_S_PER_DEVI
     return READ_S + devices * max(WORKER_READ_S / workers, per_device)
 
 
-def one_at_a_time_mix(fleet: Fleet) -> dict[str, int]:
-    """The one-at-a-time step's requests of each kind for this fleet."""
+def one_at_a_time_mix(fleet: Fleet, scale: float = 1.0) -> dict[str, int]:
+    """The one-at-a-time step's requests of each kind for this fleet.
+
+    Below scale 1 the reads and accepts shrink with the scale and the summaries with its square (2 of 22 at --scale
+    0.25): a 2,000-device summary takes 2.5 s at 2,000 / 1 (seven device reads), and at 0.25 its row is under the 20
+    its tolerance needs whichever count the step sends, so the index says "few samples" either way; the third to
+    sixth summaries were 9 s of the 2,000 / 1 fleet and 5 s of the 2,000 / 4 one at 0.25."""
     summaries = SUMMARIES.get(fleet.name, OTHER_SUMMARIES)
-    return {"telemetry": ONE_READS, "action": ONE_ACCEPTS, "summary": summaries}
+    mix = {"telemetry": ONE_READS, "action": ONE_ACCEPTS, "summary": summaries}
+    if scale >= 1:
+        return mix
+    shrunk = {kind: math.ceil(count * scale) for kind, count in mix.items()}
+    shrunk["summary"] = math.ceil(summaries * scale * scale)
+    return shrunk
 
 
-def one_at_a_time_s(fleet: Fleet) -> float:
-    """Unscaled seconds of the one-at-a-time step: its mix one request after another, with slack (the fleet's
-    discovery is done before the load, ``locustfiles/mdk_fleet.py``)."""
-    mix = one_at_a_time_mix(fleet)
+def one_at_a_time_s(fleet: Fleet, scale: float = 1.0) -> float:
+    """Seconds of the one-at-a-time step at ``scale``'s mix: its requests one after another, with slack (the
+    fleet's discovery is done before the load, ``locustfiles/mdk_fleet.py``)."""
+    mix = one_at_a_time_mix(fleet, scale)
     planned = mix["telemetry"] * READ_S + mix["action"] * ACCEPT_S
     planned += mix["summary"] * summary_s(fleet.devices, fleet.workers)
-    return float(round(planned * ONE_AT_A_TIME_SLACK))
+    return max(1.0, float(round(planned * ONE_AT_A_TIME_SLACK)))
 
 
 def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
@@ -237,7 +247,7 @@ def fleet_plan(fleet: Fleet, scale: float) -> dict[str, Any]:
         drain = {"label": "drain", "users": 0, "duration": _scaled(4, scale)}
         stages = [discover, burst, drain]
     else:
-        one = _scaled(one_at_a_time_s(fleet), scale)
+        one = _scaled(one_at_a_time_s(fleet), scale) if scale >= 1 else f"{one_at_a_time_s(fleet, scale):g}s"
         stages = [
             {"label": "one at a time", "users": 1, "duration": one, "user_classes": ["MDKOneAtATime"]},
             SWITCH,
@@ -264,7 +274,7 @@ def fleet_workload(fleet: Fleet, scale: float) -> Workload:
     embedded = {"fleet-5000x5": NO_PING_IN_BURST, "fleet-5000x5-ping": PING_IN_BURST}.get(fleet.name, "")
     options: tuple[str, ...] = ("--mdk-profile", fleet.profile, *CLIENT_TIMEOUT, *SAMPLING)
     if fleet.name != "fleet-5000x5-ping":  # the ping run is the burst alone
-        mix = ",".join(f"{kind}={n}" for kind, n in one_at_a_time_mix(fleet).items())
+        mix = ",".join(f"{kind}={n}" for kind, n in one_at_a_time_mix(fleet, scale).items())
         options += ("--mdk-one-at-a-time-mix", mix)
     options += ("--mdk-embedded-args", f"{WORKER_READ} {SWEEP} {embedded}".strip())
     readers = saturation_readers(fleet.devices)

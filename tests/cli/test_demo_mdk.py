@@ -298,3 +298,21 @@ def test_below_scale_1_only_the_drills_take_their_ids_from_the_kernels_list_and_
         for workload in workloads(scale):
             if workload.name in listed:
                 assert workload.options[workload.options.index("--mdk-discover") + 1] == "kernel"
+
+
+def test_below_scale_1_the_one_at_a_time_mix_shrinks_its_summaries_with_the_square_and_the_step_fits_it():
+    by_name = {w.name: w for w in workloads(0.25)}
+    for fleet in fleets():
+        if fleet.name == "fleet-5000x5-ping":
+            continue
+        full, quarter = one_at_a_time_mix(fleet), one_at_a_time_mix(fleet, 0.25)
+        assert quarter["telemetry"] == -(-full["telemetry"] // 4) and quarter["action"] == -(-full["action"] // 4)
+        assert quarter["summary"] == -(-full["summary"] // 16)  # 22 -> 2, 3 -> 1, 0 -> 0
+        given = {kind: n for kind, n in _mix(by_name[fleet.name]).items() if n}
+        assert given == {
+            kind: n for kind, n in quarter.items() if n
+        }  # the option the run is given is the mix the step is sized for
+        stage = by_name[fleet.name].plan["stages"][0]
+        assert float(stage["duration"].rstrip("s")) == one_at_a_time_s(fleet, 0.25)
+        assert one_at_a_time_s(fleet, 0.25) >= quarter["telemetry"] * READ_S  # the whole mix, one at a time
+    assert one_at_a_time_mix(fleets()[1], 2.0) == one_at_a_time_mix(fleets()[1])  # above 1 the holds grow, not it
