@@ -287,14 +287,15 @@ def test_below_scale_1_the_mdk_page_is_shorter_and_keeps_every_workload_and_step
     assert sum(w.planned_seconds() for w in quarter) < sum(w.planned_seconds() for w in full) / 2
 
 
-def test_below_scale_1_only_the_drills_take_their_ids_from_the_kernels_list_and_scale_1_keeps_the_summary():
+def test_below_scale_1_only_the_drills_and_the_ping_run_take_their_ids_from_the_kernels_list():
     """A summary reads every device before the load (0.6 s at the drills' 50, 2.5 s at 2,000 / 1, 5-6 s at 5,000): a
-    drill's rows time a restart, which the Kernel's list leaves as they were; a fleet's short steps met the Workers'
-    sweeps and the devices' caches at other times without the summary's seconds, and its figures moved."""
+    drill's rows time a restart, which the Kernel's list leaves as they were, and the ping run reads no device; a
+    fleet's short steps met the Workers' sweeps and the devices' caches at other times without the summary's seconds,
+    and its figures moved. Scale 1 keeps the summary everywhere."""
     assert not [w.name for w in workloads(1.0) if "--mdk-discover" in w.options]
     for scale in (0.1, 0.25, 0.5):
         listed = {w.name for w in workloads(scale) if "--mdk-discover" in w.options}
-        assert listed == {"worker-restart", "kernel-restart", "device-outage"}
+        assert listed == {"worker-restart", "kernel-restart", "device-outage", "fleet-5000x5-ping"}
         for workload in workloads(scale):
             if workload.name in listed:
                 assert workload.options[workload.options.index("--mdk-discover") + 1] == "kernel"
@@ -316,3 +317,12 @@ def test_below_scale_1_the_one_at_a_time_mix_shrinks_its_summaries_with_the_squa
         assert float(stage["duration"].rstrip("s")) == one_at_a_time_s(fleet, 0.25)
         assert one_at_a_time_s(fleet, 0.25) >= quarter["telemetry"] * READ_S  # the whole mix, one at a time
     assert one_at_a_time_mix(fleets()[1], 2.0) == one_at_a_time_mix(fleets()[1])  # above 1 the holds grow, not it
+
+
+def test_the_ping_run_reads_no_device_so_below_scale_1_it_discovers_from_the_kernels_list():
+    for scale, expected in ((0.25, ["kernel"]), (1.0, [])):
+        by_name = {w.name: list(w.options) for w in workloads(scale)}
+        ping = by_name["fleet-5000x5-ping"]
+        assert [ping[i + 1] for i, option in enumerate(ping) if option == "--mdk-discover"] == expected
+        assert "--mdk-one-at-a-time-mix" not in ping  # the burst alone: no device read in its run
+        assert "--mdk-discover" not in by_name["fleet-5000x5"]  # its reads keep the summary's warm fleet
