@@ -118,7 +118,8 @@ DRILL_READ_ON_S = 1.0
 DRILL_HOLD_S = 15.0
 DRILL_DEVICES = 50
 SWITCH = {"label": "switch", "users": 0, "duration": "1s"}  # Locust swaps classes only through 0 users
-#: The step before the burst, where the burst's users start (its name is the page's: no request of it is measured).
+#: The step before the burst, where the burst's users start: its only requests are their connects (``MDK connect``,
+#: counted so the run's total is the Gateway's; no graded row reads that name).
 DISCOVER_S = 2.0
 DISCOVER = {"label": "discover", "users": 1, "duration": f"{DISCOVER_S:g}s", "user_classes": ["MDKBurstUser"]}
 BURST = {
