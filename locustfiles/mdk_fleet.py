@@ -244,6 +244,7 @@ def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
         if directory is not None:
             _target.save_drills(directory)
             profile = getattr(environment.parsed_options, "mdk_profile", None) if _target.root else None
-            mdk_results.write_result(environment, directory, _target.url, profile)
+            probes = sum(r.probe_reads for r in _target.drill_results)
+            mdk_results.write_result(environment, directory, _target.url, profile, probes)
     except Exception as exc:  # noqa: BLE001 - the run's other files must still be written
         log.warning("could not write %s: %s", mdk_results.RESULT_NAME, exc)

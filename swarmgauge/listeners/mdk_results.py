@@ -180,18 +180,20 @@ def cpu_by_step(environment: Any) -> dict[str, dict[str, float]]:
     return {str(step): {k: sum(v) / len(v) for k, v in names.items()} for step, names in sorted(found.items())}
 
 
-def request_counts(environment: Any) -> dict[str, int]:
+def request_counts(environment: Any, drill_probes: int = 0) -> dict[str, int]:
     """The requests this run sent the Gateway, as the Gateway's own ``requests`` less its ``metrics_requests`` should
-    read: ``counted`` (every MDK request event of the run, the burst users' connects too) and ``before_the_run``
-    (the discovery's summaries before the load, which the run's figures do not hold)."""
+    read: ``counted`` (every MDK request event of the run, the burst users' connects too), ``before_the_run`` (the
+    discovery's summaries before the load) and ``drill_probes`` (a drill's own timed reads); the run's figures hold
+    neither of the last two."""
     counted = sum(
         e.num_requests for (name, method), e in environment.stats.entries.items() if method == MDK_REQUEST_TYPE
     )
     discovered = rundir.run_info(environment).get("mdk_discovered_before_load") or {}
-    return {"counted": counted, "before_the_run": int(discovered.get("requests_before_the_run") or 0)}
+    before = int(discovered.get("requests_before_the_run") or 0)
+    return {"counted": counted, "before_the_run": before, "drill_probes": drill_probes}
 
 
-def result_doc(environment: Any, url: str, profile: str | None) -> dict[str, Any]:
+def result_doc(environment: Any, url: str, profile: str | None, drill_probes: int = 0) -> dict[str, Any]:
     """``mdk.json``'s content: the verdict table's inputs, the Kernel's own counts beside Locust's; ``profile`` is
     the embedded stand-in's size (None for a Gateway the run did not start)."""
     action = environment.stats.get("action", MDK_REQUEST_TYPE)
@@ -204,12 +206,13 @@ def result_doc(environment: Any, url: str, profile: str | None) -> dict[str, Any
         "headroom": {"value": max(headroom.values()) if headroom else None, "by_worker": headroom},
         "cpu_percent": cpu_by_component(environment),
         "actions": {"submitted": action.num_requests, "queued": action.num_requests - action.num_failures},
-        "requests": request_counts(environment),
+        "requests": request_counts(environment, drill_probes),
         "errors": error_counts(environment),
         "rejected_ratio": rejected_ratio(environment, None),
         "kernel": kernel_counts(url) if url else None,
     }
 
 
-def write_result(environment: Any, directory: Path, url: str, profile: str | None) -> None:
-    write_atomic(directory / RESULT_NAME, json.dumps(result_doc(environment, url, profile), indent=1, default=str))
+def write_result(environment: Any, directory: Path, url: str, profile: str | None, drill_probes: int = 0) -> None:
+    doc = result_doc(environment, url, profile, drill_probes)
+    write_atomic(directory / RESULT_NAME, json.dumps(doc, indent=1, default=str))

@@ -179,15 +179,15 @@ def actions_table(doc: dict[str, Any], actions: pd.DataFrame) -> tuple[pd.DataFr
 
 def request_counts(doc: dict[str, Any]) -> dict[str, Any] | None:
     """The requests the run sent the Gateway beside the Gateway's own count (its ``/metrics`` reads, the sampler's,
-    left out): ``counted`` by the run, ``before_the_run`` (the discovery's summaries, in no figure of the run),
-    ``gateway`` (None for a Gateway without the count) and whether they ``match``; None for a run from before
+    left out): ``counted`` by the run, ``before_the_run`` (the discovery's summaries) and ``drill_probes`` (a
+    drill's own reads), in no figure of the run, ``gateway`` (None for a Gateway without the count) and whether they ``match``; None for a run from before
     ``mdk.json`` held them."""
     requests = doc.get("requests")
     if not isinstance(requests, dict):
         return None
     own = ((doc.get("kernel") or {}).get("gateway")) or {}
     gateway = int(own["requests"]) - int(own.get("metrics_requests") or 0) if "requests" in own else None
-    sent = int(requests.get("counted") or 0) + int(requests.get("before_the_run") or 0)
+    sent = sum(int(requests.get(key) or 0) for key in ("counted", "before_the_run", "drill_probes"))
     return {**requests, "gateway": gateway, "match": None if gateway is None else gateway == sent}
 
 
@@ -195,7 +195,9 @@ def request_text(counts: dict[str, Any]) -> str:
     before = int(counts.get("before_the_run") or 0)
     text = f"Requests to the Gateway: {int(counts.get('counted') or 0):,} counted by the run"
     summaries = "fleet summary" if before == 1 else "fleet summaries"
-    text += f", and {before:,} {summaries} of the discovery before it (in no figure of the run)" if before else ""
+    text += f", {before:,} {summaries} of the discovery before it (in no figure of the run)" if before else ""
+    probes = int(counts.get("drill_probes") or 0)
+    text += f", {probes:,} reads the drill timed itself (in no figure of the run)" if probes else ""
     if counts["gateway"] is None:
         return text + "; the Gateway gives no count of its own."
     said = "the same" if counts["match"] else "NOT the same"

@@ -127,6 +127,11 @@ def test_a_worker_killed_mid_burst_shows_as_rejections_in_the_failures_table_and
     saved = json.loads((resolve(run_dir) / "mdk_drills.json").read_text())["drills"]
     # READY and the first good read are two polls of their own; under load either may see its event first
     assert saved[0]["recovered"] and saved[0]["ready_s"] > 0 and saved[0]["first_read_s"] > 0
+    # the drill's own reads through the Gateway are said beside the run's count, so the Gateway's count is still met
+    assert saved[0]["probe_reads"] >= 2 and doc["requests"]["drill_probes"] == saved[0]["probe_reads"]
+    gateway = doc["kernel"]["gateway"]
+    sent = doc["requests"]["counted"] + doc["requests"]["before_the_run"] + doc["requests"]["drill_probes"]
+    assert gateway["requests"] - gateway["metrics_requests"] == sent
 
 
 @pytest.mark.parametrize(

@@ -240,12 +240,13 @@ def test_the_runs_requests_are_shown_beside_the_gateways_own_count(tmp_path, gat
     count that differs is said so, not hidden."""
     run_dir = write_run(tmp_path / "run")
     doc = json.loads((run_dir / "mdk.json").read_text())
-    doc["requests"] = {"counted": 3200, "before_the_run": 3}
+    doc["requests"] = {"counted": 3150, "before_the_run": 3, "drill_probes": 50}
     if gateway is not None:
         doc["kernel"]["gateway"] = gateway
     (run_dir / "mdk.json").write_text(json.dumps(doc))
     section = mdk.section(run_dir)
     assert section is not None
-    assert "3,200 counted by the run, and 3 fleet summaries of the discovery before it" in section.markdown
+    assert "3,150 counted by the run, 3 fleet summaries of the discovery before it" in section.markdown
+    assert "50 reads the drill timed itself" in section.markdown
     assert says in section.markdown
     assert section.summary["requests"]["match"] is (None if gateway is None else gateway["requests"] == 3215)
