@@ -131,7 +131,8 @@ BURST = {
     "user_classes": ["MDKBurstUser"],
 }
 #: The page's thresholds; ``fail_ratio`` judges the failed requests, so an amber fleet (a few timed-out reads) exits 0
-#: and a red one exits 3 (a failed gate) rather than Locust's 1 for any failure.
+#: and a red one exits 3 (a failed gate) rather than Locust's 1 for any failure. Its requests are every request of the
+#: run, the burst users' connects among them (200 a fleet, 1,000 on 5,000 devices / 5 Workers): a failed one counts.
 GATES = ["headroom<1", "MDK:action:p99<=2000ms", "mdk_rejected_ratio<0.01", "fail_ratio<0.01"]
 RED_EXIT = 3
 
