@@ -16,6 +16,8 @@ options, the same way (:func:`option_words`, secrets as ``***``), with where eac
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import math
 import shlex
 from typing import Any
@@ -129,7 +131,8 @@ def applied_outside_argv(environment: Environment) -> dict[str, Any]:
     one record of sources configargparse keeps."""
     parser = argument_parser.get_parser()
     try:
-        parsed = parser.parse_args()
+        with contextlib.redirect_stderr(io.StringIO()):  # its usage line would be a second, wrong error
+            parsed = parser.parse_args()
     except SystemExit:  # a parse that fails now (it did not at start-up) says nothing of where options came from
         return {"words": [], "from": {}}
     words: list[str] = []

@@ -5,10 +5,14 @@ written after ``argv`` in the report's command row, each said where it came from
 from __future__ import annotations
 
 import json
+import sys
+from types import SimpleNamespace
 
 import pytest
 
+import swarmgauge.locust  # noqa: F401 - every swarmgauge option on Locust's parser
 from swarmgauge.listeners import rundir
+from swarmgauge.listeners.repeat_command import applied_outside_argv
 from tests.listeners.sim_run import run_local, sim_target
 
 pytestmark = pytest.mark.integration  # starts a target and a locust run
@@ -74,3 +78,19 @@ def test_a_headless_runs_command_carries_the_options_set_by_environment_and_conf
         if path.is_file():
             content = path.read_bytes()
             assert SECRET_TOKEN.encode() not in content and DSN_PASSWORD.encode() not in content, path.name
+
+
+def test_the_options_outside_argv_are_read_from_a_parse_as_locusts_and_a_failed_parse_says_nothing(
+    tmp_path, monkeypatch, capsys
+):
+    config = tmp_path / "more.conf"
+    config.write_text("users = 7\nheadless = true\n")
+    monkeypatch.setenv("LOCUST_RUN_TIME", "3m")
+    monkeypatch.setattr(sys, "argv", ["locust", "-f", "x.py", "--config", str(config), "-u", "2"])
+    environment = SimpleNamespace(parsed_options=None)
+    found = applied_outside_argv(environment)  # type: ignore[arg-type]
+    assert found["words"] == ["--run-time", "3m", "--headless"]  # -u on argv wins over the file's users
+    assert found["from"] == {"--run-time": "LOCUST_RUN_TIME", "--headless": f"config file {config}"}
+    monkeypatch.setattr(sys, "argv", ["locust", "--no-such-option"])
+    assert applied_outside_argv(environment) == {"words": [], "from": {}}  # type: ignore[arg-type]
+    assert "no-such-option" not in capsys.readouterr().err
