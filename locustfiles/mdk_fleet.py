@@ -4,7 +4,8 @@ Without ``--host`` the locustfile starts the MDK stand-in (``swarmgauge target m
 ``--mdk-profile 1000x2`` or ``cap-1000devices-2workers``, knobs with ``--mdk-embedded-args``), samples its
 ``/metrics`` (Worker cycle time, headroom, routable) and every component's RSS and CPU by pid file, and stops it
 when Locust quits; a local run reads the fleet's device ids (one fleet summary) at its start-up, before any load, so
-no step waits for a summary of every device (``run.json`` ``mdk_discovered_before_load``); ``--mdk-discover kernel``
+no step waits for a summary of every device (``run.json`` ``mdk_discovered_before_load``, with the summaries it sent
+the Gateway before the run, ``requests_before_the_run``: the run's counts do not hold them); ``--mdk-discover kernel``
 takes them from the stand-in Kernel's worker list instead, reading no device. Scenarios (``--mdk-scenario``, when no ``--plan`` is given):
 
 - ``reads``: ``--mdk-readers`` closed-loop readers (``MDKReader``, telemetry only) for ``--mdk-read-time``;
@@ -182,8 +183,9 @@ def _discover_first(environment: Environment, devices: int) -> None:
     if found is None:
         log.warning("the fleet's discovery before the load failed: the users discover at their start")
         return
-    answered, seconds = found
-    info = {"devices": answered, "of": devices, "seconds": round(seconds, 2), "by": by}
+    answered, seconds, sent = found
+    # the summaries sent come before the run: the Gateway saw them, the run's counts do not hold them
+    info = {"devices": answered, "of": devices, "seconds": round(seconds, 2), "by": by, "requests_before_the_run": sent}
     hooks.add_run_info(environment, "mdk_discovered_before_load", info)
     log.log(
         logging.INFO if answered >= devices else logging.WARNING,
@@ -194,9 +196,10 @@ def _discover_first(environment: Environment, devices: int) -> None:
     )
 
 
-def _listed_by_kernel(environment: Environment) -> tuple[int, float] | None:
+def _listed_by_kernel(environment: Environment) -> tuple[int, float, int] | None:
     """The embedded stand-in's device ids as its Kernel lists them, no device read (a summary of 5,000 devices reads
-    each through its Worker, 5-6 s on one, 4-9 s on five on a loaded 2-core machine): (ids, seconds), or None."""
+    each through its Worker, 5-6 s on one, 4-9 s on five on a loaded 2-core machine): (ids, seconds, no request to
+    the Gateway), or None."""
     began = time.monotonic()
     try:
         ids = MDKStack.attach(_target.root or "").listed_device_ids()
@@ -206,7 +209,7 @@ def _listed_by_kernel(environment: Environment) -> tuple[int, float] | None:
     if not ids:
         return None
     mdk.fleet_cache(environment).device_ids = ids
-    return len(ids), time.monotonic() - began
+    return len(ids), time.monotonic() - began, 0
 
 
 @hooks.step_changed.add_listener
@@ -241,6 +244,7 @@ def _on_quitting(environment: Environment, **_kwargs: Any) -> None:
         if directory is not None:
             _target.save_drills(directory)
             profile = getattr(environment.parsed_options, "mdk_profile", None) if _target.root else None
-            mdk_results.write_result(environment, directory, _target.url, profile)
+            probes = sum(r.probe_reads for r in _target.drill_results)
+            mdk_results.write_result(environment, directory, _target.url, profile, probes)
     except Exception as exc:  # noqa: BLE001 - the run's other files must still be written
         log.warning("could not write %s: %s", mdk_results.RESULT_NAME, exc)

@@ -118,7 +118,8 @@ DRILL_READ_ON_S = 1.0
 DRILL_HOLD_S = 15.0
 DRILL_DEVICES = 50
 SWITCH = {"label": "switch", "users": 0, "duration": "1s"}  # Locust swaps classes only through 0 users
-#: The step before the burst, where the burst's users start (its name is the page's: no request of it is measured).
+#: The step before the burst, where the burst's users start: its only requests are their connects (``MDK connect``,
+#: counted so the run's total is the Gateway's; no graded row reads that name).
 DISCOVER_S = 2.0
 DISCOVER = {"label": "discover", "users": 1, "duration": f"{DISCOVER_S:g}s", "user_classes": ["MDKBurstUser"]}
 BURST = {
@@ -130,7 +131,8 @@ BURST = {
     "user_classes": ["MDKBurstUser"],
 }
 #: The page's thresholds; ``fail_ratio`` judges the failed requests, so an amber fleet (a few timed-out reads) exits 0
-#: and a red one exits 3 (a failed gate) rather than Locust's 1 for any failure.
+#: and a red one exits 3 (a failed gate) rather than Locust's 1 for any failure. Its requests are every request of the
+#: run, the burst users' connects among them (200 a fleet, 1,000 on 5,000 devices / 5 Workers): a failed one counts.
 GATES = ["headroom<1", "MDK:action:p99<=2000ms", "mdk_rejected_ratio<0.01", "fail_ratio<0.01"]
 RED_EXIT = 3
 

@@ -15,3 +15,6 @@ def request_title(request_type: object, name: object) -> str:
 #: The request type the MDK client records (``users/mdk_client.py``) and the MDK fleet's figures read
 #: (``listeners/mdk_results.py``), here because a listener may not import a User's module.
 MDK_REQUEST_TYPE = "MDK"
+#: The burst users' connect ahead of the burst (``MDKClient.connect``): a request of its own name, so the run counts
+#: every request the Gateway saw, and no figure read by name (``action``, ``telemetry``, ``summary``) holds it.
+MDK_CONNECT_NAME = "connect"

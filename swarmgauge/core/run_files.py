@@ -135,7 +135,19 @@ RUN_JSON = (
     ),
     Column("embedded_targets", "targets the locustfile started, with their options (redacted)"),
     Column("repeat_command", "a web UI run: the headless command that repeats it"),
+    Column(
+        "options_outside_argv",
+        "the options a `LOCUST_*`/`SWARMGAUGE_*` variable or a config file applied, not on `argv`: `words` (as "
+        "options, secrets `***`; a headless run's report appends them to its command) and `from` (each flag's "
+        "variable or config file)",
+    ),
     Column("kneo", "kneo runs: the run tag, store and reconciliation mismatches"),
+    Column(
+        "mdk_discovered_before_load",
+        "MDK runs with the embedded stand-in: the fleet's discovery before the load (devices found, of, seconds, by "
+        "`summary` or `kernel`) and `requests_before_the_run`, the summaries it sent the Gateway, in none of the "
+        "run's figures (`mdk.json` `requests` puts them beside the Gateway's own count)",
+    ),
     Column("prometheus_push", "per push target: the URL (credentials `***`), pushes made, failures by kind"),
     Column(
         "feeder",

@@ -21,6 +21,7 @@ LISTENER_MODULES = (
     "swarmgauge.listeners.prom_export",
     "swarmgauge.listeners.prom_push",
     "swarmgauge.listeners.webui",
+    "swarmgauge.listeners.repeat_command",
     "swarmgauge.listeners.workers",
     "swarmgauge.listeners.master_loss",
     "swarmgauge.listeners.quiet",

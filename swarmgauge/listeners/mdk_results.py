@@ -15,10 +15,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from swarmgauge.core.request_names import MDK_REQUEST_TYPE
+from swarmgauge.core.request_names import MDK_CONNECT_NAME, MDK_REQUEST_TYPE
 from swarmgauge.core.verdict import GENERATOR_SOURCE, MACHINE_SOURCE
 from swarmgauge.files import write_atomic
-from swarmgauge.listeners import resources, slo
+from swarmgauge.listeners import resources, rundir, slo
 
 RESULT_NAME = "mdk.json"
 DEFAULT_SLOS = [
@@ -102,17 +102,19 @@ def _busiest_cpu(environment: Any, step: int | None) -> float | None:
     return max(values.values()) / 100.0 if values else None
 
 
-def error_counts(environment: Any) -> dict[str, int]:
-    """Locust's failures by recorded error text, e.g. ``Rejected(ERR_WORKER_NOT_ROUTABLE)``."""
+def error_counts(environment: Any, leave_out: tuple[str, ...] = ()) -> dict[str, int]:
+    """Locust's failures by recorded error text, e.g. ``Rejected(ERR_WORKER_NOT_ROUTABLE)``; not those of the request
+    names in ``leave_out``."""
     counts: dict[str, int] = {}
     for entry in environment.stats.errors.values():
-        if entry.method == MDK_REQUEST_TYPE:
+        if entry.method == MDK_REQUEST_TYPE and entry.name not in leave_out:
             counts[str(entry.error)] = counts.get(str(entry.error), 0) + entry.occurrences
     return counts
 
 
 def rejected_ratio(environment: Any, step: int | None = None) -> float | None:
-    """(Rejected + timed out) / attempted, over reads and actions, as the page's fourth row (whole run only)."""
+    """(Rejected + timed out) / attempted, over reads and actions, as the page's fourth row (whole run only); a burst
+    user's connect (``MDK connect``) is neither, so its failures are not counted either."""
     if step is not None:
         return None
     attempted = sum(environment.stats.get(name, MDK_REQUEST_TYPE).num_requests for name in ("telemetry", "action"))
@@ -120,7 +122,7 @@ def rejected_ratio(environment: Any, step: int | None = None) -> float | None:
         return None
     bad = sum(
         n
-        for error, n in error_counts(environment).items()
+        for error, n in error_counts(environment, leave_out=(MDK_CONNECT_NAME,)).items()
         if error.startswith(("Rejected(", "GatewayTimeout(")) or "TIMEOUT" in error
     )
     return bad / attempted
@@ -132,7 +134,8 @@ slo.register_metric("mdk_rejected_ratio", rejected_ratio)
 
 
 def parse_kernel_counts(text: str) -> dict[str, Any]:
-    """The stand-in's own command counters, rejections, accept-time quantiles and missed pings from its metrics."""
+    """The stand-in's own command counters, rejections, accept-time quantiles and missed pings from its metrics, and
+    its Gateway's request counts (``gateway``: ``requests`` in all, ``metrics_requests`` of them to ``/metrics``)."""
     counts: dict[str, Any] = {"commands": {}, "rejected": {}, "accept_ms": {}}
     for line in text.splitlines():
         own = re.match(r'^mdk_kernel_(?:accept_ms\{quantile="([^"]+)"\}|(missed_pings)_total) (\S+)$', line)
@@ -140,6 +143,9 @@ def parse_kernel_counts(text: str) -> dict[str, Any]:
             counts["accept_ms"][own.group(1)] = float(own.group(3))
         elif own:
             counts["missed_pings"] = int(float(own.group(3)))
+        gateway = re.match(r"^mdk_gateway_(requests|metrics_requests)_total (\S+)$", line)
+        if gateway:
+            counts.setdefault("gateway", {})[gateway.group(1)] = int(float(gateway.group(2)))
         match = re.match(r'^mdk_commands_(total|rejected_total)\{(?:status|code)="([^"]+)"\} (\S+)$', line)
         if match:
             counts["commands" if match.group(1) == "total" else "rejected"][match.group(2)] = int(float(match.group(3)))
@@ -174,7 +180,20 @@ def cpu_by_step(environment: Any) -> dict[str, dict[str, float]]:
     return {str(step): {k: sum(v) / len(v) for k, v in names.items()} for step, names in sorted(found.items())}
 
 
-def result_doc(environment: Any, url: str, profile: str | None) -> dict[str, Any]:
+def request_counts(environment: Any, drill_probes: int = 0) -> dict[str, int]:
+    """The requests this run sent the Gateway, as the Gateway's own ``requests`` less its ``metrics_requests`` should
+    read: ``counted`` (every MDK request event of the run, the burst users' connects too), ``before_the_run`` (the
+    discovery's summaries before the load) and ``drill_probes`` (a drill's own timed reads); the run's figures hold
+    neither of the last two."""
+    counted = sum(
+        e.num_requests for (name, method), e in environment.stats.entries.items() if method == MDK_REQUEST_TYPE
+    )
+    discovered = rundir.run_info(environment).get("mdk_discovered_before_load") or {}
+    before = int(discovered.get("requests_before_the_run") or 0)
+    return {"counted": counted, "before_the_run": before, "drill_probes": drill_probes}
+
+
+def result_doc(environment: Any, url: str, profile: str | None, drill_probes: int = 0) -> dict[str, Any]:
     """``mdk.json``'s content: the verdict table's inputs, the Kernel's own counts beside Locust's; ``profile`` is
     the embedded stand-in's size (None for a Gateway the run did not start)."""
     action = environment.stats.get("action", MDK_REQUEST_TYPE)
@@ -187,11 +206,13 @@ def result_doc(environment: Any, url: str, profile: str | None) -> dict[str, Any
         "headroom": {"value": max(headroom.values()) if headroom else None, "by_worker": headroom},
         "cpu_percent": cpu_by_component(environment),
         "actions": {"submitted": action.num_requests, "queued": action.num_requests - action.num_failures},
+        "requests": request_counts(environment, drill_probes),
         "errors": error_counts(environment),
         "rejected_ratio": rejected_ratio(environment, None),
         "kernel": kernel_counts(url) if url else None,
     }
 
 
-def write_result(environment: Any, directory: Path, url: str, profile: str | None) -> None:
-    write_atomic(directory / RESULT_NAME, json.dumps(result_doc(environment, url, profile), indent=1, default=str))
+def write_result(environment: Any, directory: Path, url: str, profile: str | None, drill_probes: int = 0) -> None:
+    doc = result_doc(environment, url, profile, drill_probes)
+    write_atomic(directory / RESULT_NAME, json.dumps(doc, indent=1, default=str))

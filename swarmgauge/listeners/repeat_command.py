@@ -6,23 +6,34 @@ then the users (``-u N -r R -t T``, or for a form-driven run whose count was edi
 ``--steps 2,6,10 --step-time T`` with T the longest hold), then every form option that differs from its default
 (``--steps``, ``--step-time``, ``--slo``, ...), secrets as ``***``. An embedded target's host and the options it set
 at start-up are left out: the locustfile starts its target again. run.json keeps it as ``repeat_command``.
+
+A headless run's command is its ``argv``; what a ``LOCUST_*``/``SWARMGAUGE_*`` variable or a config file (locust.conf,
+pyproject.toml ``[tool.locust]``, ``--config``) applied is not on it. :func:`applied_outside_argv` writes those as
+options, the same way (:func:`option_words`, secrets as ``***``), with where each came from; run.json keeps them as
+``options_outside_argv`` and the report's command row appends them.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import math
 import shlex
 from typing import Any
 
+from locust import argument_parser, events
 from locust.env import Environment
+from locust.runners import WorkerRunner
 
 from swarmgauge.listeners.run_redaction import REDACTED, is_secret_name, redact
-from swarmgauge.listeners.rundir import run_info
+from swarmgauge.listeners.rundir import add_run_info, run_info
 from swarmgauge.listeners.webui_form import set_at_start_up, web_options
 
 LOCUST_RUN_OPTIONS = (("stop_timeout", "--stop-timeout"),)
 FORM_PLAN_DESTS = ("steps", "step_time")
+#: configargparse's names for the sources it took a value from, besides the command line and the defaults
+ENV_SOURCE, CONFIG_SOURCE = "environment_variables", "config_file|"
 
 
 def _embedded(environment: Environment, host: str) -> bool:
@@ -35,7 +46,7 @@ def _seconds(value: float) -> str:
     return f"{max(1, math.ceil(value))}s"
 
 
-def _option_words(action: argparse.Action, value: Any, environment: Environment) -> list[str]:
+def option_words(action: argparse.Action, value: Any, environment: Environment) -> list[str]:
     """``--flag value`` as a person would type it (repeated for an appending option); [] for the default."""
     if value is None or value == action.default or value == "" or value == []:
         return []
@@ -62,7 +73,7 @@ def _form_options(environment: Environment, skip: tuple[str, ...]) -> list[str]:
     for dest, action in sorted(options.items()):
         if dest in skip or dest in code_set:
             continue
-        words += _option_words(action, getattr(parsed, dest, None), environment)
+        words += option_words(action, getattr(parsed, dest, None), environment)
     return words
 
 
@@ -104,3 +115,44 @@ def repeat_command(
             words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     selected = list(getattr(options, "user_classes", None) or [])
     return shlex.join(words + selected)
+
+
+def _as_given(action: argparse.Action, text: Any, parsed: Any) -> Any:
+    """A one-value option as it was written (``2s``, not the seconds Locust's parser made of it); a flag or a list as
+    parsed."""
+    single = action.nargs is None and not isinstance(action, argparse._AppendAction)
+    return text if single and isinstance(text, str) else getattr(parsed, action.dest, None)
+
+
+def applied_outside_argv(environment: Environment) -> dict[str, Any]:
+    """The options the run's parse took from the environment or a config file, not ``argv``: ``words`` to append to
+    the command (:func:`option_words`: a secret as ``***``, a default left out) and ``from`` (each flag's variable or
+    ``config file PATH``). Found by parsing again as Locust did (same ``argv``, environment and files), which is the
+    one record of sources configargparse keeps."""
+    parser = argument_parser.get_parser()
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # its usage line would be a second, wrong error
+            parsed = parser.parse_args()
+    except SystemExit:  # a parse that fails now (it did not at start-up) says nothing of where options came from
+        return {"words": [], "from": {}}
+    words: list[str] = []
+    found: dict[str, str] = {}
+    done: set[str] = set()
+    for source, settings in parser.get_source_to_settings_dict().items():
+        if source != ENV_SOURCE and not source.startswith(CONFIG_SOURCE):
+            continue
+        for key, (action, text) in settings.items():
+            if action is None or action.dest in done:
+                continue
+            done.add(action.dest)
+            said = option_words(action, _as_given(action, text, parsed), environment)
+            if said:
+                words += said
+                found[said[0]] = key if source == ENV_SOURCE else f"config file {source[len(CONFIG_SOURCE) :]}"
+    return {"words": words, "from": found}
+
+
+@events.init.add_listener
+def _record_outside_argv(environment: Environment, **_kwargs: Any) -> None:
+    if not isinstance(environment.runner, WorkerRunner):
+        add_run_info(environment, "options_outside_argv", applied_outside_argv(environment))

@@ -45,6 +45,25 @@ def _command(argv: list[str]) -> str:
     return " ".join([first] + [shlex.quote(a) for a in argv[1:]])
 
 
+def _outside_argv(info: dict[str, Any]) -> dict[str, Any]:
+    found = info.get("options_outside_argv")
+    return found if isinstance(found, dict) else {}
+
+
+def headless_command(info: dict[str, Any]) -> str:
+    """The command that repeats a headless run: its ``argv``, then the options a ``LOCUST_*`` variable or a config
+    file applied (``listeners/repeat_command.py`` wrote them, secrets as ``***``)."""
+    typed = _command(info.get("argv") or [])
+    words = [str(w) for w in _outside_argv(info).get("words") or []]
+    return " ".join([typed, shlex.join(words)]) if typed and words else typed
+
+
+def _set_outside_argv(info: dict[str, Any]) -> str:
+    """``--run-time (LOCUST_RUN_TIME), --mdk-profile (config file locust.conf)``: where the appended options came from."""
+    found = _outside_argv(info).get("from") or {}
+    return ", ".join(f"{flag} ({source})" for flag, source in found.items()) if isinstance(found, dict) else ""
+
+
 def _until_stopped(stage: dict[str, Any]) -> bool:
     """A stage with no set end (an older run.json gives it the engine's year instead of ``until_stopped``)."""
     return bool(stage.get("until_stopped")) or float(stage.get("duration") or 0) >= UNTIL_STOPPED
@@ -130,7 +149,8 @@ def context_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
             str(info.get("host") or "")
             + "".join(f" (embedded {name}, pid {t['pid']})" for name, t in embedded_targets(info).items()),
         ),
-        ("command", str(info.get("repeat_command") or _command(info.get("argv") or []))),
+        ("command", str(info.get("repeat_command") or headless_command(info))),
+        ("set outside the command line", "" if info.get("repeat_command") else _set_outside_argv(info)),
         ("web UI launched as", _command(info.get("argv") or []) if info.get("repeat_command") else ""),
         ("versions", _versions(info.get("versions") or {})),
         ("workers", _workers(info)),

@@ -177,6 +177,33 @@ def actions_table(doc: dict[str, Any], actions: pd.DataFrame) -> tuple[pd.DataFr
     }
 
 
+def request_counts(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The requests the run sent the Gateway beside the Gateway's own count (its ``/metrics`` reads, the sampler's,
+    left out): ``counted`` by the run, ``before_the_run`` (the discovery's summaries) and ``drill_probes`` (a
+    drill's own reads), in no figure of the run, ``gateway`` (None for a Gateway without the count) and whether they ``match``; None for a run from before
+    ``mdk.json`` held them."""
+    requests = doc.get("requests")
+    if not isinstance(requests, dict):
+        return None
+    own = ((doc.get("kernel") or {}).get("gateway")) or {}
+    gateway = int(own["requests"]) - int(own.get("metrics_requests") or 0) if "requests" in own else None
+    sent = sum(int(requests.get(key) or 0) for key in ("counted", "before_the_run", "drill_probes"))
+    return {**requests, "gateway": gateway, "match": None if gateway is None else gateway == sent}
+
+
+def request_text(counts: dict[str, Any]) -> str:
+    before = int(counts.get("before_the_run") or 0)
+    text = f"Requests to the Gateway: {int(counts.get('counted') or 0):,} counted by the run"
+    summaries = "fleet summary" if before == 1 else "fleet summaries"
+    text += f", {before:,} {summaries} of the discovery before it (in no figure of the run)" if before else ""
+    probes = int(counts.get("drill_probes") or 0)
+    text += f", {probes:,} reads the drill timed itself (in no figure of the run)" if probes else ""
+    if counts["gateway"] is None:
+        return text + "; the Gateway gives no count of its own."
+    said = "the same" if counts["match"] else "NOT the same"
+    return text + f"; the Gateway's own count, its /metrics reads left out: {counts['gateway']:,} ({said})."
+
+
 def _seconds(value: Any) -> str:
     return "-" if value is None else f"{float(value):.2f} s"
 
@@ -242,6 +269,10 @@ def section(run_dir: Path) -> Section | None:
             "colour": headroom_colour(headroom.get("value")),
             "by_worker": headroom.get("by_worker") or {},
         }
+        requests = request_counts(doc)
+        if requests is not None:
+            add(request_text(requests))
+            summary["requests"] = requests
         table, counts = actions_table(doc, _action_rows(run_dir))
         summary["actions"] = counts
         if counts.get("submitted"):

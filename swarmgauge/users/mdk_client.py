@@ -18,13 +18,14 @@ import gevent.lock
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from swarmgauge.core.failure_names import bounded_reason
-from swarmgauge.core.request_names import MDK_REQUEST_TYPE
+from swarmgauge.core.request_names import MDK_CONNECT_NAME, MDK_REQUEST_TYPE
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.users.backoff import Backoff
 from swarmgauge.users.recording import measure
 from swarmgauge.users.single_attempt import SingleAttemptHTTPClient
 
 REQUEST_TYPE = MDK_REQUEST_TYPE
+CONNECT_NAME = MDK_CONNECT_NAME
 ERR_CODE = re.compile(r"ERR_[A-Z0-9_]+")
 DEFAULT_ACTION = "setPowerMode"
 DEFAULT_PARAMS = '{"mode":"normal"}'
@@ -114,6 +115,23 @@ def check_metrics(metrics: Any) -> dict:
     return metrics
 
 
+def parsed_or_none(raw: bytes) -> Any:
+    """The body as JSON, or None when it is empty or not JSON."""
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def gateway_error(status: int, value: Any) -> GatewayError:
+    """A non-2xx answer (its parsed body ``value``) as its named failure, by the ``ERR_...`` code of its
+    ``message``, else the status."""
+    message = str(value.get("message", "")) if isinstance(value, dict) else ""
+    match = ERR_CODE.match(message)
+    code = bounded_reason(match.group(0)) if match else f"HTTP {status}"
+    return (DeviceNotFound if code == "ERR_DEVICE_NOT_FOUND" else GatewayError)(status, code)
+
+
 def forwarded_for(index: int) -> str:
     """A distinct loopback address per user index (127.1.0.1, 127.1.0.2, ...), for a per-IP limiter."""
     return f"127.{1 + (index >> 16) % 254}.{(index >> 8) & 255}.{1 + index % 254}"
@@ -194,10 +212,7 @@ class MDKClient:
             if 200 <= status < 300:
                 raise BadResponse(f"HTTP {status} body is not JSON") from None
         if not 200 <= status < 300:
-            message = str(value.get("message", "")) if isinstance(value, dict) else ""
-            match = ERR_CODE.match(message)
-            code = bounded_reason(match.group(0)) if match else f"HTTP {status}"
-            raise (DeviceNotFound if code == "ERR_DEVICE_NOT_FOUND" else GatewayError)(status, code)
+            raise gateway_error(status, value)
         if not isinstance(value, dict):
             raise BadResponse(f"HTTP {status} body is not a JSON object")
         return value
@@ -264,13 +279,22 @@ class MDKClient:
         return self._measured("action", run, {"device_id": device_id, "action": action})
 
     def connect(self) -> bool:
-        """Open the keep-alive connection ahead of the load with one request that is not measured (``GET /echo``;
-        a Gateway without that route answers 404 and keeps the connection just the same): whether it answered."""
-        try:
-            self._request("GET", "/echo")
-        except MDKError:
-            return False
-        return True
+        """Open the keep-alive connection ahead of the load with one ``GET /echo``, a request of its own name
+        (``connect``), so the run counts every request the Gateway saw: whether it was answered. A 404 (a Gateway
+        without that route) keeps the connection just the same and counts as connected; 429 and any other non-2xx
+        are failures named as every request's are."""
+
+        def run(outcome) -> bool:
+            status, raw = self._request("GET", "/echo")
+            outcome.response_length = len(raw)
+            outcome.context["status"] = status
+            if status == 429:
+                raise MDKRateLimited("HTTP 429")
+            if not 200 <= status < 300 and status != 404:
+                raise gateway_error(status, parsed_or_none(raw))
+            return True
+
+        return bool(self._measured(CONNECT_NAME, run))
 
     def echo(self, value: str = "x") -> bool:
         def run(outcome) -> bool:

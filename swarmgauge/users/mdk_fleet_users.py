@@ -98,7 +98,8 @@ class MDKBurstUser(MDKUser):
     """One ``--mdk-action`` submit per open-model ticket (the burst), and none without a ticket: an iteration submits
     only when it began on a ticket (``core/intended.py``), whoever took it, this wait or Locust's wait routed through
     ``core/intended.py``. The first ticket is waited for at the end of ``on_start``, through Locust's own ``wait()``,
-    as the ``OpenModel`` mixin does.
+    as the ``OpenModel`` mixin does. Before it the user connects (``MDKClient.connect``: one ``GET /echo``, counted as
+    ``MDK connect``, so the run counts every request the Gateway saw and no submit opens a connection).
 
     Idle in a closed step (the step before the burst, where the burst's users start), a user waits for the next step
     to begin, at most ``IDLE_WAIT_S``. A fixed 0.5 s sleep woke the 200 users over the burst's first 0.5 s with ~500

@@ -149,21 +149,23 @@ DISCOVERY_S = 10.0
 DISCOVERY_RETRY_S = 0.5
 
 
-def discover_before_load(environment: Environment, host: str, devices: int) -> tuple[int, float] | None:
+def discover_before_load(environment: Environment, host: str, devices: int) -> tuple[int, float, int] | None:
     """The users' fleet discovery done once at start-up, before any load: the device ids of a fleet summary, shared
     by this process's users, so no step waits out a summary that reads every device (5.7 s at 5,000 devices on one
     Worker). As the page's harness does before it measures, it asks again (within ``DISCOVERY_S``) until all
     ``devices`` have answered: a summary leaves out a device whose read failed, and right after the stand-in started
     one had 844 of 5,000 on a loaded machine; every device that answered one of them counts. It is no request of the
-    run (it comes before it): (devices found, seconds taken), or None when no summary came back (the users then
-    discover at their start)."""
+    run (it comes before it): (devices found, seconds taken, summaries sent), or None when no summary came back (the
+    users then discover at their start)."""
     options = environment.parsed_options
     timeout = float(getattr(options, "mdk_timeout", 10.0) or 10.0)
     client = MDKClient(host, SimpleNamespace(request=EventHook()), timeout=timeout)  # fires into no run's figures
     began = time.monotonic()
     found: dict[str, None] = {}  # in the order they first answered
+    sent = 0
     try:
         for _ in range(1000):
+            sent += 1
             body = client.summary(name="discover")
             found.update(dict.fromkeys(d["deviceId"] for d in (body or {}).get("devices", [])))
             if len(found) >= devices or time.monotonic() - began > DISCOVERY_S:
@@ -174,7 +176,7 @@ def discover_before_load(environment: Environment, host: str, devices: int) -> t
     if not found:
         return None
     fleet_cache(environment).device_ids = list(found)
-    return len(found), time.monotonic() - began
+    return len(found), time.monotonic() - began, sent
 
 
 class MDKUser(User):

@@ -19,6 +19,8 @@ mdk_commands_rejected_total{code="ERR_WORKER_NOT_ROUTABLE"} 10
 mdk_kernel_accept_ms{quantile="0.99"} 12.5
 mdk_kernel_missed_pings_total 3
 mdk_worker_headroom{worker="worker-0"} 0.4
+mdk_gateway_requests_total 3020
+mdk_gateway_metrics_requests_total 20
 """
 
 
@@ -32,6 +34,7 @@ def test_the_kernel_counts_are_read_from_its_metrics():
         "rejected": {"ERR_WORKER_NOT_ROUTABLE": 10},
         "accept_ms": {"0.99": 12.5},
         "missed_pings": 3,
+        "gateway": {"requests": 3020, "metrics_requests": 20},
     }
 
 
@@ -50,9 +53,11 @@ def test_rejections_and_timeouts_over_attempted_reads_and_actions():
     stats.log_error("MDK", "telemetry", "GatewayTimeout(10s)")
     stats.log_error("MDK", "telemetry", "DeviceNotFound(x)")
     stats.log_error("HTTP", "telemetry", "Rejected(other type)")
+    stats.log_request("MDK", "connect", 5, 0)
+    stats.log_error("MDK", "connect", "GatewayTimeout(10s)")  # a burst user's connect: neither read nor action
     assert mdk_results.error_counts(environment) == {
         "Rejected(ERR_WORKER_NOT_ROUTABLE)": 1,
-        "GatewayTimeout(10s)": 1,
+        "GatewayTimeout(10s)": 2,
         "DeviceNotFound(x)": 1,
     }
     assert mdk_results.rejected_ratio(environment) == 2 / 10

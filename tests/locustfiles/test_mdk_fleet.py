@@ -68,6 +68,17 @@ def test_a_burst_of_1000_submits_a_second_for_3_s_is_counted_exactly(tmp_path):
     assert 0 < acceptance[0]["p50_ms"] <= acceptance[0]["p99_ms"]
     report = (resolve(run_dir) / "report.md").read_text()
     assert "| QUEUED (accepted)" in report and "acceptance p50" in report
+    # every request the Gateway saw is counted: the burst users' connects by their own name, outside the burst's row;
+    # the discovery's summaries before the load are said apart; the sampler's /metrics reads are no load
+    rows = read_csv(resolve(run_dir) / "steps.csv")
+    connects = sum(int(r["requests"]) for r in rows if r["name"] == "connect")
+    assert connects == 200  # one per burst user (the 199 spawned at the burst's start connect in it, by that name)
+    total = sum(int(r["requests"]) for r in rows if r["name"] == "Aggregated")
+    assert doc["requests"]["counted"] == total
+    before = json.loads((resolve(run_dir) / "run.json").read_text())["mdk_discovered_before_load"]
+    assert doc["requests"]["before_the_run"] == before["requests_before_the_run"] >= 1
+    gateway = doc["kernel"]["gateway"]
+    assert gateway["requests"] - gateway["metrics_requests"] == total + doc["requests"]["before_the_run"]
 
 
 def test_a_worker_killed_mid_burst_shows_as_rejections_in_the_failures_table_and_the_report(tmp_path):
@@ -116,6 +127,11 @@ def test_a_worker_killed_mid_burst_shows_as_rejections_in_the_failures_table_and
     saved = json.loads((resolve(run_dir) / "mdk_drills.json").read_text())["drills"]
     # READY and the first good read are two polls of their own; under load either may see its event first
     assert saved[0]["recovered"] and saved[0]["ready_s"] > 0 and saved[0]["first_read_s"] > 0
+    # the drill's own reads through the Gateway are said beside the run's count, so the Gateway's count is still met
+    assert saved[0]["probe_reads"] >= 2 and doc["requests"]["drill_probes"] == saved[0]["probe_reads"]
+    gateway = doc["kernel"]["gateway"]
+    sent = doc["requests"]["counted"] + doc["requests"]["before_the_run"] + doc["requests"]["drill_probes"]
+    assert gateway["requests"] - gateway["metrics_requests"] == sent
 
 
 @pytest.mark.parametrize(

@@ -60,6 +60,21 @@ def test_the_context_says_what_the_plan_replaced():
     assert "plan replaced" not in dict(context.context_rows(RUN_JSON))
 
 
+def test_the_command_carries_the_options_set_outside_argv_and_says_where_each_came_from():
+    outside = {
+        "words": ["--run-time", "2s", "--mark-dsn", "postgres://u:***@h/db"],
+        "from": {"--run-time": "LOCUST_RUN_TIME", "--mark-dsn": "config file locust.conf"},
+    }
+    rows = dict(context.context_rows({**RUN_JSON, "options_outside_argv": outside}))
+    assert rows["command"] == (
+        "locust -f locustfiles/demarkus_reads.py --mark-token '***' --run-time 2s --mark-dsn 'postgres://u:***@h/db'"
+    )
+    assert rows["set outside the command line"] == "--run-time (LOCUST_RUN_TIME), --mark-dsn (config file locust.conf)"
+    assert "set outside the command line" not in dict(context.context_rows(RUN_JSON))  # argv was all of it
+    web = dict(context.context_rows({**RUN_JSON, "options_outside_argv": outside, "repeat_command": "locust -x"}))
+    assert web["command"] == "locust -x" and "set outside the command line" not in web  # the form's repeat command
+
+
 def test_a_stage_without_an_end_reads_until_stopped_not_as_a_year():
     from types import SimpleNamespace
 

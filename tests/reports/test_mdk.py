@@ -225,3 +225,28 @@ def test_the_section_is_in_the_rendered_report(tmp_path):
     report = (run_dir / "report.md").read_text()
     assert "## MDK fleet" in report and "Overall verdict: red" in report
     assert json.loads((run_dir / "summary.json").read_text())["MDK fleet"]["headroom"]["colour"] == "red"
+
+
+@pytest.mark.parametrize(
+    ("gateway", "says"),
+    [
+        ({"requests": 3215, "metrics_requests": 12}, "3,203 (the same)"),
+        ({"requests": 3300, "metrics_requests": 12}, "3,288 (NOT the same)"),
+        (None, "the Gateway gives no count of its own"),
+    ],
+)
+def test_the_runs_requests_are_shown_beside_the_gateways_own_count(tmp_path, gateway, says):
+    """Every request the Gateway saw is the run's (connects included) or the discovery's before it, said apart; a
+    count that differs is said so, not hidden."""
+    run_dir = write_run(tmp_path / "run")
+    doc = json.loads((run_dir / "mdk.json").read_text())
+    doc["requests"] = {"counted": 3150, "before_the_run": 3, "drill_probes": 50}
+    if gateway is not None:
+        doc["kernel"]["gateway"] = gateway
+    (run_dir / "mdk.json").write_text(json.dumps(doc))
+    section = mdk.section(run_dir)
+    assert section is not None
+    assert "3,150 counted by the run, 3 fleet summaries of the discovery before it" in section.markdown
+    assert "50 reads the drill timed itself" in section.markdown
+    assert says in section.markdown
+    assert section.summary["requests"]["match"] is (None if gateway is None else gateway["requests"] == 3215)

@@ -50,6 +50,21 @@ def test_summary_lists_every_device_by_uuid_and_reads_carry_every_channel(gatewa
     assert requests.get(gateway.url + "/echo", params={"value": "x1"}, timeout=5).json() == {"value": "x1"}
 
 
+def test_the_gateway_counts_every_request_and_its_metrics_reads_apart(gateway):
+    """A run's requests are checked against this count: every request, answered or not found, is one; a ``/metrics``
+    read (the sampler's, and the one that reads the count) is one of ``metrics_requests`` too."""
+
+    def counts() -> tuple[int, int]:  # one /metrics read, which counts itself
+        text = requests.get(gateway.url + "/metrics", timeout=5).text
+        found = re.findall(r"^mdk_gateway_(requests|metrics_requests)_total (\d+)$", text, re.M)
+        return int(dict(found)["requests"]), int(dict(found)["metrics_requests"])
+
+    everything, metrics = counts()
+    assert requests.get(gateway.url + "/echo", timeout=5).ok
+    assert requests.get(gateway.url + "/no/such/route", timeout=5).status_code == 404
+    assert counts() == (everything + 3, metrics + 1)  # the two, and the second /metrics read
+
+
 def test_the_kernels_worker_list_has_the_ids_a_summary_reads_without_reading_a_device(gateway):
     stack = MDKStack.attach(gateway.lines["root"])
     listed = stack.listed_device_ids()

@@ -34,6 +34,7 @@ class FakeGateway:
         self.summaries = 0
         self.gone_reads = 0
         self.peers: set[tuple[str, int]] = set()  # the client ends of the connections answered on
+        self.echo_status: int | None = None  # set: /echo answers this status (else the 500 of an unknown device)
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -66,6 +67,8 @@ class FakeGateway:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def answer(self, path: str, post: bool = False) -> tuple[int, bytes]:
+        if path.startswith("/echo") and self.echo_status is not None:
+            return self.echo_status, b'{"statusCode":%d,"error":"-","message":"no echo"}' % self.echo_status
         if path == "/api/fleet/summary":
             self.summaries += 1
             if self.summaries % 2 == 0:
@@ -150,15 +153,35 @@ def test_each_bad_answer_is_its_own_named_failure(fake):
     assert all(e["request_type"] == "MDK" and e["response_time"] >= 0 for e in recorder.seen)
 
 
-def test_connect_opens_the_connection_the_next_request_uses_and_records_no_request(fake):
-    """The burst's users connect before the burst (the page's harness has its client connected), unmeasured."""
+@pytest.mark.parametrize(
+    ("status", "connected", "failure"),
+    [
+        (200, True, "ok"),
+        (404, True, "ok"),  # a Gateway without /echo keeps the connection just the same
+        (429, False, "MDKRateLimited(HTTP 429)"),
+        (None, False, "GatewayError(ERR_MDK_CLIENT_UNAVAILABLE)"),  # the fake's 500
+    ],
+)
+def test_connect_is_one_counted_request_of_its_own_name_on_the_connection_the_next_request_uses(
+    fake, status, connected, failure
+):
+    """The burst's users connect before the burst (the page's harness has its client connected); the Gateway sees
+    that request, so the run counts it, as ``MDK connect``, its failure named as any request's."""
+    fake.echo_status = status
     recorder = Recorder()
     client = mdk_client.MDKClient(fake.url, recorder.events, timeout=0.5)
-    assert client.connect() is True and recorder.seen == []
-    assert client.action("ok-2") == "c1" and len(recorder.seen) == 1
+    assert client.connect() is connected
+    assert [(e["request_type"], e["name"]) for e in recorder.seen] == [("MDK", "connect")]
+    assert recorder.last() == failure
+    assert client.action("ok-2") == "c1" and len(recorder.seen) == 2
     assert len(fake.peers) == 1  # the submit went on the connection connect() opened
+
+
+def test_a_connect_refused_is_a_counted_gateway_unreachable():
+    recorder = Recorder()
     refused = mdk_client.MDKClient(f"http://127.0.0.1:{closed_port()}", recorder.events, timeout=0.5)
-    assert refused.connect() is False and len(recorder.seen) == 1
+    assert refused.connect() is False
+    assert [e["name"] for e in recorder.seen] == ["connect"] and recorder.last().startswith("GatewayUnreachable(")
 
 
 @pytest.mark.parametrize("url", ["mark://127.0.0.1:1", "http://"])
@@ -358,7 +381,7 @@ def test_the_discovery_before_the_load_asks_again_until_every_device_answered_an
     monkeypatch.setattr(mdk_user, "DISCOVERY_RETRY_S", 0.0)
     environment = SimpleNamespace(parsed_options=SimpleNamespace(mdk_timeout=1.0))
     found = mdk_user.discover_before_load(environment, "http://127.0.0.1:9", 4)
-    assert found is not None and found[0] == 4
+    assert found is not None and found[0] == 4 and found[2] == 4  # four summaries sent, none of them the run's
     assert mdk_user.fleet_cache(environment).device_ids == ["d1", "d2", "d3", "d4"]
     monkeypatch.setattr(mdk_user, "DISCOVERY_S", 0.0)  # out of time after the first summary: what it has
     assert mdk_user.discover_before_load(SimpleNamespace(parsed_options=None), "http://127.0.0.1:9", 4)[0] == 2

@@ -64,6 +64,8 @@ class DrillResult:
     restored_read_s: float | None = None
     armed_s: float | None = None
     failed_reads: int | None = None
+    #: the drill's own telemetry reads through the Gateway (arming, timing): requests the run's figures do not hold
+    probe_reads: int = 0
     victim_failed_reads: int | None = None
     device_set_aside: bool | None = None
     ended_at: float | None = None
@@ -79,9 +81,27 @@ class DrillResult:
         return {**asdict(self), "read_after_ready_s": self.read_after_ready_s}
 
 
+class _ProbeCount:
+    """The drills' reads through the Gateway so far (a drill's ``probe_reads`` is its difference), under a lock: a
+    restart drill reads while a thread waits for READY."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.reads = 0
+
+    def add(self) -> None:
+        with self.lock:
+            self.reads += 1
+
+
+PROBES = _ProbeCount()
+
+
 def read_state(url: str, device_id: str, timeout: float = READ_TIMEOUT_S) -> str:
     """One telemetry read, classified: ``ok``, ``snap_failed`` (live channel down, cached ones still answer),
-    ``cached_failed`` (every channel carries an error), ``null`` (no metrics) or ``error`` (non-200 / no answer)."""
+    ``cached_failed`` (every channel carries an error), ``null`` (no metrics) or ``error`` (non-200 / no answer).
+    Counted in :data:`PROBES`: the Gateway sees it, no run's figure holds it."""
+    PROBES.add()
     try:
         with urllib.request.urlopen(f"{url}/api/fleet/device/{device_id}/telemetry", timeout=timeout) as response:
             body = json.loads(response.read())
@@ -273,7 +293,10 @@ def run_drill(name: str, stack: MDKStack, url: str | None = None, **kwargs: Any)
         raise UsageError(f"unknown drill {name!r}; choose one of {', '.join(DRILLS)}")
     if name != "worker-restart":
         kwargs.pop("worker_id", None)
-    return RUNNERS[name](stack, url or stack.url, **kwargs)
+    before = PROBES.reads
+    result = RUNNERS[name](stack, url or stack.url, **kwargs)
+    result.probe_reads = PROBES.reads - before
+    return result
 
 
 def save_results(path: Path, results: list[DrillResult]) -> None:

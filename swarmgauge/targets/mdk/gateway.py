@@ -5,7 +5,9 @@ Successes are 200 with the controller's JSON; a Kernel-rejected action is still 
 limit (``rate_limit_per_min`` requests per ``rate_window_s``, default window 60 s; off by default as in the
 harness) keys on the first ``X-Forwarded-For`` entry, as
 Fastify's ``trustProxy`` would, and answers 429. ``/metrics`` (Prometheus text, a stand-in extra that the limiter
-skips) carries each Worker's collection cycle time, the interval, states, CPU seconds and command counters.
+skips) carries each Worker's collection cycle time, the interval, states, CPU seconds and command counters, and
+the Gateway's own request count (``mdk_gateway_requests_total``, every request; ``/metrics``'s own apart), which a
+run's count of its requests is checked against.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class Gateway:
 
     async def app(self, request: HttpRequest) -> HttpResponse:
         self.counters["requests"] += 1
+        if request.path == "/metrics":
+            self.counters["metrics_requests"] += 1  # the sampler's, not the load's: a run's count is the rest
         if self._limited(request):
             self.counters["rate_limited"] += 1
             return error(429, "Rate limit exceeded, retry in 1 minute")
@@ -136,6 +140,7 @@ class Gateway:
             f'mdk_process_pid{{component="gateway"}} {os.getpid()}',
             f"mdk_gateway_requests_total {self.counters['requests']}",
             f"mdk_gateway_rate_limited_total {self.counters['rate_limited']}",
+            f"mdk_gateway_metrics_requests_total {self.counters['metrics_requests']}",
         ]
         try:
             status = await self.kernel.call("getStatus", timeout=2.0)
