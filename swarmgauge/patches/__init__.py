@@ -267,7 +267,8 @@ PATCHES: tuple[Patch, ...] = (
         ),
         private_names=("_sleep", "_send_stats"),
         why="a worker rebuilt a whole parser per option per spawn message; open-model timing needs the iteration "
-        "seam; a worker's last figures must go before its quit; per-second counts and chart history grew without "
+        "seam (TaskSet.execute_task and _sleep swapped only while a step has a rate or a ticket or lag exists, "
+        "Locust's own execute_task otherwise); a worker's last figures must go before its quit; per-second counts and chart history grew without "
         "bound over a day-long run (stats trimmed in place)",
         upstream="locust: PRs for a cached default_args_dict, a public flush of worker stats, bounded per-second "
         "counts, and a documented wait seam for TaskSet",
