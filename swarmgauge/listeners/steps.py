@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, replace
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -186,6 +187,20 @@ def _implicit_step(environment: Environment) -> None:
     _ensure_sampler(environment)
 
 
+@dataclass
+class _FailureNotes(run_context.PerEnvironment):
+    """Who is told of each failed request's exception (:func:`note_failures`); kept apart from the run's state,
+    which a new run renews, as a listener of the request hook would be."""
+
+    notes: list[Callable[[BaseException], None]] = field(default_factory=list)
+
+
+def note_failures(environment: Environment, note: Callable[[BaseException], None]) -> None:
+    """Call ``note(exception)`` for every failed request of ``environment``, warm-up ones included: one request
+    listener for swarmgauge, not one more per module (each costs Locust's hook a call and a dict per request)."""
+    _FailureNotes.of(environment).notes.append(note)
+
+
 def on_request(
     environment: Environment,
     request_type: str,
@@ -202,6 +217,9 @@ def on_request(
 ) -> None:
     """One request into its step's figures. Locust's other keywords are named so the request hook's call binds them
     without a dict (it calls ``partial(on_request, environment)``, no Python frame of its own: one request each)."""
+    if exception is not None:
+        for note in _FailureNotes.of(environment).notes:
+            note(exception)
     state = state_of(environment)
     transitions = state.transitions
     if not transitions:
