@@ -15,8 +15,10 @@ warm-up:
 The two cases alternate round by round, the order rotated, so a neighbour's burst hits both alike. The figure is
 the median of the per-round ratios swarmgauge / fasthttp, with every round and the 1-minute load average beside
 it; the target is a ratio of at most 1.05 (all listeners together at most 5 % of a FastHttpUser GET). Beside it,
-each process times one ``request`` event through its listeners in a loop after the window: the difference is the
-listeners' event cost without the noise of a shared machine.
+each process times in loops after the window one ``request`` event through its listeners and one task iteration
+(schedule, execute, zero wait) through what swarmgauge puts around it: the two differences added are swarmgauge's
+constant cost per request (one GET per iteration here) without the noise of a shared machine, in µs and as a share
+of the GET.
 ``--profile`` runs one more swarmgauge case under cProfile (CPU clock) and lists swarmgauge's own functions by
 time. Figures only: nothing here asserts on time.
 """
@@ -90,6 +92,8 @@ def measure(url: str, opts: argparse.Namespace, nginx: Nginx) -> dict[str, Any]:
     ]
     medians = {case: statistics.median(r["cpu_us_per_request"] for r in rounds[case]) for case in CASES}
     events = {case: statistics.median(r["event_us"] for r in rounds[case]) for case in CASES}
+    iterations = {case: statistics.median(r["iteration_us"] for r in rounds[case]) for case in CASES}
+    constant_us = events["swarmgauge"] - events["fasthttp"] + iterations["swarmgauge"] - iterations["fasthttp"]
     ratio = statistics.median(per_round)
     return {
         "benchmark": "overhead",
@@ -101,6 +105,9 @@ def measure(url: str, opts: argparse.Namespace, nginx: Nginx) -> dict[str, Any]:
         "ratio": round(ratio, 4),
         "event_us": {case: round(value, 3) for case, value in events.items()},
         "event_listeners_share": round((events["swarmgauge"] - events["fasthttp"]) / medians["fasthttp"], 4),
+        "iteration_us": {case: round(value, 3) for case, value in iterations.items()},
+        "constant_us_per_request": round(constant_us, 3),
+        "constant_share": round(constant_us / medians["fasthttp"], 4),
         "ratio_rounds": [round(value, 4) for value in per_round],
         "reached": ratio <= TARGET_RATIO,
         "load_average": [round(value, 2) for value in os.getloadavg()],
@@ -163,12 +170,15 @@ def render(doc: dict[str, Any]) -> str:
         f"loads {', '.join(str(r['load_average']) for r in rounds['swarmgauge'])}); "
         f"target ≤ {doc['target_ratio']:.2f}: {verdict}",
     ]
-    event = doc["event_us"]
-    lines.append(
-        f"one request event through its listeners, timed in a loop: {event['fasthttp']:.2f} µs plain Locust, "
-        f"{event['swarmgauge']:.2f} µs with swarmgauge: its listeners {event['swarmgauge'] - event['fasthttp']:+.2f} µs"
-        f" = {doc['event_listeners_share']:.1%} of a FastHttpUser GET (the task and wait wrappers not included)"
-    )
+    event, iteration = doc["event_us"], doc["iteration_us"]
+    lines += [
+        f"timed in loops: one request event {event['fasthttp']:.2f} µs plain Locust, {event['swarmgauge']:.2f} µs "
+        f"with swarmgauge ({event['swarmgauge'] - event['fasthttp']:+.2f} µs); one task iteration with its zero wait "
+        f"{iteration['fasthttp']:.2f} µs, {iteration['swarmgauge']:.2f} µs "
+        f"({iteration['swarmgauge'] - iteration['fasthttp']:+.2f} µs)",
+        f"swarmgauge's constant cost per request (event + iteration): {doc['constant_us_per_request']:+.2f} µs = "
+        f"{doc['constant_share']:.1%} of a FastHttpUser GET ({cpu['fasthttp']:.1f} µs)",
+    ]
     profile = doc.get("profile")
     if profile:
         lines += ["", f"cProfile, swarmgauge's own functions: {profile['own_share']:.1%} of the process's CPU"]

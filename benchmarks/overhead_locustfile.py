@@ -4,17 +4,21 @@
 them); otherwise the file is plain Locust. Both variants carry the same probe: a greenlet that, ``SG_OVERHEAD_WARMUP``
 seconds after the test starts, reads this process's CPU time and Locust's own completed-request count, reads both
 again ``SG_OVERHEAD_WINDOW`` seconds later, and prints one ``RESULT {json}`` line. It adds no request listener, so
-the two variants differ only by swarmgauge. After the window it also times ``request`` events fired in a loop
-(``event_us``: the listeners' cost per request without the network's noise). ``SG_OVERHEAD_PROFILE=<path>`` profiles the window with cProfile on the
-CPU clock and dumps the stats there.
+the two variants differ only by swarmgauge. After the window it also times, in loops, ``request`` events fired
+(``event_us``: the listeners' cost per request without the network's noise) and task iterations as Locust's
+``TaskSet.run`` loop makes them, each with its zero wait (``iteration_us``: what swarmgauge adds around a task, the
+task routing and Locust classes it replaces). ``SG_OVERHEAD_PROFILE=<path>`` profiles the window with cProfile on
+the CPU clock and dumps the stats there.
 """
 
+import gc
 import json
 import os
 import time
 
 import gevent
-from locust import FastHttpUser, constant, events, task
+from locust import FastHttpUser, User, constant, events, task
+from locust.user.task import DefaultTaskSet
 
 if os.environ.get("SG_OVERHEAD_SWARMGAUGE") == "1":
     import swarmgauge.locust  # noqa: F401
@@ -45,9 +49,11 @@ def _probe(environment) -> None:
 
         profile = cProfile.Profile(time.process_time)
         profile.enable()
+    collections = [generation["collections"] for generation in gc.get_stats()]
     cpu, wall, done = time.process_time(), time.perf_counter(), _completed(environment)
     gevent.sleep(WINDOW_S)
     cpu, wall, done = time.process_time() - cpu, time.perf_counter() - wall, _completed(environment) - done
+    collections = [g["collections"] - before for g, before in zip(gc.get_stats(), collections, strict=True)]
     if profile is not None:
         profile.disable()
         profile.dump_stats(PROFILE_PATH)
@@ -58,8 +64,11 @@ def _probe(environment) -> None:
         "req_per_s": round(done / wall, 1),
         "cpu_use": round(cpu / wall, 3),
         "cpu_us_per_request": round(cpu / max(done, 1) * 1e6, 2),
+        "gc_collections": collections,  # per generation, in the window: a full one walks every tracked object
+        "gc_tracked_objects": len(gc.get_objects()),
     }
     result["event_us"] = _event_cost(environment)
+    result["iteration_us"] = _iteration_cost(environment)
     print("RESULT " + json.dumps(result), flush=True)
     if environment.runner is not None:
         environment.runner.quit()
@@ -84,6 +93,34 @@ def _event_cost(environment, count: int = 20_000) -> float:
             url="/",
         )
     return round((time.process_time() - began) * 1e6 / count, 3)
+
+
+def _iteration_cost(environment, count: int = 20_000) -> float:
+    """CPU µs of one task iteration's own frame, as ``TaskSet.run`` makes it for a user with a no-op task and a zero
+    wait: schedule the next task, execute it, wait. ``gevent.sleep`` is a no-op stand-in for the loop (restored
+    after), the same in both variants: a zero wait yields to the hub, and the loop would time the other users'
+    requests instead of the wrappers around a task. The user class is made here, so Locust does not run it."""
+
+    class IterationProbe(User):
+        wait_time = constant(0)
+
+        @task
+        def nothing(self) -> None:
+            pass
+
+    taskset = DefaultTaskSet(IterationProbe(environment))
+    sleep = gevent.sleep
+    gevent.sleep = lambda seconds=0, ref=True: None
+    try:
+        began = time.process_time()
+        for _ in range(count):
+            taskset.schedule_task(taskset.get_next_task())
+            taskset.execute_next_task()
+            taskset.wait()
+        spent = time.process_time() - began
+    finally:
+        gevent.sleep = sleep
+    return round(spent * 1e6 / count, 3)
 
 
 @events.test_start.add_listener

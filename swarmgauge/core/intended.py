@@ -16,8 +16,10 @@ A request fired outside an iteration (``on_start``, ``on_stop``, another greenle
 
 The one place that adjusts is :func:`adjust_request`, run on every ``request`` event before any listener (Locust's
 own statistics, the per-step HDR histograms, SLOs) sees it while some iteration carries a lag (a run with none pays
-nothing for it per request); :func:`install` puts it there and routes every task
-iteration through :func:`run_task` / :func:`sleep_for` (both through ``core/locust_compat``). In an open-model step
+nothing for it per request); :func:`install` puts it there and has every task iteration routed through
+:func:`run_task` / :func:`sleep_for` (both through ``core/locust_compat``) while anything here needs it: an
+Environment's step has a rate, or a ticket or a lag exists (:func:`_route_while_needed` decides, at each change of
+those); otherwise Locust's own task loop runs, a closed-model run paying nothing per iteration. In an open-model step
 (``hooks.current_step`` has a rate) an iteration that holds no ticket waits for one first, through Locust's own
 ``wait()`` (so a stopping user is killed there), and the User's ``wait_time`` between iterations is not slept: the
 next ticket is the wait. A ``wait_time`` that takes the ticket itself (``shapes.open_model.tickets()``) still runs,
@@ -43,6 +45,20 @@ _PRUNE_AT = 4096  # entries before those of finished greenlets (a user stopped b
 #: the request hooks :func:`adjust_request` is put in front of: engaged while some iteration carries a lag (``_lags``
 #: not empty), released once none does, so a run with no lag pays nothing per request for it
 _adjustments: weakref.WeakSet[locust_compat.RequestAdjustment] = weakref.WeakSet()
+#: this process's task routing (made at :func:`install`), engaged and released by :func:`_route_while_needed`
+_routing: locust_compat.TaskRouting | None = None
+
+
+def _route_while_needed() -> None:
+    """The one place that decides whether iterations are routed: while an Environment's step has a rate (an
+    iteration may wait for a ticket, and a wait is one), or a ticket waits for its iteration, or an iteration
+    carries a lag (its ``finally`` is in :func:`run_task`, which a release leaves running where it is)."""
+    if _routing is None:
+        return
+    if _open_step_environments or _tickets or _lags:
+        _routing.engage()
+    else:
+        _routing.release()
 
 
 def _lag_begins(greenlet: Any, lag: float) -> None:
@@ -57,17 +73,27 @@ def _lag_ends(greenlet: Any) -> None:
     if not _lags:
         for adjustment in _adjustments:
             adjustment.release()
+        _route_while_needed()
 
 
 def set_intended_start(perf_time: float | None) -> None:
     """This greenlet's next iteration runs on a ticket due at ``perf_time`` (None: on none)."""
     if perf_time is None:
-        _tickets.pop(getcurrent(), None)
+        if _tickets.pop(getcurrent(), None) is not None and not _tickets:
+            _route_while_needed()
         return
     if len(_tickets) >= _PRUNE_AT:
-        for finished in [glet for glet in _tickets if glet.dead]:
-            del _tickets[finished]
+        _drop_finished_tickets()
+    first = not _tickets
     _tickets[getcurrent()] = perf_time
+    if first:
+        _route_while_needed()  # before this greenlet's next iteration looks up Locust's execute_task
+
+
+def _drop_finished_tickets() -> None:
+    """Tickets of greenlets that ended between the ticket and its iteration (a user stopped in its wait)."""
+    for finished in [glet for glet in _tickets if glet.dead]:
+        del _tickets[finished]
 
 
 def holds_ticket() -> bool:
@@ -128,8 +154,10 @@ def note_step(environment: Any, step: hooks.StepInfo, **_kwargs: Any) -> None:
     """Keep the set above: a listener of ``hooks.step_changed``, which every process fires at each step."""
     if step.rate is None:
         _open_step_environments.discard(id(environment))
+        _drop_finished_tickets()  # so a ticket no iteration will take keeps no routing engaged
     else:
         _open_step_environments.add(id(environment))
+    _route_while_needed()
 
 
 def in_open_step(environment: Any) -> bool:
@@ -143,7 +171,7 @@ def in_open_step(environment: Any) -> bool:
 def run_task(taskset: Any, execute: Any, task: Any) -> None:
     """One iteration: on a ticket in an open-model step (waited for first when none is held), with its lag.
 
-    Runs for every iteration of every User, so the ticket tables' checks are inlined (empty in a closed model)."""
+    Runs for every iteration of every User while routed, so the ticket tables' checks are inlined."""
     if not (_tickets and getcurrent() in _tickets) and in_open_step(taskset.user.environment):
         taskset.wait()  # the User's own wait_time runs (it may take the ticket), then sleep_for takes one
     if _tickets:
@@ -172,9 +200,11 @@ def sleep_for(taskset: Any, seconds: float) -> float | None:
 
 
 def install(environment: Any) -> None:
-    """Adjust every request event of ``environment`` and route every task iteration; idempotent."""
+    """Adjust every request event of ``environment`` and route task iterations while needed; idempotent."""
+    global _routing
     adjustment = locust_compat.request_adjustment(environment.events, adjust_request)
     _adjustments.add(adjustment)
     if _lags:
         adjustment.engage()
-    locust_compat.route_task_iterations(run_task, sleep_for)
+    _routing = locust_compat.route_task_iterations(run_task, sleep_for)
+    _route_while_needed()

@@ -205,27 +205,66 @@ RunTask = Callable[[Any, Callable[[Any, Any], None], Any], None]
 SleepFor = Callable[[Any, float], "float | None"]
 
 
-def route_task_iterations(run_task: RunTask, sleep_for: SleepFor) -> None:
-    """Route every task iteration of every User through ``run_task``, and Locust's wait through ``sleep_for``.
+class TaskRouting:
+    """Every task iteration of every User through ``run_task``, and Locust's wait through ``sleep_for``, while engaged;
+    released, Locust's own ``execute_task`` and a wait that goes straight to :func:`sleep_on_timer`.
 
     An iteration is one task that is a function or method (``TaskSet.execute_task`` and ``DefaultTaskSet``'s own,
     which Locust's ``TaskSet.run`` loop calls once per task); a nested ``TaskSet`` class is no iteration (its tasks
     are). ``TaskSet.wait`` sleeps ``self._sleep(self.wait_time())``: ``_sleep`` is the one seam between what the
-    User's ``wait_time`` asked and the sleep. Process-wide and idempotent (the first callbacks stay).
+    User's ``wait_time`` asked and the sleep. Engaged only while something needs it (the routing is two Python calls
+    per iteration a closed-model run need not pay); the swap is of class attributes, so an iteration already running
+    finishes in the one it began in, and a release gives back what engaging found (Locust's own or another wrapper).
     """
-    if getattr(TaskSet.execute_task, "swarmgauge_routed", False):
-        return
-    for owner in (TaskSet, DefaultTaskSet):
-        owner.execute_task = _routed_execute_task(owner.__dict__["execute_task"], run_task)  # type: ignore[method-assign]
-    original_sleep = TaskSet.__dict__["_sleep"]
 
-    def _sleep(self: Any, seconds: float) -> None:
-        chosen = sleep_for(self, seconds)
-        if chosen is not None:
-            sleep_on_timer(chosen)
+    def __init__(self, run_task: RunTask, sleep_for: SleepFor) -> None:
+        self._run_task = run_task
+        original_sleep = TaskSet.__dict__["_sleep"]
 
-    _sleep.__wrapped__ = original_sleep  # type: ignore[attr-defined]
-    TaskSet._sleep = _sleep  # type: ignore[method-assign]
+        def routed_sleep(self: Any, seconds: float) -> None:
+            chosen = sleep_for(self, seconds)
+            if chosen is not None:
+                sleep_on_timer(chosen)
+
+        def timer_sleep(_self: Any, seconds: float) -> None:
+            sleep_on_timer(seconds)
+
+        sleeps: tuple[Any, ...] = (routed_sleep, timer_sleep)
+        for sleep in sleeps:
+            sleep.__wrapped__ = original_sleep
+            sleep.swarmgauge_routing = self
+        self._routed: dict[tuple[type, str], Callable[..., None]] = {(TaskSet, "_sleep"): routed_sleep}
+        self._given_back: dict[tuple[type, str], Any] = {}
+        TaskSet._sleep = timer_sleep  # type: ignore[method-assign]
+
+    @property
+    def engaged(self) -> bool:
+        return all(owner.__dict__.get(name) is routed for (owner, name), routed in self._routed.items())
+
+    def engage(self) -> None:
+        if self.engaged:
+            return
+        for owner in (TaskSet, DefaultTaskSet):
+            found = owner.__dict__["execute_task"]
+            if found is not self._routed.get((owner, "execute_task")):
+                self._routed[owner, "execute_task"] = _routed_execute_task(found, self._run_task)
+        for (holder, name), routed in self._routed.items():
+            found = holder.__dict__.get(name)
+            if found is not routed:
+                self._given_back[holder, name] = found
+                setattr(holder, name, routed)
+
+    def release(self) -> None:
+        for (owner, name), routed in self._routed.items():
+            if owner.__dict__.get(name) is routed and (owner, name) in self._given_back:
+                setattr(owner, name, self._given_back.pop((owner, name)))
+
+
+def route_task_iterations(run_task: RunTask, sleep_for: SleepFor) -> TaskRouting:
+    """This process's one :class:`TaskRouting` (made with these callbacks on first call, released: Locust's own
+    task loop, its wait on the timer)."""
+    found = getattr(TaskSet.__dict__["_sleep"], "swarmgauge_routing", None)
+    return found if found is not None else TaskRouting(run_task, sleep_for)
 
 
 def sleep_on_timer(seconds: float) -> None:
@@ -249,7 +288,6 @@ def _routed_execute_task(original: Callable[[Any, Any], None], run_task: RunTask
         else:
             run_task(self, original, task)
 
-    execute_task.swarmgauge_routed = True  # type: ignore[attr-defined]
     execute_task.__wrapped__ = original  # type: ignore[attr-defined]
     return execute_task
 
@@ -309,72 +347,3 @@ def stop_waiting_users_between_tasks() -> None:
 
     stop_user.swarmgauge_stops_waiting = True  # type: ignore[attr-defined]
     User.stop = stop_user  # type: ignore[method-assign]
-
-
-class TaskQueue(list[Any]):
-    """A TaskSet's queue of scheduled tasks as a list: what Locust's ``TaskSet`` calls of its deque
-    (``append``, ``appendleft``, ``popleft``, truth, ``len``), with list's ``clear`` and iteration beside them.
-
-    Locust makes a ``deque`` per TaskSet, and an empty deque holds a 64-slot block: 760 bytes per user for a queue
-    that holds one task at most between two of them (``TaskSet.run`` schedules the next task when it is empty). An
-    empty list holds no storage and a one-task list a 4-slot one."""
-
-    __slots__ = ()
-
-    def popleft(self) -> Any:
-        return self.pop(0)
-
-    def appendleft(self, task: Any) -> None:
-        self.insert(0, task)
-
-
-def queue_tasks_in_lists() -> None:
-    """Every TaskSet made from now on queues its tasks in a :class:`TaskQueue` (process-wide, idempotent)."""
-    made_with_deque: Callable[..., None] = TaskSet.__init__
-    if getattr(made_with_deque, "swarmgauge_list_queue", False):
-        return
-
-    def init_with_list(self: Any, parent: Any) -> None:
-        made_with_deque(self, parent)
-        self._task_queue = TaskQueue(self._task_queue)
-
-    init_with_list.swarmgauge_list_queue = True  # type: ignore[attr-defined]
-    init_with_list.__wrapped__ = made_with_deque  # type: ignore[attr-defined]
-    TaskSet.__init__ = init_with_list  # type: ignore[method-assign]
-
-
-def run_user(user: Any) -> None:
-    """What every User greenlet runs, as Locust's ``User.start`` defines it (``greenlet.args[0]`` is the user)."""
-    user.run()
-
-
-class UserGreenlet(gevent.Greenlet):
-    """A User's greenlet, running :func:`run_user` from its class.
-
-    A ``Greenlet`` given its function keeps it in its instance dict, 184 B a user where an empty one is 64; here
-    the function is the class's (gevent's documented override of ``_run``), a plain function as before, so the
-    greenlet's C stack is no deeper."""
-
-    __slots__ = ()
-    _run = staticmethod(run_user)
-
-
-def start_users_with_one_function() -> None:
-    """``User.start`` spawns a :class:`UserGreenlet` (process-wide, idempotent).
-
-    Locust's defines its ``run_user`` inside ``start``: a new function object per user (152 B), which the user's
-    greenlet keeps for the user's life, in a dict of the greenlet's own (184 B). The same body, defined once on
-    the greenlet's class, does the same; ``greenlet.args[0]`` is still the user."""
-    defines_one_per_user: Callable[..., Any] = User.start
-    if getattr(defines_one_per_user, "swarmgauge_one_function", False):
-        return
-
-    def start(self: Any, group: Any) -> Any:
-        self._greenlet = UserGreenlet(None, self)
-        group.start(self._greenlet)
-        self._group = group
-        return self._greenlet
-
-    start.swarmgauge_one_function = True  # type: ignore[attr-defined]
-    start.__wrapped__ = defines_one_per_user  # type: ignore[attr-defined]
-    User.start = start  # type: ignore[method-assign]

@@ -29,7 +29,7 @@ def new_histogram() -> HdrHistogram:
     return acyclic(HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_FIGURES))
 
 
-@dataclass
+@dataclass(slots=True)
 class NameStats:
     """What one (step, request type, name) has seen: histogram of response times plus exact counts."""
 
@@ -142,11 +142,16 @@ class StepRecorder:
         self.stalls = {}
 
     def record(self, step: int, request_type: str, name: str, response_time_ms: float | None, failed: bool) -> None:
+        self.entry(step, request_type, name).record(response_time_ms, failed)
+
+    def entry(self, step: int, request_type: str, name: str) -> NameStats:
+        """The figures of (step, type, name), made on first use: a caller on every request's path looks in
+        ``entries`` first and comes here only for a new name."""
         key = (step, request_type, name)
         stats = self.entries.get(key)
         if stats is None:
             stats = self.entries[key] = NameStats()
-        stats.record(response_time_ms, failed)
+        return stats
 
     def note_unfinished(self, step: int, request_type: str, name: str) -> None:
         """The request just recorded for (step, type, name) was cut off by its user's stop (rare: no per-request

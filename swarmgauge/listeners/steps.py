@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import gevent
@@ -186,6 +187,20 @@ def _implicit_step(environment: Environment) -> None:
     _ensure_sampler(environment)
 
 
+@dataclass
+class _FailureNotes(run_context.PerEnvironment):
+    """Who is told of each failed request's exception (:func:`note_failures`); kept apart from the run's state,
+    which a new run renews, as a listener of the request hook would be."""
+
+    notes: list[Callable[[BaseException], None]] = field(default_factory=list)
+
+
+def note_failures(environment: Environment, note: Callable[[BaseException], None]) -> None:
+    """Call ``note(exception)`` for every failed request of ``environment``, warm-up ones included: one request
+    listener for swarmgauge, not one more per module (each costs Locust's hook a call and a dict per request)."""
+    _FailureNotes.of(environment).notes.append(note)
+
+
 def on_request(
     environment: Environment,
     request_type: str,
@@ -193,8 +208,18 @@ def on_request(
     response_time: float | None,
     exception: BaseException | None = None,
     start_time: float | None = None,
+    *,
+    response_length: int = 0,
+    response: Any = None,
+    context: Any = None,
+    url: str | None = None,
     **_kwargs: Any,
 ) -> None:
+    """One request into its step's figures. Locust's other keywords are named so the request hook's call binds them
+    without a dict (it calls ``partial(on_request, environment)``, no Python frame of its own: one request each)."""
+    if exception is not None:
+        for note in _FailureNotes.of(environment).notes:
+            note(exception)
     state = state_of(environment)
     transitions = state.transitions
     if not transitions:
@@ -207,7 +232,11 @@ def on_request(
         state.recorder.record_warmup(info.index)  # a request still unanswered at its user's stop is no warm-up one
         return
     failed = exception is not None
-    state.recorder.record(info.index, request_type, name, response_time, failed)
+    recorder = state.recorder
+    stats = recorder.entries.get((info.index, request_type, name))  # StepRecorder.record, one call fewer
+    if stats is None:
+        stats = recorder.entry(info.index, request_type, name)
+    stats.record(response_time, failed)
     if failed and isinstance(exception, Unfinished):
         state.recorder.note_unfinished(info.index, request_type, name)
     state.stall_watch.note_request(info.index, started, response_time)
@@ -275,29 +304,9 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
     for message_type, handler in handlers.items():
         if runner is not None and not has_message_handler(runner, message_type):
             runner.register_message(message_type, handler)
-    environment.events.request.add_listener(_request_listener(environment))
+    environment.events.request.add_listener(partial(on_request, environment))
     run_context.listen(environment, environment.events.report_to_master, _on_report_to_master)
     run_context.listen(environment, environment.events.worker_report, _on_worker_report)
-
-
-def _request_listener(environment: Environment) -> Callable[..., None]:
-    """:func:`on_request` for ``environment``'s request event, taking Locust's keywords by name (no repacking)."""
-
-    def on_request_event(
-        request_type: str,
-        name: str,
-        response_time: float | None,
-        response_length: int = 0,
-        response: Any = None,
-        context: Any = None,
-        exception: BaseException | None = None,
-        start_time: float | None = None,
-        url: str | None = None,
-        **_kwargs: Any,
-    ) -> None:
-        on_request(environment, request_type, name, response_time, exception, start_time)
-
-    return on_request_event
 
 
 def _on_report_to_master(environment: Environment, client_id: str, data: dict[str, Any]) -> None:

@@ -142,28 +142,7 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
     environment.events.user_error.add_listener(
         lambda user_instance, exception, tb, **_kw: record(environment, exception)
     )
-    environment.events.request.add_listener(_failure_listener(environment))
-
-
-def _failure_listener(environment: Environment) -> Any:
-    """The request event's failures into ``environment``'s tally, Locust's keywords taken by name (no repacking)."""
-
-    def on_request_event(
-        request_type: str = "",
-        name: str = "",
-        response_time: float | None = None,
-        response_length: int = 0,
-        response: Any = None,
-        context: Any = None,
-        exception: BaseException | None = None,
-        start_time: float | None = None,
-        url: str | None = None,
-        **_kwargs: Any,
-    ) -> None:
-        if exception is not None:
-            tally(environment).note_failure(exception)
-
-    return on_request_event
+    steps.note_failures(environment, lambda exception: tally(environment).note_failure(exception))
 
 
 @events.test_start.add_listener

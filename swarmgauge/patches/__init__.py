@@ -267,7 +267,8 @@ PATCHES: tuple[Patch, ...] = (
         ),
         private_names=("_sleep", "_send_stats"),
         why="a worker rebuilt a whole parser per option per spawn message; open-model timing needs the iteration "
-        "seam; a worker's last figures must go before its quit; per-second counts and chart history grew without "
+        "seam (TaskSet.execute_task and _sleep swapped only while a step has a rate or a ticket or lag exists, "
+        "Locust's own execute_task otherwise); a worker's last figures must go before its quit; per-second counts and chart history grew without "
         "bound over a day-long run (stats trimmed in place)",
         upstream="locust: PRs for a cached default_args_dict, a public flush of worker stats, bounded per-second "
         "counts, and a documented wait seam for TaskSet",
@@ -288,7 +289,7 @@ PATCHES: tuple[Patch, ...] = (
         name="locust-task-queue-list",
         dependency="locust",
         kind=Kind.REPLACES,
-        where=("swarmgauge.core.locust_compat", "swarmgauge.users.recording"),
+        where=("swarmgauge.core.locust_memory", "swarmgauge.users.recording"),
         touches=("locust.user.task.TaskSet.__init__", "locust.user.task.TaskSet._task_queue"),
         private_names=(),
         why="every TaskSet (one per user: its DefaultTaskSet) queues its scheduled tasks in a deque, whose empty "
@@ -300,7 +301,7 @@ PATCHES: tuple[Patch, ...] = (
         name="locust-one-run-function",
         dependency="locust",
         kind=Kind.REPLACES,
-        where=("swarmgauge.core.locust_compat", "swarmgauge.users.recording"),
+        where=("swarmgauge.core.locust_memory", "swarmgauge.users.recording"),
         touches=("locust.user.users.User.start", "locust.user.users.User._greenlet", "locust.user.users.User._group"),
         private_names=(),
         why="User.start defines its run_user function inside itself, so every user's greenlet keeps a function "

@@ -25,10 +25,9 @@ from swarmgauge.core.intended import set_intended_start
 from swarmgauge.core.locust_compat import (
     default_stop_timeout,
     mark_stop_timeout_unset,
-    queue_tasks_in_lists,
-    start_users_with_one_function,
     stop_waiting_users_between_tasks,
 )
+from swarmgauge.core.locust_memory import queue_tasks_in_lists, start_users_with_one_function
 from swarmgauge.errors import SwarmgaugeError, Unfinished
 from swarmgauge.redaction import contains_secret, redact_known, register_secret_options
 

@@ -32,6 +32,9 @@ def test_overhead_benchmark_prints_and_writes_its_figures(tmp_path):
     assert all(r["requests"] > 0 and r["failures"] == 0 for rows in doc["rounds"].values() for r in rows)
     assert doc["target_ratio"] == 1.05
     assert set(doc["event_us"]) == {"fasthttp", "swarmgauge"} and "one request event" in result.stdout
+    assert set(doc["iteration_us"]) == {"fasthttp", "swarmgauge"} and "one task iteration" in result.stdout
+    assert all(value > 0 for value in doc["iteration_us"].values())
+    assert "constant cost per request" in result.stdout and isinstance(doc["constant_share"], float)
 
 
 def test_overhead_benchmark_rejects_zero_counts(tmp_path):

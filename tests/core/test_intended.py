@@ -249,3 +249,89 @@ def test_an_iteration_of_an_open_step_waits_for_a_ticket_first_and_runs_with_its
     assert ran[0] >= LAG and not holds_ticket() and current_lag() == 0.0
     run_task(taskset, lambda _taskset, _task: ran.append(current_lag()), "task")
     assert steps.taken == 2 and len(ran) == 2  # each iteration its own ticket
+
+
+def _routed() -> bool:
+    """Whether Locust's task loop goes through ``run_task`` now (its own ``execute_task`` wraps nothing)."""
+    from locust.user.task import DefaultTaskSet, TaskSet
+
+    return all(hasattr(owner.__dict__["execute_task"], "__wrapped__") for owner in (TaskSet, DefaultTaskSet))
+
+
+@pytest.fixture
+def _fresh_tables(monkeypatch: pytest.MonkeyPatch) -> Iterator[Environment]:
+    """Open-step, ticket and lag tables of this test only (others in this process leave ids and tickets behind),
+    and an installed Environment; the routing is released again afterwards."""
+    monkeypatch.setattr(intended, "_open_step_environments", set())
+    monkeypatch.setattr(intended, "_tickets", {})
+    monkeypatch.setattr(intended, "_lags", {})
+    environment = Environment(events=Events())
+    intended.install(environment)
+    yield environment
+    intended._open_step_environments.clear()
+    intended._tickets.clear()
+    intended._lags.clear()
+    intended.end_iteration()  # decides again on empty tables: released
+
+
+def _announce(environment: Any, rate: float | None) -> None:
+    note_step(environment, StepInfo(0, "step", 4, rate, time.time()))
+
+
+def test_a_closed_run_runs_locusts_own_task_loop_and_a_rated_step_routes_it_until_it_closes(_fresh_tables):
+    environment = _fresh_tables
+    assert not _routed()
+    _announce(environment, 5.0)
+    assert _routed()
+    _announce(environment, None)
+    assert not _routed()
+
+
+def test_a_ticket_or_a_lag_keeps_iterations_routed_until_neither_is_left(_fresh_tables):
+    environment = _fresh_tables
+    set_intended_start(time.perf_counter() - LAG)  # a User's own pacer, in a closed step
+    assert _routed()
+    begin_iteration()
+    _announce(environment, 5.0)
+    _announce(environment, None)  # the step closes while the iteration runs on its ticket: it keeps its lag
+    assert _routed() and current_lag() >= LAG
+    end_iteration()
+    assert not _routed()
+    set_intended_start(time.perf_counter())
+    set_intended_start(None)
+    assert not _routed()
+
+
+def test_a_ticket_no_iteration_will_take_keeps_nothing_routed_once_the_step_closes(_fresh_tables):
+    environment = _fresh_tables
+    _announce(environment, 5.0)
+    stopped = gevent.spawn(set_intended_start, time.perf_counter())  # a user stopped between its ticket and its task
+    stopped.join(timeout=5)
+    _announce(environment, None)
+    assert not _routed()
+
+
+def test_a_locust_user_in_a_rated_step_runs_each_iteration_on_a_ticket_and_sleeps_no_wait_time(
+    monkeypatch, _fresh_tables
+):
+    from locust import User, constant, task
+    from locust.exception import StopUser
+
+    steps = _Steps(monkeypatch, rate=5.0)
+    lags: list[float] = []
+
+    class Paced(User):
+        wait_time = constant(30)
+
+        @task
+        def one(self) -> None:
+            lags.append(current_lag())
+            if len(lags) == 2:
+                raise StopUser()
+
+    assert _routed()
+    user = gevent.spawn(Paced(Environment(user_classes=[Paced])).run)
+    user.join(timeout=5)
+    assert user.dead and steps.taken == 2 and len(lags) == 2 and min(lags) >= LAG  # no 30 s wait was slept
+    _announce(ENVIRONMENT, None)
+    assert not _routed() and current_lag() == 0.0

@@ -1,7 +1,6 @@
 """Locust's internals that swarmgauge uses still exist and behave as the adapter expects: an upgrade that breaks
 one fails here by name, not as a slow or silent run."""
 
-import gc
 import inspect
 
 from locust import argument_parser
@@ -301,7 +300,7 @@ def _routed_run(monkeypatch, user_class, iterations: int) -> tuple[list[str], li
         sleeps.append(seconds)
         return 0.0
 
-    locust_compat.route_task_iterations(run_task, sleep_for)
+    locust_compat.route_task_iterations(run_task, sleep_for).engage()
     user_class(Environment(user_classes=[user_class])).run()
     return tasks, sleeps
 
@@ -336,59 +335,81 @@ def test_a_nested_taskset_is_no_iteration_its_tasks_are(monkeypatch):
     assert tasks == ["inner"] * 3
 
 
-def test_a_taskset_queues_its_tasks_in_a_list_in_the_order_locust_schedules_them(monkeypatch):
-    from locust import TaskSet, User, task
+def _paced_user(runs: int, wait: float = 0.5):
+    """A User whose one task stops it on its ``runs``-th run: how many ran, and the class."""
+    from locust import User, constant, task
+    from locust.exception import StopUser
+
+    ran: list[str] = []
+
+    class Paced(User):
+        wait_time = constant(wait)
+
+        @task
+        def one(self) -> None:
+            ran.append("one")
+            if len(ran) == runs:
+                raise StopUser()
+
+    return Paced, ran
+
+
+def test_a_released_routing_is_locusts_own_task_loop_with_its_wait_on_the_timer(monkeypatch):
+    """A closed-model run pays nothing per iteration for open-model timing: Locust's own ``execute_task`` runs,
+    and its wait goes straight to the timer wait (patch ``locust-wait-on-timer``) with what ``wait_time`` asked."""
     from locust.env import Environment
+    from locust.user.task import DefaultTaskSet, TaskSet
 
     _unrouted(monkeypatch)
-    monkeypatch.setattr(TaskSet, "__init__", inspect.unwrap(TaskSet.__init__))  # Locust's own, restored afterwards
-    locust_compat.queue_tasks_in_lists()
-    locust_compat.queue_tasks_in_lists()  # idempotent: one wrapper
-
-    class Plain(User):
-        @task
-        def nothing(self) -> None:
-            pass
-
-    taskset = TaskSet(Plain(Environment(user_classes=[Plain])))
-    ran: list[str] = []
-    for name in ("b", "c"):
-        taskset.schedule_task(lambda _taskset, name=name: ran.append(name))
-    taskset.schedule_task(lambda _taskset: ran.append("a"), first=True)
-    queue = taskset._task_queue
-    assert type(queue) is locust_compat.TaskQueue and len(queue) == 3
-    while queue:
-        taskset.execute_next_task()
-    assert ran == ["a", "b", "c"]
-    assert not hasattr(TaskSet.__init__.__wrapped__, "__wrapped__")  # one wrapper around Locust's own
+    own = {owner: owner.__dict__["execute_task"] for owner in (TaskSet, DefaultTaskSet)}
+    slept: list[float] = []
+    monkeypatch.setattr(locust_compat, "sleep_on_timer", slept.append)
+    asked: list[str] = []
+    routing = locust_compat.route_task_iterations(
+        lambda *_args: asked.append("run_task"), lambda *_args: asked.append("sleep_for")
+    )
+    assert locust_compat.route_task_iterations(lambda *_args: None, lambda *_args: None) is routing  # one a process
+    assert not routing.engaged
+    assert all(owner.__dict__["execute_task"] is own[owner] for owner in own)
+    paced, ran = _paced_user(3)
+    paced(Environment(user_classes=[paced])).run()
+    assert ran == ["one"] * 3 and slept == [0.5, 0.5] and asked == []
 
 
-def test_users_started_with_one_function_run_as_locusts_and_share_it(monkeypatch):
-    from gevent.pool import Group
-    from locust import User
+def test_engaging_routes_and_a_release_gives_back_what_was_there_an_iteration_running_finishing(monkeypatch):
     from locust.env import Environment
+    from locust.user.task import DefaultTaskSet, TaskSet
 
-    monkeypatch.setattr(User, "start", inspect.unwrap(User.start))  # Locust's own, restored afterwards
-    locust_compat.start_users_with_one_function()
-    locust_compat.start_users_with_one_function()  # idempotent: one wrapper
-    assert not hasattr(User.start.__wrapped__, "__wrapped__")
-    ran: list[User] = []
+    _unrouted(monkeypatch)
+    own = DefaultTaskSet.__dict__["execute_task"]
+    theirs_ran: list[str] = []
 
-    class Recorded(User):
-        def run(self) -> None:  # type: ignore[override]  # User.run is final; this records the call
-            ran.append(self)
+    def theirs(self, task) -> None:  # a wrapper someone else put on Locust's task loop before swarmgauge
+        theirs_ran.append(task.__name__)
+        own(self, task)
 
-    environment = Environment(user_classes=[Recorded])
-    group = Group()
-    users = [Recorded(environment) for _ in range(2)]
-    greenlets = [user.start(group) for user in users]
-    assert [greenlet.args[0] for greenlet in greenlets] == users  # how Locust finds a greenlet's user
-    assert all(type(greenlet) is locust_compat.UserGreenlet for greenlet in greenlets)
-    assert greenlets[0]._run is greenlets[1]._run is locust_compat.run_user  # the class's, in no greenlet's dict
-    assert not [ref for ref in gc.get_referents(*greenlets) if type(ref) is dict and ref]
-    group.join(timeout=5)
-    assert ran == users
-    assert [user._greenlet for user in users] == greenlets and all(user._group is group for user in users)
+    monkeypatch.setattr(DefaultTaskSet, "execute_task", theirs)
+    monkeypatch.setattr(locust_compat, "sleep_on_timer", lambda _seconds: None)
+    events: list[str] = []
+
+    def run_task(taskset, execute, task) -> None:
+        events.append("begin")
+        try:
+            routing.release()  # released while this iteration runs: it finishes here, its finally included
+            execute(taskset, task)
+        finally:
+            events.append("end")
+
+    routing = locust_compat.route_task_iterations(run_task, lambda _taskset, seconds: seconds)
+    routing.engage()
+    routing.engage()  # idempotent: one wrapper, what it found kept
+    assert routing.engaged and DefaultTaskSet.__dict__["execute_task"] is not theirs
+    paced, ran = _paced_user(3, wait=0)
+    paced(Environment(user_classes=[paced])).run()
+    assert events == ["begin", "end"] and ran == ["one"] * 3 and theirs_ran == ["one"] * 3
+    assert not routing.engaged and DefaultTaskSet.__dict__["execute_task"] is theirs
+    assert inspect.unwrap(TaskSet.__dict__["execute_task"]) is TaskSet.__dict__["execute_task"]  # Locust's own
+    assert TaskSet.__dict__["_sleep"].swarmgauge_routing is routing  # released: the timer wait, not Locust's
 
 
 def test_runs_its_tasks_tells_a_user_with_its_own_loop():

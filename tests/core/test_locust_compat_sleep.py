@@ -65,7 +65,7 @@ def test_a_locust_users_wait_sleeps_on_the_timer(monkeypatch):
         ran.append(chosen.__name__)
         execute(taskset, chosen)
 
-    locust_compat.route_task_iterations(run_task, lambda _taskset, seconds: seconds / 10)
+    locust_compat.route_task_iterations(run_task, lambda _taskset, seconds: seconds / 10).engage()
 
     class Paced(User):
         wait_time = constant(0.5)

@@ -94,3 +94,23 @@ def test_a_gate_a_signal_kept_from_running_is_exit_4_and_names_the_signal():
         "exit code 4 (run ended by SIGTERM): cut short: SIGTERM stopped the plan at 12 s of 240 s before it measured "
         "GET:/later:p99<5s (gate not exercised)"
     )
+
+
+def test_a_failed_request_event_is_noted_through_the_steps_listener_before_and_after_a_new_run():
+    """user_errors learns of a failed request through steps' one request listener (``steps.note_failures``): the
+    event of a failed request, before and after a new run renewed the steps' state, keeps its exception from
+    counting again as a user error when it propagates out of the task."""
+    environment = Environment(user_classes=[IdleUser], parsed_options=argparse.Namespace(exit_code_on_error=1))
+    steps._on_init(environment)
+    user_errors._on_init(environment)
+    failures = [ConnectionError("first"), ConnectionError("second")]
+    for failure in failures:
+        environment.events.request.fire(
+            request_type="GET", name="/", response_time=1.0, response_length=0, exception=failure
+        )
+        steps.fresh_state(environment)  # a new run (a web UI's next START) in the same process
+        user_errors.record(environment, failure)
+    user_errors.record(environment, KeyError("x"))
+    steps.merge_local_now(environment)
+    assert user_errors.total(environment) == 1
+    assert [c["class"] for c in user_errors.by_class(environment)] == ["KeyError"]

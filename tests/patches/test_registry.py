@@ -195,7 +195,7 @@ def test_locust_internals_the_compat_layer_replaces_are_still_there():
 
 def test_locusts_taskset_still_makes_a_deque_and_calls_only_what_the_list_queue_has():
     """locust-task-queue-list: when Locust's TaskSet no longer makes a deque per instance, remove the patch."""
-    from swarmgauge.core.locust_compat import TaskQueue
+    from swarmgauge.core.locust_memory import TaskQueue
 
     task = importlib.import_module("locust.user.task")
     made = inspect.getsource(inspect.unwrap(task.TaskSet.__init__))
