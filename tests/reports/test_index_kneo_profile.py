@@ -85,7 +85,7 @@ def test_a_rising_sweep_says_what_kneo_serv_s_cpu_did_and_the_rss_note_starts_be
     )
     rising = sweep([(1, 38.0, 25.0), (4, 43.0, 92.0)])
     note = sweep_note(rising, tmp_path, "sqlite / sync")
-    assert note is not None and note.startswith("sqlite / sync: runs/s rises 13% from concurrency 1 to 4")
+    assert note is not None and note.startswith("sqlite / sync: runs/s rises 13% from concurrency 1 to 4 (c=1 step 0")
     assert "80 % of a core, 21.1 ms of CPU a run at 1; 88 % of a core, 20.5 ms of CPU a run at 4" in note
     assert sweep_note(sweep([(1, 40.0, 25.0), (4, 41.0, 98.0)]), tmp_path, "sqlite / sync") is None  # flat: no note
     assert "77 MiB before the first run" in (rss_note(tmp_path) or "")
