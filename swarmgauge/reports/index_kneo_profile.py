@@ -3,10 +3,10 @@
 The page was measured on a 64-core Threadripper and says its numbers "show ratios and shape, not a sizing table";
 here one kneo-serv process spends about 22 ms of CPU a run on two shared cores, so every absolute is off by the
 machine. The table keeps the absolutes and their ratios to the page's (shown, not graded) and grades two shape
-figures per row, each beside the page's own: runs/s against the store's concurrency-1 row (the page: flat, ~1.0) and
-p50 against concurrency x the concurrency-1 p50 (the page: linear growth, ~1.0 to 1.27). The concurrency-1 row is
-each sweep's anchor: both figures are 1 by definition there, so it has no ratio of its own (the store comparison at
-1 is graded in ``index_kneo_rows``). p95 comes from each step's HDR histogram (``percentiles.csv``).
+figures per row, each beside the page's own: runs/s against the concurrency-1 steps just before and after the step
+(``index_kneo_anchor``; the page: flat, ~1.0) and p50 against concurrency x their p50 (the page: linear growth, ~1.0
+to 1.27). The concurrency-1 row pools every concurrency-1 step of the sweep: both figures are 1 by definition there,
+so it has no ratio of its own (the store comparison at 1 is graded in ``index_kneo_rows``). p95 comes from each step's HDR histogram (``percentiles.csv``).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ PAGE_P95 = {
 }
 CAPTION = (
     "Reference profile: the absolutes are this machine's (two shared cores against the page's 64: shown with their "
-    "ratio to the page's, not graded); the colour is the shape's, each sweep against its own concurrency-1 row: runs/s "
-    "flat, p50 growing with concurrency, beside the page's same figures"
+    "ratio to the page's, not graded); the colour is the shape's, each step against the concurrency-1 steps just before "
+    "and after it (read against): runs/s flat, p50 growing with concurrency, beside the page's same figures"
 )
 FLAT = "runs/s ÷ c=1"
 LINEAR = "p50 ÷ (c × p50 at 1)"
