@@ -56,9 +56,10 @@ POSTGRES_FSYNC = ("--kneo-embedded-store", "postgres", "--kneo-embedded-fsync", 
 BRACKET_USERS = 1
 #: an interleaved anchor step at scale 1: 2 s of warm-up (the second after a step change has few runs while the users
 #: change) and 5 s measured, about 200 runs at this machine's ~40/s; a step's two neighbours pool to ~400 runs over
-#: 10 s against the 14 s of the two 9 s steps the bracket pooled. Per second at c=1 the clean-clone runs counted 39-46
-#: runs (sd ~2.5, 6 %) where the machine held still, so a 10 s pool's runs/s carries about 2 %, a fifth of the flat
-#: tolerance (10 %)
+#: 10 s against the 14 s of the two 9 s steps the bracket pooled. Within a c=1 step where the machine held still, two
+#: clean-clone runs counted runs a second with an sd of 1.4-3.2 (3-8 %), so a 10 s pool's runs/s carries 1-2.5 %, a
+#: quarter of the flat tolerance (10 %) or less; the same runs' first c=1 step rose 34 to 42 runs a second within its
+#: own 6 s, the drift the interleaving reads beside each step
 ANCHOR_S = 7.0
 #: below this scale the sweep keeps one c=1 step at each end (the bracket): ``--scale 0.25`` is past its 6-minute
 #: budget, and anchors short enough not to grow it (1 s, no warm-up) would be mostly the second a step change empties
