@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from swarmgauge.reports.index_figures import MIB, SAMPLES, as_number, beside, figure, ms, rate, times
+from swarmgauge.reports.index_grades import ratio_of
 from swarmgauge.reports.index_kneo_anchor import (
     STEPS,
     anchor_at,
@@ -182,7 +183,9 @@ CPU_CEILING_SHARE = 75.0
 
 
 def outside(mine: Any, theirs: Any, tolerance: float) -> bool:
-    return mine is not None and theirs is not None and theirs > 0 and abs(mine / theirs - 1.0) > tolerance
+    """The ratio as the index shows and grades it (``1.10x``) past ``tolerance``: a row graded amber says why."""
+    shown = ratio_of(times(mine, theirs)) if mine is not None and theirs is not None else None
+    return shown is not None and abs(shown - 1.0) > tolerance
 
 
 def sides_cpu_by_step(run: Path | None) -> dict[int, dict[str, float]]:

@@ -176,3 +176,15 @@ def test_a_sweep_row_off_the_shape_splits_the_concurrency_1_run_into_kneo_serv_s
         "PostgreSQL's CPU, 0.5 no side computing: loopback, the store's I/O, hand-offs, a wait for a core), a wait the "
         "runs in flight at 8 fill"
     )
+
+
+def test_a_row_graded_amber_at_the_edge_of_its_tolerance_says_why(tmp_path):
+    """The index grades the ratio it shows: 1.0967x shows as 1.10x and grades amber, so the row says why as well."""
+    samples = [(r, r // 3, KNEO_PID, "cpu_percent", 85.0) for r in range(6)]
+    pd.DataFrame(samples, columns=["round", "step", "source", "metric", "value"]).to_csv(
+        tmp_path / "resources.csv", index=False
+    )
+    rows = sweep([(1, 40.0, 25.0), (16, 40.0 * 1.0967 * 76 / 79, 25.0 * 16 * 1.16)])
+    table = profile_rows(rows, tmp_path, "postgres / sync", KNEO["postgres / sync"])
+    assert table[f"{FLAT} x"].iloc[1] == "1.10x" and grades(rows, tmp_path)[1] == AMBER
+    assert table[WHY].iloc[1].startswith("machine-bound: kneo-serv 85 % of a core")
