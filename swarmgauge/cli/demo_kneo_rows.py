@@ -60,6 +60,10 @@ BRACKET_USERS = 1
 #: clean-clone runs counted runs a second with an sd of 1.4-3.2 (3-8 %), so a 10 s pool's runs/s carries 1-2.5 %, a
 #: quarter of the flat tolerance (10 %) or less; the same runs' first c=1 step rose 34 to 42 runs a second within its
 #: own 6 s, the drift the interleaving reads beside each step
+#: (``benchmarks/kneo_anchor_spread.py``). Six page runs at scale 1 on the shared machine (load 1.5 to 7.3): at load
+#: 1.5 the SQLite sweep's c=1 steps went 39.2, 32.0, 33.2, 22.6 runs/s and its steps read 1.05, 1.03, 0.97 against
+#: their neighbours (all green), 1.21, 1.09, 0.87 against the two ends; a 5 s anchor takes a one-second dip whole (at
+#: load 1.8, c=8 read 1.12 against its neighbours, 1.02 against the ends)
 ANCHOR_S = 7.0
 #: below this scale the sweep keeps one c=1 step at each end (the bracket): ``--scale 0.25`` is past its 6-minute
 #: budget, and anchors short enough not to grow it (1 s, no warm-up) would be mostly the second a step change empties
