@@ -45,30 +45,51 @@ STORE_BOUND_PROCESSES = 2  # two service processes: kneo-serv's own CPU stops be
 POSTGRES_FSYNC = ("--kneo-embedded-store", "postgres", "--kneo-embedded-fsync", "--sample-interval", "1")
 
 
-#: A sync sweep's concurrency-1 step (its anchor) is measured twice, at the sweep's start and again after its last
-#: step, each held as long as the other steps: every other step is read against it (runs/s ÷ c=1), so its noise is in
-#: each of them. Two quiet full runs (load average 0.6 to 1.5) put their anchors 18 % (SQLite) and 27 %
-#: (PostgreSQL) apart while the 16-concurrent steps came within 3 %, and the clean-clone run's SQLite anchor cost
-#: kneo-serv 30 ms of CPU a run against 18-20 ms at 8 and 16 (the same 87 % of a core). Run alone, after
-#: demarkus/churn and after the whole demarkus page, kneo-serv shows no warm-up (its first runs cost what its last
-#: do), while a probe's fixed loops on this VM slowed up to 54 % for tens of seconds with the guest at 122-147 % of
-#: its 200 % and no steal (``benchmarks/kneo_anchor_drift.py``): the machine drifts under a sweep. The two steps are
-#: pooled (``reports/index_kneo_anchor.py``) over as many measured seconds as the one 16 s anchor had (two 9 s steps
-#: less their warm-ups), and the index says when they disagree.
+#: A sync sweep's concurrency-1 step (its anchor) is what every other step is read against (runs/s ÷ c=1), so its
+#: noise and this machine's drift are in each of them. Pooled over the whole sweep (one c=1 step at each end), two
+#: clean-clone runs put the two ends 24 % (SQLite) and 17 % (PostgreSQL) apart in kneo-serv's CPU a run, and the run
+#: before +10 % and -6 %: not a warm-up of kneo-serv (it shows none run alone) but this VM's drift over tens of
+#: seconds (a probe's fixed loops slowed up to 54 % with no steal: ``benchmarks/kneo_anchor_drift.py``). At scale 1
+#: and above the c=1 step is measured between every two steps (1, 4, 1, 8, 1, 16, 1) and each step is read against the
+#: c=1 steps just before and after it, pooled (``reports/index_kneo_anchor.py``): a drift of tens of seconds hits a step
+#: and its anchor alike. The anchor steps are shorter (``ANCHOR_S``) so the two sweeps grow by 20 s in all.
 BRACKET_USERS = 1
+#: an interleaved anchor step at scale 1: 2 s of warm-up (the second after a step change has few runs while the users
+#: change) and 5 s measured, about 200 runs at this machine's ~40/s; a step's two neighbours pool to ~400 runs over
+#: 10 s against the 14 s of the two 9 s steps the bracket pooled. Within a c=1 step where the machine held still, two
+#: clean-clone runs counted runs a second with an sd of 1.4-3.2 (3-8 %), so a 10 s pool's runs/s carries 1-2.5 %, a
+#: quarter of the flat tolerance (10 %) or less; the same runs' first c=1 step rose 34 to 42 runs a second within its
+#: own 6 s, the drift the interleaving reads beside each step
+#: (``benchmarks/kneo_anchor_spread.py``). Six page runs at scale 1 on the shared machine (load 1.5 to 7.3): at load
+#: 1.5 the SQLite sweep's c=1 steps went 39.2, 32.0, 33.2, 22.6 runs/s and its steps read 1.05, 1.03, 0.97 against
+#: their neighbours (all green), 1.21, 1.09, 0.87 against the two ends; a 5 s anchor takes a one-second dip whole (at
+#: load 1.8, c=8 read 1.12 against its neighbours, 1.02 against the ends)
+ANCHOR_S = 7.0
+#: below this scale the sweep keeps one c=1 step at each end (the bracket): ``--scale 0.25`` is past its 6-minute
+#: budget, and anchors short enough not to grow it (1 s, no warm-up) would be mostly the second a step change empties
+INTERLEAVE_FROM_SCALE = 1.0
 
 
-def anchored(plan: dict[str, Any]) -> dict[str, Any]:
-    """A sync sweep's step ramp (its holds already scaled) as the same steps written as stages, with the
-    concurrency-1 step (the sweep's anchor) measured again after the last step, to bracket the machine's drift over
-    the sweep."""
+def anchored(plan: dict[str, Any], scale: float = 1.0) -> dict[str, Any]:
+    """A sync sweep's step ramp (its holds already scaled) as the same steps written as stages with its concurrency-1
+    step (the anchor) measured again: at ``scale`` 1 and above between every two steps, each anchor ``ANCHOR_S``
+    scaled, so each step has its own neighbouring anchors; below it once more after the last step, the bracket of the
+    machine's drift over the sweep."""
     users = list(plan["steps"])
-    if users and users[0] == BRACKET_USERS and users[-1] != BRACKET_USERS:
-        users.append(BRACKET_USERS)
-    stages = [
-        {"label": f"{count} users", "users": count, "duration": plan["step_time"], "warmup": plan["warmup"]}
-        for count in users
-    ]
+    step = {"duration": plan["step_time"], "warmup": plan["warmup"]}
+    anchor = {"duration": hold(ANCHOR_S, scale), "warmup": plan["warmup"]}
+    stages = []
+    if users and users[0] == BRACKET_USERS and len(users) > 1:
+        interleave = scale >= INTERLEAVE_FROM_SCALE
+        one = anchor if interleave else step
+        stages.append({"users": BRACKET_USERS, **one})
+        for count in users[1:]:
+            stages.append({"users": count, **step})
+            if interleave or count == users[-1]:
+                stages.append({"users": BRACKET_USERS, **one})
+    else:
+        stages = [{"users": count, **step} for count in users]
+    stages = [{"label": f"{stage['users']} users", **stage} for stage in stages]
     kept = {key: value for key, value in plan.items() if key not in ("kind", "steps", "step_time", "warmup")}
     return {**kept, "kind": "stages", "stages": stages}
 

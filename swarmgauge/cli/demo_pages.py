@@ -204,7 +204,7 @@ def _no_kneo() -> str | None:
 def _kneo(scale: float) -> Page:
     from swarmgauge.cli.demo_kneo_rows import anchored, kneo_rows, queue_batch
 
-    postgres = anchored(_ramp("kneo-sync-sweep", [1, 8, 16, 32], 9, 2, scale))
+    postgres = anchored(_ramp("kneo-sync-sweep", [1, 8, 16, 32], 9, 2, scale), scale)
     postgres["reference"] = {"page": "kneo-serv-performance.md (postgres / sync)", "rows": POSTGRES_SYNC}
     pressure = {
         "name": "demo-kneo-backpressure",
@@ -224,7 +224,7 @@ def _kneo(scale: float) -> Page:
                 "sync runs on SQLite, 1 to 16 concurrent",
                 "kneo_dispatch.py",
                 ("--kneo-embedded-store", "sqlite", "--sample-interval", "1"),
-                anchored(_ramp("kneo-sync-sweep", [1, 4, 8, 16], 9, 2, scale)),
+                anchored(_ramp("kneo-sync-sweep", [1, 4, 8, 16], 9, 2, scale), scale),
             ),
             Workload(
                 "postgres-sync",

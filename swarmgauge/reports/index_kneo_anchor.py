@@ -1,13 +1,15 @@
-"""The kneo sync sweeps' anchor: the concurrency-1 step, measured at the sweep's start and again at its end.
+"""The kneo sync sweeps' anchor: the concurrency-1 step, measured between the sweep's steps (or at its start and end).
 
 Every other step of a sweep is read against it (runs/s ÷ c=1, p50 ÷ (c × p50 at 1)), so whatever moved it moves every
 row. kneo-serv's one process runs near a full core at every step, so its runs/s is its share of a core over its CPU
 a run, and its CPU a run is not this machine's constant: on this shared 2-core VM a probe's fixed loops slowed up to
 54 % for tens of seconds with no steal and the guest not full, and kneo-serv's CPU a run moved 20-50 % between steps
-while it showed no warm-up of its own (``benchmarks/kneo_anchor_drift.py``). Measured at both ends of the sweep, the
-two concurrency-1 steps are pooled into one anchor (their runs summed over their measured seconds; latencies weighted
-by runs) for the steps between them, and when they disagree past the flat tolerance the rows that stray say so, with
-both figures: the machine moved under the sweep, not the store's shape.
+while it showed no warm-up of its own (``benchmarks/kneo_anchor_drift.py``). So each step is read against the
+concurrency-1 steps just before and after it (:func:`anchor_at`: their runs summed over their measured seconds,
+latencies weighted by runs), measured side by side with it: at scale 1 the sweep interleaves them (1, 4, 1, 8, ...),
+below it they are the sweep's two ends. When a step's two neighbours disagree past the flat tolerance its row says
+so if it strays, with both figures: the machine moved under the step, not the store's shape. The sweep's
+concurrency-1 row itself pools every concurrency-1 step (:func:`fold_anchor`).
 """
 
 from __future__ import annotations
@@ -57,19 +59,30 @@ def fold_anchor(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def sides_over(by_side: dict[int, dict[str, float]], rows: pd.DataFrame, steps: tuple[int, ...]) -> dict[str, float]:
+    """Each side's CPU over the concurrency-1 ``steps``, its mean weighted by the steps' measured seconds (the sides
+    every one of them saw)."""
+    blocks = anchor_blocks(rows)
+    blocks = blocks[pd.to_numeric(blocks["step"]).astype(int).isin(steps)]
+    weights = {int(r["step"]): float(r.get("duration_s", 1.0)) for _, r in blocks.iterrows()}
+    if not weights or sum(weights.values()) <= 0:
+        return {}
+    sides = set.intersection(*(set(by_side.get(step, {})) for step in weights))
+    return {
+        side: sum(by_side[step][side] * weight for step, weight in weights.items()) / sum(weights.values())
+        for side in sides
+    }
+
+
 def pooled_sides(by_side: dict[int, dict[str, float]], rows: pd.DataFrame) -> dict[int, dict[str, float]]:
     """Per-step CPU by side with the concurrency-1 steps' figures pooled under the first one's step (each side's
     mean weighted by the steps' measured seconds), as :func:`fold_anchor` pools their runs."""
     blocks = anchor_blocks(rows)
     if len(blocks) < 2:
         return by_side
-    weights = {int(r["step"]): float(r["duration_s"]) for _, r in blocks.iterrows()}
+    steps = tuple(int(step) for step in blocks["step"])
     out = dict(by_side)
-    sides = set.intersection(*(set(by_side.get(step, {})) for step in weights))
-    out[min(weights)] = {
-        side: sum(by_side[step][side] * weight for step, weight in weights.items()) / sum(weights.values())
-        for side in sides
-    }
+    out[min(steps)] = sides_over(by_side, rows, steps)
     return out
 
 
@@ -100,9 +113,14 @@ class Bracket:
         return shown
 
 
-def bracket_of(rows: pd.DataFrame, by_side: dict[int, dict[str, float]]) -> Bracket | None:
-    """The first and last concurrency-1 steps of a sweep's rows (unfolded), None with fewer than two."""
+def bracket_of(
+    rows: pd.DataFrame, by_side: dict[int, dict[str, float]], steps: tuple[int, ...] | None = None
+) -> Bracket | None:
+    """The first and last of the concurrency-1 ``steps`` (every one of the sweep's when None) of a sweep's rows
+    (unfolded), None with fewer than two."""
     blocks = anchor_blocks(rows)
+    if steps is not None:
+        blocks = blocks[pd.to_numeric(blocks["step"]).astype(int).isin(steps)]
     if len(blocks) < 2:
         return None
     ends = [blocks.iloc[0], blocks.iloc[-1]]
@@ -114,19 +132,84 @@ def bracket_of(rows: pd.DataFrame, by_side: dict[int, dict[str, float]]) -> Brac
     return Bracket((rps[0], rps[1]), (cpu[0], cpu[1]))
 
 
-def bracket_why(bracket: Bracket) -> str:
-    """A straying row's reason when the sweep's two concurrency-1 steps disagree past the flat tolerance."""
-    return (
-        f"machine-bound: the c=1 step moved against the bracketing c=1 step at the sweep's end ({bracket.text()}), "
-        "so the pooled anchor every row is read against is this machine's drift over the sweep, not the store's shape"
+def neighbours(rows: pd.DataFrame, step: int) -> tuple[int, ...]:
+    """The concurrency-1 steps just before and after ``step`` (one at a sweep's edge): what that step is read
+    against."""
+    steps = [int(s) for s in anchor_blocks(rows)["step"]]
+    before = [s for s in steps if s < step][-1:]
+    after = [s for s in steps if s > step][:1]
+    return (*before, *after)
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """What one step is read against: the concurrency-1 ``steps`` beside it, pooled (runs/s, p50, each side's CPU),
+    and the two of them side by side (None with one)."""
+
+    steps: tuple[int, ...]
+    rps: float
+    p50_ms: float
+    sides: dict[str, float]
+    bracket: Bracket | None
+
+    def text(self) -> str:
+        """Which concurrency-1 steps of the run, and their runs/s."""
+        if self.bracket is None:
+            return f"c=1 step {self.steps[0]}: {self.rps:.1f} runs/s"
+        first, last = self.bracket.rps
+        return (
+            f"c=1 steps {self.steps[0]} and {self.steps[-1]}: {first:.1f} and {last:.1f} runs/s, pooled {self.rps:.1f}"
+        )
+
+
+def anchor_at(rows: pd.DataFrame, by_side: dict[int, dict[str, float]], step: int) -> Anchor | None:
+    """The anchor of ``step`` in a sweep's rows (unfolded): the concurrency-1 steps just before and after it, pooled
+    as :func:`fold_anchor` pools (None when the sweep has no concurrency-1 step)."""
+    steps = neighbours(rows, step)
+    if not steps:
+        return None
+    pooled = fold_anchor(rows[pd.to_numeric(rows["step"]).astype(int).isin(steps)]).iloc[0]
+    return Anchor(
+        steps,
+        float(pooled["rps"]),
+        float(pooled["p50_ms"]),
+        sides_over(by_side, rows, steps),
+        bracket_of(rows, by_side, steps),
     )
 
 
-def bracket_note(store_mode: str, bracket: Bracket, tolerance: float) -> str:
-    """What the anchor is, said once per sweep: both concurrency-1 steps and whether they agree."""
-    agreed = "apart past" if bracket.drifted(tolerance) else "within"
+def bracket_why(bracket: Bracket) -> str:
+    """A straying row's reason when the concurrency-1 steps just before and after it disagree past the flat
+    tolerance."""
     return (
-        f"{store_mode}: the concurrency-1 anchor is measured at the sweep's start and again at its end and pooled "
-        f"({bracket.text()}; {agreed} the flat tolerance of {tolerance:.0%}): the steps between are read against "
-        "both ends of the time they ran in."
+        f"machine-bound: the c=1 steps just before and after this step disagree ({bracket.text()}), so the anchor it "
+        "is read against is this machine's drift while it ran, not the store's shape"
+    )
+
+
+def bracket_note(store_mode: str, rows: pd.DataFrame, by_side: dict[int, dict[str, float]], tolerance: float) -> str:
+    """What the anchor is, said once per sweep: each concurrency-1 step's figures, and which neighbouring pairs
+    disagree past the flat tolerance."""
+    blocks = anchor_blocks(rows)
+    steps = [int(step) for step in blocks["step"]]
+    shown = []
+    for step, rps in zip(steps, pd.to_numeric(blocks["rps"]).astype(float), strict=True):
+        share = by_side.get(step, {}).get("kneo-serv")
+        cpu = f" ({share * 10 / rps:.1f} ms of kneo-serv's CPU a run)" if share is not None and rps > 0 else ""
+        shown.append(f"step {step} {rps:.1f} runs/s{cpu}")
+    apart = []
+    for pair in zip(steps, steps[1:], strict=False):
+        bracket = bracket_of(rows, by_side, pair)
+        if bracket is not None and bracket.drifted(tolerance):
+            apart.append(f"steps {pair[0]} and {pair[1]}: {bracket.text()}")
+    where = "between every two steps" if len(steps) > 2 else "at the sweep's start and again at its end"
+    agreed = (
+        f"apart past the flat tolerance of {tolerance:.0%}: " + "; ".join(apart)
+        if apart
+        else f"each neighbouring pair within the flat tolerance of {tolerance:.0%}"
+    )
+    return (
+        f"{store_mode}: the concurrency-1 anchor is measured {where} ({'; '.join(shown)}), and each step is read "
+        f"against the c=1 steps just before and after it, pooled, so a drift of the machine hits a step and its "
+        f"anchor alike ({agreed})."
     )

@@ -3,10 +3,10 @@
 The page was measured on a 64-core Threadripper and says its numbers "show ratios and shape, not a sizing table";
 here one kneo-serv process spends about 22 ms of CPU a run on two shared cores, so every absolute is off by the
 machine. The table keeps the absolutes and their ratios to the page's (shown, not graded) and grades two shape
-figures per row, each beside the page's own: runs/s against the store's concurrency-1 row (the page: flat, ~1.0) and
-p50 against concurrency x the concurrency-1 p50 (the page: linear growth, ~1.0 to 1.27). The concurrency-1 row is
-each sweep's anchor: both figures are 1 by definition there, so it has no ratio of its own (the store comparison at
-1 is graded in ``index_kneo_rows``). p95 comes from each step's HDR histogram (``percentiles.csv``).
+figures per row, each beside the page's own: runs/s against the concurrency-1 steps just before and after the step
+(``index_kneo_anchor``; the page: flat, ~1.0) and p50 against concurrency x their p50 (the page: linear growth, ~1.0
+to 1.27). The concurrency-1 row pools every concurrency-1 step of the sweep: both figures are 1 by definition there,
+so it has no ratio of its own (the store comparison at 1 is graded in ``index_kneo_rows``). p95 comes from each step's HDR histogram (``percentiles.csv``).
 """
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ from typing import Any
 import pandas as pd
 
 from swarmgauge.reports.index_figures import MIB, SAMPLES, as_number, beside, figure, ms, rate, times
+from swarmgauge.reports.index_grades import ratio_of
 from swarmgauge.reports.index_kneo_anchor import (
+    STEPS,
+    anchor_at,
     anchor_blocks,
     bracket_note,
-    bracket_of,
     bracket_why,
     fold_anchor,
     pooled_sides,
@@ -41,12 +43,14 @@ PAGE_P95 = {
 }
 CAPTION = (
     "Reference profile: the absolutes are this machine's (two shared cores against the page's 64: shown with their "
-    "ratio to the page's, not graded); the colour is the shape's, each sweep against its own concurrency-1 row: runs/s "
-    "flat, p50 growing with concurrency, beside the page's same figures"
+    "ratio to the page's, not graded); the colour is the shape's, each step against the concurrency-1 steps just before "
+    "and after it (read against): runs/s flat, p50 growing with concurrency, beside the page's same figures"
 )
 FLAT = "runs/s ÷ c=1"
 LINEAR = "p50 ÷ (c × p50 at 1)"
 ANCHOR = "anchor"
+#: the column saying which concurrency-1 steps of the run a row was read against
+READ_AGAINST = "read against"
 
 
 def shown_ratio(value: Any) -> str:
@@ -104,17 +108,12 @@ def profile_rows(
     """One sweep in the page's layout (rows: the end-to-end steps with users, rps, p50_ms, p99_ms and step)."""
     if rows.empty:
         return pd.DataFrame()
-    raw_sides = sides_cpu_by_step(run)
-    bracket = bracket_of(rows, raw_sides)
+    raw, raw_sides = rows, sides_cpu_by_step(run)
     p95, rss = anchor_pooled(rows, p95_by_step(run, str(rows.iloc[0]["request_type"])), service_rss_by_step(run))
     by_side, load = pooled_sides(raw_sides, rows), load_average(run)
     rows = fold_anchor(rows).sort_values("users")
-    measured = {int(r["users"]): (float(r["rps"]), float(r["p50_ms"])) for _, r in rows.iterrows()}
-    shape = shape_of(measured)
     page_shape = shape_of({users: (figures[0], figures[1]) for users, figures in page.items()})
     cpu = {step: sides["kneo-serv"] for step, sides in by_side.items() if "kneo-serv" in sides}
-    anchor_step = next((int(r["step"]) for _, r in rows.iterrows() if int(r["users"]) == 1), None)
-    others_1 = other_sides(by_side, anchor_step)
     page_p95 = PAGE_P95.get(store_mode, {})
     out = []
     for position, (_, step) in enumerate(rows.iterrows()):
@@ -130,17 +129,24 @@ def profile_rows(
         if users == 1:
             for label in (FLAT, LINEAR):  # the order ``beside`` writes, so the columns line up with the other rows
                 row[label], row[f"page {label}"], row[f"{label} x"] = ANCHOR, ANCHOR, ""
+            steps = str(step.get(STEPS, "")).split()
+            row[READ_AGAINST] = f"c=1 steps {', '.join(steps)} pooled" if len(steps) > 1 else ""
         else:
-            mine, theirs = shape.get(users, (None, None)), page_shape.get(users, (None, None))
+            anchor = anchor_at(raw, raw_sides, int(step["step"]))
+            mine: tuple[float | None, float | None] = (None, None)
+            if anchor is not None and anchor.rps > 0 and anchor.p50_ms > 0:
+                mine = (float(step["rps"]) / anchor.rps, float(step["p50_ms"]) / (users * anchor.p50_ms))
+            theirs = page_shape.get(users, (None, None))
             beside(row, FLAT, mine[0], theirs[0], shown_ratio, tolerance=FLAT_TOLERANCE)
             beside(row, LINEAR, mine[1], theirs[1], shown_ratio, tolerance=LINEAR_TOLERANCE)
+            row[READ_AGAINST] = "" if anchor is None else anchor.text()
             strays = outside(mine[0], theirs[0], FLAT_TOLERANCE) or outside(mine[1], theirs[1], LINEAR_TOLERANCE)
-            if strays and anchor_step is not None:
+            if strays and anchor is not None:
                 at_step = (cpu.get(int(step["step"])), float(step["rps"]))
-                at_1 = (cpu.get(anchor_step), float(measured[1][0]))
-                why = cpu_why(users, at_step, at_1, load, others_1=others_1)
-                if bracket is not None and bracket.drifted(FLAT_TOLERANCE):
-                    why = bracket_why(bracket) + (f"; {why}" if why else "")
+                at_1 = (anchor.sides.get("kneo-serv"), anchor.rps)
+                why = cpu_why(users, at_step, at_1, load, others_1=other_sides(anchor.sides))
+                if anchor.bracket is not None and anchor.bracket.drifted(FLAT_TOLERANCE):
+                    why = bracket_why(anchor.bracket) + (f"; {why}" if why else "")
                 row[WHY] = why
         out.append(row)
     return pd.DataFrame(out)
@@ -165,9 +171,10 @@ def anchor_pooled(
 
 
 def anchor_note(rows: pd.DataFrame, run: Path | None, store_mode: str) -> str | None:
-    """The sweep's anchor said once: its two concurrency-1 steps and whether they agree (None with one)."""
-    bracket = bracket_of(rows, sides_cpu_by_step(run))
-    return None if bracket is None else bracket_note(store_mode, bracket, FLAT_TOLERANCE)
+    """The sweep's anchor said once: its concurrency-1 steps and whether neighbouring ones agree (None with one)."""
+    if len(anchor_blocks(rows)) < 2:
+        return None
+    return bracket_note(store_mode, rows, sides_cpu_by_step(run), FLAT_TOLERANCE)
 
 
 WHY = "why it does not hold"
@@ -176,7 +183,9 @@ CPU_CEILING_SHARE = 75.0
 
 
 def outside(mine: Any, theirs: Any, tolerance: float) -> bool:
-    return mine is not None and theirs is not None and theirs > 0 and abs(mine / theirs - 1.0) > tolerance
+    """The ratio as the index shows and grades it (``1.10x``) past ``tolerance``: a row graded amber says why."""
+    shown = ratio_of(times(mine, theirs)) if mine is not None and theirs is not None else None
+    return shown is not None and abs(shown - 1.0) > tolerance
 
 
 def sides_cpu_by_step(run: Path | None) -> dict[int, dict[str, float]]:
@@ -187,9 +196,8 @@ def sides_cpu_by_step(run: Path | None) -> dict[int, dict[str, float]]:
     return cpu_by_side(read_resources(run))
 
 
-def other_sides(by_side: dict[int, dict[str, float]], step: int | None) -> dict[str, float]:
-    """The generator's and PostgreSQL's CPU (% of a core) at ``step``, the sides the sampler saw."""
-    sides = by_side.get(step, {}) if step is not None else {}
+def other_sides(sides: dict[str, float]) -> dict[str, float]:
+    """The generator's and PostgreSQL's CPU (% of a core) of ``sides``, those the sampler saw."""
     return {side: sides[side] for side in ("generator", "PostgreSQL") if side in sides}
 
 
@@ -255,28 +263,26 @@ def cpu_why(
 
 
 def sweep_note(rows: pd.DataFrame, run: Path | None, store_mode: str) -> str | None:
-    """When a sweep's runs/s rises from its concurrency-1 row past half the flat tolerance, what kneo-serv's CPU did:
-    its share of a core and its CPU a run at 1 against the best step (the one process is the ceiling throughout)."""
+    """When a sweep's best step's runs/s rises past half the flat tolerance over its anchor (the concurrency-1 steps
+    just before and after it), what kneo-serv's CPU did: its share of a core and its CPU a run at both (the one
+    process is the ceiling throughout)."""
     from swarmgauge.reports.index_kneo_rows import cpu_by_side, read_resources
 
     if rows.empty or 1 not in set(rows["users"].astype(int)):
         return None
-    pooled = pooled_sides(cpu_by_side(read_resources(run)), rows)
-    rows = fold_anchor(rows)
-    by_users = {int(r["users"]): r for _, r in rows.iterrows()}
-    rps_1 = float(by_users[1]["rps"])
-    top = max(by_users.values(), key=lambda r: float(r["rps"]))
-    if rps_1 <= 0 or float(top["rps"]) / rps_1 <= 1 + FLAT_TOLERANCE / 2:
+    by_side = cpu_by_side(read_resources(run))
+    top = max((r for _, r in rows.iterrows() if int(r["users"]) != 1), key=lambda r: float(r["rps"]), default=None)
+    anchor = None if top is None else anchor_at(rows, by_side, int(top["step"]))
+    if top is None or anchor is None or anchor.rps <= 0 or float(top["rps"]) / anchor.rps <= 1 + FLAT_TOLERANCE / 2:
         return None
-    cpu = pooled
     text = (
-        f"{store_mode}: runs/s rises {float(top['rps']) / rps_1 - 1:.0%} from concurrency 1 to {int(top['users'])} "
-        "where the page's stays flat (the page's harness calls the platform in-process; here each run is an HTTP "
-        "request to one kneo-serv process)"
+        f"{store_mode}: runs/s rises {float(top['rps']) / anchor.rps - 1:.0%} from concurrency 1 to "
+        f"{int(top['users'])} ({anchor.text()}) where the page's stays flat (the page's harness calls the platform "
+        "in-process; here each run is an HTTP request to one kneo-serv process)"
     )
     sides = [
-        (users, cpu.get(int(row["step"]), {}).get("kneo-serv"), float(row["rps"]))
-        for users, row in ((1, by_users[1]), (int(top["users"]), top))
+        (1, anchor.sides.get("kneo-serv"), anchor.rps),
+        (int(top["users"]), by_side.get(int(top["step"]), {}).get("kneo-serv"), float(top["rps"])),
     ]
     known = [(users, share, rps) for users, share, rps in sides if share is not None]
     if len(known) == len(sides):

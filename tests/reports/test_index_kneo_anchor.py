@@ -1,6 +1,7 @@
-"""A kneo sync sweep's anchor measured at both ends: the two concurrency-1 steps pooled into one row (runs over seconds,
-latencies weighted by runs), their CPU pooled the same way, and when the two ends disagree past the flat tolerance
-the rows that stray say the machine moved, with both figures; the grade stays the shape's."""
+"""A kneo sync sweep's anchor: its concurrency-1 steps pooled into one row (runs over seconds, latencies weighted by
+runs), their CPU pooled the same way; each other step read against the concurrency-1 steps just before and after it
+(interleaved at scale 1, the sweep's two ends below it), and when those two disagree past the flat tolerance a row
+that strays says the machine moved, with both figures; the grade stays the shape's."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pandas as pd
 import pytest
 
 from swarmgauge.reports.index_grades import GREEN, NO_RATIO, RED, grade_table
-from swarmgauge.reports.index_kneo_anchor import STEPS, bracket_of, fold_anchor, pooled_sides
-from swarmgauge.reports.index_kneo_profile import FLAT, WHY, anchor_note, profile_rows
+from swarmgauge.reports.index_kneo_anchor import STEPS, anchor_at, bracket_of, fold_anchor, neighbours, pooled_sides
+from swarmgauge.reports.index_kneo_profile import FLAT, READ_AGAINST, WHY, anchor_note, profile_rows
 from swarmgauge.reports.index_kneo_rows import sync_by_users, sync_cpu_by_side
 from swarmgauge.reports.index_pages import KNEO
 
@@ -78,8 +79,14 @@ def test_two_ends_that_agree_grade_as_one_anchor_and_the_note_says_both(tmp_path
     assert list(table["Concurrency"]) == [1, 4, 8] and table[FLAT].iloc[0] == "anchor"
     assert grade_table(table).grades == [NO_RATIO, GREEN, GREEN]
     note = anchor_note(rows, run, SQLITE) or ""
-    assert "runs/s 40.0 then 39.0 (-3%)" in note and "within the flat tolerance of 10%" in note
-    assert "21.5 then 22.1 ms" in note  # kneo-serv's CPU a run at each end
+    assert "measured at the sweep's start and again at its end" in note
+    assert "step 0 40.0 runs/s (21.5 ms of kneo-serv's CPU a run)" in note  # each end's figures
+    assert "step 3 39.0 runs/s (22.1 ms of kneo-serv's CPU a run)" in note
+    assert "each neighbouring pair within the flat tolerance of 10%" in note
+    assert list(table[READ_AGAINST]) == [
+        "c=1 steps 0, 3 pooled",
+        *["c=1 steps 0 and 3: 40.0 and 39.0 runs/s, pooled 39.5"] * 2,
+    ]
 
 
 def test_ends_that_disagree_say_machine_bound_with_both_figures_and_keep_the_shapes_grade(tmp_path):
@@ -94,12 +101,13 @@ def test_ends_that_disagree_say_machine_bound_with_both_figures_and_keep_the_sha
     straying = [text for text in why[1:] if text]
     assert straying and all(
         text.startswith(
-            "machine-bound: the c=1 step moved against the bracketing c=1 step at the sweep's end "
+            "machine-bound: the c=1 steps just before and after this step disagree "
             "(kneo-serv's CPU a run 30.0 then 19.1 ms (-36%), runs/s 29.0 then 45.0 (+55%))"
         )
         for text in straying
     )
-    assert "apart past the flat tolerance" in (anchor_note(rows, run, SQLITE) or "")
+    note = anchor_note(rows, run, SQLITE) or ""
+    assert "apart past the flat tolerance of 10%: steps 0 and 3: kneo-serv's CPU a run 30.0 then 19.1 ms" in note
 
 
 def test_the_store_rows_read_the_pooled_anchor_and_its_pooled_cpu(tmp_path):
@@ -113,3 +121,67 @@ def test_the_store_rows_read_the_pooled_anchor_and_its_pooled_cpu(tmp_path):
 def test_a_sweep_with_one_concurrency_1_step_has_no_bracket():
     rows = sweep([(1, 30.0, 30.0, 10.0), (8, 42.0, 190.0, 7.0)])
     assert bracket_of(rows, {0: {"kneo-serv": 90.0}}) is None
+
+
+def test_each_step_is_read_against_the_concurrency_1_steps_just_before_and_after_it():
+    rows = sweep([(1, 30.0, 30.0, 5.0), (4, 31.0, 120.0, 7.0), (1, 32.0, 30.0, 5.0), (8, 40.0, 200.0, 7.0)])
+    assert neighbours(rows, 1) == (0, 2) and neighbours(rows, 3) == (2,)  # the last step has only the one before
+    anchor = anchor_at(rows, {0: {"kneo-serv": 90.0}, 2: {"kneo-serv": 80.0}}, 1)
+    assert anchor is not None and anchor.steps == (0, 2) and anchor.rps == pytest.approx(31.0)
+    assert anchor.sides == {"kneo-serv": pytest.approx(85.0)}  # the two steps' seconds alike
+    assert anchor.bracket is not None and anchor.bracket.rps == (30.0, 32.0)
+
+
+def test_an_interleaved_sweep_reads_a_drift_that_moves_steps_and_anchors_alike_as_flat(tmp_path):
+    """The machine speeds up 30 to 41 runs/s over the sweep, steps and anchors alike: read against its neighbours each
+    step is flat (green), where against every c=1 step pooled (34.8) the first and last would stray past 10 % (0.89,
+    1.18)."""
+    rows = sweep(
+        [
+            (1, 30.0, 25.0, 5.0),
+            (4, 31.0, 25.0 * 4 * 1.27, 7.0),
+            (1, 31.0, 25.0, 5.0),
+            (8, 34.0, 25.0 * 8 * 1.24, 7.0),
+            (1, 37.0, 25.0, 5.0),
+            (16, 41.0, 25.0 * 16 * 1.15, 7.0),
+            (1, 41.0, 25.0, 5.0),
+        ]
+    )
+    run = cpu_run(tmp_path / "run", rows, [86.0] * 7)
+    table = profile_rows(rows, run, SQLITE, KNEO[SQLITE])
+    assert list(table["Concurrency"]) == [1, 4, 8, 16]
+    assert grade_table(table).grades == [NO_RATIO, GREEN, GREEN, GREEN]
+    assert list(table[READ_AGAINST]) == [
+        "c=1 steps 0, 2, 4, 6 pooled",
+        "c=1 steps 0 and 2: 30.0 and 31.0 runs/s, pooled 30.5",
+        "c=1 steps 2 and 4: 31.0 and 37.0 runs/s, pooled 34.0",
+        "c=1 steps 4 and 6: 37.0 and 41.0 runs/s, pooled 39.0",
+    ]
+    assert table[FLAT].tolist()[1:] == ["1.02", "1.00", "1.05"]
+    note = anchor_note(rows, run, SQLITE) or ""
+    assert "measured between every two steps" in note and "step 6 41.0 runs/s" in note
+    assert "apart past the flat tolerance of 10%: steps 2 and 4: " in note  # 31 then 37: +19 %
+    assert "steps 0 and 2" not in note.split("apart past", 1)[1]
+
+
+def test_a_straying_step_whose_neighbours_disagree_says_machine_bound_with_both_and_others_do_not(tmp_path):
+    rows = sweep(
+        [
+            (1, 40.0, 25.0, 5.0),
+            (4, 40.0, 25.0 * 4 * 1.27, 7.0),
+            (1, 40.0, 25.0, 5.0),
+            (8, 30.0, 25.0 * 8 * 1.24, 7.0),  # the machine slowed under this step and the next anchor
+            (1, 30.0, 25.0, 5.0),
+            (16, 42.0, 25.0 * 16 * 1.15, 7.0),
+            (1, 30.0, 25.0, 5.0),
+        ]
+    )
+    run = cpu_run(tmp_path / "run", rows, [86.0] * 7)
+    table = profile_rows(rows, run, SQLITE, KNEO[SQLITE])
+    why = table[WHY].fillna("").tolist()
+    assert why[1] == "" and why[3].startswith("machine-bound: kneo-serv")  # its neighbours agree: not the anchor's
+    assert why[2].startswith(
+        "machine-bound: the c=1 steps just before and after this step disagree (kneo-serv's CPU a run 21.5 then "
+        "28.7 ms (+33%), runs/s 40.0 then 30.0 (-25%))"
+    )
+    assert grade_table(table).grades[2] != GREEN  # graded as measured: 30 against 35 pooled is 0.86

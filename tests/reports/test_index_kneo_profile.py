@@ -85,7 +85,7 @@ def test_a_rising_sweep_says_what_kneo_serv_s_cpu_did_and_the_rss_note_starts_be
     )
     rising = sweep([(1, 38.0, 25.0), (4, 43.0, 92.0)])
     note = sweep_note(rising, tmp_path, "sqlite / sync")
-    assert note is not None and note.startswith("sqlite / sync: runs/s rises 13% from concurrency 1 to 4")
+    assert note is not None and note.startswith("sqlite / sync: runs/s rises 13% from concurrency 1 to 4 (c=1 step 0")
     assert "80 % of a core, 21.1 ms of CPU a run at 1; 88 % of a core, 20.5 ms of CPU a run at 4" in note
     assert sweep_note(sweep([(1, 40.0, 25.0), (4, 41.0, 98.0)]), tmp_path, "sqlite / sync") is None  # flat: no note
     assert "77 MiB before the first run" in (rss_note(tmp_path) or "")
@@ -176,3 +176,15 @@ def test_a_sweep_row_off_the_shape_splits_the_concurrency_1_run_into_kneo_serv_s
         "PostgreSQL's CPU, 0.5 no side computing: loopback, the store's I/O, hand-offs, a wait for a core), a wait the "
         "runs in flight at 8 fill"
     )
+
+
+def test_a_row_graded_amber_at_the_edge_of_its_tolerance_says_why(tmp_path):
+    """The index grades the ratio it shows: 1.0967x shows as 1.10x and grades amber, so the row says why as well."""
+    samples = [(r, r // 3, KNEO_PID, "cpu_percent", 85.0) for r in range(6)]
+    pd.DataFrame(samples, columns=["round", "step", "source", "metric", "value"]).to_csv(
+        tmp_path / "resources.csv", index=False
+    )
+    rows = sweep([(1, 40.0, 25.0), (16, 40.0 * 1.0967 * 76 / 79, 25.0 * 16 * 1.16)])
+    table = profile_rows(rows, tmp_path, "postgres / sync", KNEO["postgres / sync"])
+    assert table[f"{FLAT} x"].iloc[1] == "1.10x" and grades(rows, tmp_path)[1] == AMBER
+    assert table[WHY].iloc[1].startswith("machine-bound: kneo-serv 85 % of a core")
