@@ -12,7 +12,8 @@ warm-up:
 - ``fasthttp``: plain Locust (the anchor);
 - ``swarmgauge``: the same file with ``import swarmgauge.locust`` (every listener, as a user's own locustfile).
 
-The two cases alternate round by round, the order rotated, so a neighbour's burst hits both alike. The figure is
+The two cases alternate round by round, the order rotated, so a neighbour's burst hits both alike; with 2 CPUs or
+more each case's generator runs on CPU 1 and nginx on CPU 0 (``--pin``, the default there). The figure is
 the median of the per-round ratios swarmgauge / fasthttp, with every round and the 1-minute load average beside
 it; the target is a ratio of at most 1.05 (all listeners together at most 5 % of a FastHttpUser GET). Beside it,
 each process times in loops after the window one ``request`` event through its listeners and one task iteration
@@ -29,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -49,6 +51,25 @@ CASES = ("fasthttp", "swarmgauge")
 OWN_CODE = tuple(str(ROOT / part) for part in ("listeners", "swarmgauge", "shapes", "users", "protocols"))
 
 
+#: ``--pin``: the generator on one core and nginx on the other, so neither is moved between cores mid-window and the
+#: two cases meet the same cache and scheduler; unpinned, rounds of one run spread 0.96-1.16, pinned 1.00-1.06
+GENERATOR_CPU, NGINX_CPU = 1, 0
+
+
+def pinned(cpu: int | None) -> list[str]:
+    """The command's prefix that keeps it on ``cpu`` (``taskset``); none when not pinned."""
+    return [] if cpu is None else ["taskset", "-c", str(cpu)]
+
+
+def pin_nginx(nginx: Nginx) -> None:
+    """nginx's master and workers on :data:`NGINX_CPU`."""
+    import psutil
+
+    master = psutil.Process(nginx.process.pid)
+    for process in (master, *master.children(recursive=True)):
+        process.cpu_affinity([NGINX_CPU])
+
+
 def run_case(case: str, url: str, opts: argparse.Namespace, profile_path: str = "") -> dict[str, Any]:
     """One ``locust --headless`` process of ``case``; its probe's figures, the load average and nginx's CPU beside."""
     env = {
@@ -60,7 +81,8 @@ def run_case(case: str, url: str, opts: argparse.Namespace, profile_path: str = 
         "SG_OVERHEAD_PROFILE": profile_path,
     }
     limit = opts.warmup + opts.window + 20
-    command = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--only-summary"]
+    command = pinned(GENERATOR_CPU if opts.pin else None)
+    command += [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--only-summary"]
     command += ["-u", str(opts.users), "-r", str(opts.users), "-t", f"{int(limit)}s", "--host", url]
     command += ["--stop-timeout", "1"]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=limit + 60)
@@ -98,7 +120,13 @@ def measure(url: str, opts: argparse.Namespace, nginx: Nginx) -> dict[str, Any]:
     return {
         "benchmark": "overhead",
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "settings": {"users": opts.users, "warmup_s": opts.warmup, "window_s": opts.window, "rounds": opts.rounds},
+        "settings": {
+            "users": opts.users,
+            "warmup_s": opts.warmup,
+            "window_s": opts.window,
+            "rounds": opts.rounds,
+            "pinned": bool(opts.pin),
+        },
         "target_ratio": TARGET_RATIO,
         "cpu_us_per_request": {case: round(value, 2) for case, value in medians.items()},
         "listeners_us_per_request": round(medians["swarmgauge"] - medians["fasthttp"], 2),
@@ -152,7 +180,8 @@ def render(doc: dict[str, Any]) -> str:
     rounds = doc["rounds"]
     lines = [
         f"CPU per completed request, {doc['settings']['users']} users, median of {doc['settings']['rounds']} "
-        f"rounds x {doc['settings']['window_s']} s (load average {', '.join(map(str, doc['load_average']))})",
+        f"rounds x {doc['settings']['window_s']} s{', pinned (generator CPU 1, nginx CPU 0)' if doc['settings'].get('pinned') else ''} "
+        f"(load average {', '.join(map(str, doc['load_average']))})",
         "| case | CPU µs/request | rounds | req/s | nginx CPU s |",
         "|---|---|---|---|---|",
     ]
@@ -194,9 +223,19 @@ def parse_options(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=5, help="rounds, both cases in each (default 5)")
     parser.add_argument("--profile", action="store_true", help="one more swarmgauge case under cProfile")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON result (default {DEFAULT_OUT})")
+    parser.add_argument(
+        "--pin",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the generator on CPU 1 and nginx on CPU 0 (default: on with 2 or more CPUs and taskset)",
+    )
     opts = parser.parse_args(argv)
     if opts.users < 1 or opts.rounds < 1 or not opts.window > 0 or opts.warmup < 0:
         raise UsageError("--users and --rounds must be at least 1, --window > 0 and --warmup >= 0")
+    can_pin = (os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None
+    if opts.pin and not can_pin:
+        raise UsageError("--pin needs 2 or more CPUs and taskset")
+    opts.pin = can_pin if opts.pin is None else opts.pin
     return opts
 
 
@@ -212,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmarks.overhead: {exc}", file=sys.stderr)
         return 1
     try:
+        if opts.pin:
+            pin_nginx(nginx)
         doc = measure(nginx.url, opts, nginx)
         if opts.profile:
             doc["profile"] = profile_listeners(nginx.url, opts)

@@ -4,6 +4,7 @@ its own nginx, prints its table and ratio and writes its JSON (no timing is asse
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,14 @@ def test_overhead_benchmark_prints_and_writes_its_figures(tmp_path):
     assert set(doc["iteration_us"]) == {"fasthttp", "swarmgauge"} and "one task iteration" in result.stdout
     assert all(value > 0 for value in doc["iteration_us"].values())
     assert "constant cost per request" in result.stdout and isinstance(doc["constant_share"], float)
+    assert doc["settings"]["pinned"] == ((os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None)
+
+
+def test_a_pinned_case_runs_under_taskset_on_its_cpu_and_an_unpinned_one_as_given():
+    from benchmarks.overhead import GENERATOR_CPU, NGINX_CPU, pinned
+
+    assert pinned(GENERATOR_CPU) == ["taskset", "-c", "1"] and GENERATOR_CPU != NGINX_CPU
+    assert pinned(None) == []
 
 
 def test_overhead_benchmark_rejects_zero_counts(tmp_path):
