@@ -199,12 +199,17 @@ class MDKClient:
         self._reset()
         return error
 
-    def _json(self, method: str, path: str, outcome, body: bytes = b"") -> Any:
+    def _answered(self, method: str, path: str, outcome, body: bytes = b"") -> tuple[int, bytes]:
+        """One request's status and body, both noted on its outcome; a 429 raised as :class:`MDKRateLimited`."""
         status, raw = self._request(method, path, body)
         outcome.response_length = len(raw)
         outcome.context["status"] = status
         if status == 429:
             raise MDKRateLimited("HTTP 429")
+        return status, raw
+
+    def _json(self, method: str, path: str, outcome, body: bytes = b"") -> Any:
+        status, raw = self._answered(method, path, outcome, body)
         try:
             value = json.loads(raw) if raw else None
         except ValueError:
@@ -285,11 +290,7 @@ class MDKClient:
         are failures named as every request's are."""
 
         def run(outcome) -> bool:
-            status, raw = self._request("GET", "/echo")
-            outcome.response_length = len(raw)
-            outcome.context["status"] = status
-            if status == 429:
-                raise MDKRateLimited("HTTP 429")
+            status, raw = self._answered("GET", "/echo", outcome)
             if not 200 <= status < 300 and status != 404:
                 raise gateway_error(status, parsed_or_none(raw))
             return True
