@@ -180,8 +180,8 @@ def actions_table(doc: dict[str, Any], actions: pd.DataFrame) -> tuple[pd.DataFr
 def request_counts(doc: dict[str, Any]) -> dict[str, Any] | None:
     """The requests the run sent the Gateway beside the Gateway's own count (its ``/metrics`` reads, the sampler's,
     left out): ``counted`` by the run, ``before_the_run`` (the discovery's summaries) and ``drill_probes`` (a
-    drill's own reads), in no figure of the run, ``gateway`` (None for a Gateway without the count) and whether they ``match``; None for a run from before
-    ``mdk.json`` held them."""
+    drill's own reads), in no figure of the run, ``gateway`` (None for a Gateway without the count) and whether
+    they ``match``; None for a run from before ``mdk.json`` held them."""
     requests = doc.get("requests")
     if not isinstance(requests, dict):
         return None
