@@ -59,11 +59,20 @@ def fold_anchor(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def cpu_ms_a_run(share: float, rps: float) -> float:
+    """Milliseconds of a side's CPU a run, from its share of a core (%) and the runs a second."""
+    return share * 10 / rps
+
+
+def at_steps(frame: pd.DataFrame, steps: tuple[int, ...]) -> pd.DataFrame:
+    """The rows of ``frame`` whose step is one of ``steps``."""
+    return frame[pd.to_numeric(frame["step"]).astype(int).isin(steps)]
+
+
 def sides_over(by_side: dict[int, dict[str, float]], rows: pd.DataFrame, steps: tuple[int, ...]) -> dict[str, float]:
     """Each side's CPU over the concurrency-1 ``steps``, its mean weighted by the steps' measured seconds (the sides
     every one of them saw)."""
-    blocks = anchor_blocks(rows)
-    blocks = blocks[pd.to_numeric(blocks["step"]).astype(int).isin(steps)]
+    blocks = at_steps(anchor_blocks(rows), steps)
     weights = {int(r["step"]): float(r.get("duration_s", 1.0)) for _, r in blocks.iterrows()}
     if not weights or sum(weights.values()) <= 0:
         return {}
@@ -120,7 +129,7 @@ def bracket_of(
     (unfolded), None with fewer than two."""
     blocks = anchor_blocks(rows)
     if steps is not None:
-        blocks = blocks[pd.to_numeric(blocks["step"]).astype(int).isin(steps)]
+        blocks = at_steps(blocks, steps)
     if len(blocks) < 2:
         return None
     ends = [blocks.iloc[0], blocks.iloc[-1]]
@@ -128,7 +137,7 @@ def bracket_of(
     if min(rps) <= 0:
         return None
     shares = [by_side.get(int(end["step"]), {}).get("kneo-serv") for end in ends]
-    cpu = tuple(share * 10 / r if share is not None else None for share, r in zip(shares, rps, strict=True))
+    cpu = tuple(cpu_ms_a_run(share, r) if share is not None else None for share, r in zip(shares, rps, strict=True))
     return Bracket((rps[0], rps[1]), (cpu[0], cpu[1]))
 
 
@@ -168,7 +177,7 @@ def anchor_at(rows: pd.DataFrame, by_side: dict[int, dict[str, float]], step: in
     steps = neighbours(rows, step)
     if not steps:
         return None
-    pooled = fold_anchor(rows[pd.to_numeric(rows["step"]).astype(int).isin(steps)]).iloc[0]
+    pooled = fold_anchor(at_steps(rows, steps)).iloc[0]
     return Anchor(
         steps,
         float(pooled["rps"]),
@@ -195,7 +204,7 @@ def bracket_note(store_mode: str, rows: pd.DataFrame, by_side: dict[int, dict[st
     shown = []
     for step, rps in zip(steps, pd.to_numeric(blocks["rps"]).astype(float), strict=True):
         share = by_side.get(step, {}).get("kneo-serv")
-        cpu = f" ({share * 10 / rps:.1f} ms of kneo-serv's CPU a run)" if share is not None and rps > 0 else ""
+        cpu = f" ({cpu_ms_a_run(share, rps):.1f} ms of kneo-serv's CPU a run)" if share is not None and rps > 0 else ""
         shown.append(f"step {step} {rps:.1f} runs/s{cpu}")
     apart = []
     for pair in zip(steps, steps[1:], strict=False):

@@ -26,6 +26,7 @@ from swarmgauge.reports.index_kneo_anchor import (
     anchor_blocks,
     bracket_note,
     bracket_why,
+    cpu_ms_a_run,
     fold_anchor,
     pooled_sides,
 )
@@ -208,11 +209,11 @@ def idle_at_1(users: int, share_1: float, rps_1: float, others_1: dict[str, floa
     ``/livez`` round trip waits about 0.3 ms, so on SQLite most of it is the store's commit."""
     if "generator" not in others_1 or rps_1 <= 0:
         return ""
-    wall, cost = 1000.0 / rps_1, share_1 * 10 / rps_1
+    wall, cost = 1000.0 / rps_1, cpu_ms_a_run(share_1, rps_1)
     idle = wall - cost
-    parts = {"the generator's": others_1["generator"] * 10 / rps_1}
+    parts = {"the generator's": cpu_ms_a_run(others_1["generator"], rps_1)}
     if "PostgreSQL" in others_1:
-        parts["PostgreSQL's"] = others_1["PostgreSQL"] * 10 / rps_1
+        parts["PostgreSQL's"] = cpu_ms_a_run(others_1["PostgreSQL"], rps_1)
     shown = ", ".join(f"{value:.1f} {side} CPU" for side, value in parts.items())
     rest = max(0.0, idle - sum(parts.values()))
     return (
@@ -244,7 +245,7 @@ def cpu_why(
     (share, rps), (share_1, rps_1) = at_step, at_1
     if share is None or share_1 is None or rps <= 0 or rps_1 <= 0:
         return ""
-    cost, cost_1 = share * 10 / rps, share_1 * 10 / rps_1
+    cost, cost_1 = cpu_ms_a_run(share, rps), cpu_ms_a_run(share_1, rps_1)
     shown = (
         f"kneo-serv {share:.0f} % of a core, {cost:.1f} ms of CPU a run at {users}; {share_1:.0f} %, "
         f"{cost_1:.1f} ms at 1"
@@ -287,7 +288,8 @@ def sweep_note(rows: pd.DataFrame, run: Path | None, store_mode: str) -> str | N
     known = [(users, share, rps) for users, share, rps in sides if share is not None]
     if len(known) == len(sides):
         shown = [
-            f"{share:.0f} % of a core, {share * 10 / rps:.1f} ms of CPU a run at {users}" for users, share, rps in known
+            f"{share:.0f} % of a core, {cpu_ms_a_run(share, rps):.1f} ms of CPU a run at {users}"
+            for users, share, rps in known
         ]
         text += f": kneo-serv at {'; '.join(shown)}"
     return text + "."
