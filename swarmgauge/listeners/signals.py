@@ -9,7 +9,8 @@ the listeners write their files). A second signal, or a run with no swarmgauge s
 Ctrl+C path (``KeyboardInterrupt``); before the run has started (a master waiting for its workers) the process exits
 with 128 + the signal number, as nothing was measured. The signal that ended the plan is noted in ``run.json``
 (``ended_by``) and the plan is marked cut short by it (``cut_short``), so its report, summary and exit code say so
-(``listeners.outcome``); nothing else is written here.
+(``listeners.outcome``); nothing else is written here. A signal that comes once the plan has ended (compose sends the
+master SIGTERM as soon as its workers quit at the plan's end) ended nothing: it is logged, not noted.
 
 SIGHUP is what a closed terminal or a dropped ssh session sends: Python's default for it ends the process at once,
 with nothing written. It ends a run as SIGTERM does, everywhere: on the master or local runner through the handler
@@ -74,6 +75,10 @@ class StopOnSignal:
         if runner is not None and runner.state == STATE_INIT:
             logger.info("Got %s before the run started: exiting, nothing was measured", name)
             raise SystemExit(128 + signum)  # gevent hands it to the main greenlet; atexit stops embedded targets
+        plan_ended = getattr(shape, "plan_ended", None)
+        if len(self.received) == 1 and callable(plan_ended) and plan_ended():
+            logger.info("Got %s after the plan's end: the run closes as it was (again to quit at once)", name)
+            return
         if len(self.received) == 1:
             hooks.add_run_info(self.environment, ENDED_BY, name)
         request_end = getattr(shape, "request_end", None)

@@ -276,6 +276,11 @@ class SwarmShape(LoadTestShape):
         """End the plan at the next tick, as if its last stage were over (SIGTERM/SIGINT: ``listeners.signals``)."""
         self._end_requested = True
 
+    def plan_ended(self) -> bool:
+        """The plan has reached its end (its last stage over, cut short, or an end requested) and the run is closing:
+        a signal from here on ended nothing (compose sends the master SIGTERM as soon as its workers have quit)."""
+        return self._ended
+
     def tail_seconds(self) -> float:
         last = self.plan().stages[-1]
         return min(last.drop_after, 1.0) if last.open_model else 0.0

@@ -61,6 +61,21 @@ def test_the_first_signal_ends_the_plan_and_the_second_stops_at_once():
     assert shape.end_requests == 1
 
 
+def test_a_signal_after_the_plan_ended_notes_nothing_and_a_second_stops_at_once():
+    class _EndedShape(_ShapeThatCanEnd):
+        def plan_ended(self) -> bool:
+            return True
+
+    shape = _EndedShape()
+    environment = SimpleNamespace(shape_class=shape, runner=SimpleNamespace(state=STATE_RUNNING))
+    handler = StopOnSignal(environment)
+    handler(signal.SIGTERM, None)
+    assert shape.end_requests == 0
+    assert RunContext.of(environment).run_info.get(signals.ENDED_BY) is None
+    with pytest.raises(KeyboardInterrupt):
+        handler(signal.SIGTERM, None)
+
+
 def test_sighup_ends_the_plan_as_sigterm_does_and_the_run_notes_which_signal():
     class _Shape(_ShapeThatCanEnd):
         stopped_by: list[str] = []

@@ -71,3 +71,28 @@ def test_a_sigterm_while_the_run_ends_writes_everything_once_and_exits_with_the_
     folder = resolve(run_dir)
     assert json.loads((folder / "run.json").read_text())["exit_code"] == 0
     assert (folder / "report.md").is_file() and (folder / "steps.csv").is_file()
+
+
+#: As compose does to a master at a plan's end: its workers quit, and it sends the master SIGTERM while the master
+#: stops its users and closes the run (``test_stop`` fires after the plan's last tick, before Locust's shutdown).
+SIGTERM_AFTER_THE_PLAN_LOCUSTFILE = LATE_SIGTERM_LOCUSTFILE.replace(
+    "@events.quitting.add_listener", "@events.test_stop.add_listener"
+)
+
+
+@pytest.mark.integration
+def test_a_sigterm_after_the_plan_ended_is_not_what_ended_the_run(tmp_path):
+    locustfile = tmp_path / "sigterm_after_the_plan.py"
+    locustfile.write_text(SIGTERM_AFTER_THE_PLAN_LOCUSTFILE)
+    run_dir = tmp_path / "run"
+    with sim_target() as target:
+        done = run_local(
+            target.url, "--steps", "2", "--step-time", "2", "--run-dir", str(run_dir), locustfile=locustfile
+        )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    assert "Got SIGTERM after the plan's end" in output
+    assert "run ended by SIGTERM" not in output
+    info = json.loads((resolve(run_dir) / "run.json").read_text())
+    assert info["ended_by"] is None
+    assert not info.get("cut_short")
