@@ -11,7 +11,7 @@ anywhere: a path it gives to write to (:data:`WRITTEN_PATHS`) must lie inside th
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,17 +89,16 @@ def check_written_paths(environment: Environment, values: dict[str, Any]) -> Non
             )
 
 
-def set_at_start_up(environment: Environment, options: dict[str, argparse.Action]) -> set[str]:
-    """Options whose value differs from what the command line, environment and config gave: code set them at
-    start-up (an embedded target), so the form must not undo them. Computed once, before the first START."""
+def set_at_start_up(environment: Environment, dests: Iterable[str]) -> set[str]:
+    """Those of ``dests`` whose value differs from what the command line, environment and config gave: code set
+    them at start-up (an embedded target), so the form must not undo them and a repeat command does not name them.
+    Computed once for every option (the form's and the others the repeat command names), before the first START."""
     record = StartUpOptions.of(environment)
-    known = record.code_set
-    if known is None:
+    if record.code_set is None:
         given = vars(_parser().parse_args())
         current = vars(environment.parsed_options) if environment.parsed_options is not None else {}
-        known = {dest for dest in options if dest in current and dest in given and current[dest] != given[dest]}
-        record.code_set = known
-    return known
+        record.code_set = {dest for dest, value in current.items() if dest in given and value != given[dest]}
+    return record.code_set & set(dests)
 
 
 def _is_flag(action: argparse.Action) -> bool:

@@ -414,6 +414,18 @@ PATCHES: tuple[Patch, ...] = (
         "table of options (it has no public lookup of an action by flag)",
         upstream="none: CPython keeps action classes private; kept as long as argparse does",
     ),
+    Patch(
+        name="argparse-parser-actions",
+        dependency="python",
+        kind=Kind.READS_PRIVATE,
+        where=("swarmgauge.listeners.repeat_command",),
+        touches=("argparse.ArgumentParser._actions",),
+        private_names=("_actions",),
+        why="a web UI run's repeat command names every option its command line set: configargparse records the "
+        "command line as argv alone, so each option is asked for on it (configargparse's own "
+        "already_on_command_line), and argparse has no public list of a parser's options",
+        upstream="none: CPython keeps a parser's actions private; kept as long as argparse does",
+    ),
 )
 
 #: Private-looking names that the standard library documents as public.

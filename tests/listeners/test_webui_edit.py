@@ -288,7 +288,10 @@ def test_the_repeat_command_of_an_edited_ui_run_run_headless_gives_the_same_step
             "3",
             "--slo",
             "p99<5000ms",
+            "--web-host",
+            "127.0.0.1",
             log_dir=tmp_path,
+            env={"SWARMGAUGE_PROMETHEUS_PUSH_INTERVAL": "7s"},
         ) as web,
     ):
         for users in (2, 4):
@@ -299,6 +302,10 @@ def test_the_repeat_command_of_an_edited_ui_run_run_headless_gives_the_same_step
         command = json.loads((ui_folder / "run.json").read_text())["repeat_command"]
         assert command in (ui_folder / "report.md").read_text()
         assert "--slo 'p99<5000ms'" in command
+        # the launch's options outside the form, from its command line and a variable; not how the UI was served
+        assert "--stop-timeout 3" in command and "--only-summary" in command
+        assert "--prometheus-push-interval 7s" in command
+        assert "--web-port" not in command and "--web-host" not in command
         repeat = subprocess.run(
             _headless(command, tmp_path / "again", "2s"),
             cwd=ROOT,

@@ -13,6 +13,7 @@ import re
 import sys
 from importlib import metadata
 
+import configargparse
 import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -233,6 +234,16 @@ def test_argparses_append_action_and_option_table_are_still_where_the_patch_read
     action = parser.add_argument("--x", action="append")
     assert isinstance(action, argparse._AppendAction)
     assert parser._option_string_actions["--x"] is action
+
+
+def test_a_parsers_actions_are_still_its_options_and_configargparse_still_finds_one_on_a_command_line():
+    parser = configargparse.ArgumentParser()
+    action = parser.add_argument("--stop-timeout", "-s")
+    assert action in parser._actions
+    assert configargparse.already_on_command_line(["--stop-timeout=3"], action.option_strings, parser.prefix_chars)
+    assert not configargparse.already_on_command_line(["-u", "3"], action.option_strings, parser.prefix_chars)
+    parser.parse_args(["-s", "3"])
+    assert parser.get_source_to_settings_dict()["command_line"] == {"": (None, ["-s", "3"])}  # argv, as it was
 
 
 def test_locusts_master_still_sends_its_whole_options_and_a_worker_takes_only_the_keys_sent():
