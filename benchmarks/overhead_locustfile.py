@@ -8,12 +8,18 @@ the two variants differ only by swarmgauge. After the window it also times, in l
 (``event_us``: the listeners' cost per request without the network's noise) and task iterations as Locust's
 ``TaskSet.run`` loop makes them, each with its zero wait (``iteration_us``: what swarmgauge adds around a task, the
 task routing and Locust classes it replaces). ``SG_OVERHEAD_PROFILE=<path>`` profiles the window with cProfile on
-the CPU clock and dumps the stats there.
+the CPU clock and dumps the stats there. The window's CPU is also split into user and kernel time per request, with
+page faults and context switches per 1,000 requests (``getrusage``).
+
+For bisecting the swarmgauge case, ``SG_OVERHEAD_DROP=<module>,...`` (``listeners.steps``, ``summary``, ...; ``*``
+for all) unregisters those swarmgauge modules' handlers from every Locust event right after the import: their code is
+loaded and the patches applied, but they never run. ``benchmarks.overhead`` itself never sets it.
 """
 
 import gc
 import json
 import os
+import resource
 import time
 
 import gevent
@@ -22,6 +28,21 @@ from locust.user.task import DefaultTaskSet
 
 if os.environ.get("SG_OVERHEAD_SWARMGAUGE") == "1":
     import swarmgauge.locust  # noqa: F401
+
+    _DROP = [name for name in os.environ.get("SG_OVERHEAD_DROP", "").split(",") if name]
+    if _DROP:
+
+        def _module_of(handler) -> str:
+            function = getattr(handler, "func", handler)
+            return getattr(getattr(function, "__func__", function), "__module__", "") or ""
+
+        def _dropped(handler) -> bool:
+            module = _module_of(handler)
+            return module.startswith("swarmgauge.") and ("*" in _DROP or module.removeprefix("swarmgauge.") in _DROP)
+
+        for _hook in vars(events).values():
+            if hasattr(_hook, "_handlers"):
+                _hook._handlers[:] = [h for h in _hook._handlers if not _dropped(h)]
 
 WARMUP_S = float(os.environ.get("SG_OVERHEAD_WARMUP", "3"))
 WINDOW_S = float(os.environ.get("SG_OVERHEAD_WINDOW", "8"))
@@ -50,9 +71,11 @@ def _probe(environment) -> None:
         profile = cProfile.Profile(time.process_time)
         profile.enable()
     collections = [generation["collections"] for generation in gc.get_stats()]
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu, wall, done = time.process_time(), time.perf_counter(), _completed(environment)
     gevent.sleep(WINDOW_S)
     cpu, wall, done = time.process_time() - cpu, time.perf_counter() - wall, _completed(environment) - done
+    usage_after = resource.getrusage(resource.RUSAGE_SELF)
     collections = [g["collections"] - before for g, before in zip(gc.get_stats(), collections, strict=True)]
     if profile is not None:
         profile.disable()
@@ -66,12 +89,26 @@ def _probe(environment) -> None:
         "cpu_us_per_request": round(cpu / max(done, 1) * 1e6, 2),
         "gc_collections": collections,  # per generation, in the window: a full one walks every tracked object
         "gc_tracked_objects": len(gc.get_objects()),
+        **_usage_per_request(usage, usage_after, max(done, 1)),
     }
     result["event_us"] = _event_cost(environment)
     result["iteration_us"] = _iteration_cost(environment)
     print("RESULT " + json.dumps(result), flush=True)
     if environment.runner is not None:
         environment.runner.quit()
+
+
+def _usage_per_request(before: resource.struct_rusage, after: resource.struct_rusage, done: int) -> dict:
+    """The window's CPU split into user and kernel time per request, with page faults and context switches per 1,000
+    requests: where a difference that the per-request code does not explain is spent (a kernel-side one is system
+    calls or faults, not Python)."""
+    return {
+        "user_us_per_request": round((after.ru_utime - before.ru_utime) / done * 1e6, 2),
+        "sys_us_per_request": round((after.ru_stime - before.ru_stime) / done * 1e6, 2),
+        "minor_faults_per_1k": round((after.ru_minflt - before.ru_minflt) * 1000 / done, 2),
+        "voluntary_switches_per_1k": round((after.ru_nvcsw - before.ru_nvcsw) * 1000 / done, 2),
+        "involuntary_switches_per_1k": round((after.ru_nivcsw - before.ru_nivcsw) * 1000 / done, 2),
+    }
 
 
 def _event_cost(environment, count: int = 20_000) -> float:

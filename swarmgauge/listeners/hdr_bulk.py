@@ -16,6 +16,13 @@ from itertools import accumulate
 from typing import Any
 
 
+def counts_index(histogram: Any, value: int) -> int:
+    """The index of ``value``'s bucket in ``histogram.counts`` (hdrh's bucket arithmetic, for one value)."""
+    half_magnitude, unit = histogram.sub_bucket_half_count_magnitude, histogram.unit_magnitude
+    bucket = (value | histogram.sub_bucket_mask).bit_length() - (unit + half_magnitude + 1)
+    return ((bucket + 1) << half_magnitude) + (value >> (bucket + unit)) - histogram.sub_bucket_half_count
+
+
 def record_counts(histogram: Any, counts: Mapping[int, int]) -> None:
     """Record each value of ``counts`` (value -> how many, every value inside the histogram's range) at once."""
     if not counts:
@@ -41,15 +48,19 @@ def percentiles(histogram: Any, wanted: Iterable[float]) -> dict[float, int]:
     if histogram.get_total_count() == 0:
         return {}
     stored = min(histogram.counts_len, histogram.encoder.payload.counts_len)  # a decoded one may stop early
-    running = list(accumulate(histogram.counts[:stored]))
+    low, high = 0, stored
+    if histogram.min_value <= histogram.max_value:  # the buckets outside min..max hold nothing: sum only these
+        low = min(counts_index(histogram, histogram.min_value), stored)
+        high = min(counts_index(histogram, histogram.max_value) + 1, stored)
+    running = list(accumulate(histogram.counts[low:high]))  # a second's latencies span ~5,000 of ~23,000 buckets
     found: dict[float, int] = {}
     for percentile in sorted(set(wanted)):
         if percentile > 100:
             break
-        index = bisect_left(running, histogram.get_target_count_at_percentile(percentile))
+        index = bisect_left(running, histogram.get_target_count_at_percentile(percentile))  # a target is >= 1
         if index == len(running):
             break  # counts short of the total: hdrh's walk finds no bucket either
-        value = histogram.get_value_from_index(index)
+        value = histogram.get_value_from_index(low + index)
         found[percentile] = (
             histogram.get_highest_equivalent_value(value)
             if percentile

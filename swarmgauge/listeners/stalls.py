@@ -8,7 +8,11 @@ a stall - it was in flight while the loop was held - counts toward its step's ``
 longest such stall in ``generator_stall_ms``: ``steps.csv`` flags the step and the report says by how much.
 
 A request recorded before the watch woke up from the stall is matched when the stall is noted (a short ring of
-recently finished requests), one recorded after it against the stalls noted so far: each request counts once.
+recently finished requests), one recorded after it against the stalls noted so far: each request counts once. The
+ring holds the requests since the watch's last on-time wake (a few dozen milliseconds of them): one recorded before
+that wake ended before any stall still to come began, so an on-time wake empties it, unless a stall that a next one
+would merge with is that recent. Kept longer, it was 20,000 requests a process of cold memory that each request
+evicted one of (2.6 MB, and as many objects for the collector to track).
 """
 
 from __future__ import annotations
@@ -21,15 +25,19 @@ from dataclasses import dataclass, field
 WATCH_INTERVAL = 0.05  # seconds the watch sleeps between looks at the clock
 STALL_MS = 100.0  # a wake this much later than asked for is a stall
 MERGE_GAP = 0.1  # two stalls closer than this are one (a loop held through several wakes)
-KEEP_SECONDS = 30.0  # how long stalls and finished requests are kept for matching
+KEEP_SECONDS = 30.0  # how long stalls are kept for matching requests still in flight
 MAX_STALLS = 1_000
-MAX_RECENT = 20_000
+MAX_RECENT = 20_000  # the ring's bound when no watch empties it
 MAX_WATCH_SECONDS = 30 * 24 * 3600.0
 
 
-#: a recently finished request in :attr:`StallWatch.recent`: (step, start, end, counted by a stall); a tuple, not an
-#: object, because every request makes one
-Finished = tuple[int, float, float, bool]
+#: a recently finished request in :attr:`StallWatch.recent`: (step, start, response time in ms or None, counted by a
+#: stall); a tuple of what the request event already holds, so a request allocates the tuple and nothing else
+Finished = tuple[int, float, "float | None", bool]
+
+
+def _end(start: float, response_time_ms: float | None) -> float:
+    return start + (response_time_ms or 0.0) / 1000.0
 
 
 @dataclass
@@ -58,6 +66,7 @@ class StallWatch:
     def note_wake(self, asked_s: float, woke_wall: float, late_s: float) -> None:
         """The watch slept ``asked_s`` and woke ``late_s`` late at ``woke_wall``: a stall when late enough."""
         if late_s * 1000.0 < STALL_MS:
+            self._on_time(woke_wall)
             return
         begin = woke_wall - late_s
         if self.stalls and begin - self.stalls[-1].end <= MERGE_GAP + asked_s:
@@ -70,22 +79,32 @@ class StallWatch:
             self.stalls.append(stall)
         recent = self.recent
         hit: list[int] = []
-        for back, (step, start, end, counted) in enumerate(reversed(recent), start=1):
-            if end < stall.begin:
+        for back, (step, start, response_time_ms, counted) in enumerate(reversed(recent), start=1):
+            if _end(start, response_time_ms) < stall.begin:
                 break
             if not counted and start < stall.end:
                 hit.append(back)
                 stall.steps.add(step)
                 self.on_stalled(step, stall.ms, 1)
         for back in hit:
-            step, start, end, _counted = recent[-back]
-            recent[-back] = (step, start, end, True)
+            step, start, response_time_ms, _counted = recent[-back]
+            recent[-back] = (step, start, response_time_ms, True)
+
+    def _on_time(self, woke_wall: float) -> None:
+        """An on-time wake: the requests recorded so far ended before any stall still to come begins (it begins a
+        sleep after this wake), so they are dropped, unless the last stall is recent enough for that one to merge
+        with it (:data:`MERGE_GAP`) and so reach back over them; stalls older than :data:`KEEP_SECONDS` go."""
+        stalls = self.stalls
+        if not stalls or woke_wall - stalls[-1].end > MERGE_GAP:
+            self.recent.clear()
+        while stalls and stalls[0].end < woke_wall - KEEP_SECONDS:
+            stalls.popleft()
 
     def note_request(self, step: int, start: float, response_time_ms: float | None) -> None:
         """A request just recorded: counted now if it overlapped a stall already noted, else kept to be matched."""
-        end = start + (response_time_ms or 0.0) / 1000.0
         stalls = self.stalls
         if stalls and stalls[-1].end >= start:  # else no stall noted so far overlaps it (the common case)
+            end = _end(start, response_time_ms)
             for stall in reversed(stalls):
                 if stall.end < start:
                     break
@@ -93,17 +112,7 @@ class StallWatch:
                     stall.steps.add(step)
                     self.on_stalled(step, stall.ms, 1)
                     return
-        recent = self.recent
-        recent.append((step, start, end, False))
-        before = end - KEEP_SECONDS
-        if recent[0][2] < before or (stalls and stalls[0].end < before):
-            self._forget(before)
-
-    def _forget(self, before: float) -> None:
-        while self.recent and self.recent[0][2] < before:
-            self.recent.popleft()
-        while self.stalls and self.stalls[0].end < before:
-            self.stalls.popleft()
+        self.recent.append((step, start, response_time_ms, False))
 
 
 def watch_loop(current: Callable[[], StallWatch | None], sleep: Callable[[float], object]) -> None:

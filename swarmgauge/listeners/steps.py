@@ -124,7 +124,7 @@ def request_final_reports(environment: Environment) -> None:
             runner.send_message(FLUSH_MESSAGE, None, client_id=client_id)
         return
     before_flush.fire(environment=environment)
-    merge_batch(environment, "local", state.recorder.drain())
+    merge_batch(environment, "local", state.recorder.drain(encoded=False))
 
 
 def final_reports_in(environment: Environment) -> bool:
@@ -274,7 +274,7 @@ def _sample_loop(environment: Environment) -> None:
             state.recorder.note_cpu(info.index, cpu)
         if not is_worker and time.monotonic() - last_drain >= LOCAL_DRAIN_INTERVAL:
             last_drain = time.monotonic()
-            merge_batch(environment, "local", state.recorder.drain())
+            merge_batch(environment, "local", state.recorder.drain(encoded=False))
         if time.monotonic() - last_prune >= LOCUST_PRUNE_INTERVAL:
             last_prune = time.monotonic()
             bound_locust_stats(environment)
@@ -335,7 +335,7 @@ def finalize(environment: Environment) -> StepMerge:
         return state.merged
     if not state.finalized:
         state.sampler_stop = True
-        merge_batch(environment, "local", state.recorder.drain())
+        merge_batch(environment, "local", state.recorder.drain(encoded=False))
         close_bucket(state)
         end_run(environment)
         state.finalized = True
@@ -368,7 +368,7 @@ def merge_local_now(environment: Environment) -> None:
     """On a local run, fold this process's latest recordings in now, so a live check sees them (a master merges
     what its workers report)."""
     if not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
-        merge_batch(environment, "local", state_of(environment).recorder.drain())
+        merge_batch(environment, "local", state_of(environment).recorder.drain(encoded=False))
 
 
 def merged(environment: Environment) -> StepMerge:

@@ -10,7 +10,7 @@ import random
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from swarmgauge.listeners.hdr_bulk import percentiles, record_counts
+from swarmgauge.listeners.hdr_bulk import counts_index, percentiles, record_counts
 from swarmgauge.listeners.step_stats import HIGHEST_US, LOWEST_US, SIGNIFICANT_FIGURES, NameStats
 
 WANTED = (0, 1, 25, 50, 66.6, 90, 95, 99, 99.9, 99.99, 100, 100.5)
@@ -73,3 +73,20 @@ def test_a_steps_figures_settle_through_it_with_times_outside_the_range_clamped_
     assert stats.percentiles_ms((50, 99)) == {50: 1.5, 99: reference.get_value_at_percentile(99) / 1000.0}
     assert stats.percentile_ms(50) == 1.5
     assert NameStats().percentile_ms(50) is None and NameStats().percentiles_ms((50,)) == {}
+
+
+def test_a_values_bucket_index_is_hdrhs():
+    histogram = HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_FIGURES)
+    for value in (LOWEST_US, 2, 2047, 2048, 2049, 4095, 4096, 123_456, HIGHEST_US, *_values(4)):
+        assert counts_index(histogram, value) == histogram.get_counts_array_index(value)
+
+
+def test_percentiles_read_from_the_span_of_recorded_values_are_hdrhs_recorded_added_and_decoded():
+    rng = random.Random(5)
+    band = {value: rng.randint(1, 4) for value in (rng.randint(300, 20_000) for _ in range(2_000))}
+    recorded = _by_hdrh(band)  # a second of latencies: a few thousand buckets, none near either end
+    added = HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_FIGURES)
+    added.add(recorded)
+    decoded = HdrHistogram.decode(recorded.encode())
+    for histogram in (recorded, added, decoded):
+        assert percentiles(histogram, WANTED) == histogram.get_percentile_to_value_dict(list(WANTED))

@@ -57,6 +57,24 @@ def test_a_drained_batch_merges_to_the_same_histogram_as_recording_directly():
     assert merged.get_min_value() == direct.get_min_value() and merged.get_max_value() == direct.get_max_value()
 
 
+def test_a_local_drain_hands_its_histograms_over_unencoded_and_merges_to_the_same_figures():
+    merges = []
+    for encoded in (True, False):
+        recorder = StepRecorder()
+        for ms in TIMES_MS:
+            recorder.record(0, "GET", "/", ms, ms > 50)
+        batch = recorder.drain(encoded=encoded)
+        assert isinstance(batch["entries"][0][3], str) is encoded
+        merge = StepMerge()
+        combined = merge.add_batch("local", batch)
+        merges.append((combined, merge.entries[(0, "GET", "/")]))
+    (a_combined, a_entry), (b_combined, b_entry) = merges
+    for a, b in ((a_combined, b_combined), (a_entry, b_entry)):
+        assert (a.requests, a.failures, a.total_ms, a.max_ms) == (b.requests, b.failures, b.total_ms, b.max_ms)
+        assert list(a.settle().counts) == list(b.settle().counts)
+        assert a.percentiles_ms((50, 99)) == b.percentiles_ms((50, 99))
+
+
 def test_adding_folds_both_sides_pending_times():
     left, right = NameStats(), NameStats()
     left.record(1.0, False)
