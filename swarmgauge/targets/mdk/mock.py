@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
 import time
 from pathlib import Path
 
@@ -109,62 +110,124 @@ class MockMiner:
 REQUEST_WAIT_S = 5.0
 
 
-class MockConnection(asyncio.Protocol):
+#: Connections taken from the listener's queue per wake-up of the event loop (as asyncio's own servers).
+ACCEPT_BATCH = 100
+
+
+class MockConnection:
     """One CGMiner connection: the first segment read is the request, the reply goes after its cost, then close.
 
-    A protocol with timers, not a stream and a task per connection: the 5,000 / 5 fleet's collection opens ~1,500
-    connections a second (a device's snap, then its cached channels), and that per-connection overhead was the stand-in's
-    own CPU, not the model's, on the 2 cores the Kernel's burst shares."""
+    A plain non-blocking socket and timers, not a transport and a protocol: the 5,000 / 5 fleet's collection opens
+    ~1,500 connections a second (a device's snap, then its cached channels) and every read under 1,000 readers one
+    more, and a transport's set-up and teardown was most of the mocks' CPU. The request is usually in by the time
+    the connection is accepted; otherwise the loop watches the socket until it comes or ``REQUEST_WAIT_S`` passes.
+    After the request the socket is not watched: the reply is written whole (a few hundred bytes into an empty
+    buffer), then the socket is closed, which sends it and the end of stream."""
 
-    def __init__(self, miner: MockMiner) -> None:
-        self.miner = miner
-        self.transport: asyncio.Transport | None = None
+    __slots__ = ("loop", "miner", "sock", "timer", "watching")
+
+    def __init__(self, miner: MockMiner, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+        self.miner, self.sock, self.loop = miner, sock, loop
         self.timer: asyncio.TimerHandle | None = None
-        self.answered = False
+        self.watching = False
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        self.timer = asyncio.get_running_loop().call_later(REQUEST_WAIT_S, transport.close)
+    def start(self) -> None:
+        self._readable()
+        if self.sock.fileno() >= 0 and self.timer is None:
+            self.watching = True
+            self.loop.add_reader(self.sock.fileno(), self._readable)
+            self.timer = self.loop.call_later(REQUEST_WAIT_S, self.close)
 
-    def data_received(self, data: bytes) -> None:
-        if self.answered or self.transport is None:
-            return
-        self.answered = True
-        if self.timer is not None:
-            self.timer.cancel()
+    def _readable(self) -> None:
         try:
-            request = cgminer.decode_request(data[: cgminer.MAX_REQUEST_BYTES])
+            data = self.sock.recv(cgminer.MAX_REQUEST_BYTES)
+        except BlockingIOError:
+            return
+        except OSError:
+            self.close()
+            return
+        self._stop_watching()
+        if not data:
+            self.close()  # the end of stream before a request: no reply
+            return
+        try:
+            request: cgminer.Request | None = cgminer.decode_request(data)
         except cgminer.CGMinerError:
             request = None
         reply = None if request is None else self.miner.reply_for(request)
         if request is None or reply is None:
-            self.transport.close()
+            self.close()
             return
         payload = cgminer.encode_reply(reply)
         cost = self.miner.cost_s(request)
         if cost > 0:
-            self.timer = asyncio.get_running_loop().call_later(cost, self._answer, payload)
+            self.timer = self.loop.call_later(cost, self._answer, payload)
         else:
             self._answer(payload)
 
-    def _answer(self, payload: bytes) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(payload)
-            self.transport.close()  # after the write is flushed
-
-    def eof_received(self) -> bool:
-        return self.answered  # a client that half-closes after its request still gets the reply; before it, none
-
-    def connection_lost(self, exc: Exception | None) -> None:
+    def _stop_watching(self) -> None:
+        if self.watching:
+            self.watching = False
+            self.loop.remove_reader(self.sock.fileno())
         if self.timer is not None:
             self.timer.cancel()
-        self.transport = None
+            self.timer = None
+
+    def _answer(self, payload: bytes) -> None:
+        self.timer = None
+        try:
+            self.sock.send(payload)
+        except OSError:
+            pass  # the client is gone: nobody to answer
+        self.close()
+
+    def close(self) -> None:
+        self._stop_watching()
+        self.sock.close()
 
 
-async def serve_listener(host: str, port: int, miner: MockMiner) -> asyncio.base_events.Server:
-    loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: MockConnection(miner), host, port, backlog=1024)
+class MockListener:
+    """One listening socket accepting CGMiner connections for one Worker's devices."""
+
+    def __init__(self, sock: socket.socket, miner: MockMiner) -> None:
+        self.sock, self.miner = sock, miner
+        self.loop = asyncio.get_running_loop()
+        self.closed: asyncio.Future[None] = self.loop.create_future()
+        self.loop.add_reader(sock.fileno(), self._accept)
+
+    def _accept(self) -> None:
+        for _ in range(ACCEPT_BATCH):
+            try:
+                conn, _ = self.sock.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                return
+            except OSError as exc:  # out of file descriptors, say: the loop logs it, the listener goes on
+                self.loop.call_exception_handler({"message": "the mock could not accept", "exception": exc})
+                return
+            conn.setblocking(False)
+            MockConnection(self.miner, conn, self.loop).start()
+
+    def close(self) -> None:
+        if not self.closed.done():
+            self.loop.remove_reader(self.sock.fileno())
+            self.sock.close()
+            self.closed.set_result(None)
+
+    async def serve_forever(self) -> None:
+        await self.closed
+
+
+async def serve_listener(host: str, port: int, miner: MockMiner) -> MockListener:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(1024)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return MockListener(sock, miner)
 
 
 async def run(root: Path) -> None:

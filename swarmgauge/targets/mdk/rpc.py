@@ -2,11 +2,17 @@
 
 One connection carries many requests at once, matched by id; a caller that loses its peer gets
 ``RpcUnavailable`` and reconnects on its next call, which is how the stand-in survives restarts in the drills.
+
+Both ends are asyncio protocols, not stream pairs: under 1,000 readers every device read crosses two of these
+connections, and the streams' per-line waiters, a ``wait_for`` per call and one ``send`` per message were the
+stand-in's own CPU, not the model's. The lines a connection writes in one pass of the event loop go out in one
+``send``; a call's timeout is one timer on its future.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import socket
@@ -17,6 +23,7 @@ from swarmgauge.errors import SwarmgaugeError
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 LINE_LIMIT = 16 * 1024 * 1024
+_encode = json.JSONEncoder(separators=(",", ":")).encode
 
 
 class RpcError(SwarmgaugeError):
@@ -35,42 +42,146 @@ class RpcTimeout(RpcError):
     """The peer did not answer within the call's timeout."""
 
 
+class _Lines(asyncio.Protocol):
+    """A connection of JSON lines: complete lines in, and the lines written in one loop pass out as one write."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self._partial: list[bytes] = []
+        self._partial_size = 0
+        self._outgoing: list[bytes] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if b"\n" not in data:
+            self._partial.append(data)
+            self._partial_size += len(data)
+            if self._partial_size > LINE_LIMIT:
+                self.close()
+            return
+        if self._partial:
+            data = b"".join(self._partial) + data
+            self._partial.clear()
+        *lines, rest = data.split(b"\n")
+        if rest:
+            self._partial.append(rest)
+        self._partial_size = len(rest)
+        for line in lines:
+            if self.closed:
+                return
+            try:
+                message = json.loads(line)
+            except ValueError:
+                self.close()
+                return
+            if not isinstance(message, dict):
+                self.close()
+                return
+            self.message_received(message)
+
+    def message_received(self, message: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def send(self, message: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        if not self._outgoing:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._outgoing.append(_encode(message).encode() + b"\n")
+
+    def _flush(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(b"".join(self._outgoing))
+        self._outgoing.clear()
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+
+
+class _Serving(_Lines):
+    """The answering end: each request runs its handler, and the reply goes back with the request's id."""
+
+    def __init__(self, handlers: dict[str, Handler]) -> None:
+        super().__init__()
+        self.handlers = handlers
+        self.running: set[asyncio.Future] = set()
+
+    def message_received(self, message: dict[str, Any]) -> None:
+        call_id = message.get("id")
+        handler = self.handlers.get(message.get("method", ""))
+        if handler is None:
+            self.send({"id": call_id, "error": "ERR_METHOD_NOT_FOUND"})
+            return
+        try:
+            running = asyncio.ensure_future(handler(message.get("params") or {}))
+        except Exception as exc:  # noqa: BLE001 - a handler that fails before its first await answers as one after
+            self.send(_error_reply(call_id, exc))
+            return
+        self.running.add(running)
+        running.add_done_callback(functools.partial(self._answer, call_id))
+
+    def _answer(self, call_id: Any, running: asyncio.Future) -> None:
+        self.running.discard(running)
+        if running.cancelled():
+            return
+        exc = running.exception()
+        self.send({"id": call_id, "result": running.result()} if exc is None else _error_reply(call_id, exc))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        for running in self.running:
+            running.cancel()
+
+
+def _error_reply(call_id: Any, exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, RpcError):
+        return {"id": call_id, "error": exc.code}
+    # a handler bug becomes an error reply, never a dead connection
+    return {"id": call_id, "error": f"ERR_INTERNAL: {type(exc).__name__}"}
+
+
 async def serve(host: str, port: int, handlers: dict[str, Handler]) -> asyncio.base_events.Server:
     """Answer ``{"id", "method", "params"}`` lines with ``{"id", "result"}`` or ``{"id", "error"}``."""
+    loop = asyncio.get_running_loop()
+    return await loop.create_server(lambda: _Serving(handlers), host, port)
 
-    async def run_one(message: dict, writer: asyncio.StreamWriter) -> None:
-        handler = handlers.get(message.get("method", ""))
-        reply: dict[str, Any] = {"id": message.get("id")}
-        try:
-            if handler is None:
-                raise RpcError("ERR_METHOD_NOT_FOUND")
-            reply["result"] = await handler(message.get("params") or {})
-        except RpcError as exc:
-            reply["error"] = exc.code
-        except Exception as exc:  # noqa: BLE001 - a handler bug becomes an error reply, never a dead connection
-            reply["error"] = f"ERR_INTERNAL: {type(exc).__name__}"
-        if not writer.is_closing():
-            writer.write(json.dumps(reply, separators=(",", ":")).encode() + b"\n")
 
-    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        tasks: set[asyncio.Task] = set()
-        try:
-            while line := await reader.readline():
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    break
-                task = asyncio.ensure_future(run_one(message, writer))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
-        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
-            pass
-        finally:
-            for task in tasks:
-                task.cancel()
-            writer.close()
+class _Calling(_Lines):
+    """The calling end: each reply settles the future of its id; a lost connection fails every call in flight."""
 
-    return await asyncio.start_server(on_connect, host, port, limit=LINE_LIMIT)
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: dict[int, asyncio.Future] = {}
+
+    def message_received(self, message: dict[str, Any]) -> None:
+        future = self.pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+        if future is None or future.done():
+            return
+        if "error" in message:
+            future.set_exception(RpcError(str(message["error"])))
+        else:
+            future.set_result(message.get("result"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(RpcUnavailable("ERR_PEER_UNAVAILABLE"))
+        self.pending.clear()
+
+
+def _expire(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_exception(RpcTimeout("ERR_CHANNEL_TIMEOUT"))
 
 
 class RpcClient:
@@ -78,71 +189,50 @@ class RpcClient:
 
     def __init__(self, host: str, port: int, connect_timeout: float = 1.0) -> None:
         self.host, self.port, self.connect_timeout = host, port, connect_timeout
-        self._writer: asyncio.StreamWriter | None = None
-        self._pending: dict[int, asyncio.Future] = {}
+        self._connection: _Calling | None = None
         self._ids = itertools.count(1)
         self._connecting: asyncio.Lock | None = None
-        self._reader_task: asyncio.Task | None = None
 
     @property
     def connected(self) -> bool:
-        return self._writer is not None and not self._writer.is_closing()
+        return self._connection is not None and not self._connection.closed
 
-    async def _connect(self) -> None:
+    async def _connect(self) -> _Calling:
         if self._connecting is None:
             self._connecting = asyncio.Lock()
         async with self._connecting:
-            if self.connected:
-                return
+            if self._connection is not None and not self._connection.closed:
+                return self._connection
+            loop = asyncio.get_running_loop()
             try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port, limit=LINE_LIMIT), self.connect_timeout
+                _, connection = await asyncio.wait_for(
+                    loop.create_connection(_Calling, self.host, self.port), self.connect_timeout
                 )
             except (TimeoutError, OSError) as exc:
                 raise RpcUnavailable("ERR_PEER_UNAVAILABLE") from exc
-            self._writer = writer
-            self._reader_task = asyncio.ensure_future(self._read_replies(reader, writer))
-
-    async def _read_replies(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while line := await reader.readline():
-                message = json.loads(line)
-                future = self._pending.pop(message.get("id"), None)
-                if future is not None and not future.done():
-                    if "error" in message:
-                        future.set_exception(RpcError(str(message["error"])))
-                    else:
-                        future.set_result(message.get("result"))
-        except (ConnectionError, ValueError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            if self._writer is writer:
-                self._writer = None
-            writer.close()
-            for future in list(self._pending.values()):
-                if not future.done():
-                    future.set_exception(RpcUnavailable("ERR_PEER_UNAVAILABLE"))
-            self._pending.clear()
+            self._connection = connection
+            return connection
 
     async def call(self, method: str, params: dict | None = None, timeout: float = 10.0) -> Any:
-        if not self.connected:
-            await self._connect()
-        assert self._writer is not None
+        connection = self._connection
+        if connection is None or connection.closed:
+            connection = await self._connect()
         call_id = next(self._ids)
-        future = asyncio.get_running_loop().create_future()
-        self._pending[call_id] = future
-        self._writer.write(json.dumps({"id": call_id, "method": method, "params": params or {}}).encode() + b"\n")
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        connection.pending[call_id] = future
+        connection.send({"id": call_id, "method": method, "params": params or {}})
+        timer = loop.call_later(timeout, _expire, future)
         try:
-            return await asyncio.wait_for(future, timeout)
-        except TimeoutError as exc:
-            raise RpcTimeout("ERR_CHANNEL_TIMEOUT") from exc
+            return await future
         finally:
-            self._pending.pop(call_id, None)
+            timer.cancel()
+            connection.pending.pop(call_id, None)
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
 
 
 def call_blocking(host: str, port: int, method: str, params: dict | None = None, timeout: float = 2.0) -> Any:
