@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 from types import SimpleNamespace
 
 import gevent
@@ -52,23 +53,27 @@ def test_an_end_fired_again_in_turn_runs_and_one_from_another_greenlet_waits(mon
     assert held == [second]  # another Environment's first end
 
 
-@pytest.mark.integration
-def test_a_sigterm_while_the_run_ends_writes_everything_once_and_exits_with_the_runs_code(tmp_path):
-    locustfile = tmp_path / "late_sigterm.py"
-    locustfile.write_text(LATE_SIGTERM_LOCUSTFILE)
+def _run_two_seconds(tmp_path: Path, locustfile_text: str) -> tuple[str, int, Path]:
+    """A local run of one 2-user step of 2 s with ``locustfile_text``: its output, exit code and run folder."""
+    locustfile = tmp_path / "signalled.py"
+    locustfile.write_text(locustfile_text)
     run_dir = tmp_path / "run"
     with sim_target() as target:
         done = run_local(
             target.url, "--steps", "2", "--step-time", "2", "--run-dir", str(run_dir), locustfile=locustfile
         )
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output[-3000:]
+    return done.stdout + done.stderr, done.returncode, resolve(run_dir)
+
+
+@pytest.mark.integration
+def test_a_sigterm_while_the_run_ends_writes_everything_once_and_exits_with_the_runs_code(tmp_path):
+    output, returncode, folder = _run_two_seconds(tmp_path, LATE_SIGTERM_LOCUSTFILE)
+    assert returncode == 0, output[-3000:]
     assert output.count("Got SIGTERM signal") == 1
     assert output.count("Shutting down (exit code 0)") == 1
     assert output.count("\nexit code 0") == 1  # swarmgauge's summary, once
     assert "Traceback" not in output and "failed with SystemExit" not in output
     assert "a second end while this one writes its files" in output
-    folder = resolve(run_dir)
     assert json.loads((folder / "run.json").read_text())["exit_code"] == 0
     assert (folder / "report.md").is_file() and (folder / "steps.csv").is_file()
 
@@ -82,17 +87,10 @@ SIGTERM_AFTER_THE_PLAN_LOCUSTFILE = LATE_SIGTERM_LOCUSTFILE.replace(
 
 @pytest.mark.integration
 def test_a_sigterm_after_the_plan_ended_is_not_what_ended_the_run(tmp_path):
-    locustfile = tmp_path / "sigterm_after_the_plan.py"
-    locustfile.write_text(SIGTERM_AFTER_THE_PLAN_LOCUSTFILE)
-    run_dir = tmp_path / "run"
-    with sim_target() as target:
-        done = run_local(
-            target.url, "--steps", "2", "--step-time", "2", "--run-dir", str(run_dir), locustfile=locustfile
-        )
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output[-3000:]
+    output, returncode, folder = _run_two_seconds(tmp_path, SIGTERM_AFTER_THE_PLAN_LOCUSTFILE)
+    assert returncode == 0, output[-3000:]
     assert "Got SIGTERM after the plan's end" in output
     assert "run ended by SIGTERM" not in output
-    info = json.loads((resolve(run_dir) / "run.json").read_text())
+    info = json.loads((folder / "run.json").read_text())
     assert info["ended_by"] is None
     assert not info.get("cut_short")
