@@ -105,8 +105,9 @@ def gauge_series(resources: pd.DataFrame, metric: str) -> pd.Series:
     return rows.groupby("round")["value"].max().sort_index()
 
 
-def queue_row(runs: dict[str, Path | None], section: PageSection) -> None:
-    """postgres / queue at 8: the batch's drain rate and queue wait from the store, in the page's layout."""
+def queue_row(runs: dict[str, Path | None], section: PageSection, cores: int | None = None) -> None:
+    """postgres / queue at 8: the batch's drain rate and queue wait from the store, in the page's layout; a figure
+    that strays says why from kneo-serv's CPU over the drain (``index_kneo_bounds``)."""
     doc = run_json(runs, "postgres-queue", "kneo.json")
     drain = (doc or {}).get("queue_drain") or {}
     if not drain:
@@ -139,7 +140,13 @@ def queue_row(runs: dict[str, Path | None], section: PageSection) -> None:
         },
         figure("runs left unfinished", drain.get("unfinished"), 0, lambda v: f"{int(v)}", tolerance=0.0),
     ]
-    section.tables.append(("postgres / queue, 8: the whole batch dispatched, then drained", pd.DataFrame(rows)))
+    from swarmgauge.reports.index_kneo_bounds import queue_bounds, why_last, window_cpu  # it reads these helpers
+
+    run = runs.get("postgres-queue")
+    cpu = window_cpu(read_resources(run), float(drain.get("drain_s") or 0.0), load_average_of(run))
+    read = {"p50": (rows[2], QUEUE_PAGE[1]), "p95": (rows[3], QUEUE_PAGE[2]), "p99": (rows[4], QUEUE_PAGE[3])}
+    queue_bounds(rows[1], read, drain, cpu, (QUEUE_PAGE[0], QUEUE_PAGE_BATCH), cores)
+    section.tables.append(("postgres / queue, 8: the whole batch dispatched, then drained", why_last(rows)))
     wait, sync_wait = drain.get("wait_p50_ms"), 1000.0 / max(float(drain.get("runs_per_s") or 0.0), 1e-9)
     section.checks.append(
         Check(
@@ -194,12 +201,12 @@ def load_average_of(run: Path | None) -> float | None:
     return None
 
 
-def delay_rows(runs: dict[str, Path | None], section: PageSection) -> None:
+def delay_rows(runs: dict[str, Path | None], section: PageSection, cores: int | None = None) -> None:
     run = runs.get("provider-delay")
     sync = sync_by_users(run)
     if 8 not in sync:
         return
-    rps, p50, _ = sync[8]
+    rps, p50, step = sync[8]
     setting = f"--kneo-embedded-provider-delay {DELAY_S:g}"
     rows = [
         # 8 runs in flight each waiting 0.5 s cap the rate at 16/s; the overhead on top is this machine's
@@ -213,7 +220,16 @@ def delay_rows(runs: dict[str, Path | None], section: PageSection) -> None:
             tolerance=3.0,
         ),
     ]
-    section.tables.append(("0.5 s simulated provider delay (postgres / sync, 8 concurrent)", pd.DataFrame(rows)))
+    # kneo-serv's CPU over the step's measured part: the plan's warm-up and the run's end left out
+    from swarmgauge.reports.index_kneo_bounds import delay_bound, step_start, why_last, window_cpu
+    from swarmgauge.reports.index_kneo_soak import plan_of, plan_seconds
+
+    measured, resources = sync_rows(run), read_resources(run)
+    measured = measured[measured["step"] == step].iloc[0]
+    start = step_start(resources, measured.get("started_at"), plan_seconds(plan_of(run).get("warmup")))
+    cpu = window_cpu(resources, float(measured["duration_s"]), load_average_of(run), start)
+    delay_bound(rows, cpu, rps, (8, DELAY_S, p50 - DELAY_S * 1000), DELAY_PAGE[1] - 500, cores)
+    section.tables.append(("0.5 s simulated provider delay (postgres / sync, 8 concurrent)", why_last(rows)))
     section.checks.append(
         Check(
             rps >= 0.75 * 8 / DELAY_S and p50 >= DELAY_S * 1000,
@@ -225,7 +241,7 @@ def delay_rows(runs: dict[str, Path | None], section: PageSection) -> None:
 def add_kneo_rows(section: PageSection, runs: dict[str, Path | None], cores: int | None = None) -> None:
     """The queue, store, provider-delay and soak rows, and the page's rows no workload attempts (``cores``: the
     machine's, this one's unless told)."""
-    queue_row(runs, section)
+    queue_row(runs, section, cores)
     from swarmgauge.reports.index_kneo_profile import rss_shape_rows  # it reads this module's helpers
 
     rss = rss_shape_rows(runs, RSS_SHAPES)
@@ -236,9 +252,9 @@ def add_kneo_rows(section: PageSection, runs: dict[str, Path | None], cores: int
     from swarmgauge.reports.index_kneo_store import store_rows  # it reads this module's helpers
 
     store_rows(runs, section, cores)
-    delay_rows(runs, section)
+    delay_rows(runs, section, cores)
     from swarmgauge.reports.index_kneo_soak import drain_rows, soak_rows  # it reads this module's helpers
 
-    drain_rows(runs, section)
-    soak_rows(runs, section)
+    drain_rows(runs, section, cores)
+    soak_rows(runs, section, cores)
     section.not_reproducible.extend(NOT_ATTEMPTED)

@@ -15,7 +15,8 @@ from typing import Any
 import pandas as pd
 
 from swarmgauge.reports.index_figures import MIB, Check, PageSection, figure, rate, read_steps, run_json, times
-from swarmgauge.reports.index_kneo_rows import gauge_series, read_resources, service_series, side_of
+from swarmgauge.reports.index_kneo_bounds import ServiceCpu, drain_bound, soak_bound, why_last, window_cpu
+from swarmgauge.reports.index_kneo_rows import gauge_series, load_average_of, read_resources, service_series, side_of
 
 SOAK_PAGE = {"runs_per_s": 158_745 / 3600.0, "peak_queued": 59.0, "rss_growth": 0.008, "threads": 32.0}
 SOAK_RSS_TOLERANCE = 0.10  # the page's own "tightened 10% tolerance"
@@ -43,7 +44,8 @@ def plan_of(run: Path | None) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def _seconds(text: Any) -> float:
+def plan_seconds(text: Any) -> float:
+    """A plan's duration (``3s``, ``2m``) in seconds."""
     value = str(text or "0").strip()
     return float(value[:-1]) * 60 if value.endswith("m") else float(value.rstrip("s") or 0)
 
@@ -58,7 +60,7 @@ def warm_rss(resources: pd.DataFrame, warmup_s: float) -> pd.Series:
     return rows.groupby("round")["value"].sum().sort_index()
 
 
-def soak_rows(runs: dict[str, Path | None], section: PageSection) -> None:
+def soak_rows(runs: dict[str, Path | None], section: PageSection, cores: int | None = None) -> None:
     run = runs.get("soak")
     steps = read_steps(run)
     if run is None or steps.empty:
@@ -85,6 +87,8 @@ def soak_rows(runs: dict[str, Path | None], section: PageSection) -> None:
         ),
         figure("errors", int(steps[steps["name"] == "Aggregated"]["failures"].sum()), 0, str, tolerance=0.0),
     ]
+    cpu = window_cpu(resources, float(drain.get("drain_s") or 0.0), load_average_of(run))
+    soak_bound(rows[0], float(runs_per_s or 0.0), cpu, plan.get("rate"), SOAK_PAGE["runs_per_s"], cores)
     sampled = float(backlog.max()) if not backlog.empty else None
     exact = drain.get("peak_queued")
     options = (run_json(runs, "soak", "run.json") or {}).get("options") or {}
@@ -132,7 +136,7 @@ def soak_rows(runs: dict[str, Path | None], section: PageSection) -> None:
         rows.append(row)
     left = drain.get("unfinished") if drain else (backlog.iloc[-1] if not backlog.empty else None)
     rows.append(figure("runs left queued after the drain", left, 0, rate, tolerance=0.0))
-    warmup_s = _seconds(plan.get("warmup"))
+    warmup_s = plan_seconds(plan.get("warmup"))
     warm = warm_rss(resources, warmup_s)
     if not rss.empty:
         rows.append(
@@ -180,7 +184,7 @@ def soak_rows(runs: dict[str, Path | None], section: PageSection) -> None:
         warm = (rounds >= warmup_s) if not rounds.empty else pd.Series(True, index=threads.index)
         section.checks.append(threads_check(threads, gauge_series(resources, "kneo_runs_running"), warm))
     rows.append(figure("store rows that disagree", doc.get("mismatches"), 0, str, tolerance=0.0))
-    section.tables.append((f"Sustained-load soak, the page's hour scaled to {seconds:.0f} s", pd.DataFrame(rows)))
+    section.tables.append((f"Sustained-load soak, the page's hour scaled to {seconds:.0f} s", why_last(rows)))
 
 
 def threads_check(threads: pd.Series, running: pd.Series, after_warmup: pd.Series) -> Check:
@@ -240,15 +244,19 @@ def backlog_why(queued: pd.Series, running: pd.Series, runs_per_s: float, option
     )
 
 
-def drain_rows(runs: dict[str, Path | None], section: PageSection) -> None:
+def drain_rows(runs: dict[str, Path | None], section: PageSection, cores: int | None = None) -> None:
     """The batch's drain rate by 1 and by 4 worker threads on a provider-bound load, and their ratio beside the
-    page's "roughly N x"."""
+    page's "roughly N x" (with why, from kneo-serv's CPU over each drain, where it strays)."""
     rates: dict[int, float] = {}
+    drains: dict[int, tuple[float, ServiceCpu | None]] = {}
     rows = []
     for workers, workload in DRAIN_RUNS.items():
         drain = (run_json(runs, workload, "kneo.json") or {}).get("queue_drain") or {}
         if drain.get("runs_per_s"):
             rates[workers] = float(drain["runs_per_s"])
+            run = runs.get(workload)
+            cpu = window_cpu(read_resources(run), float(drain.get("drain_s") or 0.0), load_average_of(run))
+            drains[workers] = (rates[workers], cpu)
             rows.append(
                 {
                     "figure": f"{workers} worker thread{'s' if workers > 1 else ''}: drain runs/s",
@@ -261,7 +269,10 @@ def drain_rows(runs: dict[str, Path | None], section: PageSection) -> None:
         return
     if 1 in rates and 4 in rates:
         ratio = rates[4] / rates[1]
-        rows.append(figure("4 workers ÷ 1 worker", ratio, 4.0, lambda v: f"{float(v):.2f}x", tolerance=DRAIN_TOLERANCE))
+        row = figure("4 workers ÷ 1 worker", ratio, 4.0, lambda v: f"{float(v):.2f}x", tolerance=DRAIN_TOLERANCE)
+        options = (run_json(runs, DRAIN_RUNS[4], "run.json") or {}).get("options") or {}
+        drain_bound(row, drains, options.get("kneo_embedded_provider_delay"), DRAIN_TOLERANCE, cores)
+        rows.append(row)
         section.checks.append(
             Check(
                 ratio >= 4 * (1 - DRAIN_TOLERANCE),
@@ -271,4 +282,4 @@ def drain_rows(runs: dict[str, Path | None], section: PageSection) -> None:
     caption = (
         "N worker threads on a provider-bound load (KNEO_SERV_WORKER_CONCURRENCY, each run waits for its provider)"
     )
-    section.tables.append((caption, pd.DataFrame(rows)))
+    section.tables.append((caption, why_last(rows)))
