@@ -54,11 +54,12 @@ from swarmgauge.listeners.step_state import (
     current_step,
     fresh_state,
     merge_batch,
+    state_cache,
     state_of,
     step_at,
     timeline_bucket,
 )
-from swarmgauge.listeners.step_stats import StepMerge
+from swarmgauge.listeners.step_stats import NameStats, StepMerge
 from swarmgauge.listeners.steps_csv import TIMELINE_COLUMNS, step_rows, timeline_rows, write_rows
 
 logger = logging.getLogger("swarmgauge.steps")
@@ -66,13 +67,13 @@ logger = logging.getLogger("swarmgauge.steps")
 MESSAGE_TYPE = "swarmgauge_step"
 FLUSH_MESSAGE = "swarmgauge_flush"
 FLUSHED_MESSAGE = "swarmgauge_flushed"
-GENERATOR_BOUND_CPU = 90.0
 SAMPLE_INTERVAL = 1.0
 LOCUST_PRUNE_INTERVAL = 10.0
 HEAP_TRIM_INTERVAL = 30.0
 MAX_SAMPLER_SECONDS = 30 * 24 * 3600.0
 
 register_step_counter = hooks.register_step_counter  # kept here for locustfiles that declare counters
+_NO_NAMES: dict[str, NameStats] = {}  # the request path's names of a type its step has not seen: stays empty
 
 
 def reset(environment: Environment) -> None:
@@ -99,7 +100,7 @@ def announce(environment: Environment, info: StepInfo) -> None:
     _apply(environment, info)
     state_of(environment).announced[info.index] = info  # after _apply: step 0 of a new run starts a fresh state
     if isinstance(runner, MasterRunner):
-        workers = _live_workers(runner)
+        workers = live_worker_ids(runner)
         for slot, client_id in enumerate(workers):
             share = replace(
                 info,
@@ -110,16 +111,12 @@ def announce(environment: Environment, info: StepInfo) -> None:
             runner.send_message(MESSAGE_TYPE, asdict(share), client_id=client_id)
 
 
-def _live_workers(runner: Any) -> list[str]:
-    return live_worker_ids(runner)
-
-
 def request_final_reports(environment: Environment) -> None:
     """Ask every worker for what it has not reported yet (locally: fire :data:`before_flush` and fold it in)."""
     runner = environment.runner
     state = state_of(environment)
     if isinstance(runner, MasterRunner):
-        state.flush_pending = set(_live_workers(runner))
+        state.flush_pending = set(live_worker_ids(runner))
         for client_id in sorted(state.flush_pending):
             runner.send_message(FLUSH_MESSAGE, None, client_id=client_id)
         return
@@ -215,13 +212,30 @@ def on_request(
     url: str | None = None,
     **_kwargs: Any,
 ) -> None:
-    """One request into its step's figures. Locust's other keywords are named so the request hook's call binds them
-    without a dict (it calls ``partial(on_request, environment)``, no Python frame of its own: one request each)."""
+    """One request into its step's figures; Locust's other keywords are named so the hook binds them without a dict.
+    An answered request started in the current step past its warm-up takes the first branch, touching few objects
+    (``state_of``'s cache read here, no key tuple, no frame for the stall ring); the rest, the general path."""
+    last, state = state_cache
+    if last is None or last() is not environment:
+        state = state_of(environment)
+    transitions = state.transitions
+    if exception is None and start_time is not None and transitions:
+        began, info = transitions[-1]
+        if start_time >= began and start_time >= began + info.warmup:
+            recorder = state.recorder
+            index = info.index
+            names = recorder.newest.get(request_type, _NO_NAMES) if recorder.newest_step == index else _NO_NAMES
+            stats = names.get(name) or recorder.newest_entry(index, request_type, name)
+            stats.record(response_time, False)
+            watch = state.stall_watch
+            if start_time > watch.last_end:  # no stall noted so far overlaps it: StallWatch.note_request's ring
+                watch.recent.extend((index, start_time, response_time))
+            else:
+                watch.note_request(index, start_time, response_time)
+            return
     if exception is not None:
         for note in _FailureNotes.of(environment).notes:
             note(exception)
-    state = state_of(environment)
-    transitions = state.transitions
     if not transitions:
         _implicit_step(environment)
     started = start_time if start_time is not None else time.time()
@@ -233,12 +247,9 @@ def on_request(
         return
     failed = exception is not None
     recorder = state.recorder
-    stats = recorder.entries.get((info.index, request_type, name))  # StepRecorder.record, one call fewer
-    if stats is None:
-        stats = recorder.entry(info.index, request_type, name)
-    stats.record(response_time, failed)
+    recorder.entry(info.index, request_type, name).record(response_time, failed)
     if failed and isinstance(exception, Unfinished):
-        state.recorder.note_unfinished(info.index, request_type, name)
+        recorder.note_unfinished(info.index, request_type, name)
     state.stall_watch.note_request(info.index, started, response_time)
 
 
