@@ -39,6 +39,8 @@ class StepState(PerEnvironment):
         self.sampler_stop = False
         self.flush_pending: set[str] = set()
         self.stall_watch = stalls.StallWatch(self.recorder.note_stall)
+        #: answered requests the request hook handed over, not yet recorded: (type, name, response time, start)
+        self.incoming: list[tuple[str, str, float | None, float]] = []
 
 
 #: [weak reference to the Environment last asked for, its state]: every request and iteration asks, nearly always
