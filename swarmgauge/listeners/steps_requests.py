@@ -84,27 +84,10 @@ def on_request(
     url: str | None = None,
     **_kwargs: Any,
 ) -> None:
-    """One request into its step's figures; Locust's other keywords are named so the hook binds them without a dict.
-    An answered request started in the current step past its warm-up takes the first branch, touching few objects
-    (``state_of``'s cache read here, no key tuple, no frame for the stall ring); the rest, the general path."""
-    last, state = state_cache
-    if last is None or last() is not environment:
-        state = state_of(environment)
+    """One request into its step's figures, at once (Locust's other keywords are named so a call binds them without
+    a dict): the requests :func:`record_incoming` does not record itself, and direct calls."""
+    state = state_of(environment)
     transitions = state.transitions
-    if exception is None and start_time is not None and transitions:
-        began, info = transitions[-1]
-        if start_time >= began and start_time >= began + info.warmup:
-            recorder = state.recorder
-            index = info.index
-            names = recorder.newest.get(request_type, _NO_NAMES) if recorder.newest_step == index else _NO_NAMES
-            stats = names.get(name) or recorder.newest_entry(index, request_type, name)
-            stats.record(response_time, False)
-            watch = state.stall_watch
-            if start_time > watch.last_end:  # no stall noted so far overlaps it: StallWatch.note_request's ring
-                watch.recent.extend((index, start_time, response_time))
-            else:
-                watch.note_request(index, start_time, response_time)
-            return
     if exception is not None:
         for note in _FailureNotes.of(environment).notes:
             note(exception)
@@ -159,10 +142,21 @@ def record_incoming(environment: Environment) -> StepState:
     """Record the requests :func:`on_request_later` kept, in the order they came; returns the state."""
     state = state_of(environment)
     incoming = state.incoming
-    if incoming:
-        state.incoming = []
-        for request_type, name, response_time, start_time in incoming:
+    if not incoming:
+        return state
+    state.incoming = []
+    began, info = state.transitions[-1]  # the step current now: one kept from before it goes the general path
+    since, index = max(began, began + info.warmup), info.index
+    recorder, watch = state.recorder, state.stall_watch
+    ring, last_end = watch.recent.extend, watch.last_end
+    for request_type, name, response_time, start_time in incoming:
+        if start_time < since or start_time <= last_end:  # an earlier step, a warm-up, or a stall noted may hit it
             on_request(environment, request_type, name, response_time, None, start_time)
+            continue
+        names = recorder.newest.get(request_type, _NO_NAMES) if recorder.newest_step == index else _NO_NAMES
+        stats = names.get(name) or recorder.newest_entry(index, request_type, name)
+        stats.record(response_time, False)
+        ring((index, start_time, response_time))  # StallWatch.note_request's ring: no stall noted so far overlaps it
     return state
 
 

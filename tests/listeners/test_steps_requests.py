@@ -24,25 +24,30 @@ def _two_steps(environment: SimpleNamespace, now: float) -> None:
     ]
 
 
+def _kept_then_recorded(environment: SimpleNamespace, *args: object, **kwargs: object) -> None:
+    steps_requests.on_request_later(environment, *args, **kwargs)  # type: ignore[arg-type]
+    steps_requests.record_incoming(environment)
+
+
 def test_the_request_path_files_a_step_change_and_a_drain_under_the_right_entries():
-    """The handler's own lookup of the current step's figures (by type, then name) follows a new step and a drain,
+    """The kept requests' lookup of the current step's figures (by type, then name) follows a new step and a drain,
     and finds what the general path made for the same name."""
     environment = _environment()
     state = step_state.state_of(environment)
     now = time.time()
     state.transitions.append((now - 20.0, StepInfo(0, "1 users", 1, None, now - 20.0, 10.0)))
-    steps_requests.on_request(environment, "GET", "/", 5.0, start_time=now - 1.0)
-    steps_requests.on_request(environment, "GET", "/", 6.0, exception=RuntimeError("x"), start_time=now - 1.0)
-    steps_requests.on_request(environment, "POST", "/", 7.0, start_time=now - 1.0)
+    _kept_then_recorded(environment, "GET", "/", 5.0, start_time=now - 1.0)
+    _kept_then_recorded(environment, "GET", "/", 6.0, exception=RuntimeError("x"), start_time=now - 1.0)
+    _kept_then_recorded(environment, "POST", "/", 7.0, start_time=now - 1.0)
     recorder = state.recorder
     first = recorder.entries[(0, "GET", "/")]
     assert (first.requests, first.failures, recorder.entries[(0, "POST", "/")].requests) == (2, 1, 1)
     state.transitions.append((now - 0.5, StepInfo(1, "4 users", 4, None, now - 0.5, 10.0)))
-    steps_requests.on_request(environment, "GET", "/", 8.0, start_time=now - 0.4)  # the new step
-    steps_requests.on_request(environment, "GET", "/", 9.0, start_time=now - 0.6)  # started in step 0: counts there
+    _kept_then_recorded(environment, "GET", "/", 8.0, start_time=now - 0.4)  # the new step
+    _kept_then_recorded(environment, "GET", "/", 9.0, start_time=now - 0.6)  # started in step 0: counts there
     assert recorder.entries[(1, "GET", "/")].requests == 1 and first.requests == 3
     batch = recorder.drain(encoded=False)
-    steps_requests.on_request(environment, "GET", "/", 10.0, start_time=now - 0.3)
+    _kept_then_recorded(environment, "GET", "/", 10.0, start_time=now - 0.3)
     assert [entry[:3] for entry in batch["entries"]] == [[0, "GET", "/"], [0, "POST", "/"], [1, "GET", "/"]]
     after = recorder.entries[(1, "GET", "/")]
     assert after.requests == 1 and after.max_ms == 10.0
@@ -119,3 +124,16 @@ def test_kept_requests_are_recorded_at_once_past_the_bound():
     for _ in range(steps_requests.MAX_INCOMING):
         steps_requests.on_request_later(environment, "GET", "/", 1.0, start_time=now - 1.0)
     assert not state.incoming and state.recorder.entries[(1, "GET", "/")].requests == steps_requests.MAX_INCOMING
+
+
+def test_a_request_kept_across_a_step_change_counts_in_the_step_it_started_in():
+    environment = _environment()
+    state = step_state.state_of(environment)
+    now = time.time()
+    state.transitions.append((now - 20.0, StepInfo(0, "1 users", 1, None, now - 20.0, 10.0)))
+    steps_requests.on_request_later(environment, "GET", "/", 1.0, start_time=now - 1.0)
+    state.transitions.append((now - 0.5, StepInfo(1, "4 users", 4, None, now - 0.5, 10.0)))
+    steps_requests.on_request_later(environment, "GET", "/", 2.0, start_time=now - 0.4)
+    steps_requests.record_incoming(environment)
+    entries = state.recorder.entries
+    assert (entries[(0, "GET", "/")].max_ms, entries[(1, "GET", "/")].max_ms) == (1.0, 2.0)
