@@ -10,6 +10,7 @@ requests that started before the step current now are recorded at once, in order
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +37,8 @@ from swarmgauge.listeners.step_state import (
     step_at,
 )
 from swarmgauge.listeners.step_stats import NameStats
+
+logger = logging.getLogger("swarmgauge.steps")
 
 SAMPLE_INTERVAL = 1.0
 LOCUST_PRUNE_INTERVAL = 10.0
@@ -150,13 +153,16 @@ def record_incoming(environment: Environment) -> StepState:
     recorder, watch = state.recorder, state.stall_watch
     ring, last_end = watch.recent.extend, watch.last_end
     for request_type, name, response_time, start_time in incoming:
-        if start_time < since or start_time <= last_end:  # an earlier step, a warm-up, or a stall noted may hit it
-            on_request(environment, request_type, name, response_time, None, start_time)
-            continue
-        names = recorder.newest.get(request_type, _NO_NAMES) if recorder.newest_step == index else _NO_NAMES
-        stats = names.get(name) or recorder.newest_entry(index, request_type, name)
-        stats.record(response_time, False)
-        ring((index, start_time, response_time))  # StallWatch.note_request's ring: no stall noted so far overlaps it
+        try:
+            if start_time < since or start_time <= last_end:  # an earlier step, a warm-up, or a stall noted may hit it
+                on_request(environment, request_type, name, response_time, None, start_time)
+                continue
+            names = recorder.newest.get(request_type, _NO_NAMES) if recorder.newest_step == index else _NO_NAMES
+            stats = names.get(name) or recorder.newest_entry(index, request_type, name)
+            stats.record(response_time, False)
+            ring((index, start_time, response_time))  # StallWatch.note_request's ring: no stall so far overlaps it
+        except (ArithmeticError, ValueError, TypeError):  # as Locust's hook would have: logged, the others recorded
+            logger.exception("steps: request %s %s (%r ms) not recorded", request_type, name, response_time)
     return state
 
 

@@ -137,3 +137,15 @@ def test_a_request_kept_across_a_step_change_counts_in_the_step_it_started_in():
     steps_requests.record_incoming(environment)
     entries = state.recorder.entries
     assert (entries[(0, "GET", "/")].max_ms, entries[(1, "GET", "/")].max_ms) == (1.0, 2.0)
+
+
+def test_a_response_time_that_cannot_be_recorded_is_logged_and_the_others_are_recorded(caplog):
+    environment = _environment()
+    state = step_state.state_of(environment)
+    now = time.time()
+    _two_steps(environment, now)
+    for response_time in (1.0, float("nan"), 2.0):
+        steps_requests.on_request_later(environment, "GET", "/", response_time, start_time=now - 1.0)
+    steps_requests.record_incoming(environment)
+    assert state.recorder.entries[(1, "GET", "/")].max_ms == 2.0
+    assert "not recorded" in caplog.text
