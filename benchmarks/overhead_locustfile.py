@@ -11,7 +11,7 @@ task routing and Locust classes it replaces). ``SG_OVERHEAD_PROFILE=<path>`` pro
 the CPU clock and dumps the stats there. The window's CPU is also split into user and kernel time per request, with
 page faults and context switches per 1,000 requests (``getrusage``).
 
-For bisecting the swarmgauge case, ``SG_OVERHEAD_DROP=<module>,...`` (``listeners.steps``, ``summary``, ...; ``*``
+For bisecting the swarmgauge case, ``SG_OVERHEAD_DROP=<module>,...`` (``listeners.steps_requests``, ``summary``, ...; ``*``
 for all) unregisters those swarmgauge modules' handlers from every Locust event right after the import: their code is
 loaded and the patches applied, but they never run. ``benchmarks.overhead`` itself never sets it.
 """

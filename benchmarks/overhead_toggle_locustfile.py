@@ -49,7 +49,9 @@ def _switch(environment):
         raise SystemExit(f"SG_TOGGLE={TOGGLE!r}: steps or noop")
     handlers = environment.events.request._handlers
     (steps,) = [
-        h for h in handlers if getattr(getattr(h, "func", None), "__module__", "") == "swarmgauge.listeners.steps"
+        h
+        for h in handlers
+        if getattr(getattr(h, "func", None), "__module__", "") == "swarmgauge.listeners.steps_requests"
     ]
 
     def switch(on: bool) -> None:

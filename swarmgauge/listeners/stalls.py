@@ -12,7 +12,9 @@ recently finished requests), one recorded after it against the stalls noted so f
 ring holds the requests since the watch's last on-time wake (a few dozen milliseconds of them): one recorded before
 that wake ended before any stall still to come began, so an on-time wake empties it, unless a stall that a next one
 would merge with is that recent. Kept longer, it was 20,000 requests a process of cold memory that each request
-evicted one of (2.6 MB, and as many objects for the collector to track).
+evicted one of (2.6 MB, and as many objects for the collector to track). The ring is flat, three items a request
+(its step, start and response time, the objects the request event already holds): a request adds no object of its
+own, none the cyclic collector tracks, where a tuple each was one more container for every young collection to walk.
 """
 
 from __future__ import annotations
@@ -21,19 +23,19 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 WATCH_INTERVAL = 0.05  # seconds the watch sleeps between looks at the clock
 STALL_MS = 100.0  # a wake this much later than asked for is a stall
 MERGE_GAP = 0.1  # two stalls closer than this are one (a loop held through several wakes)
 KEEP_SECONDS = 30.0  # how long stalls are kept for matching requests still in flight
 MAX_STALLS = 1_000
-MAX_RECENT = 20_000  # the ring's bound when no watch empties it
+MAX_RECENT = 20_000  # the ring's bound (in requests) when no watch empties it
 MAX_WATCH_SECONDS = 30 * 24 * 3600.0
-
-
-#: a recently finished request in :attr:`StallWatch.recent`: (step, start, response time in ms or None, counted by a
-#: stall); a tuple of what the request event already holds, so a request allocates the tuple and nothing else
-Finished = tuple[int, float, "float | None", bool]
+#: items a request takes in :attr:`StallWatch.recent`: its step (:data:`COUNTED` once a stall counted it), its start
+#: (wall clock) and its response time in ms (or None)
+PER_REQUEST = 3
+COUNTED = -1
 
 
 def _end(start: float, response_time_ms: float | None) -> float:
@@ -61,7 +63,15 @@ class StallWatch:
 
     on_stalled: Callable[[int, float, int], None]
     stalls: deque[_Stall] = field(default_factory=lambda: deque(maxlen=MAX_STALLS))
-    recent: deque[Finished] = field(default_factory=lambda: deque(maxlen=MAX_RECENT))
+    #: the ring: :data:`PER_REQUEST` items a request, appended by :meth:`note_request` (or inline by the steps
+    #: listener's request handler, when ``start`` is past :attr:`last_end`)
+    recent: deque[Any] = field(default_factory=lambda: deque(maxlen=MAX_RECENT * PER_REQUEST))
+    #: the end of the last stall noted (-inf: none): a request that started after it overlaps no stall noted so far
+    last_end: float = float("-inf")
+
+    def kept(self) -> int:
+        """Requests in the ring."""
+        return len(self.recent) // PER_REQUEST
 
     def note_wake(self, asked_s: float, woke_wall: float, late_s: float) -> None:
         """The watch slept ``asked_s`` and woke ``late_s`` late at ``woke_wall``: a stall when late enough."""
@@ -77,18 +87,19 @@ class StallWatch:
         else:
             stall = _Stall(begin, woke_wall)
             self.stalls.append(stall)
+        self.last_end = stall.end
         recent = self.recent
         hit: list[int] = []
-        for back, (step, start, response_time_ms, counted) in enumerate(reversed(recent), start=1):
+        for at in range(len(recent) - PER_REQUEST, -1, -PER_REQUEST):  # newest first
+            step, start, response_time_ms = recent[at], recent[at + 1], recent[at + 2]
             if _end(start, response_time_ms) < stall.begin:
                 break
-            if not counted and start < stall.end:
-                hit.append(back)
+            if step != COUNTED and start < stall.end:
+                hit.append(at)
                 stall.steps.add(step)
                 self.on_stalled(step, stall.ms, 1)
-        for back in hit:
-            step, start, response_time_ms, _counted = recent[-back]
-            recent[-back] = (step, start, response_time_ms, True)
+        for at in hit:
+            recent[at] = COUNTED
 
     def _on_time(self, woke_wall: float) -> None:
         """An on-time wake: the requests recorded so far ended before any stall still to come begins (it begins a
@@ -112,7 +123,7 @@ class StallWatch:
                     stall.steps.add(step)
                     self.on_stalled(step, stall.ms, 1)
                     return
-        self.recent.append((step, start, response_time_ms, False))
+        self.recent.extend((step, start, response_time_ms))
 
 
 def watch_loop(current: Callable[[], StallWatch | None], sleep: Callable[[float], object]) -> None:

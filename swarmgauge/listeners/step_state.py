@@ -39,28 +39,30 @@ class StepState(PerEnvironment):
         self.sampler_stop = False
         self.flush_pending: set[str] = set()
         self.stall_watch = stalls.StallWatch(self.recorder.note_stall)
+        #: answered requests the request hook handed over, not yet recorded: (type, name, response time, start)
+        self.incoming: list[tuple[str, str, float | None, float]] = []
 
 
 #: [weak reference to the Environment last asked for, its state]: every request and iteration asks, nearly always
 #: for the same Environment; every replacement of the slot clears it
-_last_state: list[Any] = [None, None]
+state_cache: list[Any] = [None, None]
 
 
 def state_of(environment: Environment) -> StepState:
-    last, state = _last_state
+    last, state = state_cache
     if last is not None and last() is environment:
         return state
     state = StepState.of(environment)
     try:
-        _last_state[:] = [weakref.ref(environment), state]
+        state_cache[:] = [weakref.ref(environment), state]
     except TypeError:  # a stand-in that takes no weak reference is not cached
-        _last_state[:] = [None, None]
+        state_cache[:] = [None, None]
     return state
 
 
 def fresh_state(environment: Environment) -> StepState:
     """A new run's state in place of the old one (and the cache of the last one asked for cleared)."""
-    _last_state[:] = [None, None]
+    state_cache[:] = [None, None]
     return StepState.renew(environment)
 
 

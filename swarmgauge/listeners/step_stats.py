@@ -6,6 +6,8 @@ No Locust and no I/O here, so the drain/merge round trip is tested directly. A d
 
 from __future__ import annotations
 
+from array import array
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,9 +42,11 @@ class NameStats:
     max_ms: float = 0.0
     none_times: int = 0
     unfinished: int = 0  # of ``failures``: requests their user was stopped in (``errors.Unfinished``)
-    #: microseconds -> how many, not yet in ``histogram``: a request costs one dict update instead of hdrh's
-    #: Python index arithmetic; :meth:`settle` folds them in before anything reads the histogram
-    pending: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
+    #: response times in microseconds not yet in ``histogram``, in the order they came: a request appends one C
+    #: integer (no object kept, sequential memory) instead of hdrh's Python index arithmetic or an update of a dict
+    #: by value, a random slot of thousands a second; :meth:`settle` counts and folds them in before anything reads
+    #: the histogram
+    pending: array[int] = field(default_factory=lambda: array("q"), repr=False, compare=False)
 
     def record(self, response_time_ms: float | None, failed: bool) -> None:
         self.requests += 1
@@ -54,22 +58,19 @@ class NameStats:
         self.total_ms += response_time_ms
         if response_time_ms > self.max_ms:
             self.max_ms = response_time_ms
-        micros = int(response_time_ms * 1000.0 + 0.5)
-        pending = self.pending
-        pending[micros] = pending.get(micros, 0) + 1
+        self.pending.append(int(response_time_ms * 1000.0 + 0.5))
 
     def settle(self) -> HdrHistogram:
         """The histogram with every pending response time recorded in it (clamped to its range, as recorded)."""
-        pending = self.pending
-        if pending:
-            if min(pending) < LOWEST_US or max(pending) > HIGHEST_US:
-                clamped: dict[int, int] = {}
-                for micros, count in pending.items():
-                    micros = min(max(micros, LOWEST_US), HIGHEST_US)
-                    clamped[micros] = clamped.get(micros, 0) + count
-                pending = clamped
-            record_counts(self.settled, pending)
-            self.pending.clear()
+        if self.pending:
+            counts = Counter(self.pending)
+            if min(counts) < LOWEST_US or max(counts) > HIGHEST_US:
+                clamped: Counter[int] = Counter()
+                for micros, count in counts.items():
+                    clamped[min(max(micros, LOWEST_US), HIGHEST_US)] += count
+                counts = clamped
+            record_counts(self.settled, counts)
+            del self.pending[:]
         return self.settled
 
     @property
@@ -133,6 +134,10 @@ class StepRecorder:
         self.counters: dict[tuple[int, str], int] = {}
         self.cpu_max: dict[int, float] = {}
         self.stalls: dict[int, tuple[float, int]] = {}
+        #: the entries of step :attr:`newest_step` by request type, then name, as :meth:`newest_entry` made or found
+        #: them: a request of the step current now finds its figures without building a (step, type, name) key
+        self.newest: dict[str, dict[str, NameStats]] = {}
+        self.newest_step = -1
 
     def _reset(self) -> None:
         self.entries = {}
@@ -140,6 +145,7 @@ class StepRecorder:
         self.counters = {}
         self.cpu_max = {}
         self.stalls = {}
+        self.newest = {}
 
     def record(self, step: int, request_type: str, name: str, response_time_ms: float | None, failed: bool) -> None:
         self.entry(step, request_type, name).record(response_time_ms, failed)
@@ -151,6 +157,14 @@ class StepRecorder:
         stats = self.entries.get(key)
         if stats is None:
             stats = self.entries[key] = NameStats()
+        return stats
+
+    def newest_entry(self, step: int, request_type: str, name: str) -> NameStats:
+        """:meth:`entry` for a request of the step current now, filed under :attr:`newest` too (a step other than
+        :attr:`newest_step` becomes it, and the entries of the one before are looked up by key again)."""
+        if step != self.newest_step:
+            self.newest_step, self.newest = step, {}
+        stats = self.newest.setdefault(request_type, {})[name] = self.entry(step, request_type, name)
         return stats
 
     def note_unfinished(self, step: int, request_type: str, name: str) -> None:

@@ -19,13 +19,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from functools import partial
 from typing import Any
 
-import gevent
-import psutil
 from locust import events
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
@@ -37,18 +34,13 @@ from swarmgauge.core.locust_compat import (
     cache_default_args,
     has_message_handler,
     live_worker_ids,
-    prune_per_second_counts,
     send_worker_stats_now,
-    thin_history,
 )
-from swarmgauge.errors import Unfinished
 from swarmgauge.files import write_atomic
-from swarmgauge.listeners import rundir, stalls
-from swarmgauge.listeners.heap_trim import trim_malloc_heap
+from swarmgauge.listeners import rundir
 from swarmgauge.listeners.step_percentiles import COLUMNS as PERCENTILE_COLUMNS
 from swarmgauge.listeners.step_percentiles import percentile_rows
 from swarmgauge.listeners.step_state import (
-    LOCAL_DRAIN_INTERVAL,
     StepState,
     close_bucket,
     current_step,
@@ -60,17 +52,14 @@ from swarmgauge.listeners.step_state import (
 )
 from swarmgauge.listeners.step_stats import StepMerge
 from swarmgauge.listeners.steps_csv import TIMELINE_COLUMNS, step_rows, timeline_rows, write_rows
+from swarmgauge.listeners.steps_requests import ensure_sampler, on_request_later, record_incoming
+from swarmgauge.listeners.steps_requests import note_failures as note_failures  # user_errors tells it here
 
 logger = logging.getLogger("swarmgauge.steps")
 
 MESSAGE_TYPE = "swarmgauge_step"
 FLUSH_MESSAGE = "swarmgauge_flush"
 FLUSHED_MESSAGE = "swarmgauge_flushed"
-GENERATOR_BOUND_CPU = 90.0
-SAMPLE_INTERVAL = 1.0
-LOCUST_PRUNE_INTERVAL = 10.0
-HEAP_TRIM_INTERVAL = 30.0
-MAX_SAMPLER_SECONDS = 30 * 24 * 3600.0
 
 register_step_counter = hooks.register_step_counter  # kept here for locustfiles that declare counters
 
@@ -89,7 +78,7 @@ def _apply(environment: Environment, info: StepInfo) -> None:
     if info.index == 0 and state.transitions:
         state = fresh_state(environment)
     state.transitions.append((time.time(), info))
-    _ensure_sampler(environment)
+    ensure_sampler(environment)
     step_changed.fire(environment=environment, step=info)
 
 
@@ -99,7 +88,7 @@ def announce(environment: Environment, info: StepInfo) -> None:
     _apply(environment, info)
     state_of(environment).announced[info.index] = info  # after _apply: step 0 of a new run starts a fresh state
     if isinstance(runner, MasterRunner):
-        workers = _live_workers(runner)
+        workers = live_worker_ids(runner)
         for slot, client_id in enumerate(workers):
             share = replace(
                 info,
@@ -110,21 +99,17 @@ def announce(environment: Environment, info: StepInfo) -> None:
             runner.send_message(MESSAGE_TYPE, asdict(share), client_id=client_id)
 
 
-def _live_workers(runner: Any) -> list[str]:
-    return live_worker_ids(runner)
-
-
 def request_final_reports(environment: Environment) -> None:
     """Ask every worker for what it has not reported yet (locally: fire :data:`before_flush` and fold it in)."""
     runner = environment.runner
     state = state_of(environment)
     if isinstance(runner, MasterRunner):
-        state.flush_pending = set(_live_workers(runner))
+        state.flush_pending = set(live_worker_ids(runner))
         for client_id in sorted(state.flush_pending):
             runner.send_message(FLUSH_MESSAGE, None, client_id=client_id)
         return
     before_flush.fire(environment=environment)
-    merge_batch(environment, "local", state.recorder.drain(encoded=False))
+    merge_batch(environment, "local", record_incoming(environment).recorder.drain(encoded=False))
 
 
 def final_reports_in(environment: Environment) -> bool:
@@ -142,7 +127,7 @@ def send_last_figures(environment: Environment) -> None:
     if isinstance(environment.runner, WorkerRunner):
         send_worker_stats_now(environment.runner)  # Locust's own counts arrive before FLUSHED, so before the quit
     if environment.runner is not None:
-        environment.runner.send_message(FLUSHED_MESSAGE, state_of(environment).recorder.drain())
+        environment.runner.send_message(FLUSHED_MESSAGE, record_incoming(environment).recorder.drain())
 
 
 def _on_flushed_message(environment: Environment, msg: Any, **_kwargs: Any) -> None:
@@ -176,121 +161,6 @@ def count(environment: Environment, name: str, n: int = 1, step: int | None = No
     state_of(environment).recorder.count(step, name, n)
 
 
-def _implicit_step(environment: Environment) -> None:
-    """A run without a swarmgauge shape is one step, labelled ``run``."""
-    options = getattr(environment, "parsed_options", None)
-    users = getattr(options, "num_users", None) if options is not None else None
-    info = StepInfo(index=0, label="run", users=users, rate=None, started_at=time.time())
-    state = state_of(environment)
-    state.transitions.append((0.0, info))
-    state.announced[0] = info
-    _ensure_sampler(environment)
-
-
-@dataclass
-class _FailureNotes(run_context.PerEnvironment):
-    """Who is told of each failed request's exception (:func:`note_failures`); kept apart from the run's state,
-    which a new run renews, as a listener of the request hook would be."""
-
-    notes: list[Callable[[BaseException], None]] = field(default_factory=list)
-
-
-def note_failures(environment: Environment, note: Callable[[BaseException], None]) -> None:
-    """Call ``note(exception)`` for every failed request of ``environment``, warm-up ones included: one request
-    listener for swarmgauge, not one more per module (each costs Locust's hook a call and a dict per request)."""
-    _FailureNotes.of(environment).notes.append(note)
-
-
-def on_request(
-    environment: Environment,
-    request_type: str,
-    name: str,
-    response_time: float | None,
-    exception: BaseException | None = None,
-    start_time: float | None = None,
-    *,
-    response_length: int = 0,
-    response: Any = None,
-    context: Any = None,
-    url: str | None = None,
-    **_kwargs: Any,
-) -> None:
-    """One request into its step's figures. Locust's other keywords are named so the request hook's call binds them
-    without a dict (it calls ``partial(on_request, environment)``, no Python frame of its own: one request each)."""
-    if exception is not None:
-        for note in _FailureNotes.of(environment).notes:
-            note(exception)
-    state = state_of(environment)
-    transitions = state.transitions
-    if not transitions:
-        _implicit_step(environment)
-    started = start_time if start_time is not None else time.time()
-    began, info = transitions[-1]
-    if started < began:
-        info, began = step_at(environment, started)  # type: ignore[misc]
-    if info.warmup and started < began + info.warmup and not isinstance(exception, Unfinished):
-        state.recorder.record_warmup(info.index)  # a request still unanswered at its user's stop is no warm-up one
-        return
-    failed = exception is not None
-    recorder = state.recorder
-    stats = recorder.entries.get((info.index, request_type, name))  # StepRecorder.record, one call fewer
-    if stats is None:
-        stats = recorder.entry(info.index, request_type, name)
-    stats.record(response_time, failed)
-    if failed and isinstance(exception, Unfinished):
-        state.recorder.note_unfinished(info.index, request_type, name)
-    state.stall_watch.note_request(info.index, started, response_time)
-
-
-def _ensure_sampler(environment: Environment) -> None:
-    state = state_of(environment)
-    if state.sampler is None or state.sampler.dead:
-        state.sampler_stop = False
-        state.sampler = gevent.spawn(_sample_loop, environment)
-        if not isinstance(environment.runner, MasterRunner):
-            gevent.spawn(stalls.watch_loop, lambda: _stall_watch(environment), gevent.sleep)
-
-
-def _stall_watch(environment: Environment) -> stalls.StallWatch | None:
-    """The current run's stall watch, None once its sampling stopped (the watch greenlet then ends)."""
-    state = state_of(environment)
-    return None if state.sampler_stop else state.stall_watch
-
-
-def _sample_loop(environment: Environment) -> None:
-    """Notes this process's CPU per step; on the master also folds its own recordings in every few seconds."""
-    process = psutil.Process()
-    process.cpu_percent(None)
-    is_worker = isinstance(environment.runner, WorkerRunner)
-    generates_load = not isinstance(environment.runner, MasterRunner)
-    began = time.monotonic()
-    last_drain = last_prune = last_trim = began
-    while not state_of(environment).sampler_stop and time.monotonic() - began < MAX_SAMPLER_SECONDS:
-        gevent.sleep(SAMPLE_INTERVAL)
-        state = state_of(environment)
-        info = current_step(environment)
-        cpu = process.cpu_percent(None)
-        if info is not None and generates_load:
-            state.recorder.note_cpu(info.index, cpu)
-        if not is_worker and time.monotonic() - last_drain >= LOCAL_DRAIN_INTERVAL:
-            last_drain = time.monotonic()
-            merge_batch(environment, "local", state.recorder.drain(encoded=False))
-        if time.monotonic() - last_prune >= LOCUST_PRUNE_INTERVAL:
-            last_prune = time.monotonic()
-            bound_locust_stats(environment)
-        if time.monotonic() - last_trim >= HEAP_TRIM_INTERVAL:
-            last_trim = time.monotonic()
-            trim_malloc_heap()
-
-
-def bound_locust_stats(environment: Environment) -> None:
-    """Keeps Locust's own per-second counts and chart rows bounded, so a day-long run stays flat."""
-    stats = getattr(environment, "stats", None)
-    if stats is not None:
-        prune_per_second_counts(stats)
-        thin_history(stats)
-
-
 @events.init.add_listener
 def _on_init(environment: Environment, **_kwargs: Any) -> None:
     runner = environment.runner
@@ -304,13 +174,13 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
     for message_type, handler in handlers.items():
         if runner is not None and not has_message_handler(runner, message_type):
             runner.register_message(message_type, handler)
-    environment.events.request.add_listener(partial(on_request, environment))
+    environment.events.request.add_listener(partial(on_request_later, environment))
     run_context.listen(environment, environment.events.report_to_master, _on_report_to_master)
     run_context.listen(environment, environment.events.worker_report, _on_worker_report)
 
 
 def _on_report_to_master(environment: Environment, client_id: str, data: dict[str, Any]) -> None:
-    state = state_of(environment)
+    state = record_incoming(environment)
     if not state.recorder.empty():
         data["swarmgauge_steps"] = state.recorder.drain()
 
@@ -335,7 +205,7 @@ def finalize(environment: Environment) -> StepMerge:
         return state.merged
     if not state.finalized:
         state.sampler_stop = True
-        merge_batch(environment, "local", state.recorder.drain(encoded=False))
+        merge_batch(environment, "local", record_incoming(environment).recorder.drain(encoded=False))
         close_bucket(state)
         end_run(environment)
         state.finalized = True
@@ -368,7 +238,7 @@ def merge_local_now(environment: Environment) -> None:
     """On a local run, fold this process's latest recordings in now, so a live check sees them (a master merges
     what its workers report)."""
     if not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
-        merge_batch(environment, "local", state_of(environment).recorder.drain(encoded=False))
+        merge_batch(environment, "local", record_incoming(environment).recorder.drain(encoded=False))
 
 
 def merged(environment: Environment) -> StepMerge:

@@ -18,7 +18,7 @@ import swarmgauge.locust  # noqa: F401 - every listener, so every step has its r
 from swarmgauge.core import lifecycle
 from swarmgauge.core.lifecycle import END_STEPS, NOT_AT_STOP, OPENING, RUN_END, STOP_STEPS, RunEnd
 from swarmgauge.core.run_context import RunContext
-from swarmgauge.listeners import handoff, resources, rundir, signals, slo, steps, webui_close
+from swarmgauge.listeners import handoff, resources, rundir, signals, slo, steps, steps_requests, webui_close
 from swarmgauge.targets import embedded
 from swarmgauge.users import kneo_ledger, mark_user
 
@@ -120,7 +120,7 @@ def test_the_end_of_a_local_run_step_by_step(tmp_path: Path):
     environment.runner.start(2, spawn_rate=100, wait=False)
     gevent.sleep(0.3)
     assert environment.runner.user_count == 2
-    steps.on_request(environment, "GET", "/", 12.0)
+    steps_requests.on_request(environment, "GET", "/", 12.0)
     kneo_ledger.ledger_for(environment)  # as a run with kneo users has
     closed: list[str] = []
     mark_user._SHARED_CLIENTS[("fake",)] = FakeClient(closed)  # type: ignore[assignment]
@@ -149,7 +149,7 @@ def test_a_web_stop_closes_the_run_through_the_same_steps_in_the_same_order_and_
     environment = _run_environment(tmp_path)
     environment.runner.start(2, spawn_rate=100, wait=False)
     gevent.sleep(0.3)
-    steps.on_request(environment, "GET", "/", 12.0)
+    steps_requests.on_request(environment, "GET", "/", 12.0)
     closed: list[str] = []
     client, target = FakeClient(closed), FakeTarget(closed)
     mark_user._SHARED_CLIENTS[("fake",)] = client  # type: ignore[assignment]

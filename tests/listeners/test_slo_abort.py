@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from locust.env import Environment
 
-from swarmgauge.listeners import slo_abort, steps
+from swarmgauge.listeners import slo_abort, steps, steps_requests
 from swarmgauge.run_folders import resolve
 from tests.listeners.sim_run import run_local, sim_target
 from tests.listeners.test_live import IdleUser
@@ -28,7 +28,7 @@ def _abort_environment(**options: object) -> Environment:
 
 def _requests(environment: Environment, count: int, ms: float) -> None:
     for _ in range(count):
-        steps.on_request(environment, "GET", "/x", ms, start_time=time.time())
+        steps_requests.on_request(environment, "GET", "/x", ms, start_time=time.time())
     steps.merge_local_now(environment)
 
 

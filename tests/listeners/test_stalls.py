@@ -93,11 +93,11 @@ def test_an_on_time_wake_forgets_the_requests_recorded_before_it_since_no_later_
     for i in range(50):
         watch.note_request(1, T0 + i * 0.001, 2.0)
     watch.note_wake(WATCH_INTERVAL, T0 + 0.06, 0.0)  # on time, no stall noted yet
-    assert len(watch.recent) == 0  # the ring holds what came since the last on-time wake, not 20,000 requests
+    assert watch.kept() == 0  # the ring holds what came since the last on-time wake, not 20,000 requests
     watch.note_request(1, T0 + 0.07, 2.0)
     watch.note_wake(WATCH_INTERVAL, T0 + 1.0, 0.8)  # the loop was held from 0.2 s: none of them was in flight
     assert calls == []
-    assert len(watch.recent) == 1
+    assert watch.kept() == 1
 
 
 def test_an_on_time_wake_just_after_a_stall_keeps_the_ring_for_a_stall_that_merges_with_it():
@@ -105,6 +105,6 @@ def test_an_on_time_wake_just_after_a_stall_keeps_the_ring_for_a_stall_that_merg
     watch.note_wake(WATCH_INTERVAL, T0 + 1.0, 0.5)  # 0.5 .. 1.0
     watch.note_request(2, T0 + 1.01, 20.0)  # after the stall, in the gap
     watch.note_wake(WATCH_INTERVAL, T0 + 1.05, 0.0)  # on time, but a stall beginning now merges with the last one
-    assert len(watch.recent) == 1
+    assert watch.kept() == 1
     watch.note_wake(WATCH_INTERVAL, T0 + 1.4, 0.3)  # 1.1 .. 1.4: one stall with the first, 0.5 .. 1.4
     assert (2, 900, 1) in calls

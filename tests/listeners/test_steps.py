@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import msgpack
 import pytest
 
-from swarmgauge.listeners import step_state, steps
+from swarmgauge.listeners import step_state, steps, steps_requests
 from swarmgauge.listeners.step_stats import StepMerge, StepRecorder, TimelinePoint
 from swarmgauge.listeners.steps_csv import (
     BASE_COLUMNS,
@@ -85,10 +85,10 @@ def test_requests_count_in_the_step_they_started_in_and_warmup_is_apart():
         (now - 10.0, steps.StepInfo(0, "1 users", 1, None, now - 10.0, 5.0, warmup=1.0)),
         (now - 5.0, steps.StepInfo(1, "4 users", 4, None, now - 5.0, 5.0)),
     ]
-    steps.on_request(environment, "GET", "/", 12.0, start_time=now - 9.5)  # in step 0's warm-up
-    steps.on_request(environment, "GET", "/", 13.0, start_time=now - 6.0)
-    steps.on_request(environment, "GET", "/", 14.0, exception=RuntimeError("x"), start_time=now - 5.01)
-    steps.on_request(environment, "GET", "/", 15.0, start_time=now - 1.0)
+    steps_requests.on_request(environment, "GET", "/", 12.0, start_time=now - 9.5)  # in step 0's warm-up
+    steps_requests.on_request(environment, "GET", "/", 13.0, start_time=now - 6.0)
+    steps_requests.on_request(environment, "GET", "/", 14.0, exception=RuntimeError("x"), start_time=now - 5.01)
+    steps_requests.on_request(environment, "GET", "/", 15.0, start_time=now - 1.0)
     recorder = state.recorder
     assert recorder.warmup == {0: 1}
     assert recorder.entries[(0, "GET", "/")].requests == 2
@@ -104,7 +104,7 @@ def test_a_counter_given_a_start_time_lands_in_the_step_its_request_started_in()
         (now - 10.0, steps.StepInfo(0, "churn", 8, 10.0, now - 10.0, 5.0)),
         (now - 5.0, steps.StepInfo(1, "idle", 0, None, now - 5.0, 5.0)),
     ]
-    steps.on_request(environment, "MCP", "initialize", 40.0, start_time=now - 5.02)
+    steps_requests.on_request(environment, "MCP", "initialize", 40.0, start_time=now - 5.02)
     steps.count(environment, "sessions_started", at=now - 5.02)  # the session the straddling request opened
     steps.count(environment, "sessions_started")  # no time given: the step current now
     assert state.recorder.entries[(0, "MCP", "initialize")].requests == 1
@@ -189,6 +189,6 @@ def test_bounding_locust_stats_prunes_its_per_second_counts_and_tolerates_no_sta
     stats = environment.stats = RequestStats()
     stats.total.num_reqs_per_sec.update({second: 1 for second in range(1000, 1300)})
     stats.total.last_request_timestamp = 1299.5
-    steps.bound_locust_stats(environment)
+    steps_requests.bound_locust_stats(environment)
     assert min(stats.total.num_reqs_per_sec) == 1299 - PER_SECOND_KEPT
-    steps.bound_locust_stats(SimpleNamespace())
+    steps_requests.bound_locust_stats(SimpleNamespace())

@@ -14,7 +14,7 @@ from locust.env import Environment
 
 from swarmgauge.core.hooks import StepInfo
 from swarmgauge.errors import Unfinished
-from swarmgauge.listeners import outcome, slo, steps, unanswered
+from swarmgauge.listeners import outcome, slo, steps, steps_requests, unanswered
 from swarmgauge.listeners.step_stats import StepMerge, StepRecorder
 
 T0 = 1_000_000.0
@@ -95,7 +95,7 @@ def test_a_silent_step_without_a_gate_still_exits_non_zero_and_says_why():
     environment.create_local_runner()
     steps.announce(environment, StepInfo(index=0, label="3 users", users=3, rate=None, started_at=time.time()))
     for _ in range(3):
-        steps.on_request(environment, "FETCH", "/doc", 800.0, Unfinished(), time.time())
+        steps_requests.on_request(environment, "FETCH", "/doc", 800.0, Unfinished(), time.time())
     steps.merge_local_now(environment)
     decided = outcome.decide(environment, [])
     assert decided.code == 1
@@ -106,8 +106,8 @@ def test_unfinished_is_a_request_metric_of_its_own():
     environment = Environment(user_classes=[IdleUser])
     environment.create_local_runner()
     steps.announce(environment, StepInfo(index=0, label="2 users", users=2, rate=None, started_at=time.time()))
-    steps.on_request(environment, "FETCH", "/doc", 5.0, None, time.time())
-    steps.on_request(environment, "FETCH", "/doc", 900.0, Unfinished(), time.time())
+    steps_requests.on_request(environment, "FETCH", "/doc", 5.0, None, time.time())
+    steps_requests.on_request(environment, "FETCH", "/doc", 900.0, Unfinished(), time.time())
     steps.merge_local_now(environment)
     assert slo.observe(environment, slo.parse("FETCH:unfinished==0"), None) == 1.0
     assert slo.observe(environment, slo.parse("fail_ratio<0.01"), 0) == 0.5
