@@ -53,7 +53,6 @@ from swarmgauge.listeners.step_state import (
 from swarmgauge.listeners.step_stats import StepMerge
 from swarmgauge.listeners.steps_csv import TIMELINE_COLUMNS, step_rows, timeline_rows, write_rows
 from swarmgauge.listeners.steps_requests import ensure_sampler, on_request_later, record_incoming
-from swarmgauge.listeners.steps_requests import note_failures as note_failures  # user_errors tells it here
 
 logger = logging.getLogger("swarmgauge.steps")
 

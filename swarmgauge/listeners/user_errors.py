@@ -27,6 +27,7 @@ from locust.runners import WorkerRunner
 from swarmgauge.core import hooks, run_context
 from swarmgauge.core.run_context import PerEnvironment
 from swarmgauge.listeners import run_redaction, steps
+from swarmgauge.listeners.steps_requests import note_failures
 
 COUNTER = "user_errors"
 REPORT_KEY = "swarmgauge_user_errors"
@@ -142,7 +143,7 @@ def _on_init(environment: Environment, **_kwargs: Any) -> None:
     environment.events.user_error.add_listener(
         lambda user_instance, exception, tb, **_kw: record(environment, exception)
     )
-    steps.note_failures(environment, lambda exception: tally(environment).note_failure(exception))
+    note_failures(environment, lambda exception: tally(environment).note_failure(exception))
 
 
 @events.test_start.add_listener

@@ -97,7 +97,7 @@ def test_a_gate_a_signal_kept_from_running_is_exit_4_and_names_the_signal():
 
 
 def test_a_failed_request_event_is_noted_through_the_steps_listener_before_and_after_a_new_run():
-    """user_errors learns of a failed request through steps' one request listener (``steps.note_failures``): the
+    """user_errors learns of a failed request through steps' one request listener (``steps_requests.note_failures``): the
     event of a failed request, before and after a new run renewed the steps' state, keeps its exception from
     counting again as a user error when it propagates out of the task."""
     environment = Environment(user_classes=[IdleUser], parsed_options=argparse.Namespace(exit_code_on_error=1))
