@@ -119,6 +119,22 @@ def verdict_lag(name: str, verdicts: pd.DataFrame, doc: dict[str, Any], burst: p
     return ""
 
 
+def lane_why(name: str, row: dict[str, Any], kernel_ms: Any, page: tuple[str, float, float]) -> dict[str, str]:
+    """Why an acceptance figure at a fleet whose lane keeps up (2,000 devices) misses the page's with no generator
+    stall in the burst: the Kernel's own figure (arrival to answer) says whether the lane or the path to it ran late.
+    Only said, never a grade: the row keeps its colour."""
+    if name not in KEEPS_UP or row.get("machine") or missing(kernel_ms) or not _misses(row):
+        return {}
+    own = f"the Kernel's own accept {ms(kernel_ms)} (a submit's arrival to its answer)"
+    if _misses(page_words("the Kernel's own", kernel_ms, page)):
+        return {
+            WHY: f"{own} misses the page's too, so the lane ran late, not the path to it: its modelled turn at 2,000 "
+            "devices (1.02 ms, 2 % short of 1,000 submits/s) queues tens of ms over an evenly fed 3 s burst, and no "
+            "generator stall was flagged in it; the Kernel's process waited for a core, or the submits came bunched"
+        }
+    return {WHY: f"{own} holds the page's: the rest is the path, the generator's and the Gateway's lag on this machine"}
+
+
 def kernel_accept_rows(label: str, doc: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The Kernel's own acceptance (arrival to answer, over the run's submits, nearly all the burst's) beside
     Locust's: the part of the latency that is not the generator's or the Gateway's lag on a loaded machine."""
@@ -152,6 +168,7 @@ def burst_rows(
     kernel = ((doc or {}).get("kernel") or {}).get("accept_ms") or {}
     if name in BURST_P50:
         row = page_words(p50_label, burst["p50_ms"], BURST_P50[name]) | stalled
+        row |= lane_why(name, row, kernel.get("0.5"), BURST_P50[name])
         rows.append(row | path_lag(name, row, kernel.get("0.5"), BURST_P50[name], burst))
     else:
         extra.append(figure(p50_label, burst["p50_ms"], None, ms))

@@ -9,11 +9,13 @@ import csv
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from swarmgauge.reports import index_mdk_machine
 from swarmgauge.reports.index_grades import AMBER, MACHINE, RED, SET, grade_table
 from swarmgauge.reports.index_mdk import mdk
+from swarmgauge.reports.index_mdk_burst import WHY
 
 COLUMNS = ["step", "label", "request_type", "name", "users", "target_rate", "requests", "failures", "rps"]
 COLUMNS += ["p50_ms", "p99_ms", "generator_cpu_max", "generator_bound", "generator_stall_ms", "stalled_requests"]
@@ -547,3 +549,24 @@ def test_a_fleet_whose_ids_the_kernel_listed_says_no_device_was_read_before_its_
     (runs["fleet-2000x1"] / "run.json").write_text(json.dumps(info))
     verdicts = table(mdk(runs), "Capacity")
     assert list(verdicts["devices read"]) == ["2,000 of 2,000, listed by the Kernel (none read before the load)"]
+
+
+def test_a_2000_device_acceptance_missing_the_page_with_no_stall_says_whether_the_lane_or_the_path_ran_late(tmp_path):
+    """At 2,000 devices the lane keeps up: a miss with no generator stall flagged keeps its colour and says, from the
+    Kernel's own acceptance, whether the lane itself or the path to it ran late; a figure that held says nothing."""
+    late = _kernel_accept(fleet_run(tmp_path / "lane", "fleet-2000x4", 0.2, burst={"p50_ms": 103.0}), 101.0, 133.0)
+    path = _kernel_accept(fleet_run(tmp_path / "path", "fleet-2000x1", 0.2, burst={"p50_ms": 130.0}), 40.0, 80.0)
+    held = _kernel_accept(fleet_run(tmp_path / "held", "fleet-2000x1", 0.2, burst={"p50_ms": 57.0}), 56.0, 86.0)
+
+    def p50_row(run: Path, name: str, label: str) -> pd.Series:
+        latency = table(mdk({name: run}), "Latency")
+        return latency[latency["figure"] == f"{label}: accept p50 at 1,000 submits/s"].iloc[0]
+
+    lane = p50_row(late, "fleet-2000x4", "2,000 / 4")
+    assert lane["x"] == "1.87x" and lane["machine"] == ""  # graded as measured, not machine-bound
+    assert lane[WHY].startswith("the Kernel's own accept 101 ms (a submit's arrival to its answer) misses the page's")
+    assert "the lane ran late, not the path to it" in lane[WHY]
+    assert p50_row(path, "fleet-2000x1", "2,000 / 1")[WHY].endswith(
+        "holds the page's: the rest is the path, the generator's and the Gateway's lag on this machine"
+    )
+    assert not isinstance(p50_row(held, "fleet-2000x1", "2,000 / 1").get(WHY), str)
