@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from swarmgauge.reports.index_figures import (
-    TOLERANCE,
     Check,
     PageSection,
     figure,
@@ -29,6 +27,7 @@ from swarmgauge.reports.index_figures import (
     run_json,
     step_table,
 )
+from swarmgauge.reports.index_grades import misses
 
 POOLED: dict[int, tuple[float, ...]] = {
     1: (53, 20, 26),
@@ -149,15 +148,6 @@ NOTE = (
 )
 
 
-def _off(shown: Any, tolerance: float) -> bool:
-    """Whether a shown ratio (``0.68x``) strays past ``tolerance`` from 1."""
-    text = str(shown).strip()
-    try:
-        return text.endswith("x") and abs(float(text[:-1]) - 1.0) > tolerance
-    except ValueError:
-        return False
-
-
 def with_reasons(table: pd.DataFrame, reasons: dict[tuple[str, int], str]) -> pd.DataFrame:
     """A ``why it does not hold`` column: the reason of each row (by its step and workers) whose figures stray past
     its tolerance, blank for the rows that hold; no column when every row holds."""
@@ -166,9 +156,7 @@ def with_reasons(table: pd.DataFrame, reasons: dict[tuple[str, int], str]) -> pd
     why, step = [], ""
     for _, row in table.iterrows():
         step = str(row["Step"]) or step
-        tolerance = float(row[TOLERANCE])
-        strays = any(_off(row[column], tolerance) for column in table.columns if str(column).endswith(" x"))
-        why.append(reasons.get((step, int(row["Workers"])), "") if strays else "")
+        why.append(reasons.get((step, int(row["Workers"])), "") if misses(row.to_dict()) else "")
     return table.assign(**{WHY: why}) if any(why) else table
 
 

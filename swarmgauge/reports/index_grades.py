@@ -286,6 +286,12 @@ def grade_table(table: pd.DataFrame) -> GradedTable:
     return GradedTable(shown.reset_index(drop=True), grades, cells)
 
 
+def misses(row: dict[str, Any]) -> bool:
+    """The row, graded by its own figures (a page's 0, an absolute tolerance, "at most"), is amber or red: the one
+    test of "strays" every why in the index is given on."""
+    return grade_table(pd.DataFrame([row])).grades[0] in (AMBER, RED)
+
+
 def exit_state(code: Any, expected: Any) -> tuple[str, str]:
     """(state, label) of a workload's exit: the declared one is fine and said so when non-zero; any other is red."""
     want = int(expected) if isinstance(expected, int | float) else 0

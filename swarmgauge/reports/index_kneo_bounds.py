@@ -18,7 +18,7 @@ import pandas as pd
 
 from swarmgauge.core.verdict import MACHINE_SOURCE
 from swarmgauge.reports.index_figures import TOLERANCE
-from swarmgauge.reports.index_grades import MACHINE, MACHINE_SHARE, ratio_of
+from swarmgauge.reports.index_grades import MACHINE, MACHINE_SHARE, misses
 from swarmgauge.reports.index_kneo_profile import CPU_CEILING_SHARE, WHY
 from swarmgauge.reports.index_kneo_rows import cpu_per_run_ms, side_of
 from swarmgauge.reports.index_mdk_machine import unjudged
@@ -123,13 +123,6 @@ def why_last(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return frame[[c for c in frame.columns if c != WHY] + [WHY]] if WHY in frame else frame
 
 
-def strays(row: dict[str, Any]) -> bool:
-    """The row's ratio as shown past its tolerance: a row that holds needs no why."""
-    value = ratio_of(row.get("x", ""))
-    tolerance = pd.to_numeric(row.get(TOLERANCE), errors="coerce")
-    return value is not None and not pd.isna(tolerance) and abs(value - 1.0) > float(tolerance)
-
-
 def mark(row: dict[str, Any], why: str, bound: bool) -> None:
     """The row's why; a row the machine bounded is shown, its ratio not judged (``unjudged``)."""
     row[WHY] = why
@@ -174,16 +167,16 @@ def queue_bounds(
     rps, length = float(drain.get("runs_per_s") or 0.0), float(drain.get("drain_s") or 0.0)
     per_run = cpu.ms_a_run(rps) if cpu is not None else None
     if cpu is None or per_run is None or length <= 0:
-        for stray in (r for r in [throughput, *(row for row, _ in waits.values())] if strays(r)):
+        for stray in (r for r in [throughput, *(row for row, _ in waits.values())] if misses(r)):
             mark(stray, unsampled("drain"), False)
         return
     said, bound = lead(cpu, "drain", cores)
-    if strays(throughput):
+    if misses(throughput):
         mark(throughput, f"{said}; {ceiling(per_run, page[0], bound)}", bound)
     page_length = page[1] / page[0]
     for label, (row, page_wait) in waits.items():
         wait = pd.to_numeric(drain.get(f"wait_{label}_ms"), errors="coerce")
-        if not strays(row) or pd.isna(wait):
+        if not misses(row) or pd.isna(wait):
             continue
         mine, theirs = float(wait) / 1000 / length, page_wait / 1000 / page_length
         tolerance = float(row[TOLERANCE])
@@ -216,7 +209,7 @@ def drain_bound(
     (one, cpu_1), (many, cpu_n) = drains[1], drains[workers]
     per_run_1 = cpu_1.ms_a_run(one) if cpu_1 is not None else None
     per_run_n = cpu_n.ms_a_run(many) if cpu_n is not None else None
-    if not strays(row):
+    if not misses(row):
         return
     if not delay_s:
         mark(row, "the drains' provider delay is not in their run.json, so no model of them is drawn here", False)
@@ -259,7 +252,7 @@ def soak_bound(
     """Why the soak drained fewer runs a second than the page's: kneo-serv's share of a core over the soak and its CPU
     a run, the most a full core drains at that cost, and what the plan's rate and the page's would take here."""
     per_run = cpu.ms_a_run(runs_per_s) if cpu is not None else None
-    if not strays(row):
+    if not misses(row):
         return
     if cpu is None or per_run is None:
         mark(row, unsampled("soak"), False)
@@ -288,11 +281,11 @@ def delay_bound(
     users, delay_s, overhead_ms = delay
     per_run = cpu.ms_a_run(runs_per_s) if cpu is not None else None
     if cpu is None or per_run is None:
-        for stray in (r for r in rows if strays(r)):
+        for stray in (r for r in rows if misses(r)):
             mark(stray, unsampled("step"), False)
         return
     said, bound = lead(cpu, "step", cores)
-    if strays(row):
+    if misses(row):
         tolerance = float(row[TOLERANCE])
         own, others = per_run / page_ms, cpu.others * 10 / runs_per_s
         why = (
@@ -304,9 +297,9 @@ def delay_bound(
         )
         mark(row, why, bound)
     follows = f"the {delay_s:g} s delay plus the {overhead_ms:.0f} ms overhead (its row)"
-    if strays(p50):
+    if misses(p50):
         mark(p50, f"{MACHINE}: {follows}" if bound else follows, bound)
-    if strays(throughput):
+    if misses(throughput):
         allowed = users / (delay_s + overhead_ms / 1000)
         said = f"{users} runs in flight, each {follows}: {allowed:.1f} runs/s"
         mark(throughput, f"{MACHINE}: {said}" if bound else said, bound)

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from swarmgauge.reports.index_figures import Check, PageSection, figure, ms, rate, read_json, read_steps, run_json
-from swarmgauge.reports.index_grades import AMBER, MACHINE, RED, VERDICT_STEPS, grade_table
+from swarmgauge.reports.index_grades import MACHINE, RED, VERDICT_STEPS, misses
 from swarmgauge.reports.index_mdk_burst import LANE_SETTING, WHY, burst_rows, percent, verdict_lag
 from swarmgauge.reports.index_mdk_drills import drill_checks, drill_table
 from swarmgauge.reports.index_mdk_machine import (
@@ -230,11 +230,6 @@ def _p50(measured: pd.Series | None) -> Any:
 
 def _requests(measured: pd.Series | None) -> Any:
     return 0 if measured is None else measured.get("requests")
-
-
-def misses(row: dict[str, Any]) -> bool:
-    """The row, graded by its own figures, is amber or red: only such a row is put down to a full machine."""
-    return grade_table(pd.DataFrame([row])).grades[0] in (AMBER, RED)
 
 
 #: "A fleet summary at 2,000 devices took about 1.3 s at p50 on one site": the page names no Worker count, and its own

@@ -4,13 +4,15 @@ with the fleet's one-at-a-time latencies)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pandas as pd
 
+from swarmgauge.core.verdict import MACHINE_SOURCE
 from swarmgauge.reports.index_figures import VALUE, figure, missing, ms
-from swarmgauge.reports.index_grades import AMBER, RED, grade_table
-from swarmgauge.reports.index_mdk_machine import BURST, generator_stall, stall_words, step_row
+from swarmgauge.reports.index_grades import MACHINE_SHARE, misses
+from swarmgauge.reports.index_mdk_machine import BURST, generator_stall, stall_words, step_index, step_row
 
 PING_SETTING = "--health-ping-s 0.5"
 WHY = "why it cannot hold here"
@@ -58,10 +60,8 @@ BURST_P99 = {
 #: the lane's ~420 ms whatever the path's lag, so where Locust's figure misses and the Kernel's own holds, the miss is
 #: the path's (``path_lag``)
 SATURATES = ("fleet-5000x5",)
-
-
-def _misses(row: dict[str, Any]) -> bool:
-    return grade_table(pd.DataFrame([row])).grades[0] in (AMBER, RED)
+#: the Kernel's process (one asyncio loop) at or above this % of a core: its answers queue for the loop itself
+KERNEL_NEAR_CORE = 90.0
 
 
 def path_lag(
@@ -72,10 +72,10 @@ def path_lag(
     this 2-core machine (submits held back, then answered late, counted from each ticket's intended start), a path
     the page's harness, calling the Kernel directly on a machine of its own, did not have. A generator stall in the
     burst (``burst``'s own flag) is said first: it fed the lane late, so the Kernel's own figure is no model's then."""
-    if name not in SATURATES or not _misses(row):
+    if name not in SATURATES or not misses(row):
         return {}
     stalled = generator_stall(burst) if burst is not None else {}
-    if stalled or missing(kernel_ms) or _misses(page_words("the Kernel's own", kernel_ms, page)):
+    if stalled or missing(kernel_ms) or misses(page_words("the Kernel's own", kernel_ms, page)):
         # a stall fed the lane late (the Kernel's own figure is then no model's either); without one, a miss of the
         # Kernel's own figure stays judged
         return stalled
@@ -119,20 +119,45 @@ def verdict_lag(name: str, verdicts: pd.DataFrame, doc: dict[str, Any], burst: p
     return ""
 
 
-def lane_why(name: str, row: dict[str, Any], kernel_ms: Any, page: tuple[str, float, float]) -> dict[str, str]:
+def lane_why(
+    name: str, row: dict[str, Any], kernel_ms: Any, page: tuple[str, float, float], cpu: dict[str, Any] | None = None
+) -> dict[str, str]:
     """Why an acceptance figure at a fleet whose lane keeps up (2,000 devices) misses the page's with no generator
-    stall in the burst: the Kernel's own figure (arrival to answer) says whether the lane or the path to it ran late.
+    stall in the burst: the Kernel's own figure (arrival to answer) says whether the lane or the path to it ran late,
+    and where the lane did, the CPU of the burst (``cpu``: its ``cpu_by_step`` entry) whether it waited for a core.
     Only said, never a grade: the row keeps its colour."""
-    if name not in KEEPS_UP or row.get("machine") or missing(kernel_ms) or not _misses(row):
+    if name not in KEEPS_UP or row.get("machine") or missing(kernel_ms) or not misses(row):
         return {}
     own = f"the Kernel's own accept {ms(kernel_ms)} (a submit's arrival to its answer)"
-    if _misses(page_words("the Kernel's own", kernel_ms, page)):
+    if misses(page_words("the Kernel's own", kernel_ms, page)):
         return {
             WHY: f"{own} misses the page's too, so the lane ran late, not the path to it: its modelled turn at 2,000 "
             "devices (1.02 ms, 2 % short of 1,000 submits/s) queues tens of ms over an evenly fed 3 s burst, and no "
-            "generator stall was flagged in it; the Kernel's process waited for a core, or the submits came bunched"
+            f"generator stall was flagged in it; {core_words(cpu or {})}"
         }
     return {WHY: f"{own} holds the page's: the rest is the path, the generator's and the Gateway's lag on this machine"}
+
+
+def core_words(cpu: dict[str, Any], cores: int | None = None) -> str:
+    """Whether the Kernel's answers waited for a core over the burst, from its CPU there: the machine full (every
+    process together at ``MACHINE_SHARE`` of the cores), or the Kernel's one process (a single event loop) near a
+    full core; otherwise neither, and the lane's own queue set the figure."""
+    kernel, machine = cpu.get("kernel"), cpu.get(MACHINE_SOURCE)
+    if kernel is None or machine is None:
+        return "the Kernel's process waited for a core, or the submits came bunched (no CPU of the burst was sampled)"
+    cores = cores or os.cpu_count() or 1
+    said = (
+        f"over the burst the Kernel's process used {float(kernel):.0f} % of a core, the machine "
+        f"{float(machine):.0f} % of {cores * 100} %"
+    )
+    if float(machine) >= MACHINE_SHARE * 100 * cores:
+        return f"{said}: the machine was full, so the Kernel's answers waited for a core"
+    if float(kernel) >= KERNEL_NEAR_CORE:
+        return f"{said}: its one event loop was near a full core, so its answers waited for it"
+    return (
+        f"{said}: neither was short of a core, so the lane's own queue set it (the submits came bunched, or its "
+        "turns grew with the commands it held)"
+    )
 
 
 def kernel_accept_rows(label: str, doc: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -166,9 +191,10 @@ def burst_rows(
     # where the lane keeps up (2,000 devices) a stall's clump is the whole wait; at 5,000 the lane saturates anyway
     stalled = generator_stall(burst) if name in KEEPS_UP else {}
     kernel = ((doc or {}).get("kernel") or {}).get("accept_ms") or {}
+    burst_cpu = ((doc or {}).get("cpu_by_step") or {}).get(step_index(steps, BURST) or "", {})
     if name in BURST_P50:
         row = page_words(p50_label, burst["p50_ms"], BURST_P50[name]) | stalled
-        row |= lane_why(name, row, kernel.get("0.5"), BURST_P50[name])
+        row |= lane_why(name, row, kernel.get("0.5"), BURST_P50[name], burst_cpu)
         rows.append(row | path_lag(name, row, kernel.get("0.5"), BURST_P50[name], burst))
     else:
         extra.append(figure(p50_label, burst["p50_ms"], None, ms))

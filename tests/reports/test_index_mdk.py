@@ -566,7 +566,39 @@ def test_a_2000_device_acceptance_missing_the_page_with_no_stall_says_whether_th
     assert lane["x"] == "1.87x" and lane["machine"] == ""  # graded as measured, not machine-bound
     assert lane[WHY].startswith("the Kernel's own accept 101 ms (a submit's arrival to its answer) misses the page's")
     assert "the lane ran late, not the path to it" in lane[WHY]
+    assert "(no CPU of the burst was sampled)" in lane[WHY]  # this run's burst step has no Kernel CPU
     assert p50_row(path, "fleet-2000x1", "2,000 / 1")[WHY].endswith(
         "holds the page's: the rest is the path, the generator's and the Gateway's lag on this machine"
     )
     assert not isinstance(p50_row(held, "fleet-2000x1", "2,000 / 1").get(WHY), str)
+
+
+def _burst_cpu(run: Path, kernel: float, machine: float) -> Path:
+    doc = json.loads((run / "mdk.json").read_text())
+    doc["cpu_by_step"]["5"] = doc["cpu_by_step"]["5"] | {"kernel": kernel, "machine": machine}
+    (run / "mdk.json").write_text(json.dumps(doc))
+    return run
+
+
+@pytest.mark.parametrize(
+    ("kernel", "machine", "said"),
+    [
+        (21.0, 132.0, "neither was short of a core, so the lane's own queue set it"),
+        (40.0, 190.0, "the machine was full, so the Kernel's answers waited for a core"),
+        (95.0, 150.0, "its one event loop was near a full core"),
+    ],
+)
+def test_a_lane_that_ran_late_says_whether_the_kernel_waited_for_a_core(tmp_path, monkeypatch, kernel, machine, said):
+    """Where the Kernel's own acceptance at 2,000 devices misses too, its CPU over the burst (its own and the
+    machine's, from the burst step's ``cpu_by_step``) says whether it waited for a core or its lane's queue set it."""
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    run = fleet_run(tmp_path / "lane", "fleet-2000x4", 0.2, burst={"p50_ms": 103.0})
+    run = _burst_cpu(_kernel_accept(run, 101.0, 133.0), kernel, machine)
+    latency = table(mdk({"fleet-2000x4": run}), "Latency")
+    lane = latency[latency["figure"] == "2,000 / 4: accept p50 at 1,000 submits/s"].iloc[0]
+    assert (
+        f"over the burst the Kernel's process used {kernel:.0f} % of a core, the machine {machine:.0f} %" in lane[WHY]
+    )
+    assert said in lane[WHY]
+    # a full machine over the burst is also the fleet's machine-bound step; otherwise the row keeps its grade
+    assert lane["x"] == ("machine-bound" if machine >= 180 else "1.87x")
