@@ -54,7 +54,7 @@ HEADER = (
     "calls/s",
     "x page",
     "gateway CPU ms/call",
-    "x first",
+    "x first (paired)",
     "Mark CPU ms/call",
     "p50 ms",
     "UDP/call",
@@ -185,8 +185,16 @@ def median_rows(cases: list[str], windows: list[dict[str, Any]]) -> list[dict[st
             row[key + "_spread"] = [min(w[key] for w in mine), max(w[key] for w in mine)]
         rows.append(row)
     first = rows[0]
+    by_round = {w["round"]: w for w in windows if w["case"] == first["case"]}
     for row in rows:
-        row["gateway_cpu_over_first"] = row["gateway_cpu_ms_per_call"] / first["gateway_cpu_ms_per_call"]
+        # paired within each round: the machine's pace drifts between rounds more than the cases differ
+        paired = [
+            w["gateway_cpu_ms_per_call"] / by_round[w["round"]]["gateway_cpu_ms_per_call"]
+            for w in windows
+            if w["case"] == row["case"] and w["round"] in by_round
+        ]
+        row["gateway_cpu_over_first_per_round"] = paired
+        row["gateway_cpu_over_first"] = statistics.median(paired)
         row["calls_per_s_over_first"] = row["calls_per_s"] / first["calls_per_s"]
         row["calls_per_s_over_page"] = row["calls_per_s"] / PAGE_ONE_WORKER_CALLS_PER_S
     return rows
