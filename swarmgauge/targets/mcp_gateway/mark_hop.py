@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from swarmgauge.quic.acks import MAX_ACK_DELAY
 from swarmgauge.quic.engine import QuicEngine
 
 
@@ -26,6 +27,8 @@ class MarkHop:
         self._answers: dict[int, tuple[bytearray, asyncio.Future[bytes]]] = {}
         self._credit: asyncio.Event | None = None  # set after each pass while a request waits for stream credit
         self._terminated = False
+        self._ack_held_until: float | None = None  # an ACK alone waits until then for a request to carry it
+        self._ack_release: asyncio.TimerHandle | None = None
         quic_engine.delay_acks(quic)  # as the Mark client: the ACK of an answer rides on the next request
 
     @property
@@ -48,14 +51,17 @@ class MarkHop:
         timer = loop.call_at(deadline, _expire, answer)
         try:
             self._engine.ack_with_next_packet(self._hop_quic, loop.time())
-            self.transmit()
+            self._send_now()  # never held: the engine's timer still names the ACK though a request now waits too
             return await answer
         finally:
             timer.cancel()
             self._answers.pop(stream_id, None)
 
     async def _open_when_credited(self, payload: bytes, deadline: float) -> int:
-        """qh3 opens no stream past the server's cumulative limit: wait for its MAX_STREAMS, within the deadline."""
+        """qh3 opens no stream past the server's cumulative limit: wait for its MAX_STREAMS, within the deadline.
+        A held ACK goes at once: the server frees a finished stream's credit only once its answer is acknowledged."""
+        if self._ack_held_until is not None:
+            self._send_now()
         while True:
             remaining = deadline - self._hop_loop.time()
             if remaining <= 0:
@@ -73,9 +79,35 @@ class MarkHop:
                 return stream_id
 
     def transmit(self) -> None:
-        super().transmit()  # type: ignore[misc]
+        """Send what the connection owes, except an ACK alone: it waits up to ``MAX_ACK_DELAY`` for the next request
+        to carry it, as the Mark client's driver holds it (qh3 ACKs a FIN at once and cannot be told to wait; aioquic
+        waits by itself after ``delay_acks``). An answer's ACK sent alone cost a datagram each way and the server's
+        stream credit a third: the server frees a stream when the ACK of its answer arrives."""
         if self._credit is not None:
             self._credit.set()
+        if not self._terminated:
+            now = self._hop_loop.time()
+            _timer_at, ack_only = self._engine.next_timer(self._hop_quic)
+            if ack_only:
+                held_until = self._ack_held_until
+                if held_until is None:
+                    held_until = self._ack_held_until = now + MAX_ACK_DELAY
+                    self._ack_release = self._hop_loop.call_at(held_until, self._release_ack)
+                if now < held_until:
+                    return
+        self._send_now()
+
+    def _send_now(self) -> None:
+        self._ack_held_until = None
+        if self._ack_release is not None:
+            self._ack_release.cancel()
+            self._ack_release = None
+        super().transmit()  # type: ignore[misc]
+
+    def _release_ack(self) -> None:
+        """The hold is over and no request came: the ACK goes alone."""
+        self._ack_release = None
+        self._send_now()
 
     def quic_event_received(self, event: Any) -> None:
         quic_engine = self._engine
