@@ -11,7 +11,8 @@ page's one worker waits on; ``--mark-args ''`` for a bare server) serves every c
 starts its own gateway (``--json-response``, as the demo's), and one client (``MCPClient``, the demo's MCPUser
 client, in this process) calls ``mark_fetch`` of the corpus documents back to back; over the window after the
 warm-up the gateway's CPU (user+sys), the Mark server's, the calls and their p50 are taken. A case is an engine name
-(the gateway's ``--mark-quic-engine``), or ``main``: the gateway of the code in ``--baseline-tree`` (an export of
+(the gateway's ``--mark-quic-engine``), that with a variant of the gateway's options (``qh3-uvicornwrites``: a
+response in uvicorn's own two writes), or ``main``: the gateway of the code in ``--baseline-tree`` (an export of
 another commit, put first on the child's ``PYTHONPATH``), so the code before a change is measured in the same run.
 Cases alternate within each round so that drift on the shared machine hits them alike; the table gives each case's
 median over the rounds and its ratio to the first case. Figures only: nothing here asserts on time.
@@ -48,6 +49,8 @@ from swarmgauge.users.mcp_client import MCPClient  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "mcp_gateway_hop.json"
 CORPUS = 300
+#: ``ENGINE-VARIANT`` cases: the gateway's options of each variant (``qh3-uvicornwrites``: uvicorn's two writes)
+VARIANTS = {"": [], "uvicornwrites": ["--http-writes", "uvicorn"]}
 PAGE_ONE_WORKER_CALLS_PER_S = 53.0  # the demarkus page's MCP mark_fetch row at 1 worker
 HEADER = (
     "case",
@@ -158,7 +161,8 @@ def run_case(case: str, mark_url: str, mark_pid: int, opts: argparse.Namespace, 
     if case == "main":
         env["PYTHONPATH"] = os.pathsep.join(p for p in (opts.baseline_tree, os.environ.get("PYTHONPATH")) if p)
     else:
-        args += ["--mark-quic-engine", case]
+        engine_name, _, variant = case.partition("-")
+        args += ["--mark-quic-engine", engine_name, *VARIANTS[variant]]
     gateway = launch_target("mcp", args, env=env, wait_for=("ready", "mark"))
     try:
         profile = None if opts.profile is None else opts.profile / f"{case}-round{round_number + 1}.txt"

@@ -71,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--mark-timeout", type=float, default=10.0)
     parser.add_argument(
+        "--http-writes",
+        choices=("one", "uvicorn"),
+        default="one",
+        help="one: a response's headers and body in one send (default); uvicorn: its own two sends",
+    )
+    parser.add_argument(
         "--mark-quic-engine",
         choices=ENGINES,
         default=DEFAULT_ENGINE,
@@ -112,6 +118,7 @@ def main(argv: list[str]) -> int:
             max_sessions=int(args.max_sessions) if args.max_sessions is not None else None,
             mark_timeout=args.mark_timeout,
             mark_quic_engine=args.mark_quic_engine,
+            http_writes=args.http_writes,
             session_reaper=args.session_reaper,
             dedup_cap=args.dedup_cap,
         )

@@ -40,6 +40,7 @@ class GatewayConfig:
     max_sessions: int | None = 10_000
     mark_timeout: float = 10.0
     mark_quic_engine: str = DEFAULT_ENGINE
+    http_writes: str = "one"  # "one": a response's writes joined (one_write.py); "uvicorn": its own, two a response
     session_reaper: str = "sweep"
     dedup_cap: int = DEDUP_CAP
 
@@ -212,8 +213,13 @@ async def serve(
         max_sessions=config.max_sessions,
         host=config.host,
     )
+    from swarmgauge.targets.mcp_gateway.one_write import OneWriteH11Protocol
+
+    http: Any = OneWriteH11Protocol if config.http_writes == "one" else "h11"
     uv = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2)
+        uvicorn.Config(
+            app, http=http, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2
+        )
     )
     task = asyncio.create_task(uv.serve(sockets=[sock]))
     while not uv.started and not task.done():
