@@ -127,6 +127,9 @@ class MarkHop:
     def abandon(self, error: Exception) -> None:
         """Fail every request in flight with ``error`` and take no more (the connection is lost or being dropped)."""
         self._terminated = True
+        if self._ack_release is not None:  # nothing more is sent on it: a held ACK's timer has nothing to do
+            self._ack_release.cancel()
+            self._ack_release = None
         for _buffer, answer in self._answers.values():
             if not answer.done():
                 answer.set_exception(error)
