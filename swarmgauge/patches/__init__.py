@@ -238,20 +238,6 @@ PATCHES: tuple[Patch, ...] = (
         upstream="aiortc/aioquic: PR adding QuicConfiguration.key_share_groups",
     ),
     Patch(
-        name="aioquic-protocol-connection",
-        dependency="aioquic",
-        kind=Kind.READS_PRIVATE,
-        where=("swarmgauge.targets.mcp_gateway.mark_backend",),
-        touches=(
-            "aioquic.asyncio.protocol.QuicConnectionProtocol._quic",
-            "aioquic.asyncio.protocol.QuicConnectionProtocol._closed",
-        ),
-        private_names=("_quic",),
-        why="the MCP gateway's Mark backend checks whether its QUIC connection closed; the asyncio protocol does "
-        "not expose its connection",
-        upstream="aiortc/aioquic: issue asking for a public QuicConnectionProtocol.quic (or is_closed)",
-    ),
-    Patch(
         name="locust-internals",
         dependency="locust",
         kind=Kind.REPLACES,

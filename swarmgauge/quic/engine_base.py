@@ -6,6 +6,7 @@ this base holds the rest, so the driver and the server see one surface whichever
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 import socket
@@ -112,6 +113,35 @@ class QuicEngine:
         if header.packet_type != packet.QuicPacketType.INITIAL:
             return None
         return bytes(header.destination_cid), bytes(header.source_cid)
+
+    # -- asyncio ------------------------------------------------------------------------------------------------
+
+    async def open_asyncio_client(
+        self, host: str, port: int, configuration: Any, create_protocol: Callable[[Any], Any]
+    ) -> tuple[asyncio.DatagramTransport, Any]:
+        """An asyncio client connection, its handshake done: ``(transport, protocol)``, the protocol made by
+        ``create_protocol(quic)`` over this engine's ``QuicConnection``.
+
+        The libraries' own ``connect()`` builds their unpatched connection class (aioquic's four key shares, each
+        handshake against the qh3 server waiting a PTO); these are its steps with ours. The caller closes with
+        ``protocol.close()``, ``await protocol.wait_closed()``, ``transport.close()``."""
+        loop = asyncio.get_running_loop()
+        family, _type, _proto, _name, address = (await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM))[0]
+        sock = socket.socket(family, socket.SOCK_DGRAM)
+        try:
+            sock.bind(("::" if family == socket.AF_INET6 else "0.0.0.0", 0))
+            quic = self.QuicConnection(configuration=configuration)
+            transport, protocol = await loop.create_datagram_endpoint(lambda: create_protocol(quic), sock=sock)
+        except BaseException:
+            sock.close()
+            raise
+        try:
+            protocol.connect(address)
+            await protocol.wait_connected()
+        except BaseException:  # refused, or the caller's timeout cancelled the handshake
+            transport.close()
+            raise
+        return transport, protocol
 
     # -- the datagram path -------------------------------------------------------------------------------------
 

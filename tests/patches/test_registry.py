@@ -173,14 +173,6 @@ def test_aioquics_client_still_initialises_its_tls_with_supported_groups():
     assert len(quic.tls._supported_groups) == 4  # the four key shares the patch cuts to two
 
 
-def test_aioquics_protocol_still_holds_its_connection_privately():
-    from aioquic.asyncio.protocol import QuicConnectionProtocol
-
-    source = inspect.getsource(QuicConnectionProtocol.__init__)
-    assert "self._quic = quic" in source and "self._closed" in source
-    assert not hasattr(QuicConnectionProtocol, "quic")  # when aioquic adds it, use it instead
-
-
 def test_locusts_runner_still_warns_of_a_high_spawn_rate_on_the_logger_the_filter_is_on():
     runners = importlib.import_module("locust.runners")
     assert "spawn rate is very high" in inspect.getsource(runners)

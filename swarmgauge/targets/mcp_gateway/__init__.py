@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from swarmgauge.errors import UsageError
+from swarmgauge.quic.engine import DEFAULT_ENGINE, ENGINES
 from swarmgauge.targets.mcp_gateway.sessions import DEDUP_CAP, REAPERS
 
 __all__ = ["build_parser", "gateway_base_url", "launch", "main", "parse_args"]
@@ -69,6 +70,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="open-session cap; past it initialize gets 503 (SDK default 10000; 'none' disables)",
     )
     parser.add_argument("--mark-timeout", type=float, default=10.0)
+    parser.add_argument(
+        "--http-writes",
+        choices=("one", "uvicorn"),
+        default="one",
+        help="one: a response's headers and body in one send (default); uvicorn: its own two sends",
+    )
+    parser.add_argument(
+        "--mark-quic-engine",
+        choices=ENGINES,
+        default=DEFAULT_ENGINE,
+        help=f"QUIC library of the hop to the Mark server (default {DEFAULT_ENGINE}, as the Mark client's)",
+    )
     return parser
 
 
@@ -104,6 +117,8 @@ def main(argv: list[str]) -> int:
             session_idle_timeout=args.session_idle_timeout,
             max_sessions=int(args.max_sessions) if args.max_sessions is not None else None,
             mark_timeout=args.mark_timeout,
+            mark_quic_engine=args.mark_quic_engine,
+            http_writes=args.http_writes,
             session_reaper=args.session_reaper,
             dedup_cap=args.dedup_cap,
         )

@@ -20,6 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
+from swarmgauge.quic.engine import DEFAULT_ENGINE
 from swarmgauge.targets.mcp_gateway import tools
 from swarmgauge.targets.mcp_gateway.mark_backend import MarkAddress, MarkBackend, MarkBackendError
 from swarmgauge.targets.mcp_gateway.sessions import DEDUP_CAP, HOLD, FetchDedup, SessionSweeper
@@ -38,6 +39,8 @@ class GatewayConfig:
     session_idle_timeout: float | None = 1800.0
     max_sessions: int | None = 10_000
     mark_timeout: float = 10.0
+    mark_quic_engine: str = DEFAULT_ENGINE
+    http_writes: str = "one"  # "one": a response's writes joined (one_write.py); "uvicorn": its own, two a response
     session_reaper: str = "sweep"
     dedup_cap: int = DEDUP_CAP
 
@@ -57,6 +60,7 @@ class GatewayState:
 
     dedup: FetchDedup
     sweeper: SessionSweeper | None
+    backend: MarkBackend | None = None
 
 
 def _say_why(call):
@@ -81,11 +85,11 @@ def _session_id(ctx: Context) -> str:
 
 
 def build_server(config: GatewayConfig) -> tuple[MCPServer, MarkBackend, GatewayState]:
-    backend = MarkBackend(config.mark, timeout=config.mark_timeout)
+    backend = MarkBackend(config.mark, timeout=config.mark_timeout, quic_engine=config.mark_quic_engine)
     dedup = FetchDedup(config.dedup_cap)
     ttl = config.session_idle_timeout
     sweeper = SessionSweeper(ttl, dedup.drop) if config.sweeps and ttl is not None else None
-    state = GatewayState(dedup, sweeper)
+    state = GatewayState(dedup, sweeper, backend)
     server = MCPServer(
         "swarmgauge-mark-gateway",
         version=metadata.version("swarmgauge"),  # the one version, from the installed metadata
@@ -153,6 +157,15 @@ def metrics_text(server: MCPServer, state: GatewayState | None = None) -> str:
         "New sessions in the dedup store since its first eviction.",
         dedup.sessions_after_full,
     )
+    if state.backend is not None:
+        engine_name = state.backend.engine.name
+        text += (
+            "# HELP mcp_gateway_mark_quic_engine The QUIC library of the hop to the Mark server.\n"
+            f'# TYPE mcp_gateway_mark_quic_engine gauge\nmcp_gateway_mark_quic_engine{{engine="{engine_name}"}} 1\n'
+        )
+        text += _gauge(
+            "mcp_gateway_mark_connections", "QUIC connections opened to the Mark server.", state.backend.connections
+        )
     if state.sweeper is not None:
         counts = state.sweeper.counts
         text += _gauge("mcp_gateway_sweeps", "Idle-session sweeps run.", counts.sweeps)
@@ -200,8 +213,13 @@ async def serve(
         max_sessions=config.max_sessions,
         host=config.host,
     )
+    from swarmgauge.targets.mcp_gateway.one_write import OneWriteH11Protocol
+
+    http: Any = OneWriteH11Protocol if config.http_writes == "one" else "h11"
     uv = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2)
+        uvicorn.Config(
+            app, http=http, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2
+        )
     )
     task = asyncio.create_task(uv.serve(sockets=[sock]))
     while not uv.started and not task.done():
