@@ -36,6 +36,7 @@ CHECKED_VERSIONS: dict[str, str] = {
     "locust": ">=2.43.4,<2.48",
     "hdrhistogram": ">=0.10.3,<0.11",
     "mcp": ">=2.3,<2.4",
+    "uvicorn": ">=0.55,<0.56",
     "gevent": ">=24.2,<27",
     "python": ">=3.11,<3.15",
 }
@@ -383,6 +384,18 @@ PATCHES: tuple[Patch, ...] = (
         why="the gateway's /metrics reports its live sessions; the SDK's session manager keeps them in a private "
         "table and has no count",
         upstream="modelcontextprotocol/python-sdk: issue asking for a public session count on the session manager",
+    ),
+    Patch(
+        name="uvicorn-one-write",
+        dependency="uvicorn",
+        kind=Kind.SUBCLASSES,
+        where=("swarmgauge.targets.mcp_gateway.one_write",),
+        touches=("uvicorn.protocols.http.h11_impl.H11Protocol.connection_made",),
+        private_names=(),
+        why="uvicorn's h11 protocol writes a response's status and headers and then its body as two sends, two TCP "
+        "segments on a TCP_NODELAY socket, the MCP gateway's largest single cost a tool call; the subclass hands it "
+        "a transport that joins the writes of one loop turn (same bytes, SSE events still go out as they come)",
+        upstream="encode/uvicorn: issue asking the h11 protocol to send a complete small response in one write",
     ),
     Patch(
         name="argparse-append-action",

@@ -17,10 +17,19 @@ from swarmgauge.reports.index_figures import Check, figure, ms, read_steps, requ
 
 #: why an MCP row is out of reach here, in one line (shown only when the row strays past its tolerance)
 ONE_WORKER = (
-    "one worker waits out every call in turn: the Python gateway's own ~1.7 ms of CPU a call (uvicorn, the MCP SDK, "
-    "its QUIC hop) and the generator's MCP client's ~0.8 ms ride on each 20 ms read, where the page's Go gateway adds "
+    "one worker waits out every call in turn: the Python gateway's own CPU a call (uvicorn, the MCP SDK, its QUIC "
+    "hop; {gateway}) and the generator's MCP client's ride on each 20 ms read, where the page's Go gateway adds "
     "nothing visible"
 )
+
+
+def one_worker_why(gateway_cpu: float | None, rps: float) -> str:
+    """The 1-worker rows' why, with the gateway's CPU a call as this run measured it (its share of a core over the
+    step's calls/s)."""
+    said = f"{gateway_cpu * 10 / rps:.1f} ms here" if gateway_cpu is not None and rps > 0 else "not sampled"
+    return ONE_WORKER.format(gateway=said)
+
+
 EIGHT_WORKERS = (
     "the page's two 8-worker rows through one bucket end p99 at 85 and 104 ms and put p50 at 60 and 40 ms about "
     "Little's mean of 8 / 160 req/s = 50 ms; the stand-in gives both tools the same, about 50 and 105 ms"
@@ -34,8 +43,6 @@ LOOKUP_ALL_EIGHT = (
     "be both"
 )
 MCP_REASONS = {
-    ("MCP `mark_fetch`", 1): ONE_WORKER,
-    ("MCP `mark_lookup_all` (one world)", 1): ONE_WORKER,
     ("MCP `mark_fetch`", 8): EIGHT_WORKERS,
     ("MCP `mark_lookup_all` (one world)", 8): LOOKUP_ALL_EIGHT,
 }
@@ -77,7 +84,12 @@ def mcp_tables(runs: dict[str, Path | None], checks: list[Check]) -> list[pd.Dat
                 shown["generator CPU"] = [
                     "" if pd.isna(value) else f"{float(value):.0f} %" for value in rows["generator_cpu_max"]
                 ]
-            tables.append(with_reasons(shown, MCP_REASONS))
+            one = rows[rows["users"].astype(int) == 1]
+            reasons = dict(MCP_REASONS)
+            if not one.empty:
+                step, rps = int(one["step"].iloc[0]), float(one["rps"].iloc[0])
+                reasons[(label, 1)] = one_worker_why(cpu.get(step), rps)
+            tables.append(with_reasons(shown, reasons))
     return tables
 
 

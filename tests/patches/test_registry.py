@@ -221,6 +221,15 @@ def test_the_mcp_session_manager_still_keeps_its_sessions_in_a_private_table():
     assert public == [], f"the SDK may now count its sessions publicly ({public}): use it in mcp_gateway.server"
 
 
+def test_uvicorns_h11_protocol_still_writes_a_responses_head_and_body_apart():
+    """uvicorn-one-write can go once uvicorn sends a small response in one write: then its h11 cycle no longer has a
+    separate ``transport.write`` for the head before the body's."""
+    from uvicorn.protocols.http.h11_impl import RequestResponseCycle
+
+    source = inspect.getsource(RequestResponseCycle.send)
+    assert source.count("self.transport.write(") >= 2, "uvicorn may now send a response at once: drop one_write.py"
+
+
 def test_argparses_append_action_and_option_table_are_still_where_the_patch_reads_them():
     parser = argparse.ArgumentParser()
     action = parser.add_argument("--x", action="append")
