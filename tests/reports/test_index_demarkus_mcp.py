@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from swarmgauge.reports.index_demarkus_mcp import mcp_tables
+from swarmgauge.reports.index_demarkus_mcp import mcp_tables, one_worker_why
 from tests.reports.test_index_demarkus_writes import row, run_folder
 
 WHY = "why it does not hold"
@@ -26,3 +26,11 @@ def test_an_eight_worker_lookup_all_p50_at_littles_mean_says_why_one_lookup_cann
     assert "8 / 158 req/s = 50.6 ms" in lookup_all and "benchmarks/verb_cost_model.py" in lookup_all
     assert "one LOOKUP cannot be both" in lookup_all
     assert "Little's mean of 8 / 160 req/s = 50 ms" in why[("MCP `mark_fetch`", 8)]  # p99 130 against 85: strays
+
+
+def test_the_one_worker_why_gives_the_gateways_cpu_a_call_this_run_measured():
+    """A fixed figure in the why once said ~1.7 ms beside a row whose own columns gave 4.1: the why now reads the
+    gateway's share of a core over the step's calls/s, and says when nothing was sampled."""
+    assert "its QUIC hop; 4.2 ms here)" in one_worker_why(16.0, 38.0)
+    assert "its QUIC hop; not sampled)" in one_worker_why(None, 38.0)
+    assert "not sampled" in one_worker_why(16.0, 0.0)
