@@ -191,7 +191,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     """Every workload of every runnable page, the manifest after each, then the index; 1 when a run left no folder.
 
     ``scale`` (the pages' ``--scale``) is kept in the manifest: the index weighs the time taken against its budget."""
-    from swarmgauge.reports.index import write_index
+    from swarmgauge.reports.index import index_sections, write_index
     from swarmgauge.reports.index_grades import exit_state
     from swarmgauge.reports.index_scale import budget_minutes
     from swarmgauge.run_folders import new_run_folder
@@ -238,6 +238,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
             forking = forked[0] if forked else None
             ahead.append(start_workload(following, following_dir, log, report=False, zygote=forking))
 
+    loads_over = False
     try:
         if todo:
             start_next(0)
@@ -278,17 +279,28 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
             phased = f" ({phase_text(spent)})" if spent else ""
             print(f" {entry['elapsed_s']:.0f} s{phased}, {state}: {shown}; {done}", flush=True)
             _save(folder, manifest)
+        loads_over = True
     finally:
         for started in ahead:
             abandon(started)
         if zygote is not None:
             zygote.close()
-        left = reports.finish()
-    took, processes, failed = render_reports(left)
+        if not loads_over:
+            reports.finish()
+    # no load is left: the start-up renderer (its imports done) renders the rest while this process draws the index's
+    # pages; a fresh process per core only for what it could not render
+    rendering = time.monotonic()
     early = len(reports.rendered) + len(reports.failed)
+    last = reports.pending
+    reports.render_rest()
+    sections = index_sections(folder)
+    left = reports.wait_rest()
+    _more, processes, failed = render_reports(left)
+    took = time.monotonic() - rendering
+    warm = last - len(left)
     print(
-        f"reports: {early + len(left)} run reports, {early} rendered while workloads started up, "
-        f"{len(left)} in {took:.0f} s on {processes} process(es)",
+        f"reports: {early + last} run reports, {early} rendered while workloads started up, {last} in {took:.0f} s "
+        f"({warm} by that renderer, {len(left)} on {processes} more process(es)), the index's pages drawn beside them",
         flush=True,
     )
     for why in reports.failed + failed:
@@ -296,7 +308,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     manifest["ended_at"] = time.time()
     _save(folder, manifest)
     indexing = time.monotonic()
-    paths = write_index(folder)
+    paths = write_index(folder, sections)
     print(f"index: {paths[1]} ({paths[0].name}); {(manifest['ended_at'] - manifest['started_at']) / 60:.1f} min")
     print(totals.text(took, time.monotonic() - indexing, time.time() - manifest["started_at"]), flush=True)
     return 1 if lost else 0

@@ -7,7 +7,11 @@ of pandas, matplotlib and plotly again and took its seconds out of the demo's bu
 - :class:`StartUpReports`: one niced process, fed a finished run at a time, that renders while the next workload
   starts up (its interpreter, its targets, a fleet's discovery: seconds of a core left idle) and is stopped
   (SIGSTOP) before that workload's go, so no report ever runs beside a measurement.
-- :func:`render_reports`: what is left once the load is over, a process per core, each paying the imports once.
+- :meth:`StartUpReports.render_rest`: once the last load is over, that process (its imports done) is handed every
+  run not yet rendered, while the demo draws the index's pages beside it; a fresh process per core paid the imports
+  again for the last few (4 reports took 5 s at the end of ``demo --all``, where one warm process renders one in
+  0.5 to 1 s).
+- :func:`render_reports`: what that process could not render, a process per core, each paying the imports once.
 
 A report that fails is said in one line and the others go on.
 """
@@ -70,14 +74,15 @@ class StartUpReports:
     """Reports rendered between one workload's end of load and the next one's go, one run at a time.
 
     The demo calls :meth:`resume` once a load is over, :meth:`tick` while it waits (it hands the process its next
-    run when the last one is done), and :meth:`pause` before it lets a workload go. :meth:`finish` stops the process
-    and returns the runs it did not render (the current one included), for :func:`render_reports`."""
+    run when the last one is done), and :meth:`pause` before it lets a workload go. After the last load,
+    :meth:`render_rest` hands it every run left and :meth:`wait_rest` waits for them. :meth:`finish` stops the process
+    and returns the runs it did not render (those it was given included), for :func:`render_reports`."""
 
     def __init__(self) -> None:
         self.queue: list[Path] = []
         self.rendered: list[Path] = []
         self.failed: list[str] = []
-        self._current: Path | None = None
+        self._given: list[Path] = []  # handed to the process, not yet answered, in order
         self._process: subprocess.Popen[str] | None = None
         self._running = False
         self._broken = False
@@ -87,13 +92,18 @@ class StartUpReports:
         self.queue.append(run)
 
     @property
+    def pending(self) -> int:
+        """Runs added and not yet rendered (or said failed)."""
+        return len(self._given) + len(self.queue)
+
+    @property
     def pid(self) -> int | None:
         """The rendering process's pid (None before its first need and after :meth:`finish`)."""
         return self._process.pid if self._process is not None else None
 
     def resume(self) -> None:
         """Let the process render (started on first need)."""
-        if self._broken or (not self.queue and self._current is None):
+        if self._broken or (not self.queue and not self._given):
             return
         if self._process is None:
             try:
@@ -119,14 +129,34 @@ class StartUpReports:
         if not self._running or self._process is None:
             return
         self._read_answers()
-        if self._current is None and self.queue and not self._broken:
-            self._current = self.queue.pop(0)
-            try:
-                assert self._process.stdin is not None
-                self._process.stdin.write(f"{self._current}\n")
-                self._process.stdin.flush()
-            except (BrokenPipeError, OSError):
-                self._lose_process()
+        if not self._given and self.queue and not self._broken:
+            self._hand(self.queue[:1])
+
+    def _hand(self, runs: list[Path]) -> None:
+        """Give the process ``runs`` (taken off the queue); it renders them in turn."""
+        del self.queue[: len(runs)]
+        self._given += runs
+        try:
+            assert self._process is not None and self._process.stdin is not None
+            self._process.stdin.write("".join(f"{run}\n" for run in runs))
+            self._process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self._lose_process()
+
+    def render_rest(self) -> None:
+        """No load is left: let the process render every run not yet rendered, one after another, unpaused (started
+        now if it never was)."""
+        self.resume()
+        if self._running and self.queue and not self._broken:
+            self._hand(list(self.queue))
+
+    def wait_rest(self, seconds_per_report: float = SECONDS_PER_REPORT) -> list[Path]:
+        """Wait for what :meth:`render_rest` handed over (at most ``seconds_per_report`` a run), then :meth:`finish`:
+        the runs not rendered."""
+        deadline = time.monotonic() + seconds_per_report * len(self._given)
+        while self._running and self._given and time.monotonic() < deadline:
+            self._read_answers(wait=min(1.0, max(0.0, deadline - time.monotonic())))
+        return self.finish()
 
     def pause(self) -> None:
         """Stop the process where it is (SIGSTOP): a workload is about to be let go."""
@@ -139,7 +169,7 @@ class StartUpReports:
         """End the process (what it was rendering is given back) and return every run not rendered, in order."""
         if self._running:
             self._read_answers()
-        left = ([self._current] if self._current is not None else []) + self.queue
+        left = self._given + self.queue
         if self._process is not None:
             with contextlib.suppress(OSError):
                 self._process.kill()  # a stopped process too
@@ -148,14 +178,16 @@ class StartUpReports:
             for stream in filter(None, (self._process.stdin, self._process.stdout)):
                 with contextlib.suppress(OSError):
                     stream.close()
-        self._process, self._current, self.queue, self._running = None, None, [], False
+        self._process, self._given, self.queue, self._running = None, [], [], False
         return left
 
-    def _read_answers(self) -> None:
+    def _read_answers(self, wait: float = 0.0) -> None:
+        """Take every answer the process has written (waiting up to ``wait`` seconds for the first)."""
         process = self._process
         if process is None or process.stdout is None:
             return
-        while select.select([process.stdout], [], [], 0)[0]:
+        while select.select([process.stdout], [], [], wait)[0]:
+            wait = 0.0
             chunk = os.read(process.stdout.fileno(), 4096).decode("utf-8", "replace")
             if not chunk:  # the process has ended: what it was given goes to the final pass
                 self._lose_process()
@@ -163,17 +195,16 @@ class StartUpReports:
             self._pending += chunk
             *lines, self._pending = self._pending.split("\n")
             for line in lines:
-                if line.startswith((DONE, FAILED)) and self._current is not None:
+                if line.startswith((DONE, FAILED)) and self._given:
+                    answered = self._given.pop(0)
                     if line.startswith(FAILED):
                         self.failed.append(line.removeprefix(FAILED))
                     else:
-                        self.rendered.append(self._current)
-                    self._current = None
+                        self.rendered.append(answered)
 
     def _lose_process(self) -> None:
-        if self._current is not None:
-            self.queue.insert(0, self._current)
-            self._current = None
+        self.queue[:0] = self._given
+        self._given = []
         self._broken = True
         self._running = False
 

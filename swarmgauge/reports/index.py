@@ -267,11 +267,21 @@ def took_line(manifest: dict[str, Any]) -> str:
     return f"Took {took:.1f} min, {verdict} the {budget:.3g} min budget of --all at --scale {scale:g} on 2 cores."
 
 
-def write_index(folder: Path | str) -> tuple[Path, Path]:
-    """Write ``report.md`` and ``report.html`` (and each page's plot under ``index_plots/``) into the demo folder."""
+def index_sections(folder: Path | str) -> list[dict[str, Any]]:
+    """Every page's section (its tables, grades and plots: the index's work, seconds of it), from the run folders and
+    the manifest's workloads; the manifest's end time is not read, so the demo draws them while its last reports
+    render and writes the index once they are done."""
     folder = Path(folder).resolve()  # the run folders resolve through ``latest`` links: links are relative to this
+    return [page_parts(folder, page) for page in load_manifest(folder)["pages"]]
+
+
+def write_index(folder: Path | str, sections: list[dict[str, Any]] | None = None) -> tuple[Path, Path]:
+    """Write ``report.md`` and ``report.html`` (and each page's plot under ``index_plots/``) into the demo folder
+    (``sections``: :func:`index_sections`, drawn before; drawn now when None)."""
+    folder = Path(folder).resolve()
     manifest = load_manifest(folder)
-    sections = [page_parts(folder, page) for page in manifest["pages"]]
+    if sections is None:
+        sections = index_sections(folder)
     for parts in sections:
         if parts.get("plot_png"):
             (folder / PLOTS_DIR).mkdir(exist_ok=True)

@@ -4,6 +4,8 @@ that cannot be rendered is said in one line without losing the others."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -110,3 +112,32 @@ def test_start_up_reports_never_started_give_back_every_run():
     reports.add(Path("/runs/a"))
     reports.pause()
     assert reports.finish() == [Path("/runs/a")]
+
+
+def test_after_the_last_load_the_start_up_renderer_renders_every_run_left_and_gives_back_none(tmp_path):
+    runs = [run_folder(tmp_path / f"run-{n}") for n in range(3)]
+    reports = StartUpReports()
+    reports.add(runs[0])
+    reports.resume()  # the renderer started, given its first run, as between two loads
+    reports.pause()
+    for run in runs[1:]:
+        reports.add(run)
+    assert reports.pending == 3
+    reports.render_rest()  # unpaused, handed the rest at once: no tick needed
+    pid = reports.pid
+    assert reports.wait_rest() == []  # nothing left for a fresh process
+    assert reports.rendered == runs and reports.pending == 0
+    assert all((run / "report.html").is_file() for run in runs)
+    assert pid is not None and not Path(f"/proc/{pid}").exists()
+
+
+def test_the_rest_handed_to_a_renderer_that_dies_is_given_back(tmp_path):
+    runs = [run_folder(tmp_path / f"run-{n}") for n in range(2)]
+    reports = StartUpReports()
+    for run in runs:
+        reports.add(run)
+    reports.render_rest()  # never started between loads: started now
+    pid = reports.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    assert sorted(reports.wait_rest()) == sorted(run for run in runs if run not in reports.rendered)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from swarmgauge.reports.index import IndexInputError, table_of, write_index
+from swarmgauge.reports.index import IndexInputError, index_sections, table_of, write_index
 from swarmgauge.reports.index_figures import PageSection, figure
 
 COLUMNS = ["step", "label", "request_type", "name", "users", "target_rate", "requests", "failures", "rps"]
@@ -248,3 +248,18 @@ def test_figures_measured_only_are_shown_after_the_pages_rows_and_not_counted(tm
     assert text.index("### The page's rows") < text.index("### Measured here only") < text.index("a figure of our own")
     assert MEASURED_ONLY in text
     assert "a figure of our own" in html_path.read_text()
+
+
+def test_the_pages_drawn_before_the_demo_ended_give_the_index_its_end_time_once_written(tmp_path):
+    """The demo draws the pages (``index_sections``) while its last reports render, before it knows its end: the
+    index written from them then says the end time the manifest has by then, and the same pages as drawn at once."""
+    reads(tmp_path, [(1, 50.0, 21.0, 27.0), (4, 158.0, 24.0, 40.0)])
+    manifest(tmp_path, [page("demarkus", "reads")])
+    doc = json.loads((tmp_path / "demo.json").read_text())
+    del doc["ended_at"]
+    (tmp_path / "demo.json").write_text(json.dumps(doc))
+    sections = index_sections(tmp_path)
+    (tmp_path / "demo.json").write_text(json.dumps(doc | {"ended_at": 600.0}))
+    drawn_before = write_index(tmp_path, sections)[0].read_text()
+    assert "in 10.0 min" in drawn_before and "Took 10.0 min" in drawn_before
+    assert drawn_before == write_index(tmp_path)[0].read_text()
