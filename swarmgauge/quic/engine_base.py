@@ -17,6 +17,9 @@ from typing import Any
 
 from swarmgauge.quic.acks import MAX_ACK_DELAY, overdue_ack_at
 
+#: the asyncio protocol classes made by :meth:`QuicEngine.asyncio_protocol`, by (engine, mixin)
+_MIXED: dict[tuple[str, type], type] = {}
+
 
 class QuicEngine:
     """One QUIC library: its classes under common names, and the private-field work each needs."""
@@ -46,6 +49,14 @@ class QuicEngine:
 
     def __repr__(self) -> str:
         return f"<QuicEngine {self.name}>"
+
+    def asyncio_protocol(self, mixin: type, name: str) -> type:
+        """``mixin`` over this engine's asyncio ``QuicConnectionProtocol``, made once per engine and mixin (the Mark
+        server's streams, the MCP gateway's hop): each side's wire logic written once for both libraries."""
+        made = _MIXED.get((self.name, mixin))
+        if made is None:
+            made = _MIXED[(self.name, mixin)] = type(name, (mixin, self.QuicConnectionProtocol), {})
+        return made
 
     def _module(self, name: str) -> ModuleType:
         return importlib.import_module(f"{self._package}.{name}")

@@ -267,17 +267,9 @@ class MarkStreams:
             task.cancel()
 
 
-_PROTOCOL_CLASSES: dict[str, type] = {}
-
-
 def protocol_class(quic_engine: QuicEngine) -> type:
-    """``MarkStreams`` over ``quic_engine``'s asyncio ``QuicConnectionProtocol``, made once per engine."""
-    made = _PROTOCOL_CLASSES.get(quic_engine.name)
-    if made is None:
-        made = _PROTOCOL_CLASSES[quic_engine.name] = type(
-            "MarkServerProtocol", (MarkStreams, quic_engine.QuicConnectionProtocol), {}
-        )
-    return made
+    """``MarkStreams`` over ``quic_engine``'s asyncio ``QuicConnectionProtocol``."""
+    return quic_engine.asyncio_protocol(MarkStreams, "MarkServerProtocol")
 
 
 def server_configuration(cert: DevCertificate, settings: ServerSettings) -> Any:

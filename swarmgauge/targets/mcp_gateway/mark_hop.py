@@ -142,14 +142,6 @@ def _expire(answer: asyncio.Future[bytes]) -> None:
         answer.set_exception(TimeoutError("no answer from the Mark server in time"))
 
 
-_HOP_CLASSES: dict[str, type] = {}
-
-
 def hop_protocol(quic_engine: QuicEngine) -> type:
-    """``MarkHop`` over ``quic_engine``'s asyncio ``QuicConnectionProtocol``, made once per engine."""
-    made = _HOP_CLASSES.get(quic_engine.name)
-    if made is None:
-        made = _HOP_CLASSES[quic_engine.name] = type(
-            "MarkHopProtocol", (MarkHop, quic_engine.QuicConnectionProtocol), {}
-        )
-    return made
+    """``MarkHop`` over ``quic_engine``'s asyncio ``QuicConnectionProtocol``."""
+    return quic_engine.asyncio_protocol(MarkHop, "MarkHopProtocol")
