@@ -237,3 +237,32 @@ def test_a_port_taken_meanwhile_is_picked_again_and_a_given_busy_port_is_one_lin
     finally:
         for holder in taken:
             holder.close()
+
+
+def test_a_worker_port_taken_meanwhile_starts_again_and_the_kernel_reads_the_new_key_files(monkeypatch):
+    """The first attempt's Worker 0 wrote its key file, then Worker 1 found its port taken: the second attempt's
+    Kernel read that stale file (a dead port) before the new Worker 0 replaced it, and kept the dead address."""
+    import socket
+
+    import swarmgauge.targets.mdk.stack as stack_module
+
+    taken: list[socket.socket] = []
+    make_plan = stack_module.make_plan
+
+    def plan_with_a_taken_worker_port(**kwargs):
+        plan = make_plan(**kwargs)
+        if not taken:
+            holder = socket.socket()
+            holder.bind(("127.0.0.1", plan.workers[-1].port))
+            holder.listen()
+            taken.append(holder)
+        return plan
+
+    monkeypatch.setattr(stack_module, "make_plan", plan_with_a_taken_worker_port)
+    try:
+        with MDKStack(devices=4, workers=2, start_timeout_s=15) as stack:
+            assert stack.plan.workers[-1].port != taken[0].getsockname()[1]
+            assert requests.get(stack.url + "/api/fleet/summary", timeout=10).json()["deviceCount"] == 4
+    finally:
+        for holder in taken:
+            holder.close()

@@ -136,11 +136,12 @@ class Kernel:
                 except (OSError, ValueError):
                     continue
                 entry = self.workers.get(record["workerId"])
-                if entry is None:
+                port = int(record["port"])
+                if entry is None or entry.port != port:  # new, or come back at another address: forget the old one
+                    if entry is not None:
+                        entry.client.close()
                     entry = WorkerEntry(
-                        record["workerId"],
-                        int(record["port"]),
-                        rpc.RpcClient(self.plan.host, int(record["port"]), connect_timeout=0.5),
+                        record["workerId"], port, rpc.RpcClient(self.plan.host, port, connect_timeout=0.5)
                     )
                     self.workers[entry.worker_id] = entry
                 if entry.state == "READY" and not entry.client.connected:

@@ -109,6 +109,8 @@ class MDKStack:
                 if self._plan_args is None or "in use" not in str(exc) or attempt + 1 == START_ATTEMPTS:
                     self.stop()
                     raise
+                for key in (self.root / "workers").glob("*.json"):  # the stopped attempt's Workers' addresses
+                    key.unlink(missing_ok=True)
                 self.plan = make_plan(**self._plan_args)
             except BaseException:
                 self.stop()
