@@ -481,6 +481,9 @@ def test_a_worker_joining_a_running_master_is_the_environments_runner_at_its_tes
         for env in (late, first):
             if env.runner is not None:
                 env.runner.quit()
+                # quit() stops the users it counted; one the spawn started after the count lived on in this process
+                # and ran into later tests (where a patched gevent.sleep made it spin and starve the hub)
+                env.runner.user_greenlets.kill(block=True, timeout=5)
         master.quit()
     assert seen == [runner], "the late worker's test_start saw its runner"
 

@@ -21,6 +21,7 @@ from swarmgauge.users.brain_client import BrainUnreachable
 from swarmgauge.users.brain_user import BrainUser
 from swarmgauge.users.kneo_user import KneoUser
 from swarmgauge.users.mdk_user import MDKUser
+from tests.users.fake_gevent import module_sleeps
 
 RUN_SECONDS = 2.0
 
@@ -59,7 +60,7 @@ def test_jitter_only_shortens_a_wait_and_never_below_its_fraction():
 
 def test_wait_sleeps_out_only_what_is_left_of_the_wait(monkeypatch):
     slept: list[float] = []
-    monkeypatch.setattr(backoff_module.gevent, "sleep", lambda seconds=0: slept.append(seconds))
+    monkeypatch.setattr(backoff_module, "gevent", module_sleeps(slept.append))  # this module's sleeps only
     clock = Clock()
     backoff = Backoff(0.5, 2.0, clock=clock)
     assert backoff.wait() == 0.0  # nothing failed yet: no wait

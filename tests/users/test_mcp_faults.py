@@ -10,6 +10,7 @@ from swarmgauge.protocols import mcp as proto
 from swarmgauge.users import mcp_user as mcp_users
 from swarmgauge.users.mcp_client import MCPClient, session_lost, split_endpoint
 from swarmgauge.users.mcp_user import MCPChurnUser, MCPToolUser, MCPUser, options_from
+from tests.users.fake_gevent import module_sleeps
 from tests.users.fake_mcp_server import FakeMCPServer
 from tests.users.test_mcp_user import Recorder, make_user
 
@@ -42,7 +43,7 @@ def env():
 def sleeps(monkeypatch):
     """Backoff sleeps, recorded instead of slept."""
     slept: list[float] = []
-    monkeypatch.setattr(mcp_users.gevent, "sleep", lambda seconds=0: slept.append(seconds))
+    monkeypatch.setattr(mcp_users, "gevent", module_sleeps(slept.append))
     return slept
 
 
@@ -145,7 +146,7 @@ def test_stateless_churn_sends_one_self_contained_call_per_session(fake, env, mo
     user = make_user(MCPChurnUser, environment, fake.url)
     user.options.protocol = "2026-07-28"
     user.client = user._new_client()
-    monkeypatch.setattr(mcp_users.gevent, "sleep", lambda seconds=0: None)
+    monkeypatch.setattr(mcp_users, "gevent", module_sleeps(lambda _seconds: None))
     for _ in range(3):
         user.one_session()
     assert recorder.names() == ["tools/call echo"] * 3 and not recorder.failures()
