@@ -20,3 +20,11 @@ def overdue_ack_at(ack_at: float | None, now: float) -> float | None:
     if ack_at is not None and ack_at >= now:
         return now - OVERDUE
     return ack_at
+
+
+def ack_hold_until(held_until: float | None, now: float) -> float:
+    """When an ACK-only send asked about at ``now`` must go alone: quic-go's rule where the engine cannot be told it
+    (qh3 ACKs a FIN at once). The hold starts at the first ask (``held_until`` None) and lasts ``MAX_ACK_DELAY``,
+    so the next request carries the ACK; the caller holds while ``now`` is before it and forgets it once it sends.
+    One rule for the Mark client's driver and the MCP gateway's hop (a float, not an object: a driver per user)."""
+    return now + MAX_ACK_DELAY if held_until is None else held_until

@@ -14,7 +14,7 @@ from typing import Any
 
 import gevent.event
 
-from swarmgauge.quic.acks import MAX_ACK_DELAY
+from swarmgauge.quic.acks import ack_hold_until
 from swarmgauge.quic.engine import QuicEngine
 from swarmgauge.quic.errors import (
     ALPNMismatch,
@@ -303,11 +303,10 @@ class ServicePass:
             self._schedule()  # the next pass flushes what aioquic still has to say, then shuts down
 
     def _ack_may_wait(self, now: float) -> bool:
-        """quic-go's rule where the engine cannot be told it: hold an ACK-only datagram (the engine says one is all
-        it owes) back up to the ACK delay, so that it rides on the next request instead."""
-        if self._ack_wait_until is None:
-            self._ack_wait_until = now + MAX_ACK_DELAY
-        return now < self._ack_wait_until
+        """Hold an ACK-only datagram (the engine says one is all it owes) back, as ``ack_hold_until`` says, so that
+        it rides on the next request instead."""
+        until = self._ack_wait_until = ack_hold_until(self._ack_wait_until, now)
+        return now < until
 
     def _flush(self, now: float | None = None) -> None:
         self._ack_wait_until = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from swarmgauge.quic.acks import MAX_ACK_DELAY
+from swarmgauge.quic.acks import ack_hold_until
 from swarmgauge.quic.engine import QuicEngine
 
 
@@ -79,7 +79,7 @@ class MarkHop:
                 return stream_id
 
     def transmit(self) -> None:
-        """Send what the connection owes, except an ACK alone: it waits up to ``MAX_ACK_DELAY`` for the next request
+        """Send what the connection owes, except an ACK alone: it waits (``ack_hold_until``) for the next request
         to carry it, as the Mark client's driver holds it (qh3 ACKs a FIN at once and cannot be told to wait; aioquic
         waits by itself after ``delay_acks``). An answer's ACK sent alone cost a datagram each way and the server's
         stream credit a third: the server frees a stream when the ACK of its answer arrives."""
@@ -89,9 +89,8 @@ class MarkHop:
             now = self._hop_loop.time()
             _timer_at, ack_only = self._engine.next_timer(self._hop_quic)
             if ack_only:
-                held_until = self._ack_held_until
-                if held_until is None:
-                    held_until = self._ack_held_until = now + MAX_ACK_DELAY
+                held_until = self._ack_held_until = ack_hold_until(self._ack_held_until, now)
+                if self._ack_release is None:
                     self._ack_release = self._hop_loop.call_at(held_until, self._release_ack)
                 if now < held_until:
                     return
