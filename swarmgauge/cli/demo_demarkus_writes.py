@@ -23,6 +23,12 @@ BURST_PACING = "--commit-interval 0.3s --commit-cost 11ms --request-timeout 2s"
 BURST_WRITERS = 4
 #: the concurrent writers' hold at least this long: a dozen writes at the page's real 1.5 s pacing
 CONCURRENT_LEAST_S = 16.0
+#: ...and at any scale at least this long, a floor that never shrinks (``needs``): the mean wait reads the queue (4
+#: writers x 1.5 s, about 6 s) only from the writers' second round on; the first round's four waited 0 to 4.5 s. An
+#: 8 s hold counts about 10 writes, 6 of them past the first round (3.97 s at --scale 0.25, amber at +-30 %, the
+#: shape check's "queue" over 3 s holding); a 5 s hold would count 8, half of them the first round's, its last write
+#: (queued from 4.5 s to 10.5 s) past the 5 s grace: a mean pulled toward the first round's 2.3 s, the check at risk
+CONCURRENT_QUEUE_S = 8.0
 CONCURRENT_WRITERS = 4
 PAGE_PACING_S = 1.5
 #: the concurrent writers' grace at the hold's end (``--stop-timeout``, the recording users' own default): their 4
@@ -156,7 +162,7 @@ def writes_and_mcp(scale: float) -> tuple[Workload, ...]:
             _soak(
                 "concurrent: 4 writers back to back on one world",
                 CONCURRENT_WRITERS,
-                held(20, scale, CONCURRENT_LEAST_S),
+                hold(20, scale, CONCURRENT_LEAST_S, needs=CONCURRENT_QUEUE_S),
                 ["fail_ratio<0.5"],
             ),
             answered_after_s=min(CONCURRENT_WRITERS * PAGE_PACING_S, CONCURRENT_STOP_S),

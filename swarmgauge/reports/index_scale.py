@@ -1,9 +1,7 @@
 """What the demo's ``--scale`` means for its index: the time ``demo --all`` may take, and what a shortened run's rows
-are worth (its holds, and their floors, shortened: fewer samples, noisier rows)."""
+are worth (its holds, and their floors with them, shortened: fewer samples, noisier rows)."""
 
 from __future__ import annotations
-
-import math
 
 #: minutes ``demo --all`` may take on 2 cores at the scales issue 30 names (its figures to reach)
 BUDGET_MIN = {1.0: 20.0, 0.25: 6.0}
@@ -32,7 +30,7 @@ def scale_note(scale: float | None) -> str:
     if not isinstance(scale, int | float) or scale >= 1:
         return ""
     return (
-        f"--scale {scale:g}: steps and soaks shortened to {_fraction(scale)} (their floors to "
-        f"{_fraction(math.sqrt(scale))}); "
+        f"--scale {scale:g}: steps and soaks shortened to {_fraction(scale)}, their floors with them (never under "
+        "what a workload's mechanism needs); "
         'rows are noisier, and a row read over fewer requests than its tolerance needs says "few samples".'
     )

@@ -90,13 +90,15 @@ def test_a_page_that_cannot_run_says_why_in_one_line_and_in_the_index(tmp_path, 
     assert "**Skipped:** no PostgreSQL here (test)" in index and "| skipped " in index
 
 
-def test_a_floor_stays_at_scale_1_and_shrinks_with_the_square_root_of_a_smaller_scale():
+def test_a_floor_stays_at_scale_1_and_shrinks_with_a_smaller_scale_as_the_hold_does():
     from swarmgauge.cli.demo_pages import hold, hold_seconds, least_at
 
-    assert [least_at(16, scale) for scale in (2.0, 1.0, 0.25)] == [16, 16, 8]
+    assert [least_at(16, scale) for scale in (2.0, 1.0, 0.5, 0.25)] == [16, 16, 8, 4]
     assert least_at(0.0, 0.25) == 0.0 and least_at(9, 0.01) == 2.0  # no floor stays none; a floor keeps 2 s
-    assert hold(30, 0.25, 10.0) == "8s" and hold(20, 1.0, 16.0) == "20s" and hold(20, 0.25, 16.0) == "8s"
+    assert least_at(1.0, 0.25) == 1.0 and least_at(3.0, 0.3) == 2.0  # whole seconds, never under 2 s (or the floor)
+    assert hold(30, 0.25, 10.0) == "8s" and hold(20, 1.0, 16.0) == "20s" and hold(20, 0.25, 16.0) == "5s"
     assert hold_seconds(24, 0.25, needs=20) == 20  # what a fixed batch takes to send never shrinks
+    assert hold_seconds(20, 0.25, 16.0, needs=8) == 8  # nor what a mechanism needs to show
 
 
 def test_every_workload_runs_at_every_scale_and_only_shorter():

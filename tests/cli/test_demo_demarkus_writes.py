@@ -112,3 +112,13 @@ def test_the_planned_time_of_the_burst_is_its_count_at_the_pacing_and_of_the_wri
     assert concurrent.plan is not None
     hold = float(concurrent.plan["duration"].rstrip("s"))
     assert concurrent.planned_seconds() == hold + min(4 * 1.5, grace)
+
+
+def test_the_concurrent_writers_hold_past_their_queues_second_round_at_any_scale():
+    """The mean wait reads the 4 writers' queue (about 6 s) only from their second round of writes on: below scale 1
+    the hold shrinks to that and no further (``needs``); at scale 1 it is the 20 s it was."""
+    from swarmgauge.cli.demo_demarkus_writes import CONCURRENT_QUEUE_S
+
+    for scale, expected in ((0.1, CONCURRENT_QUEUE_S), (0.25, CONCURRENT_QUEUE_S), (0.5, 10.0), (1.0, 20.0)):
+        concurrent = {w.name: w for w in writes_and_mcp(scale)}["writes-concurrent"]
+        assert concurrent.plan is not None and float(concurrent.plan["duration"].rstrip("s")) == expected

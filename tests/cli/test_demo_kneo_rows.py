@@ -45,9 +45,9 @@ def test_the_kneo_page_plans_no_more_than_half_a_minute_more_load_than_before_sq
 
 
 def test_the_queue_batch_is_the_pages_at_scale_1_and_shrinks_below_it_as_a_floor_does_saying_so():
-    """The drain is most of the queue row's time: below scale 1 the batch shrinks with the square root of the scale
-    (250 at 0.25) and its sending time with it; the workload's line and plan name both batch sizes."""
-    for scale, batch, sending in ((2.0, QUEUE_BATCH, 48), (1.0, QUEUE_BATCH, 24), (0.5, 354, 15), (0.25, 250, 10)):
+    """The drain is most of the queue row's time: below scale 1 the batch shrinks as a floor does, with the scale
+    (125 at 0.25), and its sending time with it; the workload's line and plan name both batch sizes."""
+    for scale, batch, sending in ((2.0, QUEUE_BATCH, 48), (1.0, QUEUE_BATCH, 24), (0.5, 250, 12), (0.25, 125, 6)):
         workload = queue_batch(scale)
         assert option(workload, "--kneo-batch") == str(batch) and option(workload, "--kneo-mode") == "batch"
         assert workload.planned_seconds() == sending
@@ -108,4 +108,4 @@ def test_below_scale_1_a_sync_sweep_keeps_its_anchor_at_both_ends_and_plans_no_m
     for scale in (0.25, 0.5):
         for page in pages(["kneo"], scale)[0].workloads[:2]:
             assert [s["users"] for s in page.plan["stages"]][::4] == [1, 1] and len(page.plan["stages"]) == 5
-    assert sum(w.planned_seconds() for w in pages(["kneo"], 0.25)[0].workloads) == 64  # as before
+    assert sum(w.planned_seconds() for w in pages(["kneo"], 0.25)[0].workloads) == 60  # 64 with the batch at 250
