@@ -175,6 +175,18 @@ def test_rate_limit_per_ip_keys_on_x_forwarded_for_and_frees_after_the_window():
         assert requests.get(target.url + "/echo", timeout=5).ok
 
 
+def target_mdk(*args: str) -> subprocess.CompletedProcess:
+    """``swarmgauge target mdk ARGS`` as a person runs it, to its exit (each case here exits before it serves)."""
+    return subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "target", "mdk", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    )
+
+
 @pytest.mark.parametrize(
     "args, says",
     [
@@ -187,20 +199,17 @@ def test_rate_limit_per_ip_keys_on_x_forwarded_for_and_frees_after_the_window():
     ],
 )
 def test_bad_options_exit_2_with_one_line(args, says):
-    result = subprocess.run(
-        [sys.executable, "-m", "swarmgauge.cli", "target", "mdk", *args],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env=child_env(),
-        cwd=REPO_ROOT,
-    )
+    result = target_mdk(*args)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0] and lines[0].startswith("swarmgauge target mdk:")
 
 
-def test_a_port_taken_meanwhile_is_picked_again_and_a_given_busy_port_is_one_line(monkeypatch):
+@pytest.fixture
+def first_plan_port_taken(monkeypatch):
+    """``take(pick)``: the first plan the stack makes finds the port ``pick(plan)`` names taken by a listening
+    socket (as another process could take it between the plan and the component's bind); the holders close at the
+    end."""
     import socket
 
     import swarmgauge.targets.mdk.stack as stack_module
@@ -208,61 +217,40 @@ def test_a_port_taken_meanwhile_is_picked_again_and_a_given_busy_port_is_one_lin
     taken: list[socket.socket] = []
     make_plan = stack_module.make_plan
 
-    def plan_with_a_taken_kernel_port(**kwargs):
-        plan = make_plan(**kwargs)
-        if not taken:
-            holder = socket.socket()
-            holder.bind(("127.0.0.1", plan.kernel_port))
-            holder.listen()
-            taken.append(holder)
-        return plan
+    def take(pick):
+        def plan_with_a_taken_port(**kwargs):
+            plan = make_plan(**kwargs)
+            if not taken:
+                holder = socket.socket()
+                holder.bind(("127.0.0.1", pick(plan)))
+                holder.listen()
+                taken.append(holder)
+            return plan
 
-    monkeypatch.setattr(stack_module, "make_plan", plan_with_a_taken_kernel_port)
-    try:
-        with MDKStack(devices=2) as stack:
-            assert stack.plan.kernel_port != taken[0].getsockname()[1]
-            assert requests.get(stack.url + "/api/fleet/summary", timeout=10).json()["deviceCount"] == 2
-        busy = taken[0].getsockname()[1]
-        result = subprocess.run(
-            [sys.executable, "-m", "swarmgauge.cli", "target", "mdk", "--port", str(busy)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=child_env(),
-            cwd=REPO_ROOT,
-        )
-        assert result.returncode == 1
-        lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and "gateway exited" in lines[0] and "in use" in lines[0]
-    finally:
-        for holder in taken:
-            holder.close()
+        monkeypatch.setattr(stack_module, "make_plan", plan_with_a_taken_port)
+        return taken
+
+    yield take
+    for holder in taken:
+        holder.close()
 
 
-def test_a_worker_port_taken_meanwhile_starts_again_and_the_kernel_reads_the_new_key_files(monkeypatch):
+def test_a_port_taken_meanwhile_is_picked_again_and_a_given_busy_port_is_one_line(first_plan_port_taken):
+    taken = first_plan_port_taken(lambda plan: plan.kernel_port)
+    with MDKStack(devices=2) as stack:
+        assert stack.plan.kernel_port != taken[0].getsockname()[1]
+        assert requests.get(stack.url + "/api/fleet/summary", timeout=10).json()["deviceCount"] == 2
+    busy = taken[0].getsockname()[1]
+    result = target_mdk("--port", str(busy))
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "gateway exited" in lines[0] and "in use" in lines[0]
+
+
+def test_a_worker_port_taken_meanwhile_starts_again_and_the_kernel_reads_the_new_key_files(first_plan_port_taken):
     """The first attempt's Worker 0 wrote its key file, then Worker 1 found its port taken: the second attempt's
     Kernel read that stale file (a dead port) before the new Worker 0 replaced it, and kept the dead address."""
-    import socket
-
-    import swarmgauge.targets.mdk.stack as stack_module
-
-    taken: list[socket.socket] = []
-    make_plan = stack_module.make_plan
-
-    def plan_with_a_taken_worker_port(**kwargs):
-        plan = make_plan(**kwargs)
-        if not taken:
-            holder = socket.socket()
-            holder.bind(("127.0.0.1", plan.workers[-1].port))
-            holder.listen()
-            taken.append(holder)
-        return plan
-
-    monkeypatch.setattr(stack_module, "make_plan", plan_with_a_taken_worker_port)
-    try:
-        with MDKStack(devices=4, workers=2, start_timeout_s=15) as stack:
-            assert stack.plan.workers[-1].port != taken[0].getsockname()[1]
-            assert requests.get(stack.url + "/api/fleet/summary", timeout=10).json()["deviceCount"] == 4
-    finally:
-        for holder in taken:
-            holder.close()
+    taken = first_plan_port_taken(lambda plan: plan.workers[-1].port)
+    with MDKStack(devices=4, workers=2, start_timeout_s=15) as stack:
+        assert stack.plan.workers[-1].port != taken[0].getsockname()[1]
+        assert requests.get(stack.url + "/api/fleet/summary", timeout=10).json()["deviceCount"] == 4
