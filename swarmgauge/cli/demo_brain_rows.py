@@ -28,14 +28,10 @@ BEFORE_FIX = (
 AFTER_FIX = f"--model-load-ms {MODEL_LOAD_MS} --search-ms {SEARCH_MS}"
 
 
-def _hold(seconds: float, scale: float, least: float) -> str:
-    return hold(seconds, scale, least)
-
-
 def leak(name: str, what: str, target: str, scale: float, expected_exit: int) -> Workload:
     """One user of sequential searches (``--mix search:1 --c 1``) with the target's RSS and counts sampled."""
     # brain_leak.py has no shape class, so its hold is -t rather than a plan
-    options = ("-u", "1", "-r", "1", "-t", _hold(30, scale, 10.0), "--brain-embedded-args", target)
+    options = ("-u", "1", "-r", "1", "-t", hold(30, scale, 10.0), "--brain-embedded-args", target)
     return Workload(
         name,
         what,
@@ -53,8 +49,8 @@ def pool(name: str, what: str, target: str, scale: float, expected_exit: int) ->
         "description": what,
         "kind": "step_ramp",
         "steps": [8, 16],
-        "step_time": _hold(10, scale, 3.0),  # the pool fills in the first second at c=8 (200 results)
-        "warmup": _hold(1, scale, 0.0),
+        "step_time": hold(10, scale, 3.0),  # the pool fills in the first second at c=8 (200 results)
+        "warmup": hold(1, scale, 0.0),
     }
     options = ("--brain-mix", POOL_MIX, "--brain-embedded-args", target, "--sample-interval", "1")
     return Workload(name, what, "brain_stress.py", options, plan, expected_exit=expected_exit)

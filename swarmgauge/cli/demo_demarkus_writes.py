@@ -44,10 +44,6 @@ MCP_WORKERS = (1, 8, 32)
 GATEWAY_AS_MCP_GO = "--json-response"
 
 
-def held(seconds: float, scale: float, least: float = 1.0) -> str:
-    return hold(seconds, scale, least)
-
-
 def one_writer_hold(scale: float) -> dict[str, str]:
     """The one writer's soak: 24 s at scale 1 (as the page's rows were judged). Shorter, its rate is read over whole
     pacing periods after one period's warm-up: the first write takes a free slot at once, so a 6 s hold read 5 writes
@@ -85,7 +81,7 @@ def _soak(description: str, users: int, duration: str, slos: list[str]) -> dict[
 
 def mcp_tools_plan(scale: float) -> dict[str, Any]:
     """mark_fetch then mark_lookup_all at 1, 8 and 32 workers, then the direct QUIC FETCH at 1 worker."""
-    hold, warmup = held(6, scale, 4.0), held(2, scale, 1.0)
+    step, warmup = hold(6, scale, 4.0), hold(2, scale, 1.0)
     stages: list[dict[str, Any]] = []
     for user_class, tool in (("MCPFetchUser", "mark_fetch"), ("MCPLookupAllUser", "mark_lookup_all")):
         for workers in MCP_WORKERS:
@@ -94,7 +90,7 @@ def mcp_tools_plan(scale: float) -> dict[str, Any]:
                     "label": f"{tool} {workers}",
                     "users": workers,
                     "spawn_rate": 100,
-                    "duration": hold,
+                    "duration": step,
                     "warmup": warmup,
                     "user_classes": [user_class],
                 }
@@ -102,7 +98,7 @@ def mcp_tools_plan(scale: float) -> dict[str, Any]:
         # Locust keeps its users when only the class changes at the same count: a second at 0 users swaps them
         stages.append({"label": "switch", "users": 0, "spawn_rate": 100, "duration": "1s"})
     stages.append(
-        {"label": "QUIC FETCH 1", "users": 1, "duration": hold, "warmup": warmup, "user_classes": ["DirectFetchUser"]}
+        {"label": "QUIC FETCH 1", "users": 1, "duration": step, "warmup": warmup, "user_classes": ["DirectFetchUser"]}
     )
     return {
         "name": "demo-mcp-tools",
@@ -123,12 +119,12 @@ def churn_plan(scale: float) -> dict[str, Any]:
             {
                 "label": "churn",
                 "rate": CHURN_RATE,
-                "duration": held(30, scale),
+                "duration": hold(30, scale),
                 "max_users": 32,
                 "drop_after": "5s",
                 "user_classes": ["MCPChurnUser"],
             },
-            {"label": "idle", "users": 0, "duration": held(18, scale)},
+            {"label": "idle", "users": 0, "duration": hold(18, scale)},
         ],
         "slos": ["fail_ratio<0.01"],
     }
@@ -149,7 +145,7 @@ def writes_and_mcp(scale: float) -> tuple[Workload, ...]:
             _soak(
                 "writes: one writer back to back against the 1.5 s commit pacing",
                 1,
-                held(24, scale),
+                hold(24, scale),
                 ["fail_ratio==0"],
             )
             | one_writer_hold(scale),
@@ -206,7 +202,7 @@ def writes_and_mcp(scale: float) -> tuple[Workload, ...]:
                 "1",
             ),
             _soak(
-                "soak: one writer at 0.5 writes/s, the page's 30 minutes scaled", 1, held(40, scale), ["fail_ratio==0"]
+                "soak: one writer at 0.5 writes/s, the page's 30 minutes scaled", 1, hold(40, scale), ["fail_ratio==0"]
             ),
         ),
         Workload(

@@ -107,10 +107,6 @@ def hold(seconds: float, scale: float, least: float = 1.0, *, needs: float = 0.0
     return f"{hold_seconds(seconds, scale, least, needs=needs):g}s"
 
 
-def _scaled(seconds: float, scale: float, least: float = 1.0) -> str:
-    return hold(seconds, scale, least)
-
-
 def _base(name: str) -> dict[str, Any]:
     import yaml
 
@@ -213,7 +209,7 @@ def _kneo(scale: float) -> Page:
         "description": "16 queued submitters against a queue capped at 4: shed load, no phantom rows",
         "kind": "soak",
         "users": 16,
-        "duration": _scaled(8, scale),  # sheds about 13 submits a second: 8 s is ~100 sheds, the shape's evidence
+        "duration": hold(8, scale),  # sheds about 13 submits a second: 8 s is ~100 sheds, the shape's evidence
         "slos": ["kneo_mismatches==0"],
     }
     return Page(
