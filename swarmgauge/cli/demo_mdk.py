@@ -104,6 +104,10 @@ DRILLS = ("worker-restart", "kernel-restart", "device-outage")
 #: (the re-registration and the first routed read) is the stand-in's own.
 RESTART_BOOT_S = 5.0
 RESTART_BOOT = f"--restart-boot-s {RESTART_BOOT_S:g}"
+#: Below scale 1 the boot shrinks with the scale, never under this: it is the stand-in's setting, which READY and the
+#: first read are marked as set by (the index names the boot each drill ran with), and 5 s of it was 8 s of the 0.25
+#: plan's two restart drills; the gap after READY, the stand-in's own, is the same at any boot.
+LEAST_RESTART_BOOT_S = 1.0
 #: The drill's kill comes this long into its reads (``--mdk-drill-after``) at scale 1; it scales like a hold, not
 #: under 1 s: the readers have read the victim's devices by then (the drill arms on such a read in any case).
 DRILL_AFTER_S = 2.0
@@ -111,7 +115,9 @@ DRILL_AFTER_S = 2.0
 #: (0.2-0.6 s), then the restarts' 5 s boot, the re-registration and the first routed read (READY 5.1-5.3 s, first
 #: read 5.4-6.1 s from the kill, load 4-5); the outage's cached channels fail within --cache-s 5, then the mocks
 #: come back and a read goes through (0.4 s).
-DRILL_RECOVERY_S = RESTART_BOOT_S + 1.7
+AFTER_BOOT_S = 1.7
+#: the outage's recovery: its cached channels fail within the devices' 5 s cache (``--cache-s``), whatever the scale
+OUTAGE_RECOVERY_S = 5.0 + AFTER_BOOT_S
 #: The readers read on at least this long after the recovery: they see it, and the run's RSS slope has samples past it.
 DRILL_READ_ON_S = 1.0
 #: A drill's reads at scale 1: the kill, the recovery and 8 s of reads after it.
@@ -330,15 +336,25 @@ def drill_after_s(scale: float) -> float:
     return hold_seconds(DRILL_AFTER_S, scale)
 
 
-def drill_least_s(scale: float) -> float:
+def restart_boot_s(scale: float) -> float:
+    """The restarted Kernel's or Worker's boot: the page's 5 s at scale 1 and above, scaled below it."""
+    return max(LEAST_RESTART_BOOT_S, RESTART_BOOT_S * min(1.0, scale))
+
+
+def drill_recovery_s(name: str, scale: float) -> float:
+    """From the kill to the recovery at most: the boot (a restart) or the caches' window (the outage), then the rest."""
+    return OUTAGE_RECOVERY_S if name == "device-outage" else restart_boot_s(scale) + AFTER_BOOT_S
+
+
+def drill_least_s(scale: float, name: str) -> float:
     """A drill's reads at the least: the kill, its recovery and the reads after it, whatever the scale (at --scale
     0.25 a 4 s hold ended before the restarted Worker was READY: 98 % of reads failed and the slope had no data, exit
     3 instead of the drill's declared 1)."""
-    return float(math.ceil(drill_after_s(scale) + DRILL_RECOVERY_S + DRILL_READ_ON_S))
+    return float(math.ceil(drill_after_s(scale) + drill_recovery_s(name, scale) + DRILL_READ_ON_S))
 
 
 def drill_workload(name: str, scale: float) -> Workload:
-    drill_hold = f"{hold_seconds(DRILL_HOLD_S, scale, needs=drill_least_s(scale)):g}s"
+    drill_hold = f"{hold_seconds(DRILL_HOLD_S, scale, needs=drill_least_s(scale, name)):g}s"
     plan = {
         "name": f"demo-mdk-{name}",
         "description": f"readers on the fleet while the {name} drill kills and restarts",
@@ -354,7 +370,7 @@ def drill_workload(name: str, scale: float) -> Workload:
         f"{drill_after_s(scale):g}s",
     )
     if name != "device-outage":  # the mocks are devices, not MDK processes: they come back at once
-        options += ("--mdk-embedded-args", RESTART_BOOT)
+        options += ("--mdk-embedded-args", f"--restart-boot-s {restart_boot_s(scale):g}")
     options += drill_discovery(scale)
     # the readers' reads of the killed or unreachable devices fail until recovery: Locust's exit 1 for failed requests
     return Workload(name, f"the {name} drill under 20 readers", "mdk_fleet.py", options, plan, expected_exit=1)

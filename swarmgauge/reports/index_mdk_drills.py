@@ -13,7 +13,17 @@ from swarmgauge.reports.index_figures import Check, figure, seconds
 #: processes that load their runtime and store before they listen; the page's procedures expect READY "in about 4 to
 #: 6 s", so 5 s. The stand-in without it is up in 0.1 s, which would compare a Python start against Node.js's.
 RESTART_BOOT_S = 5.0
-BOOT_SET_BY = f"--restart-boot-s {RESTART_BOOT_S:g} (a Node.js Kernel or Worker's boot: the page's 'about 4 to 6 s')"
+
+
+def boot_set_by(boot_s: float = RESTART_BOOT_S) -> str:
+    """What sets READY and the first read: the boot the drill ran with (``--scale`` below 1 shortens it)."""
+    text = f"--restart-boot-s {boot_s:g} (a Node.js Kernel or Worker's boot: the page's 'about 4 to 6 s'"
+    if boot_s < RESTART_BOOT_S:
+        return f"{text}, shortened to {boot_s / RESTART_BOOT_S:g} of it by --scale)"
+    return f"{text})"
+
+
+BOOT_SET_BY = boot_set_by()
 #: the stand-in mock's live snap read (``--read-cost-ms``, the page's 220 to 390 ms per device read): the first read
 #: after the devices are back is one such read, so the setting makes that figure
 READ_COST_SET_BY = "--read-cost-ms 220-390 (the mock's live snap read; the first read after the return is one)"
@@ -75,6 +85,8 @@ def drill_rows(drill: dict[str, Any]) -> list[dict[str, Any]]:
         if value is None or event not in MDK_DRILL_PAGE:
             continue
         page, against, tolerance, set_by = MDK_DRILL_PAGE[event]
+        if set_by == BOOT_SET_BY and drill.get("boot_s") is not None:
+            set_by = boot_set_by(drill["boot_s"])
         shown = figure(event, value, against, seconds, tolerance=tolerance, set_by=set_by)
         shown.pop("figure")
         rows.append({"drill": drill.get("drill"), "event": event.split(" (")[0], **shown, "page": page})

@@ -206,16 +206,51 @@ def test_the_5000_device_fleets_hold_the_pages_3_s_read_load_and_the_compared_fl
 
 def test_a_drill_outlasts_its_kill_the_boot_and_the_recovery_at_any_scale():
     """At --scale 0.25 a 4 s drill ended before the restarted Worker was READY (exit 3, not the declared 1): whatever
-    the scale, the reads go on past the kill, the 5 s boot and the recovery."""
-    from swarmgauge.cli.demo_mdk import DRILLS, RESTART_BOOT_S, drill_workload
+    the scale, the reads go on past the kill, the boot it runs with (or the outage's 5 s cache) and the recovery."""
+    from swarmgauge.cli.demo_mdk import DRILLS, drill_workload
 
     for scale in (0.1, 0.25, 0.5, 1.0):
         for name in DRILLS:
             workload = drill_workload(name, scale)
             (stage,) = workload.plan["stages"]
             kill_s = float(workload.options[workload.options.index("--mdk-drill-after") + 1].rstrip("s"))
+            if name == "device-outage":
+                waits_s = 5.0
+            else:
+                embedded = workload.options[workload.options.index("--mdk-embedded-args") + 1]
+                waits_s = float(embedded.removeprefix("--restart-boot-s "))
             assert kill_s >= 1
-            assert float(stage["duration"].rstrip("s")) >= kill_s + RESTART_BOOT_S + 1
+            assert float(stage["duration"].rstrip("s")) >= kill_s + waits_s + 1
+
+
+def test_below_scale_1_the_restart_boot_shrinks_with_the_scale_and_the_index_names_the_one_run():
+    """The boot is the stand-in's setting (READY and the first read are marked as set by it): a quarter-scale demo
+    boots a quarter as long, 1 s at the least, and the index's "set by" says which boot and why."""
+    from swarmgauge.cli.demo_mdk import drill_workload
+    from swarmgauge.reports.index_mdk_drills import drill_rows
+
+    def boot(scale: float) -> str:
+        options = drill_workload("kernel-restart", scale).options
+        return options[options.index("--mdk-embedded-args") + 1]
+
+    assert (boot(2.0), boot(1.0), boot(0.5), boot(0.25), boot(0.1)) == (
+        RESTART_BOOT,
+        RESTART_BOOT,
+        "--restart-boot-s 2.5",
+        "--restart-boot-s 1.25",
+        "--restart-boot-s 1",
+    )
+    assert (
+        drill_workload("kernel-restart", 0.25).planned_seconds()
+        < drill_workload("device-outage", 0.25).planned_seconds()
+    )
+    drill = {"drill": "kernel-restart", "recovered": True, "ready_s": 1.4, "first_read_s": 1.8, "boot_s": 1.25}
+    ready = next(row for row in drill_rows(drill) if row["event"] == "READY")
+    assert (
+        ready["set by"].startswith("--restart-boot-s 1.25 ") and "shortened to 0.25 of it by --scale" in ready["set by"]
+    )
+    at_scale_1 = next(row for row in drill_rows({**drill, "boot_s": 5.0}) if row["event"] == "READY")
+    assert at_scale_1["set by"] == BOOT_SET_BY
 
 
 def test_a_drill_at_scale_1_kills_at_2_s_into_15_s_of_reads_and_shorter_scales_shorten_it():

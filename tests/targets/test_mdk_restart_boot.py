@@ -19,6 +19,7 @@ def test_a_restart_drill_sees_ready_and_the_first_read_only_after_the_modelled_b
     assert result.recovered, result.note
     assert result.ready_s is not None and result.first_read_s is not None
     assert result.ready_s >= BOOT_S and result.first_read_s >= result.ready_s
+    assert result.as_dict()["boot_s"] == BOOT_S  # the index names the boot that set READY and the first read
 
 
 def test_the_boot_applies_to_restarts_only_not_to_the_first_start(tmp_path):

@@ -68,6 +68,8 @@ class DrillResult:
     probe_reads: int = 0
     victim_failed_reads: int | None = None
     device_set_aside: bool | None = None
+    #: the restarted component's modelled boot (``--restart-boot-s``): READY and the first read are set by it
+    boot_s: float | None = None
     ended_at: float | None = None
     note: str = ""
 
@@ -186,7 +188,9 @@ def _restart_drill(
     armed_s: float,
 ) -> DrillResult:
     killed = stack.kill(component)
-    result = DrillResult(drill, component, device_id, killed_at=time.time(), armed_s=armed_s)
+    result = DrillResult(
+        drill, component, device_id, killed_at=time.time(), armed_s=armed_s, boot_s=stack.plan.restart_boot_s
+    )
     deadline = killed + timeout_s
     try:
         stack.spawn(component, boot_s=stack.plan.restart_boot_s)
