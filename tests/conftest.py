@@ -5,9 +5,10 @@ anyio, so the patch is done here, first, exactly as the ``locust`` command does 
 """
 
 import os
+import weakref
 from pathlib import Path
 
-import locust  # noqa: F401  (patches the standard library on import)
+import locust.runners  # the import of locust patches the standard library
 import pytest
 
 from swarmgauge.targets.kneo import NoSuitablePython, ensure_venv, find_python
@@ -32,6 +33,35 @@ def no_kneo_folder_left_in_the_repository():
             f"{KNEO_IN_REPOSITORY} appeared during this test (or one beside it on another xdist worker): a kneo-serv "
             "ran with the repository as its working folder"
         )
+
+
+#: every Locust runner the tests made, so a test that leaves its users running is named (test instrumentation: the
+#: runner is unchanged, only remembered)
+_RUNNERS: weakref.WeakSet = weakref.WeakSet()
+_runner_init = locust.runners.Runner.__init__
+
+
+def _remembered_runner_init(self, environment) -> None:
+    _runner_init(self, environment)
+    _RUNNERS.add(self)
+
+
+locust.runners.Runner.__init__ = _remembered_runner_init  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def no_locust_users_left_running():
+    """A test's Locust users still running after it: one such user (a worker test's spawn after ``quit()``) spun on
+    a later test's patched sleep in the same process and starved its hub past a 10 s timeout. The test that leaves
+    them fails by name; they are killed first, so no later test meets them."""
+    before = set(_RUNNERS)
+    yield
+    left = [runner for runner in _RUNNERS if runner not in before and len(runner.user_greenlets)]
+    if left:
+        users = sum(len(runner.user_greenlets) for runner in left)
+        for runner in left:
+            runner.user_greenlets.kill(block=True, timeout=5)
+        pytest.fail(f"{users} Locust user greenlet(s) of {len(left)} runner(s) were still running after this test")
 
 
 @pytest.fixture(scope="session")
