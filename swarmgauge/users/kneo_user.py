@@ -2,8 +2,9 @@
 
 ``--kneo-mode`` picks the client's request types: ``sync`` (``run sync``), ``queued`` (``run submit`` and its polls,
 ``run queued`` end to end) or ``batch``, the capacity page's queue mode: the users submit ``--kneo-batch`` runs between
-them as fast as they can (the dispatch fan-out) and then idle while the service drains them; the drain rate and each
-run's queue wait are read from the store at the end (``kneo.json`` ``queue_drain``). ``--kneo-hosts`` spreads the users
+them as fast as they can (the dispatch fan-out); once the last submit is answered the plan ends at its next tick (a
+local run's; a worker's users idle until the master's plan ends) and the service drains them in the run's drain; the
+drain rate and each run's queue wait are read from the store at the end (``kneo.json`` ``queue_drain``). ``--kneo-hosts`` spreads the users
 over several service processes on one PostgreSQL (the page's scaling advice), round robin. Workers send their
 ``RunLedger`` to the master, which reconciles it with the store (``users/kneo_ledger.py``) and gates the run on
 ``kneo_mismatches==0`` (exit 3).
@@ -11,6 +12,7 @@ over several service processes on one PostgreSQL (the page's scaling advice), ro
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -30,6 +32,7 @@ from swarmgauge.users.kneo_ledger import MISMATCH_TERM, ledger_for, reconcile_ru
 
 __all__ = ["MISMATCH_TERM", "KneoClient", "KneoUser", "ledger_for", "reconcile_run", "run_tag", "store_locator"]
 MODES = ("sync", "queued", "batch")
+log = logging.getLogger(__name__)
 BATCH_IDLE_S = 0.5
 DEFAULT_STOP_TIMEOUT = 15.0  # without --stop-timeout, runs in flight at the end finish, so the ledger is exact
 
@@ -138,7 +141,7 @@ def service_hosts(host: str, extra: str) -> list[str]:
 
 
 def take_batch_ticket(environment: Environment, size: int) -> bool:
-    """One run of this process's batch, while any is left."""
+    """One run of this process's batch, while any is left (give it back with :func:`batch_run_sent`)."""
     spread = _Spread.of(environment)
     if spread.batch_left is None:
         spread.batch_left = max(0, int(size))
@@ -146,7 +149,24 @@ def take_batch_ticket(environment: Environment, size: int) -> bool:
         spread.batch_left = 0
         return False
     spread.batch_left -= 1
+    spread.sending += 1
     return True
+
+
+def batch_run_sent(environment: Environment) -> None:
+    """A batch run's submit is answered (or failed); after the batch's last, a local run's plan ends at its next tick:
+    the seconds of a hold left after the batch measured nothing (a 4 s hold over a 1 s fan-out), the drain follows."""
+    spread = _Spread.of(environment)
+    spread.sending -= 1
+    if spread.batch_left or spread.sending or spread.ended or isinstance(environment.runner, WorkerRunner):
+        return
+    request_end = getattr(environment.shape_class, "request_end", None)
+    if not callable(request_end):
+        return  # no plan: the run keeps its own end (-t, a STOP)
+    spread.ended = True
+    log.info("kneo: the batch is submitted (--kneo-batch): the plan ends here, the drain follows")
+    hooks.end_run(environment)
+    request_end()
 
 
 @dataclass
@@ -155,6 +175,8 @@ class _Spread(PerEnvironment):
     (the round robin over ``--kneo-hosts``)."""
 
     batch_left: int | None = None
+    sending: int = 0  # batch submits not answered yet
+    ended: bool = False  # the batch's last submit ended the plan
     spawned: int = 0
 
 
@@ -203,16 +225,20 @@ class KneoUser(User):
 
     @task
     def run_once(self) -> None:
-        if self.mode == "batch" and not take_batch_ticket(self.environment, self.batch_size):
-            gevent.sleep(BATCH_IDLE_S)
-            return
-        self.feed_input()
         if self.mode == "batch":
+            if not take_batch_ticket(self.environment, self.batch_size):
+                gevent.sleep(BATCH_IDLE_S)
+                return
             try:
+                self.feed_input()
                 self.client.submit()
             except Exception:  # noqa: BLE001 - recorded as the submit's failure
                 pass
-        elif self.mode == "sync":
+            finally:
+                batch_run_sent(self.environment)
+            return
+        self.feed_input()
+        if self.mode == "sync":
             try:
                 self.client.dispatch()
             except Exception:  # noqa: BLE001 - recorded as the request's failure
@@ -252,4 +278,4 @@ def _bad_batch(environment: Environment) -> None:
 def _on_test_start(environment: Environment, **_: Any) -> None:
     """Each START is a run of its own (the web UI's next START): its whole batch to send, hosts from the first."""
     spread = _Spread.of(environment)
-    spread.batch_left, spread.spawned = None, 0
+    spread.batch_left, spread.sending, spread.ended, spread.spawned = None, 0, False, 0

@@ -261,6 +261,10 @@ def test_a_batch_on_two_processes_drains_and_reports_its_rate_and_queue_wait(kne
     assert 0 < drain["wait_p50_ms"] <= drain["wait_p95_ms"] <= drain["wait_p99_ms"]
     assert 1 <= drain["peak_queued"] <= 24  # from the store's stamps: saved, then started by a worker
     assert "kneo queue drain: 24 runs" in proc.stdout
+    # the plan ended once the batch was sent, not after its 15 s hold of idle users: the drain came next
+    assert "the batch is submitted (--kneo-batch): the plan ends here" in proc.stderr
+    (step,) = {row["step"]: row for row in csv.DictReader(open(resolve(run_dir) / "steps.csv"))}.values()
+    assert float(step["duration_s"]) < 15 and int(step["requests"]) == 24
     started = [
         r for r in csv.DictReader(open(resolve(run_dir) / "resources.csv")) if r["metric"] == "kneo_runs_started_total"
     ]
