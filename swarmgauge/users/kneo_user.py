@@ -51,7 +51,7 @@ def _add_options(parser: Any) -> None:
         parser,
         "--kneo-mode",
         "sync (200, inline), queued (202, then poll) or batch (submit --kneo-batch runs, "
-        "then let the service drain them)",
+        "then let the service drain them; a local run's plan ends once they are sent)",
         default="sync",
         choices=MODES,
     )
