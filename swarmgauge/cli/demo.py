@@ -293,9 +293,15 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     early = len(reports.rendered) + len(reports.failed)
     last = reports.pending
     reports.render_rest()
-    sections = index_sections(folder)
-    left = reports.wait_rest()
-    _more, processes, failed = render_reports(left)
+    late: dict[str, Any] = {}
+
+    def reports_done() -> None:
+        late["left"] = reports.wait_rest()
+        late["rendered"] = render_reports(late["left"])
+
+    sections = index_sections(folder, rendering=reports.unrendered(), wait=reports_done)
+    left: list[Path] = late["left"]
+    _more, processes, failed = late["rendered"]
     took = time.monotonic() - rendering
     warm = last - len(left)
     print(

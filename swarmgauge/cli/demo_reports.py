@@ -91,6 +91,10 @@ class StartUpReports:
     def add(self, run: Path) -> None:
         self.queue.append(run)
 
+    def unrendered(self) -> list[Path]:
+        """The runs added and not yet rendered (or said failed), in order."""
+        return [*self._given, *self.queue]
+
     @property
     def pending(self) -> int:
         """Runs added and not yet rendered (or said failed)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -267,12 +268,27 @@ def took_line(manifest: dict[str, Any]) -> str:
     return f"Took {took:.1f} min, {verdict} the {budget:.3g} min budget of --all at --scale {scale:g} on 2 cores."
 
 
-def index_sections(folder: Path | str) -> list[dict[str, Any]]:
+def index_sections(
+    folder: Path | str, rendering: Collection[Path] = (), wait: Callable[[], None] | None = None
+) -> list[dict[str, Any]]:
     """Every page's section (its tables, grades and plots: the index's work, seconds of it), from the run folders and
     the manifest's workloads; the manifest's end time is not read, so the demo draws them while its last reports
-    render and writes the index once they are done."""
+    render and writes the index once they are done. A section reads its runs' ``summary.json``, which a run's report
+    writes: a page with a run among ``rendering`` is drawn only after ``wait()`` has returned (a demarkus-only demo's
+    index once drew its churn section from before the churn report's summary, and left the section out)."""
     folder = Path(folder).resolve()  # the run folders resolve through ``latest`` links: links are relative to this
-    return [page_parts(folder, page) for page in load_manifest(folder)["pages"]]
+    pages = load_manifest(folder)["pages"]
+    busy = {Path(run).resolve() for run in rendering}
+
+    def renders(page: dict[str, Any]) -> bool:
+        return any(
+            (run := run_folder(folder, w)) is not None and run.resolve() in busy for w in page.get("workloads") or []
+        )
+
+    drawn = {number: page_parts(folder, page) for number, page in enumerate(pages) if not renders(page)}
+    if wait is not None:
+        wait()
+    return [drawn[number] if number in drawn else page_parts(folder, page) for number, page in enumerate(pages)]
 
 
 def write_index(folder: Path | str, sections: list[dict[str, Any]] | None = None) -> tuple[Path, Path]:

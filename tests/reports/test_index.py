@@ -263,3 +263,21 @@ def test_the_pages_drawn_before_the_demo_ended_give_the_index_its_end_time_once_
     drawn_before = write_index(tmp_path, sections)[0].read_text()
     assert "in 10.0 min" in drawn_before and "Took 10.0 min" in drawn_before
     assert drawn_before == write_index(tmp_path)[0].read_text()
+
+
+def test_a_page_whose_run_reports_still_render_is_drawn_once_they_are_done(tmp_path, monkeypatch):
+    """A section reads its runs' ``summary.json``, which their reports write: the demo hands the runs still rendering,
+    and their page is drawn after the wait, the others beside it (the churn section was once left out)."""
+    from swarmgauge.reports import index
+
+    reads(tmp_path, [(1, 50.0, 21.0, 27.0), (4, 158.0, 24.0, 40.0)])
+    run = tmp_path / "brain" / "after-fix" / "20261203T150000Z"
+    write_steps(run, [step(0, 1, "GET", "/search", 10.0, 6.0, 9.0)])
+    os.symlink(run.name, run.parent / "latest")
+    manifest(tmp_path, [page("demarkus", "reads"), page("brain", "after-fix")])
+    order: list[str] = []
+    drawn = index.page_parts
+    monkeypatch.setattr(index, "page_parts", lambda folder, p: order.append(p["name"]) or drawn(folder, p))
+    sections = index_sections(tmp_path, rendering=[run.parent / "latest"], wait=lambda: order.append("reports done"))
+    assert order == ["demarkus", "reports done", "brain"]
+    assert [section["title"].split(":")[0] for section in sections] == ["demarkus", "brain"]
