@@ -46,7 +46,7 @@ from swarmgauge.shapes.overrides import add_override
 from swarmgauge.targets import embedded
 from swarmgauge.targets.launch import launch_target
 from swarmgauge.targets.mark.seed import corpus_paths
-from swarmgauge.targets.mcp_gateway import launch
+from swarmgauge.targets.mcp_gateway import launch, launch_beside_mark
 from swarmgauge.users import mcp_user as mcp_users
 from swarmgauge.users.mark_user import MarkUser
 
@@ -206,9 +206,15 @@ class EmbeddedGateway:
         self.gateway: Any = None
 
     def start(self, gateway_args: list[str], mark_args: list[str] | None = None) -> Any:
+        """Side by side (the gateway told the server's URL once it is up), unless ``gateway_args`` name a Mark server
+        of their own: then it is the one the gateway fronts, as when they came after ``--mark`` here."""
+        mark_command = ["--port", "0", "--seed-corpus", str(CORPUS), *(mark_args or [])]
         try:
-            self.mark = launch_target("mark", ["--port", "0", "--seed-corpus", str(CORPUS), *(mark_args or [])])
-            self.gateway = launch(["--mark", self.mark.url, *gateway_args])
+            if any(arg == "--mark" or arg.startswith("--mark=") for arg in gateway_args):
+                self.mark = launch_target("mark", mark_command)
+                self.gateway = launch(["--mark", self.mark.url, *gateway_args])
+            else:
+                self.mark, self.gateway = launch_beside_mark(mark_command, gateway_args)
         except BaseException:
             self.stop()
             raise

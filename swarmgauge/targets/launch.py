@@ -130,50 +130,89 @@ def launch_target(
 
     Secrets go in ``env``, never in ``args``: a command line is visible to every local user and ends up in logs.
     """
+    return start_target(name, args, env=env).ready(timeout=timeout, wait_for=wait_for)
+
+
+def start_target(
+    name: str, args: list[str] | None = None, *, env: dict[str, str] | None = None, stdin_pipe: bool = False
+) -> StartingTarget:
+    """Start ``swarmgauge target NAME ARGS`` without waiting: :meth:`StartingTarget.ready` waits for its lines. With
+    ``stdin_pipe`` the caller can :meth:`StartingTarget.tell` it a line (what it learns only once it runs)."""
     command = [sys.executable, "-m", "swarmgauge.cli", "target", name, *(args or [])]
     log = tempfile.TemporaryFile()
     process = subprocess.Popen(
         command,
+        stdin=subprocess.PIPE if stdin_pipe else None,
         stdout=subprocess.PIPE,
         stderr=log,
         env=child_env(env),
         preexec_fn=die_with_parent(os.getpid()),
         start_new_session=True,  # a terminal's Ctrl-C reaches us, not the target: we stop it after the users
     )
-    stdout = cast(IO[bytes], process.stdout)  # stdout=PIPE: never None
-    lines: dict[str, str] = {}
-    buffer = b""
-    deadline = time.monotonic() + timeout
-    selector = selectors.DefaultSelector()
-    selector.register(stdout, selectors.EVENT_READ)
-    try:
-        while time.monotonic() < deadline and not all(k in lines for k in wait_for):
-            if not selector.select(timeout=min(0.5, max(0.0, deadline - time.monotonic()))):
-                if process.poll() is not None:
-                    break
-                continue
-            chunk = os.read(stdout.fileno(), 4096)
-            if not chunk:
-                break
-            buffer += chunk
-            *complete, buffer = buffer.split(b"\n")
-            for raw in complete:
-                word, _, rest = raw.decode("utf-8", "replace").strip().partition(" ")
-                lines.setdefault(word, rest.strip())
-    finally:
-        selector.close()
-    if not all(k in lines for k in wait_for):
+    return StartingTarget(name, process, log)
+
+
+class StartingTarget:
+    """A target process started and not yet ready."""
+
+    def __init__(self, name: str, process: subprocess.Popen, log: IO[bytes]) -> None:
+        self.name, self.process, self._log = name, process, log
+
+    def tell(self, line: str) -> None:
+        """Write ``line`` to its stdin and close it (it reads one line, then runs as it would have)."""
+        stdin = cast(IO[bytes], self.process.stdin)
         try:
-            process.wait(2)  # stdout closed or silence: give an exiting child a moment to report its status
-            exited = True
-        except subprocess.TimeoutExpired:
-            exited = False
-            process.kill()
-            process.wait(10)
-        log.seek(0)
-        tail = log.read().decode("utf-8", "replace").strip()[-800:]
-        log.close()
-        stdout.close()
-        why = f"exited with status {process.returncode}" if exited else f"no ready line within {timeout:.0f}s"
-        raise TargetStartError(f"target {name} did not get ready ({why}): {tail or 'no output'}")
-    return TargetProcess(name, process, lines, log)
+            stdin.write(line.encode() + b"\n")
+            stdin.close()
+        except BrokenPipeError:  # it exited already: ready() reports how
+            pass
+
+    def abandon(self) -> None:
+        """A start given up (the target it waited for failed): kill it, keep nothing."""
+        stop_processes([self.process], grace=0)
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+        self._log.close()
+
+    def ready(self, *, timeout: float = 30.0, wait_for: tuple[str, ...] = ("ready",)) -> TargetProcess:
+        """Return once it printed a line starting with each of ``wait_for``; a TargetStartError if it exits or stays
+        silent ``timeout`` s."""
+        name, process, log = self.name, self.process, self._log
+        stdout = cast(IO[bytes], process.stdout)  # stdout=PIPE: never None
+        lines: dict[str, str] = {}
+        buffer = b""
+        deadline = time.monotonic() + timeout
+        selector = selectors.DefaultSelector()
+        selector.register(stdout, selectors.EVENT_READ)
+        try:
+            while time.monotonic() < deadline and not all(k in lines for k in wait_for):
+                if not selector.select(timeout=min(0.5, max(0.0, deadline - time.monotonic()))):
+                    if process.poll() is not None:
+                        break
+                    continue
+                chunk = os.read(stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                buffer += chunk
+                *complete, buffer = buffer.split(b"\n")
+                for raw in complete:
+                    word, _, rest = raw.decode("utf-8", "replace").strip().partition(" ")
+                    lines.setdefault(word, rest.strip())
+        finally:
+            selector.close()
+        if not all(k in lines for k in wait_for):
+            try:
+                process.wait(2)  # stdout closed or silence: give an exiting child a moment to report its status
+                exited = True
+            except subprocess.TimeoutExpired:
+                exited = False
+                process.kill()
+                process.wait(10)
+            log.seek(0)
+            tail = log.read().decode("utf-8", "replace").strip()[-800:]
+            log.close()
+            stdout.close()
+            why = f"exited with status {process.returncode}" if exited else f"no ready line within {timeout:.0f}s"
+            raise TargetStartError(f"target {name} did not get ready ({why}): {tail or 'no output'}")
+        return TargetProcess(name, process, lines, log)

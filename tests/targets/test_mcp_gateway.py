@@ -17,9 +17,9 @@ pytestmark = pytest.mark.integration  # starts servers, processes or locust runs
 monkey.patch_all()
 
 from swarmgauge.protocols import mcp as proto  # noqa: E402
-from swarmgauge.targets.launch import child_env  # noqa: E402
+from swarmgauge.targets.launch import TargetStartError, child_env  # noqa: E402
 from swarmgauge.targets.mark.seed import corpus  # noqa: E402
-from swarmgauge.targets.mcp_gateway import gateway_base_url, launch  # noqa: E402
+from swarmgauge.targets.mcp_gateway import gateway_base_url, launch, launch_beside_mark  # noqa: E402
 from swarmgauge.targets.mcp_gateway.mark_backend import MarkAddress, MarkBackendError, target_path  # noqa: E402
 from swarmgauge.users.mcp_client import MCPClient  # noqa: E402
 from tests import REPO_ROOT  # noqa: E402
@@ -142,6 +142,51 @@ def test_bad_options_exit_2_with_one_line(args, says):
     )
     assert done.returncode == 2 and says in done.stderr
     assert "ready" not in done.stdout
+
+
+MARK_ARGS = ["--port", "0", "--seed-corpus", "300"]
+
+
+@pytest.mark.timeout(60)
+def test_beside_mark_the_gateway_fronts_the_server_it_was_told_and_each_stops_on_its_own():
+    mark, gateway = launch_beside_mark(MARK_ARGS, ["--json-response"])
+    try:
+        assert gateway.mark_url == mark.url
+        assert not psutil.Process(gateway.pid).children()  # its memory is its own
+        client = MCPClient(gateway.base_url, timeout=10.0, require_session_id=True)
+        client.open_session()
+        fetched = proto.parse_tool_text(client.call_tool("mark_fetch", {"url": mark.url + FIRST}))
+        assert fetched.body == DOCS[FIRST].body.decode()
+        client.close()
+        assert gateway.stop() == 0
+        assert mark.alive()
+    finally:
+        gateway.stop()
+        mark.stop()
+
+
+@pytest.mark.timeout(60)
+def test_a_mark_server_that_fails_beside_it_leaves_no_gateway_running():
+    before = {child.pid for child in psutil.Process().children()}
+    with pytest.raises(TargetStartError, match="target mark"):
+        launch_beside_mark(["--port", "0", "--seed-corpus", "-5"])
+    left = [child for child in psutil.Process().children() if child.pid not in before and child.is_running()]
+    assert not [child for child in left if child.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.mark.timeout(30)
+def test_mark_from_stdin_with_nothing_said_exits_2_with_one_line():
+    done = subprocess.run(
+        [sys.executable, "-m", "swarmgauge.cli", "target", "mcp", "--mark-from-stdin"],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=25,
+        env=child_env(),
+        cwd=REPO_ROOT,
+    )
+    assert done.returncode == 2 and "--mark must look like mark://" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "ready" not in done.stdout
 
 
 def test_tool_urls_and_base_url():

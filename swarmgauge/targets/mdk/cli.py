@@ -82,6 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a Kernel or Worker restarted by a drill waits this long before it starts, as a Node.js process boots "
         "(default 0)",
     )
+    parser.add_argument(
+        "--components",
+        choices=("fork", "spawn"),
+        default="fork",
+        help="fork: the components forked from this process once it imported them (default; up in milliseconds); "
+        "spawn: a fresh interpreter each, as a drill's restart",
+    )
     return parser
 
 
@@ -131,6 +138,7 @@ def stack_from_args(args: argparse.Namespace) -> MDKStack:
         accept_us_per_inflight=args.accept_us_per_inflight,
         restart_boot_s=args.restart_boot_s,
         worker_read_us=args.worker_read_us,
+        fork=args.components == "fork",
     )
 
 

@@ -1,8 +1,9 @@
 """Launch, inspect, kill and restart the MDK stand-in's processes (mocks, Kernel, Workers, Gateway).
 
 ``MDKStack`` is what the CLI, the tests' fixtures, the locustfile and the drills use. Every component is a child
-process spawned from ``<root>/stack.json``; pids and logs live under the root, so ``MDKStack.attach(root)`` from
-another process (``swarmgauge drill``) can kill and restart them by pid.
+process started from ``<root>/stack.json`` (forked by ``swarmgauge target mdk``, ``forked.py``; else a fresh
+interpreter); pids and logs live under the root, so ``MDKStack.attach(root)`` from another process (``swarmgauge
+drill``) can kill and restart them by pid.
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ import time
 import uuid
 from pathlib import Path
 
-from swarmgauge.targets.mdk import rpc
+from swarmgauge.targets.mdk import forked, rpc
 from swarmgauge.targets.mdk.common import HOST, READY_MARK, StackError, StackPlan, WorkerPlan, log_path, pid_path
 
 STOP_GRACE_S = 2.0
 START_ATTEMPTS = 3
+#: how often a start looks for a component's READY line and asks the Kernel whether the Workers are routable
+READY_POLL_S = 0.005
+ROUTABLE_POLL_S = 0.01
 
 
 def free_port(host: str = HOST) -> int:
@@ -56,16 +60,20 @@ class MDKStack:
         root: Path | str | None = None,
         plan: StackPlan | None = None,
         start_timeout_s: float = START_TIMEOUT_S,
+        fork: bool = False,
         **plan_args,
     ) -> None:
+        """``fork``: ``start()`` forks the components from this process (``forked.py``; a single-threaded one with no
+        event loop only, as ``swarmgauge target mdk``); otherwise each is a fresh interpreter, as a restart always."""
         self._own_root = root is None
+        self.fork = fork
         self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="swarmgauge-mdk-"))
         self.start_timeout_s = start_timeout_s
         loaded = plan is None and (self.root / "stack.json").exists() and not plan_args
         self._plan_args = None if plan is not None or loaded else plan_args
         self.plan = plan or (StackPlan.load(self.root) if loaded else make_plan(**plan_args))
-        self._children: list[subprocess.Popen] = []
-        self._spawned: dict[str, subprocess.Popen] = {}
+        self._children: list[subprocess.Popen | forked.ForkedChild] = []
+        self._spawned: dict[str, subprocess.Popen | forked.ForkedChild] = {}
 
     @classmethod
     def attach(cls, root: Path | str) -> MDKStack:
@@ -82,24 +90,32 @@ class MDKStack:
 
     @property
     def start_stages(self) -> list[list[str]]:
-        """The components started side by side, stage after stage: the mocks, the Kernel (it finds the Workers by
-        their key files, whenever they come) and the Gateway (it asks the Kernel per request) together, then the
-        Workers, which read the mocks' devices from their start. One after the other, each interpreter's start-up
-        added to the stand-in's (8 of them at 5 Workers)."""
-        return [["mocks", "kernel", "gateway"], [w.id for w in self.plan.workers]]
+        """The components started side by side, stage after stage. Fresh interpreters: the mocks, the Kernel (it
+        finds the Workers by their key files, whenever they come) and the Gateway (it asks the Kernel per request)
+        together, then the Workers, which read the mocks' devices from their start. One after the other, each
+        interpreter's start-up added to the stand-in's (8 of them at 5 Workers). Forked, a component is up in
+        milliseconds, and the Kernel's key-file scan (every ``scan_s``, 0.25 s) was most of the start: the Kernel
+        comes last, and its first scan finds every Worker."""
+        workers = [w.id for w in self.plan.workers]
+        if self.fork:
+            return [["mocks", "gateway"], workers, ["kernel"]]
+        return [["mocks", "kernel", "gateway"], workers]
 
     def device_ids(self, worker_id: str | None = None) -> list[str]:
         return [d for w in self.plan.workers if worker_id in (None, w.id) for d in w.devices]
 
     def start(self) -> MDKStack:
-        """Spawn every component in order; free ports are picked again when another process took one meanwhile."""
+        """Start every component, stage by stage; free ports are picked again when another process took one
+        meanwhile."""
         self.root.mkdir(parents=True, exist_ok=True)
+        if self.fork:
+            forked.preload()
         for attempt in range(START_ATTEMPTS):
             (self.root / "owner.pid").write_text(str(os.getpid()))
             self.plan.save(self.root)
             try:
                 for stage in self.start_stages:
-                    offsets = {component: self.spawn(component) for component in stage}
+                    offsets = {component: self._start_component(component) for component in stage}
                     for component, offset in offsets.items():
                         self.wait_ready(component, offset, self.start_timeout_s)
                 self.wait_workers_ready(self.start_timeout_s)
@@ -116,6 +132,18 @@ class MDKStack:
                 self.stop()
                 raise
         return self
+
+    def _start_component(self, component: str) -> int:
+        """A first start's component: forked or spawned (``fork``); returns the log offset of its READY line."""
+        if not self.fork:
+            return self.spawn(component)
+        path = log_path(self.root, component)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        offset = path.stat().st_size if path.exists() else 0
+        child = forked.fork_component(component, self.root, path)
+        self._children.append(child)
+        self._spawned[component] = child
+        return offset
 
     def spawn(self, component: str, boot_s: float = 0.0) -> int:
         """Start ``component``, which first waits ``boot_s`` (a restart's modelled boot); returns the log offset its
@@ -166,7 +194,7 @@ class MDKStack:
                     else f"not ready within {timeout_s:.0f} s"
                 )
                 raise StackError(f"stand-in {component} {why}; log tail:\n{tail}")
-            time.sleep(0.02)
+            time.sleep(READY_POLL_S)
 
     def listed_device_ids(self, timeout_s: float = 2.0) -> list[str]:
         """The device ids the Kernel lists (``listWorkers``), in its order: the list a fleet summary then reads device
@@ -190,7 +218,7 @@ class MDKStack:
                 pass
             if time.monotonic() > deadline:
                 raise StackError(f"stand-in Workers not READY within {timeout_s:.0f} s")
-            time.sleep(0.05)
+            time.sleep(ROUTABLE_POLL_S)
 
     def pid(self, component: str) -> int | None:
         try:
