@@ -33,6 +33,17 @@ SPAWN_TIMEOUT_S = 10.0
 EXIT_UNKNOWN = -1
 
 
+def _running(pid: int) -> bool:
+    """Whether ``pid`` still runs: a zombie waiting for a reaper that is not ours counts as ended."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    except OSError:
+        return True
+
+
 class ForkParentUnavailable(SwarmgaugeError):
     """The fork parent could not start (no fork here, an import failed) or is gone; the message says which."""
 
@@ -141,6 +152,8 @@ class ForkParent:
         stdout = self._process.stdout if self._process is not None else None
         if self._process is None or stdout is None or stdout.closed:
             self._settle_orphans()
+            if self._children and timeout > 0:
+                time.sleep(timeout)  # nothing to wait on but time: the orphans end on their own
             return
         fd = stdout.fileno()
         while True:
@@ -181,13 +194,9 @@ class ForkParent:
     def _settle_orphans(self) -> None:
         """Children of a dead fork parent got its death signal; once one is gone its status is not ours to read."""
         for pid, child in list(self._children.items()):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+            if not _running(pid):
                 child.returncode = EXIT_UNKNOWN
                 del self._children[pid]
-            except PermissionError:
-                pass
 
     def _stdin_fd(self) -> int:
         if self._process is None or self._process.stdin is None or self._process.stdin.closed:

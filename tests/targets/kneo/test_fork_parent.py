@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -15,7 +16,7 @@ import psutil
 import pytest
 
 from swarmgauge.targets.kneo import fork_parent as fork_parent_module
-from swarmgauge.targets.kneo.fork_parent import ForkedProcess, ForkParent, ForkParentUnavailable
+from swarmgauge.targets.kneo.fork_parent import EXIT_UNKNOWN, ForkedProcess, ForkParent, ForkParentUnavailable
 from swarmgauge.targets.kneo.service import KneoService, KneoStartError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may build the cached kneo-serv venv
@@ -118,3 +119,16 @@ def test_the_exec_path_is_still_there_on_request(kneo_venv):
         assert service.fork_parent is None
         assert psutil.Process(service.pids[0]).ppid() == os.getpid()
         assert _sync_run(service.url)["status"] == "completed"
+
+
+def test_a_killed_fork_parent_takes_its_processes_and_a_restart_starts_as_kneo_service_serve(kneo_venv, caplog):
+    with caplog.at_level(logging.WARNING), KneoService(store="sqlite") as service:
+        proc = service._procs[0]
+        assert isinstance(proc, ForkedProcess) and service.fork_parent is not None
+        os.kill(service.fork_parent.pid or 0, signal.SIGKILL)
+        assert proc.wait(timeout=30) == EXIT_UNKNOWN  # its death signal ended it; its status was not ours to read
+        service.start_process(0)
+        assert psutil.Process(service.pids[0]).ppid() == os.getpid()
+        assert _sync_run(service.url)["status"] == "completed"
+    lines = [record.getMessage() for record in caplog.records if "fork parent" in record.getMessage()]
+    assert len(lines) == 1 and "the fork parent is gone" in lines[0], lines
