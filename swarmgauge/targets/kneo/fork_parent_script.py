@@ -10,6 +10,8 @@ What is preloaded: the ``kneo`` CLI (``kneo_serv.cli.main``, which imports uvico
 package. Not the package itself: its ``__init__`` imports ``kneo_serv.service.app``, whose last line builds the app
 from the environment and the working folder (store DSN, limits, keys, ``.kneo/``) and starts a worker thread, so
 it is imported in the child only, once its folder and environment are set. The parent checks it started no thread.
+A child maps again the library pages its parent has mapped, so its RSS (the page's memory figure) reads as an exec'd
+process's, not ~10 MiB under it.
 
 The protocol is JSON lines: stdin takes ``{"spawn": key, "argv": [...], "cwd": ..., "env": {...}, "log": path}``;
 stdout says ``{"ready": ...}`` (or ``{"error": ...}`` and exit 1) once preloaded, ``{"spawned": key, "pid": n}``
@@ -29,6 +31,7 @@ import json
 import os
 import selectors
 import signal
+import struct
 import sys
 import threading
 import time
@@ -55,6 +58,8 @@ UVICORN_LATE_MODULES = (
 )
 #: the package whose ``__init__`` builds the app from the environment: imported by the children only
 SERVICE_PACKAGE = "kneo_serv.service"
+PAGE = os.sysconf("SC_PAGE_SIZE")
+PRESENT = 1 << 63  # a /proc/PID/pagemap entry's bit: the page is mapped in this process
 
 
 def _write(message: dict[str, Any]) -> None:
@@ -91,6 +96,43 @@ def preload() -> int:
     if threading.active_count() != 1:
         raise RuntimeError(f"a preloaded module started a thread: {threading.enumerate()}")
     return len(sys.modules)
+
+
+def resident_file_pages() -> list[tuple[int, int]]:
+    """This process's readable file-backed pages mapped now, as (address, pages) runs.
+
+    A forked child maps a library's pages lazily, only as it touches them again, so its RSS left out the ~10 MiB of
+    library pages an exec'd kneo-serv keeps from its imports (RSS 63 against 74 MiB, anonymous memory the same): the
+    child touches these pages once (:func:`map_pages`) and reads as an exec'd process does, as the page's did."""
+    runs: list[tuple[int, int]] = []
+    with open("/proc/self/maps", encoding="utf-8") as maps, open("/proc/self/pagemap", "rb") as pagemap:
+        for line in maps:
+            fields = line.split()
+            if len(fields) < 6 or not fields[5].startswith("/") or not fields[1].startswith("r"):
+                continue
+            start, end = (int(bound, 16) for bound in fields[0].split("-"))
+            pagemap.seek(start // PAGE * 8)
+            entries = pagemap.read((end - start) // PAGE * 8)
+            first, count = 0, 0
+            for number, (entry,) in enumerate(struct.iter_unpack("<Q", entries)):
+                if entry & PRESENT:
+                    if count == 0:
+                        first = number
+                    count += 1
+                elif count:
+                    runs.append((start + first * PAGE, count))
+                    count = 0
+            if count:
+                runs.append((start + first * PAGE, count))
+    return runs
+
+
+def map_pages(runs: list[tuple[int, int]]) -> int:
+    """Read one byte of every page of ``runs`` (mapping it in this process, as its parent has it); pages read."""
+    for address, count in runs:
+        for page in range(count):
+            ctypes.string_at(address + page * PAGE, 1)
+    return sum(count for _, count in runs)
 
 
 def _reap(children: set[int]) -> None:
@@ -201,6 +243,10 @@ def main() -> int:
     except BaseException as exc:  # noqa: BLE001 - any failure means: no fork parent, start processes one by one
         _write({"error": f"{type(exc).__name__}: {exc}"})
         return 1
+    try:
+        resident = resident_file_pages()
+    except OSError:  # no /proc/self/pagemap (not Linux): the children's RSS leaves out untouched library pages
+        resident = []
     _write({"ready": True, "modules": modules, "seconds": round(time.monotonic() - started, 3)})
     request = serve()
     if request is None:
@@ -208,6 +254,7 @@ def main() -> int:
         # which the end of every kneo workload waited for
         os._exit(0)
     become_service(request)
+    map_pages(resident)
     cli = importlib.import_module("kneo_serv.cli.main")
     return cli.app()  # the `kneo` console script's call: typer exits with the command's status
 
