@@ -28,7 +28,7 @@ from swarmgauge.listeners.resources import add_sample_source
 from swarmgauge.shapes import PlanShape  # noqa: F401 - Locust picks the shape up from this module
 from swarmgauge.targets.kneo import KneoService
 from swarmgauge.targets.kneo.provider_delay import provider_delay_env
-from swarmgauge.targets.kneo.service import DEFAULT_IDLE_POLL_S, idle_poll_env
+from swarmgauge.targets.kneo.service import DEFAULT_IDLE_POLL_S, idle_poll_env, launch_fork_parent
 from swarmgauge.targets.postgres import PostgresCluster
 from swarmgauge.users.kneo_user import KneoUser
 
@@ -114,16 +114,19 @@ class EmbeddedKneo:
     def __init__(self) -> None:
         self.service: Any = None
         self.cluster: Any = None
+        self.fork_parent: Any = None  # the service's once it is built; stopped with it
 
     def start(self, options: Any) -> Any:
         store = options.kneo_embedded_store
         try:
             dsn = None
             delay_env = provider_delay_env(float(options.kneo_embedded_provider_delay or 0.0))
+            self.fork_parent = launch_fork_parent()  # kneo-serv's imports run while PostgreSQL starts
             if store == "postgres":
                 self.cluster = PostgresCluster(fsync=bool(options.kneo_embedded_fsync)).start()
                 dsn = self.cluster.dsn
             self.service = KneoService(
+                fork_parent=self.fork_parent,
                 store=store,
                 dsn=dsn,
                 worker_concurrency=options.kneo_embedded_workers,
@@ -140,6 +143,9 @@ class EmbeddedKneo:
         if self.service is not None:
             self.service.stop()
             self.service = None
+        elif self.fork_parent is not None:  # the cluster failed before the service took it
+            self.fork_parent.close()
+        self.fork_parent = None
         if self.cluster is not None:
             self.cluster.stop()
             self.cluster = None

@@ -219,7 +219,8 @@ def test_a_process_that_cannot_start_is_a_named_error_with_its_log(kneo_venv, tm
 def test_idle_poll_below_zero_is_a_usage_error_and_a_set_one_reaches_the_service(kneo_venv):
     with pytest.raises(UsageError, match="--kneo-embedded-idle-poll must be above 0 seconds"):
         idle_poll_env(0.0)
-    with KneoService(store="sqlite", extra_env=idle_poll_env(1.0)) as service:
+    # exec: /proc/PID/environ is the environment a process was exec'd with; a forked one's is its fork parent's
+    with KneoService(store="sqlite", extra_env=idle_poll_env(1.0), start_method="exec") as service:
         environ = Path(f"/proc/{service.pids[0]}/environ").read_bytes().split(b"\0")
     assert b"KNEO_SERV_WORKER_IDLE_POLL_SECONDS=1" in environ  # kneo-serv's default, not the harness's 0.2
 

@@ -85,8 +85,8 @@ def test_ctrl_c_to_the_foreground_group_records_no_failure(tmp_path):
 KNEO_PARENT = """
 import sys, time
 from swarmgauge.targets.kneo.service import KneoService
-service = KneoService(store="sqlite").start()
-print(" ".join(str(pid) for pid in service.pids), flush=True)
+service = KneoService(store="sqlite", processes=2).start()
+print(" ".join(str(pid) for pid in [*service.pids, service.fork_parent.pid]), flush=True)
 time.sleep(120)
 """
 
@@ -116,9 +116,10 @@ def _words_of_a_killed_parent(script: str) -> list[str]:
 @pytest.mark.integration
 def test_kneo_serv_exits_when_the_process_that_started_it_is_killed(kneo_venv):
     # each kneo-serv leads a session of its own (a terminal's Ctrl-C must not reach it): only the parent-death
-    # signal ends it when a SIGKILLed locust cannot; it was left serving, its port and store held, for an hour
+    # signal ends it when a SIGKILLed locust cannot; it was left serving, its port and store held, for an hour. The
+    # processes are forked from the fork parent: it dies with the locust, and they die with it
     pids = [int(word) for word in _words_of_a_killed_parent(KNEO_PARENT)]
-    assert pids, "kneo-serv did not start"
+    assert len(pids) == 3, "kneo-serv or its fork parent did not start"
     assert still_running(pids, 10) == [], "kneo-serv still running after its parent was killed"
 
 

@@ -19,7 +19,13 @@ from typing import cast
 
 from swarmgauge.errors import SwarmgaugeError
 from swarmgauge.files import write_atomic
-from swarmgauge.targets.kneo.service import ECHO_SPEC, ECHO_SPEC_NAME, KneoService, KneoStartError
+from swarmgauge.targets.kneo.service import (
+    ECHO_SPEC,
+    ECHO_SPEC_NAME,
+    KneoService,
+    KneoStartError,
+    launch_fork_parent,
+)
 from swarmgauge.targets.kneo.venv import NoSuitablePython, VenvBuildError, ensure_venv, find_python, prepare
 from swarmgauge.targets.postgres import redact_dsn
 
@@ -67,14 +73,17 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     dsn = args.dsn or os.environ.get("KNEO_DSN")
     cluster = None
+    fork_parent = None
     try:
-        find_python(args.python)
+        # kneo-serv's imports overlap PostgreSQL's start-up; no Python >= 3.12 fails here, before the cluster starts
+        fork_parent = launch_fork_parent(args.python)
         if args.store == "postgres" and not dsn:
             from swarmgauge.targets.postgres import PostgresCluster
 
             cluster = PostgresCluster().start()
             dsn = cluster.dsn
         service = KneoService(
+            fork_parent=fork_parent,
             store=args.store,
             dsn=dsn,
             processes=args.processes,
@@ -91,11 +100,15 @@ def main(argv: list[str]) -> int:
         print(f"swarmgauge target kneo: {exc}", file=sys.stderr)
         if cluster is not None:
             cluster.stop()
+        if fork_parent is not None:
+            fork_parent.close()
         return 1
     except SwarmgaugeError as exc:
         print(f"swarmgauge target kneo: {redact_dsn(str(exc))}", file=sys.stderr)
         if cluster is not None:
             cluster.stop()
+        if fork_parent is not None:
+            fork_parent.close()
         return 1
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

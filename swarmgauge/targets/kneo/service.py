@@ -6,6 +6,12 @@ SQLite file, each process with its own connection, where SQLite's file lock lets
 user scaling kneo-serv on SQLite gets: the page's single writer). The first process is started and ready before the
 others so they do not race the schema migrations. Processes can be killed and
 started again on the same port, for drills. Stdlib only.
+
+The processes are forked from a fork parent (``fork_parent.py``) that imported kneo-serv once, about 0.8 s of each
+process's 1 s boot; each is still the real kneo-serv, its console script's code on the same uvicorn with the same
+options (gunicorn's ``--preload`` does the same). A caller with other start-up to do launches it first
+(:func:`launch_fork_parent`) so the imports overlap it. Where it cannot start, each process is started as
+``kneo service serve`` (``start_method="exec"``), with one log line that says why.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import cast
 
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.protocols.kneo import METRIC_NAMES
+from swarmgauge.targets.kneo.fork_parent import ForkedProcess, ForkParent, ForkParentUnavailable
 from swarmgauge.targets.kneo.venv import ensure_venv
 from swarmgauge.targets.launch import die_with_parent
 from swarmgauge.targets.postgres import free_port, redact_dsn
@@ -63,8 +70,25 @@ def idle_poll_env(seconds: float) -> dict[str, str]:
 READY_POLL_S = 0.05
 
 
+START_METHODS = ("fork", "exec")
+
+
 class KneoStartError(SwarmgaugeError):
     """A kneo-serv process exited or never became ready; the message carries its log's tail."""
+
+
+def _inherited_env() -> dict[str, str]:
+    """Our environment without kneo-serv's own settings: the fork parent's, and the base of every process's."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("KNEO_SERV_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def launch_fork_parent(python: str | None = None) -> ForkParent:
+    """Start importing kneo-serv now, for a :class:`KneoService` started later (its ``fork_parent``): a caller that
+    starts PostgreSQL first launches this before it, so the two start-ups overlap. Failures show at the first fork,
+    where the service falls back to ``kneo service serve``."""
+    return ForkParent.launch(ensure_venv(python), _inherited_env())
 
 
 @dataclass
@@ -84,6 +108,8 @@ class KneoService:
     ports: list[int] = field(default_factory=list)
     extra_env: dict[str, str] = field(default_factory=dict)
     ready_timeout: float = 60.0
+    start_method: str = "fork"
+    fork_parent: ForkParent | None = None
 
     def __post_init__(self) -> None:
         if self.store not in ("sqlite", "postgres"):
@@ -92,7 +118,10 @@ class KneoService:
             raise UsageError("--store postgres needs --dsn postgresql://...")
         if self.host not in ("127.0.0.1", "::1", "localhost"):
             raise UsageError(f"kneo-serv binds loopback only, not {self.host!r}")
-        self._procs: list[subprocess.Popen | None] = []
+        if self.start_method not in START_METHODS:
+            raise UsageError(f"start_method must be fork or exec, not {self.start_method!r}")
+        self._procs: list[subprocess.Popen | ForkedProcess | None] = []
+        self._forking = True
         self._own_workdir = self.workdir is None
         self._venv_python: Path | None = None
 
@@ -122,13 +151,12 @@ class KneoService:
         return cast(str, self.dsn) if self.store == "postgres" else str(self.sqlite_path)  # __post_init__ checks dsn
 
     def _env(self) -> dict[str, str]:
-        env = {key: value for key, value in os.environ.items() if not key.startswith("KNEO_SERV_")}
+        env = _inherited_env()
         env.update(
             {
                 "KNEO_SERV_WORKER_CONCURRENCY": str(self.worker_concurrency),
                 "KNEO_SERV_MAX_QUEUE_DEPTH": str(self.max_queue_depth),
                 IDLE_POLL_VARIABLE: f"{DEFAULT_IDLE_POLL_S:g}",
-                "PYTHONUNBUFFERED": "1",
             }
         )
         if self.store == "postgres":
@@ -156,7 +184,9 @@ class KneoService:
         return specs + [f"psutil:pidfile={self.pid_path(index)}" for index in range(self.processes)]
 
     def start(self) -> KneoService:
-        self._venv_python = ensure_venv(self.python)
+        if self.start_method == "fork" and self.fork_parent is None:
+            self.fork_parent = launch_fork_parent(self.python)
+        self._venv_python = self.fork_parent.venv_python if self.fork_parent else ensure_venv(self.python)
         if self.workdir is None:
             self.workdir = Path(tempfile.mkdtemp(prefix="swarmgauge-kneo-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -196,8 +226,29 @@ class KneoService:
             "--port",
             str(self.ports[index]),
         ]
+        proc: subprocess.Popen | ForkedProcess | None = None
+        if self.fork_parent is not None and self._forking:
+            try:
+                proc = self.fork_parent.spawn(cmd, cwd=self.workdir, env=self._env(), log=self.log_path(index))
+            except ForkParentUnavailable as exc:
+                # kept until stop(): the processes it forked already die with it
+                self._forking = False
+                log.warning("kneo-serv: no fork parent (%s): each process starts as `kneo service serve`", exc)
+        if proc is None:
+            proc = self._exec(cmd, index)
+        self._procs[index] = proc
+        self.pid_path(index).write_text(f"{proc.pid}\n")  # the forked child's own pid: the sampler follows it
+
+    def _close_fork_parent(self) -> None:
+        if self.fork_parent is not None:
+            self.fork_parent.close()
+            self.fork_parent = None
+
+    def _exec(self, cmd: list[str], index: int) -> subprocess.Popen:
+        """``kneo service serve`` in an interpreter of its own: the path without a fork parent."""
+        assert self.workdir is not None
         with open(self.log_path(index), "ab") as log_file:
-            proc = subprocess.Popen(
+            return subprocess.Popen(
                 cmd,
                 cwd=self.workdir,
                 env=self._env(),
@@ -206,8 +257,6 @@ class KneoService:
                 preexec_fn=die_with_parent(os.getpid()),  # a SIGKILLed locust left kneo-serv serving (its own session)
                 start_new_session=True,
             )
-        self._procs[index] = proc
-        self.pid_path(index).write_text(f"{proc.pid}\n")
 
     def _log_tail(self, index: int) -> str:
         try:
@@ -264,6 +313,7 @@ class KneoService:
 
     def stop(self, *, remove_workdir: bool | None = None) -> None:
         self._stop_processes(list(range(len(self._procs))))
+        self._close_fork_parent()
         remove = self._own_workdir if remove_workdir is None else remove_workdir
         if remove and self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
