@@ -265,7 +265,11 @@ def took_line(manifest: dict[str, Any]) -> str:
         return f"Took {took:.1f} min at a scale demo.json does not record (the budgets of --all: {budgets})."
     budget = budget_minutes(float(scale))
     verdict = "within" if took <= budget else "OVER"
-    return f"Took {took:.1f} min, {verdict} the {budget:.3g} min budget of --all at --scale {scale:g} on 2 cores."
+    # the seconds beside the minutes: 362 s reads "6.0 min" and is over a 6 min budget
+    return (
+        f"Took {took:.1f} min ({took * 60:.0f} s), {verdict} the {budget:.3g} min budget of --all at --scale "
+        f"{scale:g} on 2 cores."
+    )
 
 
 def index_sections(

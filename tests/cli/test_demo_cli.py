@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["kneo", "nope"], "swarmgauge demo: unknown page 'nope': choose from demarkus, kneo, mdk, brain (or --all)"),
+        (["kneo", "nope"], "swarmgauge demo: unknown page 'nope': choose from demarkus, mdk, brain, kneo (or --all)"),
         (["brain", "--scale", "0"], "swarmgauge demo: --scale '0': must be a number above 0 (at most 100)"),
         (["--all", "--scale", "fast"], "swarmgauge demo: --scale 'fast': must be a number above 0 (at most 100)"),
         (["--steps", "1,x"], "swarmgauge demo: --steps '1,x': must be whole numbers of users, comma separated"),

@@ -186,15 +186,15 @@ def counted_section(runs: dict[str, Path | None]) -> PageSection:
 @pytest.mark.parametrize(
     ("scale", "took"),
     [
-        (1.0, "Took 10.0 min, within the 20 min budget of --all at --scale 1 on 2 cores."),
+        (1.0, "Took 10.0 min (600 s), within the 20 min budget of --all at --scale 1 on 2 cores."),
         (
             0.25,
-            "Took 10.0 min, OVER the 6 min budget of --all at --scale 0.25 on 2 cores. --scale 0.25: steps and "
+            "Took 10.0 min (600 s), OVER the 6 min budget of --all at --scale 0.25 on 2 cores. --scale 0.25: steps and "
             "soaks shortened to a quarter, their floors with them (never under what a workload's mechanism needs); "
             'rows are noisier, and a row read over fewer requests than its tolerance needs says "few samples".',
         ),
-        (0.5, "Took 10.0 min, within the 10.7 min budget of --all at --scale 0.5 on 2 cores. --scale 0.5: steps "),
-        (2.0, "Took 10.0 min, within the 40 min budget of --all at --scale 2 on 2 cores."),
+        (0.5, "Took 10.0 min (600 s), within the 10.7 min budget of --all at --scale 0.5 on 2 cores. --scale 0.5: steps "),
+        (2.0, "Took 10.0 min (600 s), within the 40 min budget of --all at --scale 2 on 2 cores."),
     ],
 )
 def test_the_header_counts_the_whole_runs_rows_and_weighs_its_time_against_the_budget(
