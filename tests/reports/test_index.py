@@ -193,7 +193,10 @@ def counted_section(runs: dict[str, Path | None]) -> PageSection:
             "soaks shortened to a quarter, their floors with them (never under what a workload's mechanism needs); "
             'rows are noisier, and a row read over fewer requests than its tolerance needs says "few samples".',
         ),
-        (0.5, "Took 10.0 min (600 s), within the 10.7 min budget of --all at --scale 0.5 on 2 cores. --scale 0.5: steps "),
+        (
+            0.5,
+            "Took 10.0 min (600 s), within the 10.7 min budget of --all at --scale 0.5 on 2 cores. --scale 0.5: steps ",
+        ),
         (2.0, "Took 10.0 min (600 s), within the 40 min budget of --all at --scale 2 on 2 cores."),
     ],
 )
