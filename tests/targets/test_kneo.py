@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may build the cached kneo-serv venv
 
 
-def _get(url: str) -> tuple[int, bytes]:
+def http_get(url: str) -> tuple[int, bytes]:
+    """A GET's status and body, an HTTP error's too (shared with the fork parent's tests)."""
     try:
         with urllib.request.urlopen(url, timeout=10) as response:
             return response.status, response.read()
@@ -126,7 +127,7 @@ def test_cli_sqlite_prints_ready_and_store_file_and_serves_runs(kneo_venv):
     try:
         assert len(lines["ready"]) == 1 and lines["ready"][0].startswith("http://127.0.0.1:")
         url = lines["ready"][0]
-        assert _get(f"{url}/readyz")[0] == 200
+        assert http_get(f"{url}/readyz")[0] == 200
         run = _post_run(url)
         assert run["status"] == "completed"
         store_file = Path(lines["store-file"][0])
@@ -156,7 +157,7 @@ def test_cli_postgres_two_processes_share_one_store_and_never_print_the_password
         deadline = time.monotonic() + 30
         status = None
         while time.monotonic() < deadline:
-            code, body = _get(f"{second}/v1/runs/{run['run_id']}")
+            code, body = http_get(f"{second}/v1/runs/{run['run_id']}")
             status = json.loads(body).get("status") if code == 200 else code
             if status == "completed":
                 break
@@ -177,7 +178,7 @@ def test_two_processes_share_one_sqlite_file_a_run_saved_by_one_is_read_by_the_o
         assert len(set(service.pids)) == 2 and service.sqlite_path is not None and service.sqlite_path.is_file()
         runs = [_post_run(url) for url in (first, second, first)]
         assert [run["status"] for run in runs] == ["completed"] * 3
-        code, body = _get(f"{second}/v1/runs/{runs[0]['run_id']}")
+        code, body = http_get(f"{second}/v1/runs/{runs[0]['run_id']}")
         assert code == 200 and json.loads(body)["status"] == "completed"
 
 

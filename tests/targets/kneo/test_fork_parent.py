@@ -18,16 +18,9 @@ import pytest
 from swarmgauge.targets.kneo import fork_parent as fork_parent_module
 from swarmgauge.targets.kneo.fork_parent import EXIT_UNKNOWN, ForkedProcess, ForkParent, ForkParentUnavailable
 from swarmgauge.targets.kneo.service import KneoService, KneoStartError
+from tests.targets.test_kneo import http_get
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may build the cached kneo-serv venv
-
-
-def _get(url: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
 
 
 def _sync_run(url: str) -> dict:
@@ -38,7 +31,7 @@ def _sync_run(url: str) -> dict:
 
 
 def _gauge(url: str, name: str) -> float:
-    text = _get(f"{url}/metrics")[1].decode()
+    text = http_get(f"{url}/metrics")[1].decode()
     return float(next(line.split()[-1] for line in text.splitlines() if line.startswith(name + " ")))
 
 
@@ -55,7 +48,7 @@ def test_a_forked_sqlite_service_is_ready_serves_sync_runs_and_reads_its_setting
         _forked_by(service)
         assert [int(service.pid_path(index).read_text()) for index in range(2)] == service.pids
         for url in service.urls:
-            assert _get(f"{url}/readyz")[0] == 200
+            assert http_get(f"{url}/readyz")[0] == 200
             assert _sync_run(url)["status"] == "completed"
             assert _gauge(url, "kneo_worker_count") == 3.0  # KNEO_SERV_WORKER_CONCURRENCY, read by the child
         assert service.sqlite_path is not None and service.sqlite_path.is_file()  # its own cwd, not the parent's
