@@ -230,10 +230,11 @@ class KneoUser(User):
                 gevent.sleep(BATCH_IDLE_S)
                 return
             try:
-                self.feed_input()
-                self.client.submit()
-            except Exception:  # noqa: BLE001 - recorded as the submit's failure
-                pass
+                self.feed_input()  # a feeder's stop propagates, as in the other modes
+                try:
+                    self.client.submit()
+                except Exception:  # noqa: BLE001 - recorded as the submit's failure
+                    pass
             finally:
                 batch_run_sent(self.environment)
             return
