@@ -29,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from swarmgauge.core.forked_child import ForkedChildHandle
+
 # the forking process imports nothing more before the preloaded modules (subprocess and selectors, which import
 # threading, are the driver's side's, imported there): ``python -m locust`` has gevent patch a bare interpreter
 
@@ -46,30 +48,19 @@ class ZygoteError(RuntimeError):
     """The forking process did not start, or stopped answering."""
 
 
-class ForkedProcess:
-    """A workload process forked by the :class:`Zygote`: ``pid``, ``poll()``, ``wait()`` and ``returncode`` as a
-    ``subprocess.Popen``'s (a negative code for a signal)."""
+class ForkedProcess(ForkedChildHandle):
+    """A workload process forked by the :class:`Zygote`."""
+
+    wait_step_s = REAP_POLL_S
 
     def __init__(self, zygote: Zygote, pid: int, args: list[str]) -> None:
+        super().__init__(pid, args)
         self.zygote = zygote
-        self.pid = pid
-        self.args = args
-        self.returncode: int | None = None
 
     def poll(self) -> int | None:
         if self.returncode is None:
             self.returncode = self.zygote.exit_code(self.pid)
         return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        import subprocess
-
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
-            time.sleep(REAP_POLL_S)
-        return self.returncode  # type: ignore[return-value]  # set by poll
 
 
 class Zygote:

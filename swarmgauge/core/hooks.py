@@ -156,6 +156,18 @@ def collect_final_reports(environment: Any, seconds: float, poll_s: float = 0.05
     return bool(final_reports_in(environment))
 
 
+def end_plan(environment: Any) -> bool:
+    """End the run the way its plan's own end does: the last step ends now (:data:`end_run`) and the shape's plan at
+    its next tick (its ``request_end``): users stop, final reports come in, Locust quits. False, with nothing done,
+    when the run has no plan to end (it keeps its own end: ``-t``, a STOP)."""
+    request_end = getattr(getattr(environment, "shape_class", None), "request_end", None)
+    if not callable(request_end):
+        return False
+    end_run(environment)
+    request_end()
+    return True
+
+
 def stop_locust(environment: Any) -> None:
     """End Locust's run as its own end would: a headless run quits, a web UI run stops and waits for another START."""
     runner = environment.runner

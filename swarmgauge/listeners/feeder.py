@@ -11,7 +11,7 @@ Modes (``--feeder-mode``):
 
 When the rows run out (``--feeder-exhausted``): ``recycle`` starts a new pass (in ``unique`` mode every row is used
 once more before any is used a third time), ``stop`` stops each user that asks for more (Locust's ``StopUser``) and
-ends the run cleanly through the plan's own end (``hooks.end_run``, the shape's ``request_end``), once every worker
+ends the run cleanly through the plan's own end (``hooks.end_plan``), once every worker
 has drawn the rows it holds (at most :data:`DRAIN_SECONDS` after the first ran out). The reason is logged and
 written to ``run.json`` (``feeder.stopped``). Defaults: ``recycle`` for ``shared``, ``stop`` for ``unique``.
 
@@ -229,11 +229,9 @@ def stop_run(environment: Environment, reason: str) -> None:
     hooks.add_run_info(environment, "feeder", {"stopped": state.stopped})
     logger.info("swarmgauge: run stopped: %s", reason)
     sys.stderr.write(f"swarmgauge: run stopped: {reason}\n")
-    hooks.end_run(environment)
-    request_end = getattr(getattr(environment, "shape_class", None), "request_end", None)
-    if callable(request_end):
-        request_end()  # the plan ends at its next tick: users stop, final reports come in, Locust quits
+    if hooks.end_plan(environment):
         return
+    hooks.end_run(environment)
     hooks.collect_final_reports(environment, FINAL_REPORT_SECONDS, POLL_SECONDS)
     hooks.stop_locust(environment)
 

@@ -160,13 +160,9 @@ def batch_run_sent(environment: Environment) -> None:
     spread.sending -= 1
     if spread.batch_left or spread.sending or spread.ended or isinstance(environment.runner, WorkerRunner):
         return
-    request_end = getattr(environment.shape_class, "request_end", None)
-    if not callable(request_end):
-        return  # no plan: the run keeps its own end (-t, a STOP)
-    spread.ended = True
-    log.info("kneo: the batch is submitted (--kneo-batch): the plan ends here, the drain follows")
-    hooks.end_run(environment)
-    request_end()
+    if hooks.end_plan(environment):  # no plan: the run keeps its own end (-t, a STOP)
+        spread.ended = True
+        log.info("kneo: the batch is submitted (--kneo-batch): the plan ends here, the drain follows")
 
 
 @dataclass

@@ -41,3 +41,23 @@ def test_registries_keep_one_entry_per_name():
     assert hooks.step_counter_names().count("test_counter") == 1
     hooks.register_metric("test_metric", lambda environment, step: 1.0)
     assert hooks.metric_provider("test_metric")(None, None) == 1.0 and "test_metric" in hooks.metric_terms()
+
+
+def test_end_plan_ends_the_last_step_then_asks_the_plan_to_end(monkeypatch):
+    calls: list[str] = []
+
+    class Plan:
+        def request_end(self) -> None:
+            calls.append("request_end")
+
+    monkeypatch.setattr(hooks.end_run, "implementation", lambda env: calls.append("end_run"))
+    env = type("Env", (), {"shape_class": Plan()})()
+    assert hooks.end_plan(env) is True
+    assert calls == ["end_run", "request_end"]
+
+
+def test_end_plan_does_nothing_for_a_run_without_a_plan(monkeypatch):
+    calls: list[str] = []
+    monkeypatch.setattr(hooks.end_run, "implementation", lambda env: calls.append("end_run"))
+    assert hooks.end_plan(type("Env", (), {"shape_class": None})()) is False
+    assert calls == []

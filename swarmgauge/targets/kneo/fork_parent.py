@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from swarmgauge.core.forked_child import ForkedChildHandle
 from swarmgauge.errors import SwarmgaugeError
 from swarmgauge.targets.launch import die_with_parent
 
@@ -48,12 +49,14 @@ class ForkParentUnavailable(SwarmgaugeError):
     """The fork parent could not start (no fork here, an import failed) or is gone; the message says which."""
 
 
-class ForkedProcess:
+class ForkedProcess(ForkedChildHandle):
     """A kneo-serv process forked by the fork parent, with the ``Popen`` surface :class:`KneoService` uses."""
 
+    #: a wait blocks on the fork parent's pipe for up to this long between polls
+    wait_step_s = 0.2
+
     def __init__(self, pid: int, parent: ForkParent) -> None:
-        self.pid = pid
-        self.returncode: int | None = None
+        super().__init__(pid, [f"kneo-serv pid {pid}"])
         self._parent = parent
 
     def poll(self) -> int | None:
@@ -61,14 +64,8 @@ class ForkedProcess:
             self._parent.pump(0.0)
         return self.returncode
 
-    def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise subprocess.TimeoutExpired(f"kneo-serv pid {self.pid}", timeout or 0.0)
-            self._parent.pump(0.2 if left is None else min(0.2, left))
-        return self.returncode  # type: ignore[return-value]  # poll() set it
+    def idle(self, seconds: float) -> None:
+        self._parent.pump(seconds)
 
 
 class ForkParent:

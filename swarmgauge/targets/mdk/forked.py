@@ -17,11 +17,11 @@ import io
 import os
 import random
 import signal
-import subprocess
 import sys
-import time
 import traceback
 from pathlib import Path
+
+from swarmgauge.core.forked_child import ForkedChildHandle
 
 ROLE_MODULES = (
     "swarmgauge.targets.mdk.process",
@@ -39,13 +39,10 @@ def preload() -> None:
         importlib.import_module(name)
 
 
-class ForkedChild:
+class ForkedChild(ForkedChildHandle):
     """The parent's handle on a forked component: the part of ``subprocess.Popen`` the stack uses."""
 
-    def __init__(self, pid: int, args: list[str]) -> None:
-        self.pid = pid
-        self.args = args
-        self.returncode: int | None = None
+    wait_step_s = WAIT_POLL_S
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -57,14 +54,6 @@ class ForkedChild:
             if pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
-            time.sleep(WAIT_POLL_S)
-        return self.returncode if self.returncode is not None else -1
 
     def kill(self) -> None:
         if self.poll() is None:
