@@ -191,7 +191,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     """Every workload of every runnable page, the manifest after each, then the index; 1 when a run left no folder.
 
     ``scale`` (the pages' ``--scale``) is kept in the manifest: the index weighs the time taken against its budget."""
-    from swarmgauge.reports.index import index_sections, write_index
+    from swarmgauge.reports.index import index_sections, pages_ready, write_index
     from swarmgauge.reports.index_grades import exit_state
     from swarmgauge.reports.index_scale import budget_minutes
     from swarmgauge.run_folders import new_run_folder
@@ -293,15 +293,10 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     early = len(reports.rendered) + len(reports.failed)
     last = reports.pending
     reports.render_rest()
-    late: dict[str, Any] = {}
-
-    def reports_done() -> None:
-        late["left"] = reports.wait_rest()
-        late["rendered"] = render_reports(late["left"])
-
-    sections = index_sections(folder, rendering=reports.unrendered(), wait=reports_done)
-    left: list[Path] = late["left"]
-    _more, processes, failed = late["rendered"]
+    drawn = pages_ready(folder, reports.unrendered())
+    left = reports.wait_rest()
+    _more, processes, failed = render_reports(left)
+    sections = index_sections(folder, drawn)
     took = time.monotonic() - rendering
     warm = last - len(left)
     print(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import json
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -272,16 +272,12 @@ def took_line(manifest: dict[str, Any]) -> str:
     )
 
 
-def index_sections(
-    folder: Path | str, rendering: Collection[Path] = (), wait: Callable[[], None] | None = None
-) -> list[dict[str, Any]]:
-    """Every page's section (its tables, grades and plots: the index's work, seconds of it), from the run folders and
-    the manifest's workloads; the manifest's end time is not read, so the demo draws them while its last reports
-    render and writes the index once they are done. A section reads its runs' ``summary.json``, which a run's report
-    writes: a page with a run among ``rendering`` is drawn only after ``wait()`` has returned (a demarkus-only demo's
-    index once drew its churn section from before the churn report's summary, and left the section out)."""
+def pages_ready(folder: Path | str, rendering: Collection[Path]) -> dict[int, dict[str, Any]]:
+    """The sections of the pages none of whose runs is among ``rendering``, drawn now (by page number): the demo
+    draws them while its last reports render. A section reads its runs' ``summary.json``, which a run's report
+    writes, so a page with a run still rendering waits for :func:`index_sections` (a demarkus-only demo's index once
+    drew its churn section from before the churn report's summary, and left the section out)."""
     folder = Path(folder).resolve()  # the run folders resolve through ``latest`` links: links are relative to this
-    pages = load_manifest(folder)["pages"]
     busy = {Path(run).resolve() for run in rendering}
 
     def renders(page: dict[str, Any]) -> bool:
@@ -289,9 +285,17 @@ def index_sections(
             (run := run_folder(folder, w)) is not None and run.resolve() in busy for w in page.get("workloads") or []
         )
 
-    drawn = {number: page_parts(folder, page) for number, page in enumerate(pages) if not renders(page)}
-    if wait is not None:
-        wait()
+    pages = load_manifest(folder)["pages"]
+    return {number: page_parts(folder, page) for number, page in enumerate(pages) if not renders(page)}
+
+
+def index_sections(folder: Path | str, drawn: Mapping[int, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Every page's section (its tables, grades and plots: the index's work, seconds of it), from the run folders and
+    the manifest's workloads: those in ``drawn`` (:func:`pages_ready`) as drawn there, the others now. The manifest's
+    end time is not read, so the demo draws them before it writes the index."""
+    folder = Path(folder).resolve()
+    drawn = drawn or {}
+    pages = load_manifest(folder)["pages"]
     return [drawn[number] if number in drawn else page_parts(folder, page) for number, page in enumerate(pages)]
 
 

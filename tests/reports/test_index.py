@@ -279,8 +279,10 @@ def test_a_page_whose_run_reports_still_render_is_drawn_once_they_are_done(tmp_p
     os.symlink(run.name, run.parent / "latest")
     manifest(tmp_path, [page("demarkus", "reads"), page("brain", "after-fix")])
     order: list[str] = []
-    drawn = index.page_parts
-    monkeypatch.setattr(index, "page_parts", lambda folder, p: order.append(p["name"]) or drawn(folder, p))
-    sections = index_sections(tmp_path, rendering=[run.parent / "latest"], wait=lambda: order.append("reports done"))
+    draw = index.page_parts
+    monkeypatch.setattr(index, "page_parts", lambda folder, p: order.append(p["name"]) or draw(folder, p))
+    drawn = index.pages_ready(tmp_path, [run.parent / "latest"])
+    order.append("reports done")
+    sections = index_sections(tmp_path, drawn)
     assert order == ["demarkus", "reports done", "brain"]
     assert [section["title"].split(":")[0] for section in sections] == ["demarkus", "brain"]
