@@ -7,6 +7,10 @@ On 2 cores the stand-in's CPU a read is what makes the page's saturation rows ma
 and writes the JSON.
 
     python -m benchmarks.mdk_read_cpu [--fleet 2000x1] [--readers 1000] [--seconds 10] [--out FILE]
+    python -m benchmarks.mdk_read_cpu --starts fork,spawn --repeats 3   # side by side, alternating
+
+``--starts``: how the components start, ``spawn`` (a fresh interpreter each) or ``fork`` (from this process once it
+has imported them, as ``swarmgauge target mdk`` does); with both, each repeat runs one of each, in turn.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import asyncio
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -121,8 +126,10 @@ def _profile(processes: dict[str, psutil.Process], seconds: float, folder: Path)
     ]
 
 
-def measure(devices: int, workers: int, readers: int, seconds: float, profile: Path | None = None) -> dict[str, Any]:
-    stack = MDKStack(devices=devices, workers=workers, **SETTINGS)
+def measure(
+    devices: int, workers: int, readers: int, seconds: float, profile: Path | None = None, *, fork: bool = False
+) -> dict[str, Any]:
+    stack = MDKStack(devices=devices, workers=workers, fork=fork, **SETTINGS)
     stack.start()
     try:
         processes = {c: psutil.Process(pid) for c in stack.components if (pid := stack.pid(c)) is not None}
@@ -148,6 +155,7 @@ def measure(devices: int, workers: int, readers: int, seconds: float, profile: P
     stand_in = sum(v for c, v in used.items() if c != "generator")
     return {
         "fleet": f"{devices}x{workers}",
+        "start": "fork" if fork else "spawn",
         "readers": readers,
         "seconds": round(outcome["seconds"], 2),
         "reads": reads,
@@ -168,16 +176,36 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="the window measured, after the warm-up")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--profile", type=Path, help="py-spy each stand-in process into this folder (its CPU adds)")
+    parser.add_argument("--starts", default="spawn", help="spawn, fork, or both in turn: fork,spawn")
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each start")
     args = parser.parse_args()
     devices, workers = (int(part) for part in args.fleet.split("x"))
-    row = measure(devices, workers, args.readers, args.seconds, args.profile)
-    per_read = ", ".join(f"{c} {ms:.3f}" for c, ms in row["cpu_ms_per_read"].items())
-    print(
-        f"{row['fleet']} with {row['readers']} readers: {row['reads_per_s']:.0f} reads/s over {row['seconds']:.1f} s, "
-        f"stand-in {row['stand_in_ms_per_read']} ms of CPU a read ({row['stand_in_cores']:.2f} cores); per read, ms: "
-        f"{per_read}; statuses {row['statuses']}; load {row['load_avg']:.1f}"
-    )
-    print(f"written {write_json(args.out, row)}")
+    starts = [part.strip() for part in args.starts.split(",") if part.strip()]
+    if not starts or set(starts) - {"fork", "spawn"} or not 1 <= args.repeats <= 20:
+        parser.error("--starts takes fork and/or spawn; --repeats 1 to 20")
+    rows = []
+    for _ in range(args.repeats):
+        for start in starts:
+            row = measure(devices, workers, args.readers, args.seconds, args.profile, fork=start == "fork")
+            rows.append(row)
+            per_read = ", ".join(f"{c} {ms:.3f}" for c, ms in row["cpu_ms_per_read"].items())
+            print(
+                f"{row['fleet']} ({start}) with {row['readers']} readers: {row['reads_per_s']:.0f} reads/s over "
+                f"{row['seconds']:.1f} s, stand-in {row['stand_in_ms_per_read']} ms of CPU a read "
+                f"({row['stand_in_cores']:.2f} cores); per read, ms: {per_read}; statuses {row['statuses']}; "
+                f"load {row['load_avg']:.1f}",
+                flush=True,
+            )
+    summary = {
+        start: statistics.median(r["stand_in_ms_per_read"] for r in rows if r["start"] == start and r["reads"])
+        for start in starts
+        if any(r["start"] == start and r["reads"] for r in rows)
+    }
+    if len(summary) > 1:
+        shown = ", ".join(f"{start} {ms:.3f}" for start, ms in summary.items())
+        print(f"median stand-in ms of CPU a read over {args.repeats} run(s) each: {shown}")
+    out = rows[0] if len(rows) == 1 else {"runs": rows, "median_stand_in_ms_per_read": summary}
+    print(f"written {write_json(args.out, out)}")
 
 
 if __name__ == "__main__":
