@@ -220,6 +220,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     progress = Progress([w.planned_seconds() for _page, w, _entry in todo], reports_s=REPORT_S * len(todo) / cores)
     print(f"demo: {len(todo)} workloads, {progress.opening()}, into {folder}", flush=True)
     print("; ".join(plans) + f" (--all's budget at --scale {scale or 1:g}: {budget_minutes(scale or 1.0):.3g} min)")
+    speed = manifest["machine"]["probe_ms"] = {"start": _probe("start")}  # before any load: reports/index.py says it
     _save(folder, manifest)
     lost = 0
     totals = PhaseTotals()
@@ -280,6 +281,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
             print(f" {entry['elapsed_s']:.0f} s{phased}, {state}: {shown}; {done}", flush=True)
             _save(folder, manifest)
         loads_over = True
+        speed["end"] = _probe("end")
     finally:
         for started in ahead:
             abandon(started)
@@ -313,6 +315,15 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     print(f"index: {paths[1]} ({paths[0].name}); {(manifest['ended_at'] - manifest['started_at']) / 60:.1f} min")
     print(totals.text(took, time.monotonic() - indexing, time.time() - manifest["started_at"]), flush=True)
     return 1 if lost else 0
+
+
+def _probe(when: str) -> float:
+    """The host-speed probe's CPU ms (``core/host_speed.py``), said on the console."""
+    from swarmgauge.core.host_speed import REFERENCE_MS, probe_ms, slowdown
+
+    measured = round(probe_ms(), 1)
+    print(f"host speed at the {when}: {measured:g} ms ({slowdown(measured):.2f}x the reference {REFERENCE_MS:g} ms)")
+    return measured
 
 
 def quick(run_dir: Path, steps: list[int], step_time: float, warmup: float) -> int:

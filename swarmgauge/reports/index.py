@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from swarmgauge.core.host_speed import REFERENCE_MS, slowdown
 from swarmgauge.files import write_atomic
 from swarmgauge.reports import chart_html
 from swarmgauge.reports.index_grades import (
@@ -62,6 +63,12 @@ ISSUE_ROWS = 73
 
 class IndexInputError(ValueError):
     """The folder is not a demo folder (no readable ``demo.json``)."""
+
+
+#: when the demo probed the host's speed, as the index says it
+WHEN = {"start": "before the first workload", "end": "after the last"}
+#: a probe within this share of the reference is the reference machine's speed (its rounds spread about this much)
+SAME_SPEED = 0.05
 
 
 def load_manifest(folder: Path) -> dict[str, Any]:
@@ -223,8 +230,25 @@ def _intro(manifest: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"The reference pages reproduced on embedded targets{took}.{shared} Each figure comes from its workload's run folder; "
-        "`x` is measured / published. The machine is not the pages' machines: read the shapes, not the absolutes."
+        f"The reference pages reproduced on embedded targets{took}.{shared}{speed_text(machine.get('probe_ms'))} Each "
+        "figure comes from its workload's run folder; `x` is measured / published. The machine is not the pages' "
+        "machines: read the shapes, not the absolutes."
+    )
+
+
+def speed_text(probe: Any) -> str:
+    """How fast the host ran against its fastest measured (``core/host_speed.py``)."""
+    if not isinstance(probe, dict):
+        return ""
+    said = [f"{probe[when]:g} ms {where}" for when, where in WHEN.items() if isinstance(probe.get(when), int | float)]
+    if not said:
+        return ""
+    worst = max(slowdown(float(probe[when])) for when in WHEN if isinstance(probe.get(when), int | float))
+    pace = f"{worst:.2f}x the reference's CPU at worst" if worst > 1 + SAME_SPEED else "as fast, within 5 %"
+    return (
+        f" Host speed: a fixed piece of Python work took {' and '.join(said)} of CPU, against {REFERENCE_MS:g} ms on "
+        f"this host at its fastest measured ({pace}); the Python targets' CPU a request moves the same way, by less "
+        "(the MDK stand-in's CPU a read 1.20x at the probe's 1.78x), and their rates where a core bounds them with it."
     )
 
 

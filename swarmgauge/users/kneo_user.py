@@ -160,7 +160,7 @@ def batch_run_sent(environment: Environment) -> None:
     spread.sending -= 1
     if spread.batch_left or spread.sending or spread.ended or isinstance(environment.runner, WorkerRunner):
         return
-    if hooks.end_plan(environment):  # no plan: the run keeps its own end (-t, a STOP)
+    if hooks.end_plan(environment):
         spread.ended = True
         log.info("kneo: the batch is submitted (--kneo-batch): the plan ends here, the drain follows")
 

@@ -100,10 +100,14 @@ def test_the_scale_is_kept_for_the_index_to_weigh_the_time_against_its_budget(
     monkeypatch.setattr(demo, "run_workload", fake_locust_run({"gate": 1, "soak": 0}))
     demo.run_pages([two_workloads], tmp_path, 0.25)
     folder = tmp_path / "latest"
-    assert json.loads((folder / "demo.json").read_text())["scale"] == 0.25
+    manifest = json.loads((folder / "demo.json").read_text())
+    assert manifest["scale"] == 0.25
+    assert set(manifest["machine"]["probe_ms"]) == {"start", "end"}  # the host's speed before and after the load
+    assert "host speed at the start: " in capsys.readouterr().out
     index = (folder / "report.md").read_text()
     assert " min for brain (the budgets are for --all: 20 min at --scale 1, 6 min at --scale 0.25)." in index
     assert "--scale 0.25: steps and soaks shortened to a quarter" in index
+    assert "Host speed: a fixed piece of Python work took " in index
 
 
 def test_each_line_says_where_its_workload_spent_its_time_and_the_demo_ends_with_the_sum(

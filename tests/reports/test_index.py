@@ -286,3 +286,14 @@ def test_a_page_whose_run_reports_still_render_is_drawn_once_they_are_done(tmp_p
     sections = index_sections(tmp_path, drawn)
     assert order == ["demarkus", "reports done", "brain"]
     assert [section["title"].split(":")[0] for section in sections] == ["demarkus", "brain"]
+
+
+def test_the_intro_says_the_hosts_speed_against_the_reference_and_nothing_when_unmeasured():
+    from swarmgauge.core.host_speed import REFERENCE_MS
+    from swarmgauge.reports.index import speed_text
+
+    slow = speed_text({"start": REFERENCE_MS, "end": REFERENCE_MS * 1.4})
+    assert f"took {REFERENCE_MS:g} ms before the first workload and {REFERENCE_MS * 1.4:g} ms after the last" in slow
+    assert "(1.40x the reference's CPU at worst)" in slow
+    assert "(as fast, within 5 %)" in speed_text({"start": REFERENCE_MS * 1.03})
+    assert speed_text(None) == "" and speed_text({}) == "" and speed_text({"start": "fast"}) == ""

@@ -30,7 +30,6 @@ ROLE_MODULES = (
     "swarmgauge.targets.mdk.worker",
     "swarmgauge.targets.mdk.gateway",
 )
-WAIT_POLL_S = 0.01
 
 
 def preload() -> None:
@@ -41,8 +40,6 @@ def preload() -> None:
 
 class ForkedChild(ForkedChildHandle):
     """The parent's handle on a forked component: the part of ``subprocess.Popen`` the stack uses."""
-
-    wait_step_s = WAIT_POLL_S
 
     def poll(self) -> int | None:
         if self.returncode is None:

@@ -1,0 +1,59 @@
+"""How fast this host runs Python right now, against the same host at its fastest measured.
+
+The embedded targets and the generator are Python, and on a shared host the CPU a unit of their work takes moves
+with the neighbours: kneo-serv's CPU a run went from 28 to 45 ms and the MDK stand-in's CPU a read from 0.76 to 1.39
+ms between runs of the same code hours apart, and every rate the pages compare moved with them. ``demo`` runs
+:func:`probe_ms` before its first workload and after its last, and the index says how far each was from
+:data:`REFERENCE_MS`, so a reader can tell a slow host from a slow target.
+
+The probe is a fixed piece of the kind of work the targets do (JSON in and out, dicts, string formatting, a little
+arithmetic), timed in the process's own CPU time, so waiting for a core does not count and a slower core does; the
+median of its rounds leaves out a neighbour's burst of a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+#: the probe's median CPU on this 2-core host at its fastest measured (``python -m benchmarks.host_speed``,
+#: 2026-12-07 04:35 UTC, beside the MDK stand-in at 0.76 ms of CPU a read on 2,000 / 4; benchmarks/results/
+#: host_speed_0435.json). Five minutes later it read 43.3 ms beside 0.91 ms a read (host_speed_0440.json): the probe
+#: moves further than the stand-ins' CPU (1.78x against 1.20x), so it says how hard the host is slowed, not a factor
+#: to divide a rate by
+REFERENCE_MS = 24.3
+#: rounds of the probe; their median is the figure (one round is about 24 ms at the reference speed)
+ROUNDS = 7
+#: units of work in one round
+UNITS = 2_000
+
+
+def _unit(number: int) -> int:
+    """One unit: a small record encoded, decoded, indexed and formatted, as a request handler would."""
+    record = {"id": number, "name": f"device-{number:05d}", "tags": ["a", "b", str(number % 7)], "load": number * 0.5}
+    decoded = json.loads(json.dumps(record))
+    index = {tag: position for position, tag in enumerate(decoded["tags"])}
+    text = "|".join(f"{key}={value}" for key, value in sorted(decoded.items()) if key != "tags")
+    total = 0
+    for step in range(40):
+        total += (step * number) % 13
+    return total + len(text) + len(index)
+
+
+def probe_once(units: int = UNITS) -> float:
+    """CPU milliseconds one round of ``units`` took in this process."""
+    began = time.process_time()
+    for number in range(units):
+        _unit(number)
+    return (time.process_time() - began) * 1000.0
+
+
+def probe_ms(rounds: int = ROUNDS) -> float:
+    """The median CPU milliseconds of ``rounds`` rounds of the probe."""
+    return statistics.median(probe_once() for _ in range(max(1, rounds)))
+
+
+def slowdown(measured_ms: float, reference_ms: float = REFERENCE_MS) -> float:
+    """How many times slower than the reference machine (1.0: as fast; below 1: faster)."""
+    return measured_ms / reference_ms if reference_ms > 0 else float("nan")
