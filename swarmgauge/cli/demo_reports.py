@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from swarmgauge.targets.launch import child_env
+from swarmgauge.targets.launch import child_env, die_with_parent
 
 #: how long one process may take per report it renders (a 1-minute soak's report takes a few seconds on 2 cores)
 SECONDS_PER_REPORT = 60.0
@@ -119,6 +119,8 @@ class StartUpReports:
                     stderr=subprocess.DEVNULL,
                     text=True,
                     bufsize=1,
+                    # a demo ended by a signal (no finally runs) must not leave it stopped forever
+                    preexec_fn=die_with_parent(os.getpid(), signal.SIGKILL),
                 )
             except OSError:
                 self._broken = True

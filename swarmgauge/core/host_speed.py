@@ -13,16 +13,15 @@ median of its rounds leaves out a neighbour's burst of a few milliseconds.
 
 from __future__ import annotations
 
+import gc
 import json
 import statistics
 import time
 
 #: the probe's median CPU on this 2-core host at its fastest measured (``python -m benchmarks.host_speed``,
-#: 2026-12-07 04:35 UTC, beside the MDK stand-in at 0.76 ms of CPU a read on 2,000 / 4; benchmarks/results/
-#: host_speed_0435.json). Five minutes later it read 43.3 ms beside 0.91 ms a read (host_speed_0440.json): the probe
-#: moves further than the stand-ins' CPU (1.78x against 1.20x), so it says how hard the host is slowed, not a factor
-#: to divide a rate by
-REFERENCE_MS = 24.3
+#: 2026-12-07 05:08 UTC, beside the MDK stand-in at 0.78 ms of CPU a read on 2,000 / 4, where the fit of its
+#: settings had measured 0.93; benchmarks/results/host_speed_0508.json)
+REFERENCE_MS = 24.4
 #: rounds of the probe; their median is the figure (one round is about 24 ms at the reference speed)
 ROUNDS = 7
 #: units of work in one round
@@ -50,8 +49,17 @@ def probe_once(units: int = UNITS) -> float:
 
 
 def probe_ms(rounds: int = ROUNDS) -> float:
-    """The median CPU milliseconds of ``rounds`` rounds of the probe."""
-    return statistics.median(probe_once() for _ in range(max(1, rounds)))
+    """The median CPU milliseconds of ``rounds`` rounds of the probe, with the cyclic collector held off: in a
+    process holding pandas' and Locust's objects, the rounds' allocations set off full collections of that heap
+    (45 and 40 ms for the first two rounds against 24, the same machine) that time the process, not the host."""
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        return statistics.median([probe_once() for _ in range(max(1, rounds))])
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def slowdown(measured_ms: float, reference_ms: float = REFERENCE_MS) -> float:

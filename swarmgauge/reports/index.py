@@ -240,15 +240,17 @@ def speed_text(probe: Any) -> str:
     """How fast the host ran against its fastest measured (``core/host_speed.py``)."""
     if not isinstance(probe, dict):
         return ""
-    said = [f"{probe[when]:g} ms {where}" for when, where in WHEN.items() if isinstance(probe.get(when), int | float)]
+    said = [
+        f"{probe[when]:g} ms of CPU {where}" for when, where in WHEN.items() if isinstance(probe.get(when), int | float)
+    ]
     if not said:
         return ""
     worst = max(slowdown(float(probe[when])) for when in WHEN if isinstance(probe.get(when), int | float))
     pace = f"{worst:.2f}x the reference's CPU at worst" if worst > 1 + SAME_SPEED else "as fast, within 5 %"
     return (
-        f" Host speed: a fixed piece of Python work took {' and '.join(said)} of CPU, against {REFERENCE_MS:g} ms on "
-        f"this host at its fastest measured ({pace}); the Python targets' CPU a request moves the same way, by less "
-        "(the MDK stand-in's CPU a read 1.20x at the probe's 1.78x), and their rates where a core bounds them with it."
+        f" Host speed: a fixed piece of Python work took {' and '.join(said)}, against {REFERENCE_MS:g} ms on "
+        f"this host at its fastest measured ({pace}): the embedded targets and the generator share these cores, so "
+        "their CPU a request moves the same way, and their rates where a core bounds them."
     )
 
 

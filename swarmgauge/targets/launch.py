@@ -90,11 +90,13 @@ def stop_processes(processes: list[subprocess.Popen], *, grace: float = 15.0, ki
 PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent(parent_pid: int) -> Callable[[], None]:
-    """A ``preexec_fn``: the child gets SIGTERM when its parent dies, even by SIGKILL (Linux ``prctl``).
+def die_with_parent(parent_pid: int, number: int = signal.SIGTERM) -> Callable[[], None]:
+    """A ``preexec_fn``: the child gets SIGTERM (or ``number``) when its parent dies, even by SIGKILL (Linux
+    ``prctl``).
 
     A target left behind by a killed locust would keep its port and go on serving whatever still sends load.
-    Elsewhere it does nothing; the parent's own stop path (``stop_processes`` at ``quitting``) still applies.
+    Elsewhere it does nothing; the parent's own stop path (``stop_processes`` at ``quitting``) still applies. A child
+    its parent may leave stopped (SIGSTOP) needs SIGKILL: any other signal waits for a SIGCONT that never comes.
     """
 
     def preexec() -> None:
@@ -103,9 +105,9 @@ def die_with_parent(parent_pid: int) -> Callable[[], None]:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        libc.prctl(PR_SET_PDEATHSIG, number, 0, 0, 0)
         if os.getppid() != parent_pid:  # the parent died before prctl took effect
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), number)
 
     return preexec
 

@@ -141,3 +141,49 @@ def test_the_rest_handed_to_a_renderer_that_dies_is_given_back(tmp_path):
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     assert sorted(reports.wait_rest()) == sorted(run for run in runs if run not in reports.rendered)
+
+
+def test_a_stopped_start_up_renderer_dies_with_a_demo_killed_by_a_signal(tmp_path):
+    """A demo ended by SIGTERM or SIGKILL runs no ``finally``: its renderer, stopped before a workload's go, would
+    wait for a SIGCONT forever."""
+    import subprocess
+    import sys
+
+    run = run_folder(tmp_path / "run")
+    demo = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from swarmgauge.cli.demo_reports import StartUpReports\n"
+            "reports = StartUpReports()\n"
+            f"reports.add(Path({str(run)!r}))\n"
+            "reports.resume()\n"
+            "reports.pause()\n"
+            "print(reports.pid, flush=True)\n"
+            "time.sleep(60)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert demo.stdout is not None
+        renderer = int(demo.stdout.readline())
+        assert _stopped(renderer)
+    finally:
+        demo.kill()
+        demo.wait(timeout=10)
+    for _ in range(100):  # bounded: 5 s
+        if not _alive(renderer):
+            break
+        time.sleep(0.05)
+    assert not _alive(renderer)
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie waiting for its new parent to reap it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False

@@ -27,3 +27,18 @@ def test_no_rounds_still_takes_one(monkeypatch):
 @pytest.mark.parametrize(("measured", "expected"), [(60.0, 1.0), (90.0, 1.5), (30.0, 0.5)])
 def test_the_slowdown_is_the_measured_over_the_reference(measured, expected):
     assert host_speed.slowdown(measured, 60.0) == pytest.approx(expected)
+
+
+def test_the_rounds_run_with_the_cyclic_collector_off_and_leave_it_as_they_found_it(monkeypatch):
+    import gc
+
+    seen = []
+    monkeypatch.setattr(host_speed, "probe_once", lambda units=host_speed.UNITS: seen.append(gc.isenabled()) or 1.0)
+    host_speed.probe_ms(2)
+    assert seen == [False, False] and gc.isenabled()
+    gc.disable()
+    try:
+        host_speed.probe_ms(1)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
