@@ -281,6 +281,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
             print(f" {entry['elapsed_s']:.0f} s{phased}, {state}: {shown}; {done}", flush=True)
             _save(folder, manifest)
         loads_over = True
+        reports.pause()  # the renderer on the other core would slow the probe's: it resumes in render_rest
         speed["end"] = _probe("end")
     finally:
         for started in ahead:

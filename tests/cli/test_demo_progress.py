@@ -129,3 +129,30 @@ def test_each_line_says_where_its_workload_spent_its_time_and_the_demo_ends_with
     assert "(4 planned), drain 1 s, end 2 s, reports " in lines[-1]
     kept = json.loads((tmp_path / "latest" / "demo.json").read_text())["pages"][0]["workloads"][0]["phases_s"]
     assert kept == {"startup": 3.0, "waited": 1.0, "load": 2.0, "drain": 0.5, "end": 1.0}
+
+
+def test_the_end_probe_runs_with_the_report_renderer_paused(monkeypatch, tmp_path, two_workloads):
+    """The renderer works once a load is over; beside it on the other core the probe would read the host slower."""
+    from swarmgauge.cli.demo_reports import StartUpReports
+
+    events: list[str] = []
+
+    class Recorded(StartUpReports):
+        def pause(self) -> None:
+            events.append("pause")
+            super().pause()
+
+        def resume(self) -> None:
+            events.append("resume")
+            super().resume()
+
+    monkeypatch.setattr(demo, "StartUpReports", Recorded)
+    monkeypatch.setattr(demo, "_probe", lambda when: events.append(f"probe {when}") or 24.0)
+    monkeypatch.setattr(demo, "run_workload", fake_locust_run({"gate": 1, "soak": 0}))
+    demo.run_pages([two_workloads], tmp_path)
+    end = events.index("probe end")
+    assert events[0] == "probe start" and events[end - 1] == "pause"
+    assert json.loads((tmp_path / "latest" / "demo.json").read_text())["machine"]["probe_ms"] == {
+        "start": 24.0,
+        "end": 24.0,
+    }
