@@ -240,13 +240,17 @@ def speed_text(probe: Any) -> str:
     """How fast the host ran against its fastest measured (``core/host_speed.py``)."""
     if not isinstance(probe, dict):
         return ""
-    said = [
-        f"{probe[when]:g} ms of CPU {where}" for when, where in WHEN.items() if isinstance(probe.get(when), int | float)
-    ]
-    if not said:
+    measured = {when: float(probe[when]) for when in WHEN if isinstance(probe.get(when), int | float)}
+    if not measured:
         return ""
-    worst = max(slowdown(float(probe[when])) for when in WHEN if isinstance(probe.get(when), int | float))
-    pace = f"{worst:.2f}x the reference's CPU at worst" if worst > 1 + SAME_SPEED else "as fast, within 5 %"
+    said = [f"{ms:g} ms of CPU {WHEN[when]}" for when, ms in measured.items()]
+    worst = max(slowdown(ms) for ms in measured.values())
+    if worst > 1 + SAME_SPEED:
+        pace = f"{worst:.2f}x the reference's CPU at worst"
+    elif worst >= 1 - SAME_SPEED:
+        pace = f"as fast, within {SAME_SPEED:.0%}"
+    else:
+        pace = f"{worst:.2f}x the reference's CPU: faster than it"
     return (
         f" Host speed: a fixed piece of Python work took {' and '.join(said)}, against {REFERENCE_MS:g} ms on "
         f"this host at its fastest measured ({pace}): the embedded targets and the generator share these cores, so "

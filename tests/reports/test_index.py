@@ -296,5 +296,6 @@ def test_the_intro_says_the_hosts_speed_against_the_reference_and_nothing_when_u
     took = f"took {REFERENCE_MS:g} ms of CPU before the first workload and {REFERENCE_MS * 1.4:g} ms of CPU after"
     assert took in slow
     assert "(1.40x the reference's CPU at worst)" in slow
-    assert "(as fast, within 5 %)" in speed_text({"start": REFERENCE_MS * 1.03})
+    assert "(as fast, within 5%)" in speed_text({"start": REFERENCE_MS * 1.03})
+    assert "(0.80x the reference's CPU: faster than it)" in speed_text({"start": REFERENCE_MS * 0.8})
     assert speed_text(None) == "" and speed_text({}) == "" and speed_text({"start": "fast"}) == ""
