@@ -23,7 +23,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from swarmgauge.cli.demo_pages import BUILDERS, Page, Workload, pages, reads_workload
+from swarmgauge.cli.demo_pages import (
+    BUILDERS,
+    Page,
+    SharedProcess,
+    Workload,
+    end_shared,
+    pages,
+    reads_workload,
+    start_shared,
+)
 from swarmgauge.cli.demo_phases import Phases, PhaseTotals, phase_text
 from swarmgauge.cli.demo_progress import REPORT_S, Progress, minutes
 from swarmgauge.cli.demo_reports import StartUpReports, render_reports
@@ -231,9 +240,16 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     zygote = Zygote(wait=False) if todo else None
     forked: list[Zygote] = []
 
+    shared: dict[str, SharedProcess | None] = {}  # each page's shared process, once its first workload starts
+
+    def share(page: Page) -> None:
+        if page.shared is not None and page.name not in shared:
+            shared[page.name] = start_shared(page)
+
     def start_next(number: int) -> None:
         if number < len(todo):
-            _page, following, following_entry = todo[number]
+            following_page, following, following_entry = todo[number]
+            share(following_page)
             following_dir = folder / following_entry["folder"]
             log = following_dir.parent / f"{following.name}.log"
             forking = forked[0] if forked else None
@@ -248,6 +264,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
         for number, (page, workload, entry) in enumerate(todo, start=1):
             run_dir = folder / entry["folder"]
             print(progress.starting(number, f"{page.name}/{workload.name}", workload.what), end="", flush=True)
+            share(page)  # started ahead with the workload, unless that one was not
             started = ahead.pop() if ahead else None
             began = time.monotonic()
             if started is not None:
@@ -286,6 +303,8 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
     finally:
         for started in ahead:
             abandon(started)
+        for process in shared.values():
+            end_shared(process)
         if zygote is not None:
             zygote.close()
         if not loads_over:

@@ -13,7 +13,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from swarmgauge import plans
 
@@ -72,6 +72,17 @@ class Page:
     reference: str
     workloads: tuple[Workload, ...]
     unavailable: Callable[[], str | None] = field(default=lambda: None)
+    #: a process the page's workloads share, started with the first one's start-up and ended after the demo's loads
+    #: (``cli/demo.py``): its environment is handed to every workload started from then on
+    shared: Callable[[], SharedProcess] | None = None
+
+
+class SharedProcess(Protocol):
+    """What a page's shared process offers the demo: the environment its runs need, and its end."""
+
+    def environment(self) -> dict[str, str]: ...
+
+    def close(self) -> None: ...
 
 
 def _seconds(text: Any) -> float:
@@ -185,6 +196,30 @@ def _no_postgres() -> str | None:
 KNEO_PYTHON_VARIABLE = "SWARMGAUGE_KNEO_PYTHON"
 
 
+def start_shared(page: Page) -> SharedProcess | None:
+    """Start the page's shared process and hand its environment to the workloads started from now on (None, with a
+    line, when it cannot start: each workload then starts as without it)."""
+    from swarmgauge.errors import SwarmgaugeError
+
+    if page.shared is None:
+        return None
+    try:
+        process = page.shared()
+    except (OSError, SwarmgaugeError) as exc:
+        print(f"{page.name}: no process shared by its workloads ({exc}): each starts on its own", flush=True)
+        return None
+    os.environ.update(process.environment())
+    return process
+
+
+def end_shared(process: SharedProcess | None) -> None:
+    """End a page's shared process; the workloads started after this get no environment of it."""
+    if process is not None:
+        for name in process.environment():
+            os.environ.pop(name, None)
+        process.close()
+
+
 def _no_kneo() -> str | None:
     """Why kneo-serv cannot run here, or None. The Python found is handed to the workloads' processes through
     :data:`KNEO_PYTHON_VARIABLE` (unless it is set): it is the one they would find first, and each kneo workload's
@@ -243,7 +278,15 @@ def _kneo(scale: float) -> Page:
             *kneo_rows(scale),
         ),
         _no_kneo,
+        _kneo_fork_template,
     )
+
+
+def _kneo_fork_template() -> SharedProcess:
+    """kneo-serv imported once for the page's ten workloads, not at each one's start-up (``fork_template.py``)."""
+    from swarmgauge.targets.kneo.service import launch_fork_template
+
+    return launch_fork_template()  # the Python _no_kneo found, through KNEO_PYTHON_VARIABLE
 
 
 def _mdk(scale: float) -> Page:

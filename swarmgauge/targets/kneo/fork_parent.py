@@ -7,7 +7,8 @@ forked process is the real kneo-serv, run by its own console script's code; see 
 
 :class:`ForkedProcess` has the part of ``subprocess.Popen`` that :class:`KneoService` uses (``pid``, ``poll``,
 ``wait``, ``returncode``): the fork parent reaps its children and writes their exit codes, read here on demand (no
-thread: Locust's gevent and the plain CLI both just call in). Stdlib only.
+thread: Locust's gevent and the plain CLI both just call in). :meth:`ForkParent.connect` takes a fork parent of
+its own from a template shared by many runs (``fork_template.py``) instead of launching one. Stdlib only.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -68,10 +71,64 @@ class ForkedProcess(ForkedChildHandle):
         self._parent.pump(seconds)
 
 
-class ForkParent:
-    """The fork parent process: :meth:`launch` starts its imports; :meth:`spawn` forks one kneo-serv process."""
+class _ConnectionEnd:
+    """One direction of a connection to a template's clone, with the part of a pipe file :class:`ForkParent` uses:
+    closing the sending end shuts the connection for writing (the clone's end of input), the receiving end closes it."""
 
-    def __init__(self, venv_python: Path, process: subprocess.Popen | None, stderr: Any, error: str | None) -> None:
+    def __init__(self, connection: socket.socket, sending: bool) -> None:
+        self._connection = connection
+        self._sending = sending
+        self.closed = False
+
+    def fileno(self) -> int:
+        return self._connection.fileno()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._connection.shutdown(socket.SHUT_WR) if self._sending else self._connection.close()
+        except OSError:
+            pass
+
+
+class ClonedForkParent:
+    """A template's clone seen through its connection, with the part of ``subprocess.Popen`` :class:`ForkParent`
+    uses: it is the template's child, not ours, so its end is watched in ``/proc`` (an exit code of
+    :data:`EXIT_UNKNOWN`) and its pid is known from its ready message."""
+
+    wait_step_s = 0.02
+
+    def __init__(self, connection: socket.socket) -> None:
+        os.set_blocking(connection.fileno(), True)  # gevent's socket is non-blocking; our reads follow a select
+        self.stdin = _ConnectionEnd(connection, sending=True)
+        self.stdout = _ConnectionEnd(connection, sending=False)
+        self.pid: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = time.monotonic() + (timeout if timeout is not None else SPAWN_TIMEOUT_S)
+        while self.pid is not None and _running(self.pid):
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"fork parent pid {self.pid}", timeout or 0.0)
+            time.sleep(self.wait_step_s)
+        return EXIT_UNKNOWN
+
+    def kill(self) -> None:
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+class ForkParent:
+    """The fork parent process: :meth:`launch` starts its imports (or :meth:`connect` takes one from a shared
+    template); :meth:`spawn` forks one kneo-serv process."""
+
+    def __init__(
+        self, venv_python: Path, process: subprocess.Popen | ClonedForkParent | None, stderr: Any, error: str | None
+    ) -> None:
         self.venv_python = venv_python
         self._process = process
         self._stderr = stderr
@@ -103,6 +160,18 @@ class ForkParent:
             stderr.close()
             return cls(venv_python, None, None, f"could not run {venv_python}: {exc}")
         return cls(venv_python, process, stderr, None)
+
+    @classmethod
+    def connect(cls, venv_python: Path, path: Path) -> ForkParent:
+        """A fork parent of our own, forked by the template listening at ``path`` (kneo-serv imported there once for
+        many runs); raises ``OSError`` when none listens there, so the caller can :meth:`launch` one instead."""
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(str(path))
+        except OSError:
+            connection.close()
+            raise
+        return cls(venv_python, ClonedForkParent(connection), None, None)
 
     @property
     def pid(self) -> int | None:
@@ -157,8 +226,13 @@ class ForkParent:
             readable, _, _ = select.select([fd], [], [], timeout)
             if not readable:
                 return
-            chunk = os.read(fd, 65536)
+            try:
+                chunk = os.read(fd, 65536)
+            except ConnectionResetError:  # a template that died with our connection still in its backlog
+                chunk = b""
             if not chunk:
+                if isinstance(self._process, ClonedForkParent):
+                    self._gone("its connection to the shared template closed")
                 try:
                     code: int | str | None = self._process.wait(timeout=5)
                 except subprocess.TimeoutExpired:
@@ -181,6 +255,8 @@ class ForkParent:
             self._spawned[int(message["spawned"])] = message
         elif "ready" in message:
             self._ready = message
+            if isinstance(self._process, ClonedForkParent):
+                self._process.pid = int(message["pid"])
         elif "error" in message:
             self._error = f"importing kneo-serv failed: {message['error']}"
 

@@ -19,11 +19,16 @@ per fork and ``{"exited": pid, "code": c}`` per child reaped (``c`` as ``Popen.r
 End of stdin ends the parent. A child leads a session of its own and gets SIGTERM when this parent dies
 (``PR_SET_PDEATHSIG``); the parent is started with the same signal tied to the process that launched it, so a
 SIGKILLed Locust still ends every kneo-serv, one link at a time.
+
+With ``--listen-fd N`` it is a template shared by many runs (``fork_template.py``, the demo's kneo page): N is a Unix
+socket its launcher listens on, and it answers each connection with a fork parent of its own, forked from it once
+imported, that speaks the protocol above on the connection (its end is the connection's) and dies with it.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import ctypes
 import importlib
 import importlib.util
@@ -31,6 +36,7 @@ import json
 import os
 import selectors
 import signal
+import socket
 import struct
 import sys
 import threading
@@ -195,6 +201,49 @@ def serve() -> dict[str, Any] | None:
         _reap(children)
 
 
+def _clone_per_connection(listener: socket.socket) -> bool:
+    """Template mode: fork a fork parent per connection until stdin ends (False in the template then); True in a
+    clone, whose stdin and stdout are now its connection and which dies with the template."""
+    template_pid = os.getpid()
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    selector = selectors.DefaultSelector()
+    selector.register(0, selectors.EVENT_READ, "stdin")
+    selector.register(listener, selectors.EVENT_READ, "listener")
+    selector.register(wake_read, selectors.EVENT_READ, "children")
+    while True:
+        for key, _ in selector.select():
+            if key.data == "stdin" and not os.read(0, 65536):
+                return False
+            if key.data == "children":
+                with contextlib.suppress(BlockingIOError):
+                    while os.read(wake_read, 512):
+                        pass
+                with contextlib.suppress(ChildProcessError):
+                    while os.waitpid(-1, os.WNOHANG)[0]:
+                        pass
+            if key.data != "listener":
+                continue
+            connection, _ = listener.accept()
+            if os.fork():
+                connection.close()
+                continue
+            selector.close()
+            listener.close()
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            os.close(wake_read)
+            os.close(wake_write)
+            os.dup2(connection.fileno(), 0)
+            os.dup2(connection.fileno(), 1)
+            connection.close()
+            _die_with(template_pid)
+            return True
+
+
 def _die_with(parent_pid: int) -> None:
     """SIGTERM when the fork parent dies (as ``kneo service serve`` got when Locust died: one link further)."""
     if sys.platform.startswith("linux"):
@@ -233,10 +282,18 @@ def become_service(request: dict[str, Any]) -> None:
     _add_python_path(request["env"])
 
 
+def _listening(argv: list[str]) -> socket.socket | None:
+    """The template's listening socket (``--listen-fd N``), bound by its launcher: a run may connect at once."""
+    if argv[:1] != ["--listen-fd"] or len(argv) != 2:
+        return None
+    return socket.socket(fileno=int(argv[1]))
+
+
 def main() -> int:
     script_dir = os.path.dirname(os.path.abspath(__file__))
     if sys.path and os.path.abspath(sys.path[0] or ".") == script_dir:
         del sys.path[0]  # swarmgauge's target folder (venv.py, service.py) must not shadow anything
+    listener = _listening(sys.argv[1:])
     started = time.monotonic()
     try:
         modules = preload()
@@ -247,7 +304,12 @@ def main() -> int:
         resident = resident_file_pages()
     except OSError:  # no /proc/self/pagemap (not Linux): the children's RSS leaves out untouched library pages
         resident = []
-    _write({"ready": True, "modules": modules, "seconds": round(time.monotonic() - started, 3)})
+    ready = {"ready": True, "modules": modules, "seconds": round(time.monotonic() - started, 3)}
+    _write(ready)
+    if listener is not None:
+        if not _clone_per_connection(listener):
+            os._exit(0)  # the clones get their death signal; the socket's folder is its launcher's to remove
+        _write({**ready, "seconds": 0.0, "pid": os.getpid(), "shared": True})
     request = serve()
     if request is None:
         # nothing to flush (os.write only) and its children are stopped: skip the 0.17 s of tearing 900 modules down,

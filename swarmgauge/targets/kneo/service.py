@@ -33,6 +33,7 @@ from typing import cast
 from swarmgauge.errors import SwarmgaugeError, UsageError
 from swarmgauge.protocols.kneo import METRIC_NAMES
 from swarmgauge.targets.kneo.fork_parent import ForkedProcess, ForkParent, ForkParentUnavailable
+from swarmgauge.targets.kneo.fork_template import TEMPLATE_VARIABLE, ForkTemplate
 from swarmgauge.targets.kneo.venv import ensure_venv
 from swarmgauge.targets.launch import die_with_parent
 from swarmgauge.targets.postgres import free_port, redact_dsn
@@ -87,8 +88,24 @@ def _inherited_env() -> dict[str, str]:
 def launch_fork_parent(python: str | None = None) -> ForkParent:
     """Start importing kneo-serv now, for a :class:`KneoService` started later (its ``fork_parent``): a caller that
     starts PostgreSQL first launches this before it, so the two start-ups overlap. Failures show at the first fork,
-    where the service falls back to ``kneo service serve``."""
-    return ForkParent.launch(ensure_venv(python), _inherited_env())
+    where the service falls back to ``kneo service serve``. With :data:`TEMPLATE_VARIABLE` set (a template shared by
+    many runs, ``fork_template.py``) the fork parent is that template's clone, kneo-serv imported already."""
+    venv_python = ensure_venv(python)
+    shared = os.environ.get(TEMPLATE_VARIABLE)
+    if shared:
+        try:
+            return ForkParent.connect(venv_python, Path(shared))
+        except OSError as exc:
+            log.warning(
+                "kneo-serv: no shared fork parent at %s (%s): this run imports kneo-serv for itself", shared, exc
+            )
+    return ForkParent.launch(venv_python, _inherited_env())
+
+
+def launch_fork_template(python: str | None = None) -> ForkTemplate:
+    """Start a fork parent shared by the runs started with its :meth:`ForkTemplate.environment` (the demo's kneo
+    page): kneo-serv imported once for all of them rather than once a run."""
+    return ForkTemplate.launch(ensure_venv(python), _inherited_env())
 
 
 @dataclass
