@@ -71,6 +71,20 @@ class ForkedProcess(ForkedChildHandle):
         self._parent.pump(seconds)
 
 
+def end_its_input(process: subprocess.Popen | ClonedForkParent, timeout: float) -> None:
+    """Close a fork parent's (or the template's) input, its sign to exit, and wait for it; SIGKILL past ``timeout``."""
+    if process.stdin is not None and not process.stdin.closed:
+        try:
+            process.stdin.close()
+        except OSError:
+            pass
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=timeout)
+
+
 class _ConnectionEnd:
     """One direction of a connection to a template's clone, with the part of a pipe file :class:`ForkParent` uses:
     closing the sending end shuts the connection for writing (the clone's end of input), the receiving end closes it."""
@@ -287,16 +301,7 @@ class ForkParent:
         """End the fork parent (its children have been stopped; any left get its death signal)."""
         if self._process is None:
             return
-        if self._process.stdin is not None and not self._process.stdin.closed:
-            try:
-                self._process.stdin.close()
-            except OSError:
-                pass
-        try:
-            self._process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(timeout=timeout)
+        end_its_input(self._process, timeout)
         if self._process.stdout is not None and not self._process.stdout.closed:
             self._process.stdout.close()
         if self._stderr is not None:

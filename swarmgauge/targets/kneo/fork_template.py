@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from swarmgauge.targets.kneo.fork_parent import SCRIPT
+from swarmgauge.targets.kneo.fork_parent import SCRIPT, end_its_input
 from swarmgauge.targets.launch import die_with_parent
 
 #: the environment variable that names a template's socket to the runs started beside it
@@ -74,16 +74,7 @@ class ForkTemplate:
         return {TEMPLATE_VARIABLE: str(self.path)}
 
     def close(self, timeout: float = 10.0) -> None:
-        if self._process.stdin is not None and not self._process.stdin.closed:
-            try:
-                self._process.stdin.close()  # its end of input: it exits, its clones get their death signal
-            except OSError:
-                pass
-        try:
-            self._process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(timeout=timeout)
+        end_its_input(self._process, timeout)  # it exits, its clones get their death signal
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> ForkTemplate:
