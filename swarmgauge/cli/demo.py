@@ -225,8 +225,7 @@ def run_pages(chosen: list[Page], parent: Path, scale: float | None = None) -> i
         planned = sum(w.planned_seconds() for w in page.workloads)
         plans.append(f"{page.name}: {len(page.workloads)} workloads, {minutes(planned)} of load planned")
         todo += [(page, w, entry["workloads"][i]) for i, w in enumerate(page.workloads)]
-    cores = max(1, min(os.cpu_count() or 1, len(todo)))
-    progress = Progress([w.planned_seconds() for _page, w, _entry in todo], reports_s=REPORT_S * len(todo) / cores)
+    progress = Progress([w.planned_seconds() for _page, w, _entry in todo], reports_s=REPORT_S if todo else 0.0)
     print(f"demo: {len(todo)} workloads, {progress.opening()}, into {folder}", flush=True)
     print("; ".join(plans) + f" (--all's budget at --scale {scale or 1:g}: {budget_minutes(scale or 1.0):.3g} min)")
     speed = manifest["machine"]["probe_ms"] = {"start": _probe("start")}  # before any load: reports/index.py says it

@@ -11,14 +11,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-#: start-up and teardown per workload, until one has been measured: with its report rendered in it, a workload took
-#: 4.4 s over its plan on average at --scale 1 and 5.8 s at --scale 0.25 (2 cores, load average 1 to 4; the guess of
-#: 20 s said 26.2 and 17.2 min for runs of 17.9 and 9.7); rendered after the load, about 3 s of that remained; with
-#: each start-up under the end before it (``cli/demo_runs.py``) 3.7 s at --scale 0.25 (load average 3 to 7), kneo's
-#: queue drain and the writers' stop included
-FIRST_GUESS_OVERHEAD_S = 4.0
-#: one run's report, rendered after the load (0.4 to 4 s each on one core of 2): the demo's estimate of that tail is
-#: this times the workloads over the cores that share them
+#: start-up and teardown per workload, until one has been measured: with each start-up under the end before it
+#: (``cli/demo_runs.py``) and kneo-serv imported once for its page, ``demo --all`` took 1.5 s a workload over its plan
+#: at --scale 1 (17.9 min for 17.0 planned) and 1.6 s at 0.25 (5.8 min for 4.8), the host at its reference speed;
+#: the guess of 4 s said 19.9 and 7.7 min for them
+FIRST_GUESS_OVERHEAD_S = 2.0
+#: one run's report (0.4 to 4 s on one core of 2): the renderer works through each run's report while the next
+#: workload starts up, so the last run's is what is left after the load (34 and 32 of 35 rendered under start-ups in
+#: those two runs, the rest in 2 s; the estimate of 35 s for all 35 on 2 cores said 6.5 min for a 5.8 min run)
 REPORT_S = 2.0
 
 
