@@ -15,6 +15,7 @@ import pandas as pd
 
 from swarmgauge.reports.index_demarkus_churn import churn_rows
 from swarmgauge.reports.index_demarkus_mcp import mcp_over_quic, mcp_tables, run_resources
+from swarmgauge.reports.index_demarkus_reads import WHY
 from swarmgauge.reports.index_figures import (
     MIB,
     Check,
@@ -29,6 +30,8 @@ from swarmgauge.reports.index_figures import (
 WRITES_PER_S = 0.67
 SECONDS_PER_WRITE = 1.51
 CONCURRENT_WAIT_S = 6.0
+#: the race for slots puts the mean at 4.5-5 s over a dozen to twenty publishes (0.72-0.80x in ten runs at --scale 1)
+CONCURRENT_TOLERANCE = 0.3
 BURST_LOST, BURST_WRITES = 49, 200
 SPACED_WRITE_MS = 60.0
 SOAK_WRITES_PER_S = 899 / 1800
@@ -62,6 +65,18 @@ def _target_rss(resources: pd.DataFrame) -> pd.Series:
 
 def _seconds_shown(value: Any) -> str:
     return ms(float(value) * 1000)
+
+
+def concurrent_why(sent: int, lost: int) -> str:
+    """Why the 4 writers' mean wait falls short of the page's 6 s: the race for each commit slot, and a short run."""
+    share = lost / sent if sent else 0.0
+    raced = 4 * 1.5 * (1 - share)
+    return (
+        f"the writers race for each commit slot (the burst's losses need it: in arrival order 4 writers wait exactly "
+        f"6 s and never reach the 10 s timeout), so some are lost at the timeout ({lost} of {sent} here), and with "
+        f"every slot used 4 writers then wait 4 x 1.5 s x (1 - the share lost) = {raced:.1f} s on average, not 6; "
+        f"the queue's first round (1.5, 3, 4.5 s) is in the mean too, over a run of {sent} publishes"
+    )
 
 
 def write_rows(runs: dict[str, Path | None], checks: list[Check]) -> list[dict[str, Any]]:
@@ -109,10 +124,12 @@ def write_rows(runs: dict[str, Path | None], checks: list[Check]) -> list[dict[s
                 mean,
                 CONCURRENT_WAIT_S * 1000,
                 ms,
-                tolerance=0.3,
+                tolerance=CONCURRENT_TOLERANCE,
                 set_by=f"{pacing} --commit-order random",
             )
         )
+        if abs(mean / (CONCURRENT_WAIT_S * 1000) - 1) > CONCURRENT_TOLERANCE:
+            rows[-1][WHY] = concurrent_why(int(concurrent["requests"].iloc[0]), int(concurrent["failures"].iloc[0]))
         checks.append(
             Check(
                 mean > 2 * SECONDS_PER_WRITE * 1000,

@@ -85,6 +85,21 @@ def test_write_rows_beside_the_page_with_the_burst_lost_share_and_the_soak(tmp_p
     assert set(NOT_REPRODUCIBLE) <= set(section.not_reproducible)
 
 
+def test_concurrent_writers_short_of_the_pages_six_seconds_say_why_with_the_run_s_own_losses(tmp_path):
+    publish = "/load/{doc}"
+    short = row("soak", "PUBLISH", publish, 4, requests=21, failures=4, avg_ms=4120, p50_ms=3000, p99_ms=10002)
+    held = row("soak", "PUBLISH", publish, 4, requests=19, failures=2, avg_ms=4780, p50_ms=4500, p99_ms=9000)
+    for name, figures, says in (("short", short, True), ("held", held, False)):
+        section = PageSection()
+        add_writes_and_mcp({"writes-concurrent": run_folder(tmp_path, name, [figures])}, section)
+        graded = grade_table(table(section, "Writes")).table
+        found = graded[graded["figure"].str.startswith("mean wait per publish, 4 concurrent")].iloc[0]
+        why = str(found.get("why it does not hold", ""))
+        assert (found["row"], bool(why)) == (("amber", True) if says else ("set by the stand-in", False))
+        if says:
+            assert "lost at the timeout (4 of 21 here)" in why and "= 4.9 s on average, not 6" in why
+
+
 def test_mcp_tool_tables_in_the_page_layout_and_mcp_against_quic_at_one_worker(tmp_path):
     rows = []
     for tool in ("mark_fetch", "mark_lookup_all"):
