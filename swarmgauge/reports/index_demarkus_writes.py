@@ -30,7 +30,7 @@ from swarmgauge.reports.index_figures import (
 WRITES_PER_S = 0.67
 SECONDS_PER_WRITE = 1.51
 CONCURRENT_WAIT_S = 6.0
-#: the race for slots puts the mean at 4.5-5 s over a dozen to twenty publishes (0.72-0.80x in ten runs at --scale 1)
+#: the race for slots puts the mean at 4.1-4.8 s over a dozen to twenty publishes (0.69-0.80x in ten runs at --scale 1)
 CONCURRENT_TOLERANCE = 0.3
 BURST_LOST, BURST_WRITES = 49, 200
 SPACED_WRITE_MS = 60.0
