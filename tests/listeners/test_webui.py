@@ -30,6 +30,8 @@ from tests.listeners.webui_harness import READY_SECONDS, _answers, browser_page,
 HTTP_RAMP = ROOT / "locustfiles" / "http_ramp.py"
 SECRET = "tok-web-5ecret-never-shown"
 RUN_SECONDS = 120.0
+START_PRESSES = 3
+START_POST_SECONDS = 10.0
 # The tab's table as {column title: cell text} per row, read in one go (Locust redraws it at every poll); textContent,
 # since the titles are upper-cased by CSS only.
 TAB_TABLE_JS = """() => {
@@ -81,8 +83,53 @@ def start_from_form(page, url: str, values: dict[str, str]) -> None:
             page.get_by_text(section).click()
     for name, value in values.items():
         page.fill(f'input[name="{name}"]', value)
-    page.get_by_role("button", name="START").click()
-    page.get_by_role("button", name="STOP").wait_for(timeout=30_000)
+    press_start(page)
+
+
+def press_start(page) -> None:
+    """Press START and wait until the run shows STOP. A click that posts no ``/swarm`` (one clean-clone CI run on a
+    loaded machine saw the form stay for 30 s) is pressed again, at most ``START_PRESSES`` times; a posted one is
+    never repeated, and a run that does not start fails with what ``/swarm`` answered."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout  # the harness skips when it is missing
+
+    posted: list = []
+    answers: list = []  # the responses, read on failure only: a handler must not call back into Playwright
+
+    def is_swarm(request) -> bool:
+        return request.method == "POST" and urllib.parse.urlparse(request.url).path == "/swarm"
+
+    def on_request(request) -> None:
+        if is_swarm(request):
+            posted.append(request)
+
+    def on_response(response) -> None:
+        if is_swarm(response.request):
+            answers.append(response)
+
+    page.on("request", on_request)
+    page.on("response", on_response)
+    try:
+        for _ in range(START_PRESSES):
+            page.get_by_role("button", name="START").click()
+            wait_for_post(page, posted)
+            if posted:
+                break
+        assert posted, f"START was pressed {START_PRESSES} times and the page posted no /swarm"
+        try:
+            page.get_by_role("button", name="STOP").wait_for(timeout=30_000)
+        except PlaywrightTimeout:
+            said = f"{answers[0].status} {' '.join(answers[0].text().split())[:300]}" if answers else "nothing yet"
+            raise AssertionError(f"START posted /swarm and no run started; /swarm answered: {said}") from None
+    finally:
+        page.remove_listener("request", on_request)
+        page.remove_listener("response", on_response)
+
+
+def wait_for_post(page, posted: list) -> None:
+    """Up to ``START_POST_SECONDS`` for the click's POST /swarm to leave the page (events run in Playwright's calls)."""
+    deadline = time.monotonic() + START_POST_SECONDS
+    while not posted and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
 
 
 def tab_table(page) -> list[dict[str, str]]:
