@@ -27,6 +27,7 @@ from swarmgauge.reports.index_mdk_machine import (
     machine_load,
     machine_text,
     needs_text,
+    open_lanes_why,
     rate_needs,
     short_of_cores,
     step_row,
@@ -327,7 +328,11 @@ def throughput_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]],
         row["bound by"] = (
             needs_text(needs, page, "reads/s", load) if short and needs else _bound_text(steps, reads, load)
         )
-        rows.append(unjudged(row, "machine-bound") if bound[name] and misses(row) else row)
+        if bound[name] and misses(row):
+            row = unjudged(row, "machine-bound")
+        elif set_by is None and misses(row):
+            row[WHY] = open_lanes_why(int(name.rsplit("x", 1)[1]), load)
+        rows.append(row)
     for one, more, label in SCALING:
         if one not in measured or more not in measured:
             continue

@@ -217,6 +217,24 @@ def test_saturation_short_of_the_page_within_the_machines_cores_is_graded(tmp_pa
     runs = {"fleet-2000x4": fleet_run(tmp_path, "fleet-2000x4", 0.3, generator=10.0, stand_in=60.0, reads_rps=1209.0)}
     bound = table(mdk(runs), "Saturation read throughput").iloc[0]
     assert bound["x"] == "0.68x" and not bound["bound by"].startswith("machine-bound")
+    assert bound[WHY].startswith("no setting caps 4 Workers' reads (their lanes allow about 3,840 reads/s together)")
+
+
+def test_saturation_above_the_page_on_a_machine_not_bound_says_no_setting_caps_it(tmp_path):
+    """A clean clone's 2,000 / 4 on a fast host: 2,244 reads/s (1.27x) at 44 % + 124 % of a core. Nothing fixes the
+    rate of four Workers, so the row says so with the machine's figures; one Worker's rate is the lane's setting and
+    says "set by" instead."""
+    runs = {
+        "fleet-2000x4": fleet_run(tmp_path, "fleet-2000x4", 0.3, generator=44.0, stand_in=124.0, reads_rps=2244.0),
+        "fleet-2000x1": fleet_run(tmp_path, "fleet-2000x1", 0.6, reads_rps=1300.0),
+    }
+    throughput = table(mdk(runs), "Saturation read throughput")
+    four = throughput[throughput["figure"].str.startswith("2,000 devices / 4 Workers")].iloc[0]
+    assert four["x"] == "1.27x"
+    assert four[WHY].startswith("no setting caps 4 Workers' reads (their lanes allow about 3,840 reads/s together)")
+    assert "(generator 44 %, stand-in 124 % of a core" in four[WHY]
+    one = throughput[throughput["figure"].str.startswith("2,000 devices / 1 Worker")].iloc[0]
+    assert one["x"] == "1.31x" and not isinstance(one[WHY], str) and "--worker-read-us 1040" in one["set by"]
 
 
 def test_the_2000_device_summary_is_graded_against_the_figure_the_pages_read_rates_give_each_site(tmp_path):
