@@ -24,6 +24,7 @@ from swarmgauge.reports.index_mdk_machine import (
     BURST,
     PAGE_WORKER_CPU,
     SATURATION,
+    gain_why,
     machine_load,
     machine_text,
     needs_text,
@@ -342,7 +343,11 @@ def throughput_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]],
         # the page's gains (1.60x, 1.78x) from one run each: a quarter either way
         row = figure(label, gain, page_gain, lambda v: f"{float(v):.2f}x", tolerance=0.25, set_by=WORKER_LANE)
         row["bound by"] = "machine-bound (a run of the pair)" if machine else ""
-        rows.append(unjudged(row, "machine-bound") if machine and misses(row) else row)
+        if machine and misses(row):
+            row = unjudged(row, "machine-bound")
+        elif misses(row):
+            row[WHY] = gain_why(more)
+        rows.append(row)
         holds = gain is not None and gain >= 1.2 and not (machine and misses(row))
         checks.append(
             Check(holds, f"{label}: {gain or 0:.2f}x (page {page_gain:.2f}x){', machine-bound' if machine else ''}")

@@ -230,3 +230,12 @@ def open_lanes_why(workers: int, load: dict[str, Any]) -> str:
         f"({machine_text(load)}): it moves with the host's speed (the opening's probe) and other load, and the "
         "page's figure is its own machine's"
     )
+
+
+def gain_why(more: str) -> str:
+    """Why a Workers-over-one gain strays: its one-Worker side is the lane's setting, its other side is not capped."""
+    workers = int(more.rsplit("x", 1)[1])
+    return (
+        f"one Worker's side is the lane's setting (about {LANE_READS_PER_S} reads/s) and {workers} Workers' side is "
+        f"not capped (its row above says why), so the gain moves with the host's speed as that row does"
+    )

@@ -235,6 +235,21 @@ def test_saturation_above_the_page_on_a_machine_not_bound_says_no_setting_caps_i
     assert "(generator 44 %, stand-in 124 % of a core" in four[WHY]
     one = throughput[throughput["figure"].str.startswith("2,000 devices / 1 Worker")].iloc[0]
     assert one["x"] == "1.31x" and not isinstance(one[WHY], str) and "--worker-read-us 1040" in one["set by"]
+    gain = throughput[throughput["figure"] == "2,000 devices, 4 Workers over 1"].iloc[0]
+    assert gain["x"] == "0.97x" and not isinstance(gain[WHY], str)  # within its tolerance: no why
+
+
+def test_a_workers_gain_that_strays_on_a_machine_not_bound_says_its_one_worker_side_is_the_lanes(tmp_path):
+    """A clean clone's run on a fast host: 1,012 reads/s on one Worker (the lane) and 2,312 on four, 2.28x against
+    the page's 1.78x."""
+    runs = {
+        "fleet-2000x4": fleet_run(tmp_path, "fleet-2000x4", 0.3, generator=44.0, stand_in=124.0, reads_rps=2312.0),
+        "fleet-2000x1": fleet_run(tmp_path, "fleet-2000x1", 0.6, reads_rps=1012.0),
+    }
+    throughput = table(mdk(runs), "Saturation read throughput")
+    gain = throughput[throughput["figure"] == "2,000 devices, 4 Workers over 1"].iloc[0]
+    assert (gain["measured"], gain["page"], gain["x"]) == ("2.28x", "1.78x", "1.29x")
+    assert gain[WHY].startswith("one Worker's side is the lane's setting (about 960 reads/s) and 4 Workers' side is")
 
 
 def test_the_2000_device_summary_is_graded_against_the_figure_the_pages_read_rates_give_each_site(tmp_path):
