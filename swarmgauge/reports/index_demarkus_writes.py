@@ -26,6 +26,7 @@ from swarmgauge.reports.index_figures import (
     read_steps,
     requests_of,
 )
+from swarmgauge.reports.index_grades import misses
 
 WRITES_PER_S = 0.67
 SECONDS_PER_WRITE = 1.51
@@ -128,7 +129,7 @@ def write_rows(runs: dict[str, Path | None], checks: list[Check]) -> list[dict[s
                 set_by=f"{pacing} --commit-order random",
             )
         )
-        if abs(mean / (CONCURRENT_WAIT_S * 1000) - 1) > CONCURRENT_TOLERANCE:
+        if misses(rows[-1]):
             rows[-1][WHY] = concurrent_why(int(concurrent["requests"].iloc[0]), int(concurrent["failures"].iloc[0]))
         checks.append(
             Check(
