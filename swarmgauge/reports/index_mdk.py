@@ -22,6 +22,7 @@ from swarmgauge.reports.index_mdk_burst import LANE_SETTING, WHY, burst_rows, pe
 from swarmgauge.reports.index_mdk_drills import drill_checks, drill_table
 from swarmgauge.reports.index_mdk_machine import (
     BURST,
+    LANE_READS_PER_S,
     PAGE_WORKER_CPU,
     SATURATION,
     gain_why,
@@ -34,6 +35,7 @@ from swarmgauge.reports.index_mdk_machine import (
     step_row,
     unjudged,
     worker_cpu_why,
+    workers_of,
 )
 from swarmgauge.reports.index_mdk_notes import STAND_IN, TEN_DEVICE_WHY, WHY_ROWS
 from swarmgauge.reports.index_mdk_unreproduced import NOT_REPRODUCIBLE
@@ -74,7 +76,9 @@ THROUGHPUT = {
     "fleet-2000x4": ("2,000 devices / 4 Workers", 1766.0),
 }
 #: one Worker's reads/s cap: the stand-in's lane per read (the demo's --worker-read-us), the page's one-core Worker
-WORKER_LANE = "--worker-read-us 1040: one Worker serves at most about 960 reads/s, as the page's one core"
+WORKER_LANE = (
+    f"--worker-read-us 1040: one Worker serves at most about {LANE_READS_PER_S} reads/s, as the page's one core"
+)
 ONE_WORKER = ("reads-1000x1", "fleet-2000x1")
 SCALING = (
     ("reads-1000x1", "reads-1000x2", "1,000 devices, 2 Workers over 1"),
@@ -332,7 +336,7 @@ def throughput_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]],
         if bound[name] and misses(row):
             row = unjudged(row, "machine-bound")
         elif set_by is None and misses(row):
-            row[WHY] = open_lanes_why(int(name.rsplit("x", 1)[1]), load)
+            row[WHY] = open_lanes_why(workers_of(name), load)
         rows.append(row)
     for one, more, label in SCALING:
         if one not in measured or more not in measured:
@@ -346,7 +350,7 @@ def throughput_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]],
         if machine and misses(row):
             row = unjudged(row, "machine-bound")
         elif misses(row):
-            row[WHY] = gain_why(more)
+            row[WHY] = gain_why(workers_of(more))
         rows.append(row)
         holds = gain is not None and gain >= 1.2 and not (machine and misses(row))
         checks.append(

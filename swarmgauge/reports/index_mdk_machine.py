@@ -232,9 +232,13 @@ def open_lanes_why(workers: int, load: dict[str, Any]) -> str:
     )
 
 
-def gain_why(more: str) -> str:
+def workers_of(run: str) -> int:
+    """The Workers of a fleet or reads run, from its name (``fleet-2000x4``, ``reads-1000x2``)."""
+    return int(run.rsplit("x", 1)[1])
+
+
+def gain_why(workers: int) -> str:
     """Why a Workers-over-one gain strays: its one-Worker side is the lane's setting, its other side is not capped."""
-    workers = int(more.rsplit("x", 1)[1])
     return (
         f"one Worker's side is the lane's setting (about {LANE_READS_PER_S} reads/s) and {workers} Workers' side is "
         f"not capped (its row above says why), so the gain moves with the host's speed as that row does"
