@@ -16,28 +16,21 @@ from typing import Any
 
 import pandas as pd
 
-from swarmgauge.reports.index_figures import Check, PageSection, figure, ms, rate, read_json, read_steps, run_json
+from swarmgauge.reports.index_figures import Check, PageSection, figure, ms, read_json, read_steps, run_json
 from swarmgauge.reports.index_grades import MACHINE, RED, VERDICT_STEPS, misses
 from swarmgauge.reports.index_mdk_burst import LANE_SETTING, WHY, burst_rows, percent, verdict_lag
 from swarmgauge.reports.index_mdk_drills import drill_checks, drill_table
 from swarmgauge.reports.index_mdk_machine import (
     BURST,
-    LANE_READS_PER_S,
     PAGE_WORKER_CPU,
-    SATURATION,
-    gain_why,
     machine_load,
     machine_text,
-    needs_text,
-    open_lanes_why,
-    rate_needs,
-    short_of_cores,
     step_row,
     unjudged,
     worker_cpu_why,
-    workers_of,
 )
 from swarmgauge.reports.index_mdk_notes import STAND_IN, TEN_DEVICE_WHY, WHY_ROWS
+from swarmgauge.reports.index_mdk_reads import WORKER_LANE, throughput_rows
 from swarmgauge.reports.index_mdk_unreproduced import NOT_REPRODUCIBLE
 from swarmgauge.reports.mdk import ORDER, verdict_table
 
@@ -68,22 +61,6 @@ READ_TOLERANCE, ACCEPT_TOLERANCE, SUMMARY_TOLERANCE = 0.28, 0.5, 0.33
 #: the page's one Worker CPU figure (one run, a Node.js process's): only its order of magnitude is comparable
 WORKER_CPU_TOLERANCE = 0.5
 READ_COST = "--read-cost-ms 220-390 (the stand-in mock's live snap read)"
-#: saturation reads/s -> the page's figure
-THROUGHPUT = {
-    "reads-1000x1": ("1,000 devices / 1 Worker", 926.0),
-    "reads-1000x2": ("1,000 devices / 2 Workers", 1479.0),
-    "fleet-2000x1": ("2,000 devices / 1 Worker", 994.0),
-    "fleet-2000x4": ("2,000 devices / 4 Workers", 1766.0),
-}
-#: one Worker's reads/s cap: the stand-in's lane per read (the demo's --worker-read-us), the page's one-core Worker
-WORKER_LANE = (
-    f"--worker-read-us 1040: one Worker serves at most about {LANE_READS_PER_S} reads/s, as the page's one core"
-)
-ONE_WORKER = ("reads-1000x1", "fleet-2000x1")
-SCALING = (
-    ("reads-1000x1", "reads-1000x2", "1,000 devices, 2 Workers over 1"),
-    ("fleet-2000x1", "fleet-2000x4", "2,000 devices, 4 Workers over 1"),
-)
 
 
 #: the rows a fleet's verdict cannot do without (the RSS slope of a short run may be missing and not decide it)
@@ -296,67 +273,6 @@ def kernel_cpu_row(runs: dict[str, Path | None]) -> dict[str, Any] | None:
         return None
     # the page's figure is a ceiling: anything from none to twice it is green; the stand-in is Python, not Node.js
     return figure("Kernel CPU, highest over the fleets", max(found), 32.0, percent, tolerance=1.0)
-
-
-def _bound_text(steps: pd.DataFrame, reads: pd.Series, load: dict[str, Any]) -> str:
-    """What bounded the saturation reads: the machine, the readers (each waits its read), or neither (the stand-in)."""
-    users = int(pd.to_numeric(reads.get("users"), errors="coerce") or 0)
-    p50 = float(pd.to_numeric(reads.get("p50_ms"), errors="coerce") or 0.0)
-    if load["bound"]:
-        return machine_text(load)
-    if users and p50 and float(reads["rps"]) >= 0.9 * users / (p50 / 1000.0):
-        return f"{users} readers at {p50:.0f} ms a read: the readers, " + machine_text(load)
-    return machine_text(load)
-
-
-def throughput_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]], list[Check]]:
-    """Saturation reads/s per fleet and the Workers' gain, beside the page's; what bounded each beside it, and a
-    machine-bound row shown, not judged."""
-    rows, checks, measured, bound = [], [], {}, {}
-    for name, (label, page) in THROUGHPUT.items():
-        run = runs.get(name)
-        steps = read_steps(run)
-        reads = step_row(steps, SATURATION, "telemetry")
-        if run is None or reads is None:
-            continue
-        doc = read_json(run / "mdk.json") or {}
-        load = machine_load(run, doc)
-        rps = float(reads["rps"])
-        needs = rate_needs(run, doc, SATURATION, rps, page)
-        short = short_of_cores(needs, rps, page, int(load["cores"]))
-        measured[name], bound[name] = rps, load["bound"] or short
-        readers = int(pd.to_numeric(reads.get("users"), errors="coerce") or 0)
-        # one run each on the page, a single workstation: a quarter either way; one Worker's cap is the lane's setting
-        set_by = WORKER_LANE if name in ONE_WORKER else None
-        label = f"{label}: saturation reads/s ({readers:,} readers)"
-        row = figure(label, reads["rps"], page, rate, tolerance=0.25, set_by=set_by)
-        row["bound by"] = (
-            needs_text(needs, page, "reads/s", load) if short and needs else _bound_text(steps, reads, load)
-        )
-        if bound[name] and misses(row):
-            row = unjudged(row, "machine-bound")
-        elif set_by is None and misses(row):
-            row[WHY] = open_lanes_why(workers_of(name), load)
-        rows.append(row)
-    for one, more, label in SCALING:
-        if one not in measured or more not in measured:
-            continue
-        gain = measured[more] / measured[one] if measured[one] else None
-        page_gain = THROUGHPUT[more][1] / THROUGHPUT[one][1]
-        machine = bound[one] or bound[more]
-        # the page's gains (1.60x, 1.78x) from one run each: a quarter either way
-        row = figure(label, gain, page_gain, lambda v: f"{float(v):.2f}x", tolerance=0.25, set_by=WORKER_LANE)
-        row["bound by"] = "machine-bound (a run of the pair)" if machine else ""
-        if machine and misses(row):
-            row = unjudged(row, "machine-bound")
-        elif misses(row):
-            row[WHY] = gain_why(workers_of(more))
-        rows.append(row)
-        holds = gain is not None and gain >= 1.2 and not (machine and misses(row))
-        checks.append(
-            Check(holds, f"{label}: {gain or 0:.2f}x (page {page_gain:.2f}x){', machine-bound' if machine else ''}")
-        )
-    return rows, checks
 
 
 def mdk(runs: dict[str, Path | None]) -> PageSection:

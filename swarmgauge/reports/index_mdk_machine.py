@@ -213,33 +213,3 @@ def others_cpu(doc: dict[str, Any]) -> float | None:
         generator, stand_in = split_cpu(cpu)
         found.append(generator + stand_in - sum(float(v) for k, v in cpu.items() if k.startswith("worker")))
     return max(found) if found else None
-
-
-#: what one Worker's lane lets through (``--worker-read-us 1040``): the cap of a one-Worker fleet's reads
-LANE_READS_PER_S = 960
-
-
-def open_lanes_why(workers: int, load: dict[str, Any]) -> str:
-    """Why a many-Worker saturation rate strays from the page's with the machine not bound: no setting caps it (its
-    lanes allow several times the page's), so it is what the stand-in's processes get of the 2 cores beside the
-    generator, and it moves with the host's speed (at 2,000 / 4: 1,537 reads/s in a quiet run at about the reference's
-    speed, 2,244 in a clean clone's run at 0.71x the reference's CPU)."""
-    return (
-        f"no setting caps {workers} Workers' reads (their lanes allow about {workers * LANE_READS_PER_S:,} reads/s "
-        f"together), so the rate is what the stand-in's processes get of this machine's cores beside the generator "
-        f"({machine_text(load)}): it moves with the host's speed (the opening's probe) and other load, and the "
-        "page's figure is its own machine's"
-    )
-
-
-def workers_of(run: str) -> int:
-    """The Workers of a fleet or reads run, from its name (``fleet-2000x4``, ``reads-1000x2``)."""
-    return int(run.rsplit("x", 1)[1])
-
-
-def gain_why(workers: int) -> str:
-    """Why a Workers-over-one gain strays: its one-Worker side is the lane's setting, its other side is not capped."""
-    return (
-        f"one Worker's side is the lane's setting (about {LANE_READS_PER_S} reads/s) and {workers} Workers' side is "
-        f"not capped (its row above says why), so the gain moves with the host's speed as that row does"
-    )
