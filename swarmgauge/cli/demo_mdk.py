@@ -15,6 +15,7 @@ from typing import Any
 from swarmgauge.cli.demo_pages import Workload, hold_seconds
 from swarmgauge.reports.index_grades import samples_needed
 from swarmgauge.reports.index_mdk import ACCEPT_TOLERANCE, READ_TOLERANCE, SUMMARY_TOLERANCE
+from swarmgauge.reports.index_mdk_reads import GATEWAY_READ_US, WORKER_READ_US
 
 #: Closed-loop readers of the saturation step: the page's harness's 1,000 ("1,000 readers against 10 devices"). Fewer
 #: would make the readers the bound (each waits about 0.3 s for its read: 200 readers cap near 600 reads/s at any
@@ -26,10 +27,14 @@ SATURATION_READERS = 1000
 #: The index marks this fleet's verdict as set by this count.
 TEN_DEVICE_READERS = 200
 
-#: One Worker's own time per read it serves (one read at a time, as the page's Node.js Worker on its one core): one
-#: Worker serves at most about 960 reads/s, the page's 926 at 1,000 devices and 994 at 2,000, where its CPU limits the
-#: saturation; more Workers raise it. Without it the Python Worker is never the bound (1,276 reads/s on one Worker).
-WORKER_READ = "--worker-read-us 1040"
+#: One Worker's own time per read it serves (one read at a time, as the page's Node.js Worker on its one core; the
+#: index reads ``WORKER_READ_US`` for its rows): more Workers raise the cap. Without it the Python Worker is never the
+#: bound (1,276 reads/s on one Worker).
+WORKER_READ = f"--worker-read-us {WORKER_READ_US}"
+#: The Gateway's time per device read: past one Worker it caps the reads (``GATEWAY_READ_US``, where the index reads it)
+GATEWAY_READ = f"--gateway-read-us {GATEWAY_READ_US}"
+#: Both read lanes, as every fleet and reads run starts its stand-in
+LANES = f"{WORKER_READ} {GATEWAY_READ}"
 #: The Worker's collection sweep fitted to the page's one sweep figure, 12.4 s for 5,000 devices on one Worker (2.48 ms
 #: a device): 123 reads in flight x 305 ms a read. The stand-in's 100 gave 3.05 ms a device, so 2,000 devices swept in
 #: about 7 s with the Python Worker's own overhead, on the page's 0.7 headroom edge where the page's Worker was green.
@@ -63,11 +68,12 @@ NO_PING_IN_BURST = "--health-phase-s 600"
 #: 1,000 readers for most of it (16.7 s, headroom 1.67 against the page's 1.24, measured with no read load).
 SATURATION_S = 10
 PAGE_READ_LOAD_S = 3
-#: A saturation step shorter than ``SATURATION_S`` (--scale below 1) leaves its first second out of its rate: the
-#: readers' first reads start all at once and count in the step they started in, 1,000 more than the Workers served
-#: in it, so a 2 s step read 1,216 reads/s on one Worker whose lane serves at most about 960 (a 10 s step 1,005).
-#: After a second (one read's time under 1,000 readers, 0.6-1.0 s) each read started answers one served in the step.
-SHORT_SATURATION_WARMUP_S = 1.0
+#: A compared saturation step leaves its first second out of its rate: the readers' first reads start all at once
+#: and count in the step they started in, 1,000 more than the Workers served in it, so a 2 s step read 1,216 reads/s
+#: on one Worker whose lane serves at most about 960, and a 10 s step 1,005 (5 % over what the stand-in served). After
+#: a second (one read's time under 1,000 readers, 0.6-1.0 s) each read started answers one served in the step. At
+#: scale 1 the warm-up comes on top of the 10 s measured.
+SATURATION_WARMUP_S = 1.0
 #: Submits the 5,000 / 5 bursts may have in flight: the page's harness fires 1,000/s whatever the Kernel's pace, and
 #: the red run needs the full rate to hold the Kernel's lane busy past a ping's 3 s timeout (200 in flight capped it at
 #: about 600/s and no ping missed). The other fleets keep 200: 1,000 greenlets on a loaded 2-core machine put seconds
@@ -91,7 +97,7 @@ OTHER_SUMMARIES = 0
 #: every device at once, through its Worker's lane (``WORKER_READ``) or at the stand-in's own pace a device where more
 #: Workers leave that the bound (1.06 s at 2,000 / 4, 2.82 s at 5,000 / 5), plus one read.
 READ_S, ACCEPT_S = 0.37, 0.01
-WORKER_READ_S = 1040e-6
+WORKER_READ_S = WORKER_READ_US / 1e6
 SUMMARY_S_PER_DEVICE = 0.5e-3
 #: The step's time over its requests' planned time: room for a loaded machine's slower requests.
 ONE_AT_A_TIME_SLACK = 1.1
@@ -177,19 +183,20 @@ RATE_FLEETS = ("fleet-2000x1", "fleet-2000x4")
 
 
 def saturation_step(fleet: Fleet | None, scale: float) -> dict[str, str]:
-    """The saturation step's hold and, below ``SATURATION_S``, its warm-up (none at scale 1: the plans the page's rows
-    were judged on). A fleet whose one-at-a-time step sends summaries may end it with one in flight: its Worker's lane
-    then holds a read of every device of that Worker first (2.1 s at 2,000 / 1: in a 2 s step at --scale 0.25 with a
-    1 s warm-up, no read started after it), so its warm-up waits out what of it the switch between them (1 s, no
-    user) left, and a second is measured."""
+    """The saturation step's hold and, where its rate is compared with the page's, its warm-up. A fleet whose
+    one-at-a-time step sends summaries may end it with one in flight: its Worker's lane then holds a read of every
+    device of that Worker first (2.1 s at 2,000 / 1: in a 2 s step at --scale 0.25 with a 1 s warm-up, no read started
+    after it), so its warm-up waits out what of it the switch between them (1 s, no user) left. At least a second is
+    measured, and the whole hold from ``SATURATION_S`` up."""
     held = hold_seconds(PAGE_READ_LOAD_S if fleet is not None and fleet.devices >= 5000 else SATURATION_S, scale)
-    if (fleet is not None and fleet.name not in RATE_FLEETS) or held >= SATURATION_S:
+    if fleet is not None and fleet.name not in RATE_FLEETS:
         return {"duration": f"{held:g}s"}
-    warmup = SHORT_SATURATION_WARMUP_S
+    warmup = SATURATION_WARMUP_S
     if fleet is not None and one_at_a_time_mix(fleet)["summary"]:
         warmup += max(0.0, fleet.devices * WORKER_READ_S / fleet.workers - _seconds_of(SWITCH))
     warmup = float(math.ceil(warmup))
-    return {"duration": f"{max(held, warmup + 1):g}s", "warmup": f"{warmup:g}s"}
+    duration = held + warmup if held >= SATURATION_S else max(held, warmup + 1)
+    return {"duration": f"{duration:g}s", "warmup": f"{warmup:g}s"}
 
 
 def _seconds_of(stage: dict[str, Any]) -> float:
@@ -292,7 +299,7 @@ def fleet_workload(fleet: Fleet, scale: float) -> Workload:
     if fleet.name != "fleet-5000x5-ping":  # the ping run is the burst alone
         mix = ",".join(f"{kind}={n}" for kind, n in one_at_a_time_mix(fleet, scale).items())
         options += ("--mdk-one-at-a-time-mix", mix)
-    options += ("--mdk-embedded-args", f"{WORKER_READ} {SWEEP} {embedded}".strip())
+    options += ("--mdk-embedded-args", f"{LANES} {SWEEP} {embedded}".strip())
     if fleet.name == "fleet-5000x5-ping":
         options += ping_run_discovery(scale)
     readers = saturation_readers(fleet.devices)
@@ -326,7 +333,7 @@ def throughput_workload(name: str, devices: int, workers: int, scale: float) -> 
         *CLIENT_TIMEOUT,
         *SAMPLING,
         "--mdk-embedded-args",
-        f"{WORKER_READ} {SWEEP}",
+        f"{LANES} {SWEEP}",
     )
     return Workload(name, what, "mdk_fleet.py", options, plan)
 

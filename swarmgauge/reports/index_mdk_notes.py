@@ -3,6 +3,8 @@ beside the tables (``reports/index_mdk.py`` appends them)."""
 
 from __future__ import annotations
 
+from swarmgauge.reports.index_mdk_reads import GATEWAY_READ_US, GATEWAY_READS_PER_S, LANE_READS_PER_S, WORKER_READ_US
+
 WHY_ROWS = (
     "Why rows read as they do. One at a time: device reads, single accepts and fleet summaries take turns in one "
     "serial user, as the page's \"one request at a time\" (its reads are the driver's 220-390 ms in every profile, "
@@ -30,9 +32,12 @@ WHY_ROWS = (
     "saturates, so the Kernel's own acceptance is the model's: an accept p50 or p99 (or a red verdict from the "
     "action p99 alone) that misses where the Kernel's own figure holds is shown machine-bound with both, the "
     "difference being the generator's and the Gateway's lag on the 2 cores (the page's harness called the Kernel "
-    "directly). Saturation reads at "
-    "2,000 / 4: reaching the page's rate takes more CPU than the 2 cores hold at the CPU a read costs here (the row "
-    "says how much), so it and the 4-over-1 gain are machine-bound."
+    "directly). Saturation reads: one Worker's rate is its lane's setting (about "
+    f"{LANE_READS_PER_S} reads/s, fitted to the page's 926 and 994); past one Worker the Gateway's lane caps every "
+    f"Worker's reads together (about {GATEWAY_READS_PER_S:,} reads/s), fitted between the page's 1,479 at 2 Workers "
+    "and 1,766 at 4, as the page names no cause past one Worker. Without it that rate was what the stand-in got of "
+    "the 2 cores and moved with the host's speed (1,537 to 2,312 reads/s at 2,000 / 4 over four runs). Where the "
+    "machine cannot reach a cap, the row says machine-bound with the CPU the page's rate would need."
 )
 STAND_IN = (
     "The MDK stand-in (Kernel, Gateway, Workers and CGMiner mocks as Python processes) at each of the page's fleet "
@@ -41,7 +46,9 @@ STAND_IN = (
     "health pings take turns on one FIFO dispatch lane, a turn 0.845 ms + 0.087 us a device + 0.02 us a command in "
     "the Kernel (--accept-base-us 845 --accept-us-per-device 0.087 --accept-us-per-inflight 0.02), the time waited "
     "for it is slept, not spent as CPU; a single command waits one turn, and a 3 s burst at 1,000 submits/s waits "
-    "1,500 x a turn's excess over 1 ms at its median. A fleet or figure marked machine-bound is shown, not judged: "
+    "1,500 x a turn's excess over 1 ms at its median. Reads take turns the same way on each Worker's lane "
+    f"(--worker-read-us {WORKER_READ_US}) and on the Gateway's one lane for every Worker (--gateway-read-us "
+    f"{GATEWAY_READ_US}). A fleet or figure marked machine-bound is shown, not judged: "
     "its ratio column says machine-bound where the generator and the stand-in together filled the 2 cores (or others "
     "did), so the machine's limit is never read as the page's shape failing."
 )

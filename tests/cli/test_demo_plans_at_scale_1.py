@@ -12,18 +12,20 @@ import pytest
 
 from swarmgauge.cli.demo_pages import pages
 
-#: page -> the first 16 hex digits of the sha256 of its workloads, as main planned them on 2026-12-06 (686f059)
+#: page -> the first 16 hex digits of the sha256 of its workloads, as main planned them on 2026-12-06 (686f059); mdk
+#: moved on 2026-12-07: its fleet and reads runs start the stand-in with the Gateway's read lane (--gateway-read-us),
+#: and its compared saturation steps measure 10 s after a warm-up (their first reads' flood read 5 % over the lane)
 FROZEN = {
     1.0: {
         "demarkus": "0127db0cd0bb3e26",
         "kneo": "abee0378713f0041",
-        "mdk": "0dec4cc9b4fc7ac4",
+        "mdk": "c5e4b65a878d137b",
         "brain": "f22633970a07425b",
     },
     2.0: {
         "demarkus": "02df63899e5c1e30",
         "kneo": "979a16fae07dd4ff",
-        "mdk": "b24173c40e0f2330",
+        "mdk": "1bce798b3e07cc2f",
         "brain": "c10e4ea7bebf35e9",
     },
 }

@@ -196,6 +196,7 @@ def target_mdk(*args: str) -> subprocess.CompletedProcess:
         (["--rate-window-s", "0"], "--rate-window-s"),
         (["--health-phase-s", "-1"], "--health-phase-s"),
         (["--restart-boot-s", "-1"], "--restart-boot-s"),
+        (["--gateway-read-us", "-1"], "--gateway-read-us must be >= 0"),
     ],
 )
 def test_bad_options_exit_2_with_one_line(args, says):

@@ -76,6 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
         "this reads/s (default 0: no limit)",
     )
     parser.add_argument(
+        "--gateway-read-us",
+        type=float,
+        default=0.0,
+        help="the Gateway's own time per device read it serves, one at a time as in its one process: with any number "
+        "of Workers it serves at most 1e6 / this reads/s (default 0: no limit)",
+    )
+    parser.add_argument(
         "--restart-boot-s",
         type=float,
         default=0.0,
@@ -111,8 +118,14 @@ def stack_from_args(args: argparse.Namespace) -> MDKStack:
             raise UsageError(f"{flag} must be positive, got {value}")
     if min(args.accept_base_us, args.accept_us_per_device, args.accept_us_per_inflight) < 0:
         raise UsageError("--accept-base-us, --accept-us-per-device and --accept-us-per-inflight must be >= 0")
-    if args.restart_boot_s < 0 or args.worker_read_us < 0:
-        raise UsageError("--restart-boot-s and --worker-read-us must be >= 0")
+    at_least_zero = {
+        "--restart-boot-s": args.restart_boot_s,
+        "--worker-read-us": args.worker_read_us,
+        "--gateway-read-us": args.gateway_read_us,
+    }
+    for flag, value in at_least_zero.items():
+        if value < 0:
+            raise UsageError(f"{flag} must be >= 0, got {value:g}")
     if args.health_phase_s is not None and args.health_phase_s < 0:
         raise UsageError(f"--health-phase-s must be >= 0, got {args.health_phase_s}")
     if args.cache_s < 0 or args.rate_limit < 0 or args.query_concurrency < 1 or not 0 <= args.port < 65536:
@@ -138,6 +151,7 @@ def stack_from_args(args: argparse.Namespace) -> MDKStack:
         accept_us_per_inflight=args.accept_us_per_inflight,
         restart_boot_s=args.restart_boot_s,
         worker_read_us=args.worker_read_us,
+        gateway_read_us=args.gateway_read_us,
         fork=args.components == "fork",
     )
 

@@ -6,6 +6,7 @@ component reads it at start, so a restarted process comes back with the same por
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -60,6 +61,7 @@ class StackPlan:
     # commands behind their reads, thousands unsettled, and its lane saturated at 185 ms p50); 0.02 keeps the growth
     accept_us_per_inflight: float = 0.02
     worker_read_us: float = 0.0  # a Worker's own time per read it serves, one read at a time (its one core)
+    gateway_read_us: float = 0.0  # the Gateway's own time per device read it serves, one at a time (its one process)
     restart_boot_s: float = 0.0  # a restarted Kernel or Worker waits this long before it starts (a Node.js boot)
     extra: dict = field(default_factory=dict)
 
@@ -88,6 +90,23 @@ class StackPlan:
         data["workers"] = [WorkerPlan(**w) for w in data["workers"]]
         data["read_cost_ms"] = tuple(data["read_cost_ms"])
         return cls(**data)
+
+
+class Lane:
+    """One process's one-at-a-time service: each turn starts when the one before it ends. Turns are booked on the
+    lane's own timeline and the caller sleeps once until its turn ends, so the stand-in's event-loop lag under load
+    does not add to the modelled cost (a Node.js process on its one core, as the MDK page's)."""
+
+    def __init__(self) -> None:
+        self.free_at = 0.0
+
+    async def turn(self, cost_s: float) -> None:
+        """Wait for this caller's turn of ``cost_s`` to end (at once when the cost is 0)."""
+        if cost_s <= 0:
+            return
+        now = asyncio.get_running_loop().time()
+        self.free_at = max(now, self.free_at) + cost_s
+        await asyncio.sleep(self.free_at - now)
 
 
 def parse_cost(text: str) -> tuple[float, float]:

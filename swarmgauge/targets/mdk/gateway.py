@@ -7,7 +7,8 @@ harness) keys on the first ``X-Forwarded-For`` entry, as
 Fastify's ``trustProxy`` would, and answers 429. ``/metrics`` (Prometheus text, a stand-in extra that the limiter
 skips) carries each Worker's collection cycle time, the interval, states, CPU seconds and command counters, and
 the Gateway's own request count (``mdk_gateway_requests_total``, every request; ``/metrics``'s own apart), which a
-run's count of its requests is checked against.
+run's count of its requests is checked against. A device read takes ``gateway_read_us`` of the Gateway's one lane
+first (one process serves every Worker's reads: more Workers raise the reads' ceiling only up to the Gateway's).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from http import HTTPStatus
 from pathlib import Path
 
 from swarmgauge.targets.mdk import httpserver, rpc
-from swarmgauge.targets.mdk.common import StackPlan, announce_ready, process_cpu_seconds
+from swarmgauge.targets.mdk.common import Lane, StackPlan, announce_ready, process_cpu_seconds
 from swarmgauge.targets.mdk.httpserver import HttpRequest, HttpResponse
 
 DEVICE_ROUTE = re.compile(r"^/api/fleet/device/([^/]+)/(telemetry|action|alerts)$")
@@ -39,6 +40,7 @@ class Gateway:
         self.kernel = rpc.RpcClient(plan.host, plan.kernel_port, connect_timeout=0.5)
         self.hits: dict[str, collections.deque] = collections.defaultdict(collections.deque)
         self.counters: collections.Counter = collections.Counter()
+        self.lane = Lane()
 
     async def _kernel(self, method: str, params: dict | None = None):
         return await self.kernel.call(method, params, timeout=KERNEL_TIMEOUT_S)
@@ -88,6 +90,7 @@ class Gateway:
         if match:
             device_id, leaf = match.groups()
             if leaf == "telemetry" and method == "GET":
+                await self.lane.turn(self.plan.gateway_read_us / 1e6)
                 metrics = await self._kernel("pullTelemetry", {"deviceId": device_id, "query": "metrics"})
                 return HttpResponse.json(200, {"deviceId": device_id, "metrics": metrics})
             if leaf == "alerts" and method == "GET":

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swarmgauge.targets.mdk import rpc
-from swarmgauge.targets.mdk.common import StackPlan, announce_ready, process_cpu_seconds
+from swarmgauge.targets.mdk.common import Lane, StackPlan, announce_ready, process_cpu_seconds
 
 CAPABILITIES: dict[str, dict[str, tuple[type | tuple[type, ...], tuple[str, ...] | None]]] = {
     "reboot": {},
@@ -75,7 +75,7 @@ class Kernel:
         self.started_at = time.time()
         self._exec_gate: asyncio.Semaphore | None = None
         self._executing: set[asyncio.Future] = set()
-        self._lane_free_at = 0.0
+        self._lane = Lane()
         self.lane_waiting = 0
         self._lane_idle: asyncio.Event | None = None
         self.unsettled = 0
@@ -165,15 +165,9 @@ class Kernel:
         return us / 1e6
 
     async def _on_lane(self, fn):
-        """Run ``fn`` at the end of this caller's FIFO turn on the dispatch lane.
-
-        Turns are booked on the lane's own timeline (each starts when the one before ends), and the caller sleeps
-        once until its turn ends, so the event loop's lag under load does not add to the modelled cost.
-        """
-        now = asyncio.get_running_loop().time()
-        self._lane_free_at = max(now, self._lane_free_at) + self.lane_cost_s()
-        if self._lane_free_at > now:
-            await asyncio.sleep(self._lane_free_at - now)
+        """Run ``fn`` at the end of this caller's FIFO turn on the dispatch lane (``Lane``: booked on its own
+        timeline, so the event loop's lag under load does not add to the modelled cost)."""
+        await self._lane.turn(self.lane_cost_s())
         return await fn()
 
     def _idle_event(self) -> asyncio.Event:

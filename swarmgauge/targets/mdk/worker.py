@@ -20,7 +20,7 @@ from pathlib import Path
 
 from swarmgauge.protocols import cgminer
 from swarmgauge.targets.mdk import rpc
-from swarmgauge.targets.mdk.common import StackPlan, announce_ready, process_cpu_seconds
+from swarmgauge.targets.mdk.common import Lane, StackPlan, announce_ready, process_cpu_seconds
 
 LIVE_CHANNELS = ("snap",)
 CACHED_CHANNELS = ("hashrate_avg", "power", "temperature", "status", "power_mode", "pools")
@@ -227,7 +227,7 @@ class Worker:
             d: DeviceDriver(d, plan.host, self.me.mock_port, plan.cache_s, plan.device_timeout_s)
             for d in self.me.devices
         }
-        self.lane_free_at = 0.0
+        self.lane = Lane()
         self.last_cycle_s: float | None = None
         self.cycle_started: float | None = None
         self.cycles = 0
@@ -264,18 +264,9 @@ class Worker:
     async def ping(self, params: dict) -> dict:
         return self._health()
 
-    async def _read_turn(self) -> None:
-        """Wait for this read's turn on the Worker's lane (none when ``worker_read_us`` is 0)."""
-        cost = self.plan.worker_read_us / 1e6
-        if cost <= 0:
-            return
-        now = asyncio.get_running_loop().time()
-        self.lane_free_at = max(now, self.lane_free_at) + cost
-        await asyncio.sleep(self.lane_free_at - now)
-
     async def telemetry(self, params: dict) -> dict:
         driver = self._driver(params)
-        await self._read_turn()
+        await self.lane.turn(self.plan.worker_read_us / 1e6)
         query = params.get("query") or "metrics"
         if isinstance(query, dict) and query.get("type") == "list":
             return {"alerts": driver.alerts(), "last": driver.last}
