@@ -1,4 +1,4 @@
-"""How fast this host runs Python right now, against the same host at its fastest measured.
+"""How fast this host runs Python right now, against the same host when the reference was measured.
 
 The embedded targets and the generator are Python, and on a shared host the CPU a unit of their work takes moves
 with the neighbours: kneo-serv's CPU a run went from 28 to 45 ms and the MDK stand-in's CPU a read from 0.76 to 1.39
@@ -18,7 +18,7 @@ import json
 import statistics
 import time
 
-#: the probe's median CPU on this 2-core host at its fastest measured (``python -m benchmarks.host_speed``,
+#: the probe's median CPU on this 2-core host, the fastest measured then (``python -m benchmarks.host_speed``,
 #: 2026-12-07 05:08 UTC, beside the MDK stand-in at 0.78 ms of CPU a read on 2,000 / 4, where the fit of its
 #: settings had measured 0.93; benchmarks/results/host_speed_0508.json)
 REFERENCE_MS = 24.4

@@ -237,7 +237,7 @@ def _intro(manifest: dict[str, Any]) -> str:
 
 
 def speed_text(probe: Any) -> str:
-    """How fast the host ran against its fastest measured (``core/host_speed.py``)."""
+    """How fast the host ran against the reference measured on it (``core/host_speed.py``)."""
     if not isinstance(probe, dict):
         return ""
     measured = {when: float(probe[when]) for when in WHEN if isinstance(probe.get(when), int | float)}
@@ -253,7 +253,7 @@ def speed_text(probe: Any) -> str:
         pace = f"{worst:.2f}x the reference's CPU: faster than it"
     return (
         f" Host speed: a fixed piece of Python work took {' and '.join(said)}, against {REFERENCE_MS:g} ms on "
-        f"this host at its fastest measured ({pace}): the embedded targets and the generator share these cores, so "
+        f"this host when the reference was measured ({pace}): the embedded targets and the generator share these cores, so "
         "their CPU a request moves the same way, and their rates where a core bounds them."
     )
 
