@@ -52,12 +52,13 @@ def workers_of(run: str) -> int:
     return int(run.rsplit("x", 1)[1])
 
 
-def read_cap(run: str) -> tuple[int, str]:
-    """(reads/s, the setting) that caps a run's saturation reads: one Worker's lane, or past one the Gateway's."""
+def read_cap(run: str) -> tuple[int, str, str]:
+    """(reads/s, the setting, the lane's name) that caps a run's saturation reads: one Worker's lane, or past one
+    the Gateway's."""
     workers = workers_of(run)
     if workers == 1:
-        return LANE_READS_PER_S, WORKER_LANE
-    return min(workers * LANE_READS_PER_S, GATEWAY_READS_PER_S), GATEWAY_LANE
+        return LANE_READS_PER_S, WORKER_LANE, "one Worker's lane"
+    return min(workers * LANE_READS_PER_S, GATEWAY_READS_PER_S), GATEWAY_LANE, "the Gateway's lane"
 
 
 def short_of_cap_why(rps: float, cap: int, load: dict[str, Any]) -> str:
@@ -92,11 +93,10 @@ def _bound_text(run: str, reads: pd.Series, load: dict[str, Any]) -> str:
     users = int(pd.to_numeric(reads.get("users"), errors="coerce") or 0)
     p50 = float(pd.to_numeric(reads.get("p50_ms"), errors="coerce") or 0.0)
     rps = float(reads["rps"])
-    cap, setting = read_cap(run)
+    cap, _, lane = read_cap(run)
     if load["bound"]:
         return machine_text(load)
     if rps >= 0.9 * cap:
-        lane = "one Worker's lane" if setting == WORKER_LANE else "the Gateway's lane"
         return f"{lane} (about {cap:,} reads/s; reads waited {p50:.0f} ms at p50), " + machine_text(load)
     if users and p50 and rps >= 0.9 * users / (p50 / 1000.0):
         return f"{users} readers at {p50:.0f} ms a read: the readers, " + machine_text(load)
@@ -121,7 +121,7 @@ def throughput_rows(runs: dict[str, Path | None]) -> tuple[list[dict[str, Any]],
         measured[name], bound[name] = rps, load["bound"] or short
         readers = int(pd.to_numeric(reads.get("users"), errors="coerce") or 0)
         # one run each on the page, a single workstation: a quarter either way; the cap is a lane's setting
-        cap, set_by = read_cap(name)
+        cap, set_by, _ = read_cap(name)
         label = f"{label}: saturation reads/s ({readers:,} readers)"
         row = figure(label, reads["rps"], page, rate, tolerance=0.25, set_by=set_by)
         row["bound by"] = (
